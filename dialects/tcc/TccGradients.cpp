@@ -1,0 +1,193 @@
+//===- TccGradients.cpp - Reverse-mode gradient rules of tcc ops ----------===//
+//
+// Each rule builds the vector-Jacobian product of one op. Broadcasting ops
+// reduce a result gradient back to their operand's shape (sum over the
+// broadcast dimensions), so every returned gradient has its operand's type.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/tcc/TccOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+static RankedTensorType typeOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+static Value scalarConstant(OpBuilder &b, Location loc, Type elementType,
+                            double value) {
+  auto type = RankedTensorType::get({}, elementType);
+  return ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(type, b.getFloatAttr(elementType, value)));
+}
+
+/// Sums `grad` over the dimensions that broadcasting added to reach its
+/// shape from `target`'s, then reshapes to `target` exactly.
+static Value reduceToType(OpBuilder &b, Location loc, Value grad,
+                          RankedTensorType target) {
+  RankedTensorType gt = typeOf(grad);
+  if (gt == target)
+    return grad;
+  int64_t lead = gt.getRank() - target.getRank();
+  SmallVector<int64_t> axes;
+  for (int64_t i = 0; i < gt.getRank(); ++i)
+    if (i < lead || (target.getDimSize(i - lead) == 1 && gt.getDimSize(i) != 1))
+      axes.push_back(i);
+  Value r = grad;
+  if (!axes.empty())
+    r = ReduceSumOp::create(b, loc, grad, axes, /*keepdims=*/false);
+  if (r.getType() != target)
+    r = ReshapeOp::create(b, loc, target, r);
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
+// Layout
+//===----------------------------------------------------------------------===//
+
+SmallVector<Value> ReshapeOp::buildGradients(OpBuilder &b, ValueRange grads) {
+  return {ReshapeOp::create(b, getLoc(), getInput().getType(), grads[0])};
+}
+
+SmallVector<Value> BroadcastToOp::buildGradients(OpBuilder &b,
+                                                 ValueRange grads) {
+  return {reduceToType(b, getLoc(), grads[0], typeOf(getInput()))};
+}
+
+SmallVector<Value> TransposeOp::buildGradients(OpBuilder &b, ValueRange grads) {
+  SmallVector<int64_t> inverse(getPerm().size());
+  for (auto [i, p] : llvm::enumerate(getPerm()))
+    inverse[p] = i;
+  return {TransposeOp::create(b, getLoc(), grads[0], inverse)};
+}
+
+//===----------------------------------------------------------------------===//
+// Matmul
+//===----------------------------------------------------------------------===//
+
+SmallVector<Value> MatmulOp::buildGradients(OpBuilder &b, ValueRange grads) {
+  Location loc = getLoc();
+  Value g = grads[0], a = getLhs(), w = getRhs();
+  bool ta = getTransposeLhs(), tb = getTransposeRhs();
+  // With op(X) = X or X^T:  C = op(A) op(B), so
+  //   d op(A) = dC op(B)^T   and   d op(B) = op(A)^T dC,
+  // and each is transposed back when the operand was stored transposed.
+  Value da, db;
+  if (!ta)
+    da = MatmulOp::create(b, loc, g, w, false, !tb);       // dC op(B)^T
+  else
+    da = MatmulOp::create(b, loc, w, g, tb, true);         // (dC op(B)^T)^T
+  if (!tb)
+    db = MatmulOp::create(b, loc, a, g, !ta, false);       // op(A)^T dC
+  else
+    db = MatmulOp::create(b, loc, g, a, true, ta);         // (op(A)^T dC)^T
+  return {reduceToType(b, loc, da, typeOf(a)),
+          reduceToType(b, loc, db, typeOf(w))};
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise
+//===----------------------------------------------------------------------===//
+
+SmallVector<Value> AddOp::buildGradients(OpBuilder &b, ValueRange grads) {
+  return {reduceToType(b, getLoc(), grads[0], typeOf(getLhs())),
+          reduceToType(b, getLoc(), grads[0], typeOf(getRhs()))};
+}
+
+SmallVector<Value> SubOp::buildGradients(OpBuilder &b, ValueRange grads) {
+  Value neg = NegOp::create(b, getLoc(), grads[0]);
+  return {reduceToType(b, getLoc(), grads[0], typeOf(getLhs())),
+          reduceToType(b, getLoc(), neg, typeOf(getRhs()))};
+}
+
+SmallVector<Value> MulOp::buildGradients(OpBuilder &b, ValueRange grads) {
+  Location loc = getLoc();
+  Value da = MulOp::create(b, loc, grads[0], getRhs());
+  Value db = MulOp::create(b, loc, grads[0], getLhs());
+  return {reduceToType(b, loc, da, typeOf(getLhs())),
+          reduceToType(b, loc, db, typeOf(getRhs()))};
+}
+
+SmallVector<Value> DivOp::buildGradients(OpBuilder &b, ValueRange grads) {
+  Location loc = getLoc();
+  // c = a / b:  da = g / b,  db = -g * a / b^2 = -(g * c) / b.
+  Value da = DivOp::create(b, loc, grads[0], getRhs());
+  Value gc = MulOp::create(b, loc, grads[0], getResult());
+  Value db = NegOp::create(b, loc, DivOp::create(b, loc, gc, getRhs()));
+  return {reduceToType(b, loc, da, typeOf(getLhs())),
+          reduceToType(b, loc, db, typeOf(getRhs()))};
+}
+
+SmallVector<Value> NegOp::buildGradients(OpBuilder &b, ValueRange grads) {
+  return {NegOp::create(b, getLoc(), grads[0])};
+}
+
+SmallVector<Value> ReluOp::buildGradients(OpBuilder &b, ValueRange grads) {
+  return {ReluGradOp::create(b, getLoc(), grads[0], getInput())};
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and softmax
+//===----------------------------------------------------------------------===//
+
+/// Spreads a reduction's result gradient back over the reduced axes.
+static Value expandReduced(OpBuilder &b, Location loc, Value g,
+                           RankedTensorType inType, ArrayRef<int64_t> axes) {
+  SmallVector<int64_t> kept(inType.getShape());
+  for (int64_t a : axes)
+    kept[a] = 1;
+  auto keptType = RankedTensorType::get(kept, inType.getElementType());
+  Value r = g;
+  if (r.getType() != keptType)
+    r = ReshapeOp::create(b, loc, keptType, r);
+  if (keptType != inType)
+    r = BroadcastToOp::create(b, loc, inType, r);
+  return r;
+}
+
+SmallVector<Value> ReduceSumOp::buildGradients(OpBuilder &b, ValueRange grads) {
+  return {expandReduced(b, getLoc(), grads[0], typeOf(getInput()), getAxes())};
+}
+
+SmallVector<Value> ReduceMeanOp::buildGradients(OpBuilder &b,
+                                                ValueRange grads) {
+  Location loc = getLoc();
+  RankedTensorType in = typeOf(getInput());
+  int64_t count = 1;
+  for (int64_t a : getAxes())
+    count *= in.getDimSize(a);
+  Value scale = scalarConstant(b, loc, in.getElementType(), 1.0 / count);
+  Value g = MulOp::create(b, loc, grads[0], scale);
+  return {expandReduced(b, loc, g, in, getAxes())};
+}
+
+SmallVector<Value> SoftmaxOp::buildGradients(OpBuilder &b, ValueRange grads) {
+  return {SoftmaxGradOp::create(b, getLoc(), grads[0], getResult(), getAxis())};
+}
+
+SmallVector<Value> LogSoftmaxOp::buildGradients(OpBuilder &b,
+                                                ValueRange grads) {
+  return {
+      LogSoftmaxGradOp::create(b, getLoc(), grads[0], getResult(), getAxis())};
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+SmallVector<Value> SoftmaxCrossEntropyOp::buildGradients(OpBuilder &b,
+                                                         ValueRange grads) {
+  Value d = SoftmaxCrossEntropyGradOp::create(b, getLoc(), grads[0],
+                                              getLogits(), getLabels());
+  return {d, Value()};
+}
+
+SmallVector<Value> MseLossOp::buildGradients(OpBuilder &b, ValueRange grads) {
+  Value d = MseLossGradOp::create(b, getLoc(), grads[0], getPrediction(),
+                                  getTarget());
+  return {d, NegOp::create(b, getLoc(), d)};
+}

@@ -1,0 +1,343 @@
+//===- TccOps.cpp - tcc op shape inference, verifiers, folders ------------===//
+//
+// Result types are inferred from operands wherever they are determined, so a
+// wrong shape is reported where the op is built (frontend, autodiff) instead
+// of somewhere downstream.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/tcc/TccOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+FailureOr<SmallVector<int64_t>> mlir::tcc::broadcastShapes(ArrayRef<int64_t> a,
+                                                           ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return failure();
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+static std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (auto [i, d] : llvm::enumerate(shape))
+    s += (i ? "," : "") + std::to_string(d);
+  return s + "]";
+}
+
+static RankedTensorType rankedType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Constant, reshape, broadcast_to, transpose
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+LogicalResult ReshapeOp::verify() {
+  auto in = rankedType(getInput()), out = rankedType(getResult());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("element type changes from ")
+           << in.getElementType() << " to " << out.getElementType();
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError("cannot reshape ")
+           << shapeStr(in.getShape()) << " (" << in.getNumElements()
+           << " elements) to " << shapeStr(out.getShape()) << " ("
+           << out.getNumElements() << " elements)";
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // reshape(reshape(x)) -> reshape(x)
+  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  if (auto c = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
+    return c.reshape(cast<ShapedType>(getType()));
+  return {};
+}
+
+LogicalResult BroadcastToOp::verify() {
+  auto in = rankedType(getInput()), out = rankedType(getResult());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("element type changes");
+  auto b = broadcastShapes(in.getShape(), out.getShape());
+  if (in.getRank() > out.getRank() || failed(b) ||
+      ArrayRef<int64_t>(*b) != out.getShape())
+    return emitOpError("cannot broadcast ")
+           << shapeStr(in.getShape()) << " to " << shapeStr(out.getShape());
+  return success();
+}
+
+OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto c = dyn_cast_or_null<SplatElementsAttr>(adaptor.getInput()))
+    return SplatElementsAttr::get(cast<ShapedType>(getType()),
+                                  c.getSplatValue<Attribute>());
+  return {};
+}
+
+LogicalResult TransposeOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
+    SmallVectorImpl<Type> &results) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  auto in = rankedType(adaptor.getInput());
+  ArrayRef<int64_t> perm = adaptor.getPerm();
+  if ((int64_t)perm.size() != in.getRank())
+    return emitOptionalError(loc, "tcc.transpose: perm has ", perm.size(),
+                             " entries for a rank-", in.getRank(), " input");
+  SmallVector<bool> seen(perm.size(), false);
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= in.getRank() || seen[p])
+      return emitOptionalError(loc, "tcc.transpose: perm is not a permutation");
+    seen[p] = true;
+    shape.push_back(in.getDimSize(p));
+  }
+  results.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  if (llvm::equal(getPerm(), llvm::seq<int64_t>(0, getPerm().size())))
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Matmul
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         ValueRange operands,
+                                         DictionaryAttr attrs,
+                                         OpaqueProperties props,
+                                         RegionRange regions,
+                                         SmallVectorImpl<Type> &results) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  auto lhs = rankedType(adaptor.getLhs()), rhs = rankedType(adaptor.getRhs());
+  if (lhs.getElementType() != rhs.getElementType())
+    return emitOptionalError(loc, "tcc.matmul: element types differ");
+  if (lhs.getRank() < 2 || rhs.getRank() < 2)
+    return emitOptionalError(loc, "tcc.matmul: operands need rank >= 2, got ",
+                             lhs.getRank(), " and ", rhs.getRank());
+  ArrayRef<int64_t> ls = lhs.getShape(), rs = rhs.getShape();
+  int64_t lr = ls.size(), rr = rs.size();
+  bool ta = adaptor.getTransposeLhs(), tb = adaptor.getTransposeRhs();
+  int64_t m = ta ? ls[lr - 1] : ls[lr - 2], k1 = ta ? ls[lr - 2] : ls[lr - 1];
+  int64_t k2 = tb ? rs[rr - 1] : rs[rr - 2], n = tb ? rs[rr - 2] : rs[rr - 1];
+  if (k1 != k2)
+    return emitOptionalError(loc, "tcc.matmul: contraction sizes differ: lhs ",
+                             shapeStr(ls), " and rhs ", shapeStr(rs), " give ",
+                             k1, " vs ", k2);
+  auto batch = broadcastShapes(ls.drop_back(2), rs.drop_back(2));
+  if (failed(batch))
+    return emitOptionalError(loc, "tcc.matmul: batch dimensions of ",
+                             shapeStr(ls), " and ", shapeStr(rs),
+                             " do not broadcast");
+  SmallVector<int64_t> shape = *batch;
+  shape.push_back(m);
+  shape.push_back(n);
+  results.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferBroadcast(StringRef name, std::optional<Location> loc,
+                                    ValueRange operands,
+                                    SmallVectorImpl<Type> &results) {
+  auto a = rankedType(operands[0]), b = rankedType(operands[1]);
+  if (a.getElementType() != b.getElementType())
+    return emitOptionalError(loc, "tcc.", name, ": element types differ (",
+                             a.getElementType(), " vs ", b.getElementType(),
+                             ")");
+  auto shape = broadcastShapes(a.getShape(), b.getShape());
+  if (failed(shape))
+    return emitOptionalError(loc, "tcc.", name, ": shapes ",
+                             shapeStr(a.getShape()), " and ",
+                             shapeStr(b.getShape()), " do not broadcast");
+  results.push_back(RankedTensorType::get(*shape, a.getElementType()));
+  return success();
+}
+
+#define TCC_BINARY_INFER(OP, NAME)                                             \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, ValueRange operands,         \
+      DictionaryAttr, OpaqueProperties, RegionRange,                           \
+      SmallVectorImpl<Type> &results) {                                        \
+    return inferBroadcast(NAME, loc, operands, results);                       \
+  }
+TCC_BINARY_INFER(AddOp, "add")
+TCC_BINARY_INFER(SubOp, "sub")
+TCC_BINARY_INFER(MulOp, "mul")
+TCC_BINARY_INFER(DivOp, "div")
+#undef TCC_BINARY_INFER
+
+/// Ops whose single result has the type of their first operand.
+#define TCC_SAME_AS_FIRST_INFER(OP)                                            \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location>, ValueRange operands,             \
+      DictionaryAttr, OpaqueProperties, RegionRange,                           \
+      SmallVectorImpl<Type> &results) {                                        \
+    results.push_back(operands[0].getType());                                  \
+    return success();                                                          \
+  }
+TCC_SAME_AS_FIRST_INFER(NegOp)
+TCC_SAME_AS_FIRST_INFER(ReluOp)
+#undef TCC_SAME_AS_FIRST_INFER
+
+//===----------------------------------------------------------------------===//
+// Reductions and softmax
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferReduce(StringRef name, std::optional<Location> loc,
+                                 RankedTensorType in, ArrayRef<int64_t> axes,
+                                 bool keepdims,
+                                 SmallVectorImpl<Type> &results) {
+  SmallVector<int64_t> shape;
+  int64_t prev = -1;
+  for (int64_t a : axes) {
+    if (a <= prev || a >= in.getRank())
+      return emitOptionalError(loc, "tcc.", name,
+                               ": axes must be sorted, unique and in [0, ",
+                               in.getRank(), ")");
+    prev = a;
+  }
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    if (!llvm::is_contained(axes, d))
+      shape.push_back(in.getDimSize(d));
+    else if (keepdims)
+      shape.push_back(1);
+  }
+  results.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+
+#define TCC_REDUCE_INFER(OP, NAME)                                             \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, ValueRange operands,         \
+      DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,       \
+      SmallVectorImpl<Type> &results) {                                        \
+    Adaptor adaptor(operands, attrs, props, regions);                          \
+    return inferReduce(NAME, loc, rankedType(adaptor.getInput()),              \
+                       adaptor.getAxes(), adaptor.getKeepdims(), results);     \
+  }
+TCC_REDUCE_INFER(ReduceSumOp, "reduce_sum")
+TCC_REDUCE_INFER(ReduceMeanOp, "reduce_mean")
+#undef TCC_REDUCE_INFER
+
+static LogicalResult inferAxisOp(StringRef name, std::optional<Location> loc,
+                                 Value input, int64_t axis,
+                                 SmallVectorImpl<Type> &results) {
+  auto in = rankedType(input);
+  if (axis < 0 || axis >= in.getRank())
+    return emitOptionalError(loc, "tcc.", name, ": axis ", axis,
+                             " is out of range for rank ", in.getRank());
+  results.push_back(in);
+  return success();
+}
+
+#define TCC_AXIS_INFER(OP, NAME, INPUT)                                        \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, ValueRange operands,         \
+      DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,       \
+      SmallVectorImpl<Type> &results) {                                        \
+    Adaptor adaptor(operands, attrs, props, regions);                          \
+    return inferAxisOp(NAME, loc, adaptor.INPUT(), adaptor.getAxis(),          \
+                       results);                                               \
+  }
+TCC_AXIS_INFER(SoftmaxOp, "softmax", getInput)
+TCC_AXIS_INFER(LogSoftmaxOp, "log_softmax", getInput)
+#undef TCC_AXIS_INFER
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+static LogicalResult checkLabels(StringRef name, std::optional<Location> loc,
+                                 RankedTensorType logits,
+                                 RankedTensorType labels) {
+  if (logits.getRank() < 1)
+    return emitOptionalError(loc, "tcc.", name,
+                             ": logits need a class axis (rank >= 1)");
+  if (labels.getShape() != logits.getShape().drop_back())
+    return emitOptionalError(loc, "tcc.", name, ": labels have shape ",
+                             shapeStr(labels.getShape()), ", expected ",
+                             shapeStr(logits.getShape().drop_back()),
+                             " (the logits' shape without its class axis)");
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &results) {
+  auto logits = rankedType(operands[0]);
+  if (failed(checkLabels("softmax_cross_entropy", loc, logits,
+                         rankedType(operands[1]))))
+    return failure();
+  results.push_back(RankedTensorType::get({}, logits.getElementType()));
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &results) {
+  auto logits = rankedType(operands[1]);
+  if (failed(checkLabels("softmax_cross_entropy_grad", loc, logits,
+                         rankedType(operands[2]))))
+    return failure();
+  results.push_back(logits);
+  return success();
+}
+
+LogicalResult MseLossOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          ValueRange operands, DictionaryAttr,
+                                          OpaqueProperties, RegionRange,
+                                          SmallVectorImpl<Type> &results) {
+  auto pred = rankedType(operands[0]), target = rankedType(operands[1]);
+  if (pred != target)
+    return emitOptionalError(loc, "tcc.mse_loss: prediction ", pred,
+                             " and target ", target, " differ");
+  results.push_back(RankedTensorType::get({}, pred.getElementType()));
+  return success();
+}
+
+LogicalResult MseLossGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &results) {
+  auto pred = rankedType(operands[1]), target = rankedType(operands[2]);
+  if (pred != target)
+    return emitOptionalError(loc, "tcc.mse_loss_grad: prediction ", pred,
+                             " and target ", target, " differ");
+  results.push_back(pred);
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/tcc/TccOps.cpp.inc"

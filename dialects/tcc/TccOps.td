@@ -1,0 +1,353 @@
+//===- TccOps.td - tcc op definitions ----------------------*- tablegen -*-===//
+//
+// Ops are functional (value semantics on ranked, statically shaped tensors).
+// Shapes are inferred wherever the operands determine them, so builders need
+// no result types and the verifier rejects inconsistent shapes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_OPS_TD
+#define TCC_OPS_TD
+
+include "dialects/tcc/TccDialect.td"
+include "dialects/tcc/TccInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/CommonTypeConstraints.td"
+
+def Tcc_FloatTensor : RankedTensorOf<[AnyFloat]>;
+def Tcc_LabelTensor : RankedTensorOf<[I64]>;
+def Tcc_ScalarFloatTensor : 0DTensorOf<[AnyFloat]>;
+
+class Tcc_InferOp<string mnemonic, list<Trait> traits = []>
+    : Tcc_Op<mnemonic, !listconcat([Pure,
+        DeclareOpInterfaceMethods<InferTypeOpInterface>], traits)>;
+
+class Tcc_DiffOp<string mnemonic, list<Trait> traits = []>
+    : Tcc_InferOp<mnemonic, !listconcat([
+        DeclareOpInterfaceMethods<Tcc_GradientOpInterface>], traits)>;
+
+//===----------------------------------------------------------------------===//
+// Constants and layout
+//===----------------------------------------------------------------------===//
+
+def Tcc_ConstantOp : Tcc_Op<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "A constant tensor";
+  let description = [{
+    Example:
+    ```mlir
+    %c = tcc.constant dense<1.0> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Tcc_ReshapeOp : Tcc_Op<"reshape",
+    [Pure, DeclareOpInterfaceMethods<Tcc_GradientOpInterface>]> {
+  let summary = "Reinterprets a tensor with another static shape";
+  let description = [{
+    Element order is kept; the element count must not change.
+    ```mlir
+    %r = tcc.reshape %x : tensor<4x8x8xf32> -> tensor<4x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tcc_BroadcastToOp : Tcc_Op<"broadcast_to",
+    [Pure, DeclareOpInterfaceMethods<Tcc_GradientOpInterface>]> {
+  let summary = "Broadcasts a tensor to a larger shape (NumPy rules)";
+  let description = [{
+    Dimensions are aligned from the right; each input dimension is 1 or
+    equal to the result's.
+    ```mlir
+    %b = tcc.broadcast_to %bias : tensor<10xf32> -> tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$input);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tcc_TransposeOp : Tcc_DiffOp<"transpose"> {
+  let summary = "Permutes the dimensions of a tensor";
+  let description = [{
+    `result.shape[i] = input.shape[perm[i]]`.
+    ```mlir
+    %t = tcc.transpose %x {perm = array<i64: 1, 0>} : tensor<3x4xf32> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def Tcc_MatmulOp : Tcc_DiffOp<"matmul"> {
+  let summary = "Matrix product over the last two dimensions, optionally transposed";
+  let description = [{
+    `lhs` is `[..., M, K]` (`[..., K, M]` with `transpose_lhs`), `rhs` is
+    `[..., K, N]` (`[..., N, K]` with `transpose_rhs`); leading batch
+    dimensions broadcast. Both operands have rank 2 or more.
+    ```mlir
+    %y = tcc.matmul %x, %w {transpose_rhs = true} : (tensor<32x64xf32>, tensor<10x64xf32>) -> tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$lhs, Tcc_FloatTensor:$rhs,
+                   DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                   DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise
+//===----------------------------------------------------------------------===//
+
+class Tcc_BinaryOp<string mnemonic, string expr> : Tcc_DiffOp<mnemonic> {
+  let summary = "Element-wise " # expr # " with NumPy broadcasting";
+  let description = [{
+    Operands broadcast against each other (aligned from the right, each
+    dimension 1 or equal); the result has the broadcast shape.
+    ```mlir
+    %c = tcc.}] # mnemonic # [{ %a, %b : (tensor<32x10xf32>, tensor<10xf32>) -> tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$lhs, Tcc_FloatTensor:$rhs);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Tcc_AddOp : Tcc_BinaryOp<"add", "lhs + rhs">;
+def Tcc_SubOp : Tcc_BinaryOp<"sub", "lhs - rhs">;
+def Tcc_MulOp : Tcc_BinaryOp<"mul", "lhs * rhs">;
+def Tcc_DivOp : Tcc_BinaryOp<"div", "lhs / rhs">;
+
+class Tcc_UnaryOp<string mnemonic, string expr, list<Trait> traits = []>
+    : Tcc_InferOp<mnemonic, traits> {
+  let summary = "Element-wise " # expr;
+  let description = [{
+    ```mlir
+    %y = tcc.}] # mnemonic # [{ %x : tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$input);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Tcc_NegOp : Tcc_UnaryOp<"neg", "-x",
+    [DeclareOpInterfaceMethods<Tcc_GradientOpInterface>]>;
+def Tcc_ReluOp : Tcc_UnaryOp<"relu", "max(x, 0)",
+    [DeclareOpInterfaceMethods<Tcc_GradientOpInterface>]>;
+
+def Tcc_ReluGradOp : Tcc_InferOp<"relu_grad",
+    [AllTypesMatch<["grad", "input", "result"]>]> {
+  let summary = "Gradient of relu: `input > 0 ? grad : 0`";
+  let description = [{
+    ```mlir
+    %dx = tcc.relu_grad %dy, %x : tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$grad, Tcc_FloatTensor:$input);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $input attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class Tcc_ReduceOp<string mnemonic, string what> : Tcc_DiffOp<mnemonic> {
+  let summary = what # " over the given axes";
+  let description = [{
+    `axes` are sorted, unique and non-negative; with `keepdims` the reduced
+    dimensions stay as size 1, otherwise they are dropped.
+    ```mlir
+    %s = tcc.}] # mnemonic # [{ %x {axes = array<i64: 0>} : tensor<32x10xf32> -> tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                   DefaultValuedAttr<BoolAttr, "false">:$keepdims);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Tcc_ReduceSumOp : Tcc_ReduceOp<"reduce_sum", "Sum">;
+def Tcc_ReduceMeanOp : Tcc_ReduceOp<"reduce_mean", "Mean">;
+
+//===----------------------------------------------------------------------===//
+// Softmax family
+//===----------------------------------------------------------------------===//
+
+class Tcc_SoftmaxLikeOp<string mnemonic, string what> : Tcc_DiffOp<mnemonic> {
+  let summary = what # " along one axis";
+  let description = [{
+    ```mlir
+    %y = tcc.}] # mnemonic # [{ %x {axis = 1 : i64} : tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Tcc_SoftmaxOp : Tcc_SoftmaxLikeOp<"softmax", "Softmax">;
+def Tcc_LogSoftmaxOp : Tcc_SoftmaxLikeOp<"log_softmax", "Log-softmax">;
+
+class Tcc_SoftmaxLikeGradOp<string mnemonic, string expr>
+    : Tcc_InferOp<mnemonic, [AllTypesMatch<["grad", "output", "result"]>]> {
+  let summary = "Backward of a softmax-like op given its output: " # expr;
+  let description = [{
+    ```mlir
+    %dx = tcc.}] # mnemonic # [{ %dy, %y {axis = 1 : i64} : tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$grad, Tcc_FloatTensor:$output,
+                   I64Attr:$axis);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $output attr-dict `:` type($result)";
+}
+
+def Tcc_SoftmaxGradOp
+    : Tcc_SoftmaxLikeGradOp<"softmax_grad", "y * (dy - sum(dy * y))">;
+def Tcc_LogSoftmaxGradOp
+    : Tcc_SoftmaxLikeGradOp<"log_softmax_grad", "dy - exp(y) * sum(dy)">;
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def Tcc_SoftmaxCrossEntropyOp : Tcc_DiffOp<"softmax_cross_entropy"> {
+  let summary = "Mean cross-entropy of softmax(logits) against integer labels";
+  let description = [{
+    Classes lie on the last axis of `logits`; `labels` has the shape of
+    `logits` without it. The result is the mean over all positions, as
+    PyTorch's `CrossEntropyLoss` computes it.
+    ```mlir
+    %l = tcc.softmax_cross_entropy %logits, %labels : (tensor<32x10xf32>, tensor<32xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$logits, Tcc_LabelTensor:$labels);
+  let results = (outs Tcc_ScalarFloatTensor:$result);
+  let assemblyFormat =
+      "$logits `,` $labels attr-dict `:` functional-type(operands, results)";
+}
+
+def Tcc_SoftmaxCrossEntropyGradOp : Tcc_InferOp<"softmax_cross_entropy_grad"> {
+  let summary = "Gradient of softmax_cross_entropy with respect to the logits";
+  let description = [{
+    `grad * (softmax(logits) - onehot(labels)) / positions`.
+    ```mlir
+    %d = tcc.softmax_cross_entropy_grad %dl, %logits, %labels : (tensor<f32>, tensor<32x10xf32>, tensor<32xi64>) -> tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_ScalarFloatTensor:$grad, Tcc_FloatTensor:$logits,
+                   Tcc_LabelTensor:$labels);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat =
+      "$grad `,` $logits `,` $labels attr-dict `:` functional-type(operands, results)";
+}
+
+def Tcc_MseLossOp : Tcc_DiffOp<"mse_loss"> {
+  let summary = "Mean squared error";
+  let description = [{
+    ```mlir
+    %l = tcc.mse_loss %pred, %target : (tensor<32x1xf32>, tensor<32x1xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$prediction, Tcc_FloatTensor:$target);
+  let results = (outs Tcc_ScalarFloatTensor:$result);
+  let assemblyFormat =
+      "$prediction `,` $target attr-dict `:` functional-type(operands, results)";
+}
+
+def Tcc_MseLossGradOp : Tcc_InferOp<"mse_loss_grad"> {
+  let summary = "Gradient of mse_loss with respect to the prediction";
+  let description = [{
+    `grad * 2 * (prediction - target) / numel`.
+    ```mlir
+    %d = tcc.mse_loss_grad %dl, %pred, %target : (tensor<f32>, tensor<32x1xf32>, tensor<32x1xf32>) -> tensor<32x1xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_ScalarFloatTensor:$grad, Tcc_FloatTensor:$prediction,
+                   Tcc_FloatTensor:$target);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat =
+      "$grad `,` $prediction `,` $target attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates (functional; the compiler turns them into in-place updates)
+//===----------------------------------------------------------------------===//
+
+def Tcc_SgdUpdateOp : Tcc_InferOp<"sgd_update",
+    [AllTypesMatch<["param", "grad", "new_param"]>]> {
+  let summary = "Plain SGD: `param - lr * (grad + weight_decay * param)`";
+  let description = [{
+    ```mlir
+    %p1 = tcc.sgd_update %p, %g {lr = 0.1 : f64, weight_decay = 0.0 : f64} : tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$param, Tcc_FloatTensor:$grad,
+                   F64Attr:$lr, F64Attr:$weight_decay);
+  let results = (outs Tcc_FloatTensor:$new_param);
+  let assemblyFormat = "$param `,` $grad attr-dict `:` type($param)";
+}
+
+def Tcc_SgdMomentumUpdateOp : Tcc_InferOp<"sgd_momentum_update",
+    [AllTypesMatch<["param", "grad", "momentum_buffer", "new_param",
+                    "new_momentum_buffer"]>]> {
+  let summary = "SGD with momentum, as torch.optim.SGD (dampening 0)";
+  let description = [{
+    `d = grad + wd * param; buf' = momentum * buf + d; param' = param - lr * buf'`.
+    ```mlir
+    %p1, %b1 = tcc.sgd_momentum_update %p, %g, %b {lr = 0.1 : f64, momentum = 0.9 : f64, weight_decay = 0.0 : f64} : tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$param, Tcc_FloatTensor:$grad,
+                   Tcc_FloatTensor:$momentum_buffer, F64Attr:$lr,
+                   F64Attr:$momentum, F64Attr:$weight_decay);
+  let results = (outs Tcc_FloatTensor:$new_param,
+                      Tcc_FloatTensor:$new_momentum_buffer);
+  let assemblyFormat =
+      "$param `,` $grad `,` $momentum_buffer attr-dict `:` type($param)";
+}
+
+def Tcc_AdamWUpdateOp : Tcc_InferOp<"adamw_update",
+    [AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
+                    "new_exp_avg", "new_exp_avg_sq"]>]> {
+  let summary = "AdamW update, as torch.optim.AdamW";
+  let description = [{
+    `step` is a scalar holding the 1-based step count used for bias correction.
+    ```mlir
+    %p1, %m1, %v1 = tcc.adamw_update %p, %g, %m, %v, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$param, Tcc_FloatTensor:$grad,
+                   Tcc_FloatTensor:$exp_avg, Tcc_FloatTensor:$exp_avg_sq,
+                   Tcc_ScalarFloatTensor:$step, F64Attr:$lr, F64Attr:$beta1,
+                   F64Attr:$beta2, F64Attr:$eps, F64Attr:$weight_decay);
+  let results = (outs Tcc_FloatTensor:$new_param, Tcc_FloatTensor:$new_exp_avg,
+                      Tcc_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = "$param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step "
+                       "attr-dict `:` type($param) `,` type($step)";
+}
+
+#endif // TCC_OPS_TD

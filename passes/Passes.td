@@ -1,0 +1,60 @@
+//===- Passes.td - tcc passes ------------------------------*- tablegen -*-===//
+#ifndef TCC_PASSES_TD
+#define TCC_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def BuildLossPass : Pass<"tcc-build-loss", "mlir::ModuleOp"> {
+  let summary = "Builds @train_step: @forward followed by a loss";
+  let description = [{
+    Clones `@forward` into `@train_step`, appends a data input named `labels`
+    and returns the scalar loss of the forward's first result instead of the
+    outputs. `cross_entropy` takes classes on the output's last axis and
+    int64 labels shaped like the output without it, averaging over all other
+    positions; `mse` takes f32 targets shaped like the output. `@forward`
+    stays, for evaluation.
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect", "mlir::func::FuncDialect"];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"cross_entropy\"",
+           "Loss: cross_entropy or mse">,
+  ];
+}
+
+def AutodiffPass : Pass<"tcc-autodiff", "mlir::ModuleOp"> {
+  let summary = "Reverse-mode differentiation of @train_step";
+  let description = [{
+    Differentiates the scalar first result of `@train_step` (kind `loss`)
+    with respect to every argument of kind `param`, using each op's
+    GradientOpInterface, and appends the gradients as results of kind `grad`
+    named after their parameter.
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect"];
+}
+
+def ApplyOptimizerPass : Pass<"tcc-apply-optimizer", "mlir::ModuleOp"> {
+  let summary = "Replaces the gradients of @train_step by optimizer updates";
+  let description = [{
+    Adds the optimizer's state as arguments of kind `state` (zero-initialized)
+    and turns every `grad` result into `update` results: the new value of each
+    parameter and of each state tensor, named after what they replace.
+    Semantics follow torch.optim.SGD (momentum, weight decay, dampening 0) and
+    torch.optim.AdamW.
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect"];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
+           "Optimizer: sgd or adamw">,
+    Option<"lr", "lr", "double", /*default=*/"-1.0",
+           "Learning rate (default: 1e-3 for adamw, 1e-2 for sgd)">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "SGD momentum">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"-1.0",
+           "Weight decay (default: 0.01 for adamw, 0 for sgd)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
+  ];
+}
+
+#endif // TCC_PASSES_TD

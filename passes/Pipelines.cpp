@@ -1,0 +1,34 @@
+//===- Pipelines.cpp - The tcc training pipeline --------------------------===//
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
+                                   const TrainPipelineOptions &opts) {
+  pm.addPass(createBuildLossPass(BuildLossPassOptions{opts.loss}));
+  pm.addPass(createAutodiffPass());
+  ApplyOptimizerPassOptions opt;
+  opt.optimizer = opts.optimizer;
+  opt.lr = opts.lr;
+  opt.momentum = opts.momentum;
+  opt.weightDecay = opts.weightDecay;
+  pm.addPass(createApplyOptimizerPass(opt));
+  if (opts.optimize) {
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+}
+
+void mlir::tcc::registerTccPasses() {
+  registerPasses();
+  PassPipelineRegistration<TrainPipelineOptions>(
+      "tcc-train-pipeline",
+      "Forward to optimized training step (loss, autodiff, optimizer, "
+      "canonicalize, CSE)",
+      buildTrainPipeline);
+}

@@ -1,0 +1,255 @@
+//===- Artifact.cpp - Artifact helpers and the writer ---------------------===//
+//
+// The reader and its validation live in ArtifactParse.cpp; the layout shared
+// by both is in ArtifactFormat.h.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/core/Artifact.h"
+#include "runtime/core/ArtifactFormat.h"
+
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+
+namespace tcc::rt {
+
+const char *dtypeName(DType t) {
+  switch (t) {
+  case DType::F32:
+    return "f32";
+  case DType::I64:
+    return "i64";
+  }
+  return "?";
+}
+
+DType parseDType(const std::string &s) {
+  if (s == "f32")
+    return DType::F32;
+  if (s == "i64")
+    return DType::I64;
+  throw Error("unknown dtype '" + s + "' (expected f32 or i64)");
+}
+
+size_t dtypeSize(DType t) { return t == DType::I64 ? 8 : 4; }
+
+std::string formatShape(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+const char *tensorKindName(TensorKind k) {
+  switch (k) {
+  case TensorKind::Param:
+    return "param";
+  case TensorKind::State:
+    return "state";
+  case TensorKind::Input:
+    return "input";
+  case TensorKind::Constant:
+    return "constant";
+  case TensorKind::Temp:
+    return "temp";
+  }
+  return "?";
+}
+
+TensorKind parseTensorKind(const std::string &s) {
+  static const std::pair<const char *, TensorKind> kinds[] = {
+      {"param", TensorKind::Param},       {"state", TensorKind::State},
+      {"input", TensorKind::Input},       {"constant", TensorKind::Constant},
+      {"temp", TensorKind::Temp}};
+  for (const auto &[name, kind] : kinds)
+    if (s == name)
+      return kind;
+  throw Error("unknown tensor kind '" + s +
+              "' (expected param, state, input, constant or temp)");
+}
+
+int64_t TensorInfo::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+int64_t TensorInfo::byteSize() const {
+  return numElements() * static_cast<int64_t>(dtypeSize(dtype));
+}
+
+const Program *Artifact::findProgram(const std::string &name) const {
+  for (const Program &p : programs)
+    if (p.name == name)
+      return &p;
+  return nullptr;
+}
+
+int32_t Artifact::findTensor(const std::string &name) const {
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].name == name)
+      return static_cast<int32_t>(i);
+  return -1;
+}
+
+int64_t Artifact::addBlob(const void *data, size_t size) {
+  size_t offset = (blob.size() + kArtifactAlign - 1) / kArtifactAlign *
+                  kArtifactAlign;
+  blob.resize(offset + size);
+  if (size)
+    std::memcpy(blob.data() + offset, data, size);
+  return static_cast<int64_t>(offset);
+}
+
+namespace format {
+
+void putU32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+void putU64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+uint32_t getU32(const uint8_t *p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i)
+    v |= static_cast<uint32_t>(p[i]) << (8 * i);
+  return v;
+}
+
+uint64_t getU64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i)
+    v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+uint32_t checksum(const uint8_t *manifest, uint64_t m, const uint8_t *blob,
+                  uint64_t b) {
+  // zlib's crc32 takes a uInt length; feed large buffers in chunks.
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (auto [p, n] : {std::pair{manifest, m}, std::pair{blob, b}}) {
+    while (n > 0) {
+      uInt chunk = static_cast<uInt>(std::min<uint64_t>(n, 1u << 30));
+      crc = crc32(crc, p, chunk);
+      p += chunk;
+      n -= chunk;
+    }
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+} // namespace format
+
+static nlohmann::json manifestJson(const Artifact &a) {
+  using nlohmann::json;
+  json tensors = json::array();
+  for (const TensorInfo &t : a.tensors)
+    tensors.push_back({{"name", t.name},
+                       {"dtype", dtypeName(t.dtype)},
+                       {"shape", t.shape},
+                       {"kind", tensorKindName(t.kind)},
+                       {"data_offset", t.dataOffset},
+                       {"arena_offset", t.arenaOffset},
+                       {"program", t.program}});
+  json programs = json::array();
+  for (const Program &p : a.programs) {
+    json instrs = json::array();
+    for (size_t i = 0; i < p.instrs.size(); ++i) {
+      const Instr &in = p.instrs[i];
+      // JSON has no NaN/Inf: they would silently come back as null.
+      for (double f : in.fattrs)
+        if (!std::isfinite(f))
+          throw Error("program '" + p.name + "' instr " + std::to_string(i) +
+                      " (" + in.kernel + "): float attribute is not finite");
+      instrs.push_back({{"k", in.kernel},
+                        {"in", in.inputs},
+                        {"out", in.outputs},
+                        {"i", in.iattrs},
+                        {"f", in.fattrs}});
+    }
+    programs.push_back({{"name", p.name},
+                        {"inputs", p.inputs},
+                        {"outputs", p.outputs},
+                        {"arena_bytes", p.arenaBytes},
+                        {"instrs", std::move(instrs)}});
+  }
+  json meta = json::object();
+  for (const auto &[k, v] : a.meta)
+    meta[k] = v;
+  return {{"format", format::kFormatName},
+          {"version", kArtifactVersion},
+          {"meta", std::move(meta)},
+          {"tensors", std::move(tensors)},
+          {"programs", std::move(programs)},
+          {"onnx", {{"offset", a.onnxOffset}, {"size", a.onnxSize}}}};
+}
+
+std::vector<uint8_t> format::serialize(const Artifact &a) {
+  std::string manifest;
+  try {
+    manifest = manifestJson(a).dump();
+  } catch (const nlohmann::json::exception &e) {
+    // e.g. a meta value or tensor name that is not valid UTF-8.
+    throw Error(std::string("cannot encode the manifest: ") + e.what());
+  }
+  uint64_t m = manifest.size(), b = a.blob.size();
+  uint64_t blobStart = alignUp(kHeaderSize + m);
+  std::vector<uint8_t> out(blobStart + b, 0);
+  std::memcpy(out.data(), kMagic, sizeof(kMagic));
+  putU32(out.data() + 8, kArtifactVersion);
+  putU64(out.data() + 16, m);
+  putU64(out.data() + 24, b);
+  std::memcpy(out.data() + kHeaderSize, manifest.data(), m);
+  if (b)
+    std::memcpy(out.data() + blobStart, a.blob.data(), b);
+  putU32(out.data() + 32,
+         checksum(out.data() + kHeaderSize, m, out.data() + blobStart, b));
+  return out;
+}
+
+void writeArtifact(const Artifact &a, const std::string &path) {
+  std::vector<uint8_t> bytes;
+  try {
+    bytes = format::serialize(a);
+  } catch (const Error &e) {
+    throw Error(path + ": " + e.what());
+  }
+  std::string tmp = path + ".tmp";
+  FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f)
+    throw Error(path + ": cannot write " + tmp + ": " + std::strerror(errno));
+  int err = 0;
+  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  ok = ok && std::fflush(f) == 0;
+  // fsync before rename so a crash cannot leave a renamed but empty file.
+  ok = ok && ::fsync(fileno(f)) == 0;
+  if (!ok)
+    err = errno;
+  if (std::fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    std::remove(tmp.c_str());
+    throw Error(path + ": cannot write " + tmp + ": " + std::strerror(err));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    err = errno;
+    std::remove(tmp.c_str());
+    throw Error(path + ": cannot rename " + tmp + " to it: " +
+                std::strerror(err));
+  }
+}
+
+} // namespace tcc::rt

@@ -1,0 +1,130 @@
+//===- Artifact.h - The compiled training step, as the runtime sees it ----===//
+//
+// The artifact is the only thing the compiler and the runtime share. It holds a
+// tensor table, one or more programs (flat schedules of kernel calls over tensor
+// ids) with a static memory plan each, and the bytes of initial weights and
+// constants. This header has no MLIR, LLVM or ONNX dependency.
+//
+// File layout (all integers little-endian):
+//   [0,8)    magic "TCCARTF\0"
+//   [8,12)   u32 format version (kArtifactVersion)
+//   [12,16)  u32 reserved (0)
+//   [16,24)  u64 manifest length M
+//   [24,32)  u64 blob length B
+//   [32,36)  u32 CRC-32 (zlib) of manifest bytes followed by blob bytes
+//   [36,64)  zero padding
+//   [64,64+M)           manifest: JSON (nlohmann-json), see Artifact.cpp
+//   padding to a multiple of 64
+//   [blobStart, +B)     blob: tensor data, each entry 64-byte aligned
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_RUNTIME_CORE_ARTIFACT_H
+#define TCC_RUNTIME_CORE_ARTIFACT_H
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tcc::rt {
+
+constexpr uint32_t kArtifactVersion = 1;
+/// Blob entries, the blob itself and runtime buffers are aligned to this.
+constexpr int64_t kArtifactAlign = 64;
+
+/// Every runtime failure a user can meet is a tcc::rt::Error; tools print
+/// what() and exit non-zero.
+class Error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class DType : uint8_t { F32, I64 };
+const char *dtypeName(DType t);          // "f32", "i64"
+DType parseDType(const std::string &s);  // throws Error on unknown
+size_t dtypeSize(DType t);
+/// "[2,3]" ("[]" for a scalar), for error messages.
+std::string formatShape(const std::vector<int64_t> &shape);
+
+enum class TensorKind : uint8_t {
+  Param,    // trainable parameter: persistent, initialized from the blob
+  State,    // optimizer/other state: persistent, initialized from the blob
+  Input,    // data fed per step (e.g. "x", "labels")
+  Constant, // read-only data from the blob
+  Temp,     // intermediate of one program: lives in that program's arena
+};
+const char *tensorKindName(TensorKind k);  // "param","state","input","constant","temp"
+TensorKind parseTensorKind(const std::string &s);
+
+struct TensorInfo {
+  std::string name;             // unique; params keep their ONNX initializer name
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;   // static; rank 0 = scalar
+  TensorKind kind = TensorKind::Temp;
+  /// Param/State/Constant: byte offset of the initial data in the blob.
+  int64_t dataOffset = -1;
+  /// Temp: byte offset in its program's arena (from the static plan).
+  int64_t arenaOffset = -1;
+  /// Temp: the program that owns it.
+  std::string program;
+
+  int64_t numElements() const;
+  int64_t byteSize() const;
+};
+
+/// One kernel call. Kernel names and their operand/attribute conventions are
+/// listed in runtime/cpu/Kernels.h. Outputs may alias inputs (in-place updates)
+/// only for kernels documented as element-wise.
+struct Instr {
+  std::string kernel;
+  std::vector<int32_t> inputs;   // tensor ids
+  std::vector<int32_t> outputs;  // tensor ids
+  std::vector<int64_t> iattrs;
+  std::vector<double> fattrs;
+};
+
+struct Program {
+  std::string name;              // "train_step", "forward"
+  std::vector<int32_t> inputs;   // Input tensors the caller must fill
+  std::vector<int32_t> outputs;  // tensors the caller reads after a run
+  std::vector<Instr> instrs;
+  int64_t arenaBytes = 0;        // size of the static plan for this program's temps
+};
+
+struct Artifact {
+  /// Free-form facts about how it was compiled (source model, batch, loss,
+  /// optimizer, lr, ...). Shown by `tcc inspect`.
+  std::map<std::string, std::string> meta;
+  std::vector<TensorInfo> tensors;  // id = index
+  std::vector<Program> programs;
+  std::vector<uint8_t> blob;        // initial data; offsets are 64-aligned
+  /// Optional: the original ONNX model bytes, kept so training can export a
+  /// trained model. Stored in the blob; -1 when absent.
+  int64_t onnxOffset = -1;
+  int64_t onnxSize = 0;
+
+  const Program *findProgram(const std::string &name) const;  // null if none
+  int32_t findTensor(const std::string &name) const;          // -1 if none
+  /// Appends bytes to the blob at the next 64-byte aligned offset; returns it.
+  int64_t addBlob(const void *data, size_t size);
+};
+
+/// Checks everything an in-memory artifact refers to: unique names, shapes
+/// (non-negative, no overflow), blob ranges, arena ranges, tensor ids, program
+/// ownership of temps and that no temp is read before it is written.
+/// parseArtifact and Session call it; throws Error without a file prefix.
+void validateArtifact(const Artifact &a);
+
+/// Writes to `path + ".tmp"`, flushes, then renames: a crash never leaves a
+/// half-written artifact at `path`. Throws Error.
+void writeArtifact(const Artifact &a, const std::string &path);
+/// Reads and validates (magic, version, sizes, checksum, manifest schema,
+/// offsets in range). Throws Error naming the file and what is wrong.
+Artifact readArtifact(const std::string &path);
+/// Same, from memory (used by fuzzers and tests). `what` names the source.
+Artifact parseArtifact(const uint8_t *data, size_t size, const std::string &what);
+
+} // namespace tcc::rt
+
+#endif // TCC_RUNTIME_CORE_ARTIFACT_H

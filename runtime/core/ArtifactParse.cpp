@@ -1,0 +1,261 @@
+//===- ArtifactParse.cpp - Reading and validating an artifact -------------===//
+//
+// Nothing in a file may crash the reader: every size is checked before it is
+// used, the JSON is type-checked field by field, and the result goes through
+// validateArtifact before it is returned.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/core/Artifact.h"
+#include "runtime/core/ArtifactFormat.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace tcc::rt {
+
+using nlohmann::json;
+
+// Deep nesting is never produced by the writer; rejecting it up front keeps
+// any recursion in the JSON library (e.g. destruction) shallow.
+static constexpr int kMaxJsonDepth = 32;
+
+static void checkJsonDepth(const uint8_t *p, size_t n) {
+  int depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < n; ++i) {
+    char c = static_cast<char>(p[i]);
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        throw Error("manifest is nested too deeply");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
+static const json &field(const json &obj, const char *key,
+                         const std::string &ctx) {
+  if (!obj.is_object())
+    throw Error(ctx + ": expected a JSON object");
+  auto it = obj.find(key);
+  if (it == obj.end())
+    throw Error(ctx + ": missing field '" + key + "'");
+  return *it;
+}
+
+static int64_t asInt(const json &v, const std::string &ctx) {
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      throw Error(ctx + ": integer out of range");
+    return static_cast<int64_t>(v.get<uint64_t>());
+  }
+  if (!v.is_number_integer())
+    throw Error(ctx + ": expected an integer");
+  return v.get<int64_t>();
+}
+
+static int64_t intField(const json &obj, const char *key,
+                        const std::string &ctx, int64_t fallback) {
+  if (obj.contains(key))
+    return asInt(obj[key], ctx + "." + key);
+  return fallback;
+}
+
+static std::string asString(const json &v, const std::string &ctx) {
+  if (!v.is_string())
+    throw Error(ctx + ": expected a string");
+  return v.get<std::string>();
+}
+
+static const json &asArray(const json &v, const std::string &ctx) {
+  if (!v.is_array())
+    throw Error(ctx + ": expected an array");
+  return v;
+}
+
+static std::vector<int64_t> asInts(const json &v, const std::string &ctx) {
+  std::vector<int64_t> out;
+  for (const json &e : asArray(v, ctx))
+    out.push_back(asInt(e, ctx));
+  return out;
+}
+
+static std::vector<int32_t> asIds(const json &v, const std::string &ctx) {
+  std::vector<int32_t> out;
+  for (const json &e : asArray(v, ctx)) {
+    int64_t id = asInt(e, ctx);
+    if (id < INT32_MIN || id > INT32_MAX)
+      throw Error(ctx + ": tensor id " + std::to_string(id) +
+                  " is out of range");
+    out.push_back(static_cast<int32_t>(id));
+  }
+  return out;
+}
+
+static std::vector<double> asDoubles(const json &v, const std::string &ctx) {
+  std::vector<double> out;
+  for (const json &e : asArray(v, ctx)) {
+    if (!e.is_number())
+      throw Error(ctx + ": expected a number");
+    out.push_back(e.get<double>());
+  }
+  return out;
+}
+
+static TensorInfo parseTensor(const json &j, const std::string &ctx) {
+  TensorInfo t;
+  t.name = asString(field(j, "name", ctx), ctx + ".name");
+  std::string named = ctx + " ('" + t.name + "')";
+  t.dtype = parseDType(asString(field(j, "dtype", named), named + ".dtype"));
+  t.shape = asInts(field(j, "shape", named), named + ".shape");
+  t.kind = parseTensorKind(asString(field(j, "kind", named), named + ".kind"));
+  t.dataOffset = intField(j, "data_offset", named, -1);
+  t.arenaOffset = intField(j, "arena_offset", named, -1);
+  if (j.contains("program"))
+    t.program = asString(j["program"], named + ".program");
+  return t;
+}
+
+static Instr parseInstr(const json &j, const std::string &ctx) {
+  Instr in;
+  in.kernel = asString(field(j, "k", ctx), ctx + ".k");
+  std::string named = ctx + " (" + in.kernel + ")";
+  in.inputs = asIds(field(j, "in", named), named + ".in");
+  in.outputs = asIds(field(j, "out", named), named + ".out");
+  if (j.contains("i"))
+    in.iattrs = asInts(j["i"], named + ".i");
+  if (j.contains("f"))
+    in.fattrs = asDoubles(j["f"], named + ".f");
+  return in;
+}
+
+static Program parseProgram(const json &j, const std::string &ctx) {
+  Program p;
+  p.name = asString(field(j, "name", ctx), ctx + ".name");
+  std::string named = ctx + " ('" + p.name + "')";
+  p.inputs = asIds(field(j, "inputs", named), named + ".inputs");
+  p.outputs = asIds(field(j, "outputs", named), named + ".outputs");
+  p.arenaBytes = asInt(field(j, "arena_bytes", named), named + ".arena_bytes");
+  const json &instrs = asArray(field(j, "instrs", named), named + ".instrs");
+  for (size_t i = 0; i < instrs.size(); ++i)
+    p.instrs.push_back(
+        parseInstr(instrs[i], named + ".instrs[" + std::to_string(i) + "]"));
+  return p;
+}
+
+static std::string versionMessage(int64_t version) {
+  return "artifact format version " + std::to_string(version) +
+         ", this runtime reads version " + std::to_string(kArtifactVersion) +
+         "; recompile the model";
+}
+
+static void parseManifest(const json &root, Artifact &a) {
+  const std::string ctx = "manifest";
+  if (asString(field(root, "format", ctx), "manifest.format") !=
+      format::kFormatName)
+    throw Error("manifest: format is not 'tcc-artifact'");
+  int64_t version = asInt(field(root, "version", ctx), "manifest.version");
+  if (version != static_cast<int64_t>(kArtifactVersion))
+    throw Error(versionMessage(version));
+  if (root.contains("meta")) {
+    const json &meta = root["meta"];
+    if (!meta.is_object())
+      throw Error("manifest.meta: expected a JSON object");
+    for (const auto &[k, v] : meta.items())
+      a.meta[k] = asString(v, "manifest.meta." + k);
+  }
+  const json &tensors = asArray(field(root, "tensors", ctx), "tensors");
+  for (size_t i = 0; i < tensors.size(); ++i)
+    a.tensors.push_back(
+        parseTensor(tensors[i], "tensors[" + std::to_string(i) + "]"));
+  const json &programs = asArray(field(root, "programs", ctx), "programs");
+  for (size_t i = 0; i < programs.size(); ++i)
+    a.programs.push_back(
+        parseProgram(programs[i], "programs[" + std::to_string(i) + "]"));
+  if (root.contains("onnx")) {
+    const json &onnx = root["onnx"];
+    a.onnxOffset = asInt(field(onnx, "offset", "onnx"), "onnx.offset");
+    a.onnxSize = asInt(field(onnx, "size", "onnx"), "onnx.size");
+  }
+}
+
+static Artifact parseChecked(const uint8_t *data, size_t size) {
+  using namespace format;
+  if (size < sizeof(kMagic) || std::memcmp(data, kMagic, sizeof(kMagic)) != 0)
+    throw Error("not a tcc artifact (bad magic)");
+  if (size < 12)
+    throw Error("truncated: the header needs " + std::to_string(kHeaderSize) +
+                " bytes, the file has " + std::to_string(size));
+  uint32_t version = getU32(data + 8);
+  if (version != kArtifactVersion)
+    throw Error(versionMessage(version));
+  if (size < kHeaderSize)
+    throw Error("truncated: the header needs " + std::to_string(kHeaderSize) +
+                " bytes, the file has " + std::to_string(size));
+  uint64_t m = getU64(data + 16), b = getU64(data + 24);
+  // Compare against the size before adding so a huge M or B cannot overflow.
+  uint64_t blobStart = m <= size ? alignUp(kHeaderSize + m) : UINT64_MAX;
+  if (m > size || b > size || blobStart > size || b > size - blobStart)
+    throw Error("truncated: the header announces a " + std::to_string(m) +
+                "-byte manifest and a " + std::to_string(b) +
+                "-byte blob, the file has " + std::to_string(size) + " bytes");
+  if (blobStart + b != size)
+    throw Error(std::to_string(size - blobStart - b) +
+                " unexpected bytes after the blob");
+  const uint8_t *manifest = data + kHeaderSize, *blob = data + blobStart;
+  if (checksum(manifest, m, blob, b) != getU32(data + 32))
+    throw Error("checksum mismatch: file is corrupted");
+
+  checkJsonDepth(manifest, m);
+  json root;
+  try {
+    root = json::parse(manifest, manifest + m);
+  } catch (const json::exception &e) {
+    throw Error(std::string("manifest is not valid JSON: ") + e.what());
+  }
+  Artifact a;
+  parseManifest(root, a);
+  a.blob.assign(blob, blob + b);
+  validateArtifact(a);
+  return a;
+}
+
+Artifact parseArtifact(const uint8_t *data, size_t size,
+                       const std::string &what) {
+  try {
+    return parseChecked(data, size);
+  } catch (const Error &e) {
+    throw Error(what + ": " + e.what());
+  } catch (const json::exception &e) {
+    // Defensive: every access above is type-checked first.
+    throw Error(what + ": malformed manifest: " + e.what());
+  } catch (const std::bad_alloc &) {
+    throw Error(what + ": out of memory while reading the artifact");
+  }
+}
+
+Artifact readArtifact(const std::string &path) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  if (!f)
+    throw Error(path + ": cannot open: " + std::strerror(errno));
+  std::streamoff size = f.tellg();
+  if (size < 0)
+    throw Error(path + ": cannot determine the file size");
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  f.seekg(0);
+  if (size > 0 && !f.read(reinterpret_cast<char *>(bytes.data()), size))
+    throw Error(path + ": read error");
+  return parseArtifact(bytes.data(), bytes.size(), path);
+}
+
+} // namespace tcc::rt

@@ -1,0 +1,150 @@
+//===- ArtifactValidate.cpp - Cross-reference checks of an artifact -------===//
+//
+// Everything the Session relies on to index buffers safely is checked here,
+// so a corrupted or hand-built artifact fails with an Error instead of
+// reading or writing out of bounds.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/core/Artifact.h"
+
+#include <set>
+#include <unordered_set>
+
+namespace tcc::rt {
+
+// Far above any real model, far below int64 overflow in offset arithmetic.
+static constexpr int64_t kMaxBytes = int64_t(1) << 56;
+
+static std::string tensorRef(const Artifact &a, int32_t id) {
+  return "tensor '" + a.tensors[id].name + "' (id " + std::to_string(id) + ")";
+}
+
+static void checkShape(const TensorInfo &t, const std::string &ref) {
+  int64_t bytes = static_cast<int64_t>(dtypeSize(t.dtype));
+  for (int64_t d : t.shape) {
+    if (d < 0)
+      throw Error(ref + ": negative dimension in shape " +
+                  formatShape(t.shape));
+    if (d != 0 && bytes > kMaxBytes / d)
+      throw Error(ref + ": shape " + formatShape(t.shape) + " is too large");
+    bytes *= d;
+  }
+}
+
+static void checkRange(int64_t offset, int64_t size, int64_t limit,
+                       const std::string &ref, const char *what,
+                       const std::string &limitName) {
+  if (offset < 0 || size < 0 || offset > limit || size > limit - offset)
+    throw Error(ref + ": " + what + " [" + std::to_string(offset) + ", " +
+                std::to_string(offset + size) + ") is outside the " +
+                limitName + " (" + std::to_string(limit) + " bytes)");
+}
+
+static void checkTensors(const Artifact &a) {
+  std::unordered_set<std::string> names;
+  int64_t blobSize = static_cast<int64_t>(a.blob.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    const TensorInfo &t = a.tensors[i];
+    std::string ref = "tensor '" + t.name + "' (id " + std::to_string(i) + ")";
+    if (t.name.empty())
+      throw Error(ref + ": empty name");
+    if (!names.insert(t.name).second)
+      throw Error(ref + ": duplicate tensor name");
+    checkShape(t, ref);
+    switch (t.kind) {
+    case TensorKind::Param:
+    case TensorKind::State:
+    case TensorKind::Constant:
+      checkRange(t.dataOffset, t.byteSize(), blobSize, ref, "initial data",
+                 "blob");
+      break;
+    case TensorKind::Temp: {
+      const Program *p = a.findProgram(t.program);
+      if (!p)
+        throw Error(ref + ": temp of unknown program '" + t.program + "'");
+      if (t.arenaOffset % static_cast<int64_t>(dtypeSize(t.dtype)) != 0)
+        throw Error(ref + ": arena offset " + std::to_string(t.arenaOffset) +
+                    " is not aligned to its element size");
+      checkRange(t.arenaOffset, t.byteSize(), p->arenaBytes, ref,
+                 "arena slot", "arena of program '" + p->name + "'");
+      break;
+    }
+    case TensorKind::Input:
+      break;
+    }
+  }
+}
+
+static void checkId(const Artifact &a, int32_t id, const std::string &ref) {
+  if (id < 0 || static_cast<size_t>(id) >= a.tensors.size())
+    throw Error(ref + ": tensor id " + std::to_string(id) +
+                " is out of range (the artifact has " +
+                std::to_string(a.tensors.size()) + " tensors)");
+}
+
+static void checkProgram(const Artifact &a, const Program &p) {
+  std::string pref = "program '" + p.name + "'";
+  if (p.arenaBytes < 0 || p.arenaBytes > kMaxBytes)
+    throw Error(pref + ": invalid arena size " + std::to_string(p.arenaBytes));
+  for (int32_t id : p.inputs) {
+    checkId(a, id, pref + " inputs");
+    if (a.tensors[id].kind != TensorKind::Input)
+      throw Error(pref + ": program input " + tensorRef(a, id) + " is a " +
+                  tensorKindName(a.tensors[id].kind) + ", not an input");
+  }
+  for (int32_t id : p.outputs)
+    checkId(a, id, pref + " outputs");
+
+  std::set<int32_t> written;
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    const Instr &in = p.instrs[i];
+    std::string ref =
+        pref + " instr " + std::to_string(i) + " (" + in.kernel + ")";
+    if (in.kernel.empty())
+      throw Error(ref + ": empty kernel name");
+    auto checkOperand = [&](int32_t id) {
+      checkId(a, id, ref);
+      const TensorInfo &t = a.tensors[id];
+      if (t.kind == TensorKind::Temp && t.program != p.name)
+        throw Error(ref + ": uses " + tensorRef(a, id) +
+                    ", a temp of program '" + t.program + "'");
+    };
+    for (int32_t id : in.inputs) {
+      checkOperand(id);
+      if (a.tensors[id].kind == TensorKind::Temp && !written.count(id))
+        throw Error(ref + ": reads " + tensorRef(a, id) +
+                    " before any instr writes it");
+    }
+    for (int32_t id : in.outputs) {
+      checkOperand(id);
+      if (a.tensors[id].kind == TensorKind::Constant)
+        throw Error(ref + ": writes constant " + tensorRef(a, id));
+      written.insert(id);
+    }
+  }
+  for (int32_t id : p.outputs)
+    if (a.tensors[id].kind == TensorKind::Temp &&
+        (a.tensors[id].program != p.name || !written.count(id)))
+      throw Error(pref + ": output " + tensorRef(a, id) +
+                  " is a temp the program does not write");
+}
+
+void validateArtifact(const Artifact &a) {
+  if (a.tensors.size() > static_cast<size_t>(INT32_MAX))
+    throw Error("too many tensors");
+  std::unordered_set<std::string> programNames;
+  for (const Program &p : a.programs) {
+    if (p.name.empty())
+      throw Error("a program has an empty name");
+    if (!programNames.insert(p.name).second)
+      throw Error("duplicate program name '" + p.name + "'");
+  }
+  checkTensors(a);
+  for (const Program &p : a.programs)
+    checkProgram(a, p);
+  if (a.onnxOffset != -1 || a.onnxSize != 0)
+    checkRange(a.onnxOffset, a.onnxSize, static_cast<int64_t>(a.blob.size()),
+               "embedded ONNX model", "bytes", "blob");
+}
+
+} // namespace tcc::rt
