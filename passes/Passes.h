@@ -15,9 +15,6 @@ namespace mlir::tcc {
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 
-#define GEN_PASS_REGISTRATION
-#include "passes/Passes.h.inc"
-
 /// Options of the whole training pipeline; `tcc compile` fills them from its
 /// command line, `tcc-opt --tcc-train-pipeline="..."` from the pass string.
 struct TrainPipelineOptions
@@ -44,7 +41,9 @@ struct TrainPipelineOptions
 /// canonicalize/CSE. The only definition of the pipeline.
 void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &opts);
 
-/// Registers every tcc pass and the `tcc-train-pipeline`.
+/// Registers every tcc pass and the `tcc-train-pipeline`. (The TableGen'd
+/// registration, which would also be named registerTccPasses, is kept private
+/// to Pipelines.cpp.)
 void registerTccPasses();
 
 } // namespace mlir::tcc

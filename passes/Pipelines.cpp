@@ -5,6 +5,11 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
+namespace mlir::tcc::generated {
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+} // namespace mlir::tcc::generated
+
 using namespace mlir;
 using namespace mlir::tcc;
 
@@ -25,7 +30,7 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
 }
 
 void mlir::tcc::registerTccPasses() {
-  registerPasses();
+  generated::registerTccPasses();
   PassPipelineRegistration<TrainPipelineOptions>(
       "tcc-train-pipeline",
       "Forward to optimized training step (loss, autodiff, optimizer, "

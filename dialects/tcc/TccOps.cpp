@@ -41,6 +41,24 @@ static RankedTensorType rankedType(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
 
+/// The adaptor of an op under construction. Parsers that infer result types
+/// (`tcc.softmax %x {axis = 1 : i64} : tensor<...>`) call inferReturnTypes
+/// before the op's properties exist: `props` is null and the inherent
+/// attributes are still in `attrs`, so they are converted here.
+template <typename OpT>
+static typename OpT::Adaptor adaptorFor(ValueRange operands,
+                                        DictionaryAttr attrs,
+                                        OpaqueProperties props,
+                                        RegionRange regions) {
+  if (props)
+    return typename OpT::Adaptor(operands, attrs, props, regions);
+  typename OpT::Properties converted;
+  if (attrs)
+    (void)OpT::setPropertiesFromAttr(converted, attrs,
+                                     [] { return InFlightDiagnostic(); });
+  return typename OpT::Adaptor(operands, attrs, converted, regions);
+}
+
 //===----------------------------------------------------------------------===//
 // Constant, reshape, broadcast_to, transpose
 //===----------------------------------------------------------------------===//
@@ -98,7 +116,9 @@ LogicalResult TransposeOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, ValueRange operands,
     DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
     SmallVectorImpl<Type> &results) {
-  Adaptor adaptor(operands, attrs, props, regions);
+  auto adaptor = adaptorFor<TransposeOp>(operands, attrs, props, regions);
+  if (!adaptor.getProperties().perm)
+    return emitOptionalError(loc, "tcc.transpose: requires attribute 'perm'");
   auto in = rankedType(adaptor.getInput());
   ArrayRef<int64_t> perm = adaptor.getPerm();
   if ((int64_t)perm.size() != in.getRank())
@@ -133,7 +153,7 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
                                          OpaqueProperties props,
                                          RegionRange regions,
                                          SmallVectorImpl<Type> &results) {
-  Adaptor adaptor(operands, attrs, props, regions);
+  auto adaptor = adaptorFor<MatmulOp>(operands, attrs, props, regions);
   auto lhs = rankedType(adaptor.getLhs()), rhs = rankedType(adaptor.getRhs());
   if (lhs.getElementType() != rhs.getElementType())
     return emitOptionalError(loc, "tcc.matmul: element types differ");
@@ -142,7 +162,11 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
                              lhs.getRank(), " and ", rhs.getRank());
   ArrayRef<int64_t> ls = lhs.getShape(), rs = rhs.getShape();
   int64_t lr = ls.size(), rr = rs.size();
-  bool ta = adaptor.getTransposeLhs(), tb = adaptor.getTransposeRhs();
+  // Read the flags directly: the default-valued getters need a non-null
+  // attribute dictionary.
+  auto flag = [](BoolAttr a) { return a && a.getValue(); };
+  bool ta = flag(adaptor.getProperties().transpose_lhs);
+  bool tb = flag(adaptor.getProperties().transpose_rhs);
   int64_t m = ta ? ls[lr - 1] : ls[lr - 2], k1 = ta ? ls[lr - 2] : ls[lr - 1];
   int64_t k2 = tb ? rs[rr - 1] : rs[rr - 2], n = tb ? rs[rr - 2] : rs[rr - 1];
   if (k1 != k2)
@@ -240,9 +264,13 @@ static LogicalResult inferReduce(StringRef name, std::optional<Location> loc,
       MLIRContext *, std::optional<Location> loc, ValueRange operands,         \
       DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,       \
       SmallVectorImpl<Type> &results) {                                        \
-    Adaptor adaptor(operands, attrs, props, regions);                          \
+    auto adaptor = adaptorFor<OP>(operands, attrs, props, regions);            \
+    if (!adaptor.getProperties().axes)                                         \
+      return emitOptionalError(loc, "tcc." NAME ": requires attribute 'axes'");\
+    BoolAttr keepdims = adaptor.getProperties().keepdims;                      \
     return inferReduce(NAME, loc, rankedType(adaptor.getInput()),              \
-                       adaptor.getAxes(), adaptor.getKeepdims(), results);     \
+                       adaptor.getAxes(), keepdims && keepdims.getValue(),     \
+                       results);                                               \
   }
 TCC_REDUCE_INFER(ReduceSumOp, "reduce_sum")
 TCC_REDUCE_INFER(ReduceMeanOp, "reduce_mean")
@@ -264,13 +292,31 @@ static LogicalResult inferAxisOp(StringRef name, std::optional<Location> loc,
       MLIRContext *, std::optional<Location> loc, ValueRange operands,         \
       DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,       \
       SmallVectorImpl<Type> &results) {                                        \
-    Adaptor adaptor(operands, attrs, props, regions);                          \
-    return inferAxisOp(NAME, loc, adaptor.INPUT(), adaptor.getAxis(),          \
-                       results);                                               \
+    auto adaptor = adaptorFor<OP>(operands, attrs, props, regions);            \
+    if (!adaptor.getProperties().axis)                                         \
+      return emitOptionalError(loc, "tcc." NAME ": requires attribute 'axis'");\
+    return inferAxisOp(NAME, loc, adaptor.INPUT(),                             \
+                       adaptor.getProperties().axis.getInt(), results);        \
   }
 TCC_AXIS_INFER(SoftmaxOp, "softmax", getInput)
 TCC_AXIS_INFER(LogSoftmaxOp, "log_softmax", getInput)
 #undef TCC_AXIS_INFER
+
+static LogicalResult verifyAxis(Operation *op, Value input, int64_t axis) {
+  int64_t rank = rankedType(input).getRank();
+  if (axis < 0 || axis >= rank)
+    return op->emitOpError("axis ")
+           << axis << " is out of range for rank " << rank;
+  return success();
+}
+
+LogicalResult SoftmaxGradOp::verify() {
+  return verifyAxis(*this, getOutput(), getAxis());
+}
+
+LogicalResult LogSoftmaxGradOp::verify() {
+  return verifyAxis(*this, getOutput(), getAxis());
+}
 
 //===----------------------------------------------------------------------===//
 // Losses

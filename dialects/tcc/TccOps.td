@@ -223,6 +223,7 @@ class Tcc_SoftmaxLikeGradOp<string mnemonic, string expr>
                    I64Attr:$axis);
   let results = (outs Tcc_FloatTensor:$result);
   let assemblyFormat = "$grad `,` $output attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 def Tcc_SoftmaxGradOp

@@ -1,0 +1,38 @@
+//===- Compiler.h - ONNX model to training artifact -------------*- C++ -*-===//
+#ifndef TCC_COMPILER_COMPILER_H
+#define TCC_COMPILER_COMPILER_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tcc {
+
+enum class EmitKind {
+  Artifact,  // the .tcc file
+  Tcc,       // IR straight from the importer (@forward)
+  Train,     // after loss, autodiff and optimizer (no cleanup)
+  Optimized, // after the whole pipeline
+  Schedule,  // the lowered programs, one kernel call per line
+};
+
+struct CompileOptions {
+  std::string input;
+  std::string output;       // "-" = stdout for textual emits
+  EmitKind emit = EmitKind::Artifact;
+  int64_t batch = -1;
+  std::vector<std::string> frozen;
+  std::string loss = "cross_entropy";
+  std::string optimizer = "adamw";
+  double lr = -1;           // < 0: the optimizer's default
+  double momentum = 0;
+  double weightDecay = -1;  // < 0: the optimizer's default
+};
+
+/// Runs the whole compiler. Prints diagnostics to stderr and returns the
+/// process exit code (0 on success). Never leaves a partial output file.
+int compileModel(const CompileOptions &opts);
+
+} // namespace tcc
+
+#endif // TCC_COMPILER_COMPILER_H

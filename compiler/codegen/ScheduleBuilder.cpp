@@ -1,0 +1,295 @@
+//===- ScheduleBuilder.cpp - Lowering tcc functions to schedules ----------===//
+//
+// One tcc op becomes one kernel call (reshape becomes a copy); constants
+// become constant tensors in the blob. The order of the schedule is the order
+// of the ops, which the passes keep topological. After lowering, the
+// program's temps are given arena offsets by the memory planner.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/ScheduleBuilder.h"
+
+#include "compiler/codegen/MemoryPlanner.h"
+#include "dialects/tcc/TccOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cstring>
+
+using namespace mlir;
+using namespace tcc;
+
+static FailureOr<rt::DType> dtypeOf(Type t, Location loc) {
+  Type e = cast<ShapedType>(t).getElementType();
+  if (e.isF32())
+    return rt::DType::F32;
+  if (e.isSignlessInteger(64))
+    return rt::DType::I64;
+  return emitError(loc) << "cannot lower tensors of element type " << e
+                        << " (supported: f32, i64)";
+}
+
+static std::vector<int64_t> shapeOf(Type t) {
+  auto s = cast<RankedTensorType>(t).getShape();
+  return {s.begin(), s.end()};
+}
+
+int32_t ScheduleBuilder::addTensor(rt::TensorInfo info) {
+  artifact.tensors.push_back(std::move(info));
+  return (int32_t)artifact.tensors.size() - 1;
+}
+
+FailureOr<int32_t> ScheduleBuilder::persistent(BlockArgument arg) {
+  auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  unsigned i = arg.getArgNumber();
+  auto kind = fn.getArgAttrOfType<StringAttr>(i, "tcc.kind");
+  auto name = fn.getArgAttrOfType<StringAttr>(i, "tcc.name");
+  Location loc = fn.getLoc();
+  if (!kind || !name)
+    return emitError(loc) << "argument #" << i << " of @" << fn.getSymName()
+                          << " lacks tcc.kind/tcc.name";
+  auto dtype = dtypeOf(arg.getType(), loc);
+  if (failed(dtype))
+    return failure();
+  rt::TensorKind k;
+  if (kind.getValue() == "param")
+    k = rt::TensorKind::Param;
+  else if (kind.getValue() == "state")
+    k = rt::TensorKind::State;
+  else if (kind.getValue() == "input")
+    k = rt::TensorKind::Input;
+  else
+    return emitError(loc) << "argument '" << name.getValue()
+                          << "' has unknown kind '" << kind.getValue() << "'";
+
+  int32_t existing = artifact.findTensor(name.str());
+  if (existing >= 0) {
+    const rt::TensorInfo &t = artifact.tensors[existing];
+    if (t.kind != k || t.dtype != *dtype || t.shape != shapeOf(arg.getType()))
+      return emitError(loc) << "tensor '" << name.getValue()
+                            << "' is used with two different types or kinds";
+    return existing;
+  }
+  rt::TensorInfo info;
+  info.name = name.str();
+  info.kind = k;
+  info.dtype = *dtype;
+  info.shape = shapeOf(arg.getType());
+  if (k == rt::TensorKind::Param) {
+    auto it = initialParams.find(info.name);
+    if (it == initialParams.end())
+      return emitError(loc) << "no initial value for parameter '" << info.name
+                            << "'";
+    if ((int64_t)it->second.size() != info.numElements())
+      return emitError(loc) << "initial value of '" << info.name << "' has "
+                            << it->second.size() << " elements, expected "
+                            << info.numElements();
+    info.dataOffset =
+        artifact.addBlob(it->second.data(), it->second.size() * sizeof(float));
+  } else if (k == rt::TensorKind::State) {
+    std::vector<uint8_t> zeros(info.byteSize(), 0);
+    info.dataOffset = artifact.addBlob(zeros.data(), zeros.size());
+  }
+  return addTensor(std::move(info));
+}
+
+/// Kernels that read and write each element independently, so their output
+/// may be the same buffer as a same-shaped input.
+static bool isElementwise(StringRef kernel) {
+  return llvm::is_contained({"add", "sub", "mul", "div", "neg", "relu",
+                             "relu_grad", "copy", "sgd_update",
+                             "sgd_momentum_update", "adamw_update"},
+                            kernel);
+}
+
+/// Fills kernel name and attributes of the instruction for `op`.
+static LogicalResult describe(Operation *op, rt::Instr &in) {
+  in.kernel = op->getName().stripDialect().str();
+  auto axes = [&](ArrayRef<int64_t> a) { in.iattrs.assign(a.begin(), a.end()); };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<tcc::ReshapeOp>([&](auto) {
+        in.kernel = "copy";
+        return success();
+      })
+      .Case<tcc::MatmulOp>([&](auto m) {
+        in.iattrs = {m.getTransposeLhs(), m.getTransposeRhs()};
+        return success();
+      })
+      .Case<tcc::ReduceSumOp, tcc::ReduceMeanOp>([&](auto r) {
+        axes(r.getAxes());
+        return success();
+      })
+      .Case<tcc::TransposeOp>([&](auto t) {
+        axes(t.getPerm());
+        return success();
+      })
+      .Case<tcc::SoftmaxOp, tcc::LogSoftmaxOp, tcc::SoftmaxGradOp,
+            tcc::LogSoftmaxGradOp>([&](auto s) {
+        in.iattrs = {(int64_t)s.getAxis()};
+        return success();
+      })
+      .Case<tcc::SgdUpdateOp>([&](auto u) {
+        in.fattrs = {u.getLr().convertToDouble(),
+                     u.getWeightDecay().convertToDouble()};
+        return success();
+      })
+      .Case<tcc::SgdMomentumUpdateOp>([&](auto u) {
+        in.fattrs = {u.getLr().convertToDouble(),
+                     u.getMomentum().convertToDouble(),
+                     u.getWeightDecay().convertToDouble()};
+        return success();
+      })
+      .Case<tcc::AdamWUpdateOp>([&](auto u) {
+        in.fattrs = {u.getLr().convertToDouble(),
+                     u.getBeta1().convertToDouble(),
+                     u.getBeta2().convertToDouble(),
+                     u.getEps().convertToDouble(),
+                     u.getWeightDecay().convertToDouble()};
+        return success();
+      })
+      .Case<tcc::AddOp, tcc::SubOp, tcc::MulOp, tcc::DivOp, tcc::NegOp,
+            tcc::ReluOp, tcc::ReluGradOp, tcc::BroadcastToOp,
+            tcc::SoftmaxCrossEntropyOp, tcc::SoftmaxCrossEntropyGradOp,
+            tcc::MseLossOp, tcc::MseLossGradOp>([](auto) { return success(); })
+      .Default([](Operation *op) {
+        return op->emitError("no kernel for '")
+               << op->getName() << "' in the CPU code generator";
+      });
+}
+
+LogicalResult ScheduleBuilder::lower(func::FuncOp fn, const std::string &name) {
+  rt::Program prog;
+  prog.name = name;
+  llvm::DenseMap<Value, int32_t> ids;
+  llvm::StringMap<BlockArgument> argByName;
+
+  for (BlockArgument arg : fn.getArguments()) {
+    auto id = persistent(arg);
+    if (failed(id))
+      return failure();
+    ids[arg] = *id;
+    argByName[artifact.tensors[*id].name] = arg;
+    if (artifact.tensors[*id].kind == rt::TensorKind::Input)
+      prog.inputs.push_back(*id);
+  }
+
+  Block &body = fn.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  // Where each `update` result must end up.
+  llvm::DenseMap<Value, int32_t> updateTarget;
+  std::vector<std::pair<Value, int32_t>> updates;
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    auto kind = fn.getResultAttrOfType<StringAttr>(i, "tcc.kind");
+    if (!kind || kind.getValue() != "update")
+      continue;
+    auto rname = fn.getResultAttrOfType<StringAttr>(i, "tcc.name");
+    int32_t target = rname ? artifact.findTensor(rname.str()) : -1;
+    if (target < 0 ||
+        (artifact.tensors[target].kind != rt::TensorKind::Param &&
+         artifact.tensors[target].kind != rt::TensorKind::State))
+      return emitError(fn.getLoc())
+             << "result #" << i << " updates '"
+             << (rname ? rname.getValue() : "?")
+             << "', which is not a parameter or state of @" << fn.getSymName();
+    updates.push_back({v, target});
+    updateTarget.try_emplace(v, target);
+  }
+
+  // Writing an op's result straight into a persistent tensor is safe when the
+  // old value (the argument of that name) is not read after the op, and the op
+  // either does not read it or reads it element by element.
+  llvm::DenseSet<Value> writtenInPlace;
+  auto inPlaceOk = [&](Operation *op, int32_t target, StringRef kernel) {
+    auto it = argByName.find(artifact.tensors[target].name);
+    if (it == argByName.end())
+      return true;
+    for (Operation *user : it->second.getUsers()) {
+      if (user == op) {
+        if (!isElementwise(kernel))
+          return false;
+      } else if (!user->isBeforeInBlock(op) && user != ret) {
+        return false;
+      }
+    }
+    return true;
+  };
+
+  for (Operation &op : body.without_terminator()) {
+    if (auto c = dyn_cast<tcc::ConstantOp>(op)) {
+      auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+      auto dtype = dtypeOf(c.getType(), c.getLoc());
+      if (!dense)
+        return c.emitError("only dense constants can be lowered");
+      if (failed(dtype))
+        return failure();
+      rt::TensorInfo info;
+      info.name = name + ".const" + std::to_string(artifact.tensors.size());
+      info.kind = rt::TensorKind::Constant;
+      info.dtype = *dtype;
+      info.shape = shapeOf(c.getType());
+      std::vector<uint8_t> bytes(info.byteSize());
+      if (*dtype == rt::DType::F32) {
+        auto vals = dense.getValues<float>();
+        std::vector<float> f(vals.begin(), vals.end());
+        std::memcpy(bytes.data(), f.data(), bytes.size());
+      } else {
+        auto vals = dense.getValues<int64_t>();
+        std::vector<int64_t> v(vals.begin(), vals.end());
+        std::memcpy(bytes.data(), v.data(), bytes.size());
+      }
+      info.dataOffset = artifact.addBlob(bytes.data(), bytes.size());
+      ids[c.getResult()] = addTensor(std::move(info));
+      continue;
+    }
+    rt::Instr in;
+    if (failed(describe(&op, in)))
+      return failure();
+    for (Value v : op.getOperands())
+      in.inputs.push_back(ids.lookup(v));
+    for (Value r : op.getResults()) {
+      auto dtype = dtypeOf(r.getType(), op.getLoc());
+      if (failed(dtype))
+        return failure();
+      auto target = updateTarget.find(r);
+      if (target != updateTarget.end() &&
+          inPlaceOk(&op, target->second, in.kernel)) {
+        ids[r] = target->second;
+        writtenInPlace.insert(r);
+        in.outputs.push_back(target->second);
+        continue;
+      }
+      rt::TensorInfo info;
+      info.name = name + ".t" + std::to_string(artifact.tensors.size());
+      info.kind = rt::TensorKind::Temp;
+      info.dtype = *dtype;
+      info.shape = shapeOf(r.getType());
+      info.program = name;
+      int32_t id = addTensor(std::move(info));
+      ids[r] = id;
+      in.outputs.push_back(id);
+    }
+    prog.instrs.push_back(std::move(in));
+  }
+
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    auto kind = fn.getResultAttrOfType<StringAttr>(i, "tcc.kind");
+    if (!kind || kind.getValue() != "update")
+      prog.outputs.push_back(ids.lookup(v));
+  }
+  // Updates that could not be written in place are copied at the end.
+  for (auto [v, target] : updates) {
+    if (writtenInPlace.contains(v) && ids.lookup(v) == target)
+      continue;
+    rt::Instr copy;
+    copy.kernel = "copy";
+    copy.inputs = {ids.lookup(v)};
+    copy.outputs = {target};
+    prog.instrs.push_back(std::move(copy));
+  }
+
+  planProgramMemory(artifact, prog);
+  artifact.programs.push_back(std::move(prog));
+  return success();
+}

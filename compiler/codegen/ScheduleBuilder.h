@@ -1,0 +1,43 @@
+//===- ScheduleBuilder.h - Lowering tcc functions to schedules --*- C++ -*-===//
+#ifndef TCC_COMPILER_CODEGEN_SCHEDULEBUILDER_H
+#define TCC_COMPILER_CODEGEN_SCHEDULEBUILDER_H
+
+#include "runtime/core/Artifact.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tcc {
+
+/// Lowers functions in the tcc dialect to flat programs over a shared tensor
+/// table. Arguments of kind param/state become persistent tensors shared by
+/// every program (by name); inputs are shared by name too; everything else is
+/// a temp of its program. Results of kind `update` are written straight into
+/// the persistent tensor they replace when that is safe, so optimizer updates
+/// happen in place.
+class ScheduleBuilder {
+public:
+  /// `initialParams` gives the initial value of each parameter by name.
+  ScheduleBuilder(rt::Artifact &artifact,
+                  const std::map<std::string, std::vector<float>> &initialParams)
+      : artifact(artifact), initialParams(initialParams) {}
+
+  /// Appends a program named `name`. Emits diagnostics and fails on ops or
+  /// types it cannot lower.
+  mlir::LogicalResult lower(mlir::func::FuncOp fn, const std::string &name);
+
+private:
+  mlir::FailureOr<int32_t> persistent(mlir::BlockArgument arg);
+  int32_t addTensor(rt::TensorInfo info);
+
+  rt::Artifact &artifact;
+  const std::map<std::string, std::vector<float>> &initialParams;
+};
+
+} // namespace tcc
+
+#endif // TCC_COMPILER_CODEGEN_SCHEDULEBUILDER_H

@@ -1,0 +1,227 @@
+//===- OnnxGraph.h - Importer internals shared by the op builders -*- C++ -*-===//
+//
+// Not a public header: the importer (OnnxImporter.cpp), the op table
+// (OnnxOpTable.cpp) and the op builders (OnnxOps*.cpp) share these.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_FRONTENDS_ONNX_ONNXGRAPH_H
+#define TCC_FRONTENDS_ONNX_ONNXGRAPH_H
+
+#include "dialects/tcc/TccOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <optional>
+#include <string>
+
+namespace mlir::tcc {
+
+//===----------------------------------------------------------------------===//
+// Values
+//===----------------------------------------------------------------------===//
+
+/// What a name in the ONNX graph stands for while importing: a tensor
+/// computed in the IR (`value`), one known at import time (`constant`: frozen
+/// and integer initializers, Constant nodes, shape arithmetic the importer
+/// folds), or both once a constant has been materialized as tcc.constant.
+/// Keeping constants symbolic lets shape subgraphs (Shape -> Gather -> Concat
+/// -> Reshape) fold at import without ever reaching the IR.
+struct OnnxValue {
+  Value value;
+  DenseElementsAttr constant;
+  /// Where the constant came from; a materialized tcc.constant gets it.
+  LocationAttr loc;
+};
+
+/// The graph being imported: the name -> value map and the insertion point.
+class GraphState {
+public:
+  GraphState(MLIRContext *ctx, llvm::StringRef sourceName);
+
+  MLIRContext *context() const { return ctx; }
+  OpBuilder &builder() { return b; }
+  /// FileLineColLoc of the source file; nodes wrap it in a NameLoc.
+  Location fileLoc() const { return file; }
+  Location nameLoc(llvm::StringRef name) const;
+  llvm::StringRef sourceName() const { return source; }
+
+  /// The entry for `name`, or null when nothing defines it (yet).
+  OnnxValue *lookup(llvm::StringRef name);
+  void define(llvm::StringRef name, OnnxValue value);
+  /// The IR value of an entry, emitting tcc.constant (once) for a constant.
+  Value materialize(OnnxValue &value);
+
+private:
+  MLIRContext *ctx;
+  OpBuilder b;
+  std::string source;
+  Location file;
+  llvm::StringMap<OnnxValue> values;
+};
+
+//===----------------------------------------------------------------------===//
+// Nodes
+//===----------------------------------------------------------------------===//
+
+/// One node under import: typed access to its inputs and attributes, result
+/// binding, and errors that name the node.
+class NodeImporter {
+public:
+  NodeImporter(GraphState &graph, const onnx::NodeProto &node,
+               llvm::StringRef displayName, int64_t opset);
+
+  const onnx::NodeProto &proto() const { return node; }
+  llvm::StringRef name() const { return displayName; }
+  llvm::StringRef opType() const { return node.op_type(); }
+  int64_t opset() const { return version; }
+  Location loc() const { return location; }
+  OpBuilder &builder() { return graph.builder(); }
+  MLIRContext *context() const { return graph.context(); }
+
+  /// "node 'n' (op_type 'T')": how errors and notes name this node.
+  std::string describe() const;
+  /// An error at the node, its text starting with describe() and ": ".
+  InFlightDiagnostic emitError();
+
+  //===--- Inputs ---------------------------------------------------------===//
+  /// Declared inputs, including omitted optional ones (empty names).
+  unsigned numInputs() const { return node.input_size(); }
+  /// Whether input `i` is declared and not omitted.
+  bool hasInput(unsigned i) const;
+  /// Input `i` as a float32 tensor in the IR; constants are materialized.
+  FailureOr<Value> input(unsigned i);
+  /// The type of input `i`, whatever its element type.
+  FailureOr<RankedTensorType> inputType(unsigned i);
+  /// Checks that inputs [0, n) are present and returns them as input(i).
+  FailureOr<SmallVector<Value>> inputs(unsigned n);
+  /// The value of input `i` when known at import time, else null.
+  DenseElementsAttr constantInput(unsigned i);
+  /// Input `i`, which must be an integer constant, as int64 values; `what`
+  /// says what it is used for in the error when it is not constant.
+  FailureOr<SmallVector<int64_t>> constantInts(unsigned i, llvm::StringRef what);
+
+  //===--- Attributes -----------------------------------------------------===//
+  const onnx::AttributeProto *attr(llvm::StringRef name) const;
+  FailureOr<int64_t> intAttr(llvm::StringRef name, int64_t dflt);
+  FailureOr<float> floatAttr(llvm::StringRef name, float dflt);
+  /// An INTS attribute, or std::nullopt when absent.
+  FailureOr<std::optional<SmallVector<int64_t>>>
+  intsAttr(llvm::StringRef name);
+  /// Normalizes `axis` from [-rank, rank + extra) to [0, rank + extra);
+  /// `what` names it in the error ("attribute 'axis'").
+  FailureOr<int64_t> normalizeAxis(llvm::StringRef what, int64_t axis,
+                                   int64_t rank, int64_t extra = 0);
+
+  //===--- Results --------------------------------------------------------===//
+  void setOutput(unsigned i, Value value);
+  void setConstantOutput(unsigned i, DenseElementsAttr value);
+  /// Binds output `i` to whatever input `input` is (value and/or constant).
+  LogicalResult forwardInput(unsigned i, unsigned input);
+
+  //===--- IR construction ------------------------------------------------===//
+  /// Creates a shape-inferring tcc op from its ODS builder arguments (without
+  /// result types). An inference failure (say, shapes that do not broadcast)
+  /// is reported at this node, prefixed with describe(), instead of the
+  /// fatal error the ODS builders raise.
+  template <typename OpTy, typename... Args>
+  FailureOr<Value> create(Args &&...args) {
+    OperationState state(location, OpTy::getOperationName());
+    OpTy::build(builder(), state, TypeRange(), std::forward<Args>(args)...);
+    SmallVector<Type, 1> types;
+    auto infer = [&](Location loc, SmallVectorImpl<Type> &out) {
+      return OpTy::inferReturnTypes(
+          context(), loc, state.operands,
+          state.attributes.getDictionary(context()), state.getRawProperties(),
+          state.regions, out);
+    };
+    if (failed(inferTypes(infer, types)))
+      return failure();
+    state.addTypes(types);
+    return builder().create(state)->getResult(0);
+  }
+
+  /// tcc.reshape of `value` to `shape` (a no-op when the shape is the same).
+  FailureOr<Value> reshape(Value value, ArrayRef<int64_t> shape);
+  /// A rank-0 float32 tcc.constant.
+  Value scalar(float value);
+
+private:
+  using InferFn =
+      llvm::function_ref<LogicalResult(Location, SmallVectorImpl<Type> &)>;
+  LogicalResult inferTypes(InferFn infer, SmallVectorImpl<Type> &types);
+  FailureOr<OnnxValue *> lookupInput(unsigned i);
+
+  GraphState &graph;
+  const onnx::NodeProto &node;
+  std::string displayName;
+  int64_t version;
+  Location location;
+};
+
+//===----------------------------------------------------------------------===//
+// Op table
+//===----------------------------------------------------------------------===//
+
+using OnnxOpBuilder = LogicalResult (*)(NodeImporter &node);
+
+/// One row of the op table: op_type in the default domain, the opset range
+/// whose semantics the builder implements, the builder.
+struct OnnxOpEntry {
+  const char *opType;
+  int64_t minOpset;
+  int64_t maxOpset;
+  OnnxOpBuilder build;
+};
+
+llvm::ArrayRef<OnnxOpEntry> onnxOpTable();
+/// The entry for a default-domain op at `opset`, or null.
+const OnnxOpEntry *findOnnxOp(llvm::StringRef opType, int64_t opset);
+
+// Builders (OnnxOpsMath.cpp).
+LogicalResult importMatMul(NodeImporter &node);
+LogicalResult importGemm(NodeImporter &node);
+LogicalResult importAdd(NodeImporter &node);
+LogicalResult importSub(NodeImporter &node);
+LogicalResult importMul(NodeImporter &node);
+LogicalResult importDiv(NodeImporter &node);
+LogicalResult importRelu(NodeImporter &node);
+LogicalResult importReduceSum(NodeImporter &node);
+LogicalResult importReduceMean(NodeImporter &node);
+LogicalResult importSoftmax(NodeImporter &node);
+LogicalResult importLogSoftmax(NodeImporter &node);
+// Builders (OnnxOpsShape.cpp).
+LogicalResult importReshape(NodeImporter &node);
+LogicalResult importFlatten(NodeImporter &node);
+LogicalResult importTranspose(NodeImporter &node);
+LogicalResult importIdentity(NodeImporter &node);
+LogicalResult importConstant(NodeImporter &node);
+
+//===----------------------------------------------------------------------===//
+// Tensors (OnnxTensor.cpp)
+//===----------------------------------------------------------------------===//
+
+/// "[2,3]", as the tcc ops print shapes in their errors.
+std::string shapeStr(ArrayRef<int64_t> shape);
+/// The ONNX name of an element type ("FLOAT", "INT64", ...).
+std::string onnxTypeName(int32_t dataType);
+/// The MLIR element type of an ONNX tensor data type the importer handles
+/// (float32, int32, int64), or null.
+Type onnxElementType(MLIRContext *ctx, int32_t dataType);
+/// The data of an initializer or tensor attribute; errors name the tensor
+/// (`what`, e.g. "initializer 'w'") at `loc`.
+FailureOr<DenseElementsAttr> convertTensor(const onnx::TensorProto &tensor,
+                                           llvm::StringRef what, Location loc);
+/// The type of a TensorProto (dims and element type), or failure (reported).
+FailureOr<RankedTensorType> tensorType(const onnx::TensorProto &tensor,
+                                       llvm::StringRef what, Location loc);
+
+} // namespace mlir::tcc
+
+#endif // TCC_FRONTENDS_ONNX_ONNXGRAPH_H

@@ -1,0 +1,318 @@
+//===- OnnxImporter.cpp - ONNX model -> func.func @forward ----------------===//
+//
+// Stages: read the file (binary protobuf or ONNX text), resolve the default
+// opset, turn initializers into parameters or constants and graph inputs into
+// statically shaped arguments (the batch dimension fixed here), import nodes
+// in graph order through the op table, return the graph outputs.
+//
+// Invariants: nodes are in topological order (the ONNX spec requires it), so
+// every use follows its definition in the one block; only float32 tensors
+// become IR values, integer tensors stay import-time constants.
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/onnx/OnnxImporter.h"
+#include "frontends/onnx/OnnxGraph.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <onnx/defs/parser.h>
+
+#include <climits>
+#include <exception>
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+/// The version imported for `domain`, or 0; "" and "ai.onnx" are one domain.
+static int64_t opsetFor(const onnx::ModelProto &model, StringRef domain) {
+  auto isDefault = [](StringRef d) { return d.empty() || d == "ai.onnx"; };
+  for (const onnx::OperatorSetIdProto &o : model.opset_import())
+    if (o.domain() == domain || (isDefault(o.domain()) && isDefault(domain)))
+      return o.version();
+  return 0;
+}
+
+static std::string joined(const std::vector<std::string> &names) {
+  std::string s;
+  for (const std::string &n : names)
+    s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+namespace {
+/// Imports one model into a fresh module.
+class ModelImporter {
+public:
+  ModelImporter(MLIRContext *ctx, const onnx::ModelProto &model,
+                const OnnxImportOptions &opts, StringRef sourceName)
+      : ctx(ctx), model(model), opts(opts), graph(ctx, sourceName) {}
+
+  FailureOr<OwningOpRef<ModuleOp>> run();
+
+private:
+  LogicalResult importNode(const onnx::NodeProto &node, int index);
+  FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &input);
+  LogicalResult importOutputs(func::FuncOp func);
+
+  MLIRContext *ctx;
+  const onnx::ModelProto &model;
+  const OnnxImportOptions &opts;
+  GraphState graph;
+  int64_t defaultOpset = 0;
+  /// The batch size in effect: --batch, or the first input's first dim.
+  int64_t batch = -1;
+};
+} // namespace
+
+// Only the first dimension may be symbolic, and only when a batch size is
+// known: tcc compiles for one static shape.
+FailureOr<RankedTensorType>
+ModelImporter::inputType(const onnx::ValueInfoProto &input) {
+  Location loc = graph.nameLoc(input.name());
+  const std::string &name = input.name();
+  if (!input.type().has_tensor_type())
+    return emitError(loc) << "input '" << name << "' is not a tensor";
+  const onnx::TypeProto::Tensor &t = input.type().tensor_type();
+  if (t.elem_type() != onnx::TensorProto::FLOAT)
+    return emitError(loc) << "input '" << name << "' has element type "
+                          << onnxTypeName(t.elem_type())
+                          << "; only FLOAT graph inputs are supported";
+  if (!t.has_shape())
+    return emitError(loc) << "input '" << name
+                          << "' has no shape (unknown rank); tcc needs static "
+                             "shapes";
+  SmallVector<int64_t> shape;
+  for (auto [axis, dim] : llvm::enumerate(t.shape().dim())) {
+    std::string symbol = dim.has_dim_param() ? dim.dim_param() : "?";
+    bool isStatic = dim.has_dim_value() && dim.dim_value() >= 0;
+    if (axis == 0) {
+      if (isStatic && batch > 0 && opts.batch > 0 && dim.dim_value() != batch)
+        return emitError(loc)
+               << "input '" << name << "' has a static batch dimension of "
+               << dim.dim_value() << ", which disagrees with --batch "
+               << opts.batch;
+      if (!isStatic && batch <= 0)
+        return emitError(loc) << "input '" << name
+                              << "' has a dynamic batch dimension '" << symbol
+                              << "'; pass --batch";
+      if (batch <= 0)
+        batch = dim.dim_value();
+      shape.push_back(isStatic ? dim.dim_value() : batch);
+      continue;
+    }
+    if (!isStatic)
+      return emitError(loc) << "input '" << name
+                            << "' has dynamic dimension '" << symbol
+                            << "' at axis " << axis
+                            << "; only the first (batch) dimension can be "
+                               "fixed, by --batch";
+    shape.push_back(dim.dim_value());
+  }
+  return RankedTensorType::get(shape, Float32Type::get(ctx));
+}
+
+LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
+                                        int index) {
+  std::string name = node.name().empty()
+                         ? node.op_type() + "#" + std::to_string(index)
+                         : node.name();
+  bool isDefault = node.domain().empty() || node.domain() == "ai.onnx";
+  int64_t opset = isDefault ? defaultOpset : opsetFor(model, node.domain());
+  const OnnxOpEntry *entry =
+      isDefault ? findOnnxOp(node.op_type(), opset) : nullptr;
+  if (!entry) {
+    InFlightDiagnostic diag = emitError(graph.nameLoc(name));
+    diag << "node '" << name << "' (op_type '" << node.op_type() << "', ";
+    if (!isDefault)
+      diag << "domain '" << node.domain() << "', ";
+    diag << "opset " << opset << ") is not supported";
+    if (isDefault) {
+      // Say so when only the opset is the problem.
+      for (const OnnxOpEntry &e : onnxOpTable())
+        if (node.op_type() == e.opType)
+          diag << " (" << e.opType << " is supported at opsets " << e.minOpset
+               << " to " << e.maxOpset << ")";
+    }
+    return diag << "; supported ops: " << joined(supportedOnnxOps());
+  }
+  NodeImporter importer(graph, node, name, opset);
+  return entry->build(importer);
+}
+
+LogicalResult ModelImporter::importOutputs(func::FuncOp func) {
+  SmallVector<Value> results;
+  for (const onnx::ValueInfoProto &out : model.graph().output()) {
+    Location loc = graph.nameLoc(out.name());
+    OnnxValue *v = graph.lookup(out.name());
+    if (!v)
+      return emitError(loc) << "graph output '" << out.name()
+                            << "' is never produced";
+    Type type = v->value ? v->value.getType() : v->constant.getType();
+    auto tensor = cast<RankedTensorType>(type);
+    if (!tensor.getElementType().isF32())
+      return emitError(loc) << "graph output '" << out.name() << "' has type "
+                            << type << "; only float32 outputs are supported";
+    // A declared static shape that differs from the computed one means the
+    // importer and the exporter disagree about an op: better to stop here.
+    if (out.type().has_tensor_type() &&
+        out.type().tensor_type().has_shape()) {
+      const auto &dims = out.type().tensor_type().shape().dim();
+      bool mismatch = (int64_t)dims.size() != tensor.getRank();
+      for (int i = 0; !mismatch && i < dims.size(); ++i)
+        mismatch = i > 0 && dims[i].has_dim_value() &&
+                   dims[i].dim_value() != tensor.getDimSize(i);
+      if (mismatch) {
+        std::string declared = "[";
+        for (int i = 0; i < dims.size(); ++i)
+          declared += (i ? "," : "") + (dims[i].has_dim_value()
+                                            ? std::to_string(dims[i].dim_value())
+                                            : std::string("?"));
+        return emitError(loc) << "graph output '" << out.name()
+                              << "' is declared with shape " << declared
+                              << "] but the graph computes "
+                              << shapeStr(tensor.getShape());
+      }
+    }
+    results.push_back(graph.materialize(*v));
+  }
+  func::ReturnOp::create(graph.builder(), graph.fileLoc(), results);
+  func.setType(FunctionType::get(ctx, func.getArgumentTypes(),
+                                 ValueRange(results).getTypes()));
+  for (auto [i, out] : llvm::enumerate(model.graph().output()))
+    func.setResultAttr(i, "tcc.name", StringAttr::get(ctx, out.name()));
+  return success();
+}
+
+FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
+  ctx->loadDialect<TccDialect, func::FuncDialect>();
+  Location fileLoc = graph.fileLoc();
+  if (opts.batch == 0 || opts.batch < -1)
+    return emitError(fileLoc)
+           << "the batch size must be positive, got " << opts.batch;
+  batch = opts.batch;
+  defaultOpset = opsetFor(model, "");
+  if (defaultOpset <= 0)
+    return emitError(fileLoc) << "the model imports no opset for the default "
+                                 "ONNX domain (\"\" or \"ai.onnx\")";
+  if (!model.has_graph())
+    return emitError(fileLoc) << "the model has no graph";
+  const onnx::GraphProto &g = model.graph();
+
+  llvm::StringSet<> initializers, frozen;
+  frozen.insert(opts.frozen.begin(), opts.frozen.end());
+  for (const onnx::TensorProto &t : g.initializer())
+    if (!initializers.insert(t.name()).second)
+      return emitError(graph.nameLoc(t.name()))
+             << "initializer '" << t.name() << "' is defined twice";
+  for (const std::string &name : opts.frozen)
+    if (!initializers.contains(name))
+      return emitError(fileLoc) << "cannot freeze '" << name
+                                << "': the model has no initializer by that "
+                                   "name";
+
+  // Arguments: trainable parameters, then data inputs.
+  struct Arg {
+    std::string name;
+    const char *kind;
+    RankedTensorType type;
+  };
+  SmallVector<Arg> args;
+  for (const onnx::TensorProto &t : g.initializer()) {
+    Location loc = graph.nameLoc(t.name());
+    std::string what = "initializer '" + t.name() + "'";
+    if (t.data_type() == onnx::TensorProto::FLOAT &&
+        !frozen.contains(t.name())) {
+      FailureOr<RankedTensorType> type = tensorType(t, what, loc);
+      if (failed(type))
+        return failure();
+      args.push_back({t.name(), "param", *type});
+      continue;
+    }
+    FailureOr<DenseElementsAttr> value = convertTensor(t, what, loc);
+    if (failed(value))
+      return failure();
+    graph.define(t.name(), OnnxValue{{}, *value, loc});
+  }
+  for (const onnx::ValueInfoProto &in : g.input()) {
+    // Before IR version 4 initializers were listed as inputs too.
+    if (initializers.contains(in.name()))
+      continue;
+    FailureOr<RankedTensorType> type = inputType(in);
+    if (failed(type))
+      return failure();
+    args.push_back({in.name(), "input", *type});
+  }
+  if (batch <= 0)
+    batch = 1; // No input with a batch dimension: nothing depends on it.
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  (*module)->setAttr("tcc.batch",
+                     IntegerAttr::get(IntegerType::get(ctx, 64), batch));
+  OpBuilder &b = graph.builder();
+  b.setInsertionPointToEnd(module->getBody());
+  SmallVector<Type> argTypes;
+  for (const Arg &a : args)
+    argTypes.push_back(a.type);
+  auto func = func::FuncOp::create(b, fileLoc, "forward",
+                                    FunctionType::get(ctx, argTypes, {}));
+  Block *entry = func.addEntryBlock();
+  for (auto [i, a] : llvm::enumerate(args)) {
+    func.setArgAttr(i, "tcc.kind", StringAttr::get(ctx, a.kind));
+    func.setArgAttr(i, "tcc.name", StringAttr::get(ctx, a.name));
+    BlockArgument arg = entry->getArgument(i);
+    arg.setLoc(graph.nameLoc(a.name));
+    graph.define(a.name, OnnxValue{arg, {}, {}});
+  }
+  b.setInsertionPointToEnd(entry);
+
+  for (auto [i, node] : llvm::enumerate(g.node()))
+    if (failed(importNode(node, i)))
+      return failure();
+  if (failed(importOutputs(func)))
+    return failure();
+  if (failed(verify(*module)))
+    return failure();
+  return module;
+}
+
+FailureOr<OwningOpRef<ModuleOp>>
+mlir::tcc::importOnnxModel(MLIRContext *ctx, const onnx::ModelProto &model,
+                           const OnnxImportOptions &opts,
+                           StringRef sourceName) {
+  return ModelImporter(ctx, model, opts, sourceName).run();
+}
+
+FailureOr<OwningOpRef<ModuleOp>>
+mlir::tcc::importOnnxFile(MLIRContext *ctx, StringRef path,
+                          const OnnxImportOptions &opts) {
+  Location loc = FileLineColLoc::get(ctx, path, 0, 0);
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return emitError(loc) << "cannot read file: "
+                          << buffer.getError().message();
+  StringRef data = (*buffer)->getBuffer();
+  onnx::ModelProto model;
+  if (path.ends_with(".onnxtxt")) {
+    // libonnx's parser throws on some malformed literals (std::stoll).
+    std::string text = data.str(), error;
+    try {
+      onnx::Common::Status status =
+          onnx::OnnxParser::Parse(model, text.c_str());
+      if (!status.IsOK())
+        error = status.ErrorMessage();
+    } catch (const std::exception &e) {
+      error = e.what();
+    }
+    if (!error.empty())
+      return emitError(loc) << "not a valid ONNX text model: "
+                            << StringRef(error).rtrim();
+  } else if (data.size() > INT_MAX ||
+             !model.ParseFromArray(data.data(), data.size())) {
+    return emitError(loc) << "not a valid ONNX model (protobuf parse failed)";
+  }
+  return importOnnxModel(ctx, model, opts, path);
+}

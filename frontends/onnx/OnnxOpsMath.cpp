@@ -1,0 +1,262 @@
+//===- OnnxOpsMath.cpp - Builders: products, element-wise, reductions -----===//
+#include "frontends/onnx/OnnxGraph.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+static RankedTensorType typeOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+//===----------------------------------------------------------------------===//
+// MatMul, Gemm
+//===----------------------------------------------------------------------===//
+
+// numpy.matmul: a 1-D lhs is a row vector and a 1-D rhs a column vector, and
+// the dimension they add is removed again from the result.
+LogicalResult mlir::tcc::importMatMul(NodeImporter &node) {
+  FailureOr<SmallVector<Value>> in = node.inputs(2);
+  if (failed(in))
+    return failure();
+  Value a = (*in)[0], b = (*in)[1];
+  int64_t rankA = typeOf(a).getRank(), rankB = typeOf(b).getRank();
+  if (rankA == 0 || rankB == 0)
+    return node.emitError() << "operands need rank >= 1, got " << rankA
+                            << " and " << rankB;
+  if (rankA == 1) {
+    FailureOr<Value> r = node.reshape(a, {1, typeOf(a).getDimSize(0)});
+    if (failed(r))
+      return failure();
+    a = *r;
+  }
+  if (rankB == 1) {
+    FailureOr<Value> r = node.reshape(b, {typeOf(b).getDimSize(0), 1});
+    if (failed(r))
+      return failure();
+    b = *r;
+  }
+  FailureOr<Value> y = node.create<MatmulOp>(a, b, false, false);
+  if (failed(y))
+    return failure();
+  if (rankA == 1 || rankB == 1) {
+    SmallVector<int64_t> shape(typeOf(*y).getShape());
+    int64_t rank = shape.size();
+    if (rankB == 1)
+      shape.erase(shape.begin() + rank - 1);
+    if (rankA == 1)
+      shape.erase(shape.begin() + rank - 2);
+    y = node.reshape(*y, shape);
+    if (failed(y))
+      return failure();
+  }
+  node.setOutput(0, *y);
+  return success();
+}
+
+// alpha * op(A) * op(B) + beta * C, with the scalings emitted only when they
+// are not 1 (and C dropped when beta is 0) so the common Linear layer stays a
+// plain matmul + add.
+LogicalResult mlir::tcc::importGemm(NodeImporter &node) {
+  FailureOr<float> alpha = node.floatAttr("alpha", 1.0f);
+  FailureOr<float> beta = node.floatAttr("beta", 1.0f);
+  FailureOr<int64_t> transA = node.intAttr("transA", 0);
+  FailureOr<int64_t> transB = node.intAttr("transB", 0);
+  if (failed(alpha) || failed(beta) || failed(transA) || failed(transB))
+    return failure();
+  FailureOr<SmallVector<Value>> in = node.inputs(2);
+  if (failed(in))
+    return failure();
+  Value a = (*in)[0], b = (*in)[1];
+  if (typeOf(a).getRank() != 2 || typeOf(b).getRank() != 2)
+    return node.emitError() << "A and B must be 2-D, got shapes "
+                            << shapeStr(typeOf(a).getShape()) << " and "
+                            << shapeStr(typeOf(b).getShape());
+  FailureOr<Value> y = node.create<MatmulOp>(a, b, *transA != 0, *transB != 0);
+  if (failed(y))
+    return failure();
+  if (*alpha != 1.0f) {
+    y = node.create<MulOp>(*y, node.scalar(*alpha));
+    if (failed(y))
+      return failure();
+  }
+  if (node.hasInput(2) && *beta != 0.0f) {
+    FailureOr<Value> c = node.input(2);
+    if (failed(c))
+      return failure();
+    // C broadcasts one way only: onto [M, N], never enlarging the result.
+    ArrayRef<int64_t> yShape = typeOf(*y).getShape();
+    auto shape = broadcastShapes(typeOf(*c).getShape(), yShape);
+    if (failed(shape) || ArrayRef<int64_t>(*shape) != yShape)
+      return node.emitError()
+             << "C of shape " << shapeStr(typeOf(*c).getShape())
+             << " does not broadcast to the result shape " << shapeStr(yShape);
+    if (*beta != 1.0f) {
+      c = node.create<MulOp>(*c, node.scalar(*beta));
+      if (failed(c))
+        return failure();
+    }
+    y = node.create<AddOp>(*y, *c);
+    if (failed(y))
+      return failure();
+  }
+  node.setOutput(0, *y);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+static LogicalResult importBinary(NodeImporter &node) {
+  FailureOr<SmallVector<Value>> in = node.inputs(2);
+  if (failed(in))
+    return failure();
+  FailureOr<Value> y = node.create<OpTy>((*in)[0], (*in)[1]);
+  if (failed(y))
+    return failure();
+  node.setOutput(0, *y);
+  return success();
+}
+
+LogicalResult mlir::tcc::importAdd(NodeImporter &node) {
+  return importBinary<AddOp>(node);
+}
+LogicalResult mlir::tcc::importSub(NodeImporter &node) {
+  return importBinary<SubOp>(node);
+}
+LogicalResult mlir::tcc::importMul(NodeImporter &node) {
+  return importBinary<MulOp>(node);
+}
+LogicalResult mlir::tcc::importDiv(NodeImporter &node) {
+  return importBinary<DivOp>(node);
+}
+
+LogicalResult mlir::tcc::importRelu(NodeImporter &node) {
+  FailureOr<Value> x = node.input(0);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> y = node.create<ReluOp>(*x);
+  if (failed(y))
+    return failure();
+  node.setOutput(0, *y);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+// `axesInputSince` is the opset where `axes` moved from an attribute to an
+// optional input (ReduceSum 13, ReduceMean 18); `noop_with_empty_axes` came
+// with it.
+template <typename OpTy>
+static LogicalResult importReduce(NodeImporter &node, int64_t axesInputSince) {
+  FailureOr<Value> x = node.input(0);
+  FailureOr<int64_t> keepdims = node.intAttr("keepdims", 1);
+  if (failed(x) || failed(keepdims))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  SmallVector<int64_t> axes;
+  bool noop = false;
+  if (node.opset() >= axesInputSince) {
+    if (node.attr("axes"))
+      return node.emitError() << "attribute 'axes' does not exist at opset "
+                              << node.opset() << "; axes is the second input";
+    FailureOr<int64_t> noopAttr = node.intAttr("noop_with_empty_axes", 0);
+    if (failed(noopAttr))
+      return failure();
+    noop = *noopAttr != 0;
+    if (node.hasInput(1)) {
+      FailureOr<SmallVector<int64_t>> in = node.constantInts(1, "axes");
+      if (failed(in))
+        return failure();
+      axes = *in;
+    }
+  } else {
+    FailureOr<std::optional<SmallVector<int64_t>>> attr = node.intsAttr("axes");
+    if (failed(attr))
+      return failure();
+    if (*attr)
+      axes = **attr;
+  }
+  if (axes.empty()) {
+    if (noop)
+      return node.forwardInput(0, 0);
+    axes = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  }
+  for (int64_t &axis : axes) {
+    FailureOr<int64_t> a = node.normalizeAxis("axes entry", axis, rank);
+    if (failed(a))
+      return failure();
+    axis = *a;
+  }
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    return node.emitError() << "axes name a dimension twice";
+  FailureOr<Value> y = node.create<OpTy>(*x, ArrayRef<int64_t>(axes),
+                                         *keepdims != 0);
+  if (failed(y))
+    return failure();
+  node.setOutput(0, *y);
+  return success();
+}
+
+LogicalResult mlir::tcc::importReduceSum(NodeImporter &node) {
+  return importReduce<ReduceSumOp>(node, 13);
+}
+LogicalResult mlir::tcc::importReduceMean(NodeImporter &node) {
+  return importReduce<ReduceMeanOp>(node, 18);
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax, LogSoftmax
+//===----------------------------------------------------------------------===//
+
+// Opset 13 normalizes along one axis (default -1). Before, the input was
+// coerced to 2-D [prod(dims < axis), prod(dims >= axis)] (default axis 1) and
+// normalized along the second dimension, i.e. over all trailing dimensions
+// together; that is a reshape around the one-axis op.
+template <typename OpTy>
+static LogicalResult importSoftmaxLike(NodeImporter &node) {
+  bool coerce = node.opset() < 13;
+  FailureOr<Value> x = node.input(0);
+  FailureOr<int64_t> attr = node.intAttr("axis", coerce ? 1 : -1);
+  if (failed(x) || failed(attr))
+    return failure();
+  ArrayRef<int64_t> shape = typeOf(*x).getShape();
+  int64_t rank = shape.size();
+  FailureOr<int64_t> axis = node.normalizeAxis("attribute 'axis'", *attr, rank);
+  if (failed(axis))
+    return failure();
+  if (!coerce || *axis == rank - 1) {
+    FailureOr<Value> y = node.create<OpTy>(*x, uint64_t(*axis));
+    if (failed(y))
+      return failure();
+    node.setOutput(0, *y);
+    return success();
+  }
+  int64_t rows = 1, cols = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    (d < *axis ? rows : cols) *= shape[d];
+  FailureOr<Value> flat = node.reshape(*x, {rows, cols});
+  if (failed(flat))
+    return failure();
+  FailureOr<Value> y = node.create<OpTy>(*flat, uint64_t(1));
+  if (failed(y))
+    return failure();
+  FailureOr<Value> out = node.reshape(*y, shape);
+  if (failed(out))
+    return failure();
+  node.setOutput(0, *out);
+  return success();
+}
+
+LogicalResult mlir::tcc::importSoftmax(NodeImporter &node) {
+  return importSoftmaxLike<SoftmaxOp>(node);
+}
+LogicalResult mlir::tcc::importLogSoftmax(NodeImporter &node) {
+  return importSoftmaxLike<LogSoftmaxOp>(node);
+}

@@ -1,0 +1,161 @@
+//===- OnnxOpsShape.cpp - Builders: shapes, layout, constants -------------===//
+#include "frontends/onnx/OnnxGraph.h"
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+/// Binds output 0 to input 0 reshaped to `shape`: folded when the input is
+/// known at import (shape computations stay constants), tcc.reshape otherwise.
+static LogicalResult reshapeTo(NodeImporter &node, ArrayRef<int64_t> shape) {
+  if (DenseElementsAttr c = node.constantInput(0)) {
+    auto type = RankedTensorType::get(shape, c.getElementType());
+    if (type.getNumElements() != c.getNumElements())
+      return node.emitError()
+             << "cannot reshape " << shapeStr(c.getType().getShape()) << " ("
+             << c.getNumElements() << " elements) to " << shapeStr(shape)
+             << " (" << type.getNumElements() << " elements)";
+    node.setConstantOutput(0, c.reshape(type));
+    return success();
+  }
+  FailureOr<Value> x = node.input(0);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> y = node.reshape(*x, shape);
+  if (failed(y))
+    return failure();
+  node.setOutput(0, *y);
+  return success();
+}
+
+// The target shape must be known at import: tcc shapes are static. 0 copies
+// the input's dimension at the same index (unless allowzero, opset >= 14),
+// one -1 takes whatever is left.
+LogicalResult mlir::tcc::importReshape(NodeImporter &node) {
+  FailureOr<RankedTensorType> inType = node.inputType(0);
+  if (failed(inType))
+    return failure();
+  FailureOr<SmallVector<int64_t>> target =
+      node.constantInts(1, "the target shape");
+  FailureOr<int64_t> allowZero =
+      node.opset() >= 14 ? node.intAttr("allowzero", 0) : 0;
+  if (failed(target) || failed(allowZero))
+    return failure();
+  ArrayRef<int64_t> in = inType->getShape();
+  SmallVector<int64_t> shape(*target);
+  std::optional<size_t> inferred;
+  int64_t known = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t &d = shape[i];
+    if (d == 0 && !*allowZero) {
+      if (i >= in.size())
+        return node.emitError()
+               << "shape " << shapeStr(*target) << " copies dimension " << i
+               << " (a 0) of an input of rank " << in.size();
+      d = in[i];
+    } else if (d == -1) {
+      if (inferred)
+        return node.emitError()
+               << "shape " << shapeStr(*target) << " has more than one -1";
+      inferred = i;
+      continue;
+    } else if (d < 0) {
+      return node.emitError() << "shape " << shapeStr(*target)
+                              << " has the invalid dimension " << d;
+    }
+    known *= d;
+  }
+  int64_t total = inType->getNumElements();
+  if (inferred) {
+    if (known == 0 || total % known != 0)
+      return node.emitError()
+             << "cannot infer the -1 in shape " << shapeStr(*target)
+             << " for an input of shape " << shapeStr(in) << " (" << total
+             << " elements)";
+    shape[*inferred] = total / known;
+  }
+  return reshapeTo(node, shape);
+}
+
+LogicalResult mlir::tcc::importFlatten(NodeImporter &node) {
+  FailureOr<RankedTensorType> inType = node.inputType(0);
+  FailureOr<int64_t> attr = node.intAttr("axis", 1);
+  if (failed(inType) || failed(attr))
+    return failure();
+  ArrayRef<int64_t> in = inType->getShape();
+  // axis == rank is allowed: everything goes to the outer dimension.
+  FailureOr<int64_t> axis =
+      node.normalizeAxis("attribute 'axis'", *attr, in.size(), /*extra=*/1);
+  if (failed(axis))
+    return failure();
+  int64_t outer = 1, inner = 1;
+  for (auto [d, size] : llvm::enumerate(in))
+    ((int64_t)d < *axis ? outer : inner) *= size;
+  return reshapeTo(node, {outer, inner});
+}
+
+LogicalResult mlir::tcc::importTranspose(NodeImporter &node) {
+  FailureOr<Value> x = node.input(0);
+  FailureOr<std::optional<SmallVector<int64_t>>> permAttr =
+      node.intsAttr("perm");
+  if (failed(x) || failed(permAttr))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  // The default reverses the dimensions.
+  SmallVector<int64_t> perm =
+      *permAttr ? **permAttr
+                : llvm::to_vector(llvm::reverse(llvm::seq<int64_t>(0, rank)));
+  FailureOr<Value> y = node.create<TransposeOp>(*x, ArrayRef<int64_t>(perm));
+  if (failed(y))
+    return failure();
+  node.setOutput(0, *y);
+  return success();
+}
+
+LogicalResult mlir::tcc::importIdentity(NodeImporter &node) {
+  return node.forwardInput(0, 0);
+}
+
+/// The tensor a Constant node's one value attribute describes.
+static FailureOr<DenseElementsAttr>
+constantValue(NodeImporter &node, const onnx::AttributeProto &a) {
+  MLIRContext *ctx = node.context();
+  Type f32 = Float32Type::get(ctx), i64 = IntegerType::get(ctx, 64);
+  auto vector = [](Type type, int64_t n) {
+    return RankedTensorType::get({n}, type);
+  };
+  auto scalar = [](Type type) { return RankedTensorType::get({}, type); };
+  StringRef name = a.name();
+  if (name == "value" && a.type() == onnx::AttributeProto::TENSOR)
+    return convertTensor(a.t(), node.describe() + ": attribute 'value'",
+                         node.loc());
+  if (name == "value_float" && a.type() == onnx::AttributeProto::FLOAT)
+    return DenseElementsAttr::get(scalar(f32), a.f());
+  if (name == "value_int" && a.type() == onnx::AttributeProto::INT)
+    return DenseElementsAttr::get(scalar(i64), int64_t(a.i()));
+  if (name == "value_floats" && a.type() == onnx::AttributeProto::FLOATS) {
+    SmallVector<float> v(a.floats().begin(), a.floats().end());
+    return DenseElementsAttr::get(vector(f32, v.size()), ArrayRef<float>(v));
+  }
+  if (name == "value_ints" && a.type() == onnx::AttributeProto::INTS) {
+    SmallVector<int64_t> v(a.ints().begin(), a.ints().end());
+    return DenseElementsAttr::get(vector(i64, v.size()), ArrayRef<int64_t>(v));
+  }
+  return node.emitError() << "attribute '" << name << "' ("
+                          << onnx::AttributeProto_AttributeType_Name(a.type())
+                          << ") is not supported; use value, value_float(s) "
+                             "or value_int(s)";
+}
+
+// Constants stay symbolic until a float op uses them, so integer constants
+// (shapes, axes) never reach the IR.
+LogicalResult mlir::tcc::importConstant(NodeImporter &node) {
+  if (node.proto().attribute_size() != 1)
+    return node.emitError() << "expected exactly one value attribute, got "
+                            << node.proto().attribute_size();
+  FailureOr<DenseElementsAttr> value =
+      constantValue(node, node.proto().attribute(0));
+  if (failed(value))
+    return failure();
+  node.setConstantOutput(0, *value);
+  return success();
+}

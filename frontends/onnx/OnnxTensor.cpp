@@ -1,0 +1,115 @@
+//===- OnnxTensor.cpp - ONNX TensorProto -> MLIR attributes ---------------===//
+//
+// Only what the importer needs as constants: float32 (frozen weights,
+// Constant nodes) and int32/int64 (shapes, axes). Everything else is an error
+// naming the tensor, not a silent conversion.
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/onnx/OnnxGraph.h"
+
+#include <cstring>
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+std::string mlir::tcc::shapeStr(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (auto [i, d] : llvm::enumerate(shape))
+    s += (i ? "," : "") + std::to_string(d);
+  return s + "]";
+}
+
+std::string mlir::tcc::onnxTypeName(int32_t dataType) {
+  if (onnx::TensorProto_DataType_IsValid(dataType))
+    return onnx::TensorProto_DataType_Name(
+        static_cast<onnx::TensorProto_DataType>(dataType));
+  return "<invalid " + std::to_string(dataType) + ">";
+}
+
+Type mlir::tcc::onnxElementType(MLIRContext *ctx, int32_t dataType) {
+  switch (dataType) {
+  case onnx::TensorProto::FLOAT:
+    return Float32Type::get(ctx);
+  case onnx::TensorProto::INT32:
+    return IntegerType::get(ctx, 32);
+  case onnx::TensorProto::INT64:
+    return IntegerType::get(ctx, 64);
+  default:
+    return {};
+  }
+}
+
+FailureOr<RankedTensorType> mlir::tcc::tensorType(const onnx::TensorProto &t,
+                                                  StringRef what,
+                                                  Location loc) {
+  Type elementType = onnxElementType(loc.getContext(), t.data_type());
+  if (!elementType)
+    return emitError(loc) << what << " has element type "
+                          << onnxTypeName(t.data_type())
+                          << ", which the importer does not support "
+                             "(supported: FLOAT, INT32, INT64)";
+  SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
+  if (llvm::any_of(shape, [](int64_t d) { return d < 0; }))
+    return emitError(loc) << what << " has a negative dimension in "
+                          << shapeStr(shape);
+  return RankedTensorType::get(shape, elementType);
+}
+
+/// Elements from the typed repeated field, or else from raw_data (the
+/// little-endian bytes exporters normally use).
+template <typename T, typename Field>
+static FailureOr<std::vector<T>> readElements(const onnx::TensorProto &t,
+                                              const Field &typed,
+                                              int64_t count, StringRef what,
+                                              Location loc) {
+  std::vector<T> out;
+  if (t.has_raw_data()) {
+    const std::string &raw = t.raw_data();
+    if ((int64_t)raw.size() != count * (int64_t)sizeof(T))
+      return emitError(loc) << what << " has " << raw.size()
+                            << " bytes of raw data, expected "
+                            << count * (int64_t)sizeof(T);
+    out.resize(count);
+    if (count)
+      std::memcpy(out.data(), raw.data(), raw.size());
+    return out;
+  }
+  if (typed.size() != count)
+    return emitError(loc) << what << " has " << typed.size()
+                          << " values, expected " << count;
+  out.assign(typed.begin(), typed.end());
+  return out;
+}
+
+FailureOr<DenseElementsAttr>
+mlir::tcc::convertTensor(const onnx::TensorProto &t, StringRef what,
+                         Location loc) {
+  FailureOr<RankedTensorType> type = tensorType(t, what, loc);
+  if (failed(type))
+    return failure();
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    return emitError(loc) << what
+                          << " keeps its data in an external file, which the "
+                             "importer cannot read as a constant";
+  int64_t count = type->getNumElements();
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT: {
+    auto v = readElements<float>(t, t.float_data(), count, what, loc);
+    if (failed(v))
+      return failure();
+    return DenseElementsAttr::get(*type, llvm::ArrayRef<float>(*v));
+  }
+  case onnx::TensorProto::INT32: {
+    auto v = readElements<int32_t>(t, t.int32_data(), count, what, loc);
+    if (failed(v))
+      return failure();
+    return DenseElementsAttr::get(*type, llvm::ArrayRef<int32_t>(*v));
+  }
+  default: {
+    auto v = readElements<int64_t>(t, t.int64_data(), count, what, loc);
+    if (failed(v))
+      return failure();
+    return DenseElementsAttr::get(*type, llvm::ArrayRef<int64_t>(*v));
+  }
+  }
+}

@@ -1,0 +1,289 @@
+//===- Session.cpp - Buffers, validation and the two execution modes ------===//
+#include "runtime/core/Session.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace tcc::rt {
+
+struct Session::Buffer {
+  void *ptr = nullptr;
+  explicit Buffer(int64_t bytes) {
+    // aligned_alloc wants a multiple of the alignment; never ask for 0.
+    size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 1));
+    size = (size + kArtifactAlign - 1) / kArtifactAlign * kArtifactAlign;
+    ptr = std::aligned_alloc(kArtifactAlign, size);
+    if (!ptr)
+      throw std::bad_alloc();
+  }
+  ~Buffer() { std::free(ptr); }
+};
+
+struct Session::ProgramState {
+  Program program;
+  std::vector<KernelFn> fns;
+  /// Views built once; their data pointers are refreshed before each call
+  /// because eager temps move between runs.
+  std::vector<KernelArgs> args;
+  std::vector<int32_t> temps; // this program's temps that its instrs touch
+  /// Eager: temps to allocate before / free after each instr. Program
+  /// outputs are never freed during a run so the caller can read them.
+  std::vector<std::vector<int32_t>> allocBefore, freeAfter;
+  void *arena = nullptr; // Compiled: allocated on the first run
+};
+
+// Sets OpenBLAS's pool size from TCC_NUM_THREADS so benchmarks can pin it.
+static void applyThreadSetting() {
+  const char *env = std::getenv("TCC_NUM_THREADS");
+  if (!env || !*env)
+    return;
+  char *end = nullptr;
+  long n = std::strtol(env, &end, 10);
+  if (*end != '\0' || n <= 0 || n > 4096)
+    throw Error(std::string("TCC_NUM_THREADS='") + env +
+                "' is not a positive integer");
+  openblas_set_num_threads(static_cast<int>(n));
+}
+
+namespace {
+/// Where an operand lives in the compiled layout: its own buffer (region =
+/// tensor id) or a byte range of the program arena (region = -1).
+struct Placement {
+  int64_t region, begin, end;
+  bool overlaps(const Placement &o) const {
+    return region == o.region && begin < o.end && o.begin < end;
+  }
+  bool sameAs(const Placement &o) const {
+    return region == o.region && begin == o.begin && end == o.end;
+  }
+};
+} // namespace
+
+static Placement placement(const std::vector<TensorInfo> &tensors,
+                           int32_t id) {
+  const TensorInfo &t = tensors[id];
+  if (t.kind == TensorKind::Temp)
+    return {-1, t.arenaOffset, t.arenaOffset + t.byteSize()};
+  return {id, 0, t.byteSize()};
+}
+
+/// Outputs must not overlap each other; an output may overlap an input only
+/// by being exactly the same bytes, and only for element-wise kernels.
+static void checkAliasing(const Instr &in,
+                          const std::vector<TensorInfo> &tensors) {
+  auto name = [&](const char *role, size_t i, int32_t id) {
+    return std::string(role) + " " + std::to_string(i) + " '" +
+           tensors[id].name + "'";
+  };
+  for (size_t o = 0; o < in.outputs.size(); ++o) {
+    Placement po = placement(tensors, in.outputs[o]);
+    for (size_t o2 = 0; o2 < o; ++o2)
+      if (po.overlaps(placement(tensors, in.outputs[o2])))
+        throw Error(name("output", o, in.outputs[o]) + " overlaps " +
+                    name("output", o2, in.outputs[o2]) + " in memory");
+    for (size_t i = 0; i < in.inputs.size(); ++i) {
+      Placement pi = placement(tensors, in.inputs[i]);
+      if (!po.overlaps(pi))
+        continue;
+      if (!kernelAllowsInPlace(in.kernel))
+        throw Error(name("output", o, in.outputs[o]) + " overlaps " +
+                    name("input", i, in.inputs[i]) + " in memory, but " +
+                    in.kernel + " cannot run in place");
+      if (!po.sameAs(pi))
+        throw Error(name("output", o, in.outputs[o]) +
+                    " partially overlaps " + name("input", i, in.inputs[i]) +
+                    " in memory");
+    }
+  }
+}
+
+static TensorView viewOf(const TensorInfo &t) {
+  return TensorView{nullptr, t.dtype, &t.shape, t.numElements()};
+}
+
+Session::Session(const Artifact &artifact, ExecMode mode)
+    : mode_(mode), tensors_(artifact.tensors) {
+  validateArtifact(artifact);
+  applyThreadSetting();
+  buffers_.assign(tensors_.size(), nullptr);
+
+  for (const Program &p : artifact.programs) {
+    auto ps = std::make_unique<ProgramState>();
+    ps->program = p;
+    const auto &instrs = ps->program.instrs;
+    std::vector<int64_t> firstDef(tensors_.size(), -1),
+        lastUse(tensors_.size(), -1);
+    for (size_t i = 0; i < instrs.size(); ++i) {
+      const Instr &in = instrs[i];
+      try {
+        checkInstr(in, tensors_);
+        checkAliasing(in, tensors_);
+      } catch (const Error &e) {
+        throw Error("program '" + p.name + "' instr " + std::to_string(i) +
+                    " (" + in.kernel + "): " + e.what());
+      }
+      ps->fns.push_back(*findKernel(in.kernel));
+      KernelArgs args{in, {}, {}};
+      for (int32_t id : in.inputs)
+        args.in.push_back(viewOf(tensors_[id]));
+      for (int32_t id : in.outputs) {
+        args.out.push_back(viewOf(tensors_[id]));
+        if (firstDef[id] < 0)
+          firstDef[id] = static_cast<int64_t>(i);
+      }
+      ps->args.push_back(std::move(args));
+      for (const auto *ids : {&in.inputs, &in.outputs})
+        for (int32_t id : *ids)
+          lastUse[id] = static_cast<int64_t>(i);
+    }
+    for (int32_t id : p.outputs)
+      lastUse[id] = static_cast<int64_t>(instrs.size()); // survives the run
+    ps->allocBefore.resize(instrs.size());
+    ps->freeAfter.resize(instrs.size());
+    for (size_t id = 0; id < tensors_.size(); ++id) {
+      if (tensors_[id].kind != TensorKind::Temp || firstDef[id] < 0)
+        continue;
+      ps->temps.push_back(static_cast<int32_t>(id));
+      ps->allocBefore[firstDef[id]].push_back(static_cast<int32_t>(id));
+      if (lastUse[id] < static_cast<int64_t>(instrs.size()))
+        ps->freeAfter[lastUse[id]].push_back(static_cast<int32_t>(id));
+    }
+    programs_.push_back(std::move(ps));
+  }
+
+  for (size_t id = 0; id < tensors_.size(); ++id) {
+    const TensorInfo &t = tensors_[id];
+    if (t.kind == TensorKind::Temp)
+      continue;
+    void *buf = allocate(t.byteSize(), "tensor '" + t.name + "'");
+    if (t.kind == TensorKind::Input)
+      std::memset(buf, 0, t.byteSize()); // never expose garbage
+    else
+      std::memcpy(buf, artifact.blob.data() + t.dataOffset, t.byteSize());
+    buffers_[id] = buf;
+    persistentBytes_ += t.byteSize();
+  }
+}
+
+Session::~Session() {
+  if (mode_ == ExecMode::Eager)
+    for (const auto &ps : programs_)
+      for (int32_t id : ps->temps)
+        std::free(buffers_[id]);
+}
+
+void *Session::allocate(int64_t bytes, const std::string &what) {
+  try {
+    owned_.push_back(std::make_unique<Buffer>(bytes));
+  } catch (const std::bad_alloc &) {
+    throw Error("out of memory allocating " + std::to_string(bytes) +
+                " bytes for " + what);
+  }
+  return owned_.back()->ptr;
+}
+
+void *Session::data(int32_t tensorId) {
+  if (tensorId < 0 || static_cast<size_t>(tensorId) >= tensors_.size())
+    throw Error("tensor id " + std::to_string(tensorId) +
+                " is out of range (the artifact has " +
+                std::to_string(tensors_.size()) + " tensors)");
+  return buffers_[tensorId];
+}
+
+const void *Session::data(int32_t tensorId) const {
+  return const_cast<Session *>(this)->data(tensorId);
+}
+
+void *Session::data(const std::string &name) {
+  for (size_t i = 0; i < tensors_.size(); ++i)
+    if (tensors_[i].name == name)
+      return data(static_cast<int32_t>(i));
+  throw Error("no tensor named '" + name + "' in the artifact");
+}
+
+Session::ProgramState &Session::state(const std::string &program) {
+  std::string names;
+  for (const auto &ps : programs_) {
+    if (ps->program.name == program)
+      return *ps;
+    names += (names.empty() ? "" : ", ") + ps->program.name;
+  }
+  throw Error("no program '" + program + "' in the artifact (it has: " +
+              names + ")");
+}
+
+void Session::run(const std::string &program) {
+  ProgramState &ps = state(program);
+  if (mode_ == ExecMode::Compiled)
+    runCompiled(ps);
+  else
+    runEager(ps);
+}
+
+static void call(KernelFn fn, KernelArgs &args, const Instr &in,
+                 const std::vector<void *> &buffers) {
+  for (size_t j = 0; j < in.inputs.size(); ++j)
+    args.in[j].data = buffers[in.inputs[j]];
+  for (size_t j = 0; j < in.outputs.size(); ++j)
+    args.out[j].data = buffers[in.outputs[j]];
+  fn(args);
+}
+
+void Session::runCompiled(ProgramState &ps) {
+  const Program &p = ps.program;
+  if (!ps.arena) {
+    ps.arena = allocate(p.arenaBytes, "the arena of program '" + p.name + "'");
+    arenaBytes_ += p.arenaBytes;
+    for (int32_t id : ps.temps)
+      buffers_[id] = static_cast<char *>(ps.arena) + tensors_[id].arenaOffset;
+  }
+  for (size_t i = 0; i < p.instrs.size(); ++i)
+    call(ps.fns[i], ps.args[i], p.instrs[i], buffers_);
+}
+
+void Session::runEager(ProgramState &ps) {
+  auto release = [&](int32_t id) {
+    if (!buffers_[id])
+      return;
+    std::free(buffers_[id]);
+    buffers_[id] = nullptr;
+    liveTempBytes_ -= tensors_[id].byteSize();
+  };
+  // Outputs of the previous run, or temps left by a run that threw.
+  for (int32_t id : ps.temps)
+    release(id);
+
+  const Program &p = ps.program;
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    for (int32_t id : ps.allocBefore[i]) {
+      int64_t bytes = tensors_[id].byteSize();
+      size_t size = static_cast<size_t>(
+          (std::max<int64_t>(bytes, 1) + kArtifactAlign - 1) / kArtifactAlign *
+          kArtifactAlign);
+      void *buf = std::aligned_alloc(kArtifactAlign, size);
+      if (!buf)
+        throw Error("out of memory allocating " + std::to_string(bytes) +
+                    " bytes for tensor '" + tensors_[id].name + "'");
+      buffers_[id] = buf;
+      liveTempBytes_ += bytes;
+    }
+    peakTempBytes_ = std::max(peakTempBytes_, liveTempBytes_);
+    call(ps.fns[i], ps.args[i], p.instrs[i], buffers_);
+    for (int32_t id : ps.freeAfter[i])
+      release(id);
+  }
+}
+
+MemoryStats Session::memory() const {
+  MemoryStats m;
+  m.persistentBytes = persistentBytes_;
+  m.tempPeakBytes = mode_ == ExecMode::Compiled ? arenaBytes_ : peakTempBytes_;
+  m.peakBytes = m.persistentBytes + m.tempPeakBytes;
+  return m;
+}
+
+} // namespace tcc::rt

@@ -1,0 +1,84 @@
+//===- Session.h - Executes an artifact's programs ------------------------===//
+//
+// A Session owns the buffers of one artifact: persistent tensors (params,
+// optimizer state, inputs, constants) and the temporaries of each program.
+// Compiled mode places temporaries at the compiler's static plan inside one
+// arena per program, allocated once; Eager mode ignores the plan and
+// allocates and frees each temporary around its uses, the way a framework
+// does, which gives a baseline for memory and speed.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_RUNTIME_CORE_SESSION_H
+#define TCC_RUNTIME_CORE_SESSION_H
+
+#include "runtime/core/Artifact.h"
+#include "runtime/cpu/Kernels.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tcc::rt {
+
+enum class ExecMode { Compiled, Eager };
+
+struct MemoryStats {
+  /// Params, state, inputs and constants.
+  int64_t persistentBytes = 0;
+  /// Compiled: the arenas allocated so far. Eager: the peak of the bytes of
+  /// live temporaries.
+  int64_t tempPeakBytes = 0;
+  int64_t peakBytes = 0; // persistent + temp peak
+};
+
+class Session {
+public:
+  /// Validates the artifact and every instr (unknown kernels, shapes, dtypes,
+  /// aliasing) and allocates the persistent buffers. Throws Error. Reads
+  /// TCC_NUM_THREADS to size OpenBLAS's thread pool.
+  Session(const Artifact &artifact, ExecMode mode);
+  ~Session();
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+
+  /// The buffer of tensor `id` (throws Error if out of range). Temps have
+  /// one only while it exists: after their program has run (compiled) or
+  /// while live / for program outputs after a run (eager); else null.
+  void *data(int32_t tensorId);
+  const void *data(int32_t tensorId) const;
+  /// Convenience: data() of the tensor named `name` (throws if none).
+  void *data(const std::string &name);
+
+  /// Runs every instr of `program` in order. Throws Error for an unknown
+  /// program or a kernel error (e.g. a label out of range).
+  void run(const std::string &program);
+
+  MemoryStats memory() const;
+  ExecMode mode() const { return mode_; }
+  const std::vector<TensorInfo> &tensors() const { return tensors_; }
+
+private:
+  struct Buffer; // 64-byte aligned heap block
+  struct ProgramState;
+
+  void *allocate(int64_t bytes, const std::string &what);
+  ProgramState &state(const std::string &program);
+  void runCompiled(ProgramState &ps);
+  void runEager(ProgramState &ps);
+
+  ExecMode mode_;
+  std::vector<TensorInfo> tensors_;
+  std::vector<std::unique_ptr<ProgramState>> programs_;
+  /// Current buffer of each tensor (null for temps not live).
+  std::vector<void *> buffers_;
+  /// Persistent buffers and arenas, freed with the session.
+  std::vector<std::unique_ptr<Buffer>> owned_;
+  int64_t persistentBytes_ = 0;
+  int64_t arenaBytes_ = 0;
+  int64_t liveTempBytes_ = 0, peakTempBytes_ = 0;
+};
+
+} // namespace tcc::rt
+
+#endif // TCC_RUNTIME_CORE_SESSION_H

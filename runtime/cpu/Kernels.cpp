@@ -1,0 +1,201 @@
+//===- Kernels.cpp - Kernel registry and shared check helpers -------------===//
+#include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/KernelsInternal.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tcc::rt {
+
+using namespace kernels;
+
+namespace {
+struct KernelDef {
+  const char *name;
+  KernelFn run;
+  CheckFn check;
+  bool inPlace; // element-wise: outputs may alias same-sized inputs
+};
+} // namespace
+
+// Sorted by name so lookup can binary-search.
+static const KernelDef kKernels[] = {
+    {"adamw_update", run_adamw_update, check_adamw_update, true},
+    {"add", run_add, check_binary, true},
+    {"broadcast_to", run_broadcast_to, check_broadcast_to, false},
+    {"copy", run_copy, check_copy, true},
+    {"div", run_div, check_binary, true},
+    {"log_softmax", run_log_softmax, check_softmax_like, false},
+    {"log_softmax_grad", run_log_softmax_grad, check_softmax_grad_like, false},
+    {"matmul", run_matmul, check_matmul, false},
+    {"mse_loss", run_mse_loss, check_mse_loss, false},
+    {"mse_loss_grad", run_mse_loss_grad, check_mse_loss_grad, false},
+    {"mul", run_mul, check_binary, true},
+    {"neg", run_neg, check_unary, true},
+    {"reduce_mean", run_reduce_mean, check_reduce, false},
+    {"reduce_sum", run_reduce_sum, check_reduce, false},
+    {"relu", run_relu, check_unary, true},
+    {"relu_grad", run_relu_grad, check_relu_grad, true},
+    {"sgd_momentum_update", run_sgd_momentum_update, check_sgd_momentum_update,
+     true},
+    {"sgd_update", run_sgd_update, check_sgd_update, true},
+    {"softmax", run_softmax, check_softmax_like, false},
+    {"softmax_cross_entropy", run_softmax_cross_entropy,
+     check_softmax_cross_entropy, false},
+    {"softmax_cross_entropy_grad", run_softmax_cross_entropy_grad,
+     check_softmax_cross_entropy_grad, false},
+    {"softmax_grad", run_softmax_grad, check_softmax_grad_like, false},
+    {"sub", run_sub, check_binary, true},
+    {"transpose", run_transpose, check_transpose, false},
+};
+
+static const KernelDef *findDef(const std::string &name) {
+  auto *end = std::end(kKernels);
+  auto *it = std::lower_bound(
+      std::begin(kKernels), end, name,
+      [](const KernelDef &d, const std::string &n) { return d.name < n; });
+  return it != end && it->name == name ? it : nullptr;
+}
+
+const KernelFn *findKernel(const std::string &name) {
+  const KernelDef *d = findDef(name);
+  return d ? &d->run : nullptr;
+}
+
+std::vector<std::string> kernelNames() {
+  std::vector<std::string> names;
+  for (const KernelDef &d : kKernels)
+    names.push_back(d.name);
+  return names;
+}
+
+bool kernelAllowsInPlace(const std::string &name) {
+  const KernelDef *d = findDef(name);
+  return d && d->inPlace;
+}
+
+void checkInstr(const Instr &instr, const std::vector<TensorInfo> &tensors) {
+  const KernelDef *d = findDef(instr.kernel);
+  if (!d)
+    throw Error("unknown kernel '" + instr.kernel + "'");
+  KernelSig sig{instr, {}, {}};
+  auto resolve = [&](const std::vector<int32_t> &ids,
+                     std::vector<const TensorInfo *> &out) {
+    for (int32_t id : ids) {
+      if (id < 0 || static_cast<size_t>(id) >= tensors.size())
+        throw Error("tensor id " + std::to_string(id) + " is out of range");
+      out.push_back(&tensors[id]);
+    }
+  };
+  resolve(instr.inputs, sig.in);
+  resolve(instr.outputs, sig.out);
+  d->check(sig);
+}
+
+void runKernel(const Instr &instr, const std::vector<TensorInfo> &tensors,
+               const std::vector<void *> &buffers) {
+  checkInstr(instr, tensors);
+  KernelArgs args{instr, {}, {}};
+  auto view = [&](int32_t id) {
+    const TensorInfo &t = tensors[id];
+    return TensorView{buffers.at(id), t.dtype, &t.shape, t.numElements()};
+  };
+  for (int32_t id : instr.inputs)
+    args.in.push_back(view(id));
+  for (int32_t id : instr.outputs)
+    args.out.push_back(view(id));
+  (*findKernel(instr.kernel))(args);
+}
+
+namespace kernels {
+
+std::string operandName(const KernelSig &s, bool isInput, size_t i) {
+  const TensorInfo *t = isInput ? s.in[i] : s.out[i];
+  return std::string(isInput ? "input " : "output ") + std::to_string(i) +
+         " '" + t->name + "'";
+}
+
+void expectArity(const KernelSig &s, size_t nIn, size_t nOut) {
+  if (s.in.size() != nIn || s.out.size() != nOut)
+    throw Error("expects " + std::to_string(nIn) + " inputs and " +
+                std::to_string(nOut) + " outputs, got " +
+                std::to_string(s.in.size()) + " and " +
+                std::to_string(s.out.size()));
+}
+
+void expectIAttrs(const KernelSig &s, size_t n) {
+  if (s.instr.iattrs.size() != n)
+    throw Error("expects " + std::to_string(n) + " integer attributes, got " +
+                std::to_string(s.instr.iattrs.size()));
+}
+
+void expectFAttrs(const KernelSig &s, size_t n) {
+  if (s.instr.fattrs.size() != n)
+    throw Error("expects " + std::to_string(n) + " float attributes, got " +
+                std::to_string(s.instr.fattrs.size()));
+}
+
+void expectAllF32(const KernelSig &s) {
+  for (size_t i = 0; i < s.in.size(); ++i)
+    if (s.in[i]->dtype != DType::F32)
+      throw Error(operandName(s, true, i) + " must be f32, is " +
+                  dtypeName(s.in[i]->dtype));
+  for (size_t i = 0; i < s.out.size(); ++i)
+    if (s.out[i]->dtype != DType::F32)
+      throw Error(operandName(s, false, i) + " must be f32, is " +
+                  dtypeName(s.out[i]->dtype));
+}
+
+void expectNumel(const KernelSig &s, bool isInput, size_t i, int64_t numel) {
+  const TensorInfo *t = isInput ? s.in[i] : s.out[i];
+  if (t->numElements() != numel)
+    throw Error(operandName(s, isInput, i) + " has shape " +
+                formatShape(t->shape) + " (" +
+                std::to_string(t->numElements()) + " elements), expected " +
+                std::to_string(numel) + " elements");
+}
+
+bool broadcasts(const std::vector<int64_t> &from,
+                const std::vector<int64_t> &to) {
+  if (from.size() > to.size())
+    return false;
+  size_t shift = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1 && from[i] != to[i + shift])
+      return false;
+  return true;
+}
+
+int64_t expectAxis(const KernelSig &s, int64_t rank) {
+  expectIAttrs(s, 1);
+  int64_t axis = s.instr.iattrs[0];
+  if (axis < 0) // accept numpy-style negative axes too
+    axis += rank;
+  if (axis < 0 || axis >= rank)
+    throw Error("axis " + std::to_string(s.instr.iattrs[0]) +
+                " is out of range for rank " +
+                std::to_string(rank));
+  return axis;
+}
+
+std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> st(shape.size());
+  int64_t s = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    st[i] = s;
+    s *= shape[i];
+  }
+  return st;
+}
+
+std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
+                                      size_t rank) {
+  std::vector<int64_t> st(rank, 0), own = contiguousStrides(shape);
+  size_t shift = rank - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i)
+    st[i + shift] = shape[i] == 1 ? 0 : own[i];
+  return st;
+}
+
+} // namespace kernels
+} // namespace tcc::rt

@@ -1,0 +1,192 @@
+//===- DataFeeder.cpp - Validation, conversion and the producer thread ----===//
+#include "runtime/feeder/DataFeeder.h"
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+
+namespace tcc::rt {
+
+void (*detail::feederBatchHookForTesting)(int64_t) = nullptr;
+
+static std::string fileOf(const DataFeeder::Source &s) {
+  return s.array.path.empty() ? s.name : s.array.path;
+}
+
+static bool sampleShapeMatches(const std::vector<int64_t> &file,
+                               const std::vector<int64_t> &model) {
+  // A scalar per sample may come as [] or [1].
+  auto isOne = [](const std::vector<int64_t> &s) {
+    return s.empty() || (s.size() == 1 && s[0] == 1);
+  };
+  return file == model || (isOne(file) && isOne(model));
+}
+
+/// The whole array in the target dtype. Goes element by element so integer
+/// files never pass through double and lose precision.
+static std::vector<uint8_t> convert(const DataFeeder::Source &s,
+                                    int64_t perSample) {
+  const HostArray &a = s.array;
+  int64_t n = a.numElements();
+  std::vector<uint8_t> out(static_cast<size_t>(n) * dtypeSize(s.target));
+  bool isFloat = a.dtype == FileDType::F32 || a.dtype == FileDType::F64;
+  auto where = [&](int64_t i) {
+    return fileOf(s) + ": sample " + std::to_string(i / perSample);
+  };
+  if (s.target == DType::F32) {
+    float *dst = reinterpret_cast<float *>(out.data());
+    for (int64_t i = 0; i < n; ++i) {
+      double v = a.at(i);
+      dst[i] = static_cast<float>(v);
+      if (!std::isfinite(dst[i]))
+        throw Error(where(i) + " has value " + std::to_string(v) +
+                    (std::isfinite(v) ? ", outside the f32 range" : ""));
+    }
+    return out;
+  }
+  int64_t *dst = reinterpret_cast<int64_t *>(out.data());
+  for (int64_t i = 0; i < n; ++i) {
+    if (a.dtype == FileDType::I64) {
+      std::memcpy(&dst[i], a.bytes.data() + i * 8, 8);
+      continue;
+    }
+    double v = a.at(i);
+    if (isFloat && (!(v == std::floor(v)) || std::fabs(v) >= 9.2e18))
+      throw Error(where(i) + " has value " + std::to_string(v) + " for '" +
+                  s.name + "', which must be integral (i64)");
+    dst[i] = static_cast<int64_t>(v);
+  }
+  return out;
+}
+
+DataFeeder::DataFeeder(std::vector<Source> sources, int64_t batchSize,
+                       bool shuffle, uint64_t seed, int64_t maxBatches,
+                       size_t prefetch, int64_t startBatch)
+    : batchSize_(batchSize), maxBatches_(maxBatches), startBatch_(startBatch),
+      shuffle_(shuffle), seed_(seed), prefetch_(prefetch ? prefetch : 1) {
+  if (sources.empty())
+    throw Error("no data sources");
+  if (batchSize <= 0)
+    throw Error("batch size must be positive, got " +
+                std::to_string(batchSize));
+  if (startBatch < 0)
+    throw Error("start batch must be >= 0, got " + std::to_string(startBatch));
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const Source &s = sources[i];
+    const auto &shape = s.array.shape;
+    if (shape.empty())
+      throw Error(fileOf(s) + ": a scalar has no samples; expected an array "
+                              "with samples along the first dimension");
+    if (i == 0)
+      numSamples_ = shape[0];
+    else if (shape[0] != numSamples_)
+      throw Error(fileOf(s) + " has " + std::to_string(shape[0]) +
+                  " samples but " + fileOf(sources[0]) + " has " +
+                  std::to_string(numSamples_));
+    std::vector<int64_t> sample(shape.begin() + 1, shape.end());
+    if (!sampleShapeMatches(sample, s.sampleShape))
+      throw Error(fileOf(s) + ": samples have shape " + formatShape(sample) +
+                  ", the model expects " + formatShape(s.sampleShape));
+  }
+  if (numSamples_ < batchSize)
+    throw Error(fileOf(sources[0]) + ": " + std::to_string(numSamples_) +
+                " samples, fewer than the batch size " +
+                std::to_string(batchSize));
+  for (Source &s : sources) {
+    int64_t perSample = s.array.numElements() / numSamples_;
+    Column c;
+    c.data = convert(s, perSample ? perSample : 1);
+    c.sampleBytes = static_cast<size_t>(perSample) * dtypeSize(s.target);
+    columns_.push_back(std::move(c));
+    s.array = HostArray(); // the converted copy is all we keep
+  }
+  thread_ = std::thread([this] { produce(); });
+}
+
+DataFeeder::~DataFeeder() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  haveSpace_.notify_all();
+  if (thread_.joinable())
+    thread_.join();
+}
+
+std::vector<int64_t> DataFeeder::epochOrder(int64_t epoch) const {
+  std::vector<int64_t> order(static_cast<size_t>(numSamples_));
+  std::iota(order.begin(), order.end(), int64_t(0));
+  if (!shuffle_)
+    return order;
+  // Fisher-Yates with our own index mapping: std::shuffle and
+  // std::uniform_int_distribution differ between standard libraries, and
+  // the order must be reproducible wherever the run is resumed.
+  std::mt19937_64 rng(seed_ + static_cast<uint64_t>(epoch));
+  for (size_t i = order.size(); i > 1; --i) {
+    uint64_t j = static_cast<uint64_t>(
+        (static_cast<unsigned __int128>(rng()) * i) >> 64);
+    std::swap(order[i - 1], order[j]);
+  }
+  return order;
+}
+
+void DataFeeder::produce() {
+  try {
+    int64_t perEpoch = batchesPerEpoch(), orderEpoch = -1;
+    std::vector<int64_t> order;
+    for (int64_t step = startBatch_; maxBatches_ < 0 || step < maxBatches_;
+         ++step) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stop_)
+          break;
+      }
+      if (detail::feederBatchHookForTesting)
+        detail::feederBatchHookForTesting(step);
+      Batch b;
+      b.step = step;
+      b.epoch = step / perEpoch;
+      if (b.epoch != orderEpoch) {
+        order = epochOrder(b.epoch);
+        orderEpoch = b.epoch;
+      }
+      const int64_t *idx = order.data() + (step % perEpoch) * batchSize_;
+      for (const Column &c : columns_) {
+        std::vector<uint8_t> t(c.sampleBytes * batchSize_);
+        for (int64_t k = 0; k < batchSize_; ++k)
+          std::memcpy(t.data() + k * c.sampleBytes,
+                      c.data.data() + idx[k] * c.sampleBytes, c.sampleBytes);
+        b.tensors.push_back(std::move(t));
+      }
+      std::unique_lock<std::mutex> lock(mu_);
+      haveSpace_.wait(lock, [&] { return stop_ || queue_.size() < prefetch_; });
+      if (stop_)
+        break;
+      queue_.push_back(std::move(b));
+      haveBatch_.notify_one();
+    }
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu_);
+    error_ = std::current_exception();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  done_ = true;
+  haveBatch_.notify_all();
+}
+
+bool DataFeeder::next(Batch &out) {
+  std::unique_lock<std::mutex> lock(mu_);
+  haveBatch_.wait(lock, [&] { return !queue_.empty() || done_; });
+  if (!queue_.empty()) {
+    out = std::move(queue_.front());
+    queue_.pop_front();
+    haveSpace_.notify_one();
+    return true;
+  }
+  if (error_)
+    std::rethrow_exception(error_);
+  return false;
+}
+
+} // namespace tcc::rt

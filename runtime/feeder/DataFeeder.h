@@ -1,0 +1,97 @@
+//===- DataFeeder.h - Batches for the training loop, prepared ahead -------===//
+//
+// Checks data sources against what the model expects, converts them once to
+// the model's dtypes, and assembles batches on a background thread so the
+// training step never waits on gathering samples.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_RUNTIME_FEEDER_DATAFEEDER_H
+#define TCC_RUNTIME_FEEDER_DATAFEEDER_H
+
+#include "runtime/core/Artifact.h"
+#include "runtime/feeder/HostArray.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tcc::rt {
+
+class DataFeeder {
+public:
+  struct Source {
+    std::string name;  // the model input it feeds, e.g. "x", "labels"
+    HostArray array;   // dim 0 indexes samples
+    DType target;      // the model input's dtype
+    std::vector<int64_t> sampleShape; // the model input's shape without batch
+  };
+
+  struct Batch {
+    int64_t step = 0;  // global batch index, from 0
+    int64_t epoch = 0; // step / batchesPerEpoch()
+    /// One per source, in target dtype, batch-major (batchSize samples).
+    std::vector<std::vector<uint8_t>> tensors;
+  };
+
+  /// Validates the sources (same sample count, sample shapes, at least one
+  /// batch of samples, integral values for i64 targets, values representable
+  /// in f32) and starts the background thread. Produces the batches with
+  /// step in [startBatch, maxBatches) -- maxBatches < 0: unbounded -- so a
+  /// resumed run passes the same maxBatches and the step it stopped at.
+  /// Each epoch visits a permutation of the samples (std::mt19937_64 seeded
+  /// with seed + epoch) when shuffling, file order otherwise; the last
+  /// partial batch of an epoch is dropped. Throws Error.
+  DataFeeder(std::vector<Source> sources, int64_t batchSize, bool shuffle,
+             uint64_t seed, int64_t maxBatches, size_t prefetch = 4,
+             int64_t startBatch = 0);
+  /// Stops and joins the thread, also when batches remain unconsumed.
+  ~DataFeeder();
+  DataFeeder(const DataFeeder &) = delete;
+  DataFeeder &operator=(const DataFeeder &) = delete;
+
+  int64_t numSamples() const { return numSamples_; }
+  int64_t batchesPerEpoch() const { return numSamples_ / batchSize_; }
+
+  /// Waits for the next batch. False once maxBatches is reached; rethrows an
+  /// exception raised on the background thread.
+  bool next(Batch &out);
+
+  /// The sample order of `epoch` (exposed for tests and tools).
+  std::vector<int64_t> epochOrder(int64_t epoch) const;
+
+private:
+  struct Column {
+    std::vector<uint8_t> data; // all samples, converted
+    size_t sampleBytes = 0;
+  };
+
+  void produce();
+
+  std::vector<Column> columns_;
+  int64_t numSamples_ = 0, batchSize_ = 0, maxBatches_ = 0, startBatch_ = 0;
+  bool shuffle_ = false;
+  uint64_t seed_ = 0;
+  size_t prefetch_ = 4;
+
+  std::mutex mu_;
+  std::condition_variable haveBatch_, haveSpace_;
+  std::deque<Batch> queue_;
+  bool stop_ = false, done_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+namespace detail {
+/// Test seam: when set, the producer thread calls it before assembling each
+/// batch, so tests can make the thread fail at a chosen step.
+extern void (*feederBatchHookForTesting)(int64_t step);
+} // namespace detail
+
+} // namespace tcc::rt
+
+#endif // TCC_RUNTIME_FEEDER_DATAFEEDER_H

@@ -1,0 +1,256 @@
+//===- TrainLoop.cpp - Running training steps fed by the data feeder ------===//
+#include "runtime/train/TrainLoop.h"
+
+#include "runtime/feeder/DataFeeder.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <unistd.h>
+
+using namespace tcc::rt;
+using Clock = std::chrono::steady_clock;
+
+static double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::vector<DataBinding>
+tcc::rt::parseDataBindings(const std::vector<std::string> &specs) {
+  std::vector<DataBinding> out;
+  for (const std::string &s : specs) {
+    size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+      throw Error("--data '" + s + "': expected NAME=FILE, e.g. x=train_x.npy");
+    for (const DataBinding &b : out)
+      if (b.name == s.substr(0, eq))
+        throw Error("--data: input '" + b.name + "' is bound twice");
+    out.push_back({s.substr(0, eq), s.substr(eq + 1)});
+  }
+  return out;
+}
+
+double tcc::rt::median(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static const Program &program(const Artifact &a, const std::string &name) {
+  const Program *p = a.findProgram(name);
+  if (!p)
+    throw Error("the artifact has no '" + name + "' program");
+  return *p;
+}
+
+static std::string shapeString(const std::vector<int64_t> &s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+/// One feeder source per bound input of `inputs`, in that order; `extra`
+/// adds sources that feed no program input (evaluation labels).
+static std::vector<DataFeeder::Source>
+makeSources(const Artifact &a, const std::vector<int32_t> &inputs,
+            const std::vector<DataBinding> &data, int64_t &batch) {
+  std::vector<DataFeeder::Source> sources;
+  batch = -1;
+  for (int32_t id : inputs) {
+    const TensorInfo &t = a.tensors[id];
+    auto it = std::find_if(data.begin(), data.end(),
+                           [&](const DataBinding &b) { return b.name == t.name; });
+    if (it == data.end())
+      throw Error("the model needs data for input '" + t.name + "' " +
+                  shapeString(t.shape) + ": pass --data " + t.name + "=FILE");
+    if (t.shape.empty())
+      throw Error("input '" + t.name + "' has no batch dimension");
+    if (batch >= 0 && t.shape[0] != batch)
+      throw Error("inputs disagree on the batch size");
+    batch = t.shape[0];
+    DataFeeder::Source s;
+    s.name = t.name;
+    s.array = loadArray(it->path);
+    s.target = t.dtype;
+    s.sampleShape.assign(t.shape.begin() + 1, t.shape.end());
+    sources.push_back(std::move(s));
+  }
+  for (const DataBinding &b : data) {
+    bool known = std::any_of(inputs.begin(), inputs.end(), [&](int32_t id) {
+      return a.tensors[id].name == b.name;
+    });
+    if (!known && b.name != "labels") {
+      std::string names;
+      for (int32_t id : inputs)
+        names += (names.empty() ? "" : ", ") + a.tensors[id].name;
+      throw Error("--data " + b.name + "=...: the model has no input '" +
+                  b.name + "' (inputs: " + names + ")");
+    }
+  }
+  return sources;
+}
+
+namespace {
+/// The live progress line: rewritten in place on a terminal, a line every
+/// tenth of the run otherwise (logs stay readable).
+class Progress {
+public:
+  Progress(bool enabled, int64_t total)
+      : enabled(enabled), total(total), tty(isatty(2)) {}
+  void update(int64_t step, float loss, double samplesPerSec,
+              double elapsed) {
+    if (!enabled)
+      return;
+    bool last = step == total;
+    if (tty) {
+      if (!last && secondsSince(lastPrint) < 0.1)
+        return;
+    } else if (!last && step % std::max<int64_t>(1, total / 10) != 0) {
+      return;
+    }
+    lastPrint = Clock::now();
+    double eta = step > 0 ? elapsed / step * (total - step) : 0;
+    std::fprintf(stderr, "%sstep %lld/%lld  loss %.4f  %.1f samples/s  ETA %02d:%02d%s",
+                 tty ? "\r" : "", (long long)step, (long long)total, loss,
+                 samplesPerSec, (int)eta / 60, (int)eta % 60,
+                 tty ? (last ? "\n" : "  ") : "\n");
+    std::fflush(stderr);
+  }
+
+private:
+  bool enabled;
+  int64_t total;
+  bool tty;
+  Clock::time_point lastPrint{};
+};
+} // namespace
+
+TrainResult tcc::rt::train(Session &session, const Artifact &a,
+                           const TrainOptions &opts) {
+  const Program &p = program(a, "train_step");
+  if ((opts.steps < 0) == (opts.epochs < 0))
+    throw Error("give exactly one of --steps and --epochs");
+  TrainResult r;
+  auto sources = makeSources(a, p.inputs, opts.data, r.batchSize);
+  // Steps are only known once the feeder has counted the samples.
+  DataFeeder probe(sources, r.batchSize, false, 0, 0, 1);
+  int64_t total = opts.steps >= 0 ? opts.steps
+                                  : opts.epochs * probe.batchesPerEpoch();
+  DataFeeder feeder(std::move(sources), r.batchSize, opts.shuffle, opts.seed,
+                    total, opts.prefetch);
+  if (p.outputs.empty() || a.tensors[p.outputs[0]].dtype != DType::F32)
+    throw Error("train_step has no f32 loss output");
+
+  std::unique_ptr<std::ofstream> metrics;
+  if (!opts.metricsPath.empty()) {
+    metrics = std::make_unique<std::ofstream>(opts.metricsPath);
+    if (!*metrics)
+      throw Error(opts.metricsPath + ": cannot open for writing: " +
+                  std::strerror(errno));
+  }
+  Progress progress(opts.progress, total);
+  Clock::time_point start = Clock::now();
+  DataFeeder::Batch batch;
+  for (int64_t step = 1; step <= total; ++step) {
+    Clock::time_point waitStart = Clock::now();
+    if (!feeder.next(batch))
+      break;
+    r.dataWaitSeconds += secondsSince(waitStart);
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      std::memcpy(session.data(p.inputs[i]), batch.tensors[i].data(),
+                  batch.tensors[i].size());
+    Clock::time_point t0 = Clock::now();
+    session.run("train_step");
+    double dt = secondsSince(t0);
+    float loss = *static_cast<const float *>(session.data(p.outputs[0]));
+    if (!std::isfinite(loss))
+      throw Error("the loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
+                  " at step " + std::to_string(step) +
+                  "; lower the learning rate or check the data");
+    r.losses.push_back(loss);
+    r.stepSeconds.push_back(dt);
+    r.steps = step;
+    double elapsed = secondsSince(start);
+    double sps = r.batchSize * step / std::max(elapsed, 1e-9);
+    if (metrics) {
+      nlohmann::json j;
+      j["step"] = step;
+      j["epoch"] = batch.epoch;
+      j["loss"] = loss;
+      j["samples_per_sec"] = r.batchSize / std::max(dt, 1e-9);
+      j["step_ms"] = dt * 1e3;
+      *metrics << j.dump() << "\n";
+      metrics->flush();
+    }
+    progress.update(step, loss, sps, elapsed);
+  }
+  r.totalSeconds = secondsSince(start);
+  return r;
+}
+
+EvalResult tcc::rt::evaluate(Session &session, const Artifact &a,
+                             const std::vector<DataBinding> &data) {
+  const Program &p = program(a, "forward");
+  if (p.outputs.empty())
+    throw Error("the forward program has no output");
+  const TensorInfo &out = a.tensors[p.outputs[0]];
+  if (out.dtype != DType::F32 || out.shape.size() < 2)
+    throw Error("evaluation needs a class axis on the model's output, which "
+                "has shape " + shapeString(out.shape));
+  int64_t batch;
+  auto sources = makeSources(a, p.inputs, data, batch);
+  auto lab = std::find_if(data.begin(), data.end(),
+                          [](const DataBinding &b) { return b.name == "labels"; });
+  if (lab == data.end())
+    throw Error("evaluation needs --eval-data labels=FILE");
+  DataFeeder::Source labels;
+  labels.name = "labels";
+  labels.array = loadArray(lab->path);
+  labels.target = DType::I64;
+  labels.sampleShape.assign(out.shape.begin() + 1, out.shape.end() - 1);
+  sources.push_back(std::move(labels));
+  DataFeeder probe(sources, batch, false, 0, 0, 1);
+  int64_t batches = probe.batchesPerEpoch();
+  DataFeeder feeder(std::move(sources), batch, false, 0, batches);
+
+  int64_t classes = out.shape.back();
+  int64_t positions = out.numElements() / classes;
+  int64_t correct = 0, seen = 0;
+  double lossSum = 0;
+  DataFeeder::Batch b;
+  while (feeder.next(b)) {
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      std::memcpy(session.data(p.inputs[i]), b.tensors[i].data(),
+                  b.tensors[i].size());
+    session.run("forward");
+    const float *logits = static_cast<const float *>(session.data(p.outputs[0]));
+    const int64_t *y = reinterpret_cast<const int64_t *>(b.tensors.back().data());
+    for (int64_t i = 0; i < positions; ++i) {
+      const float *row = logits + i * classes;
+      int64_t best = std::max_element(row, row + classes) - row;
+      correct += best == y[i];
+      if (y[i] < 0 || y[i] >= classes)
+        throw Error("evaluation label " + std::to_string(y[i]) +
+                    " is outside [0, " + std::to_string(classes) + ")");
+      double mx = row[best], sum = 0;
+      for (int64_t c = 0; c < classes; ++c)
+        sum += std::exp(row[c] - mx);
+      lossSum += mx + std::log(sum) - row[y[i]];
+    }
+    seen += positions;
+  }
+  EvalResult r;
+  r.samples = batches * batch;
+  r.accuracy = seen ? double(correct) / seen : 0;
+  r.loss = seen ? lossSum / seen : 0;
+  return r;
+}

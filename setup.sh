@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# tcc set-up on Debian (bookworm): install packages, build, then run either the
+# demo or every test.
+#
+#   ./setup.sh demo   install, build, compile the bundled MLP, train it on the
+#                     bundled digits data, report accuracy and eager vs compiled
+#   ./setup.sh test   install, build, run the whole test suite (what CI runs)
+#   ./setup.sh build  install and build only
+#
+# Packages come from Debian only. apt-get update runs once, and only when a
+# package is missing, so a second run installs nothing.
+set -euo pipefail
+cd "$(dirname "$0")"
+what="${1:-demo}"
+BUILD_DIR="${BUILD_DIR:-build}"
+
+PACKAGES=(
+  cmake ninja-build ccache g++ pkg-config
+  llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
+  libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
+  libopenblas-dev nlohmann-json3-dev libgtest-dev zlib1g-dev
+  python3-torch python3-onnx python3-numpy
+)
+
+install_packages() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+build() {
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$BUILD_DIR"
+}
+
+demo() {
+  local tcc="$BUILD_DIR/tools/tcc/tcc" out="$BUILD_DIR/demo"
+  mkdir -p "$out"
+  echo "== compile examples/mlp.onnx (64-128-128-10 MLP, batch 32, AdamW)"
+  "$tcc" compile examples/mlp.onnx -o "$out/mlp.tcc" --batch 32 --loss cross_entropy \
+    --optimizer adamw --lr 0.003
+  "$tcc" inspect "$out/mlp.tcc"
+  echo "== train on the bundled digits (1477 train / 320 held-out images)"
+  "$tcc" train "$out/mlp.tcc" --epochs 15 --seed 1 \
+    --data x=examples/digits/train_x.npy --data labels=examples/digits/train_y.npy \
+    --eval-data x=examples/digits/test_x.npy --eval-data labels=examples/digits/test_y.npy \
+    --metrics "$out/metrics.jsonl" --export "$out/trained.onnx"
+  echo "== eager vs compiled, same process"
+  "$tcc" bench "$out/mlp.tcc" --steps 50
+}
+
+run_tests() {
+  ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)"
+}
+
+case "$what" in
+  demo) install_packages; build; demo ;;
+  test) install_packages; build; run_tests ;;
+  build) install_packages; build ;;
+  *) echo "usage: $0 demo|test|build" >&2; exit 2 ;;
+esac

@@ -1,0 +1,77 @@
+// RUN: tcc-opt %s --tcc-autodiff --split-input-file -verify-diagnostics
+
+// expected-error @+1 {{tcc-autodiff: no func.func @train_step with a body (run tcc-build-loss first)}}
+module {
+  func.func @forward(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    return %x : tensor<2x3xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{tcc-autodiff: result 0 of @train_step must be the loss ({tcc.kind = "loss"})}}
+func.func @train_step(%p: tensor<f32> {tcc.kind = "param", tcc.name = "p"}) -> tensor<f32> {
+  return %p : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{tcc-autodiff: the loss must be a scalar float tensor, got 'tensor<2xf32>'}}
+func.func @train_step(%p: tensor<2xf32> {tcc.kind = "param", tcc.name = "p"})
+    -> (tensor<2xf32> {tcc.kind = "loss"}) {
+  return %p : tensor<2xf32>
+}
+
+// -----
+
+// expected-error @+1 {{tcc-autodiff: @train_step already has gradient results}}
+func.func @train_step(%p: tensor<f32> {tcc.kind = "param", tcc.name = "p"})
+    -> (tensor<f32> {tcc.kind = "loss"}, tensor<f32> {tcc.kind = "grad", tcc.name = "p"}) {
+  return %p, %p : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{tcc-autodiff: param #0 is not a float tensor: 'tensor<4xi64>'}}
+func.func @train_step(%p: tensor<4xi64> {tcc.kind = "param", tcc.name = "p"},
+                      %x: tensor<4x3xf32> {tcc.kind = "input", tcc.name = "x"})
+    -> (tensor<f32> {tcc.kind = "loss"}) {
+  %l = tcc.softmax_cross_entropy %x, %p : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{tcc-autodiff: param #1 has no tcc.name}}
+func.func @train_step(%x: tensor<4x3xf32> {tcc.kind = "input", tcc.name = "x"},
+                      %p: tensor<4x3xf32> {tcc.kind = "param"})
+    -> (tensor<f32> {tcc.kind = "loss"}) {
+  %l = tcc.mse_loss %x, %p : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// An op between a param and the loss without a gradient rule.
+func.func @train_step(%p: tensor<4x3xf32> {tcc.kind = "param", tcc.name = "p"},
+                      %x: tensor<4x3xf32> {tcc.kind = "input", tcc.name = "x"},
+                      %t: tensor<4x3xf32> {tcc.kind = "input", tcc.name = "labels"})
+    -> (tensor<f32> {tcc.kind = "loss"}) {
+  // expected-error @+1 {{tcc-autodiff: 'tcc.relu_grad' lies between a param and the loss but has no gradient rule (GradientOpInterface)}}
+  %g = tcc.relu_grad %x, %p : tensor<4x3xf32>
+  %l = tcc.mse_loss %g, %t : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// The same op off the param-to-loss path is fine: only data flows through it.
+func.func @train_step(%p: tensor<4x3xf32> {tcc.kind = "param", tcc.name = "p"},
+                      %x: tensor<4x3xf32> {tcc.kind = "input", tcc.name = "x"},
+                      %t: tensor<4x3xf32> {tcc.kind = "input", tcc.name = "labels"})
+    -> (tensor<f32> {tcc.kind = "loss"}) {
+  %g = tcc.relu_grad %x, %t : tensor<4x3xf32>
+  %y = tcc.add %g, %p : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %l = tcc.mse_loss %y, %t : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

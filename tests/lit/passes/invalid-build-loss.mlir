@@ -1,0 +1,59 @@
+// RUN: tcc-opt %s --tcc-build-loss --split-input-file -verify-diagnostics
+// RUN: not tcc-opt %s --tcc-build-loss=loss=hinge --split-input-file 2>&1 | FileCheck %s --check-prefix=BADLOSS
+
+// BADLOSS: error: tcc-build-loss: unknown loss 'hinge' (valid: cross_entropy, mse)
+
+// expected-error @+1 {{tcc-build-loss: no func.func @forward with a body}}
+module {
+  func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    return %x : tensor<2x3xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{tcc-build-loss: @train_step already exists}}
+module {
+  func.func @forward(%x: tensor<2x3xf32> {tcc.kind = "param", tcc.name = "x"}) -> tensor<2x3xf32> {
+    return %x : tensor<2x3xf32>
+  }
+  func.func @train_step() {
+    return
+  }
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{tcc-build-loss: cross_entropy needs a class axis, but the first result of @forward is rank 0 ('tensor<f32>')}}
+  func.func @forward(%x: tensor<f32> {tcc.kind = "param", tcc.name = "x"}) -> tensor<f32> {
+    return %x : tensor<f32>
+  }
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{tcc-build-loss: the first result of @forward must be a float tensor, got 'tensor<2x3xi64>'}}
+  func.func @forward(%x: tensor<2x3xi64> {tcc.kind = "input", tcc.name = "x"}) -> tensor<2x3xi64> {
+    return %x : tensor<2x3xi64>
+  }
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{tcc-build-loss: @forward has no result}}
+  func.func @forward(%x: tensor<2x3xf32> {tcc.kind = "input", tcc.name = "x"}) {
+    return
+  }
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{tcc-build-loss: @forward already has an argument named 'labels'}}
+  func.func @forward(%x: tensor<2x3xf32> {tcc.kind = "input", tcc.name = "labels"}) -> tensor<2x3xf32> {
+    return %x : tensor<2x3xf32>
+  }
+}

@@ -1,0 +1,292 @@
+//===- ArtifactTest.cpp - Artifact round trip and corruption detection ----===//
+#include "runtime/core/Artifact.h"
+#include "runtime/core/ArtifactFormat.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace tcc::rt;
+
+static std::string tempPath(const std::string &name) {
+  return ::testing::TempDir() + "tcc_artifact_" + std::to_string(::getpid()) +
+         "_" + name;
+}
+
+static std::vector<uint8_t> readFile(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+static TensorInfo tensor(std::string name, DType dt, std::vector<int64_t> shape,
+                         TensorKind kind) {
+  TensorInfo t;
+  t.name = std::move(name);
+  t.dtype = dt;
+  t.shape = std::move(shape);
+  t.kind = kind;
+  return t;
+}
+
+/// A small but complete artifact: every tensor kind, two programs.
+static Artifact sampleArtifact() {
+  Artifact a;
+  a.meta = {{"model", "mlp.onnx"}, {"optimizer", "adamw"}, {"lr", "0.001"}};
+  std::vector<float> w(12, 0.25f), step = {0.0f};
+  a.tensors.push_back(tensor("x", DType::F32, {2, 4}, TensorKind::Input));
+  a.tensors.push_back(tensor("w", DType::F32, {4, 3}, TensorKind::Param));
+  a.tensors[1].dataOffset = a.addBlob(w.data(), w.size() * 4);
+  a.tensors.push_back(tensor("step", DType::F32, {}, TensorKind::State));
+  a.tensors[2].dataOffset = a.addBlob(step.data(), 4);
+  std::vector<int64_t> c = {7, 8};
+  a.tensors.push_back(tensor("c", DType::I64, {2}, TensorKind::Constant));
+  a.tensors[3].dataOffset = a.addBlob(c.data(), 16);
+  a.tensors.push_back(tensor("y", DType::F32, {2, 3}, TensorKind::Temp));
+  a.tensors[4].arenaOffset = 64;
+  a.tensors[4].program = "train_step";
+
+  Program train;
+  train.name = "train_step";
+  train.inputs = {0};
+  train.outputs = {4};
+  train.arenaBytes = 128;
+  train.instrs.push_back({"matmul", {0, 1}, {4}, {0, 0}, {}});
+  train.instrs.push_back({"sgd_update", {1, 1}, {1}, {}, {0.1, 1e-8}});
+  a.programs.push_back(train);
+  Program fwd;
+  fwd.name = "forward";
+  a.programs.push_back(fwd);
+
+  const char onnx[] = "fake onnx bytes";
+  a.onnxOffset = a.addBlob(onnx, sizeof(onnx));
+  a.onnxSize = sizeof(onnx);
+  return a;
+}
+
+static void expectSame(const Artifact &a, const Artifact &b) {
+  EXPECT_EQ(a.meta, b.meta);
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    const TensorInfo &x = a.tensors[i], &y = b.tensors[i];
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.dtype, y.dtype);
+    EXPECT_EQ(x.shape, y.shape);
+    EXPECT_EQ(x.kind, y.kind);
+    EXPECT_EQ(x.dataOffset, y.dataOffset);
+    EXPECT_EQ(x.arenaOffset, y.arenaOffset);
+    EXPECT_EQ(x.program, y.program);
+  }
+  ASSERT_EQ(a.programs.size(), b.programs.size());
+  for (size_t i = 0; i < a.programs.size(); ++i) {
+    const Program &p = a.programs[i], &q = b.programs[i];
+    EXPECT_EQ(p.name, q.name);
+    EXPECT_EQ(p.inputs, q.inputs);
+    EXPECT_EQ(p.outputs, q.outputs);
+    EXPECT_EQ(p.arenaBytes, q.arenaBytes);
+    ASSERT_EQ(p.instrs.size(), q.instrs.size());
+    for (size_t j = 0; j < p.instrs.size(); ++j) {
+      EXPECT_EQ(p.instrs[j].kernel, q.instrs[j].kernel);
+      EXPECT_EQ(p.instrs[j].inputs, q.instrs[j].inputs);
+      EXPECT_EQ(p.instrs[j].outputs, q.instrs[j].outputs);
+      EXPECT_EQ(p.instrs[j].iattrs, q.instrs[j].iattrs);
+      EXPECT_EQ(p.instrs[j].fattrs, q.instrs[j].fattrs); // exact doubles
+    }
+  }
+  EXPECT_EQ(a.blob, b.blob);
+  EXPECT_EQ(a.onnxOffset, b.onnxOffset);
+  EXPECT_EQ(a.onnxSize, b.onnxSize);
+}
+
+/// Expects parsing `bytes` to throw an Error whose message contains `needle`.
+static void expectRejected(const std::vector<uint8_t> &bytes,
+                           const std::string &needle) {
+  try {
+    parseArtifact(bytes.data(), bytes.size(), "model.tcc");
+    ADD_FAILURE() << "accepted; expected: " << needle;
+  } catch (const Error &e) {
+    std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("model.tcc: ", 0), 0u) << msg;
+    EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+  }
+}
+
+/// A file image with the given manifest text and a valid checksum.
+static std::vector<uint8_t> withManifest(const std::string &manifest,
+                                         const std::vector<uint8_t> &blob = {}) {
+  using namespace format;
+  uint64_t start = alignUp(kHeaderSize + manifest.size());
+  std::vector<uint8_t> out(start + blob.size(), 0);
+  std::memcpy(out.data(), kMagic, 8);
+  putU32(out.data() + 8, kArtifactVersion);
+  putU64(out.data() + 16, manifest.size());
+  putU64(out.data() + 24, blob.size());
+  std::memcpy(out.data() + kHeaderSize, manifest.data(), manifest.size());
+  std::copy(blob.begin(), blob.end(), out.begin() + start);
+  putU32(out.data() + 32, checksum(out.data() + kHeaderSize, manifest.size(),
+                                   out.data() + start, blob.size()));
+  return out;
+}
+
+TEST(Artifact, RoundTripKeepsEveryField) {
+  Artifact a = sampleArtifact();
+  std::string path = tempPath("roundtrip.tcc");
+  writeArtifact(a, path);
+  EXPECT_NE(::access((path + ".tmp").c_str(), F_OK), 0);
+  expectSame(a, readArtifact(path));
+  EXPECT_EQ(a.findTensor("w"), 1);
+  EXPECT_EQ(a.findTensor("nope"), -1);
+  ASSERT_NE(a.findProgram("forward"), nullptr);
+  EXPECT_EQ(a.findProgram("eval"), nullptr);
+  for (const TensorInfo &t : a.tensors) {
+    if (t.dataOffset >= 0) {
+      EXPECT_EQ(t.dataOffset % kArtifactAlign, 0);
+    }
+  }
+  std::remove(path.c_str());
+}
+
+TEST(Artifact, FlippedByteFailsChecksum) {
+  auto bytes = format::serialize(sampleArtifact());
+  for (size_t pos : {size_t(format::kHeaderSize + 5), bytes.size() - 3}) {
+    auto bad = bytes;
+    bad[pos] ^= 0x20;
+    expectRejected(bad, "checksum mismatch: file is corrupted");
+  }
+}
+
+TEST(Artifact, TruncationAndMagicAreDetected) {
+  auto bytes = format::serialize(sampleArtifact());
+  expectRejected({bytes.begin(), bytes.end() - 1}, "truncated");
+  expectRejected({bytes.begin(), bytes.begin() + 30}, "truncated");
+  expectRejected({}, "not a tcc artifact");
+  auto bad = bytes;
+  bad[0] = 'X';
+  expectRejected(bad, "not a tcc artifact");
+  auto longer = bytes;
+  longer.push_back(0);
+  expectRejected(longer, "1 unexpected bytes after the blob");
+}
+
+TEST(Artifact, VersionMismatchAsksToRecompile) {
+  auto bytes = format::serialize(sampleArtifact());
+  format::putU32(bytes.data() + 8, 2);
+  // The checksum covers manifest and blob only; recompute it anyway so the
+  // version check, not the checksum, is what fails.
+  uint64_t m = format::getU64(bytes.data() + 16), b = format::getU64(bytes.data() + 24);
+  uint64_t start = format::alignUp(format::kHeaderSize + m);
+  format::putU32(bytes.data() + 32, format::checksum(bytes.data() + 64, m,
+                                                     bytes.data() + start, b));
+  try {
+    parseArtifact(bytes.data(), bytes.size(), "model.tcc");
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(), "model.tcc: artifact format version 2, this runtime "
+                           "reads version 1; recompile the model");
+  }
+}
+
+TEST(Artifact, OutOfRangeTensorIdInInstr) {
+  Artifact a = sampleArtifact();
+  a.programs[0].instrs[0].inputs[1] = 99;
+  expectRejected(format::serialize(a), "tensor id 99 is out of range");
+  a = sampleArtifact();
+  a.programs[0].instrs[1].outputs[0] = -1;
+  expectRejected(format::serialize(a), "tensor id -1 is out of range");
+}
+
+TEST(Artifact, BadManifestsAreRejected) {
+  expectRejected(withManifest("{not json"), "not valid JSON");
+  expectRejected(withManifest("[]"), "expected a JSON object");
+  expectRejected(withManifest(std::string(100, '[') + std::string(100, ']')),
+                 "nested too deeply");
+  std::string head = R"({"format":"tcc-artifact","version":1,"programs":[],)";
+  expectRejected(withManifest(head + R"("tensors":{}})"), "expected an array");
+  expectRejected(
+      withManifest(head + R"("tensors":[{"name":"x","dtype":"f32","shape":[2]}]})"),
+      "missing field 'kind'");
+  expectRejected(withManifest(head + R"("tensors":[{"name":"x","dtype":"f32",)"
+                                     R"("shape":[2,-3],"kind":"input"}]})"),
+                 "negative dimension");
+  expectRejected(withManifest(head + R"("tensors":[{"name":"x","dtype":"f16",)"
+                                     R"("shape":[2],"kind":"input"}]})"),
+                 "unknown dtype 'f16'");
+  expectRejected(withManifest(head + R"("tensors":[{"name":"x","dtype":"f32",)"
+                                     R"("shape":["2"],"kind":"input"}]})"),
+                 "expected an integer");
+  expectRejected(withManifest(head + R"("tensors":[{"name":"w","dtype":"f32",)"
+                                     R"("shape":[4],"kind":"param","data_offset":60}]})",
+                              std::vector<uint8_t>(64)),
+                 "outside the blob");
+  expectRejected(withManifest(head + R"("tensors":[{"name":"t","dtype":"f32",)"
+                                     R"("shape":[4],"kind":"temp","program":"p"}]})"),
+                 "unknown program 'p'");
+  expectRejected(withManifest(R"({"format":"tcc-artifact","version":1,"tensors":[],)"
+                              R"("programs":[{"name":"p","inputs":[],"outputs":[],)"
+                              R"("arena_bytes":0,"instrs":[{"k":"relu","in":[0],"out":[0]}]}]})"),
+                 "tensor id 0 is out of range");
+}
+
+TEST(Artifact, RandomManifestDamageNeverCrashes) {
+  Artifact a = sampleArtifact();
+  auto good = format::serialize(a);
+  uint64_t m = format::getU64(good.data() + 16);
+  std::string manifest(good.begin() + 64, good.begin() + 64 + m);
+  std::vector<uint8_t> blob(a.blob);
+  std::mt19937 rng(42);
+  int rejected = 0;
+  for (int iter = 0; iter < 2000; ++iter) {
+    std::string damaged = manifest;
+    for (int k = 0; k < 3; ++k)
+      damaged[rng() % damaged.size()] = "0123456789-[]{}\",:ax"[rng() % 21];
+    auto bytes = withManifest(damaged, blob);
+    try {
+      parseArtifact(bytes.data(), bytes.size(), "fuzz");
+    } catch (const Error &) {
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rejected, 1000);
+}
+
+TEST(Artifact, FailedWriteLeavesExistingFileIntact) {
+  Artifact a = sampleArtifact();
+  EXPECT_THROW(writeArtifact(a, "/nonexistent-dir/sub/model.tcc"), Error);
+
+  std::string path = tempPath("intact.tcc");
+  writeArtifact(a, path);
+  auto before = readFile(path);
+  // A directory where the temporary file should go makes the write fail.
+  ASSERT_EQ(::mkdir((path + ".tmp").c_str(), 0755), 0);
+  Artifact changed = a;
+  changed.meta["lr"] = "0.5";
+  EXPECT_THROW(writeArtifact(changed, path), Error);
+  ::rmdir((path + ".tmp").c_str());
+  EXPECT_EQ(readFile(path), before);
+
+  changed.programs[0].instrs[1].fattrs[0] = NAN; // JSON cannot hold NaN
+  try {
+    writeArtifact(changed, path);
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("not finite"), std::string::npos);
+  }
+  EXPECT_EQ(readFile(path), before);
+  EXPECT_NE(::access((path + ".tmp").c_str(), F_OK), 0);
+  std::remove(path.c_str());
+}
+
+TEST(Artifact, ReadMissingFileNamesIt) {
+  try {
+    readArtifact("/nonexistent/model.tcc");
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_EQ(std::string(e.what()).rfind("/nonexistent/model.tcc: cannot open", 0), 0u);
+  }
+}

@@ -1,0 +1,219 @@
+//===- KernelsNumericTest.cpp - Softmax, losses, optimizers vs references -===//
+#include "KernelTestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace tcc::rt;
+using namespace tcc::rt::test;
+
+namespace {
+/// [outer, len, inner] decomposition of a shape around `axis`.
+struct Axis {
+  int64_t outer = 1, len = 1, inner = 1;
+  Axis(const std::vector<int64_t> &shape, size_t axis) {
+    for (size_t d = 0; d < shape.size(); ++d)
+      (d < axis ? outer : d == axis ? len : inner) *= shape[d];
+  }
+  int64_t at(int64_t o, int64_t l, int64_t i) const {
+    return (o * len + l) * inner + i;
+  }
+};
+} // namespace
+
+static std::vector<double> refSoftmax(const std::vector<float> &x,
+                                      const Axis &ax, bool log) {
+  std::vector<double> y(x.size());
+  for (int64_t o = 0; o < ax.outer; ++o)
+    for (int64_t i = 0; i < ax.inner; ++i) {
+      double mx = -INFINITY, sum = 0;
+      for (int64_t l = 0; l < ax.len; ++l)
+        mx = std::max(mx, double(x[ax.at(o, l, i)]));
+      for (int64_t l = 0; l < ax.len; ++l)
+        sum += std::exp(x[ax.at(o, l, i)] - mx);
+      for (int64_t l = 0; l < ax.len; ++l) {
+        double v = x[ax.at(o, l, i)] - mx;
+        y[ax.at(o, l, i)] = log ? v - std::log(sum) : std::exp(v) / sum;
+      }
+    }
+  return y;
+}
+
+static void expectNear(const std::vector<float> &got,
+                       const std::vector<double> &want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol) << "at " << i;
+}
+
+TEST(KernelsNumeric, SoftmaxAndLogSoftmaxEveryAxis) {
+  std::vector<int64_t> shape = {2, 3, 4};
+  auto xv = randomValues(24, 5, -3.0f, 3.0f);
+  for (int64_t axis = 0; axis < 3; ++axis)
+    for (bool log : {false, true}) {
+      KernelHarness h;
+      int32_t x = h.f32(shape, xv), y = h.out(shape);
+      h.run(log ? "log_softmax" : "softmax", {x}, {y}, {axis});
+      SCOPED_TRACE("axis " + std::to_string(axis));
+      expectNear(h.get(y), refSoftmax(xv, Axis(shape, axis), log), 1e-6);
+    }
+}
+
+TEST(KernelsNumeric, SoftmaxIsStableForLargeInputs) {
+  KernelHarness h;
+  int32_t x = h.f32({1, 2}, {1000.0f, 1001.0f}), y = h.out({1, 2});
+  int32_t ly = h.out({1, 2});
+  h.run("softmax", {x}, {y}, {-1});
+  h.run("log_softmax", {x}, {ly}, {1});
+  expectNear(h.get(y), {1 / (1 + std::exp(1.0)), 1 / (1 + std::exp(-1.0))},
+             1e-6);
+  expectNear(h.get(ly), {-std::log1p(std::exp(1.0)), -std::log1p(std::exp(-1.0))},
+             1e-5);
+}
+
+TEST(KernelsNumeric, SoftmaxGradsEveryAxis) {
+  std::vector<int64_t> shape = {3, 2, 5};
+  auto xv = randomValues(30, 6, -2.0f, 2.0f), dyv = randomValues(30, 7);
+  for (int64_t axis = 0; axis < 3; ++axis)
+    for (bool log : {false, true}) {
+      Axis ax(shape, axis);
+      auto yd = refSoftmax(xv, ax, log);
+      std::vector<float> yv(yd.begin(), yd.end());
+      std::vector<double> want(30);
+      for (int64_t o = 0; o < ax.outer; ++o)
+        for (int64_t i = 0; i < ax.inner; ++i) {
+          double s = 0;
+          for (int64_t l = 0; l < ax.len; ++l) {
+            int64_t k = ax.at(o, l, i);
+            s += log ? dyv[k] : double(dyv[k]) * yv[k];
+          }
+          for (int64_t l = 0; l < ax.len; ++l) {
+            int64_t k = ax.at(o, l, i);
+            want[k] = log ? dyv[k] - std::exp(double(yv[k])) * s
+                          : yv[k] * (dyv[k] - s);
+          }
+        }
+      KernelHarness h;
+      int32_t dy = h.f32(shape, dyv), y = h.f32(shape, yv), dx = h.out(shape);
+      h.run(log ? "log_softmax_grad" : "softmax_grad", {dy, y}, {dx}, {axis});
+      SCOPED_TRACE("axis " + std::to_string(axis) + (log ? " log" : ""));
+      expectNear(h.get(dx), want, 1e-5);
+    }
+}
+
+TEST(KernelsNumeric, CrossEntropyHandComputed) {
+  KernelHarness h;
+  int32_t logits = h.f32({2, 3}, {1, 2, 3, 1, 1, 1});
+  int32_t labels = h.i64({2}, {2, 0}), loss = h.out({});
+  h.run("softmax_cross_entropy", {logits, labels}, {loss});
+  // (log(e+e^2+e^3) - 3 + log 3) / 2
+  EXPECT_NEAR(h.get(loss)[0], 0.7531091f, 1e-6f);
+
+  int32_t dloss = h.f32({}, {2.0f}), dlogits = h.out({2, 3});
+  h.run("softmax_cross_entropy_grad", {dloss, logits, labels}, {dlogits});
+  double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
+  std::vector<double> want = {std::exp(1.0) / z, std::exp(2.0) / z,
+                              std::exp(3.0) / z - 1, 1.0 / 3 - 1, 1.0 / 3,
+                              1.0 / 3};
+  for (double &w : want)
+    w *= 2.0 / 2; // dloss / positions
+  expectNear(h.get(dlogits), want, 1e-6);
+}
+
+TEST(KernelsNumeric, CrossEntropyGradMatchesFiniteDifferences) {
+  std::vector<int64_t> shape = {2, 2, 3};
+  auto lv = randomValues(12, 8, -2.0f, 2.0f);
+  std::vector<int64_t> lab = {0, 2, 1, 1};
+  auto lossAt = [&](const std::vector<float> &v) {
+    KernelHarness h;
+    int32_t l = h.f32(shape, v), y = h.i64({2, 2}, lab), o = h.out({});
+    h.run("softmax_cross_entropy", {l, y}, {o});
+    return double(h.get(o)[0]);
+  };
+  KernelHarness h;
+  int32_t dloss = h.f32({}, {1.0f}), l = h.f32(shape, lv);
+  int32_t y = h.i64({2, 2}, lab), dl = h.out(shape);
+  h.run("softmax_cross_entropy_grad", {dloss, l, y}, {dl});
+  auto grad = h.get(dl);
+  for (size_t i = 0; i < lv.size(); ++i) {
+    auto plus = lv, minus = lv;
+    plus[i] += 1e-2f;
+    minus[i] -= 1e-2f;
+    double fd = (lossAt(plus) - lossAt(minus)) / (double(plus[i]) - minus[i]);
+    EXPECT_NEAR(grad[i], fd, 2e-4) << i;
+  }
+}
+
+TEST(KernelsNumeric, CrossEntropyRejectsBadLabel) {
+  KernelHarness h;
+  int32_t logits = h.f32({4, 10}, std::vector<float>(40, 0.0f));
+  int32_t labels = h.i64({4}, {0, 1, 2, 12}), loss = h.out({});
+  try {
+    h.run("softmax_cross_entropy", {logits, labels}, {loss});
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(), "label 12 at position 3 is outside [0, 10)");
+  }
+}
+
+TEST(KernelsNumeric, MseLossAndGrad) {
+  KernelHarness h;
+  int32_t p = h.f32({3}, {1, 2, 3}), t = h.f32({3}, {1.5f, 2, 1});
+  int32_t loss = h.out({}), dloss = h.f32({}, {1.0f}), dp = h.out({3});
+  h.run("mse_loss", {p, t}, {loss});
+  EXPECT_NEAR(h.get(loss)[0], 4.25f / 3, 1e-6f);
+  h.run("mse_loss_grad", {dloss, p, t}, {dp});
+  expectNear(h.get(dp), {-1.0 / 3, 0, 4.0 / 3}, 1e-6);
+}
+
+TEST(KernelsNumeric, SgdUpdateInPlace) {
+  KernelHarness h;
+  int32_t p = h.f32({2}, {1, 2}), g = h.f32({2}, {0.5f, -1});
+  h.run("sgd_update", {p, g}, {p}, {}, {0.1, 0.01});
+  expectNear(h.get(p), {0.949, 2.098}, 1e-6);
+}
+
+TEST(KernelsNumeric, SgdMomentumTwoSteps) {
+  KernelHarness h;
+  int32_t p = h.f32({2}, {1, 2}), buf = h.f32({2}, {0, 0});
+  int32_t g1 = h.f32({2}, {0.5f, -1}), g2 = h.f32({2}, {0.25f, 0.5f});
+  h.run("sgd_momentum_update", {p, g1, buf}, {p, buf}, {}, {0.1, 0.9, 0.0});
+  h.run("sgd_momentum_update", {p, g2, buf}, {p, buf}, {}, {0.1, 0.9, 0.0});
+  // buf1 = g1, p1 = p - 0.1 g1; buf2 = 0.9 g1 + g2, p2 = p1 - 0.1 buf2.
+  expectNear(h.get(buf), {0.9 * 0.5 + 0.25, 0.9 * -1 + 0.5}, 1e-6);
+  expectNear(h.get(p), {1 - 0.05 - 0.1 * 0.7, 2 + 0.1 - 0.1 * -0.4}, 1e-6);
+}
+
+TEST(KernelsNumeric, AdamWTwoStepsMatchHandUnrolled) {
+  const double lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01;
+  std::vector<float> p0 = {0.5f, -1.0f, 2.0f};
+  std::vector<std::vector<float>> grads = {{0.1f, 0.2f, -0.3f},
+                                           {-0.2f, 0.05f, 0.4f}};
+  KernelHarness h;
+  int32_t p = h.f32({3}, p0), m = h.f32({3}, {0, 0, 0}), v = h.f32({3}, {0, 0, 0});
+  int32_t g1 = h.f32({3}, grads[0]), g2 = h.f32({3}, grads[1]);
+  int32_t s1 = h.f32({}, {1.0f}), s2 = h.f32({}, {2.0f});
+  h.run("adamw_update", {p, g1, m, v, s1}, {p, m, v}, {}, {lr, b1, b2, eps, wd});
+  h.run("adamw_update", {p, g2, m, v, s2}, {p, m, v}, {}, {lr, b1, b2, eps, wd});
+
+  std::vector<double> want;
+  for (size_t i = 0; i < 3; ++i) {
+    double pi = p0[i], mi = 0, vi = 0;
+    // step 1
+    double g = grads[0][i];
+    pi *= 1 - lr * wd;
+    mi = b1 * mi + (1 - b1) * g;
+    vi = b2 * vi + (1 - b2) * g * g;
+    pi -= lr / (1 - b1) * mi / (std::sqrt(vi) / std::sqrt(1 - b2) + eps);
+    // step 2
+    g = grads[1][i];
+    pi *= 1 - lr * wd;
+    mi = b1 * mi + (1 - b1) * g;
+    vi = b2 * vi + (1 - b2) * g * g;
+    pi -= lr / (1 - b1 * b1) * mi /
+          (std::sqrt(vi) / std::sqrt(1 - b2 * b2) + eps);
+    want.push_back(pi);
+  }
+  expectNear(h.get(p), want, 1e-6);
+}

@@ -1,0 +1,236 @@
+//===- SessionTest.cpp - Compiled vs eager execution of a tiny model ------===//
+#include "runtime/core/Session.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+using namespace tcc::rt;
+
+namespace {
+enum Id : int32_t {
+  X, Target, W, M, V, Step, One, Labels, // persistent
+  H, Y, Loss, Dy, Dh, Dw,                // train_step temps
+  H2, Y2,                                // forward temps
+  H3, Ce,                                // xent temps
+};
+
+/// y = relu(x W); loss = mse(y, target); one AdamW step on W.
+struct TinyModel {
+  Artifact a;
+
+  int32_t add(const std::string &name, std::vector<int64_t> shape,
+              TensorKind kind, const std::vector<float> &init = {},
+              DType dt = DType::F32) {
+    TensorInfo t;
+    t.name = name;
+    t.shape = std::move(shape);
+    t.kind = kind;
+    t.dtype = dt;
+    if (kind == TensorKind::Param || kind == TensorKind::State ||
+        kind == TensorKind::Constant)
+      t.dataOffset = a.addBlob(init.data(), init.size() * sizeof(float));
+    a.tensors.push_back(t);
+    return static_cast<int32_t>(a.tensors.size() - 1);
+  }
+  void temp(const std::string &name, std::vector<int64_t> shape,
+            const std::string &program, int64_t offset) {
+    add(name, std::move(shape), TensorKind::Temp);
+    a.tensors.back().program = program;
+    a.tensors.back().arenaOffset = offset;
+  }
+
+  TinyModel() {
+    add("x", {4, 3}, TensorKind::Input);
+    add("target", {4, 2}, TensorKind::Input);
+    add("W", {3, 2}, TensorKind::Param, {0.5f, -0.25f, 0.75f, 0.1f, -0.3f, 0.2f});
+    add("W.m", {3, 2}, TensorKind::State, std::vector<float>(6, 0.0f));
+    add("W.v", {3, 2}, TensorKind::State, std::vector<float>(6, 0.0f));
+    add("step", {}, TensorKind::State, {0.0f});
+    add("one", {}, TensorKind::Constant, {1.0f});
+    add("labels", {4}, TensorKind::Input, {}, DType::I64);
+    // A hand-made static plan: dh reuses dy in place (relu_grad is
+    // element-wise) and dW reuses h, which is dead by then.
+    temp("h", {4, 2}, "train_step", 0);
+    temp("y", {4, 2}, "train_step", 64);
+    temp("loss", {}, "train_step", 128);
+    temp("dy", {4, 2}, "train_step", 192);
+    temp("dh", {4, 2}, "train_step", 192);
+    temp("dW", {3, 2}, "train_step", 0);
+    temp("h2", {4, 2}, "forward", 0);
+    temp("y2", {4, 2}, "forward", 32);
+    temp("h3", {4, 2}, "xent", 0);
+    temp("ce", {}, "xent", 64);
+
+    Program train{"train_step", {X, Target}, {Loss}, {}, 256};
+    train.instrs = {
+        {"matmul", {X, W}, {H}, {0, 0}, {}},
+        {"relu", {H}, {Y}, {}, {}},
+        {"mse_loss", {Y, Target}, {Loss}, {}, {}},
+        {"mse_loss_grad", {One, Y, Target}, {Dy}, {}, {}},
+        {"relu_grad", {Dy, H}, {Dh}, {}, {}},
+        {"matmul", {X, Dh}, {Dw}, {1, 0}, {}},
+        {"add", {Step, One}, {Step}, {}, {}},
+        {"adamw_update", {W, Dw, M, V, Step}, {W, M, V}, {}, {0.05, 0.9, 0.999, 1e-8, 0.01}},
+    };
+    Program fwd{"forward", {X}, {Y2}, {}, 64};
+    fwd.instrs = {{"matmul", {X, W}, {H2}, {0, 0}, {}}, {"relu", {H2}, {Y2}, {}, {}}};
+    Program xent{"xent", {X, Labels}, {Ce}, {}, 128};
+    xent.instrs = {{"matmul", {X, W}, {H3}, {0, 0}, {}},
+                   {"softmax_cross_entropy", {H3, Labels}, {Ce}, {}, {}}};
+    a.programs = {train, fwd, xent};
+  }
+};
+
+std::vector<float> xData() {
+  return {1, 2, 3, -1, 0.5f, 2, 0.25f, -2, 1, 3, 1, -1};
+}
+std::vector<float> targetData() { return {1, 0, 0, 1, 0.5f, 0.5f, 2, -1}; }
+
+void fill(Session &s, int32_t id, const std::vector<float> &v) {
+  std::memcpy(s.data(id), v.data(), v.size() * sizeof(float));
+}
+
+std::vector<float> read(const Session &s, int32_t id, size_t n) {
+  std::vector<float> v(n);
+  std::memcpy(v.data(), s.data(id), n * sizeof(float));
+  return v;
+}
+} // namespace
+
+TEST(Session, CompiledAndEagerAgreeBitForBit) {
+  TinyModel m;
+  Session compiled(m.a, ExecMode::Compiled), eager(m.a, ExecMode::Eager);
+  void *wBefore = compiled.data(W);
+  for (Session *s : {&compiled, &eager}) {
+    fill(*s, X, xData());
+    fill(*s, Target, targetData());
+  }
+  float firstLoss = 0;
+  for (int step = 0; step < 5; ++step) {
+    compiled.run("train_step");
+    eager.run("train_step");
+    float lc = read(compiled, Loss, 1)[0], le = read(eager, Loss, 1)[0];
+    EXPECT_EQ(std::memcmp(&lc, &le, 4), 0) << "step " << step;
+    if (step == 0)
+      firstLoss = lc;
+    for (int32_t id : {W, M, V, Step})
+      EXPECT_EQ(std::memcmp(compiled.data(id), eager.data(id),
+                            m.a.tensors[id].byteSize()), 0)
+          << m.a.tensors[id].name << " at step " << step;
+  }
+  EXPECT_EQ(read(compiled, Step, 1)[0], 5.0f);
+  EXPECT_EQ(compiled.data(W), wBefore); // updated in place
+  EXPECT_NE(read(compiled, W, 6), (std::vector<float>{0.5f, -0.25f, 0.75f, 0.1f, -0.3f, 0.2f}));
+  EXPECT_LT(read(compiled, Loss, 1)[0], firstLoss);
+
+  // The first loss is mean((relu(x W0) - t)^2), computed by hand here.
+  std::vector<float> x = xData(), t = targetData(),
+                     w = {0.5f, -0.25f, 0.75f, 0.1f, -0.3f, 0.2f};
+  double want = 0;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 2; ++j) {
+      double h = 0;
+      for (int k = 0; k < 3; ++k)
+        h += x[i * 3 + k] * w[k * 2 + j];
+      double d = std::max(h, 0.0) - t[i * 2 + j];
+      want += d * d / 8;
+    }
+  EXPECT_NEAR(firstLoss, want, 1e-6);
+
+  compiled.run("forward");
+  eager.run("forward");
+  EXPECT_EQ(std::memcmp(compiled.data(Y2), eager.data(Y2), 32), 0);
+}
+
+TEST(Session, MemoryAccounting) {
+  TinyModel m;
+  Session compiled(m.a, ExecMode::Compiled), eager(m.a, ExecMode::Eager);
+  // x 48 + target 32 + W, m, v 3*24 + step 4 + one 4 + labels 32
+  const int64_t persistent = 48 + 32 + 72 + 4 + 4 + 32;
+  EXPECT_EQ(compiled.memory().persistentBytes, persistent);
+  EXPECT_EQ(compiled.memory().tempPeakBytes, 0); // arenas are lazy
+  compiled.run("train_step");
+  EXPECT_EQ(compiled.memory().tempPeakBytes, 256);
+  EXPECT_EQ(compiled.memory().peakBytes, persistent + 256);
+
+  eager.run("train_step");
+  // Peak at mse_loss_grad / relu_grad: h, loss, dy and y or dh.
+  EXPECT_EQ(eager.memory().tempPeakBytes, 32 + 4 + 32 + 32);
+  EXPECT_EQ(eager.memory().peakBytes, persistent + 100);
+  EXPECT_NE(eager.data(Loss), nullptr); // outputs survive the run
+  EXPECT_EQ(eager.data(H), nullptr);    // intermediates are freed
+  eager.run("train_step");
+  EXPECT_EQ(eager.memory().tempPeakBytes, 100); // nothing leaks across runs
+}
+
+TEST(Session, KernelErrorsSurfaceAndEagerRecovers) {
+  TinyModel m;
+  Session s(m.a, ExecMode::Eager);
+  fill(s, X, xData());
+  std::vector<int64_t> labels = {0, 1, 2, 1};
+  std::memcpy(s.data(Labels), labels.data(), 32);
+  try {
+    s.run("xent");
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(), "label 2 at position 2 is outside [0, 2)");
+  }
+  labels[2] = 0;
+  std::memcpy(s.data(Labels), labels.data(), 32);
+  s.run("xent");
+  EXPECT_TRUE(std::isfinite(read(s, Ce, 1)[0]));
+}
+
+static void expectSessionError(const Artifact &a, const std::string &needle) {
+  for (ExecMode mode : {ExecMode::Compiled, ExecMode::Eager}) {
+    try {
+      Session s(a, mode);
+      ADD_FAILURE() << "accepted; expected: " << needle;
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(Session, RejectsBadArtifacts) {
+  TinyModel m;
+  m.a.programs[0].instrs[1].kernel = "gelu";
+  expectSessionError(m.a, "program 'train_step' instr 1 (gelu): unknown kernel 'gelu'");
+  m = TinyModel();
+  m.a.programs[0].instrs[0].iattrs = {1, 0}; // x^T W: [3,4] x [3,2]
+  expectSessionError(m.a, "program 'train_step' instr 0 (matmul): shapes");
+  m = TinyModel();
+  m.a.tensors[Dw].arenaOffset = 240; // 24 bytes from 240 > 256
+  expectSessionError(m.a, "outside the arena of program 'train_step'");
+  m = TinyModel();
+  m.a.tensors[Dw].arenaOffset = 192; // over its own input dh
+  expectSessionError(m.a, "matmul cannot run in place");
+  m = TinyModel();
+  m.a.tensors[Dh].arenaOffset = 200; // partially over dy
+  expectSessionError(m.a, "partially overlaps");
+  m = TinyModel();
+  m.a.programs[0].instrs[1].inputs = {Y}; // read before written
+  expectSessionError(m.a, "before any instr writes it");
+  m = TinyModel();
+  m.a.programs[1].instrs[0].outputs = {H}; // a temp of train_step
+  expectSessionError(m.a, "a temp of program 'train_step'");
+
+  Session s(TinyModel().a, ExecMode::Compiled);
+  EXPECT_THROW(s.run("eval"), Error);
+  EXPECT_THROW(s.data(999), Error);
+  EXPECT_THROW(s.data("nope"), Error);
+  EXPECT_EQ(s.data("W"), s.data(W));
+}
+
+TEST(Session, ThreadSettingIsValidated) {
+  TinyModel m;
+  ::setenv("TCC_NUM_THREADS", "two", 1);
+  expectSessionError(m.a, "TCC_NUM_THREADS='two' is not a positive integer");
+  ::setenv("TCC_NUM_THREADS", "1", 1);
+  EXPECT_NO_THROW(Session(m.a, ExecMode::Compiled));
+  ::unsetenv("TCC_NUM_THREADS");
+}

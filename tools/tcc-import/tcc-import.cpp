@@ -1,0 +1,100 @@
+//===- tcc-import.cpp - Print the tcc IR an ONNX model imports to ---------===//
+//
+//   tcc-import <model.onnx|model.onnxtxt> [--batch N] [--freeze a,b] [-o out]
+//
+// Exits 1 after printing diagnostics when the model cannot be imported.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/tcc/TccDialect.h"
+#include "frontends/onnx/OnnxImporter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
+                                      cl::desc("<model.onnx|model.onnxtxt>"));
+static cl::opt<int64_t>
+    batch("batch", cl::init(-1),
+          cl::desc("Batch size: fixes the first dimension of graph inputs"));
+static cl::list<std::string>
+    freeze("freeze", cl::CommaSeparated,
+           cl::desc("Float initializers to keep as constants (a,b,...)"));
+static cl::opt<std::string> outputPath("o", cl::init("-"),
+                                       cl::desc("Output file (default stdout)"),
+                                       cl::value_desc("file"));
+
+/// "file: error: message". ONNX has no source positions, so the file alone
+/// locates a diagnostic; the messages name the node or tensor themselves.
+static LogicalResult printDiagnostic(Diagnostic &diag) {
+  llvm::raw_ostream &os = llvm::errs();
+  auto print = [&](Diagnostic &d, StringRef severity) {
+    if (auto file = d.getLocation()->findInstanceOf<FileLineColLoc>()) {
+      os << file.getFilename().getValue();
+      if (file.getLine())
+        os << ":" << file.getLine() << ":" << file.getColumn();
+      os << ": ";
+    }
+    os << severity << ": " << d.str() << "\n";
+  };
+  switch (diag.getSeverity()) {
+  case DiagnosticSeverity::Error:
+    print(diag, "error");
+    break;
+  case DiagnosticSeverity::Warning:
+    print(diag, "warning");
+    break;
+  case DiagnosticSeverity::Note:
+    print(diag, "note");
+    break;
+  case DiagnosticSeverity::Remark:
+    print(diag, "remark");
+    break;
+  }
+  for (Diagnostic &note : diag.getNotes())
+    print(note, "note");
+  return success();
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  // --mlir-print-debuginfo and friends, for tests that check locations.
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  cl::ParseCommandLineOptions(argc, argv, "tcc ONNX importer\n");
+
+  DialectRegistry registry;
+  registry.insert<tcc::TccDialect, func::FuncDialect>();
+  MLIRContext ctx(registry);
+  ctx.getDiagEngine().registerHandler(printDiagnostic);
+
+  tcc::OnnxImportOptions opts;
+  opts.batch = batch;
+  opts.frozen.assign(freeze.begin(), freeze.end());
+  FailureOr<OwningOpRef<ModuleOp>> module =
+      tcc::importOnnxFile(&ctx, inputPath, opts);
+  if (failed(module) || failed(verify(**module)))
+    return 1;
+
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> out =
+      openOutputFile(outputPath, &error);
+  if (!out) {
+    llvm::errs() << "error: " << error << "\n";
+    return 1;
+  }
+  (*module)->print(out->os());
+  out->os() << "\n";
+  out->keep();
+  return 0;
+}

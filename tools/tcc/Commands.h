@@ -1,0 +1,28 @@
+//===- Commands.h - The subcommands of the tcc tool -------------*- C++ -*-===//
+#ifndef TCC_TOOLS_TCC_COMMANDS_H
+#define TCC_TOOLS_TCC_COMMANDS_H
+
+#include "llvm/Support/CommandLine.h"
+
+#include <string>
+
+namespace tcc::tool {
+
+extern llvm::cl::SubCommand compileCmd;
+extern llvm::cl::SubCommand inspectCmd;
+extern llvm::cl::SubCommand trainCmd;
+extern llvm::cl::SubCommand benchCmd;
+
+int runCompile();
+int runInspect();
+int runTrain();
+int runBench();
+
+/// "12.3 MiB" and friends.
+std::string formatBytes(int64_t bytes);
+/// Peak resident set size of this process, in bytes (0 if unknown).
+int64_t peakRssBytes();
+
+} // namespace tcc::tool
+
+#endif // TCC_TOOLS_TCC_COMMANDS_H

@@ -1,0 +1,111 @@
+//===- TrainCommand.cpp - tcc train ---------------------------------------===//
+#include "compiler/OnnxModelIO.h"
+#include "runtime/core/Session.h"
+#include "runtime/train/TrainLoop.h"
+#include "tools/tcc/Commands.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <map>
+
+using namespace llvm;
+using namespace tcc;
+
+static cl::opt<std::string> input(cl::Positional, cl::Required,
+                                  cl::desc("<model.tcc>"),
+                                  cl::sub(tool::trainCmd));
+static cl::list<std::string>
+    data("data", cl::desc("Input data: NAME=FILE (.npy or .csv)"),
+         cl::value_desc("name=file"), cl::sub(tool::trainCmd));
+static cl::opt<int64_t> steps("steps", cl::desc("Number of training steps"),
+                              cl::init(-1), cl::sub(tool::trainCmd));
+static cl::opt<int64_t> epochs("epochs", cl::desc("Number of epochs"),
+                               cl::init(-1), cl::sub(tool::trainCmd));
+static cl::opt<uint64_t> seed("seed", cl::desc("Shuffling seed"), cl::init(0),
+                              cl::sub(tool::trainCmd));
+static cl::opt<bool> noShuffle("no-shuffle",
+                               cl::desc("Take batches in file order"),
+                               cl::sub(tool::trainCmd));
+static cl::opt<std::string> metrics("metrics",
+                                    cl::desc("Write one JSON line per step"),
+                                    cl::value_desc("file.jsonl"),
+                                    cl::sub(tool::trainCmd));
+static cl::opt<std::string>
+    exportPath("export",
+               cl::desc("Write the ONNX model with the trained weights"),
+               cl::value_desc("trained.onnx"), cl::sub(tool::trainCmd));
+static cl::opt<bool> eager("eager",
+                           cl::desc("Run op by op, a fresh buffer per result, "
+                                    "as a framework does"),
+                           cl::sub(tool::trainCmd));
+static cl::list<std::string>
+    evalData("eval-data",
+             cl::desc("Held-out data for accuracy after training: NAME=FILE"),
+             cl::value_desc("name=file"), cl::sub(tool::trainCmd));
+static cl::opt<bool> noProgress("no-progress",
+                                cl::desc("No live progress line"),
+                                cl::sub(tool::trainCmd));
+static cl::opt<unsigned> prefetch("prefetch",
+                                  cl::desc("Batches the feeder keeps ready"),
+                                  cl::init(4), cl::sub(tool::trainCmd));
+
+/// Writes the artifact's ONNX model with the session's current parameters.
+static void exportTrained(const rt::Artifact &a, rt::Session &s,
+                          const std::string &path) {
+  if (a.onnxOffset < 0)
+    throw rt::Error("the artifact carries no ONNX model to export");
+  std::map<std::string, std::vector<float>> values;
+  for (int32_t id = 0; id < (int32_t)a.tensors.size(); ++id) {
+    const rt::TensorInfo &t = a.tensors[id];
+    if (t.kind != rt::TensorKind::Param)
+      continue;
+    const float *p = static_cast<const float *>(s.data(id));
+    values[t.name].assign(p, p + t.numElements());
+  }
+  std::string bytes(reinterpret_cast<const char *>(a.blob.data()) + a.onnxOffset,
+                    a.onnxSize);
+  std::string err;
+  if (!writeTrainedOnnx(bytes, values, path, err))
+    throw rt::Error(err);
+}
+
+int tool::runTrain() {
+  try {
+    rt::Artifact a = rt::readArtifact(input);
+    rt::TrainOptions o;
+    o.data = rt::parseDataBindings(data);
+    o.steps = steps;
+    o.epochs = epochs;
+    o.seed = seed;
+    o.shuffle = !noShuffle;
+    o.metricsPath = metrics;
+    o.progress = !noProgress;
+    o.prefetch = prefetch;
+    auto evalBindings = rt::parseDataBindings(evalData);
+    rt::Session session(a, eager ? rt::ExecMode::Eager : rt::ExecMode::Compiled);
+    rt::TrainResult r = rt::train(session, a, o);
+    rt::MemoryStats m = session.memory();
+    double ms = rt::median(r.stepSeconds) * 1e3;
+    std::printf("trained %lld steps (%s) in %.2f s: final loss %.4f, median "
+                "step %.3f ms, %.0f samples/s, tensor memory peak %s, data "
+                "wait %.2f s\n",
+                (long long)r.steps, eager ? "eager" : "compiled",
+                r.totalSeconds, r.losses.empty() ? 0.0 : r.losses.back(), ms,
+                ms > 0 ? r.batchSize / (ms / 1e3) : 0.0,
+                formatBytes(m.peakBytes).c_str(), r.dataWaitSeconds);
+    if (!evalBindings.empty()) {
+      rt::EvalResult e = rt::evaluate(session, a, evalBindings);
+      std::printf("eval: %lld samples, accuracy %.2f%%, loss %.4f\n",
+                  (long long)e.samples, e.accuracy * 100, e.loss);
+    }
+    if (!exportPath.empty()) {
+      exportTrained(a, session, exportPath);
+      std::printf("exported %s\n", exportPath.c_str());
+    }
+  } catch (const rt::Error &e) {
+    errs() << "tcc train: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

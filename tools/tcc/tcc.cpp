@@ -1,0 +1,66 @@
+//===- tcc.cpp - The tcc command-line tool --------------------------------===//
+//
+//   tcc compile model.onnx -o model.tcc --batch 32 --loss cross_entropy ...
+//   tcc inspect model.tcc
+//   tcc train model.tcc --data x=x.npy --data labels=y.npy --epochs 10
+//   tcc bench model.tcc
+//
+//===----------------------------------------------------------------------===//
+#include "tools/tcc/Commands.h"
+
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <sys/resource.h>
+
+using namespace tcc::tool;
+
+llvm::cl::SubCommand tcc::tool::compileCmd(
+    "compile", "Compile an ONNX model into a training artifact");
+llvm::cl::SubCommand tcc::tool::inspectCmd("inspect",
+                                           "Summarize a training artifact");
+llvm::cl::SubCommand tcc::tool::trainCmd("train",
+                                         "Train an artifact on data files");
+llvm::cl::SubCommand tcc::tool::benchCmd(
+    "bench", "Time eager and compiled training steps side by side");
+
+std::string tcc::tool::formatBytes(int64_t bytes) {
+  char buf[64];
+  if (bytes >= (1 << 20))
+    std::snprintf(buf, sizeof(buf), "%.1f MiB", bytes / 1048576.0);
+  else if (bytes >= 1024)
+    std::snprintf(buf, sizeof(buf), "%.1f KiB", bytes / 1024.0);
+  else
+    std::snprintf(buf, sizeof(buf), "%lld B", (long long)bytes);
+  return buf;
+}
+
+int64_t tcc::tool::peakRssBytes() {
+  struct rusage u;
+  if (getrusage(RUSAGE_SELF, &u) != 0)
+    return 0;
+  return (int64_t)u.ru_maxrss * 1024;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv,
+      "tcc: an ahead-of-time training compiler\n\n"
+      "  tcc compile model.onnx -o model.tcc --batch N [--loss ...] "
+      "[--optimizer ...]\n"
+      "  tcc inspect model.tcc\n"
+      "  tcc train model.tcc --data NAME=FILE ... (--steps N | --epochs E)\n"
+      "  tcc bench model.tcc [--steps N]\n");
+  if (compileCmd)
+    return runCompile();
+  if (inspectCmd)
+    return runInspect();
+  if (trainCmd)
+    return runTrain();
+  if (benchCmd)
+    return runBench();
+  llvm::errs() << "tcc: error: no command given; run 'tcc --help'\n";
+  return 2;
+}
