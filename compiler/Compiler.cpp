@@ -28,7 +28,9 @@
 #include <sstream>
 
 using namespace mlir;
-using namespace tcc;
+using ::tcc::CompileOptions;
+using ::tcc::EmitKind;
+namespace rt = ::tcc::rt;
 
 static int fail(const std::string &msg) {
   llvm::errs() << "tcc compile: error: " << msg << "\n";
@@ -63,25 +65,25 @@ static std::string fmt(double v) {
   return os.str();
 }
 
-int tcc::compileModel(const CompileOptions &opts) {
+int ::tcc::compileModel(const CompileOptions &opts) {
   onnx::ModelProto model;
   std::string err;
-  if (!readOnnxModel(opts.input, model, err))
+  if (!::tcc::readOnnxModel(opts.input, model, err))
     return fail(err);
 
   MLIRContext ctx;
-  ctx.loadDialect<tcc::TccDialect, func::FuncDialect>();
-  tcc::OnnxImportOptions importOpts;
+  ctx.loadDialect<mlir::tcc::TccDialect, func::FuncDialect>();
+  mlir::tcc::OnnxImportOptions importOpts;
   importOpts.batch = opts.batch;
   importOpts.frozen = opts.frozen;
-  auto imported = tcc::importOnnxModel(&ctx, model, importOpts, opts.input);
+  auto imported = mlir::tcc::importOnnxModel(&ctx, model, importOpts, opts.input);
   if (failed(imported))
     return 1;
   ModuleOp module = imported->get();
   if (opts.emit == EmitKind::Tcc)
     return emitText(opts.output, printModule(module));
 
-  tcc::TrainPipelineOptions pipe;
+  mlir::tcc::TrainPipelineOptions pipe;
   pipe.loss = opts.loss;
   pipe.optimizer = opts.optimizer;
   pipe.lr = opts.lr;
@@ -89,7 +91,7 @@ int tcc::compileModel(const CompileOptions &opts) {
   pipe.weightDecay = opts.weightDecay;
   pipe.optimize = opts.emit != EmitKind::Train;
   PassManager pm(&ctx);
-  tcc::buildTrainPipeline(pm, pipe);
+  mlir::tcc::buildTrainPipeline(pm, pipe);
   if (failed(pm.run(module)))
     return 1;
   if (opts.emit == EmitKind::Train || opts.emit == EmitKind::Optimized)
@@ -100,12 +102,12 @@ int tcc::compileModel(const CompileOptions &opts) {
   for (const onnx::TensorProto &t : model.graph().initializer()) {
     if (t.data_type() != onnx::TensorProto::FLOAT)
       continue;
-    if (!initializerFloats(t, initial[t.name()], err))
+    if (!::tcc::initializerFloats(t, initial[t.name()], err))
       return fail(opts.input + ": " + err);
   }
 
   rt::Artifact artifact;
-  ScheduleBuilder builder(artifact, initial);
+  ::tcc::ScheduleBuilder builder(artifact, initial);
   auto train = module.lookupSymbol<func::FuncOp>("train_step");
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!train || !forward)
@@ -136,7 +138,7 @@ int tcc::compileModel(const CompileOptions &opts) {
 
   if (opts.emit == EmitKind::Schedule) {
     std::ostringstream os;
-    printSchedule(artifact, os);
+    ::tcc::printSchedule(artifact, os);
     return emitText(opts.output, os.str());
   }
   if (opts.output.empty() || opts.output == "-")

@@ -87,7 +87,8 @@ FailureOr<Config> ApplyOptimizerPass::resolveConfig() {
            << optimizer << "' (valid: sgd, adamw)";
   c.adamw = optimizer == "adamw";
   c.lr = lr < 0 ? (c.adamw ? 1e-3 : 1e-2) : double(lr);
-  c.weightDecay = weightDecay < 0 ? (c.adamw ? 0.01 : 0.0) : double(weightDecay);
+  c.weightDecay =
+      weightDecay < 0 ? (c.adamw ? 0.01 : 0.0) : double(weightDecay);
   c.momentum = momentum;
   c.beta1 = beta1;
   c.beta2 = beta2;
@@ -150,8 +151,7 @@ void ApplyOptimizerPass::runOnOperation() {
   for (BlockArgument a : step.getArguments())
     if (attrString(step.getArgAttrDict(a.getArgNumber()), "tcc.kind") ==
         "param")
-      params[attrString(step.getArgAttrDict(a.getArgNumber()), "tcc.name")] =
-          a;
+      params[attrString(step.getArgAttrDict(a.getArgNumber()), "tcc.name")] = a;
   auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
   SmallVector<Value> keptResults;
   SmallVector<DictionaryAttr> keptAttrs;
@@ -233,17 +233,16 @@ void ApplyOptimizerPass::runOnOperation() {
   for (auto [p, g] : paramGrads) {
     Value newParam;
     if (c.adamw) {
-      auto op = AdamWUpdateOp::create(b, loc, p, g, stateArg(s),
-                                      stateArg(s + 1), t1, f64(c.lr),
-                                      f64(c.beta1), f64(c.beta2), f64(c.eps),
-                                      f64(c.weightDecay));
+      auto op = AdamWUpdateOp::create(
+          b, loc, p, g, stateArg(s), stateArg(s + 1), t1, f64(c.lr),
+          f64(c.beta1), f64(c.beta2), f64(c.eps), f64(c.weightDecay));
       newParam = op.getNewParam();
       newStates[s++] = op.getNewExpAvg();
       newStates[s++] = op.getNewExpAvgSq();
     } else if (c.momentum > 0) {
-      auto op = SgdMomentumUpdateOp::create(b, loc, p, g, stateArg(s),
-                                            f64(c.lr), f64(c.momentum),
-                                            f64(c.weightDecay));
+      auto op =
+          SgdMomentumUpdateOp::create(b, loc, p, g, stateArg(s), f64(c.lr),
+                                      f64(c.momentum), f64(c.weightDecay));
       newParam = op.getNewParam();
       newStates[s++] = op.getNewMomentumBuffer();
     } else {

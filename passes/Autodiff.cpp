@@ -85,8 +85,7 @@ struct Activity {
 
   bool isActive(Value v) const { return active.contains(v); }
   bool isActive(Operation *op) const {
-    return llvm::any_of(op->getResults(),
-                        [&](Value r) { return isActive(r); });
+    return llvm::any_of(op->getResults(), [&](Value r) { return isActive(r); });
   }
 };
 
@@ -158,10 +157,10 @@ LogicalResult AutodiffPass::checkSignature(func::FuncOp step) {
     auto t = dyn_cast<RankedTensorType>(step.getArgument(i).getType());
     if (!t || !isa<FloatType>(t.getElementType()))
       return step.emitError("tcc-autodiff: param #")
-             << i << " is not a float tensor: " << step.getArgument(i).getType();
+             << i
+             << " is not a float tensor: " << step.getArgument(i).getType();
     if (argString(step, i, "tcc.name").empty())
-      return step.emitError("tcc-autodiff: param #")
-             << i << " has no tcc.name";
+      return step.emitError("tcc-autodiff: param #") << i << " has no tcc.name";
   }
   return success();
 }
@@ -194,8 +193,7 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp step) {
     adjoint[loss] = seed;
 
   // Backward sweep over the forward ops (all of them precede `firstGradOp`).
-  for (Operation *op = firstGradOp->getPrevNode(); op;
-       op = op->getPrevNode()) {
+  for (Operation *op = firstGradOp->getPrevNode(); op; op = op->getPrevNode()) {
     if (!activity.isActive(op))
       continue;
     SmallVector<Value> resultGrads;
@@ -217,8 +215,7 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp step) {
       return op->emitError("tcc-autodiff: the gradient rule of '")
              << op->getName() << "' returned " << grads.size()
              << " gradients for " << op->getNumOperands() << " operands";
-    for (auto [idx, operand, g] :
-         llvm::enumerate(op->getOperands(), grads)) {
+    for (auto [idx, operand, g] : llvm::enumerate(op->getOperands(), grads)) {
       if (!activity.isActive(operand))
         continue;
       if (!g)
@@ -250,8 +247,8 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp step) {
   }
   func::ReturnOp::create(b, ret.getLoc(), results);
   ret.erase();
-  step.setFunctionType(FunctionType::get(
-      &getContext(), step.getArgumentTypes(), ValueRange(results).getTypes()));
+  step.setFunctionType(FunctionType::get(&getContext(), step.getArgumentTypes(),
+                                         ValueRange(results).getTypes()));
   step.setAllResultAttrs(resultAttrs);
 
   // Erase gradients built for inactive operands (last first: whole chains).

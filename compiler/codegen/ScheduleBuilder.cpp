@@ -19,7 +19,8 @@
 #include <cstring>
 
 using namespace mlir;
-using namespace tcc;
+namespace rt = ::tcc::rt;
+using TccScheduleBuilder = ::tcc::ScheduleBuilder;
 
 static FailureOr<rt::DType> dtypeOf(Type t, Location loc) {
   Type e = cast<ShapedType>(t).getElementType();
@@ -36,12 +37,12 @@ static std::vector<int64_t> shapeOf(Type t) {
   return {s.begin(), s.end()};
 }
 
-int32_t ScheduleBuilder::addTensor(rt::TensorInfo info) {
+int32_t TccScheduleBuilder::addTensor(rt::TensorInfo info) {
   artifact.tensors.push_back(std::move(info));
   return (int32_t)artifact.tensors.size() - 1;
 }
 
-FailureOr<int32_t> ScheduleBuilder::persistent(BlockArgument arg) {
+FailureOr<int32_t> TccScheduleBuilder::persistent(BlockArgument arg) {
   auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
   unsigned i = arg.getArgNumber();
   auto kind = fn.getArgAttrOfType<StringAttr>(i, "tcc.kind");
@@ -109,39 +110,39 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
   in.kernel = op->getName().stripDialect().str();
   auto axes = [&](ArrayRef<int64_t> a) { in.iattrs.assign(a.begin(), a.end()); };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<tcc::ReshapeOp>([&](auto) {
+      .Case<mlir::tcc::ReshapeOp>([&](auto) {
         in.kernel = "copy";
         return success();
       })
-      .Case<tcc::MatmulOp>([&](auto m) {
+      .Case<mlir::tcc::MatmulOp>([&](auto m) {
         in.iattrs = {m.getTransposeLhs(), m.getTransposeRhs()};
         return success();
       })
-      .Case<tcc::ReduceSumOp, tcc::ReduceMeanOp>([&](auto r) {
+      .Case<mlir::tcc::ReduceSumOp, mlir::tcc::ReduceMeanOp>([&](auto r) {
         axes(r.getAxes());
         return success();
       })
-      .Case<tcc::TransposeOp>([&](auto t) {
+      .Case<mlir::tcc::TransposeOp>([&](auto t) {
         axes(t.getPerm());
         return success();
       })
-      .Case<tcc::SoftmaxOp, tcc::LogSoftmaxOp, tcc::SoftmaxGradOp,
-            tcc::LogSoftmaxGradOp>([&](auto s) {
+      .Case<mlir::tcc::SoftmaxOp, mlir::tcc::LogSoftmaxOp, mlir::tcc::SoftmaxGradOp,
+            mlir::tcc::LogSoftmaxGradOp>([&](auto s) {
         in.iattrs = {(int64_t)s.getAxis()};
         return success();
       })
-      .Case<tcc::SgdUpdateOp>([&](auto u) {
+      .Case<mlir::tcc::SgdUpdateOp>([&](auto u) {
         in.fattrs = {u.getLr().convertToDouble(),
                      u.getWeightDecay().convertToDouble()};
         return success();
       })
-      .Case<tcc::SgdMomentumUpdateOp>([&](auto u) {
+      .Case<mlir::tcc::SgdMomentumUpdateOp>([&](auto u) {
         in.fattrs = {u.getLr().convertToDouble(),
                      u.getMomentum().convertToDouble(),
                      u.getWeightDecay().convertToDouble()};
         return success();
       })
-      .Case<tcc::AdamWUpdateOp>([&](auto u) {
+      .Case<mlir::tcc::AdamWUpdateOp>([&](auto u) {
         in.fattrs = {u.getLr().convertToDouble(),
                      u.getBeta1().convertToDouble(),
                      u.getBeta2().convertToDouble(),
@@ -149,17 +150,17 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
                      u.getWeightDecay().convertToDouble()};
         return success();
       })
-      .Case<tcc::AddOp, tcc::SubOp, tcc::MulOp, tcc::DivOp, tcc::NegOp,
-            tcc::ReluOp, tcc::ReluGradOp, tcc::BroadcastToOp,
-            tcc::SoftmaxCrossEntropyOp, tcc::SoftmaxCrossEntropyGradOp,
-            tcc::MseLossOp, tcc::MseLossGradOp>([](auto) { return success(); })
+      .Case<mlir::tcc::AddOp, mlir::tcc::SubOp, mlir::tcc::MulOp, mlir::tcc::DivOp, mlir::tcc::NegOp,
+            mlir::tcc::ReluOp, mlir::tcc::ReluGradOp, mlir::tcc::BroadcastToOp,
+            mlir::tcc::SoftmaxCrossEntropyOp, mlir::tcc::SoftmaxCrossEntropyGradOp,
+            mlir::tcc::MseLossOp, mlir::tcc::MseLossGradOp>([](auto) { return success(); })
       .Default([](Operation *op) {
         return op->emitError("no kernel for '")
                << op->getName() << "' in the CPU code generator";
       });
 }
 
-LogicalResult ScheduleBuilder::lower(func::FuncOp fn, const std::string &name) {
+LogicalResult TccScheduleBuilder::lower(func::FuncOp fn, const std::string &name) {
   rt::Program prog;
   prog.name = name;
   llvm::DenseMap<Value, int32_t> ids;
@@ -217,7 +218,7 @@ LogicalResult ScheduleBuilder::lower(func::FuncOp fn, const std::string &name) {
   };
 
   for (Operation &op : body.without_terminator()) {
-    if (auto c = dyn_cast<tcc::ConstantOp>(op)) {
+    if (auto c = dyn_cast<mlir::tcc::ConstantOp>(op)) {
       auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
       auto dtype = dtypeOf(c.getType(), c.getLoc());
       if (!dense)
@@ -289,7 +290,7 @@ LogicalResult ScheduleBuilder::lower(func::FuncOp fn, const std::string &name) {
     prog.instrs.push_back(std::move(copy));
   }
 
-  planProgramMemory(artifact, prog);
+  ::tcc::planProgramMemory(artifact, prog);
   artifact.programs.push_back(std::move(prog));
   return success();
 }

@@ -46,10 +46,9 @@ static RankedTensorType rankedType(Value v) {
 /// before the op's properties exist: `props` is null and the inherent
 /// attributes are still in `attrs`, so they are converted here.
 template <typename OpT>
-static typename OpT::Adaptor adaptorFor(ValueRange operands,
-                                        DictionaryAttr attrs,
-                                        OpaqueProperties props,
-                                        RegionRange regions) {
+static typename OpT::Adaptor
+adaptorFor(ValueRange operands, DictionaryAttr attrs, OpaqueProperties props,
+           RegionRange regions) {
   if (props)
     return typename OpT::Adaptor(operands, attrs, props, regions);
   typename OpT::Properties converted;
@@ -266,7 +265,8 @@ static LogicalResult inferReduce(StringRef name, std::optional<Location> loc,
       SmallVectorImpl<Type> &results) {                                        \
     auto adaptor = adaptorFor<OP>(operands, attrs, props, regions);            \
     if (!adaptor.getProperties().axes)                                         \
-      return emitOptionalError(loc, "tcc." NAME ": requires attribute 'axes'");\
+      return emitOptionalError(loc,                                            \
+                               "tcc." NAME ": requires attribute 'axes'");     \
     BoolAttr keepdims = adaptor.getProperties().keepdims;                      \
     return inferReduce(NAME, loc, rankedType(adaptor.getInput()),              \
                        adaptor.getAxes(), keepdims && keepdims.getValue(),     \
@@ -294,7 +294,8 @@ static LogicalResult inferAxisOp(StringRef name, std::optional<Location> loc,
       SmallVectorImpl<Type> &results) {                                        \
     auto adaptor = adaptorFor<OP>(operands, attrs, props, regions);            \
     if (!adaptor.getProperties().axis)                                         \
-      return emitOptionalError(loc, "tcc." NAME ": requires attribute 'axis'");\
+      return emitOptionalError(loc,                                            \
+                               "tcc." NAME ": requires attribute 'axis'");     \
     return inferAxisOp(NAME, loc, adaptor.INPUT(),                             \
                        adaptor.getProperties().axis.getInt(), results);        \
   }

@@ -45,8 +45,8 @@ Value GraphState::materialize(OnnxValue &value) {
 
 NodeImporter::NodeImporter(GraphState &graph, const onnx::NodeProto &node,
                            StringRef displayName, int64_t opset)
-    : graph(graph), node(node), displayName(displayName.str()),
-      version(opset), location(graph.nameLoc(displayName)) {}
+    : graph(graph), node(node), displayName(displayName.str()), version(opset),
+      location(graph.nameLoc(displayName)) {}
 
 std::string NodeImporter::describe() const {
   return "node '" + displayName + "' (op_type '" + node.op_type() + "')";
@@ -118,9 +118,8 @@ FailureOr<SmallVector<int64_t>> NodeImporter::constantInts(unsigned i,
                        << "') is not a constant; tcc needs it known at "
                           "compile time";
   if (!c.getElementType().isInteger())
-    return emitError() << what << " (input '" << node.input(i)
-                       << "') has type " << c.getType()
-                       << ", expected an integer tensor";
+    return emitError() << what << " (input '" << node.input(i) << "') has type "
+                       << c.getType() << ", expected an integer tensor";
   SmallVector<int64_t> out;
   for (const APInt &x : c.getValues<APInt>())
     out.push_back(x.getSExtValue());
@@ -222,8 +221,8 @@ FailureOr<Value> NodeImporter::reshape(Value value, ArrayRef<int64_t> shape) {
     return value;
   auto result = RankedTensorType::get(shape, type.getElementType());
   if (result.getNumElements() != type.getNumElements())
-    return emitError() << "cannot reshape " << shapeStr(type.getShape())
-                       << " (" << type.getNumElements() << " elements) to "
+    return emitError() << "cannot reshape " << shapeStr(type.getShape()) << " ("
+                       << type.getNumElements() << " elements) to "
                        << shapeStr(shape) << " (" << result.getNumElements()
                        << " elements)";
   return ReshapeOp::create(builder(), location, result, value).getResult();

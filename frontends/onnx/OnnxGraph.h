@@ -1,4 +1,5 @@
-//===- OnnxGraph.h - Importer internals shared by the op builders -*- C++ -*-===//
+//===- OnnxGraph.h - Importer internals shared by the op builders -*- C++
+//-*-===//
 //
 // Not a public header: the importer (OnnxImporter.cpp), the op table
 // (OnnxOpTable.cpp) and the op builders (OnnxOps*.cpp) share these.
@@ -105,15 +106,15 @@ public:
   DenseElementsAttr constantInput(unsigned i);
   /// Input `i`, which must be an integer constant, as int64 values; `what`
   /// says what it is used for in the error when it is not constant.
-  FailureOr<SmallVector<int64_t>> constantInts(unsigned i, llvm::StringRef what);
+  FailureOr<SmallVector<int64_t>> constantInts(unsigned i,
+                                               llvm::StringRef what);
 
   //===--- Attributes -----------------------------------------------------===//
   const onnx::AttributeProto *attr(llvm::StringRef name) const;
   FailureOr<int64_t> intAttr(llvm::StringRef name, int64_t dflt);
   FailureOr<float> floatAttr(llvm::StringRef name, float dflt);
   /// An INTS attribute, or std::nullopt when absent.
-  FailureOr<std::optional<SmallVector<int64_t>>>
-  intsAttr(llvm::StringRef name);
+  FailureOr<std::optional<SmallVector<int64_t>>> intsAttr(llvm::StringRef name);
   /// Normalizes `axis` from [-rank, rank + extra) to [0, rank + extra);
   /// `what` names it in the error ("attribute 'axis'").
   FailureOr<int64_t> normalizeAxis(llvm::StringRef what, int64_t axis,
@@ -136,10 +137,10 @@ public:
     OpTy::build(builder(), state, TypeRange(), std::forward<Args>(args)...);
     SmallVector<Type, 1> types;
     auto infer = [&](Location loc, SmallVectorImpl<Type> &out) {
-      return OpTy::inferReturnTypes(
-          context(), loc, state.operands,
-          state.attributes.getDictionary(context()), state.getRawProperties(),
-          state.regions, out);
+      return OpTy::inferReturnTypes(context(), loc, state.operands,
+                                    state.attributes.getDictionary(context()),
+                                    state.getRawProperties(), state.regions,
+                                    out);
     };
     if (failed(inferTypes(infer, types)))
       return failure();

@@ -95,18 +95,17 @@ ModelImporter::inputType(const onnx::ValueInfoProto &input) {
                << dim.dim_value() << ", which disagrees with --batch "
                << opts.batch;
       if (!isStatic && batch <= 0)
-        return emitError(loc) << "input '" << name
-                              << "' has a dynamic batch dimension '" << symbol
-                              << "'; pass --batch";
+        return emitError(loc)
+               << "input '" << name << "' has a dynamic batch dimension '"
+               << symbol << "'; pass --batch";
       if (batch <= 0)
         batch = dim.dim_value();
       shape.push_back(isStatic ? dim.dim_value() : batch);
       continue;
     }
     if (!isStatic)
-      return emitError(loc) << "input '" << name
-                            << "' has dynamic dimension '" << symbol
-                            << "' at axis " << axis
+      return emitError(loc) << "input '" << name << "' has dynamic dimension '"
+                            << symbol << "' at axis " << axis
                             << "; only the first (batch) dimension can be "
                                "fixed, by --batch";
     shape.push_back(dim.dim_value());
@@ -148,8 +147,8 @@ LogicalResult ModelImporter::importOutputs(func::FuncOp func) {
     Location loc = graph.nameLoc(out.name());
     OnnxValue *v = graph.lookup(out.name());
     if (!v)
-      return emitError(loc) << "graph output '" << out.name()
-                            << "' is never produced";
+      return emitError(loc)
+             << "graph output '" << out.name() << "' is never produced";
     Type type = v->value ? v->value.getType() : v->constant.getType();
     auto tensor = cast<RankedTensorType>(type);
     if (!tensor.getElementType().isF32())
@@ -157,8 +156,8 @@ LogicalResult ModelImporter::importOutputs(func::FuncOp func) {
                             << type << "; only float32 outputs are supported";
     // A declared static shape that differs from the computed one means the
     // importer and the exporter disagree about an op: better to stop here.
-    if (out.type().has_tensor_type() &&
-        out.type().tensor_type().has_shape()) {
+    // The first dimension is exempt: --batch may have changed it.
+    if (out.type().has_tensor_type() && out.type().tensor_type().has_shape()) {
       const auto &dims = out.type().tensor_type().shape().dim();
       bool mismatch = (int64_t)dims.size() != tensor.getRank();
       for (int i = 0; !mismatch && i < dims.size(); ++i)
@@ -167,13 +166,14 @@ LogicalResult ModelImporter::importOutputs(func::FuncOp func) {
       if (mismatch) {
         std::string declared = "[";
         for (int i = 0; i < dims.size(); ++i)
-          declared += (i ? "," : "") + (dims[i].has_dim_value()
-                                            ? std::to_string(dims[i].dim_value())
-                                            : std::string("?"));
-        return emitError(loc) << "graph output '" << out.name()
-                              << "' is declared with shape " << declared
-                              << "] but the graph computes "
-                              << shapeStr(tensor.getShape());
+          declared +=
+              (i ? "," : "") + (dims[i].has_dim_value()
+                                    ? std::to_string(dims[i].dim_value())
+                                    : std::string("?"));
+        return emitError(loc)
+               << "graph output '" << out.name() << "' is declared with shape "
+               << declared << "] but the graph computes "
+               << shapeStr(tensor.getShape());
       }
     }
     results.push_back(graph.materialize(*v));
@@ -257,7 +257,7 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
   for (const Arg &a : args)
     argTypes.push_back(a.type);
   auto func = func::FuncOp::create(b, fileLoc, "forward",
-                                    FunctionType::get(ctx, argTypes, {}));
+                                   FunctionType::get(ctx, argTypes, {}));
   Block *entry = func.addEntryBlock();
   for (auto [i, a] : llvm::enumerate(args)) {
     func.setArgAttr(i, "tcc.kind", StringAttr::get(ctx, a.kind));
@@ -308,8 +308,8 @@ mlir::tcc::importOnnxFile(MLIRContext *ctx, StringRef path,
       error = e.what();
     }
     if (!error.empty())
-      return emitError(loc) << "not a valid ONNX text model: "
-                            << StringRef(error).rtrim();
+      return emitError(loc)
+             << "not a valid ONNX text model: " << StringRef(error).rtrim();
   } else if (data.size() > INT_MAX ||
              !model.ParseFromArray(data.data(), data.size())) {
     return emitError(loc) << "not a valid ONNX model (protobuf parse failed)";

@@ -43,14 +43,15 @@ struct OnnxImportOptions {
 
 /// Reads a binary .onnx file, or ONNX textual syntax when the path ends in
 /// ".onnxtxt". Emits MLIR diagnostics and returns failure on any error.
-FailureOr<OwningOpRef<ModuleOp>>
-importOnnxFile(MLIRContext *ctx, llvm::StringRef path,
-               const OnnxImportOptions &opts);
+FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext *ctx,
+                                                llvm::StringRef path,
+                                                const OnnxImportOptions &opts);
 
 /// Imports an in-memory model; `sourceName` names it in locations and errors.
-FailureOr<OwningOpRef<ModuleOp>>
-importOnnxModel(MLIRContext *ctx, const onnx::ModelProto &model,
-                const OnnxImportOptions &opts, llvm::StringRef sourceName);
+FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext *ctx,
+                                                 const onnx::ModelProto &model,
+                                                 const OnnxImportOptions &opts,
+                                                 llvm::StringRef sourceName);
 
 /// The supported op_types (default domain), sorted, for errors and docs.
 std::vector<std::string> supportedOnnxOps();

@@ -4,7 +4,8 @@
 // range whose semantics its builder implements; an op whose definition
 // changed meaning within the range gets the versions handled inside the
 // builder (Softmax before/after 13, the axes input of ReduceSum >= 13 and
-// ReduceMean >= 18). 18 is the newest opset checked against.
+// ReduceMean >= 18). Rows start at the oldest opset with the same meaning
+// (tested from 11); 18 is the newest opset checked against.
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/OnnxGraph.h"
@@ -16,24 +17,26 @@ using namespace mlir;
 using namespace mlir::tcc;
 
 static const OnnxOpEntry kOpTable[] = {
-    // Math (OnnxOpsMath.cpp).
-    {"Add", 11, 18, importAdd},
-    {"Sub", 11, 18, importSub},
-    {"Mul", 11, 18, importMul},
-    {"Div", 11, 18, importDiv},
-    {"Relu", 11, 18, importRelu},
-    {"MatMul", 11, 18, importMatMul},
-    {"Gemm", 11, 18, importGemm},
-    {"ReduceSum", 11, 18, importReduceSum},
-    {"ReduceMean", 11, 18, importReduceMean},
-    {"Softmax", 11, 18, importSoftmax},
-    {"LogSoftmax", 11, 18, importLogSoftmax},
-    // Shape and data movement (OnnxOpsShape.cpp).
-    {"Reshape", 11, 18, importReshape},
-    {"Flatten", 11, 18, importFlatten},
-    {"Transpose", 11, 18, importTranspose},
-    {"Identity", 11, 18, importIdentity},
-    {"Constant", 11, 18, importConstant},
+    // Math (OnnxOpsMath.cpp). Add..Div before 7 had a `broadcast` attribute
+    // instead of NumPy broadcasting; Gemm before 7 likewise.
+    {"Add", 7, 18, importAdd},
+    {"Sub", 7, 18, importSub},
+    {"Mul", 7, 18, importMul},
+    {"Div", 7, 18, importDiv},
+    {"Relu", 6, 18, importRelu},
+    {"MatMul", 1, 18, importMatMul},
+    {"Gemm", 7, 18, importGemm},
+    {"ReduceSum", 1, 18, importReduceSum},
+    {"ReduceMean", 1, 18, importReduceMean},
+    {"Softmax", 1, 18, importSoftmax},
+    {"LogSoftmax", 1, 18, importLogSoftmax},
+    // Shape and data movement (OnnxOpsShape.cpp). Reshape took its shape as
+    // an attribute before 5.
+    {"Reshape", 5, 18, importReshape},
+    {"Flatten", 1, 18, importFlatten},
+    {"Transpose", 1, 18, importTranspose},
+    {"Identity", 1, 18, importIdentity},
+    {"Constant", 1, 18, importConstant},
 };
 
 ArrayRef<OnnxOpEntry> mlir::tcc::onnxOpTable() { return kOpTable; }

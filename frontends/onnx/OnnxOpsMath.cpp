@@ -23,8 +23,8 @@ LogicalResult mlir::tcc::importMatMul(NodeImporter &node) {
   Value a = (*in)[0], b = (*in)[1];
   int64_t rankA = typeOf(a).getRank(), rankB = typeOf(b).getRank();
   if (rankA == 0 || rankB == 0)
-    return node.emitError() << "operands need rank >= 1, got " << rankA
-                            << " and " << rankB;
+    return node.emitError()
+           << "operands need rank >= 1, got " << rankA << " and " << rankB;
   if (rankA == 1) {
     FailureOr<Value> r = node.reshape(a, {1, typeOf(a).getDimSize(0)});
     if (failed(r))
@@ -109,8 +109,7 @@ LogicalResult mlir::tcc::importGemm(NodeImporter &node) {
 // Element-wise
 //===----------------------------------------------------------------------===//
 
-template <typename OpTy>
-static LogicalResult importBinary(NodeImporter &node) {
+template <typename OpTy> static LogicalResult importBinary(NodeImporter &node) {
   FailureOr<SmallVector<Value>> in = node.inputs(2);
   if (failed(in))
     return failure();
@@ -196,8 +195,8 @@ static LogicalResult importReduce(NodeImporter &node, int64_t axesInputSince) {
   std::sort(axes.begin(), axes.end());
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
     return node.emitError() << "axes name a dimension twice";
-  FailureOr<Value> y = node.create<OpTy>(*x, ArrayRef<int64_t>(axes),
-                                         *keepdims != 0);
+  FailureOr<Value> y =
+      node.create<OpTy>(*x, ArrayRef<int64_t>(axes), *keepdims != 0);
   if (failed(y))
     return failure();
   node.setOutput(0, *y);

@@ -67,10 +67,9 @@ LogicalResult mlir::tcc::importReshape(NodeImporter &node) {
   int64_t total = inType->getNumElements();
   if (inferred) {
     if (known == 0 || total % known != 0)
-      return node.emitError()
-             << "cannot infer the -1 in shape " << shapeStr(*target)
-             << " for an input of shape " << shapeStr(in) << " (" << total
-             << " elements)";
+      return node.emitError() << "cannot infer the -1 in shape "
+                              << shapeStr(*target) << " for an input of shape "
+                              << shapeStr(in) << " (" << total << " elements)";
     shape[*inferred] = total / known;
   }
   return reshapeTo(node, shape);

@@ -59,16 +59,15 @@ FailureOr<RankedTensorType> mlir::tcc::tensorType(const onnx::TensorProto &t,
 /// little-endian bytes exporters normally use).
 template <typename T, typename Field>
 static FailureOr<std::vector<T>> readElements(const onnx::TensorProto &t,
-                                              const Field &typed,
-                                              int64_t count, StringRef what,
-                                              Location loc) {
+                                              const Field &typed, int64_t count,
+                                              StringRef what, Location loc) {
   std::vector<T> out;
   if (t.has_raw_data()) {
     const std::string &raw = t.raw_data();
     if ((int64_t)raw.size() != count * (int64_t)sizeof(T))
-      return emitError(loc) << what << " has " << raw.size()
-                            << " bytes of raw data, expected "
-                            << count * (int64_t)sizeof(T);
+      return emitError(loc)
+             << what << " has " << raw.size() << " bytes of raw data, expected "
+             << count * (int64_t)sizeof(T);
     out.resize(count);
     if (count)
       std::memcpy(out.data(), raw.data(), raw.size());

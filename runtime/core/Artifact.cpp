@@ -64,8 +64,10 @@ const char *tensorKindName(TensorKind k) {
 
 TensorKind parseTensorKind(const std::string &s) {
   static const std::pair<const char *, TensorKind> kinds[] = {
-      {"param", TensorKind::Param},       {"state", TensorKind::State},
-      {"input", TensorKind::Input},       {"constant", TensorKind::Constant},
+      {"param", TensorKind::Param},
+      {"state", TensorKind::State},
+      {"input", TensorKind::Input},
+      {"constant", TensorKind::Constant},
       {"temp", TensorKind::Temp}};
   for (const auto &[name, kind] : kinds)
     if (s == name)
@@ -100,8 +102,8 @@ int32_t Artifact::findTensor(const std::string &name) const {
 }
 
 int64_t Artifact::addBlob(const void *data, size_t size) {
-  size_t offset = (blob.size() + kArtifactAlign - 1) / kArtifactAlign *
-                  kArtifactAlign;
+  size_t offset =
+      (blob.size() + kArtifactAlign - 1) / kArtifactAlign * kArtifactAlign;
   blob.resize(offset + size);
   if (size)
     std::memcpy(blob.data() + offset, data, size);
@@ -247,8 +249,8 @@ void writeArtifact(const Artifact &a, const std::string &path) {
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     err = errno;
     std::remove(tmp.c_str());
-    throw Error(path + ": cannot rename " + tmp + " to it: " +
-                std::strerror(err));
+    throw Error(path + ": cannot rename " + tmp +
+                " to it: " + std::strerror(err));
   }
 }
 

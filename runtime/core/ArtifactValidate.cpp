@@ -65,8 +65,8 @@ static void checkTensors(const Artifact &a) {
       if (t.arenaOffset % static_cast<int64_t>(dtypeSize(t.dtype)) != 0)
         throw Error(ref + ": arena offset " + std::to_string(t.arenaOffset) +
                     " is not aligned to its element size");
-      checkRange(t.arenaOffset, t.byteSize(), p->arenaBytes, ref,
-                 "arena slot", "arena of program '" + p->name + "'");
+      checkRange(t.arenaOffset, t.byteSize(), p->arenaBytes, ref, "arena slot",
+                 "arena of program '" + p->name + "'");
       break;
     }
     case TensorKind::Input:

@@ -63,8 +63,7 @@ struct Placement {
 };
 } // namespace
 
-static Placement placement(const std::vector<TensorInfo> &tensors,
-                           int32_t id) {
+static Placement placement(const std::vector<TensorInfo> &tensors, int32_t id) {
   const TensorInfo &t = tensors[id];
   if (t.kind == TensorKind::Temp)
     return {-1, t.arenaOffset, t.arenaOffset + t.byteSize()};
@@ -94,9 +93,8 @@ static void checkAliasing(const Instr &in,
                     name("input", i, in.inputs[i]) + " in memory, but " +
                     in.kernel + " cannot run in place");
       if (!po.sameAs(pi))
-        throw Error(name("output", o, in.outputs[o]) +
-                    " partially overlaps " + name("input", i, in.inputs[i]) +
-                    " in memory");
+        throw Error(name("output", o, in.outputs[o]) + " partially overlaps " +
+                    name("input", i, in.inputs[i]) + " in memory");
     }
   }
 }
@@ -212,8 +210,8 @@ Session::ProgramState &Session::state(const std::string &program) {
       return *ps;
     names += (names.empty() ? "" : ", ") + ps->program.name;
   }
-  throw Error("no program '" + program + "' in the artifact (it has: " +
-              names + ")");
+  throw Error("no program '" + program + "' in the artifact (it has: " + names +
+              ")");
 }
 
 void Session::run(const std::string &program) {

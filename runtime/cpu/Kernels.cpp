@@ -173,8 +173,7 @@ int64_t expectAxis(const KernelSig &s, int64_t rank) {
     axis += rank;
   if (axis < 0 || axis >= rank)
     throw Error("axis " + std::to_string(s.instr.iattrs[0]) +
-                " is out of range for rank " +
-                std::to_string(rank));
+                " is out of range for rank " + std::to_string(rank));
   return axis;
 }
 

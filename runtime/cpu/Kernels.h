@@ -28,7 +28,8 @@
 //   sgd_momentum_update  in [p,g,buf] out [p',buf'], f [lr, momentum, wd].
 //                        in-place
 //   adamw_update      in [p,g,m,v,step []] out [p',m',v'],
-//                     f [lr, beta1, beta2, eps, wd]; torch.optim.AdamW. in-place
+//                     f [lr, beta1, beta2, eps, wd]; torch.optim.AdamW.
+//                     in-place
 //
 // checkInstr validates an Instr against these conventions once, so kernels
 // can index their operands without further checks.

@@ -59,10 +59,9 @@ template <class Op> static void runBinary(const KernelArgs &args) {
   if (A.numel == 1 && B.numel == n)
     return binaryRow<Op>(c, a, 0, b, 1, n);
   size_t rank = C.rank();
-  LoopNest<3> nest(*C.shape,
-                   {contiguousStrides(*C.shape),
-                    broadcastStrides(*A.shape, rank),
-                    broadcastStrides(*B.shape, rank)});
+  LoopNest<3> nest(*C.shape, {contiguousStrides(*C.shape),
+                              broadcastStrides(*A.shape, rank),
+                              broadcastStrides(*B.shape, rank)});
   int64_t inner = nest.innerDim();
   auto st = nest.innerStrides();
   nest.forEachOuter(1, [&](const std::array<int64_t, 3> &off) {
@@ -116,16 +115,17 @@ void check_relu_grad(const KernelSig &s) {
 void run_relu_grad(const KernelArgs &a) {
   const float *dy = a.in[0].f32(), *x = a.in[1].f32();
   float *dx = a.out[0].f32();
-  for (int64_t i = 0, n = a.out[0].numel; i < n; ++i)
-    dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+  for (int64_t i = 0, n = a.out[0].numel; i < n; ++i) {
+    float d = dy[i]; // loaded unconditionally so the select vectorizes
+    dx[i] = x[i] > 0.0f ? d : 0.0f;
+  }
 }
 
 void check_copy(const KernelSig &s) {
   expectArity(s, 1, 1);
   if (s.in[0]->dtype != s.out[0]->dtype)
-    throw Error(operandName(s, false, 0) + " is " +
-                dtypeName(s.out[0]->dtype) + " but the input is " +
-                dtypeName(s.in[0]->dtype));
+    throw Error(operandName(s, false, 0) + " is " + dtypeName(s.out[0]->dtype) +
+                " but the input is " + dtypeName(s.in[0]->dtype));
   expectNumel(s, false, 0, s.in[0]->numElements());
 }
 

@@ -9,9 +9,8 @@ namespace tcc::rt::kernels {
 void check_broadcast_to(const KernelSig &s) {
   expectArity(s, 1, 1);
   if (s.in[0]->dtype != s.out[0]->dtype)
-    throw Error(operandName(s, false, 0) + " is " +
-                dtypeName(s.out[0]->dtype) + " but the input is " +
-                dtypeName(s.in[0]->dtype));
+    throw Error(operandName(s, false, 0) + " is " + dtypeName(s.out[0]->dtype) +
+                " but the input is " + dtypeName(s.in[0]->dtype));
   if (!broadcasts(s.in[0]->shape, s.out[0]->shape))
     throw Error(operandName(s, true, 0) + " has shape " +
                 formatShape(s.in[0]->shape) + ", which does not broadcast to " +
@@ -50,9 +49,8 @@ void check_transpose(const KernelSig &s) {
   const auto &perm = s.instr.iattrs;
   const auto &xs = s.in[0]->shape, &ys = s.out[0]->shape;
   if (s.in[0]->dtype != s.out[0]->dtype)
-    throw Error(operandName(s, false, 0) + " is " +
-                dtypeName(s.out[0]->dtype) + " but the input is " +
-                dtypeName(s.in[0]->dtype));
+    throw Error(operandName(s, false, 0) + " is " + dtypeName(s.out[0]->dtype) +
+                " but the input is " + dtypeName(s.in[0]->dtype));
   if (perm.size() != xs.size() || ys.size() != xs.size())
     throw Error("perm has " + std::to_string(perm.size()) +
                 " entries for input rank " + std::to_string(xs.size()) +

@@ -76,8 +76,7 @@ void run_softmax_cross_entropy(const KernelArgs &a) {
     // -log_softmax[label] = log(sum) - (x[label] - max)
     total += std::log(e.sum) - (row[labels[p]] - e.max);
   }
-  a.out[0].f32()[0] =
-      positions ? static_cast<float>(total / positions) : NAN;
+  a.out[0].f32()[0] = positions ? static_cast<float>(total / positions) : NAN;
 }
 
 void check_softmax_cross_entropy_grad(const KernelSig &s) {

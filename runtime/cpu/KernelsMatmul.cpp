@@ -56,8 +56,8 @@ void check_matmul(const KernelSig &s) {
                   " is too large for BLAS");
 }
 
-static void gemm(const MatmulDims &d, int64_t m, const float *a,
-                 const float *b, float *c) {
+static void gemm(const MatmulDims &d, int64_t m, const float *a, const float *b,
+                 float *c) {
   int lda = static_cast<int>(d.transA ? d.m : d.k);
   int ldb = static_cast<int>(d.transB ? d.k : d.n);
   cblas_sgemm(CblasRowMajor, d.transA ? CblasTrans : CblasNoTrans,
@@ -85,8 +85,7 @@ void run_matmul(const KernelArgs &args) {
   if (batchC == 1)
     return gemm(d, d.m, A.f32(), B.f32(), c);
   // A shared B and a non-transposed A: the batch folds into M.
-  if (batchB == 1 && !d.transA && batchA == batchC &&
-      batchC * d.m <= INT_MAX)
+  if (batchB == 1 && !d.transA && batchA == batchC && batchC * d.m <= INT_MAX)
     return gemm(d, batchC * d.m, A.f32(), B.f32(), c);
 
   std::vector<int64_t> cb = batchShape(*C.shape);

@@ -68,9 +68,9 @@ HostArray parseCsv(const std::string &text, const std::string &what) {
         continue;
       }
       throw Error(where + ": column " + std::to_string(bad + 1) +
-                  (fields[bad].empty() ? " is empty"
-                                       : " ('" + fields[bad] +
-                                             "') is not a number"));
+                  (fields[bad].empty()
+                       ? " is empty"
+                       : " ('" + fields[bad] + "') is not a number"));
     }
     if (cols >= 0 && static_cast<int64_t>(fields.size()) != cols)
       throw Error(where + ": " + std::to_string(fields.size()) +
@@ -86,8 +86,8 @@ HostArray parseCsv(const std::string &text, const std::string &what) {
   }
   if (rows == 0)
     throw Error(what + ": no data rows");
-  a.shape = cols == 1 ? std::vector<int64_t>{rows}
-                      : std::vector<int64_t>{rows, cols};
+  a.shape =
+      cols == 1 ? std::vector<int64_t>{rows} : std::vector<int64_t>{rows, cols};
   a.bytes.resize(values.size() * sizeof(double));
   std::memcpy(a.bytes.data(), values.data(), a.bytes.size());
   return a;

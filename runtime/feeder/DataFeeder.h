@@ -25,9 +25,9 @@ namespace tcc::rt {
 class DataFeeder {
 public:
   struct Source {
-    std::string name;  // the model input it feeds, e.g. "x", "labels"
-    HostArray array;   // dim 0 indexes samples
-    DType target;      // the model input's dtype
+    std::string name; // the model input it feeds, e.g. "x", "labels"
+    HostArray array;  // dim 0 indexes samples
+    DType target;     // the model input's dtype
     std::vector<int64_t> sampleShape; // the model input's shape without batch
   };
 

@@ -63,7 +63,8 @@ private:
     throw Error(what_ + ": bad .npy header: " + msg);
   }
   void skipSpace() {
-    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_])))
+    while (pos_ < s_.size() &&
+           std::isspace(static_cast<unsigned char>(s_[pos_])))
       ++pos_;
   }
   bool peekIs(char c) {
@@ -103,7 +104,8 @@ private:
       skipSpace();
       size_t start = pos_;
       int64_t v = 0;
-      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
+      while (pos_ < s_.size() &&
+             std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
         if (v > (INT64_MAX - 9) / 10)
           fail("dimension too large");
         v = v * 10 + (s_[pos_++] - '0');

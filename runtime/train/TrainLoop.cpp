@@ -141,10 +141,11 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
     throw Error("give exactly one of --steps and --epochs");
   TrainResult r;
   auto sources = makeSources(a, p.inputs, opts.data, r.batchSize);
-  // Steps are only known once the feeder has counted the samples.
-  DataFeeder probe(sources, r.batchSize, false, 0, 0, 1);
-  int64_t total = opts.steps >= 0 ? opts.steps
-                                  : opts.epochs * probe.batchesPerEpoch();
+  // The feeder checks that every source has this many samples.
+  int64_t perEpoch = sources[0].array.shape.empty()
+                         ? 0
+                         : sources[0].array.shape[0] / r.batchSize;
+  int64_t total = opts.steps >= 0 ? opts.steps : opts.epochs * perEpoch;
   DataFeeder feeder(std::move(sources), r.batchSize, opts.shuffle, opts.seed,
                     total, opts.prefetch);
   if (p.outputs.empty() || a.tensors[p.outputs[0]].dtype != DType::F32)
@@ -218,8 +219,8 @@ EvalResult tcc::rt::evaluate(Session &session, const Artifact &a,
   labels.target = DType::I64;
   labels.sampleShape.assign(out.shape.begin() + 1, out.shape.end() - 1);
   sources.push_back(std::move(labels));
-  DataFeeder probe(sources, batch, false, 0, 0, 1);
-  int64_t batches = probe.batchesPerEpoch();
+  int64_t batches =
+      sources[0].array.shape.empty() ? 0 : sources[0].array.shape[0] / batch;
   DataFeeder feeder(std::move(sources), batch, false, 0, batches);
 
   int64_t classes = out.shape.back();

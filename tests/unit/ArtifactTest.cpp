@@ -118,8 +118,9 @@ static void expectRejected(const std::vector<uint8_t> &bytes,
 }
 
 /// A file image with the given manifest text and a valid checksum.
-static std::vector<uint8_t> withManifest(const std::string &manifest,
-                                         const std::vector<uint8_t> &blob = {}) {
+static std::vector<uint8_t>
+withManifest(const std::string &manifest,
+             const std::vector<uint8_t> &blob = {}) {
   using namespace format;
   uint64_t start = alignUp(kHeaderSize + manifest.size());
   std::vector<uint8_t> out(start + blob.size(), 0);
@@ -179,7 +180,8 @@ TEST(Artifact, VersionMismatchAsksToRecompile) {
   format::putU32(bytes.data() + 8, 2);
   // The checksum covers manifest and blob only; recompute it anyway so the
   // version check, not the checksum, is what fails.
-  uint64_t m = format::getU64(bytes.data() + 16), b = format::getU64(bytes.data() + 24);
+  uint64_t m = format::getU64(bytes.data() + 16),
+           b = format::getU64(bytes.data() + 24);
   uint64_t start = format::alignUp(format::kHeaderSize + m);
   format::putU32(bytes.data() + 32, format::checksum(bytes.data() + 64, m,
                                                      bytes.data() + start, b));
@@ -209,7 +211,8 @@ TEST(Artifact, BadManifestsAreRejected) {
   std::string head = R"({"format":"tcc-artifact","version":1,"programs":[],)";
   expectRejected(withManifest(head + R"("tensors":{}})"), "expected an array");
   expectRejected(
-      withManifest(head + R"("tensors":[{"name":"x","dtype":"f32","shape":[2]}]})"),
+      withManifest(head +
+                   R"("tensors":[{"name":"x","dtype":"f32","shape":[2]}]})"),
       "missing field 'kind'");
   expectRejected(withManifest(head + R"("tensors":[{"name":"x","dtype":"f32",)"
                                      R"("shape":[2,-3],"kind":"input"}]})"),
@@ -220,17 +223,21 @@ TEST(Artifact, BadManifestsAreRejected) {
   expectRejected(withManifest(head + R"("tensors":[{"name":"x","dtype":"f32",)"
                                      R"("shape":["2"],"kind":"input"}]})"),
                  "expected an integer");
-  expectRejected(withManifest(head + R"("tensors":[{"name":"w","dtype":"f32",)"
-                                     R"("shape":[4],"kind":"param","data_offset":60}]})",
-                              std::vector<uint8_t>(64)),
-                 "outside the blob");
-  expectRejected(withManifest(head + R"("tensors":[{"name":"t","dtype":"f32",)"
-                                     R"("shape":[4],"kind":"temp","program":"p"}]})"),
+  expectRejected(
+      withManifest(head + R"("tensors":[{"name":"w","dtype":"f32",)"
+                          R"("shape":[4],"kind":"param","data_offset":60}]})",
+                   std::vector<uint8_t>(64)),
+      "outside the blob");
+  expectRejected(withManifest(head +
+                              R"("tensors":[{"name":"t","dtype":"f32",)"
+                              R"("shape":[4],"kind":"temp","program":"p"}]})"),
                  "unknown program 'p'");
-  expectRejected(withManifest(R"({"format":"tcc-artifact","version":1,"tensors":[],)"
-                              R"("programs":[{"name":"p","inputs":[],"outputs":[],)"
-                              R"("arena_bytes":0,"instrs":[{"k":"relu","in":[0],"out":[0]}]}]})"),
-                 "tensor id 0 is out of range");
+  expectRejected(
+      withManifest(
+          R"({"format":"tcc-artifact","version":1,"tensors":[],)"
+          R"("programs":[{"name":"p","inputs":[],"outputs":[],)"
+          R"("arena_bytes":0,"instrs":[{"k":"relu","in":[0],"out":[0]}]}]})"),
+      "tensor id 0 is out of range");
 }
 
 TEST(Artifact, RandomManifestDamageNeverCrashes) {
@@ -287,6 +294,8 @@ TEST(Artifact, ReadMissingFileNamesIt) {
     readArtifact("/nonexistent/model.tcc");
     FAIL();
   } catch (const Error &e) {
-    EXPECT_EQ(std::string(e.what()).rfind("/nonexistent/model.tcc: cannot open", 0), 0u);
+    EXPECT_EQ(
+        std::string(e.what()).rfind("/nonexistent/model.tcc: cannot open", 0),
+        0u);
   }
 }

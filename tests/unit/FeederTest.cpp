@@ -31,15 +31,15 @@ static std::vector<uint8_t> npyBytes(const std::string &descr,
     dims.resize(dims.size() - 2);
   else if (shape.size() == 1)
     dims.resize(dims.size() - 1);
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': " +
-                       (fortran ? "True" : "False") + ", 'shape': (" + dims +
-                       "), }";
+  std::string header = "{'descr': '" + descr +
+                       "', 'fortran_order': " + (fortran ? "True" : "False") +
+                       ", 'shape': (" + dims + "), }";
   size_t prefix = version == 1 ? 10 : 12;
   while ((prefix + header.size() + 1) % 64 != 0)
     header += ' ';
   header += '\n';
-  std::vector<uint8_t> out = {0x93, 'N', 'U', 'M', 'P', 'Y',
-                              static_cast<uint8_t>(version), 0};
+  std::vector<uint8_t> out = {
+      0x93, 'N', 'U', 'M', 'P', 'Y', static_cast<uint8_t>(version), 0};
   for (size_t i = 0; i < prefix - 8; ++i)
     out.push_back(static_cast<uint8_t>(header.size() >> (8 * i)));
   out.insert(out.end(), header.begin(), header.end());
@@ -53,8 +53,8 @@ static std::string writeNpy(const std::string &name, const std::string &descr,
                             const std::vector<int64_t> &shape,
                             const std::vector<T> &values, int version = 1) {
   std::string path = tempPath(name);
-  auto bytes = npyBytes(descr, shape, values.data(), values.size() * sizeof(T),
-                        version);
+  auto bytes =
+      npyBytes(descr, shape, values.data(), values.size() * sizeof(T), version);
   std::ofstream(path, std::ios::binary)
       .write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
   return path;
@@ -80,24 +80,30 @@ template <class F> static void expectError(F fn, const std::string &needle) {
 TEST(Npy, ReadsEveryDtypeAndVersion) {
   for (int version : {1, 2, 3}) {
     std::string v = std::to_string(version);
-    HostArray f4 = loadNpy(writeNpy<float>("f4.npy", "<f4", {2, 2}, {1.5f, -2, 3, 4}, version));
+    HostArray f4 = loadNpy(
+        writeNpy<float>("f4.npy", "<f4", {2, 2}, {1.5f, -2, 3, 4}, version));
     EXPECT_EQ(f4.dtype, FileDType::F32);
     EXPECT_EQ(f4.shape, (std::vector<int64_t>{2, 2}));
     EXPECT_EQ(f4.at(0), 1.5);
     EXPECT_EQ(f4.at(1), -2.0);
-    HostArray f8 = loadNpy(writeNpy<double>("f8.npy", "<f8", {3}, {0.25, 1e10, -7}, version));
+    HostArray f8 = loadNpy(
+        writeNpy<double>("f8.npy", "<f8", {3}, {0.25, 1e10, -7}, version));
     EXPECT_EQ(f8.dtype, FileDType::F64);
     EXPECT_EQ(f8.at(1), 1e10);
-    HostArray i8 = loadNpy(writeNpy<int64_t>("i8.npy", "<i8", {2}, {-5, int64_t(1) << 40}, version));
+    HostArray i8 = loadNpy(writeNpy<int64_t>("i8.npy", "<i8", {2},
+                                             {-5, int64_t(1) << 40}, version));
     EXPECT_EQ(i8.dtype, FileDType::I64);
     EXPECT_EQ(i8.at(1), double(int64_t(1) << 40));
-    HostArray i4 = loadNpy(writeNpy<int32_t>("i4.npy", "<i4", {1, 3}, {7, -8, 9}, version));
+    HostArray i4 = loadNpy(
+        writeNpy<int32_t>("i4.npy", "<i4", {1, 3}, {7, -8, 9}, version));
     EXPECT_EQ(i4.dtype, FileDType::I32);
     EXPECT_EQ(i4.at(1), -8.0);
-    HostArray u1 = loadNpy(writeNpy<uint8_t>("u1.npy", "|u1", {4}, {0, 1, 200, 255}, version));
+    HostArray u1 = loadNpy(
+        writeNpy<uint8_t>("u1.npy", "|u1", {4}, {0, 1, 200, 255}, version));
     EXPECT_EQ(u1.dtype, FileDType::U8);
     EXPECT_EQ(u1.at(3), 255.0);
-    HostArray scalar = loadNpy(writeNpy<float>("s.npy", "<f4", {}, {3.0f}, version));
+    HostArray scalar =
+        loadNpy(writeNpy<float>("s.npy", "<f4", {}, {3.0f}, version));
     EXPECT_TRUE(scalar.shape.empty());
   }
   EXPECT_EQ(loadArray(tempPath("f4.npy")).shape, (std::vector<int64_t>{2, 2}));
@@ -108,7 +114,8 @@ TEST(Npy, RejectsBadFiles) {
   auto good = npyBytes("<f4", {2, 2}, v.data(), 16);
   expectError([&] { parseNpy(good.data(), good.size() - 1, "x.npy"); },
               "x.npy: truncated data");
-  expectError([&] { parseNpy(good.data(), 5, "x.npy"); }, "x.npy: not a .npy file");
+  expectError([&] { parseNpy(good.data(), 5, "x.npy"); },
+              "x.npy: not a .npy file");
   auto fortran = npyBytes("<f4", {2, 2}, v.data(), 16, 1, true);
   expectError([&] { parseNpy(fortran.data(), fortran.size(), "x.npy"); },
               "x.npy: Fortran-order arrays are not supported");
@@ -116,10 +123,12 @@ TEST(Npy, RejectsBadFiles) {
   expectError([&] { parseNpy(half.data(), half.size(), "x.npy"); },
               "x.npy: unsupported dtype '<f2'");
   auto big = npyBytes(">f4", {2}, v.data(), 8);
-  expectError([&] { parseNpy(big.data(), big.size(), "x.npy"); }, "unsupported dtype");
+  expectError([&] { parseNpy(big.data(), big.size(), "x.npy"); },
+              "unsupported dtype");
   auto broken = good; // "False" -> "Maybe"
 
-  std::memcpy(broken.data() + 10, "{'descr': '<f4', 'fortran_order': Maybe", 39);
+  std::memcpy(broken.data() + 10, "{'descr': '<f4', 'fortran_order': Maybe",
+              39);
   expectError([&] { parseNpy(broken.data(), broken.size(), "x.npy"); },
               "x.npy: bad .npy header");
   std::vector<float> nan = {1, 2, NAN, 4, 5, 6};
@@ -127,11 +136,13 @@ TEST(Npy, RejectsBadFiles) {
   expectError([&] { parseNpy(withNan.data(), withNan.size(), "x.npy"); },
               "x.npy: sample 1 contains NaN");
   expectError([&] { loadNpy(tempPath("missing.npy")); }, "cannot open");
-  expectError([&] { loadArray("data.bin"); }, "data.bin: unsupported data file");
+  expectError([&] { loadArray("data.bin"); },
+              "data.bin: unsupported data file");
 }
 
 TEST(Csv, ReadsWithAndWithoutHeader) {
-  HostArray a = loadCsv(writeText("h.csv", "a, b ,c\r\n1,2,3\r\n4,5.5,-6e1\r\n\r\n"));
+  HostArray a =
+      loadCsv(writeText("h.csv", "a, b ,c\r\n1,2,3\r\n4,5.5,-6e1\r\n\r\n"));
   EXPECT_EQ(a.dtype, FileDType::F64);
   EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(a.at(4), 5.5);
@@ -234,7 +245,8 @@ TEST(DataFeeder, ShuffleIsAReproduciblePermutation) {
 }
 
 TEST(DataFeeder, ResumesAtStartBatch) {
-  DataFeeder full(sources(10), 2, true, 3, 12), resumed(sources(10), 2, true, 3, 12, 4, 9);
+  DataFeeder full(sources(10), 2, true, 3, 12),
+      resumed(sources(10), 2, true, 3, 12, 4, 9);
   DataFeeder::Batch b, r;
   for (int i = 0; i < 9; ++i)
     ASSERT_TRUE(full.next(b));

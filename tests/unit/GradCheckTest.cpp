@@ -26,6 +26,7 @@
 #include <set>
 
 using namespace mlir;
+namespace rt = ::tcc::rt;
 
 namespace {
 
@@ -145,12 +146,12 @@ class GradCheck : public ::testing::TestWithParam<Case> {};
 TEST_P(GradCheck, MatchesFiniteDifferences) {
   const Case &c = GetParam();
   MLIRContext ctx;
-  ctx.loadDialect<tcc::TccDialect, func::FuncDialect>();
+  ctx.loadDialect<mlir::tcc::TccDialect, func::FuncDialect>();
   std::string text = moduleText(c);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &ctx);
   ASSERT_TRUE(module) << text;
   PassManager pm(&ctx);
-  pm.addPass(tcc::createAutodiffPass());
+  pm.addPass(mlir::tcc::createAutodiffPass());
   ASSERT_TRUE(succeeded(pm.run(*module))) << text;
 
   std::mt19937 rng(42);
@@ -170,16 +171,16 @@ TEST_P(GradCheck, MatchesFiniteDifferences) {
       init[p.name].push_back(v);
     }
   }
-  tcc::rt::Artifact a;
-  tcc::ScheduleBuilder builder(a, init);
+  rt::Artifact a;
+  ::tcc::ScheduleBuilder builder(a, init);
   auto fn = module->lookupSymbol<func::FuncOp>("train_step");
   ASSERT_TRUE(succeeded(builder.lower(fn, "train_step")));
-  tcc::rt::Session s(a, tcc::rt::ExecMode::Compiled);
-  const tcc::rt::Program &prog = *a.findProgram("train_step");
+  rt::Session s(a, rt::ExecMode::Compiled);
+  const rt::Program &prog = *a.findProgram("train_step");
   ASSERT_EQ(prog.outputs.size(), 1 + c.params.size());
   for (int32_t id : prog.inputs) {
-    const tcc::rt::TensorInfo &t = a.tensors[id];
-    if (t.dtype == tcc::rt::DType::F32) {
+    const rt::TensorInfo &t = a.tensors[id];
+    if (t.dtype == rt::DType::F32) {
       std::uniform_real_distribution<float> d(-1, 1);
       float *p = static_cast<float *>(s.data(id));
       for (int64_t i = 0; i < t.numElements(); ++i)
@@ -197,7 +198,7 @@ TEST_P(GradCheck, MatchesFiniteDifferences) {
   };
   loss();
   for (size_t k = 0; k < c.params.size(); ++k) {
-    const tcc::rt::TensorInfo &g = a.tensors[prog.outputs[1 + k]];
+    const rt::TensorInfo &g = a.tensors[prog.outputs[1 + k]];
     std::vector<float> analytic(
         static_cast<const float *>(s.data(prog.outputs[1 + k])),
         static_cast<const float *>(s.data(prog.outputs[1 + k])) +
@@ -223,13 +224,13 @@ INSTANTIATE_TEST_SUITE_P(AllRules, GradCheck, ::testing::ValuesIn(cases()),
 
 TEST(GradCheckCoverage, EveryGradientRuleHasACase) {
   MLIRContext ctx;
-  ctx.loadDialect<tcc::TccDialect>();
+  ctx.loadDialect<mlir::tcc::TccDialect>();
   std::set<std::string> covered;
   for (const Case &c : cases())
     covered.insert(c.op);
   int withRule = 0;
   for (RegisteredOperationName op : ctx.getRegisteredOperations()) {
-    if (!op.hasInterface<tcc::GradientOpInterface>())
+    if (!op.hasInterface<mlir::tcc::GradientOpInterface>())
       continue;
     ++withRule;
     EXPECT_TRUE(covered.count(op.getStringRef().str()))

@@ -16,12 +16,30 @@ using namespace tcc::rt::test;
 TEST(Kernels, RegistryListsEveryKernelSorted) {
   std::vector<std::string> names = kernelNames();
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
-  for (const char *k :
-       {"matmul", "add", "sub", "mul", "div", "neg", "relu", "relu_grad",
-        "reduce_sum", "reduce_mean", "broadcast_to", "copy", "transpose",
-        "softmax", "log_softmax", "softmax_grad", "log_softmax_grad",
-        "softmax_cross_entropy", "softmax_cross_entropy_grad", "mse_loss",
-        "mse_loss_grad", "sgd_update", "sgd_momentum_update", "adamw_update"}) {
+  for (const char *k : {"matmul",
+                        "add",
+                        "sub",
+                        "mul",
+                        "div",
+                        "neg",
+                        "relu",
+                        "relu_grad",
+                        "reduce_sum",
+                        "reduce_mean",
+                        "broadcast_to",
+                        "copy",
+                        "transpose",
+                        "softmax",
+                        "log_softmax",
+                        "softmax_grad",
+                        "log_softmax_grad",
+                        "softmax_cross_entropy",
+                        "softmax_cross_entropy_grad",
+                        "mse_loss",
+                        "mse_loss_grad",
+                        "sgd_update",
+                        "sgd_momentum_update",
+                        "adamw_update"}) {
     EXPECT_NE(findKernel(k), nullptr) << k;
     EXPECT_NE(std::find(names.begin(), names.end(), k), names.end()) << k;
   }
@@ -38,12 +56,18 @@ struct BinaryCase {
 
 TEST(Kernels, BinaryBroadcastMatchesReference) {
   const std::vector<BinaryCase> cases = {
-      {{2, 3}, {2, 3}, {2, 3}},       {{2, 3}, {3}, {2, 3}},
-      {{2, 3}, {1, 3}, {2, 3}},       {{2, 3}, {2, 1}, {2, 3}},
-      {{}, {2, 3}, {2, 3}},           {{2, 3}, {}, {2, 3}},
-      {{4, 1, 3}, {2, 1}, {4, 2, 3}}, {{3, 1, 5}, {1, 4, 1}, {3, 4, 5}},
-      {{2, 1}, {}, {2, 3}},           {{5, 7, 9}, {9}, {5, 7, 9}},
-      {{1}, {1}, {1}},                {{3, 1}, {1, 3}, {3, 3}},
+      {{2, 3}, {2, 3}, {2, 3}},
+      {{2, 3}, {3}, {2, 3}},
+      {{2, 3}, {1, 3}, {2, 3}},
+      {{2, 3}, {2, 1}, {2, 3}},
+      {{}, {2, 3}, {2, 3}},
+      {{2, 3}, {}, {2, 3}},
+      {{4, 1, 3}, {2, 1}, {4, 2, 3}},
+      {{3, 1, 5}, {1, 4, 1}, {3, 4, 5}},
+      {{2, 1}, {}, {2, 3}},
+      {{5, 7, 9}, {9}, {5, 7, 9}},
+      {{1}, {1}, {1}},
+      {{3, 1}, {1, 3}, {3, 3}},
   };
   const std::pair<const char *, std::function<float(float, float)>> ops[] = {
       {"add", std::plus<float>()},
@@ -61,7 +85,8 @@ TEST(Kernels, BinaryBroadcastMatchesReference) {
       auto got = h.get(out);
       for (int64_t i = 0; i < numel(c.c); ++i) {
         auto idx = unravel(i, c.c);
-        float want = fn(av[broadcastIndex(idx, c.a)], bv[broadcastIndex(idx, c.b)]);
+        float want =
+            fn(av[broadcastIndex(idx, c.a)], bv[broadcastIndex(idx, c.b)]);
         ASSERT_EQ(got[i], want) << name << " case a=" << formatShape(c.a)
                                 << " b=" << formatShape(c.b) << " i=" << i;
       }
@@ -111,8 +136,10 @@ TEST(Kernels, MatmulAllTransposeCombos) {
     for (int tb = 0; tb < 2; ++tb) {
       KernelHarness h;
       auto av = randomValues(m * k, 10 + ta), bv = randomValues(k * n, 20 + tb);
-      int32_t a = h.f32(ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k}, av);
-      int32_t b = h.f32(tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, bv);
+      int32_t a = h.f32(
+          ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k}, av);
+      int32_t b = h.f32(
+          tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, bv);
       int32_t c = h.out({m, n});
       h.run("matmul", {a, b}, {c}, {ta, tb});
       expectNear(h.get(c), refMatmul(av, bv, m, n, k, ta, tb), 1e-5f,
@@ -121,7 +148,8 @@ TEST(Kernels, MatmulAllTransposeCombos) {
 }
 
 /// Batched matmul against a per-batch reference, with batch broadcasting.
-static void checkBatched(std::vector<int64_t> aShape, std::vector<int64_t> bShape,
+static void checkBatched(std::vector<int64_t> aShape,
+                         std::vector<int64_t> bShape,
                          std::vector<int64_t> cShape, bool ta, bool tb) {
   KernelHarness h;
   auto av = randomValues(numel(aShape), 3), bv = randomValues(numel(bShape), 4);
@@ -131,15 +159,19 @@ static void checkBatched(std::vector<int64_t> aShape, std::vector<int64_t> bShap
   int64_t m = cShape[r - 2], n = cShape[r - 1];
   int64_t k = ta ? aShape[aShape.size() - 2] : aShape.back();
   std::vector<int64_t> cb(cShape.begin(), cShape.end() - 2),
-      ab(aShape.begin(), aShape.end() - 2), bb(bShape.begin(), bShape.end() - 2);
+      ab(aShape.begin(), aShape.end() - 2),
+      bb(bShape.begin(), bShape.end() - 2);
   auto got = h.get(c);
   for (int64_t i = 0; i < numel(cb); ++i) {
     auto idx = unravel(i, cb);
     int64_t ai = ab.empty() ? 0 : broadcastIndex(idx, ab);
     int64_t bi = bb.empty() ? 0 : broadcastIndex(idx, bb);
-    std::vector<float> as(av.begin() + ai * m * k, av.begin() + (ai + 1) * m * k);
-    std::vector<float> bs(bv.begin() + bi * k * n, bv.begin() + (bi + 1) * k * n);
-    std::vector<float> gs(got.begin() + i * m * n, got.begin() + (i + 1) * m * n);
+    std::vector<float> as(av.begin() + ai * m * k,
+                          av.begin() + (ai + 1) * m * k);
+    std::vector<float> bs(bv.begin() + bi * k * n,
+                          bv.begin() + (bi + 1) * k * n);
+    std::vector<float> gs(got.begin() + i * m * n,
+                          got.begin() + (i + 1) * m * n);
     expectNear(gs, refMatmul(as, bs, m, n, k, ta, tb), 1e-5f,
                "batch " + std::to_string(i));
   }
@@ -189,8 +221,8 @@ static std::vector<float> refReduce(const std::vector<float> &x,
 
 TEST(Kernels, ReduceSumAndMeanOverAxes) {
   const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>
-      cases = {{{2, 3, 4}, {}},     {{2, 3, 4}, {0}},    {{2, 3, 4}, {1}},
-               {{2, 3, 4}, {2}},    {{2, 3, 4}, {0, 1}}, {{2, 3, 4}, {0, 2}},
+      cases = {{{2, 3, 4}, {}},     {{2, 3, 4}, {0}},       {{2, 3, 4}, {1}},
+               {{2, 3, 4}, {2}},    {{2, 3, 4}, {0, 1}},    {{2, 3, 4}, {0, 2}},
                {{2, 3, 4}, {1, 2}}, {{2, 3, 4}, {0, 1, 2}}, {{3, 37}, {1}},
                {{64, 10}, {0}},     {{2, 1, 3}, {1}}};
   for (const auto &[shape, axes] : cases)
@@ -200,14 +232,18 @@ TEST(Kernels, ReduceSumAndMeanOverAxes) {
       auto want = refReduce(xv, shape, axes, mean);
       int32_t x = h.f32(shape, xv), y = h.out({int64_t(want.size())});
       h.run(mean ? "reduce_mean" : "reduce_sum", {x}, {y}, axes);
-      expectNear(h.get(y), want, 1e-5f, formatShape(shape) + " axes " + formatShape(axes));
+      expectNear(h.get(y), want, 1e-5f,
+                 formatShape(shape) + " axes " + formatShape(axes));
     }
 }
 
 TEST(Kernels, BroadcastToAndCopy) {
   for (auto [from, to] :
        std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
-           {{3}, {2, 3}}, {{2, 1}, {2, 3}}, {{}, {2, 2}}, {{1, 3, 1}, {2, 3, 4}}}) {
+           {{3}, {2, 3}},
+           {{2, 1}, {2, 3}},
+           {{}, {2, 2}},
+           {{1, 3, 1}, {2, 3, 4}}}) {
     KernelHarness h;
     auto xv = randomValues(numel(from), 9);
     int32_t x = h.f32(from, xv), y = h.out(to);
@@ -227,7 +263,8 @@ TEST(Kernels, TransposeAllPermutations) {
   auto xv = randomValues(24, 11);
   do {
     KernelHarness h;
-    std::vector<int64_t> outShape = {shape[perm[0]], shape[perm[1]], shape[perm[2]]};
+    std::vector<int64_t> outShape = {shape[perm[0]], shape[perm[1]],
+                                     shape[perm[2]]};
     int32_t x = h.f32(shape, xv), y = h.out(outShape);
     h.run("transpose", {x}, {y}, perm);
     auto got = h.get(y);
@@ -236,7 +273,8 @@ TEST(Kernels, TransposeAllPermutations) {
       std::vector<int64_t> src(3);
       for (int d = 0; d < 3; ++d)
         src[perm[d]] = idx[d];
-      ASSERT_EQ(got[i], xv[(src[0] * 3 + src[1]) * 4 + src[2]]) << formatShape(perm);
+      ASSERT_EQ(got[i], xv[(src[0] * 3 + src[1]) * 4 + src[2]])
+          << formatShape(perm);
     }
   } while (std::next_permutation(perm.begin(), perm.end()));
 }
@@ -252,7 +290,8 @@ TEST(Kernels, TransposeLargeTiledAndI64) {
     for (int64_t j = 0; j < c; ++j)
       ASSERT_EQ(got[j * r + i], xv[i * c + j]);
 
-  int32_t xi = h.i64({2, 3}, {1, 2, 3, 4, 5, 6}), yi = h.out({3, 2}, DType::I64);
+  int32_t xi = h.i64({2, 3}, {1, 2, 3, 4, 5, 6}),
+          yi = h.out({3, 2}, DType::I64);
   h.run("transpose", {xi}, {yi}, {1, 0});
   EXPECT_EQ(h.getI64(yi), (std::vector<int64_t>{1, 4, 2, 5, 3, 6}));
 }
@@ -274,7 +313,8 @@ TEST(Kernels, ElementwiseInPlace) {
 
 TEST(Kernels, CheckInstrRejectsBadInstrs) {
   KernelHarness h;
-  int32_t a = h.f32({2, 3}, std::vector<float>(6)), b = h.f32({4, 5}, std::vector<float>(20));
+  int32_t a = h.f32({2, 3}, std::vector<float>(6)),
+          b = h.f32({4, 5}, std::vector<float>(20));
   int32_t l = h.i64({2}, {0, 1}), o = h.out({2, 3});
   auto throwsWith = [&](const std::string &needle, auto fn) {
     try {
@@ -286,13 +326,18 @@ TEST(Kernels, CheckInstrRejectsBadInstrs) {
     }
   };
   throwsWith("unknown kernel 'conv'", [&] { h.check("conv", {a}, {o}); });
-  throwsWith("expects 2 inputs and 1 outputs", [&] { h.check("add", {a}, {o}); });
+  throwsWith("expects 2 inputs and 1 outputs",
+             [&] { h.check("add", {a}, {o}); });
   throwsWith("does not broadcast", [&] { h.check("add", {a, b}, {o}); });
   throwsWith("do not agree", [&] { h.check("matmul", {a, b}, {o}, {0, 0}); });
   throwsWith("must be f32", [&] { h.check("relu", {l}, {o}); });
-  throwsWith("not a permutation", [&] { h.check("transpose", {a}, {o}, {0, 0}); });
+  throwsWith("not a permutation", [&] {
+    h.check("transpose", {a}, {o}, {0, 0});
+  });
   throwsWith("not sorted", [&] { h.check("reduce_sum", {a}, {o}, {1, 0}); });
   throwsWith("out of range", [&] { h.check("softmax", {a}, {o}, {2}); });
   throwsWith("tensor id 99", [&] { h.check("relu", {99}, {o}); });
-  throwsWith("float attributes", [&] { h.check("sgd_update", {a, a}, {o}, {}, {0.1}); });
+  throwsWith("float attributes", [&] {
+    h.check("sgd_update", {a, a}, {o}, {}, {0.1});
+  });
 }

@@ -11,10 +11,24 @@ using namespace tcc::rt;
 
 namespace {
 enum Id : int32_t {
-  X, Target, W, M, V, Step, One, Labels, // persistent
-  H, Y, Loss, Dy, Dh, Dw,                // train_step temps
-  H2, Y2,                                // forward temps
-  H3, Ce,                                // xent temps
+  X,
+  Target,
+  W,
+  M,
+  V,
+  Step,
+  One,
+  Labels, // persistent
+  H,
+  Y,
+  Loss,
+  Dy,
+  Dh,
+  Dw, // train_step temps
+  H2,
+  Y2, // forward temps
+  H3,
+  Ce, // xent temps
 };
 
 /// y = relu(x W); loss = mse(y, target); one AdamW step on W.
@@ -45,7 +59,8 @@ struct TinyModel {
   TinyModel() {
     add("x", {4, 3}, TensorKind::Input);
     add("target", {4, 2}, TensorKind::Input);
-    add("W", {3, 2}, TensorKind::Param, {0.5f, -0.25f, 0.75f, 0.1f, -0.3f, 0.2f});
+    add("W", {3, 2}, TensorKind::Param,
+        {0.5f, -0.25f, 0.75f, 0.1f, -0.3f, 0.2f});
     add("W.m", {3, 2}, TensorKind::State, std::vector<float>(6, 0.0f));
     add("W.v", {3, 2}, TensorKind::State, std::vector<float>(6, 0.0f));
     add("step", {}, TensorKind::State, {0.0f});
@@ -73,10 +88,15 @@ struct TinyModel {
         {"relu_grad", {Dy, H}, {Dh}, {}, {}},
         {"matmul", {X, Dh}, {Dw}, {1, 0}, {}},
         {"add", {Step, One}, {Step}, {}, {}},
-        {"adamw_update", {W, Dw, M, V, Step}, {W, M, V}, {}, {0.05, 0.9, 0.999, 1e-8, 0.01}},
+        {"adamw_update",
+         {W, Dw, M, V, Step},
+         {W, M, V},
+         {},
+         {0.05, 0.9, 0.999, 1e-8, 0.01}},
     };
     Program fwd{"forward", {X}, {Y2}, {}, 64};
-    fwd.instrs = {{"matmul", {X, W}, {H2}, {0, 0}, {}}, {"relu", {H2}, {Y2}, {}, {}}};
+    fwd.instrs = {{"matmul", {X, W}, {H2}, {0, 0}, {}},
+                  {"relu", {H2}, {Y2}, {}, {}}};
     Program xent{"xent", {X, Labels}, {Ce}, {}, 128};
     xent.instrs = {{"matmul", {X, W}, {H3}, {0, 0}, {}},
                    {"softmax_cross_entropy", {H3, Labels}, {Ce}, {}, {}}};
@@ -118,12 +138,14 @@ TEST(Session, CompiledAndEagerAgreeBitForBit) {
       firstLoss = lc;
     for (int32_t id : {W, M, V, Step})
       EXPECT_EQ(std::memcmp(compiled.data(id), eager.data(id),
-                            m.a.tensors[id].byteSize()), 0)
+                            m.a.tensors[id].byteSize()),
+                0)
           << m.a.tensors[id].name << " at step " << step;
   }
   EXPECT_EQ(read(compiled, Step, 1)[0], 5.0f);
   EXPECT_EQ(compiled.data(W), wBefore); // updated in place
-  EXPECT_NE(read(compiled, W, 6), (std::vector<float>{0.5f, -0.25f, 0.75f, 0.1f, -0.3f, 0.2f}));
+  EXPECT_NE(read(compiled, W, 6),
+            (std::vector<float>{0.5f, -0.25f, 0.75f, 0.1f, -0.3f, 0.2f}));
   EXPECT_LT(read(compiled, Loss, 1)[0], firstLoss);
 
   // The first loss is mean((relu(x W0) - t)^2), computed by hand here.
@@ -199,7 +221,8 @@ static void expectSessionError(const Artifact &a, const std::string &needle) {
 TEST(Session, RejectsBadArtifacts) {
   TinyModel m;
   m.a.programs[0].instrs[1].kernel = "gelu";
-  expectSessionError(m.a, "program 'train_step' instr 1 (gelu): unknown kernel 'gelu'");
+  expectSessionError(
+      m.a, "program 'train_step' instr 1 (gelu): unknown kernel 'gelu'");
   m = TinyModel();
   m.a.programs[0].instrs[0].iattrs = {1, 0}; // x^T W: [3,4] x [3,2]
   expectSessionError(m.a, "program 'train_step' instr 0 (matmul): shapes");
