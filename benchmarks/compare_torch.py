@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""tcc compiled vs tcc eager vs PyTorch eager: one model, batch and optimizer.
+
+Builds a torch.nn model, exports it with torch.onnx.export, compiles it with
+tcc, runs `tcc bench` (eager and compiled side by side in one process), then
+trains the same model in PyTorch on random data of the same shapes with the
+same optimizer, and prints the median step times and their ratios.
+
+  /usr/bin/python3 benchmarks/compare_torch.py --tcc build/tools/tcc/tcc \
+      --sizes 784,1024,1024,10 --batch 256 --threads 2
+
+Uses Debian's python3-torch (PyTorch 1.13, CPU). Thread counts are pinned
+for both sides (OpenBLAS via TCC_NUM_THREADS, torch.set_num_threads).
+"""
+import argparse
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+from make_mlp import make_mlp  # noqa: E402
+
+
+def torch_steps(model, batch, in_dim, classes, steps, warmup, lr):
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    crit = nn.CrossEntropyLoss()
+    x = torch.rand(batch, in_dim) * 2 - 1
+    y = torch.randint(0, classes, (batch,))
+    times = []
+    for i in range(warmup + steps):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = crit(model(x), y)
+        loss.backward()
+        opt.step()
+        dt = time.perf_counter() - t0
+        if i >= warmup:
+            times.append(dt)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tcc", default="build/tools/tcc/tcc")
+    ap.add_argument("--sizes", default="784,1024,1024,10")
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--torch-only", action="store_true",
+                    help=argparse.SUPPRESS)  # child process for a clean RSS
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    model = make_mlp(sizes)
+
+    if args.torch_only:
+        ms = torch_steps(model, args.batch, sizes[0], sizes[-1], args.steps,
+                         args.warmup, args.lr) * 1e3
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"torch {ms:.3f} {rss:.1f}")
+        return
+
+    with tempfile.TemporaryDirectory() as d:
+        onnx_path = os.path.join(d, "model.onnx")
+        torch.onnx.export(model, torch.randn(2, sizes[0]), onnx_path,
+                          input_names=["x"], output_names=["logits"],
+                          dynamic_axes={"x": {0: "n"}, "logits": {0: "n"}},
+                          opset_version=17)
+        art = os.path.join(d, "model.tcc")
+        subprocess.run([args.tcc, "compile", onnx_path, "-o", art, "--batch",
+                        str(args.batch), "--optimizer", "adamw", "--lr",
+                        str(args.lr)], check=True)
+        env = dict(os.environ, TCC_NUM_THREADS=str(args.threads),
+                   OPENBLAS_NUM_THREADS=str(args.threads))
+        out = subprocess.run([args.tcc, "bench", art, "--steps", str(args.steps),
+                              "--warmup", str(args.warmup)], check=True,
+                             capture_output=True, text=True, env=env).stdout
+    print(out, end="")
+    eager = float(re.search(r"^\s+eager\s+([0-9.]+)", out, re.M).group(1))
+    compiled = float(re.search(r"^\s+compiled\s+([0-9.]+)", out, re.M).group(1))
+    child = subprocess.run([sys.executable, __file__, "--torch-only",
+                            "--sizes", args.sizes, "--batch", str(args.batch),
+                            "--steps", str(args.steps), "--warmup",
+                            str(args.warmup), "--threads", str(args.threads),
+                            "--lr", str(args.lr)],
+                           check=True, capture_output=True, text=True).stdout
+    _, torch_ms, torch_rss = child.split()
+    torch_ms = float(torch_ms)
+    print(f"\nMLP {args.sizes}, batch {args.batch}, AdamW, fp32, "
+          f"{args.threads} threads, median of {args.steps} steps")
+    print(f"  {'system':<16}{'step ms':>10}{'vs PyTorch':>12}")
+    for name, ms in (("tcc compiled", compiled), ("tcc eager", eager),
+                     ("PyTorch eager", torch_ms)):
+        print(f"  {name:<16}{ms:>10.3f}{torch_ms / ms:>11.2f}x")
+    print(f"  PyTorch process peak RSS: {float(torch_rss):.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()
