@@ -351,4 +351,8 @@ def Tcc_AdamWUpdateOp : Tcc_InferOp<"adamw_update",
                        "attr-dict `:` type($param) `,` type($step)";
 }
 
+include "dialects/tcc/TccOpsShape.td"
+include "dialects/tcc/TccOpsMath.td"
+include "dialects/tcc/TccOpsConv.td"
+
 #endif // TCC_OPS_TD
