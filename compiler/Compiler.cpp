@@ -24,6 +24,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -89,6 +90,7 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   pipe.lr = opts.lr;
   pipe.momentum = opts.momentum;
   pipe.weightDecay = opts.weightDecay;
+  pipe.gradAccum = opts.gradAccum;
   pipe.optimize = opts.emit != EmitKind::Train;
   PassManager pm(&ctx);
   mlir::tcc::buildTrainPipeline(pm, pipe);
@@ -112,6 +114,11 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!train || !forward)
     return fail("the pipeline did not produce @train_step and @forward");
+  // With gradient accumulation, "accumulate" runs per micro-batch and
+  // "train_step" applies the optimizer once per K micro-batches.
+  if (auto acc = module.lookupSymbol<func::FuncOp>("accumulate_step"))
+    if (failed(builder.lower(acc, "accumulate")))
+      return 1;
   if (failed(builder.lower(train, "train_step")) ||
       failed(builder.lower(forward, "forward")))
     return 1;
@@ -124,6 +131,7 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   artifact.meta["source"] = opts.input;
   artifact.meta["batch"] = batchAttr ? std::to_string(batchAttr.getInt()) : "?";
   artifact.meta["loss"] = opts.loss;
+  artifact.meta["grad_accum"] = std::to_string(std::max<int64_t>(opts.gradAccum, 1));
   artifact.meta["precision"] = "fp32";
   artifact.meta["target"] = "cpu";
   if (auto o = module->getAttrOfType<DictionaryAttr>("tcc.optimizer")) {

@@ -27,6 +27,7 @@ struct CompileOptions {
   double lr = -1;           // < 0: the optimizer's default
   double momentum = 0;
   double weightDecay = -1;  // < 0: the optimizer's default
+  int64_t gradAccum = 1;    // micro-batches per optimizer step
 };
 
 /// Runs the whole compiler. Prints diagnostics to stderr and returns the

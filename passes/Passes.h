@@ -32,6 +32,9 @@ struct TrainPipelineOptions
   Option<double> weightDecay{*this, "weight-decay",
                              llvm::cl::desc("weight decay"),
                              llvm::cl::init(-1.0)};
+  Option<int64_t> gradAccum{*this, "grad-accum",
+                            llvm::cl::desc("micro-batches per optimizer step"),
+                            llvm::cl::init(1)};
   Option<bool> optimize{*this, "optimize",
                         llvm::cl::desc("run canonicalize and CSE at the end"),
                         llvm::cl::init(true)};

@@ -32,6 +32,31 @@ def AutodiffPass : Pass<"tcc-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::tcc::TccDialect"];
 }
 
+def AccumulateGradientsPass : Pass<"tcc-accumulate-gradients", "mlir::ModuleOp"> {
+  let summary = "Splits @train_step into gradient accumulation and an apply step";
+  let description = [{
+    With `steps` = K > 1, gradient accumulation gives the update of one batch
+    K times larger using micro-batches of the compiled size. `@train_step`
+    (loss and `grad` results, after tcc-autodiff) becomes two functions:
+
+    * `@accumulate_step`: the forward and backward of one micro-batch; each
+      gradient is added to a zero-initialized state argument
+      `<param>.grad_acc` (results of kind `update`); the loss and any other
+      update results stay.
+    * `@train_step`: takes the parameters and the accumulators, returns
+      `grad_acc / K` as `grad` results (for tcc-apply-optimizer) and resets
+      each accumulator to zero.
+
+    The loss is a mean, so the mean of the K micro-batch gradients is the
+    gradient of the K-times-larger batch. With K <= 1 the pass does nothing.
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect", "mlir::func::FuncDialect"];
+  let options = [
+    Option<"steps", "steps", "int64_t", /*default=*/"1",
+           "Micro-batches per optimizer step">,
+  ];
+}
+
 def ApplyOptimizerPass : Pass<"tcc-apply-optimizer", "mlir::ModuleOp"> {
   let summary = "Replaces the gradients of @train_step by optimizer updates";
   let description = [{

@@ -17,6 +17,9 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
                                    const TrainPipelineOptions &opts) {
   pm.addPass(createBuildLossPass(BuildLossPassOptions{opts.loss}));
   pm.addPass(createAutodiffPass());
+  if (opts.gradAccum > 1)
+    pm.addPass(createAccumulateGradientsPass(
+        AccumulateGradientsPassOptions{opts.gradAccum}));
   ApplyOptimizerPassOptions opt;
   opt.optimizer = opts.optimizer;
   opt.lr = opts.lr;

@@ -96,6 +96,32 @@ FailureOr<int32_t> TccScheduleBuilder::persistent(BlockArgument arg) {
   return addTensor(std::move(info));
 }
 
+/// Adds a constant tensor holding `dense` to the blob.
+FailureOr<int32_t> TccScheduleBuilder::constantTensor(DenseElementsAttr dense,
+                                                    const std::string &program,
+                                                    Location loc) {
+  auto dtype = dtypeOf(dense.getType(), loc);
+  if (failed(dtype))
+    return failure();
+  rt::TensorInfo info;
+  info.name = program + ".const" + std::to_string(artifact.tensors.size());
+  info.kind = rt::TensorKind::Constant;
+  info.dtype = *dtype;
+  info.shape = shapeOf(dense.getType());
+  std::vector<uint8_t> bytes(info.byteSize());
+  if (*dtype == rt::DType::F32) {
+    auto vals = dense.getValues<float>();
+    std::vector<float> f(vals.begin(), vals.end());
+    std::memcpy(bytes.data(), f.data(), bytes.size());
+  } else {
+    auto vals = dense.getValues<int64_t>();
+    std::vector<int64_t> v(vals.begin(), vals.end());
+    std::memcpy(bytes.data(), v.data(), bytes.size());
+  }
+  info.dataOffset = artifact.addBlob(bytes.data(), bytes.size());
+  return addTensor(std::move(info));
+}
+
 /// Kernels that read and write each element independently, so their output
 /// may be the same buffer as a same-shaped input.
 static bool isElementwise(StringRef kernel) {
@@ -218,35 +244,30 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn, const std::string &name
   };
 
   for (Operation &op : body.without_terminator()) {
+    rt::Instr in;
     if (auto c = dyn_cast<mlir::tcc::ConstantOp>(op)) {
       auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
-      auto dtype = dtypeOf(c.getType(), c.getLoc());
       if (!dense)
         return c.emitError("only dense constants can be lowered");
-      if (failed(dtype))
-        return failure();
-      rt::TensorInfo info;
-      info.name = name + ".const" + std::to_string(artifact.tensors.size());
-      info.kind = rt::TensorKind::Constant;
-      info.dtype = *dtype;
-      info.shape = shapeOf(c.getType());
-      std::vector<uint8_t> bytes(info.byteSize());
-      if (*dtype == rt::DType::F32) {
-        auto vals = dense.getValues<float>();
-        std::vector<float> f(vals.begin(), vals.end());
-        std::memcpy(bytes.data(), f.data(), bytes.size());
-      } else {
-        auto vals = dense.getValues<int64_t>();
-        std::vector<int64_t> v(vals.begin(), vals.end());
-        std::memcpy(bytes.data(), v.data(), bytes.size());
+      // A splat is stored as one scalar and broadcast at run time, so large
+      // zero or one tensors cost no artifact space.
+      if (!dense.isSplat() || dense.getNumElements() <= 1 ||
+          !dense.getElementType().isF32()) {
+        auto id = constantTensor(dense, name, c.getLoc());
+        if (failed(id))
+          return failure();
+        ids[c.getResult()] = *id;
+        continue;
       }
-      info.dataOffset = artifact.addBlob(bytes.data(), bytes.size());
-      ids[c.getResult()] = addTensor(std::move(info));
-      continue;
-    }
-    rt::Instr in;
-    if (failed(describe(&op, in)))
+      auto scalarType = RankedTensorType::get({}, dense.getElementType());
+      auto id = constantTensor(dense.resizeSplat(scalarType), name, c.getLoc());
+      if (failed(id))
+        return failure();
+      in.kernel = "broadcast_to";
+      in.inputs.push_back(*id);
+    } else if (failed(describe(&op, in))) {
       return failure();
+    }
     for (Value v : op.getOperands())
       in.inputs.push_back(ids.lookup(v));
     for (Value r : op.getResults()) {

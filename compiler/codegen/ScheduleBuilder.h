@@ -5,6 +5,7 @@
 #include "runtime/core/Artifact.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Support/LLVM.h"
 
 #include <map>
@@ -33,6 +34,9 @@ public:
 private:
   mlir::FailureOr<int32_t> persistent(mlir::BlockArgument arg);
   int32_t addTensor(rt::TensorInfo info);
+  mlir::FailureOr<int32_t> constantTensor(mlir::DenseElementsAttr dense,
+                                          const std::string &program,
+                                          mlir::Location loc);
 
   rt::Artifact &artifact;
   const std::map<std::string, std::vector<float>> &initialParams;

@@ -31,6 +31,11 @@ static cl::opt<double> weightDecay("weight-decay",
                                    cl::desc("Weight decay (default 0.01 for "
                                             "adamw, 0 for sgd)"),
                                    cl::init(-1), cl::sub(tool::compileCmd));
+static cl::opt<int64_t> gradAccum(
+    "grad-accum",
+    cl::desc("Accumulate gradients over K micro-batches of --batch samples "
+             "per optimizer step (the update of one batch K times larger)"),
+    cl::init(1), cl::value_desc("K"), cl::sub(tool::compileCmd));
 static cl::list<std::string> freeze("freeze",
                                     cl::desc("Initializers to keep constant"),
                                     cl::CommaSeparated,
@@ -60,5 +65,11 @@ int tool::runCompile() {
   o.lr = lr;
   o.momentum = momentum;
   o.weightDecay = weightDecay;
+  if (gradAccum < 1) {
+    llvm::errs() << "tcc compile: error: --grad-accum must be at least 1, got "
+                 << gradAccum << "\n";
+    return 1;
+  }
+  o.gradAccum = gradAccum;
   return compileModel(o);
 }
