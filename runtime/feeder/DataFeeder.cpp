@@ -1,14 +1,27 @@
 //===- DataFeeder.cpp - Validation, conversion and the producer thread ----===//
 #include "runtime/feeder/DataFeeder.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <numeric>
 #include <random>
 
 namespace tcc::rt {
 
 void (*detail::feederBatchHookForTesting)(int64_t) = nullptr;
+
+static std::vector<uint8_t> readFileBytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error(path + ": cannot open: " + std::strerror(errno));
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  if (in.bad())
+    throw Error(path + ": read error");
+  return bytes;
+}
 
 static std::string fileOf(const DataFeeder::Source &s) {
   return s.array.path.empty() ? s.name : s.array.path;
@@ -67,11 +80,6 @@ DataFeeder::DataFeeder(std::vector<Source> sources, int64_t batchSize,
       shuffle_(shuffle), seed_(seed), prefetch_(prefetch ? prefetch : 1) {
   if (sources.empty())
     throw Error("no data sources");
-  if (batchSize <= 0)
-    throw Error("batch size must be positive, got " +
-                std::to_string(batchSize));
-  if (startBatch < 0)
-    throw Error("start batch must be >= 0, got " + std::to_string(startBatch));
   for (size_t i = 0; i < sources.size(); ++i) {
     const Source &s = sources[i];
     const auto &shape = s.array.shape;
@@ -89,10 +97,7 @@ DataFeeder::DataFeeder(std::vector<Source> sources, int64_t batchSize,
       throw Error(fileOf(s) + ": samples have shape " + formatShape(sample) +
                   ", the model expects " + formatShape(s.sampleShape));
   }
-  if (numSamples_ < batchSize)
-    throw Error(fileOf(sources[0]) + ": " + std::to_string(numSamples_) +
-                " samples, fewer than the batch size " +
-                std::to_string(batchSize));
+  checkBatching(fileOf(sources[0]));
   for (Source &s : sources) {
     int64_t perSample = s.array.numElements() / numSamples_;
     Column c;
@@ -101,7 +106,70 @@ DataFeeder::DataFeeder(std::vector<Source> sources, int64_t batchSize,
     columns_.push_back(std::move(c));
     s.array = HostArray(); // the converted copy is all we keep
   }
+  start();
+}
+
+DataFeeder::DataFeeder(const TokenSource &src, int64_t batchSize, bool shuffle,
+                       uint64_t seed, int64_t maxBatches, size_t prefetch,
+                       int64_t startBatch)
+    : batchSize_(batchSize), maxBatches_(maxBatches), startBatch_(startBatch),
+      shuffle_(shuffle), seed_(seed), prefetch_(prefetch ? prefetch : 1) {
+  if (src.tokenBytes != 1 && src.tokenBytes != 2)
+    throw Error(src.path + ": tokens must be 1 (uint8) or 2 (uint16) bytes");
+  if (src.seqLen <= 0)
+    throw Error(src.path + ": the sequence length must be positive");
+  std::vector<uint8_t> raw = readFileBytes(src.path);
+  if (raw.size() % src.tokenBytes)
+    throw Error(src.path + ": " + std::to_string(raw.size()) +
+                " bytes is not a whole number of uint16 tokens");
+  tokens_.resize(raw.size() / src.tokenBytes);
+  for (size_t i = 0; i < tokens_.size(); ++i)
+    tokens_[i] = src.tokenBytes == 1
+                     ? raw[i]
+                     : static_cast<uint16_t>(raw[2 * i] | (raw[2 * i + 1] << 8));
+  seqLen_ = src.seqLen;
+  // Window k needs tokens [k*T, k*T + T]; the last one must fit.
+  numSamples_ = tokens_.empty() ? 0 : (int64_t(tokens_.size()) - 1) / seqLen_;
+  if (numSamples_ == 0)
+    throw Error(src.path + ": " + std::to_string(tokens_.size()) +
+                " tokens, fewer than one window of " +
+                std::to_string(seqLen_ + 1));
+  checkBatching(src.path + " (" + std::to_string(numSamples_) +
+                " windows of " + std::to_string(seqLen_ + 1) + " tokens)");
+  start();
+}
+
+void DataFeeder::checkBatching(const std::string &what) {
+  if (batchSize_ <= 0)
+    throw Error("batch size must be positive, got " +
+                std::to_string(batchSize_));
+  if (startBatch_ < 0)
+    throw Error("start batch must be >= 0, got " +
+                std::to_string(startBatch_));
+  if (numSamples_ < batchSize_)
+    throw Error(what + ": " + std::to_string(numSamples_) +
+                " samples, fewer than the batch size " +
+                std::to_string(batchSize_));
+}
+
+void DataFeeder::start() {
   thread_ = std::thread([this] { produce(); });
+}
+
+void DataFeeder::fillTokens(const int64_t *idx, Batch &b) const {
+  std::vector<uint8_t> x(sizeof(int64_t) * batchSize_ * seqLen_);
+  std::vector<uint8_t> y(x.size());
+  int64_t *xs = reinterpret_cast<int64_t *>(x.data());
+  int64_t *ys = reinterpret_cast<int64_t *>(y.data());
+  for (int64_t k = 0; k < batchSize_; ++k) {
+    const uint16_t *w = tokens_.data() + idx[k] * seqLen_;
+    for (int64_t t = 0; t < seqLen_; ++t) {
+      xs[k * seqLen_ + t] = w[t];
+      ys[k * seqLen_ + t] = w[t + 1];
+    }
+  }
+  b.tensors.push_back(std::move(x));
+  b.tensors.push_back(std::move(y));
 }
 
 DataFeeder::~DataFeeder() {
@@ -152,6 +220,8 @@ void DataFeeder::produce() {
         orderEpoch = b.epoch;
       }
       const int64_t *idx = order.data() + (step % perEpoch) * batchSize_;
+      if (seqLen_ > 0)
+        fillTokens(idx, b);
       for (const Column &c : columns_) {
         std::vector<uint8_t> t(c.sampleBytes * batchSize_);
         for (int64_t k = 0; k < batchSize_; ++k)

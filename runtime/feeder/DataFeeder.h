@@ -31,6 +31,18 @@ public:
     std::vector<int64_t> sampleShape; // the model input's shape without batch
   };
 
+  /// A language-model corpus: a flat file of uint8 or little-endian uint16
+  /// tokens. Sample k is the window of T+1 tokens starting at k*T: its first
+  /// T tokens feed `inputName` and its last T (the next token at each
+  /// position) feed `labelsName`, both as int64 [T]. Windows are gathered
+  /// per batch, so the corpus is kept once, as read.
+  struct TokenSource {
+    std::string path;
+    int tokenBytes = 1; // 1: uint8, 2: uint16 little-endian
+    int64_t seqLen = 0; // T
+    std::string inputName = "x", labelsName = "labels";
+  };
+
   struct Batch {
     int64_t step = 0;  // global batch index, from 0
     int64_t epoch = 0; // step / batchesPerEpoch()
@@ -47,6 +59,11 @@ public:
   /// with seed + epoch) when shuffling, file order otherwise; the last
   /// partial batch of an epoch is dropped. Throws Error.
   DataFeeder(std::vector<Source> sources, int64_t batchSize, bool shuffle,
+             uint64_t seed, int64_t maxBatches, size_t prefetch = 4,
+             int64_t startBatch = 0);
+  /// Same batching, shuffling and resumption rules, over the windows of a
+  /// token corpus; each Batch has two tensors: inputs, then labels.
+  DataFeeder(const TokenSource &tokens, int64_t batchSize, bool shuffle,
              uint64_t seed, int64_t maxBatches, size_t prefetch = 4,
              int64_t startBatch = 0);
   /// Stops and joins the thread, also when batches remain unconsumed.
@@ -70,9 +87,14 @@ private:
     size_t sampleBytes = 0;
   };
 
+  void checkBatching(const std::string &what);
+  void start();
   void produce();
+  void fillTokens(const int64_t *idx, Batch &b) const;
 
   std::vector<Column> columns_;
+  std::vector<uint16_t> tokens_; // token mode: the corpus
+  int64_t seqLen_ = 0;           // token mode: T (0 = column mode)
   int64_t numSamples_ = 0, batchSize_ = 0, maxBatches_ = 0, startBatch_ = 0;
   bool shuffle_ = false;
   uint64_t seed_ = 0;

@@ -309,3 +309,88 @@ TEST(DataFeeder, EarlyDestructionJoins) {
   { DataFeeder f(sources(10), 2, false, 1, -1); } // never consumed
   SUCCEED();
 }
+
+//===----------------------------------------------------------------------===//
+// Token corpora (language models)
+//===----------------------------------------------------------------------===//
+
+namespace {
+std::string writeTokens(const std::string &name, const std::vector<uint8_t> &b) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char *>(b.data()), b.size());
+  return path;
+}
+} // namespace
+
+TEST(TokenFeeder, WindowsGiveInputsAndNextTokenLabels) {
+  std::vector<uint8_t> corpus(41);
+  for (size_t i = 0; i < corpus.size(); ++i)
+    corpus[i] = static_cast<uint8_t>(i * 3);
+  tcc::rt::DataFeeder::TokenSource src;
+  src.path = writeTokens("tokens_u8.bin", corpus);
+  src.seqLen = 4;
+  // 40 / 4 = 10 windows; batch 3 -> 3 batches per epoch, one window dropped.
+  tcc::rt::DataFeeder f(src, 3, /*shuffle=*/false, 0, /*maxBatches=*/4);
+  EXPECT_EQ(f.numSamples(), 10);
+  EXPECT_EQ(f.batchesPerEpoch(), 3);
+  tcc::rt::DataFeeder::Batch b;
+  for (int step = 0; step < 4; ++step) {
+    ASSERT_TRUE(f.next(b));
+    ASSERT_EQ(b.tensors.size(), 2u);
+    const int64_t *x = reinterpret_cast<const int64_t *>(b.tensors[0].data());
+    const int64_t *y = reinterpret_cast<const int64_t *>(b.tensors[1].data());
+    int64_t firstWindow = (step % 3) * 3;
+    for (int k = 0; k < 3; ++k)
+      for (int t = 0; t < 4; ++t) {
+        int64_t pos = (firstWindow + k) * 4 + t;
+        EXPECT_EQ(x[k * 4 + t], corpus[pos]);
+        EXPECT_EQ(y[k * 4 + t], corpus[pos + 1]);
+      }
+  }
+  EXPECT_FALSE(f.next(b));
+}
+
+TEST(TokenFeeder, Uint16LittleEndianAndShuffle) {
+  std::vector<uint8_t> bytes;
+  for (int i = 0; i < 33; ++i) {
+    bytes.push_back(static_cast<uint8_t>((1000 + i) & 0xff));
+    bytes.push_back(static_cast<uint8_t>((1000 + i) >> 8));
+  }
+  tcc::rt::DataFeeder::TokenSource src;
+  src.path = writeTokens("tokens_u16.bin", bytes);
+  src.tokenBytes = 2;
+  src.seqLen = 8;
+  tcc::rt::DataFeeder f(src, 2, /*shuffle=*/true, 7, 2);
+  tcc::rt::DataFeeder::Batch b;
+  ASSERT_TRUE(f.next(b));
+  const int64_t *x = reinterpret_cast<const int64_t *>(b.tensors[0].data());
+  const int64_t *y = reinterpret_cast<const int64_t *>(b.tensors[1].data());
+  auto order = f.epochOrder(0);
+  EXPECT_EQ(x[0], 1000 + order[0] * 8);
+  EXPECT_EQ(y[7], 1000 + order[0] * 8 + 8);
+}
+
+TEST(TokenFeeder, Errors) {
+  tcc::rt::DataFeeder::TokenSource src;
+  src.seqLen = 8;
+  src.path = writeTokens("tokens_short.bin", std::vector<uint8_t>(8, 1));
+  EXPECT_THROW(
+      {
+        try {
+          tcc::rt::DataFeeder f(src, 1, false, 0, 1);
+        } catch (const tcc::rt::Error &e) {
+          EXPECT_NE(std::string(e.what()).find("fewer than one window of 9"),
+                    std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      tcc::rt::Error);
+  src.path = writeTokens("tokens_odd.bin", std::vector<uint8_t>(41, 1));
+  src.tokenBytes = 2;
+  EXPECT_THROW(tcc::rt::DataFeeder(src, 1, false, 0, 1), tcc::rt::Error);
+  src.path = ::testing::TempDir() + "/no_such_tokens.bin";
+  src.tokenBytes = 1;
+  EXPECT_THROW(tcc::rt::DataFeeder(src, 1, false, 0, 1), tcc::rt::Error);
+}
