@@ -2,16 +2,22 @@
 #include "runtime/train/TrainLoop.h"
 
 #include "runtime/feeder/DataFeeder.h"
+#include "runtime/train/Checkpoint.h"
 
+#include <cblas.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace tcc::rt;
@@ -58,17 +64,19 @@ static std::string shapeString(const std::vector<int64_t> &s) {
   return r + "]";
 }
 
-/// One feeder source per bound input of `inputs`, in that order; `extra`
-/// adds sources that feed no program input (evaluation labels).
+/// One feeder source per bound input of `inputs`, in that order. With `ids`,
+/// also the identity of each source's data (for checkpoints).
 static std::vector<DataFeeder::Source>
 makeSources(const Artifact &a, const std::vector<int32_t> &inputs,
-            const std::vector<DataBinding> &data, int64_t &batch) {
+            const std::vector<DataBinding> &data, int64_t &batch,
+            std::vector<DataIdentity> *ids = nullptr) {
   std::vector<DataFeeder::Source> sources;
   batch = -1;
   for (int32_t id : inputs) {
     const TensorInfo &t = a.tensors[id];
-    auto it = std::find_if(data.begin(), data.end(),
-                           [&](const DataBinding &b) { return b.name == t.name; });
+    auto it = std::find_if(data.begin(), data.end(), [&](const DataBinding &b) {
+      return b.name == t.name;
+    });
     if (it == data.end())
       throw Error("the model needs data for input '" + t.name + "' " +
                   shapeString(t.shape) + ": pass --data " + t.name + "=FILE");
@@ -82,6 +90,8 @@ makeSources(const Artifact &a, const std::vector<int32_t> &inputs,
     s.array = loadArray(it->path);
     s.target = t.dtype;
     s.sampleShape.assign(t.shape.begin() + 1, t.shape.end());
+    if (ids)
+      ids->push_back(dataIdentity(t.name, s.array));
     sources.push_back(std::move(s));
   }
   for (const DataBinding &b : data) {
@@ -104,10 +114,9 @@ namespace {
 /// tenth of the run otherwise (logs stay readable).
 class Progress {
 public:
-  Progress(bool enabled, int64_t total)
-      : enabled(enabled), total(total), tty(isatty(2)) {}
-  void update(int64_t step, float loss, double samplesPerSec,
-              double elapsed) {
+  Progress(bool enabled, int64_t first, int64_t total)
+      : enabled(enabled), first(first), total(total), tty(isatty(2)) {}
+  void update(int64_t step, float loss, double samplesPerSec, double elapsed) {
     if (!enabled)
       return;
     bool last = step == total;
@@ -118,50 +127,195 @@ public:
       return;
     }
     lastPrint = Clock::now();
-    double eta = step > 0 ? elapsed / step * (total - step) : 0;
-    std::fprintf(stderr, "%sstep %lld/%lld  loss %.4f  %.1f samples/s  ETA %02d:%02d%s",
-                 tty ? "\r" : "", (long long)step, (long long)total, loss,
-                 samplesPerSec, (int)eta / 60, (int)eta % 60,
-                 tty ? (last ? "\n" : "  ") : "\n");
+    double eta = step > first ? elapsed / (step - first) * (total - step) : 0;
+    std::fprintf(
+        stderr, "%sstep %lld/%lld  loss %.4f  %.1f samples/s  ETA %02d:%02d%s",
+        tty ? "\r" : "", (long long)step, (long long)total, loss, samplesPerSec,
+        (int)eta / 60, (int)eta % 60, tty ? (last ? "\n" : "  ") : "\n");
     std::fflush(stderr);
   }
 
 private:
   bool enabled;
-  int64_t total;
+  int64_t first, total; // steps done before this run, steps in all
   bool tty;
   Clock::time_point lastPrint{};
 };
 } // namespace
+
+/// Keeps the metrics lines of steps up to `step` and drops the rest (the
+/// interrupted run may have gone past its last checkpoint, and a kill may
+/// have cut the last line short). Rewritten atomically.
+static void trimMetrics(const std::string &path, int64_t step,
+                        const std::function<void(const std::string &)> &log) {
+  std::ifstream in(path);
+  if (!in)
+    return; // nothing written yet: the file is created
+  std::string line, kept;
+  int64_t dropped = 0;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
+        j["step"].get<int64_t>() <= step)
+      kept += line + "\n";
+    else if (!line.empty())
+      ++dropped;
+  }
+  if (in.bad())
+    throw Error(path + ": cannot read: " + std::strerror(errno));
+  in.close();
+  if (!dropped)
+    return;
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << kept;
+    out.flush();
+    if (!out)
+      throw Error(tmp + ": cannot write: " + std::strerror(errno));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw Error(path + ": cannot replace it with " + tmp + ": " +
+                std::strerror(errno));
+  log(path + ": dropped " + std::to_string(dropped) + " line(s) past step " +
+      std::to_string(step) + " left by the interrupted run");
+}
+
+/// Test hook for crash recovery: TCC_TEST_KILL_AFTER_STEP=N makes the
+/// process SIGKILL itself right after step N (its metrics line and any
+/// checkpoint due are written), a crash at a chosen point. -1 when unset.
+static int64_t killAfterStepForTesting() {
+  const char *env = std::getenv("TCC_TEST_KILL_AFTER_STEP");
+  if (!env || !*env)
+    return -1;
+  char *end = nullptr;
+  long long n = std::strtoll(env, &end, 10);
+  if (*end != '\0' || n <= 0)
+    throw Error(std::string("TCC_TEST_KILL_AFTER_STEP='") + env +
+                "' is not a positive integer");
+  return n;
+}
+
+static void checkCheckpointOptions(const TrainOptions &o) {
+  if (o.checkpointEvery < 0)
+    throw Error("--checkpoint-every must be positive, got " +
+                std::to_string(o.checkpointEvery));
+  if (o.checkpointEvery > 0 && o.checkpointDir.empty())
+    throw Error("--checkpoint-every needs --checkpoint-dir");
+  if (o.keepCheckpoints < 1)
+    throw Error("--keep-checkpoints must be at least 1, got " +
+                std::to_string(o.keepCheckpoints));
+}
+
+/// A fresh run must not mix its checkpoints with another run's: resume
+/// would pick whichever has the higher step.
+static void checkFreshDir(const TrainOptions &o, const Checkpoint *resumed) {
+  if (o.checkpointDir.empty())
+    return;
+  makeCheckpointDir(o.checkpointDir); // fail now rather than after a step
+  std::vector<CheckpointFile> there = listCheckpoints(o.checkpointDir);
+  if (there.empty())
+    return;
+  if (resumed) {
+    // Resuming into the directory the checkpoint came from is the point.
+    std::string dir = resumed->path.substr(
+        0, resumed->path.find_last_of('/') == std::string::npos
+               ? 0
+               : resumed->path.find_last_of('/'));
+    struct stat a, b;
+    if (::stat(dir.empty() ? "." : dir.c_str(), &a) == 0 &&
+        ::stat(o.checkpointDir.c_str(), &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino)
+      return;
+  }
+  throw Error("--checkpoint-dir " + o.checkpointDir +
+              " already holds checkpoints (newest " + there.back().path +
+              "); pass --resume " + o.checkpointDir +
+              " to continue that run, or use an empty directory");
+}
 
 TrainResult tcc::rt::train(Session &session, const Artifact &a,
                            const TrainOptions &opts) {
   const Program &p = program(a, "train_step");
   if ((opts.steps < 0) == (opts.epochs < 0))
     throw Error("give exactly one of --steps and --epochs");
+  checkCheckpointOptions(opts);
+  std::function<void(const std::string &)> log = opts.log;
+  if (!log)
+    log = [](const std::string &m) { std::fprintf(stderr, "%s\n", m.c_str()); };
+  bool checkpointing = !opts.checkpointDir.empty();
+  bool resuming = !opts.resumeFrom.empty();
   TrainResult r;
-  auto sources = makeSources(a, p.inputs, opts.data, r.batchSize);
+  std::vector<DataIdentity> ids;
+  auto sources = makeSources(a, p.inputs, opts.data, r.batchSize,
+                             checkpointing || resuming ? &ids : nullptr);
   // The feeder checks that every source has this many samples.
   int64_t perEpoch = sources[0].array.shape.empty()
                          ? 0
                          : sources[0].array.shape[0] / r.batchSize;
   int64_t total = opts.steps >= 0 ? opts.steps : opts.epochs * perEpoch;
-  DataFeeder feeder(std::move(sources), r.batchSize, opts.shuffle, opts.seed,
-                    total, opts.prefetch);
   if (p.outputs.empty() || a.tensors[p.outputs[0]].dtype != DType::F32)
     throw Error("train_step has no f32 loss output");
 
+  CheckpointMeta meta;
+  if (checkpointing || resuming) {
+    meta.artifactCrc = artifactIdentity(a);
+    auto source = a.meta.find("source");
+    meta.artifactSource = source == a.meta.end() ? "" : source->second;
+    meta.totalSteps = total;
+    meta.epochs = opts.epochs;
+    meta.batchSize = r.batchSize;
+    meta.batchesPerEpoch = perEpoch;
+    meta.blasThreads = openblas_get_num_threads();
+    meta.seed = opts.seed;
+    meta.shuffle = opts.shuffle;
+    meta.data = std::move(ids);
+  }
+  if (resuming) {
+    Checkpoint c = loadNewestCheckpoint(opts.resumeFrom, log);
+    checkResumable(c, meta, log);
+    checkFreshDir(opts, &c);
+    restoreCheckpoint(session, c);
+    r.startStep = c.meta.step;
+    r.resumedFrom = c.path;
+    r.resumedLoss = c.meta.loss;
+    log("resuming from " + c.path + " at step " + std::to_string(r.startStep) +
+        " of " + std::to_string(total) + " (epoch " +
+        std::to_string(perEpoch ? r.startStep / perEpoch : 0) + ", batch " +
+        std::to_string(perEpoch ? r.startStep % perEpoch : 0) + ")");
+  } else {
+    checkFreshDir(opts, nullptr);
+  }
+  DataFeeder feeder(std::move(sources), r.batchSize, opts.shuffle, opts.seed,
+                    total, opts.prefetch, r.startStep);
+
   std::unique_ptr<std::ofstream> metrics;
   if (!opts.metricsPath.empty()) {
-    metrics = std::make_unique<std::ofstream>(opts.metricsPath);
+    if (resuming)
+      trimMetrics(opts.metricsPath, r.startStep, log);
+    metrics = std::make_unique<std::ofstream>(
+        opts.metricsPath, resuming ? std::ios::app : std::ios::trunc);
     if (!*metrics)
-      throw Error(opts.metricsPath + ": cannot open for writing: " +
-                  std::strerror(errno));
+      throw Error(opts.metricsPath +
+                  ": cannot open for writing: " + std::strerror(errno));
   }
-  Progress progress(opts.progress, total);
+  auto checkpoint = [&](int64_t step, float loss) {
+    Clock::time_point t0 = Clock::now();
+    meta.step = step;
+    meta.loss = loss;
+    r.lastCheckpoint =
+        saveCheckpoint(opts.checkpointDir, meta, persistentTensors(session),
+                       opts.keepCheckpoints, log);
+    ++r.checkpointsWritten;
+    r.checkpointSeconds += secondsSince(t0);
+  };
+
+  int64_t killAfter = killAfterStepForTesting();
+  Progress progress(opts.progress, r.startStep, total);
   Clock::time_point start = Clock::now();
   DataFeeder::Batch batch;
-  for (int64_t step = 1; step <= total; ++step) {
+  r.steps = r.startStep;
+  for (int64_t step = r.startStep + 1; step <= total; ++step) {
     Clock::time_point waitStart = Clock::now();
     if (!feeder.next(batch))
       break;
@@ -174,14 +328,15 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
     double dt = secondsSince(t0);
     float loss = *static_cast<const float *>(session.data(p.outputs[0]));
     if (!std::isfinite(loss))
-      throw Error("the loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
+      throw Error("the loss is " +
+                  std::string(std::isnan(loss) ? "NaN" : "infinite") +
                   " at step " + std::to_string(step) +
                   "; lower the learning rate or check the data");
     r.losses.push_back(loss);
     r.stepSeconds.push_back(dt);
     r.steps = step;
     double elapsed = secondsSince(start);
-    double sps = r.batchSize * step / std::max(elapsed, 1e-9);
+    double sps = r.batchSize * (step - r.startStep) / std::max(elapsed, 1e-9);
     if (metrics) {
       nlohmann::json j;
       j["step"] = step;
@@ -192,7 +347,13 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
       *metrics << j.dump() << "\n";
       metrics->flush();
     }
+    // After the metrics line, so a resumed run never lacks a step's line.
+    if (checkpointing && (step == total || (opts.checkpointEvery > 0 &&
+                                            step % opts.checkpointEvery == 0)))
+      checkpoint(step, loss);
     progress.update(step, loss, sps, elapsed);
+    if (step == killAfter)
+      std::raise(SIGKILL);
   }
   r.totalSeconds = secondsSince(start);
   return r;
@@ -206,11 +367,13 @@ EvalResult tcc::rt::evaluate(Session &session, const Artifact &a,
   const TensorInfo &out = a.tensors[p.outputs[0]];
   if (out.dtype != DType::F32 || out.shape.size() < 2)
     throw Error("evaluation needs a class axis on the model's output, which "
-                "has shape " + shapeString(out.shape));
+                "has shape " +
+                shapeString(out.shape));
   int64_t batch;
   auto sources = makeSources(a, p.inputs, data, batch);
-  auto lab = std::find_if(data.begin(), data.end(),
-                          [](const DataBinding &b) { return b.name == "labels"; });
+  auto lab = std::find_if(data.begin(), data.end(), [](const DataBinding &b) {
+    return b.name == "labels";
+  });
   if (lab == data.end())
     throw Error("evaluation needs --eval-data labels=FILE");
   DataFeeder::Source labels;
@@ -233,8 +396,10 @@ EvalResult tcc::rt::evaluate(Session &session, const Artifact &a,
       std::memcpy(session.data(p.inputs[i]), b.tensors[i].data(),
                   b.tensors[i].size());
     session.run("forward");
-    const float *logits = static_cast<const float *>(session.data(p.outputs[0]));
-    const int64_t *y = reinterpret_cast<const int64_t *>(b.tensors.back().data());
+    const float *logits =
+        static_cast<const float *>(session.data(p.outputs[0]));
+    const int64_t *y =
+        reinterpret_cast<const int64_t *>(b.tensors.back().data());
     for (int64_t i = 0; i < positions; ++i) {
       const float *row = logits + i * classes;
       int64_t best = std::max_element(row, row + classes) - row;

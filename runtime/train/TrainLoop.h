@@ -1,9 +1,10 @@
-//===- TrainLoop.h - Running training steps fed by the data feeder -*- C++ -*-===//
+//===- TrainLoop.h - Training steps fed by the data feeder ------*- C++ -*-===//
 //
-// The loop that `tcc train` and `tcc bench` drive: it binds data files to the
-// artifact's inputs, pulls batches from the asynchronous feeder, runs the
-// train_step program and reports loss, throughput and progress. It also
-// evaluates the forward program on held-out data.
+// The loop that `tcc train` drives: it binds data files to the artifact's
+// inputs, pulls batches from the asynchronous feeder, runs the train_step
+// program and reports loss, throughput and progress; it writes checkpoints
+// and resumes from them (Checkpoint.h). It also evaluates the forward
+// program on held-out data.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_RUNTIME_TRAIN_TRAINLOOP_H
@@ -13,6 +14,7 @@
 #include "runtime/core/Session.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,37 +27,60 @@ struct DataBinding {
 };
 
 /// Parses "name=path" specs; throws Error naming a malformed one.
-std::vector<DataBinding> parseDataBindings(const std::vector<std::string> &specs);
+std::vector<DataBinding>
+parseDataBindings(const std::vector<std::string> &specs);
 
 struct TrainOptions {
   std::vector<DataBinding> data;
-  int64_t steps = -1;  // exactly one of steps and epochs is set
+  int64_t steps = -1; // exactly one of steps and epochs is set
   int64_t epochs = -1;
   uint64_t seed = 0;
   bool shuffle = true;
   std::string metricsPath; // one JSON object per step, when set
   bool progress = true;    // live progress line on stderr
   size_t prefetch = 4;     // batches the feeder keeps ready
+
+  /// Checkpoints go to this directory (created if needed) every
+  /// `checkpointEvery` steps (0: none on the way) and after the last step.
+  /// It must hold no checkpoint yet unless the run resumes from it.
+  std::string checkpointDir;
+  int64_t checkpointEvery = 0;
+  int64_t keepCheckpoints = 3; // older ones are deleted
+  /// A checkpoint file, or a directory whose newest valid checkpoint is
+  /// taken. The run continues at its step; the options must match the ones
+  /// it was written with. The metrics file is appended to, after dropping
+  /// lines of steps past the checkpoint (written by the interrupted run).
+  std::string resumeFrom;
+  /// Notes about resuming (which checkpoint, which were skipped and why).
+  /// Default: printed to stderr.
+  std::function<void(const std::string &)> log;
 };
 
 struct TrainResult {
-  int64_t steps = 0;
+  int64_t startStep = 0; // the checkpoint's step when resuming
+  int64_t steps = 0;     // global step reached (startStep + run)
   int64_t batchSize = 0;
-  std::vector<float> losses;       // one per step
+  std::vector<float> losses;       // one per step of this run
   std::vector<double> stepSeconds; // run time of each train_step
   double totalSeconds = 0;         // wall time of the loop
   double dataWaitSeconds = 0;      // time spent waiting for the feeder
+  std::string resumedFrom;         // the checkpoint file, when resuming
+  float resumedLoss = 0;           // the loss of its last step
+  int64_t checkpointsWritten = 0;
+  std::string lastCheckpoint;   // path of the newest one written
+  double checkpointSeconds = 0; // time spent writing them
 };
 
 /// Trains `session` (built from `artifact`). Throws Error on bad data,
-/// mismatched inputs or a non-finite loss.
+/// mismatched inputs, a non-finite loss, a checkpoint that cannot be written
+/// (the previous ones stay intact) or one that cannot be resumed from.
 TrainResult train(Session &session, const Artifact &artifact,
                   const TrainOptions &opts);
 
 struct EvalResult {
-  int64_t samples = 0;  // samples evaluated (full batches only)
-  double loss = 0;      // mean cross-entropy (classification outputs)
-  double accuracy = 0;  // argmax over the last axis equals the label
+  int64_t samples = 0; // samples evaluated (full batches only)
+  double loss = 0;     // mean cross-entropy (classification outputs)
+  double accuracy = 0; // argmax over the last axis equals the label
 };
 
 /// Runs the forward program over every full batch of `data`, which must bind

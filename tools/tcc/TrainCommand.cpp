@@ -49,24 +49,46 @@ static cl::opt<bool> noProgress("no-progress",
 static cl::opt<unsigned> prefetch("prefetch",
                                   cl::desc("Batches the feeder keeps ready"),
                                   cl::init(4), cl::sub(tool::trainCmd));
+static cl::opt<std::string> checkpointDir(
+    "checkpoint-dir",
+    cl::desc("Write checkpoints here (every --checkpoint-every steps and "
+             "after the last step)"),
+    cl::value_desc("dir"), cl::sub(tool::trainCmd));
+static cl::opt<int64_t>
+    checkpointEvery("checkpoint-every",
+                    cl::desc("Steps between checkpoints (0: only at the end)"),
+                    cl::value_desc("N"), cl::init(0), cl::sub(tool::trainCmd));
+static cl::opt<int64_t>
+    keepCheckpoints("keep-checkpoints",
+                    cl::desc("Checkpoints to keep; older ones are deleted"),
+                    cl::value_desc("K"), cl::init(3), cl::sub(tool::trainCmd));
+static cl::opt<std::string>
+    resume("resume",
+           cl::desc("Continue from the newest valid checkpoint in a directory "
+                    "(or from a checkpoint file)"),
+           cl::value_desc("dir|file"), cl::sub(tool::trainCmd));
 
-/// Writes the artifact's ONNX model with the session's current parameters.
+/// Writes the artifact's ONNX model with the session's current parameters
+/// and running statistics (state tensors named after an initializer; the
+/// optimizer's state has no initializer and stays out).
 static void exportTrained(const rt::Artifact &a, rt::Session &s,
                           const std::string &path) {
   if (a.onnxOffset < 0)
     throw rt::Error("the artifact carries no ONNX model to export");
-  std::map<std::string, std::vector<float>> values;
+  std::map<std::string, std::vector<float>> values, state;
   for (int32_t id = 0; id < (int32_t)a.tensors.size(); ++id) {
     const rt::TensorInfo &t = a.tensors[id];
-    if (t.kind != rt::TensorKind::Param)
+    bool isState = t.kind == rt::TensorKind::State;
+    if ((t.kind != rt::TensorKind::Param && !isState) ||
+        t.dtype != rt::DType::F32)
       continue;
     const float *p = static_cast<const float *>(s.data(id));
-    values[t.name].assign(p, p + t.numElements());
+    (isState ? state : values)[t.name].assign(p, p + t.numElements());
   }
   std::string bytes(reinterpret_cast<const char *>(a.blob.data()) + a.onnxOffset,
                     a.onnxSize);
   std::string err;
-  if (!writeTrainedOnnx(bytes, values, path, err))
+  if (!writeTrainedOnnx(bytes, values, path, err, state))
     throw rt::Error(err);
 }
 
@@ -82,18 +104,31 @@ int tool::runTrain() {
     o.metricsPath = metrics;
     o.progress = !noProgress;
     o.prefetch = prefetch;
+    o.checkpointDir = checkpointDir;
+    o.checkpointEvery = checkpointEvery;
+    o.keepCheckpoints = keepCheckpoints;
+    o.resumeFrom = resume;
     auto evalBindings = rt::parseDataBindings(evalData);
     rt::Session session(a, eager ? rt::ExecMode::Eager : rt::ExecMode::Compiled);
     rt::TrainResult r = rt::train(session, a, o);
     rt::MemoryStats m = session.memory();
     double ms = rt::median(r.stepSeconds) * 1e3;
-    std::printf("trained %lld steps (%s) in %.2f s: final loss %.4f, median "
+    std::string resumed =
+        r.resumedFrom.empty()
+            ? ""
+            : ", resumed at step " + std::to_string(r.startStep);
+    std::printf("trained %lld steps (%s%s) in %.2f s: final loss %.4f, median "
                 "step %.3f ms, %.0f samples/s, tensor memory peak %s, data "
                 "wait %.2f s\n",
-                (long long)r.steps, eager ? "eager" : "compiled",
-                r.totalSeconds, r.losses.empty() ? 0.0 : r.losses.back(), ms,
+                (long long)(r.steps - r.startStep),
+                eager ? "eager" : "compiled", resumed.c_str(), r.totalSeconds,
+                r.losses.empty() ? r.resumedLoss : r.losses.back(), ms,
                 ms > 0 ? r.batchSize / (ms / 1e3) : 0.0,
                 formatBytes(m.peakBytes).c_str(), r.dataWaitSeconds);
+    if (r.checkpointsWritten)
+      std::printf("wrote %lld checkpoint(s) in %.2f s, the last %s\n",
+                  (long long)r.checkpointsWritten, r.checkpointSeconds,
+                  r.lastCheckpoint.c_str());
     if (!evalBindings.empty()) {
       rt::EvalResult e = rt::evaluate(session, a, evalBindings);
       std::printf("eval: %lld samples, accuracy %.2f%%, loss %.4f\n",
