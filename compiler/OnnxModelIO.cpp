@@ -86,7 +86,8 @@ bool tcc::initializerFloats(const onnx::TensorProto &t, std::vector<float> &out,
 bool tcc::writeTrainedOnnx(
     const std::string &modelBytes,
     const std::map<std::string, std::vector<float>> &values,
-    const std::string &path, std::string &error) {
+    const std::string &path, std::string &error,
+    const std::map<std::string, std::vector<float>> &ifInitializer) {
   onnx::ModelProto model;
   if (!model.ParseFromString(modelBytes)) {
     error = "the artifact's ONNX model does not parse";
@@ -95,7 +96,8 @@ bool tcc::writeTrainedOnnx(
   size_t replaced = 0;
   for (onnx::TensorProto &t : *model.mutable_graph()->mutable_initializer()) {
     auto it = values.find(t.name());
-    if (it == values.end())
+    bool required = it != values.end();
+    if (!required && (it = ifInitializer.find(t.name())) == ifInitializer.end())
       continue;
     int64_t n = 1;
     for (int64_t d : t.dims())
@@ -107,7 +109,7 @@ bool tcc::writeTrainedOnnx(
     }
     t.clear_float_data();
     t.set_raw_data(it->second.data(), it->second.size() * sizeof(float));
-    ++replaced;
+    replaced += required;
   }
   if (replaced != values.size()) {
     error = "the artifact's ONNX model lacks " +

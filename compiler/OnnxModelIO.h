@@ -28,10 +28,15 @@ bool initializerFloats(const onnx::TensorProto &t, std::vector<float> &out,
 
 /// Replaces the data of the named float initializers of `model` (serialized
 /// bytes) and writes the result atomically (temporary file, then rename).
-/// Every name in `values` must be an initializer of matching size.
-bool writeTrainedOnnx(const std::string &modelBytes,
-                      const std::map<std::string, std::vector<float>> &values,
-                      const std::string &path, std::string &error);
+/// Every name in `values` must be an initializer of matching size; names in
+/// `ifInitializer` (state tensors: running statistics are initializers,
+/// optimizer state is not) are written only where the model has an
+/// initializer of that name.
+bool writeTrainedOnnx(
+    const std::string &modelBytes,
+    const std::map<std::string, std::vector<float>> &values,
+    const std::string &path, std::string &error,
+    const std::map<std::string, std::vector<float>> &ifInitializer = {});
 
 } // namespace tcc
 

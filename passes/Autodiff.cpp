@@ -94,10 +94,17 @@ struct Activity {
 static Activity computeActivity(Block &body, ArrayRef<BlockArgument> params,
                                 Value loss) {
   DenseSet<Value> varied(params.begin(), params.end());
+  // Only float values carry gradients: a mask or index computed from a
+  // parameter (equal, cast to int) is piecewise constant in it.
+  auto isFloat = [](Value v) {
+    return isa<FloatType>(cast<ShapedType>(v.getType()).getElementType());
+  };
   for (Operation &op : body.without_terminator())
     if (llvm::any_of(op.getOperands(),
                      [&](Value v) { return varied.contains(v); }))
-      varied.insert(op.result_begin(), op.result_end());
+      for (Value r : op.getResults())
+        if (isFloat(r))
+          varied.insert(r);
 
   DenseSet<Value> useful;
   useful.insert(loss);

@@ -8,8 +8,20 @@
 //                  loss = tcc.softmax_cross_entropy %out, %labels
 //   mse:           labels : type(out),  loss = tcc.mse_loss %out, %labels
 //
-// The single result carries `{tcc.kind = "loss", tcc.name = "loss"}`. Forward
-// ops that no longer reach the return are erased. `@forward` is untouched.
+// The first result carries `{tcc.kind = "loss", tcc.name = "loss"}`. Forward
+// ops that no longer reach the return are erased.
+//
+// State updates: results of @forward of kind `update` (the new value of a
+// `state` argument, e.g. batch norm's running statistics) follow the loss in
+// @train_step unchanged, so each step updates that state. @forward, the
+// evaluation program, drops them: evaluating must not change the state.
+//
+// Step counters: a `state` argument of @forward (tensor<i64>; the frontend
+// adds `rng.step` for tcc.dropout) is read by the model. @train_step advances
+// each one it reads by one per step, returning `tcc.increment` of it as an
+// `update` result after the loss. @forward becomes the evaluation program:
+// tcc.dropout there is the identity (torch's model.eval()), and counters it
+// no longer reads are removed from its arguments.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -19,6 +31,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Debug.h"
 
@@ -108,19 +121,127 @@ struct BuildLossPass final
       lossValue = SoftmaxCrossEntropyOp::create(b, loc, prediction, labels);
     else
       lossValue = MseLossOp::create(b, loc, prediction, labels);
-    func::ReturnOp::create(b, loc, lossValue);
-    ret.erase();
 
-    step.setFunctionType(FunctionType::get(
-        &getContext(), step.getArgumentTypes(), {lossValue.getType()}));
     NamedAttrList resAttrs;
     resAttrs.set("tcc.kind", b.getStringAttr("loss"));
     resAttrs.set("tcc.name", b.getStringAttr("loss"));
-    DictionaryAttr lossAttrs = resAttrs.getDictionary(&getContext());
-    step.setAllResultAttrs(ArrayRef<DictionaryAttr>(lossAttrs));
+    SmallVector<Value> results{lossValue};
+    SmallVector<DictionaryAttr> attrs{resAttrs.getDictionary(&getContext())};
+    for (unsigned i : stateUpdateResults(forward)) {
+      results.push_back(ret.getOperand(i));
+      attrs.push_back(forward.getResultAttrDict(i));
+    }
+    func::ReturnOp::create(b, loc, results);
+    ret.erase();
+    step.setFunctionType(FunctionType::get(&getContext(),
+                                           step.getArgumentTypes(),
+                                           ValueRange(results).getTypes()));
+    step.setAllResultAttrs(attrs);
 
     eraseDeadOps(step.getBody().front());
+    advanceStepCounters(step);
+    dropStateUpdates(forward);
+    toInferenceMode(forward);
     LLVM_DEBUG(llvm::dbgs() << "built @train_step with " << loss << " loss\n");
+  }
+
+  /// The indices of @forward's results of kind `update`.
+  static SmallVector<unsigned> stateUpdateResults(func::FuncOp forward) {
+    SmallVector<unsigned> out;
+    for (unsigned i = 0, e = forward.getNumResults(); i < e; ++i)
+      if (auto k = forward.getResultAttrOfType<StringAttr>(i, "tcc.kind"))
+        if (k.getValue() == "update")
+          out.push_back(i);
+    return out;
+  }
+
+  /// Whether @forward returns a new value for the state named `name`.
+  static bool updatedByForward(func::FuncOp forward, StringRef name) {
+    return llvm::any_of(stateUpdateResults(forward), [&](unsigned i) {
+      auto n = forward.getResultAttrOfType<StringAttr>(i, "tcc.name");
+      return n && n.getValue() == name;
+    });
+  }
+
+  /// Removes @forward's `update` results (and the ops only they used).
+  void dropStateUpdates(func::FuncOp forward) {
+    SmallVector<unsigned> drop = stateUpdateResults(forward);
+    if (drop.empty())
+      return;
+    Block &body = forward.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    SmallVector<Value> kept;
+    SmallVector<DictionaryAttr> keptAttrs;
+    for (unsigned i = 0, e = forward.getNumResults(); i < e; ++i) {
+      if (llvm::is_contained(drop, i))
+        continue;
+      kept.push_back(ret.getOperand(i));
+      DictionaryAttr a = forward.getResultAttrDict(i);
+      keptAttrs.push_back(a ? a : DictionaryAttr::get(&getContext()));
+    }
+    OpBuilder b(ret);
+    func::ReturnOp::create(b, ret.getLoc(), kept);
+    ret.erase();
+    forward.setFunctionType(FunctionType::get(
+        &getContext(), forward.getArgumentTypes(), ValueRange(kept).getTypes()));
+    forward.setAllResultAttrs(keptAttrs);
+    eraseDeadOps(body);
+  }
+
+  /// Each step counter @train_step reads (a `state` argument, e.g. the
+  /// `rng.step` of tcc.dropout) is advanced by one: `tcc.increment` returned
+  /// as an `update` result after the loss.
+  void advanceStepCounters(func::FuncOp step) {
+    auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
+    OpBuilder b(ret);
+    SmallVector<Value> results(ret.getOperands());
+    SmallVector<DictionaryAttr> attrs;
+    step.getAllResultAttrs(attrs);
+    for (BlockArgument arg : step.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      if (argString(step, i, "tcc.kind") != "state" || arg.use_empty() ||
+          llvm::any_of(attrs, [&](DictionaryAttr a) {
+            return a && a.get("tcc.name") == step.getArgAttr(i, "tcc.name");
+          }))
+        continue; // not read, or already updated (running statistics)
+      results.push_back(IncrementOp::create(b, arg.getLoc(), arg));
+      NamedAttrList a;
+      a.set("tcc.kind", b.getStringAttr("update"));
+      a.set("tcc.name", step.getArgAttr(i, "tcc.name"));
+      attrs.push_back(a.getDictionary(&getContext()));
+    }
+    if (results.size() == ret.getNumOperands())
+      return;
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    ret.erase();
+    step.setFunctionType(FunctionType::get(
+        &getContext(), step.getArgumentTypes(), ValueRange(results).getTypes()));
+    step.setAllResultAttrs(attrs);
+  }
+
+  /// @forward is the evaluation program, so training-only behaviour goes:
+  /// tcc.dropout becomes the identity (as torch's model.eval()), and step
+  /// counters nothing reads any more are dropped from its arguments.
+  void toInferenceMode(func::FuncOp forward) {
+    forward.walk([](DropoutOp op) {
+      OpBuilder b(op);
+      if (!op.getMask().use_empty()) {
+        auto type = cast<RankedTensorType>(op.getMask().getType());
+        op.getMask().replaceAllUsesWith(ConstantOp::create(
+            b, op.getLoc(),
+            DenseElementsAttr::get(
+                type, b.getFloatAttr(type.getElementType(), 1.0))));
+      }
+      op.getResult().replaceAllUsesWith(op.getInput());
+      op.erase();
+    });
+    llvm::BitVector unused(forward.getNumArguments());
+    for (BlockArgument arg : forward.getArguments())
+      if (argString(forward, arg.getArgNumber(), "tcc.kind") == "state" &&
+          arg.use_empty())
+        unused.set(arg.getArgNumber());
+    if (unused.any())
+      (void)forward.eraseArguments(unused);
   }
 
   /// Diagnoses a @forward this pass cannot turn into a loss.
@@ -129,6 +250,22 @@ struct BuildLossPass final
       return forward.emitError("tcc-build-loss: @forward must have one block");
     if (forward.getNumResults() == 0)
       return forward.emitError("tcc-build-loss: @forward has no result");
+    for (unsigned i : stateUpdateResults(forward)) {
+      auto name = forward.getResultAttrOfType<StringAttr>(i, "tcc.name");
+      bool namesState = false;
+      for (unsigned a = 0, e = forward.getNumArguments(); a < e; ++a)
+        namesState |= name && argString(forward, a, "tcc.kind") == "state" &&
+                      argString(forward, a, "tcc.name") == name.getValue() &&
+                      forward.getArgument(a).getType() ==
+                          forward.getResultTypes()[i];
+      if (i == 0 || !namesState)
+        return forward.emitError("tcc-build-loss: result #")
+               << i << " of @forward is an update of '"
+               << (name ? name.getValue() : "")
+               << "', which is not a state argument of its type"
+               << (i == 0 ? " (and result 0 must be the model's output)"
+                          : "");
+    }
     auto out = dyn_cast<RankedTensorType>(forward.getResultTypes()[0]);
     if (!out || !isa<FloatType>(out.getElementType()))
       return forward.emitError("tcc-build-loss: the first result of @forward "
@@ -139,10 +276,22 @@ struct BuildLossPass final
                                "axis, but the first result of @forward is "
                                "rank 0 (")
              << out << ")";
-    for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i)
+    for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i) {
       if (argString(forward, i, "tcc.name") == "labels")
         return forward.emitError("tcc-build-loss: @forward already has an "
                                  "argument named 'labels'");
+      // State the model updates itself has an update result; any other
+      // state it reads is a step counter (see advanceStepCounters).
+      auto type = dyn_cast<RankedTensorType>(forward.getArgument(i).getType());
+      if (argString(forward, i, "tcc.kind") == "state" &&
+          !updatedByForward(forward, argString(forward, i, "tcc.name")) &&
+          (!type || type.getRank() != 0 ||
+           !type.getElementType().isSignlessInteger(64)))
+        return forward.emitError("tcc-build-loss: state argument '")
+               << argString(forward, i, "tcc.name")
+               << "' of @forward must be a step counter (tensor<i64>), got "
+               << forward.getArgument(i).getType();
+    }
     return success();
   }
 };

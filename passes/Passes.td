@@ -12,7 +12,10 @@ def BuildLossPass : Pass<"tcc-build-loss", "mlir::ModuleOp"> {
     outputs. `cross_entropy` takes classes on the output's last axis and
     int64 labels shaped like the output without it, averaging over all other
     positions; `mse` takes f32 targets shaped like the output. `@forward`
-    stays, for evaluation.
+    stays, for evaluation, in inference mode (tcc.dropout is the identity).
+    Step counters the model reads (`state` arguments of type tensor<i64>,
+    such as the `rng.step` of tcc.dropout) are advanced: @train_step returns
+    `tcc.increment` of each as an `update` result after the loss.
   }];
   let dependentDialects = ["mlir::tcc::TccDialect", "mlir::func::FuncDialect"];
   let options = [

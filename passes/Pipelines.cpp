@@ -15,6 +15,11 @@ using namespace mlir::tcc;
 
 void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
                                    const TrainPipelineOptions &opts) {
+  // Simplifying @forward before it is differentiated shrinks the backward
+  // too: subgraphs become one op with one gradient (GELU, pow by a
+  // constant; see dialects/tcc/TccPatternsMath.cpp) and folds apply once.
+  if (opts.optimize)
+    pm.addPass(createCanonicalizerPass());
   pm.addPass(createBuildLossPass(BuildLossPassOptions{opts.loss}));
   pm.addPass(createAutodiffPass());
   if (opts.gradAccum > 1)

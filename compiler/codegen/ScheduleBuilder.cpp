@@ -26,10 +26,12 @@ static FailureOr<rt::DType> dtypeOf(Type t, Location loc) {
   Type e = cast<ShapedType>(t).getElementType();
   if (e.isF32())
     return rt::DType::F32;
-  if (e.isSignlessInteger(64))
+  // Bools (i1) are stored as i64 0/1: the kernels that take conditions and
+  // masks read them as i64 (docs/ARCHITECTURE.md).
+  if (e.isSignlessInteger(64) || e.isSignlessInteger(1))
     return rt::DType::I64;
   return emitError(loc) << "cannot lower tensors of element type " << e
-                        << " (supported: f32, i64)";
+                        << " (supported: f32, i64, i1)";
 }
 
 static std::vector<int64_t> shapeOf(Type t) {
@@ -89,6 +91,17 @@ FailureOr<int32_t> TccScheduleBuilder::persistent(BlockArgument arg) {
                             << info.numElements();
     info.dataOffset =
         artifact.addBlob(it->second.data(), it->second.size() * sizeof(float));
+  } else if (k == rt::TensorKind::State &&
+             initialParams.count(info.name)) {
+    // Running statistics start from their initializer; optimizer state
+    // (which has none) from zero.
+    const std::vector<float> &init = initialParams.at(info.name);
+    if ((int64_t)init.size() != info.numElements() ||
+        info.dtype != rt::DType::F32)
+      return emitError(loc) << "initial value of state '" << info.name
+                            << "' has " << init.size()
+                            << " elements, expected " << info.numElements();
+    info.dataOffset = artifact.addBlob(init.data(), init.size() * sizeof(float));
   } else if (k == rt::TensorKind::State) {
     std::vector<uint8_t> zeros(info.byteSize(), 0);
     info.dataOffset = artifact.addBlob(zeros.data(), zeros.size());
@@ -113,6 +126,10 @@ FailureOr<int32_t> TccScheduleBuilder::constantTensor(DenseElementsAttr dense,
     auto vals = dense.getValues<float>();
     std::vector<float> f(vals.begin(), vals.end());
     std::memcpy(bytes.data(), f.data(), bytes.size());
+  } else if (dense.getElementType().isInteger(1)) {
+    auto vals = dense.getValues<bool>();
+    std::vector<int64_t> v(vals.begin(), vals.end());
+    std::memcpy(bytes.data(), v.data(), bytes.size());
   } else {
     auto vals = dense.getValues<int64_t>();
     std::vector<int64_t> v(vals.begin(), vals.end());
@@ -127,7 +144,8 @@ FailureOr<int32_t> TccScheduleBuilder::constantTensor(DenseElementsAttr dense,
 static bool isElementwise(StringRef kernel) {
   return llvm::is_contained({"add", "sub", "mul", "div", "neg", "relu",
                              "relu_grad", "copy", "sgd_update",
-                             "sgd_momentum_update", "adamw_update"},
+                             "sgd_momentum_update", "adamw_update",
+                             "increment"},
                             kernel);
 }
 
@@ -157,6 +175,88 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
         in.iattrs = {(int64_t)s.getAxis()};
         return success();
       })
+      .Case<mlir::tcc::GatherOp, mlir::tcc::ConcatOp>([&](auto g) {
+        in.iattrs = {(int64_t)g.getAxis()};
+        return success();
+      })
+      .Case<mlir::tcc::GatherGradOp>([&](auto g) {
+        // The kernel reads the table size from its output's shape.
+        in.iattrs = {(int64_t)g.getAxis()};
+        return success();
+      })
+      .Case<mlir::tcc::SliceOp, mlir::tcc::SliceGradOp>([&](auto s) {
+        axes(s.getStarts()); // iattrs = starts ++ steps
+        llvm::append_range(in.iattrs, s.getSteps());
+        return success();
+      })
+      .Case<mlir::tcc::CastOp>([&](auto c) {
+        Type to = cast<ShapedType>(c.getType()).getElementType();
+        in.iattrs = {to.isInteger(1) ? 1 : 0}; // to_bool: x != 0
+        return success();
+      })
+      .Case<mlir::tcc::WhereOp, mlir::tcc::EqualOp>(
+          [](auto) { return success(); })
+      // Convolution, pooling, batch norm: iattrs as in runtime/cpu/Kernels.h.
+      .Case<mlir::tcc::Conv2dOp, mlir::tcc::Conv2dGradInputOp,
+            mlir::tcc::Conv2dGradWeightOp>([&](auto c) {
+        llvm::append_range(in.iattrs, c.getStrides());
+        llvm::append_range(in.iattrs, c.getPads());
+        llvm::append_range(in.iattrs, c.getDilations());
+        in.iattrs.push_back(c.getGroups());
+        return success();
+      })
+      .Case<mlir::tcc::MaxPool2dOp>([&](auto p) {
+        llvm::append_range(in.iattrs, p.getKernelShape());
+        llvm::append_range(in.iattrs, p.getStrides());
+        llvm::append_range(in.iattrs, p.getPads());
+        llvm::append_range(in.iattrs, p.getDilations());
+        in.iattrs.push_back(p.getCeilMode());
+        return success();
+      })
+      .Case<mlir::tcc::AvgPool2dOp, mlir::tcc::AvgPool2dGradOp>([&](auto p) {
+        llvm::append_range(in.iattrs, p.getKernelShape());
+        llvm::append_range(in.iattrs, p.getStrides());
+        llvm::append_range(in.iattrs, p.getPads());
+        llvm::append_range(in.iattrs, ArrayRef<int64_t>{1, 1});
+        in.iattrs.push_back(p.getCeilMode());
+        in.iattrs.push_back(p.getCountIncludePad());
+        return success();
+      })
+      .Case<mlir::tcc::BatchNormTrainOp, mlir::tcc::BatchNormTrainGradOp>(
+          [&](auto b) {
+            in.fattrs = {b.getEpsilon().convertToDouble()};
+            return success();
+          })
+      .Case<mlir::tcc::MaxPool2dGradOp>([](auto) { return success(); })
+      // Math, normalization, dropout (attributes as in runtime/cpu/Kernels.h).
+      .Case<mlir::tcc::PowScalarOp, mlir::tcc::PowScalarGradOp>([&](auto p) {
+        in.fattrs = {p.getExponent().convertToDouble()};
+        return success();
+      })
+      .Case<mlir::tcc::GeluOp, mlir::tcc::GeluGradOp>([&](auto g) {
+        in.iattrs = {g.getApproximate() == "tanh" ? 1 : 0};
+        return success();
+      })
+      .Case<mlir::tcc::LayerNormOp>([&](auto l) {
+        in.iattrs = {(int64_t)l.getAxis()};
+        in.fattrs = {l.getEpsilon().convertToDouble()};
+        return success();
+      })
+      .Case<mlir::tcc::LayerNormGradOp>([&](auto l) {
+        in.iattrs = {(int64_t)l.getAxis()};
+        return success();
+      })
+      .Case<mlir::tcc::DropoutOp>([&](auto d) {
+        in.iattrs = {(int64_t)d.getSeed()};
+        in.fattrs = {d.getRatio().convertToDouble()};
+        return success();
+      })
+      .Case<mlir::tcc::ExpOp, mlir::tcc::LogOp, mlir::tcc::SqrtOp,
+            mlir::tcc::TanhOp, mlir::tcc::SigmoidOp, mlir::tcc::ErfOp,
+            mlir::tcc::SqrtGradOp, mlir::tcc::TanhGradOp,
+            mlir::tcc::SigmoidGradOp, mlir::tcc::ErfGradOp, mlir::tcc::PowOp,
+            mlir::tcc::PowGradOp, mlir::tcc::IncrementOp>(
+          [](auto) { return success(); })
       .Case<mlir::tcc::SgdUpdateOp>([&](auto u) {
         in.fattrs = {u.getLr().convertToDouble(),
                      u.getWeightDecay().convertToDouble()};

@@ -22,7 +22,8 @@ namespace tcc {
 /// happen in place.
 class ScheduleBuilder {
 public:
-  /// `initialParams` gives the initial value of each parameter by name.
+  /// `initialParams` gives the initial value of each parameter by name, and
+  /// of state that has one (running statistics); other state starts at 0.
   ScheduleBuilder(rt::Artifact &artifact,
                   const std::map<std::string, std::vector<float>> &initialParams)
       : artifact(artifact), initialParams(initialParams) {}

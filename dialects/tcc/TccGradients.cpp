@@ -25,10 +25,9 @@ static Value scalarConstant(OpBuilder &b, Location loc, Type elementType,
       DenseElementsAttr::get(type, b.getFloatAttr(elementType, value)));
 }
 
-/// Sums `grad` over the dimensions that broadcasting added to reach its
-/// shape from `target`'s, then reshapes to `target` exactly.
-static Value reduceToType(OpBuilder &b, Location loc, Value grad,
-                          RankedTensorType target) {
+// Declared in TccOps.h: the family files' rules (TccGradients*.cpp) use it.
+Value mlir::tcc::reduceToType(OpBuilder &b, Location loc, Value grad,
+                              RankedTensorType target) {
   RankedTensorType gt = typeOf(grad);
   if (gt == target)
     return grad;

@@ -20,6 +20,12 @@ namespace mlir::tcc {
 FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
                                                 ArrayRef<int64_t> b);
 
+/// Sums the gradient `grad` of a broadcast result over the dimensions that
+/// broadcasting added to reach its shape from `target`'s, then reshapes to
+/// `target` exactly (gradient rules of broadcasting ops).
+Value reduceToType(OpBuilder &b, Location loc, Value grad,
+                   RankedTensorType target);
+
 } // namespace mlir::tcc
 
 #endif // TCC_DIALECTS_TCC_TCCOPS_H

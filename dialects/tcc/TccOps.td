@@ -72,8 +72,9 @@ def Tcc_BroadcastToOp : Tcc_Op<"broadcast_to",
     %b = tcc.broadcast_to %bias : tensor<10xf32> -> tensor<32x10xf32>
     ```
   }];
-  let arguments = (ins Tcc_FloatTensor:$input);
-  let results = (outs Tcc_FloatTensor:$result);
+  // Any element type: masks and indices broadcast too (ONNX Expand).
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;

@@ -39,6 +39,15 @@ Value GraphState::materialize(OnnxValue &value) {
   return value.value;
 }
 
+InFlightDiagnostic GraphState::emitUnsupported(Location loc,
+                                               StringRef feature) {
+  if (!importStatus.unsupported) {
+    importStatus.unsupported = true;
+    importStatus.feature = feature.str();
+  }
+  return mlir::emitError(loc);
+}
+
 //===----------------------------------------------------------------------===//
 // NodeImporter
 //===----------------------------------------------------------------------===//
@@ -54,6 +63,11 @@ std::string NodeImporter::describe() const {
 
 InFlightDiagnostic NodeImporter::emitError() {
   return mlir::emitError(location) << describe() << ": ";
+}
+
+InFlightDiagnostic NodeImporter::emitUnsupported(StringRef what) {
+  std::string feature = opType().str() + " (" + what.str() + ")";
+  return graph.emitUnsupported(location, feature) << describe() << ": ";
 }
 
 bool NodeImporter::hasInput(unsigned i) const {
@@ -83,10 +97,32 @@ FailureOr<Value> NodeImporter::input(unsigned i) {
   FailureOr<RankedTensorType> type = inputType(i);
   if (failed(type))
     return failure();
-  if (!type->getElementType().isF32())
-    return emitError() << "input '" << node.input(i) << "' has type " << *type
-                       << "; only float32 tensors flow through the graph";
+  if (!type->getElementType().isF32()) {
+    std::string elementType;
+    llvm::raw_string_ostream os(elementType);
+    os << type->getElementType() << " input";
+    return emitUnsupported(elementType)
+           << "input '" << node.input(i) << "' has type " << *type
+           << "; only float32 tensors flow through the graph";
+  }
   return graph.materialize(*graph.lookup(node.input(i)));
+}
+
+FailureOr<Value> NodeImporter::anyInput(unsigned i) {
+  FailureOr<OnnxValue *> v = lookupInput(i);
+  if (failed(v))
+    return failure();
+  DenseElementsAttr c = (*v)->constant;
+  if (!(*v)->value && c && c.getElementType().isInteger() &&
+      !c.getElementType().isInteger(64) && !c.getElementType().isInteger(1)) {
+    // int32 constants (indices, say) widen to i64, the runtime's only
+    // integer type; the entry keeps the original for further folding.
+    DenseElementsAttr wide =
+        c.mapValues(IntegerType::get(context(), 64),
+                    [](const APInt &x) { return x.sext(64); });
+    return ConstantOp::create(builder(), location, wide).getResult();
+  }
+  return graph.materialize(**v);
 }
 
 FailureOr<SmallVector<Value>> NodeImporter::inputs(unsigned n) {
@@ -113,10 +149,11 @@ FailureOr<SmallVector<int64_t>> NodeImporter::constantInts(unsigned i,
   if (failed(v))
     return failure();
   DenseElementsAttr c = (*v)->constant;
+  // Valid ONNX, but tcc compiles for static shapes and constant axes.
   if (!c)
-    return emitError() << what << " (input '" << node.input(i)
-                       << "') is not a constant; tcc needs it known at "
-                          "compile time";
+    return emitUnsupported("non-constant input " + std::to_string(i))
+           << what << " (input '" << node.input(i)
+           << "') is not a constant; tcc needs it known at compile time";
   if (!c.getElementType().isInteger())
     return emitError() << what << " (input '" << node.input(i) << "') has type "
                        << c.getType() << ", expected an integer tensor";

@@ -9,6 +9,7 @@
 #define TCC_FRONTENDS_ONNX_ONNXGRAPH_H
 
 #include "dialects/tcc/TccOps.h"
+#include "frontends/onnx/OnnxImporter.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -16,6 +17,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -59,12 +61,45 @@ public:
   /// The IR value of an entry, emitting tcc.constant (once) for a constant.
   Value materialize(OnnxValue &value);
 
+  /// An error for something the importer does not implement, as opposed to
+  /// an invalid model: records `feature` (see OnnxImportStatus; the first one
+  /// wins) so that callers can count the model as unsupported.
+  InFlightDiagnostic emitUnsupported(Location loc, llvm::StringRef feature);
+  const OnnxImportStatus &status() const { return importStatus; }
+
+  //===--- Running state --------------------------------------------------===//
+  /// Initializers that ops read and update every step but that are not
+  /// trained (BatchNormalization's running statistics) become arguments of
+  /// kind "state"; the importer marks them before importing nodes.
+  void markState(llvm::StringRef name) { stateNames.insert(name); }
+  bool isState(llvm::StringRef name) const { return stateNames.contains(name); }
+  /// Records `value` as the value of state `name` after the step, returned
+  /// by @forward as an "update" result. False when it already has one.
+  bool setStateUpdate(llvm::StringRef name, Value value) {
+    for (const auto &u : updates)
+      if (u.first == name)
+        return false;
+    updates.emplace_back(name.str(), value);
+    return true;
+  }
+  llvm::ArrayRef<std::pair<std::string, Value>> stateUpdates() const {
+    return updates;
+  }
+  /// The model's producer_name ("pytorch" for torch.onnx.export), for ops
+  /// whose training semantics differ between ONNX and that framework.
+  llvm::StringRef producer() const { return producerName; }
+  void setProducer(llvm::StringRef name) { producerName = name.str(); }
+
 private:
   MLIRContext *ctx;
   OpBuilder b;
   std::string source;
   Location file;
   llvm::StringMap<OnnxValue> values;
+  OnnxImportStatus importStatus;
+  llvm::StringSet<> stateNames;
+  std::vector<std::pair<std::string, Value>> updates;
+  std::string producerName;
 };
 
 //===----------------------------------------------------------------------===//
@@ -90,6 +125,11 @@ public:
   std::string describe() const;
   /// An error at the node, its text starting with describe() and ": ".
   InFlightDiagnostic emitError();
+  /// Like emitError(), for a variant of the op the importer does not
+  /// implement (an attribute value, an input element type...) rather than an
+  /// invalid node; `what` names it ("attribute auto_pad=SAME_LOWER") and the
+  /// import status records "<op_type> (<what>)".
+  InFlightDiagnostic emitUnsupported(llvm::StringRef what);
 
   //===--- Inputs ---------------------------------------------------------===//
   /// Declared inputs, including omitted optional ones (empty names).
@@ -98,6 +138,9 @@ public:
   bool hasInput(unsigned i) const;
   /// Input `i` as a float32 tensor in the IR; constants are materialized.
   FailureOr<Value> input(unsigned i);
+  /// Input `i` in the IR whatever its element type (f32, i64, i1); integer
+  /// constants are materialized as i64, the one integer type at run time.
+  FailureOr<Value> anyInput(unsigned i);
   /// The type of input `i`, whatever its element type.
   FailureOr<RankedTensorType> inputType(unsigned i);
   /// Checks that inputs [0, n) are present and returns them as input(i).
@@ -133,6 +176,14 @@ public:
   /// fatal error the ODS builders raise.
   template <typename OpTy, typename... Args>
   FailureOr<Value> create(Args &&...args) {
+    FailureOr<Operation *> op = createOp<OpTy>(std::forward<Args>(args)...);
+    if (failed(op))
+      return failure();
+    return (*op)->getResult(0);
+  }
+  /// create() for ops with several results.
+  template <typename OpTy, typename... Args>
+  FailureOr<Operation *> createOp(Args &&...args) {
     OperationState state(location, OpTy::getOperationName());
     OpTy::build(builder(), state, TypeRange(), std::forward<Args>(args)...);
     SmallVector<Type, 1> types;
@@ -145,13 +196,15 @@ public:
     if (failed(inferTypes(infer, types)))
       return failure();
     state.addTypes(types);
-    return builder().create(state)->getResult(0);
+    return builder().create(state);
   }
 
   /// tcc.reshape of `value` to `shape` (a no-op when the shape is the same).
   FailureOr<Value> reshape(Value value, ArrayRef<int64_t> shape);
   /// A rank-0 float32 tcc.constant.
   Value scalar(float value);
+  /// The graph this node belongs to (running state, producer).
+  GraphState &graphState() { return graph; }
 
 private:
   using InferFn =
@@ -171,14 +224,20 @@ private:
 //===----------------------------------------------------------------------===//
 
 using OnnxOpBuilder = LogicalResult (*)(NodeImporter &node);
+/// The inputs of a node that it updates as running state (see
+/// GraphState::markState), given the node and the opset.
+using OnnxStateInputs = SmallVector<unsigned> (*)(const onnx::NodeProto &node,
+                                                  int64_t opset);
 
 /// One row of the op table: op_type in the default domain, the opset range
-/// whose semantics the builder implements, the builder.
+/// whose semantics the builder implements, the builder, and for ops that
+/// update running state, which inputs hold it.
 struct OnnxOpEntry {
   const char *opType;
   int64_t minOpset;
   int64_t maxOpset;
   OnnxOpBuilder build;
+  OnnxStateInputs stateInputs = nullptr;
 };
 
 llvm::ArrayRef<OnnxOpEntry> onnxOpTable();
@@ -203,6 +262,51 @@ LogicalResult importFlatten(NodeImporter &node);
 LogicalResult importTranspose(NodeImporter &node);
 LogicalResult importIdentity(NodeImporter &node);
 LogicalResult importConstant(NodeImporter &node);
+// Builders (OnnxOpsData.cpp): gather, slicing, joins, selection, casts, and
+// the shape arithmetic they fold at import.
+LogicalResult importGather(NodeImporter &node);
+LogicalResult importShape(NodeImporter &node);
+LogicalResult importSize(NodeImporter &node);
+LogicalResult importUnsqueeze(NodeImporter &node);
+LogicalResult importSqueeze(NodeImporter &node);
+LogicalResult importConcat(NodeImporter &node);
+LogicalResult importSplit(NodeImporter &node);
+LogicalResult importSlice(NodeImporter &node);
+LogicalResult importExpand(NodeImporter &node);
+LogicalResult importWhere(NodeImporter &node);
+LogicalResult importEqual(NodeImporter &node);
+LogicalResult importCast(NodeImporter &node);
+LogicalResult importConstantOfShape(NodeImporter &node);
+LogicalResult importRange(NodeImporter &node);
+/// Folds Add/Sub/Mul/Div of two integer constants (shape arithmetic such as
+/// `C // H`): returns true when it bound the output, false when the operands
+/// are not both integer constants (the caller builds the op).
+FailureOr<bool> foldIntegerArithmetic(NodeImporter &node);
+
+// Builders (OnnxOpsActivation.cpp): element-wise math, LayerNormalization,
+// Dropout.
+LogicalResult importExp(NodeImporter &node);
+LogicalResult importLog(NodeImporter &node);
+LogicalResult importSqrt(NodeImporter &node);
+LogicalResult importTanh(NodeImporter &node);
+LogicalResult importSigmoid(NodeImporter &node);
+LogicalResult importErf(NodeImporter &node);
+LogicalResult importNeg(NodeImporter &node);
+LogicalResult importGelu(NodeImporter &node);
+LogicalResult importPow(NodeImporter &node);
+LogicalResult importLayerNormalization(NodeImporter &node);
+LogicalResult importDropoutInference(NodeImporter &node);
+LogicalResult importDropout(NodeImporter &node);
+
+// Builders (OnnxOpsConv.cpp): convolution, pooling, batch normalization.
+LogicalResult importConv(NodeImporter &node);
+LogicalResult importMaxPool(NodeImporter &node);
+LogicalResult importAveragePool(NodeImporter &node);
+LogicalResult importGlobalAveragePool(NodeImporter &node);
+LogicalResult importBatchNormalization(NodeImporter &node);
+/// The running mean and variance inputs (3, 4) of a BatchNormalization.
+SmallVector<unsigned> batchNormalizationState(const onnx::NodeProto &node,
+                                              int64_t opset);
 
 //===----------------------------------------------------------------------===//
 // Tensors (OnnxTensor.cpp)

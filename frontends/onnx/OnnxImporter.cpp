@@ -6,8 +6,10 @@
 // in graph order through the op table, return the graph outputs.
 //
 // Invariants: nodes are in topological order (the ONNX spec requires it), so
-// every use follows its definition in the one block; only float32 tensors
-// become IR values, integer tensors stay import-time constants.
+// every use follows its definition in the one block; integer and bool
+// tensors stay import-time constants (shape arithmetic folds) unless they
+// derive from an INT64 graph input or feed an op that runs (gather indices,
+// masks), which materializes them.
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/OnnxImporter.h"
@@ -51,6 +53,7 @@ public:
       : ctx(ctx), model(model), opts(opts), graph(ctx, sourceName) {}
 
   FailureOr<OwningOpRef<ModuleOp>> run();
+  const OnnxImportStatus &status() const { return graph.status(); }
 
 private:
   LogicalResult importNode(const onnx::NodeProto &node, int index);
@@ -74,12 +77,17 @@ ModelImporter::inputType(const onnx::ValueInfoProto &input) {
   Location loc = graph.nameLoc(input.name());
   const std::string &name = input.name();
   if (!input.type().has_tensor_type())
-    return emitError(loc) << "input '" << name << "' is not a tensor";
+    return graph.emitUnsupported(loc, "non-tensor input")
+           << "input '" << name << "' is not a tensor";
   const onnx::TypeProto::Tensor &t = input.type().tensor_type();
-  if (t.elem_type() != onnx::TensorProto::FLOAT)
-    return emitError(loc) << "input '" << name << "' has element type "
-                          << onnxTypeName(t.elem_type())
-                          << "; only FLOAT graph inputs are supported";
+  // INT64 inputs are indices (token ids): they feed Gather, Equal, Cast...
+  bool isInt64 = t.elem_type() == onnx::TensorProto::INT64;
+  if (t.elem_type() != onnx::TensorProto::FLOAT && !isInt64)
+    return graph.emitUnsupported(loc,
+                                 "input dtype " + onnxTypeName(t.elem_type()))
+           << "input '" << name << "' has element type "
+           << onnxTypeName(t.elem_type())
+           << "; only FLOAT and INT64 graph inputs are supported";
   if (!t.has_shape())
     return emitError(loc) << "input '" << name
                           << "' has no shape (unknown rank); tcc needs static "
@@ -110,7 +118,8 @@ ModelImporter::inputType(const onnx::ValueInfoProto &input) {
                                "fixed, by --batch";
     shape.push_back(dim.dim_value());
   }
-  return RankedTensorType::get(shape, Float32Type::get(ctx));
+  return RankedTensorType::get(shape, isInt64 ? Type(IntegerType::get(ctx, 64))
+                                              : Type(Float32Type::get(ctx)));
 }
 
 LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
@@ -123,7 +132,15 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
   const OnnxOpEntry *entry =
       isDefault ? findOnnxOp(node.op_type(), opset) : nullptr;
   if (!entry) {
-    InFlightDiagnostic diag = emitError(graph.nameLoc(name));
+    // The op's name alone when no opset of it is supported, else op@opset.
+    std::string feature =
+        isDefault ? node.op_type() : node.domain() + "." + node.op_type();
+    if (isDefault && llvm::any_of(onnxOpTable(), [&](const OnnxOpEntry &e) {
+          return node.op_type() == e.opType;
+        }))
+      feature += "@" + std::to_string(opset);
+    InFlightDiagnostic diag =
+        graph.emitUnsupported(graph.nameLoc(name), feature);
     diag << "node '" << name << "' (op_type '" << node.op_type() << "', ";
     if (!isDefault)
       diag << "domain '" << node.domain() << "', ";
@@ -151,9 +168,14 @@ LogicalResult ModelImporter::importOutputs(func::FuncOp func) {
              << "graph output '" << out.name() << "' is never produced";
     Type type = v->value ? v->value.getType() : v->constant.getType();
     auto tensor = cast<RankedTensorType>(type);
-    if (!tensor.getElementType().isF32())
-      return emitError(loc) << "graph output '" << out.name() << "' has type "
-                            << type << "; only float32 outputs are supported";
+    if (!tensor.getElementType().isF32()) {
+      std::string feature;
+      llvm::raw_string_ostream os(feature);
+      os << "output dtype " << tensor.getElementType();
+      return graph.emitUnsupported(loc, feature)
+             << "graph output '" << out.name() << "' has type " << type
+             << "; only float32 outputs are supported";
+    }
     // A declared static shape that differs from the computed one means the
     // importer and the exporter disagree about an op: better to stop here.
     // The first dimension is exempt: --batch may have changed it.
@@ -178,11 +200,21 @@ LogicalResult ModelImporter::importOutputs(func::FuncOp func) {
     }
     results.push_back(graph.materialize(*v));
   }
+  // Then the new value of each running state an op updated (kind "update").
+  size_t numOutputs = results.size();
+  for (const auto &update : graph.stateUpdates())
+    results.push_back(update.second);
   func::ReturnOp::create(graph.builder(), graph.fileLoc(), results);
   func.setType(FunctionType::get(ctx, func.getArgumentTypes(),
                                  ValueRange(results).getTypes()));
   for (auto [i, out] : llvm::enumerate(model.graph().output()))
     func.setResultAttr(i, "tcc.name", StringAttr::get(ctx, out.name()));
+  for (auto [i, update] : llvm::enumerate(graph.stateUpdates())) {
+    func.setResultAttr(numOutputs + i, "tcc.kind",
+                       StringAttr::get(ctx, "update"));
+    func.setResultAttr(numOutputs + i, "tcc.name",
+                       StringAttr::get(ctx, update.first));
+  }
   return success();
 }
 
@@ -194,9 +226,22 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
            << "the batch size must be positive, got " << opts.batch;
   batch = opts.batch;
   defaultOpset = opsetFor(model, "");
-  if (defaultOpset <= 0)
+  if (defaultOpset <= 0) {
+    // A model whose nodes are all of another domain (say
+    // ai.onnx.preview.training) is valid; tcc just implements none of it.
+    bool otherDomainsOnly =
+        llvm::none_of(model.graph().node(), [](const onnx::NodeProto &n) {
+          return n.domain().empty() || n.domain() == "ai.onnx";
+        });
+    for (const onnx::OperatorSetIdProto &o : model.opset_import())
+      if (otherDomainsOnly && !o.domain().empty())
+        return graph.emitUnsupported(fileLoc, "domain " + o.domain())
+               << "the model imports no opset for the default ONNX domain, "
+                  "only for '"
+               << o.domain() << "', which tcc does not support";
     return emitError(fileLoc) << "the model imports no opset for the default "
                                  "ONNX domain (\"\" or \"ai.onnx\")";
+  }
   if (!model.has_graph())
     return emitError(fileLoc) << "the model has no graph";
   const onnx::GraphProto &g = model.graph();
@@ -213,7 +258,22 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
                                 << "': the model has no initializer by that "
                                    "name";
 
-  // Arguments: trainable parameters, then data inputs.
+  // Initializers that an op updates as running state (batch norm statistics)
+  // are state, not trained.
+  graph.setProducer(model.producer_name());
+  for (const onnx::NodeProto &node : g.node()) {
+    bool isDefault = node.domain().empty() || node.domain() == "ai.onnx";
+    const OnnxOpEntry *entry =
+        isDefault ? findOnnxOp(node.op_type(), defaultOpset) : nullptr;
+    if (!entry || !entry->stateInputs)
+      continue;
+    for (unsigned i : entry->stateInputs(node, defaultOpset))
+      if (i < (unsigned)node.input_size() &&
+          initializers.contains(node.input(i)))
+        graph.markState(node.input(i));
+  }
+
+  // Arguments: trainable parameters and state, then data inputs.
   struct Arg {
     std::string name;
     const char *kind;
@@ -228,9 +288,16 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
       FailureOr<RankedTensorType> type = tensorType(t, what, loc);
       if (failed(type))
         return failure();
-      args.push_back({t.name(), "param", *type});
+      args.push_back(
+          {t.name(), graph.isState(t.name()) ? "state" : "param", *type});
       continue;
     }
+    if (!onnxElementType(ctx, t.data_type()))
+      return graph.emitUnsupported(loc, "initializer dtype " +
+                                            onnxTypeName(t.data_type()))
+             << what << " has element type " << onnxTypeName(t.data_type())
+             << ", which the importer does not support (supported: FLOAT, "
+                "INT32, INT64)";
     FailureOr<DenseElementsAttr> value = convertTensor(t, what, loc);
     if (failed(value))
       return failure();
@@ -280,14 +347,21 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
 
 FailureOr<OwningOpRef<ModuleOp>>
 mlir::tcc::importOnnxModel(MLIRContext *ctx, const onnx::ModelProto &model,
-                           const OnnxImportOptions &opts,
-                           StringRef sourceName) {
-  return ModelImporter(ctx, model, opts, sourceName).run();
+                           const OnnxImportOptions &opts, StringRef sourceName,
+                           OnnxImportStatus *status) {
+  ModelImporter importer(ctx, model, opts, sourceName);
+  FailureOr<OwningOpRef<ModuleOp>> module = importer.run();
+  if (status)
+    *status = failed(module) ? importer.status() : OnnxImportStatus();
+  return module;
 }
 
 FailureOr<OwningOpRef<ModuleOp>>
 mlir::tcc::importOnnxFile(MLIRContext *ctx, StringRef path,
-                          const OnnxImportOptions &opts) {
+                          const OnnxImportOptions &opts,
+                          OnnxImportStatus *status) {
+  if (status)
+    *status = OnnxImportStatus();
   Location loc = FileLineColLoc::get(ctx, path, 0, 0);
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
@@ -314,5 +388,5 @@ mlir::tcc::importOnnxFile(MLIRContext *ctx, StringRef path,
              !model.ParseFromArray(data.data(), data.size())) {
     return emitError(loc) << "not a valid ONNX model (protobuf parse failed)";
   }
-  return importOnnxModel(ctx, model, opts, path);
+  return importOnnxModel(ctx, model, opts, path, status);
 }

@@ -4,13 +4,18 @@
 // statically shaped tensors in the tcc dialect:
 //
 //   module attributes {tcc.batch = N : i64} {
-//     func.func @forward(<params>..., <inputs>...) -> (<outputs>...)
+//     func.func @forward(<params/state>..., <inputs>...)
+//         -> (<outputs>..., <state updates>...)
 //   }
 //
 // Arguments are first every trainable parameter (each float32 initializer
-// not frozen, in initializer order, `{tcc.kind = "param", tcc.name = ...}`),
-// then every graph input that is not an initializer (`{tcc.kind = "input",
-// tcc.name = ...}`); results carry `{tcc.name = ...}`. Frozen and non-float
+// not frozen, in initializer order, `{tcc.kind = "param", tcc.name = ...}`;
+// initializers an op updates as running state, such as BatchNormalization's
+// statistics, are `{tcc.kind = "state"}` instead), then every graph input
+// that is not an initializer (`{tcc.kind = "input", tcc.name = ...}`);
+// results carry `{tcc.name = ...}`, and the new value of each updated state
+// follows the outputs as `{tcc.kind = "update", tcc.name = <state>}`.
+// Frozen and non-float
 // initializers stay constants (`tcc.constant` where the graph uses them as
 // tensors). Op locations are `NameLoc(node name or "<op_type>#<index>")`
 // around a FileLineColLoc of the source file.
@@ -41,17 +46,33 @@ struct OnnxImportOptions {
   std::vector<std::string> frozen;
 };
 
+/// Why an import failed, for callers that must tell "tcc does not support
+/// this (yet)" from "this model is wrong" (the ONNX backend test runner counts
+/// the first as unsupported and the second as a failure). The diagnostics are
+/// the same either way.
+struct OnnxImportStatus {
+  /// The import failed on an op, opset, attribute value or element type the
+  /// importer does not implement, not on an invalid model.
+  bool unsupported = false;
+  /// What is missing, short and stable enough to count: "Conv" (op),
+  /// "Add@6" (op at an opset outside its rows), "Constant (attribute
+  /// sparse_value)", "input dtype UINT8".
+  std::string feature;
+};
+
 /// Reads a binary .onnx file, or ONNX textual syntax when the path ends in
-/// ".onnxtxt". Emits MLIR diagnostics and returns failure on any error.
-FailureOr<OwningOpRef<ModuleOp>> importOnnxFile(MLIRContext *ctx,
-                                                llvm::StringRef path,
-                                                const OnnxImportOptions &opts);
+/// ".onnxtxt". Emits MLIR diagnostics and returns failure on any error; when
+/// `status` is given it says whether the failure is "unsupported".
+FailureOr<OwningOpRef<ModuleOp>>
+importOnnxFile(MLIRContext *ctx, llvm::StringRef path,
+               const OnnxImportOptions &opts,
+               OnnxImportStatus *status = nullptr);
 
 /// Imports an in-memory model; `sourceName` names it in locations and errors.
-FailureOr<OwningOpRef<ModuleOp>> importOnnxModel(MLIRContext *ctx,
-                                                 const onnx::ModelProto &model,
-                                                 const OnnxImportOptions &opts,
-                                                 llvm::StringRef sourceName);
+FailureOr<OwningOpRef<ModuleOp>>
+importOnnxModel(MLIRContext *ctx, const onnx::ModelProto &model,
+                const OnnxImportOptions &opts, llvm::StringRef sourceName,
+                OnnxImportStatus *status = nullptr);
 
 /// The supported op_types (default domain), sorted, for errors and docs.
 std::vector<std::string> supportedOnnxOps();

@@ -86,9 +86,15 @@ LogicalResult mlir::tcc::importGemm(NodeImporter &node) {
     if (failed(c))
       return failure();
     // C broadcasts one way only: onto [M, N], never enlarging the result.
+    // Before opset 7 only with `broadcast` = 1, and then in the same way.
     ArrayRef<int64_t> yShape = typeOf(*y).getShape();
     auto shape = broadcastShapes(typeOf(*c).getShape(), yShape);
-    if (failed(shape) || ArrayRef<int64_t>(*shape) != yShape)
+    FailureOr<int64_t> legacy = node.intAttr("broadcast", 0);
+    if (failed(legacy))
+      return failure();
+    bool mayBroadcast = node.opset() >= 7 || *legacy;
+    if (failed(shape) || ArrayRef<int64_t>(*shape) != yShape ||
+        (!mayBroadcast && typeOf(*c).getShape() != yShape))
       return node.emitError()
              << "C of shape " << shapeStr(typeOf(*c).getShape())
              << " does not broadcast to the result shape " << shapeStr(yShape);
@@ -109,10 +115,63 @@ LogicalResult mlir::tcc::importGemm(NodeImporter &node) {
 // Element-wise
 //===----------------------------------------------------------------------===//
 
+// Before opset 7, B broadcast to A's shape only with `broadcast` = 1, either
+// as a one-element tensor or with its shape a contiguous run of A's starting
+// at `axis` (default: A's trailing dimensions). Reshaping B to A's rank with
+// ones around that run turns this into NumPy broadcasting.
+static FailureOr<Value> legacyBroadcastRhs(NodeImporter &node, Value a,
+                                           Value b) {
+  FailureOr<int64_t> broadcast = node.intAttr("broadcast", 0);
+  if (failed(broadcast))
+    return failure();
+  ArrayRef<int64_t> shapeA = typeOf(a).getShape(),
+                    shapeB = typeOf(b).getShape();
+  if (!*broadcast) {
+    if (shapeA != shapeB)
+      return node.emitError()
+             << "operands of shapes " << shapeStr(shapeA) << " and "
+             << shapeStr(shapeB) << " differ, and attribute 'broadcast' (opset "
+             << node.opset() << ") is not 1";
+    return b;
+  }
+  int64_t rankA = shapeA.size(), rankB = shapeB.size();
+  if (typeOf(b).getNumElements() == 1 && rankB <= rankA)
+    return node.reshape(b, {});
+  FailureOr<int64_t> axis = rankA - rankB;
+  if (node.attr("axis")) {
+    FailureOr<int64_t> attr = node.intAttr("axis", 0);
+    if (failed(attr))
+      return failure();
+    axis = node.normalizeAxis("attribute 'axis'", *attr, rankA);
+    if (failed(axis))
+      return failure();
+  }
+  if (*axis < 0 || *axis + rankB > rankA ||
+      shapeA.slice(*axis, rankB) != shapeB)
+    return node.emitError()
+           << "B of shape " << shapeStr(shapeB) << " is not a run of A's shape "
+           << shapeStr(shapeA) << " at axis " << *axis;
+  if (*axis == rankA - rankB)
+    return b; // trailing dimensions: NumPy aligns them the same way
+  SmallVector<int64_t> shape(rankA, 1);
+  llvm::copy(shapeB, shape.begin() + *axis);
+  return node.reshape(b, shape);
+}
+
 template <typename OpTy> static LogicalResult importBinary(NodeImporter &node) {
+  // Shape arithmetic on integer constants folds (OnnxOpsLogic.cpp).
+  FailureOr<bool> folded = foldIntegerArithmetic(node);
+  if (failed(folded) || *folded)
+    return failure(failed(folded));
   FailureOr<SmallVector<Value>> in = node.inputs(2);
   if (failed(in))
     return failure();
+  if (node.opset() < 7) {
+    FailureOr<Value> b = legacyBroadcastRhs(node, (*in)[0], (*in)[1]);
+    if (failed(b))
+      return failure();
+    (*in)[1] = *b;
+  }
   FailureOr<Value> y = node.create<OpTy>((*in)[0], (*in)[1]);
   if (failed(y))
     return failure();

@@ -124,9 +124,16 @@ constantValue(NodeImporter &node, const onnx::AttributeProto &a) {
   };
   auto scalar = [](Type type) { return RankedTensorType::get({}, type); };
   StringRef name = a.name();
-  if (name == "value" && a.type() == onnx::AttributeProto::TENSOR)
+  if (name == "value" && a.type() == onnx::AttributeProto::TENSOR) {
+    int32_t dataType = a.t().data_type();
+    if (!onnxElementType(ctx, dataType))
+      return node.emitUnsupported("dtype " + onnxTypeName(dataType))
+             << "attribute 'value' has element type " << onnxTypeName(dataType)
+             << ", which the importer does not support (supported: FLOAT, "
+                "INT32, INT64)";
     return convertTensor(a.t(), node.describe() + ": attribute 'value'",
                          node.loc());
+  }
   if (name == "value_float" && a.type() == onnx::AttributeProto::FLOAT)
     return DenseElementsAttr::get(scalar(f32), a.f());
   if (name == "value_int" && a.type() == onnx::AttributeProto::INT)
@@ -139,10 +146,10 @@ constantValue(NodeImporter &node, const onnx::AttributeProto &a) {
     SmallVector<int64_t> v(a.ints().begin(), a.ints().end());
     return DenseElementsAttr::get(vector(i64, v.size()), ArrayRef<int64_t>(v));
   }
-  return node.emitError() << "attribute '" << name << "' ("
-                          << onnx::AttributeProto_AttributeType_Name(a.type())
-                          << ") is not supported; use value, value_float(s) "
-                             "or value_int(s)";
+  return node.emitUnsupported("attribute " + name.str())
+         << "attribute '" << name << "' ("
+         << onnx::AttributeProto_AttributeType_Name(a.type())
+         << ") is not supported; use value, value_float(s) or value_int(s)";
 }
 
 // Constants stay symbolic until a float op uses them, so integer constants

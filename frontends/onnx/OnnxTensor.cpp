@@ -1,8 +1,9 @@
 //===- OnnxTensor.cpp - ONNX TensorProto -> MLIR attributes ---------------===//
 //
 // Only what the importer needs as constants: float32 (frozen weights,
-// Constant nodes) and int32/int64 (shapes, axes). Everything else is an error
-// naming the tensor, not a silent conversion.
+// Constant nodes), int32/int64 (shapes, axes, indices) and bool (masks, as
+// i1). Everything else is an error naming the tensor, not a silent
+// conversion.
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/OnnxGraph.h"
@@ -34,6 +35,8 @@ Type mlir::tcc::onnxElementType(MLIRContext *ctx, int32_t dataType) {
     return IntegerType::get(ctx, 32);
   case onnx::TensorProto::INT64:
     return IntegerType::get(ctx, 64);
+  case onnx::TensorProto::BOOL:
+    return IntegerType::get(ctx, 1);
   default:
     return {};
   }
@@ -47,7 +50,7 @@ FailureOr<RankedTensorType> mlir::tcc::tensorType(const onnx::TensorProto &t,
     return emitError(loc) << what << " has element type "
                           << onnxTypeName(t.data_type())
                           << ", which the importer does not support "
-                             "(supported: FLOAT, INT32, INT64)";
+                             "(supported: FLOAT, INT32, INT64, BOOL)";
   SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
   if (llvm::any_of(shape, [](int64_t d) { return d < 0; }))
     return emitError(loc) << what << " has a negative dimension in "
@@ -103,6 +106,14 @@ mlir::tcc::convertTensor(const onnx::TensorProto &t, StringRef what,
     if (failed(v))
       return failure();
     return DenseElementsAttr::get(*type, llvm::ArrayRef<int32_t>(*v));
+  }
+  case onnx::TensorProto::BOOL: {
+    // One byte per element in raw_data; int32_data in the typed form.
+    auto v = readElements<uint8_t>(t, t.int32_data(), count, what, loc);
+    if (failed(v))
+      return failure();
+    SmallVector<bool> bits(v->begin(), v->end());
+    return DenseElementsAttr::get(*type, llvm::ArrayRef<bool>(bits));
   }
   default: {
     auto v = readElements<int64_t>(t, t.int64_data(), count, what, loc);

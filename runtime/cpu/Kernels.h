@@ -31,6 +31,64 @@
 //                     f [lr, beta1, beta2, eps, wd]; torch.optim.AdamW.
 //                     in-place
 //
+// Data movement (f32 or i64 unless noted; bools are i64 0/1):
+//   gather            in [data, indices i64] out [y], i [axis >= 0]:
+//                     y = data[:axis] + indices + data[axis+1:]; an index
+//                     outside [-n, n) is a run-time Error.
+//   gather_grad       in [dy f32, indices i64] out [dx f32], i [axis]: zeros
+//                     with each dy slice added at its index (dx is `data`).
+//   concat            in [x0, x1, ...] out [y], i [axis >= 0].
+//   slice             in [x] out [y], i = starts ++ steps (one per dim of x):
+//                     y[i] = x[starts + i * steps]; y's shape is the window.
+//   slice_grad        in [dy f32] out [dx f32], i = starts ++ steps of dx:
+//                     zeros with dy written into the window.
+//   where             in [cond i64, a, b] out [y] = cond ? a : b, numpy
+//                     broadcast.
+//   equal             in [a, b] out [y i64] = a == b, numpy broadcast.
+//   cast              in [x] out [y], i [to_bool]: f32 <-> i64 (truncating,
+//                     NaN -> 0, saturating); to_bool: y = x != 0.
+//
+// Convolution, pooling, batch norm (NCHW; pads are [top, left, bottom,
+// right]; window geometry as in dialects/tcc/TccOpsConv.td):
+//   conv2d            in [x [N,C,H,W], w [O,C/g,kH,kW] (, bias [O])] out [y],
+//                     i [sH, sW, pT, pL, pB, pR, dH, dW, groups].
+//   conv2d_grad_input   in [dy, w] out [dx], i as conv2d.
+//   conv2d_grad_weight  in [dy, x] out [dw], i as conv2d. The conv kernels
+//                     unfold into per-thread scratch outside the arena.
+//   max_pool2d        in [x] out [y, indices i64 (h * W + w in the plane)],
+//                     i [kH, kW, sH, sW, pT, pL, pB, pR, dH, dW, ceil_mode].
+//   max_pool2d_grad   in [dy, indices] out [dx]; an index outside the plane
+//                     is a run-time Error.
+//   avg_pool2d        in [x] out [y], i as max_pool2d (dilations 1) and
+//                     count_include_pad.
+//   avg_pool2d_grad   in [dy] out [dx], i as avg_pool2d.
+//   batch_norm_train  in [x [N,C,...], scale, bias] out [y, mean, var
+//                     (population)], f [eps].
+//   batch_norm_train_grad  in [dy, x, scale, mean, var]
+//                     out [dx, dscale, dbias], f [eps].
+//
+// Math, normalization, dropout (f32 unless noted; all element-wise ones are
+// in-place; PyTorch's formulas):
+//   exp log sqrt tanh sigmoid erf   in [x] out [y].
+//   sqrt_grad tanh_grad sigmoid_grad  in [dy, y] out [dx] (y: the output).
+//   erf_grad          in [dy, x] out [dx] (x: the input).
+//   pow               in [a, b] out [c] = a^b, numpy broadcast.
+//   pow_grad          in [dy, a, b] out [da, db], all of one shape.
+//   pow_scalar        in [x] out [y], f [exponent].
+//   pow_scalar_grad   in [dy, x] out [dx], f [exponent].
+//   gelu, gelu_grad   in [x] / [dy, x] out [y] / [dx], i [approximate: 0 erf,
+//                     1 tanh].
+//   layer_norm        in [x, scale, bias] out [y, mean, rstd], i [axis],
+//                     f [eps]: rows are x's dims before axis; scale and bias
+//                     have the element count of the rest, mean and rstd one
+//                     element per row. Not in-place.
+//   layer_norm_grad   in [dy, x, scale, mean, rstd] out [dx, dscale, dbias],
+//                     i [axis]. Not in-place.
+//   dropout           in [x, step i64 []] out [y, mask], i [seed],
+//                     f [ratio]: mask = 0 or 1/(1-ratio) from a counter-based
+//                     hash of (seed, step, index); y = x * mask.
+//   increment         in [s i64 []] out [s + 1].
+//
 // checkInstr validates an Instr against these conventions once, so kernels
 // can index their operands without further checks.
 //

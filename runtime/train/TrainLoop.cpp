@@ -109,6 +109,61 @@ makeSources(const Artifact &a, const std::vector<int32_t> &inputs,
   return sources;
 }
 
+/// K of an artifact compiled with --grad-accum K.
+static int64_t gradAccumOf(const Artifact &a) {
+  auto it = a.meta.find("grad_accum");
+  int64_t k = it == a.meta.end() ? 1 : std::atoll(it->second.c_str());
+  if (k < 1)
+    throw Error("the artifact's grad_accum '" +
+                (it == a.meta.end() ? std::string() : it->second) +
+                "' is not a positive integer");
+  return k;
+}
+
+/// The token corpus feeding `prog`, whose inputs must be one int64 [N, T]
+/// tensor and `labels` int64 [N, T].
+static DataFeeder::TokenSource
+tokenSource(const Artifact &a, const Program &prog, const TrainOptions &opts,
+            std::vector<int32_t> &feedTargets, int64_t &batch,
+            int64_t &numSamples, std::vector<DataIdentity> *ids) {
+  int32_t input = -1, labels = -1;
+  for (int32_t id : prog.inputs) {
+    const TensorInfo &t = a.tensors[id];
+    bool tokenShaped = t.dtype == DType::I64 && t.shape.size() == 2;
+    if (t.name == "labels" && tokenShaped)
+      labels = id;
+    else if (t.name != "labels" && tokenShaped && input < 0)
+      input = id;
+    else
+      input = -2; // anything else: not a language model
+  }
+  if (input < 0 || labels < 0 || prog.inputs.size() != 2 ||
+      a.tensors[input].shape != a.tensors[labels].shape)
+    throw Error("--tokens needs a model with one int64 input [N, T] and "
+                "cross-entropy labels [N, T]; use --data for this model");
+  DataFeeder::TokenSource src;
+  src.path = opts.tokensPath;
+  src.tokenBytes = opts.tokenBytes;
+  src.seqLen = a.tensors[input].shape[1];
+  src.inputName = a.tensors[input].name;
+  batch = a.tensors[input].shape[0];
+  feedTargets = {input, labels};
+  std::ifstream in(src.path, std::ios::binary);
+  if (!in)
+    throw Error(src.path + ": cannot open: " + std::strerror(errno));
+  HostArray bytes;
+  bytes.dtype = FileDType::U8;
+  bytes.path = src.path;
+  bytes.bytes.assign(std::istreambuf_iterator<char>(in),
+                     std::istreambuf_iterator<char>());
+  bytes.shape = {static_cast<int64_t>(bytes.bytes.size())};
+  int64_t numTokens = bytes.shape[0] / std::max(1, opts.tokenBytes);
+  numSamples = numTokens > 0 ? (numTokens - 1) / src.seqLen : 0;
+  if (ids)
+    ids->push_back(dataIdentity(src.inputName, bytes));
+  return src;
+}
+
 namespace {
 /// The live progress line: rewritten in place on a terminal, a line every
 /// tenth of the run otherwise (logs stay readable).
@@ -246,16 +301,39 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
   bool checkpointing = !opts.checkpointDir.empty();
   bool resuming = !opts.resumeFrom.empty();
   TrainResult r;
+  // With gradient accumulation the data feeds the "accumulate" program, K
+  // times per optimizer step, and "train_step" applies the update.
+  const Program *micro = a.findProgram("accumulate");
+  const Program &dataProg = micro ? *micro : p;
+  r.gradAccum = micro ? gradAccumOf(a) : 1;
   std::vector<DataIdentity> ids;
-  auto sources = makeSources(a, p.inputs, opts.data, r.batchSize,
-                             checkpointing || resuming ? &ids : nullptr);
-  // The feeder checks that every source has this many samples.
-  int64_t perEpoch = sources[0].array.shape.empty()
-                         ? 0
-                         : sources[0].array.shape[0] / r.batchSize;
+  std::vector<DataIdentity> *idsOut = checkpointing || resuming ? &ids : nullptr;
+  std::vector<DataFeeder::Source> sources;
+  DataFeeder::TokenSource tokens;
+  std::vector<int32_t> feedTargets; // program input of each batch tensor
+  int64_t microBatch = 0, numSamples = 0;
+  if (!opts.tokensPath.empty()) {
+    if (!opts.data.empty())
+      throw Error("give either --tokens or --data, not both");
+    tokens = tokenSource(a, dataProg, opts, feedTargets, microBatch,
+                         numSamples, idsOut);
+  } else {
+    sources = makeSources(a, dataProg.inputs, opts.data, microBatch, idsOut);
+    feedTargets = dataProg.inputs;
+    // The feeder checks that every source has this many samples.
+    numSamples = sources[0].array.shape.empty() ? 0 : sources[0].array.shape[0];
+  }
+  r.batchSize = microBatch * r.gradAccum;
+  int64_t perEpoch = numSamples / microBatch / r.gradAccum;
+  if (opts.epochs >= 0 && perEpoch == 0)
+    throw Error("an epoch of the data has fewer than " +
+                std::to_string(r.gradAccum) + " micro-batches of " +
+                std::to_string(microBatch) + " samples");
   int64_t total = opts.steps >= 0 ? opts.steps : opts.epochs * perEpoch;
-  if (p.outputs.empty() || a.tensors[p.outputs[0]].dtype != DType::F32)
-    throw Error("train_step has no f32 loss output");
+  if (dataProg.outputs.empty() ||
+      a.tensors[dataProg.outputs[0]].dtype != DType::F32)
+    throw Error(dataProg.name + " has no f32 loss output");
+
 
   CheckpointMeta meta;
   if (checkpointing || resuming) {
@@ -286,8 +364,17 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
   } else {
     checkFreshDir(opts, nullptr);
   }
-  DataFeeder feeder(std::move(sources), r.batchSize, opts.shuffle, opts.seed,
-                    total, opts.prefetch, r.startStep);
+  // The feeder counts micro-batches.
+  std::unique_ptr<DataFeeder> feeder =
+      opts.tokensPath.empty()
+          ? std::make_unique<DataFeeder>(std::move(sources), microBatch,
+                                         opts.shuffle, opts.seed,
+                                         total * r.gradAccum, opts.prefetch,
+                                         r.startStep * r.gradAccum)
+          : std::make_unique<DataFeeder>(tokens, microBatch, opts.shuffle,
+                                         opts.seed, total * r.gradAccum,
+                                         opts.prefetch,
+                                         r.startStep * r.gradAccum);
 
   std::unique_ptr<std::ofstream> metrics;
   if (!opts.metricsPath.empty()) {
@@ -316,17 +403,31 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
   DataFeeder::Batch batch;
   r.steps = r.startStep;
   for (int64_t step = r.startStep + 1; step <= total; ++step) {
-    Clock::time_point waitStart = Clock::now();
-    if (!feeder.next(batch))
+    double dt = 0, lossSum = 0;
+    bool fed = true;
+    for (int64_t k = 0; k < r.gradAccum && fed; ++k) {
+      Clock::time_point waitStart = Clock::now();
+      fed = feeder->next(batch);
+      r.dataWaitSeconds += secondsSince(waitStart);
+      if (!fed)
+        break;
+      for (size_t i = 0; i < feedTargets.size(); ++i)
+        std::memcpy(session.data(feedTargets[i]), batch.tensors[i].data(),
+                    batch.tensors[i].size());
+      Clock::time_point t0 = Clock::now();
+      session.run(dataProg.name);
+      dt += secondsSince(t0);
+      lossSum += *static_cast<const float *>(session.data(dataProg.outputs[0]));
+    }
+    if (!fed)
       break;
-    r.dataWaitSeconds += secondsSince(waitStart);
-    for (size_t i = 0; i < p.inputs.size(); ++i)
-      std::memcpy(session.data(p.inputs[i]), batch.tensors[i].data(),
-                  batch.tensors[i].size());
-    Clock::time_point t0 = Clock::now();
-    session.run("train_step");
-    double dt = secondsSince(t0);
-    float loss = *static_cast<const float *>(session.data(p.outputs[0]));
+    if (micro) {
+      Clock::time_point t0 = Clock::now();
+      session.run("train_step");
+      dt += secondsSince(t0);
+    }
+    // The mean of the micro-batch means is the mean over the whole batch.
+    float loss = static_cast<float>(lossSum / r.gradAccum);
     if (!std::isfinite(loss))
       throw Error("the loss is " +
                   std::string(std::isnan(loss) ? "NaN" : "infinite") +

@@ -32,6 +32,11 @@ parseDataBindings(const std::vector<std::string> &specs);
 
 struct TrainOptions {
   std::vector<DataBinding> data;
+  /// Instead of `data`: a token corpus for a language model (uint8 or
+  /// uint16 tokens). Windows of T+1 tokens feed the model's one int64 input
+  /// [N, T] and `labels` [N, T] (the next token at each position).
+  std::string tokensPath;
+  int tokenBytes = 1;
   int64_t steps = -1; // exactly one of steps and epochs is set
   int64_t epochs = -1;
   uint64_t seed = 0;
@@ -59,7 +64,8 @@ struct TrainOptions {
 struct TrainResult {
   int64_t startStep = 0; // the checkpoint's step when resuming
   int64_t steps = 0;     // global step reached (startStep + run)
-  int64_t batchSize = 0;
+  int64_t batchSize = 0;  // samples per optimizer step (micro-batch x K)
+  int64_t gradAccum = 1;  // micro-batches per optimizer step
   std::vector<float> losses;       // one per step of this run
   std::vector<double> stepSeconds; // run time of each train_step
   double totalSeconds = 0;         // wall time of the loop

@@ -16,9 +16,11 @@ tool_dirs = [
     os.path.join(config.tcc_obj_root, "tools", "tcc-opt"),
     os.path.join(config.tcc_obj_root, "tools", "tcc-import"),
     os.path.join(config.tcc_obj_root, "tools", "tcc"),
+    os.path.join(config.tcc_obj_root, "tools", "tcc-onnx-tests"),
     config.llvm_tools_dir,
 ]
-llvm_config.add_tool_substitutions(["tcc-opt", "tcc-import", "tcc"], tool_dirs)
+llvm_config.add_tool_substitutions(
+    ["tcc-opt", "tcc-import", "tcc", "tcc-onnx-tests"], tool_dirs)
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 config.substitutions.append(("%examples", os.path.join(config.tcc_src_root, "examples")))

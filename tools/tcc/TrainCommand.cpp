@@ -22,6 +22,15 @@ static cl::opt<int64_t> steps("steps", cl::desc("Number of training steps"),
                               cl::init(-1), cl::sub(tool::trainCmd));
 static cl::opt<int64_t> epochs("epochs", cl::desc("Number of epochs"),
                                cl::init(-1), cl::sub(tool::trainCmd));
+static cl::opt<std::string>
+    tokens("tokens",
+           cl::desc("A token corpus for a language model: windows of T+1 "
+                    "tokens feed the int64 input [N,T] and labels [N,T]"),
+           cl::value_desc("file"), cl::sub(tool::trainCmd));
+static cl::opt<std::string> tokenType("token-type",
+                                      cl::desc("Token width: u8 or u16 "
+                                               "(little-endian)"),
+                                      cl::init("u8"), cl::sub(tool::trainCmd));
 static cl::opt<uint64_t> seed("seed", cl::desc("Shuffling seed"), cl::init(0),
                               cl::sub(tool::trainCmd));
 static cl::opt<bool> noShuffle("no-shuffle",
@@ -104,6 +113,11 @@ int tool::runTrain() {
     o.metricsPath = metrics;
     o.progress = !noProgress;
     o.prefetch = prefetch;
+    o.tokensPath = tokens;
+    if (tokenType != "u8" && tokenType != "u16")
+      throw rt::Error("--token-type must be u8 or u16, got '" + tokenType +
+                      "'");
+    o.tokenBytes = tokenType == "u16" ? 2 : 1;
     o.checkpointDir = checkpointDir;
     o.checkpointEvery = checkpointEvery;
     o.keepCheckpoints = keepCheckpoints;

@@ -47,16 +47,29 @@ def f32(name, shape):
 CASES = {
     "mlp": mlp,
     "unsupported_named": lambda: single(
-        helper.make_node("Erf", ["x"], ["y"], name="gelu/erf"), [f32("x", [2])], [f32("y", [2])]),
+        helper.make_node("Foo", ["x"], ["y"], name="custom/foo"), [f32("x", [2])], [f32("y", [2])]),
     "mismatch_named": lambda: single(
         helper.make_node("MatMul", ["a", "b"], ["y"], name="proj"),
         [f32("a", [2, 3]), f32("b", [4, 5])], [f32("y", None)]),
     "int_input": lambda: single(
         helper.make_node("Identity", ["ids"], ["y"]),
-        [helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 8])], [f32("y", None)]),
+        [helper.make_tensor_value_info("ids", TensorProto.INT32, [2, 8])], [f32("y", None)]),
     "double_init": lambda: single(
         helper.make_node("Relu", ["x"], ["y"]), [f32("x", [2])], [f32("y", None)],
         [numpy_helper.from_array(np.zeros(2, dtype=np.float64), "scale")]),
+    # A graph input named like the dropout state tcc adds (the text syntax
+    # cannot spell the dot).
+    "rng_step_clash": lambda: single(
+        helper.make_node("Dropout", ["x", "r", "t"], ["y"]),
+        [f32("x", [2, 4]), f32("rng.step", [1])], [f32("y", None)],
+        [numpy_helper.from_array(np.array(0.5, dtype=np.float32), "r"),
+         numpy_helper.from_array(np.array(True), "t")]),
+    # The ratio as a float initializer: a trainable parameter unless frozen.
+    "dropout_ratio_param": lambda: single(
+        helper.make_node("Dropout", ["x", "r", "t"], ["y"]),
+        [f32("x", [2, 4])], [f32("y", None)],
+        [numpy_helper.from_array(np.array(0.5, dtype=np.float32), "r"),
+         numpy_helper.from_array(np.array(True), "t")]),
     "no_shape": lambda: single(
         helper.make_node("Relu", ["x"], ["y"]),
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)], [f32("y", None)]),

@@ -1,0 +1,112 @@
+//===- OnnxFold.cpp - Import-time tensor arithmetic -----------------------===//
+#include "frontends/onnx/OnnxFold.h"
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+int64_t fold::numElements(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+SmallVector<int64_t> fold::broadcastMap(ArrayRef<int64_t> in,
+                                        ArrayRef<int64_t> out) {
+  SmallVector<int64_t> inStrides(in.size(), 1), idx(out.size(), 0), map;
+  for (int64_t i = (int64_t)in.size() - 2; i >= 0; --i)
+    inStrides[i] = inStrides[i + 1] * in[i + 1];
+  size_t shift = out.size() - in.size();
+  int64_t n = numElements(out);
+  map.reserve(n);
+  for (int64_t e = 0; e < n; ++e) {
+    int64_t flat = 0;
+    for (size_t d = 0; d < in.size(); ++d)
+      flat += (in[d] == 1 ? 0 : idx[d + shift]) * inStrides[d];
+    map.push_back(flat);
+    for (size_t d = out.size(); d-- > 0;) {
+      if (++idx[d] < out[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return map;
+}
+
+SmallVector<int64_t> fold::intValues(DenseElementsAttr c) {
+  bool isBool = c.getElementType().isInteger(1);
+  SmallVector<int64_t> out;
+  for (const APInt &x : c.getValues<APInt>())
+    out.push_back(isBool ? (int64_t)x.getZExtValue() : x.getSExtValue());
+  return out;
+}
+
+SmallVector<double> fold::floatValues(DenseElementsAttr c) {
+  SmallVector<double> out;
+  for (const APFloat &x : c.getValues<APFloat>())
+    out.push_back(x.convertToDouble());
+  return out;
+}
+
+DenseElementsAttr fold::fromInts(RankedTensorType type, ArrayRef<int64_t> v) {
+  Type et = type.getElementType();
+  if (et.isF32()) {
+    SmallVector<float> f(v.begin(), v.end());
+    return DenseElementsAttr::get(type, ArrayRef<float>(f));
+  }
+  unsigned bits = et.getIntOrFloatBitWidth();
+  SmallVector<APInt> a;
+  for (int64_t x : v)
+    a.push_back(bits == 1 ? APInt(1, x != 0 ? 1 : 0)
+                          : APInt(bits, (uint64_t)x, /*isSigned=*/true,
+                                  /*implicitTrunc=*/true));
+  return DenseElementsAttr::get(type, a);
+}
+
+DenseElementsAttr fold::fromFloats(RankedTensorType type, ArrayRef<double> v) {
+  SmallVector<float> f(v.begin(), v.end());
+  return DenseElementsAttr::get(type, ArrayRef<float>(f));
+}
+
+DenseElementsAttr fold::take(DenseElementsAttr c, ArrayRef<int64_t> shape,
+                             ArrayRef<int64_t> map) {
+  auto type = RankedTensorType::get(shape, c.getElementType());
+  if (c.isSplat())
+    return c.resizeSplat(type);
+  if (c.getElementType().isF32()) {
+    SmallVector<float> src(c.getValues<float>()), out;
+    out.reserve(map.size());
+    for (int64_t m : map)
+      out.push_back(src[m]);
+    return DenseElementsAttr::get(type, ArrayRef<float>(out));
+  }
+  SmallVector<APInt> src(c.getValues<APInt>()), out;
+  out.reserve(map.size());
+  for (int64_t m : map)
+    out.push_back(src[m]);
+  return DenseElementsAttr::get(type, out);
+}
+
+DenseElementsAttr fold::joinFlat(ArrayRef<DenseElementsAttr> parts) {
+  Type et = parts.front().getElementType();
+  int64_t n = 0;
+  for (DenseElementsAttr c : parts)
+    n += c.getNumElements();
+  auto type = RankedTensorType::get({n}, et);
+  if (et.isF32()) {
+    SmallVector<float> all;
+    for (DenseElementsAttr c : parts)
+      llvm::append_range(all, c.getValues<float>());
+    return DenseElementsAttr::get(type, ArrayRef<float>(all));
+  }
+  SmallVector<APInt> all;
+  for (DenseElementsAttr c : parts)
+    llvm::append_range(all, c.getValues<APInt>());
+  return DenseElementsAttr::get(type, all);
+}
+
+bool fold::foldable(ArrayRef<DenseElementsAttr> inputs,
+                    ArrayRef<int64_t> shape) {
+  return llvm::all_of(inputs, [](DenseElementsAttr c) { return bool(c); }) &&
+         numElements(shape) <= kMaxFoldElements;
+}

@@ -1,0 +1,41 @@
+//===- OnnxFold.h - Import-time tensor arithmetic --------------*- C++ -*-===//
+//
+// Not a public header: the helpers the data-movement and logic builders
+// (OnnxOpsData.cpp, OnnxOpsLogic.cpp) use to fold ops on constants. Constants
+// are DenseElementsAttr of f32, i1, i32 or i64 elements.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_FRONTENDS_ONNX_ONNXFOLD_H
+#define TCC_FRONTENDS_ONNX_ONNXFOLD_H
+
+#include "frontends/onnx/OnnxGraph.h"
+
+namespace mlir::tcc::fold {
+
+/// Results larger than this are computed at run time rather than stored in
+/// the artifact (a mask broadcast to [B,H,T,T], say).
+constexpr int64_t kMaxFoldElements = int64_t(1) << 22;
+
+int64_t numElements(ArrayRef<int64_t> shape);
+/// For each element of `out` (row-major), the flat index of the element of
+/// `in` that NumPy broadcasting reads there.
+SmallVector<int64_t> broadcastMap(ArrayRef<int64_t> in, ArrayRef<int64_t> out);
+/// Integer elements widened to int64 (bools as 0/1).
+SmallVector<int64_t> intValues(DenseElementsAttr c);
+SmallVector<double> floatValues(DenseElementsAttr c);
+/// A constant of `type` (f32, i1, i32 or i64 elements) from int64 values;
+/// narrower integers wrap, bools are `v != 0`.
+DenseElementsAttr fromInts(RankedTensorType type, ArrayRef<int64_t> v);
+DenseElementsAttr fromFloats(RankedTensorType type, ArrayRef<double> v);
+/// The elements of `c` at the flat indices `map`, as a tensor of `shape`.
+DenseElementsAttr take(DenseElementsAttr c, ArrayRef<int64_t> shape,
+                       ArrayRef<int64_t> map);
+/// The elements of several constants of one element type, end to end (1-D).
+DenseElementsAttr joinFlat(ArrayRef<DenseElementsAttr> parts);
+/// Whether every input is a constant and a result of `shape` is small
+/// enough to store.
+bool foldable(ArrayRef<DenseElementsAttr> inputs, ArrayRef<int64_t> shape);
+
+} // namespace mlir::tcc::fold
+
+#endif // TCC_FRONTENDS_ONNX_ONNXFOLD_H

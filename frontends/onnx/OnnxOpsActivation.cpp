@@ -1,0 +1,341 @@
+//===- OnnxOpsActivation.cpp - Builders: math functions, norms, dropout ---===//
+//
+// Element-wise functions map one to one. Pow with a constant exponent (what
+// exporters write for x**2, x.pow(0.5)) becomes tcc.pow_scalar. GELU arrives
+// from torch.onnx.export as a subgraph of these ops (opset <= 18) and from
+// opset 20 as the Gelu op. LayerNormalization becomes tcc.layer_norm;
+// training-mode Dropout becomes tcc.dropout, which reads the `rng.step`
+// state argument this file adds to @forward (see docs/ARCHITECTURE.md).
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/onnx/OnnxGraph.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+static RankedTensorType typeOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// Builds `OpTy(input 0, args...)` and binds it to output 0.
+template <typename OpTy, typename... Args>
+static LogicalResult importUnary(NodeImporter &node, Args &&...args) {
+  FailureOr<Value> x = node.input(0);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> y = node.create<OpTy>(*x, std::forward<Args>(args)...);
+  if (failed(y))
+    return failure();
+  node.setOutput(0, *y);
+  return success();
+}
+
+LogicalResult mlir::tcc::importExp(NodeImporter &node) {
+  return importUnary<ExpOp>(node);
+}
+LogicalResult mlir::tcc::importLog(NodeImporter &node) {
+  return importUnary<LogOp>(node);
+}
+LogicalResult mlir::tcc::importSqrt(NodeImporter &node) {
+  return importUnary<SqrtOp>(node);
+}
+LogicalResult mlir::tcc::importTanh(NodeImporter &node) {
+  return importUnary<TanhOp>(node);
+}
+LogicalResult mlir::tcc::importSigmoid(NodeImporter &node) {
+  return importUnary<SigmoidOp>(node);
+}
+LogicalResult mlir::tcc::importErf(NodeImporter &node) {
+  return importUnary<ErfOp>(node);
+}
+LogicalResult mlir::tcc::importNeg(NodeImporter &node) {
+  return importUnary<NegOp>(node);
+}
+
+// Gelu-20: approximate is "none" or "tanh".
+LogicalResult mlir::tcc::importGelu(NodeImporter &node) {
+  std::string approximate = "none";
+  if (const onnx::AttributeProto *a = node.attr("approximate")) {
+    if (a->type() != onnx::AttributeProto::STRING)
+      return node.emitError() << "attribute 'approximate' should be a string";
+    approximate = a->s();
+  }
+  if (approximate != "none" && approximate != "tanh")
+    return node.emitError() << "attribute 'approximate' is '" << approximate
+                            << "'; expected 'none' or 'tanh'";
+  return importUnary<GeluOp>(node, StringRef(approximate));
+}
+
+//===----------------------------------------------------------------------===//
+// Pow
+//===----------------------------------------------------------------------===//
+
+/// The one value of a constant whose elements are all equal (any numeric
+/// element type), or nullopt.
+static std::optional<double> splatNumber(DenseElementsAttr c) {
+  if (!c || c.getNumElements() == 0)
+    return std::nullopt;
+  Type e = c.getElementType();
+  SmallVector<double> values;
+  if (isa<FloatType>(e)) {
+    for (const APFloat &v : c.getValues<APFloat>())
+      values.push_back(v.convertToDouble());
+  } else if (e.isInteger(1)) {
+    return std::nullopt;
+  } else if (isa<IntegerType>(e)) {
+    for (const APInt &v : c.getValues<APInt>())
+      values.push_back(double(v.getSExtValue()));
+  } else {
+    return std::nullopt;
+  }
+  if (llvm::any_of(values, [&](double v) { return v != values[0]; }))
+    return std::nullopt;
+  return values[0];
+}
+
+// Pow-12 and later allow an exponent of another numeric type (integers).
+// A constant exponent that does not widen the result is the fast path; any
+// other exponent must be a float tensor.
+LogicalResult mlir::tcc::importPow(NodeImporter &node) {
+  FailureOr<Value> x = node.input(0);
+  FailureOr<RankedTensorType> eType = node.inputType(1);
+  if (failed(x) || failed(eType))
+    return failure();
+  std::optional<double> e = splatNumber(node.constantInput(1));
+  if (e) {
+    auto shape = broadcastShapes(typeOf(*x).getShape(), eType->getShape());
+    if (succeeded(shape) && ArrayRef<int64_t>(*shape) == typeOf(*x).getShape())
+      return importUnary<PowScalarOp>(node, node.builder().getF64FloatAttr(*e));
+  }
+  FailureOr<Value> exponent = node.input(1);
+  if (failed(exponent))
+    return failure();
+  FailureOr<Value> y = node.create<PowOp>(*x, *exponent);
+  if (failed(y))
+    return failure();
+  node.setOutput(0, *y);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LayerNormalization
+//===----------------------------------------------------------------------===//
+
+// Opset 17: normalizes over [axis, rank); Scale and the optional B broadcast
+// to the normalized shape (they are broadcast explicitly, so the op sees that
+// shape and the gradient rule of broadcast_to sums back); optional outputs
+// Mean and InvStdDev. stash_type 1 (float) is the only precision tcc computes
+// statistics in.
+LogicalResult mlir::tcc::importLayerNormalization(NodeImporter &node) {
+  FailureOr<Value> x = node.input(0);
+  FailureOr<int64_t> axisAttr = node.intAttr("axis", -1);
+  FailureOr<float> epsilon = node.floatAttr("epsilon", 1e-5f);
+  FailureOr<int64_t> stash = node.intAttr("stash_type", 1);
+  if (failed(x) || failed(axisAttr) || failed(epsilon) || failed(stash))
+    return failure();
+  if (*stash != 1)
+    return node.emitUnsupported("stash_type " + std::to_string(*stash))
+           << "attribute 'stash_type' = " << *stash
+           << " is not supported; statistics are computed in float (1)";
+  if (!(*epsilon >= 0.0f))
+    return node.emitError()
+           << "attribute 'epsilon' = " << *epsilon << " must not be negative";
+  RankedTensorType xType = typeOf(*x);
+  FailureOr<int64_t> axis =
+      node.normalizeAxis("attribute 'axis'", *axisAttr, xType.getRank());
+  if (failed(axis))
+    return failure();
+  auto normType = RankedTensorType::get(xType.getShape().drop_front(*axis),
+                                        xType.getElementType());
+
+  auto toNormalized = [&](Value v, StringRef what) -> FailureOr<Value> {
+    if (v.getType() == normType)
+      return v;
+    auto shape = broadcastShapes(typeOf(v).getShape(), normType.getShape());
+    if (failed(shape) || ArrayRef<int64_t>(*shape) != normType.getShape())
+      return node.emitError()
+             << what << " of shape " << shapeStr(typeOf(v).getShape())
+             << " does not broadcast to the normalized shape "
+             << shapeStr(normType.getShape()) << " (input "
+             << shapeStr(xType.getShape()) << " from axis " << *axis << ")";
+    return BroadcastToOp::create(node.builder(), node.loc(), normType, v)
+        .getResult();
+  };
+  FailureOr<Value> scale = node.input(1);
+  if (failed(scale))
+    return failure();
+  scale = toNormalized(*scale, "Scale");
+  if (failed(scale))
+    return failure();
+  FailureOr<Value> bias;
+  if (node.hasInput(2)) {
+    bias = node.input(2);
+    if (succeeded(bias))
+      bias = toNormalized(*bias, "B");
+  } else {
+    auto zero = DenseElementsAttr::get(normType, 0.0f);
+    bias = ConstantOp::create(node.builder(), node.loc(), zero).getResult();
+  }
+  if (failed(bias))
+    return failure();
+
+  auto op = LayerNormOp::create(node.builder(), node.loc(), *x, *scale, *bias,
+                                node.builder().getI64IntegerAttr(*axis),
+                                node.builder().getF64FloatAttr(*epsilon));
+  for (unsigned i = 0; i < 3; ++i)
+    node.setOutput(i, op->getResult(i));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+/// FNV-1a of `s`: a per-node seed that depends only on the node.
+static int64_t stableHash(StringRef s) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001B3ull;
+  }
+  return static_cast<int64_t>(h);
+}
+
+/// The `rng.step` state argument of @forward, added on first use: the step
+/// counter every tcc.dropout reads (tcc-build-loss advances it per step).
+static FailureOr<Value> rngStep(NodeImporter &node) {
+  static constexpr StringLiteral kName = "rng.step";
+  auto func =
+      dyn_cast<func::FuncOp>(node.builder().getInsertionBlock()->getParentOp());
+  if (!func)
+    return node.emitError() << "dropout outside of @forward";
+  MLIRContext *ctx = node.context();
+  auto type = RankedTensorType::get({}, IntegerType::get(ctx, 64));
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+    auto name = func.getArgAttrOfType<StringAttr>(i, "tcc.name");
+    if (!name || name.getValue() != kName)
+      continue;
+    auto kind = func.getArgAttrOfType<StringAttr>(i, "tcc.kind");
+    if (!kind || kind.getValue() != "state" ||
+        func.getArgument(i).getType() != type)
+      return node.emitError()
+             << "the model's " << (kind ? kind.getValue() : "") << " '" << kName
+             << "' clashes with the random-number state of dropout, a "
+                "tensor<i64> of kind state by that name";
+    return Value(func.getArgument(i));
+  }
+  NamedAttrList attrs;
+  attrs.set("tcc.kind", StringAttr::get(ctx, "state"));
+  attrs.set("tcc.name", StringAttr::get(ctx, kName));
+  unsigned index = func.getNumArguments();
+  Location loc = NameLoc::get(StringAttr::get(ctx, kName), node.loc());
+  if (failed(func.insertArgument(index, type, attrs.getDictionary(ctx), loc)))
+    return node.emitError() << "cannot add the '" << kName << "' argument";
+  return Value(func.getArgument(index));
+}
+
+/// Input `i` as a constant scalar (float or integer/bool), or `dflt` when
+/// omitted; `what` names it in errors.
+static FailureOr<double> constantScalar(NodeImporter &node, unsigned i,
+                                        StringRef what, double dflt) {
+  if (!node.hasInput(i))
+    return dflt;
+  FailureOr<RankedTensorType> type = node.inputType(i);
+  if (failed(type))
+    return failure();
+  DenseElementsAttr c = node.constantInput(i);
+  if (!c) {
+    // Float initializers are trained unless frozen; say so, the value is
+    // right there in the model.
+    FailureOr<Value> v = type->getElementType().isF32()
+                             ? node.input(i)
+                             : FailureOr<Value>(failure());
+    auto arg = succeeded(v) ? dyn_cast<BlockArgument>(*v) : BlockArgument();
+    auto func = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
+                    : func::FuncOp();
+    auto kind =
+        func ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tcc.kind")
+             : StringAttr();
+    if (kind && kind.getValue() == "param")
+      return node.emitError()
+             << what << " (input '" << node.proto().input(i)
+             << "') is a trainable parameter, not a constant; pass --freeze "
+             << node.proto().input(i);
+    return node.emitError() << what << " (input '" << node.proto().input(i)
+                            << "') is not a constant; tcc needs it known at "
+                               "compile time";
+  }
+  if (c.getNumElements() != 1)
+    return node.emitError()
+           << what << " (input '" << node.proto().input(i) << "') has "
+           << c.getNumElements() << " elements, expected a scalar";
+  if (c.getElementType().isInteger(1))
+    return double(*c.getValues<bool>().begin());
+  std::optional<double> v = splatNumber(c);
+  if (!v)
+    return node.emitError()
+           << what << " (input '" << node.proto().input(i) << "') has type "
+           << c.getType() << ", expected a number";
+  return *v;
+}
+
+/// Output 1 (the mask) of an inactive dropout: all true.
+static void setAllTrueMask(NodeImporter &node, RankedTensorType xType) {
+  auto i1 = IntegerType::get(node.context(), 1);
+  node.setConstantOutput(
+      1, DenseElementsAttr::get(RankedTensorType::get(xType.getShape(), i1),
+                                true));
+}
+
+// Opsets 7 to 11: inference only (output = input).
+LogicalResult mlir::tcc::importDropoutInference(NodeImporter &node) {
+  FailureOr<RankedTensorType> type = node.inputType(0);
+  if (failed(type) || failed(node.forwardInput(0, 0)))
+    return failure();
+  setAllTrueMask(node, *type);
+  return success();
+}
+
+// Opset 12+: ratio (default 0.5) and training_mode (default false) are
+// inputs and must be constants. Inference mode or ratio 0 is the identity
+// (as in PyTorch), with an all-true mask.
+LogicalResult mlir::tcc::importDropout(NodeImporter &node) {
+  FailureOr<Value> x = node.input(0);
+  FailureOr<double> ratio = constantScalar(node, 1, "the ratio", 0.5);
+  FailureOr<double> training =
+      constantScalar(node, 2, "the training_mode", 0.0);
+  FailureOr<int64_t> seedAttr = node.intAttr("seed", 0);
+  if (failed(x) || failed(ratio) || failed(training) || failed(seedAttr))
+    return failure();
+  if (!(*ratio >= 0.0 && *ratio <= 1.0))
+    return node.emitError()
+           << "the ratio is " << *ratio << "; it must be in [0, 1]";
+  if (*training == 0.0 || *ratio == 0.0) {
+    node.setOutput(0, *x);
+    setAllTrueMask(node, typeOf(*x));
+    return success();
+  }
+  FailureOr<Value> step = rngStep(node);
+  if (failed(step))
+    return failure();
+  // Without a seed attribute each node gets its own stream from the name of
+  // its output, which is unique in the graph and stable across exports.
+  int64_t seed =
+      node.attr("seed") ? *seedAttr : stableHash(node.proto().output(0));
+  auto op = DropoutOp::create(node.builder(), node.loc(), *x, *step,
+                              node.builder().getF64FloatAttr(*ratio),
+                              node.builder().getI64IntegerAttr(seed));
+  node.setOutput(0, op.getResult());
+  // The optional mask output is bool: mask != 0. Exporters name it though
+  // nothing reads it; the cast is then dead and canonicalization drops it.
+  if (node.proto().output_size() > 1 && !node.proto().output(1).empty()) {
+    auto maskType = RankedTensorType::get(typeOf(*x).getShape(),
+                                          IntegerType::get(node.context(), 1));
+    node.setOutput(1, CastOp::create(node.builder(), node.loc(), maskType,
+                                     op.getMask())
+                          .getResult());
+  }
+  return success();
+}

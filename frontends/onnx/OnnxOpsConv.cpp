@@ -1,0 +1,399 @@
+//===- OnnxOpsConv.cpp - Builders: Conv, pooling, BatchNormalization ------===//
+//
+// The tcc ops are 2-D (NCHW); 1-D ONNX convolutions and pools (NCL) become
+// 2-D ones over an [N, C, 1, L] view. auto_pad is resolved to explicit pads
+// here, since shapes are static. 3-D (NCDHW) is not supported.
+//
+// BatchNormalization in training mode normalizes with the batch statistics
+// and returns the new running statistics
+//   running = running * momentum + batch * (1 - momentum)
+// built from element-wise ops. ONNX defines the batch variance used there
+// as the population variance; torch.nn.BatchNorm uses the unbiased one
+// (times M / (M - 1), M values per channel), so models whose producer is
+// "pytorch" get PyTorch's rule: training them in tcc then matches training
+// them in PyTorch. The running statistics that are initializers are state
+// (see batchNormalizationState): @forward returns their new values as
+// "update" results.
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/onnx/OnnxGraph.h"
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+static RankedTensorType typeOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+namespace {
+/// Window attributes as the 2-D tcc ops take them.
+struct Spatial {
+  SmallVector<int64_t> kernel, strides, pads, dilations;
+};
+} // namespace
+
+/// The rank of the input's spatial part (1 or 2), or an error naming what
+/// is not supported.
+static FailureOr<int64_t> spatialRank(NodeImporter &node, Value x) {
+  int64_t rank = typeOf(x).getRank();
+  if (rank == 3 || rank == 4)
+    return rank - 2;
+  if (rank >= 5)
+    return node.emitUnsupported("rank-" + std::to_string(rank) + " input")
+           << "input of shape " << shapeStr(typeOf(x).getShape())
+           << " would need a " << rank - 2
+           << "-D window; tcc supports 1-D and 2-D (inputs [N, C, L] and "
+              "[N, C, H, W])";
+  return node.emitError() << "input must be [N, C, L] or [N, C, H, W], got "
+                          << shapeStr(typeOf(x).getShape());
+}
+
+/// An INTS attribute with `n` entries, or `dflt` when absent.
+static FailureOr<SmallVector<int64_t>>
+intsOfSize(NodeImporter &node, StringRef name, size_t n,
+           SmallVector<int64_t> dflt) {
+  auto v = node.intsAttr(name);
+  if (failed(v))
+    return failure();
+  if (!*v)
+    return dflt;
+  if ((*v)->size() != n)
+    return node.emitError() << "attribute '" << name << "' has "
+                            << (*v)->size() << " values, expected " << n;
+  return **v;
+}
+
+/// Reads strides, dilations and pads (or auto_pad) for a window of size
+/// `kernel` over the spatial dims `in`, and widens them to 2-D.
+static FailureOr<Spatial> readSpatial(NodeImporter &node,
+                                      ArrayRef<int64_t> in,
+                                      ArrayRef<int64_t> kernel) {
+  size_t r = in.size();
+  auto strides = intsOfSize(node, "strides", r, SmallVector<int64_t>(r, 1));
+  auto dilations =
+      intsOfSize(node, "dilations", r, SmallVector<int64_t>(r, 1));
+  auto pads = intsOfSize(node, "pads", 2 * r, SmallVector<int64_t>(2 * r, 0));
+  if (failed(strides) || failed(dilations) || failed(pads))
+    return failure();
+  for (int64_t v : *strides)
+    if (v < 1)
+      return node.emitError() << "strides must be positive, got "
+                              << shapeStr(*strides);
+  for (int64_t v : *dilations)
+    if (v < 1)
+      return node.emitError() << "dilations must be positive, got "
+                              << shapeStr(*dilations);
+  for (int64_t v : *pads)
+    if (v < 0)
+      return node.emitError() << "pads must not be negative, got "
+                              << shapeStr(*pads);
+
+  std::string autoPad = "NOTSET";
+  if (const onnx::AttributeProto *a = node.attr("auto_pad")) {
+    if (a->type() != onnx::AttributeProto::STRING)
+      return node.emitError() << "attribute 'auto_pad' should be a string";
+    autoPad = a->s();
+  }
+  if (autoPad != "NOTSET" && node.attr("pads"))
+    return node.emitError() << "attributes 'pads' and 'auto_pad' = "
+                            << autoPad << " exclude each other";
+  if (autoPad == "VALID") {
+    pads->assign(2 * r, 0);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    // The output has ceil(in / stride) elements; the padding that takes is
+    // split evenly, the odd one at the end (UPPER) or the beginning (LOWER).
+    for (size_t i = 0; i < r; ++i) {
+      int64_t s = (*strides)[i], out = (in[i] + s - 1) / s;
+      int64_t total = std::max<int64_t>(
+          0, (out - 1) * s + ((*dilations)[i] * (kernel[i] - 1) + 1) - in[i]);
+      int64_t small = total / 2, large = total - small;
+      (*pads)[i] = autoPad == "SAME_UPPER" ? small : large;
+      (*pads)[i + r] = autoPad == "SAME_UPPER" ? large : small;
+    }
+  } else if (autoPad != "NOTSET") {
+    return node.emitUnsupported("attribute auto_pad=" + autoPad)
+           << "auto_pad '" << autoPad
+           << "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER";
+  }
+
+  Spatial sp;
+  if (r == 1) { // [N, C, L] as [N, C, 1, L]
+    sp.kernel = {1, kernel[0]};
+    sp.strides = {1, (*strides)[0]};
+    sp.dilations = {1, (*dilations)[0]};
+    sp.pads = {0, (*pads)[0], 0, (*pads)[1]};
+  } else {
+    sp.kernel.assign(kernel.begin(), kernel.end());
+    sp.strides = *strides;
+    sp.dilations = *dilations;
+    sp.pads = *pads;
+  }
+  return sp;
+}
+
+/// `x` as 4-D: [N, C, L] -> [N, C, 1, L]; 4-D stays.
+static FailureOr<Value> as4d(NodeImporter &node, Value x) {
+  ArrayRef<int64_t> s = typeOf(x).getShape();
+  if (s.size() == 4)
+    return x;
+  return node.reshape(x, {s[0], s[1], 1, s[2]});
+}
+
+/// Undoes as4d on a result when the input was 3-D.
+static LogicalResult setSpatialOutput(NodeImporter &node, int64_t rank,
+                                      Value y) {
+  if (rank == 1) {
+    ArrayRef<int64_t> s = typeOf(y).getShape();
+    FailureOr<Value> r = node.reshape(y, {s[0], s[1], s[3]});
+    if (failed(r))
+      return failure();
+    y = *r;
+  }
+  node.setOutput(0, y);
+  return success();
+}
+
+/// kernel_shape: required for pools; for Conv it must agree with `fromWeight`.
+static FailureOr<SmallVector<int64_t>>
+kernelShape(NodeImporter &node, int64_t rank,
+            std::optional<ArrayRef<int64_t>> fromWeight) {
+  auto k = node.intsAttr("kernel_shape");
+  if (failed(k))
+    return failure();
+  if (!*k) {
+    if (fromWeight)
+      return SmallVector<int64_t>(*fromWeight);
+    return node.emitError() << "attribute 'kernel_shape' is required";
+  }
+  if ((int64_t)(*k)->size() != rank || llvm::any_of(**k, [](int64_t v) {
+        return v < 1;
+      }))
+    return node.emitError() << "kernel_shape " << shapeStr(**k) << " must be "
+                            << rank << " positive sizes";
+  if (fromWeight && ArrayRef<int64_t>(**k) != *fromWeight)
+    return node.emitError() << "kernel_shape " << shapeStr(**k)
+                            << " differs from the weight's spatial shape "
+                            << shapeStr(*fromWeight);
+  return **k;
+}
+
+//===----------------------------------------------------------------------===//
+// Conv
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::tcc::importConv(NodeImporter &node) {
+  FailureOr<SmallVector<Value>> in = node.inputs(2);
+  if (failed(in))
+    return failure();
+  Value x = (*in)[0], w = (*in)[1], bias;
+  FailureOr<int64_t> rank = spatialRank(node, x);
+  if (failed(rank))
+    return failure();
+  if (typeOf(w).getRank() != *rank + 2)
+    return node.emitError() << "weight of shape "
+                            << shapeStr(typeOf(w).getShape())
+                            << " does not match the rank-" << *rank + 2
+                            << " input";
+  if (node.hasInput(2)) {
+    FailureOr<Value> b = node.input(2);
+    if (failed(b))
+      return failure();
+    bias = *b;
+  }
+  FailureOr<int64_t> group = node.intAttr("group", 1);
+  FailureOr<SmallVector<int64_t>> kernel =
+      kernelShape(node, *rank, typeOf(w).getShape().drop_front(2));
+  if (failed(group) || failed(kernel))
+    return failure();
+  FailureOr<Spatial> sp =
+      readSpatial(node, typeOf(x).getShape().drop_front(2), *kernel);
+  if (failed(sp))
+    return failure();
+  FailureOr<Value> x4 = as4d(node, x), w4 = as4d(node, w);
+  if (failed(x4) || failed(w4))
+    return failure();
+  FailureOr<Value> y =
+      node.create<Conv2dOp>(*x4, *w4, bias, ArrayRef<int64_t>(sp->strides),
+                            ArrayRef<int64_t>(sp->pads),
+                            ArrayRef<int64_t>(sp->dilations), *group);
+  if (failed(y))
+    return failure();
+  return setSpatialOutput(node, *rank, *y);
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::tcc::importMaxPool(NodeImporter &node) {
+  FailureOr<Value> x = node.input(0);
+  if (failed(x))
+    return failure();
+  if (node.proto().output_size() > 1 && !node.proto().output(1).empty())
+    return node.emitUnsupported("Indices output")
+           << "the Indices output is not supported (only the pooled values)";
+  FailureOr<int64_t> rank = spatialRank(node, *x);
+  if (failed(rank))
+    return failure();
+  FailureOr<SmallVector<int64_t>> kernel =
+      kernelShape(node, *rank, std::nullopt);
+  FailureOr<int64_t> ceil = node.intAttr("ceil_mode", 0);
+  if (failed(kernel) || failed(ceil))
+    return failure();
+  FailureOr<Spatial> sp =
+      readSpatial(node, typeOf(*x).getShape().drop_front(2), *kernel);
+  FailureOr<Value> x4 = as4d(node, *x);
+  if (failed(sp) || failed(x4))
+    return failure();
+  FailureOr<Operation *> op = node.createOp<MaxPool2dOp>(
+      *x4, ArrayRef<int64_t>(sp->kernel), ArrayRef<int64_t>(sp->strides),
+      ArrayRef<int64_t>(sp->pads), ArrayRef<int64_t>(sp->dilations),
+      *ceil != 0);
+  if (failed(op))
+    return failure();
+  return setSpatialOutput(node, *rank, (*op)->getResult(0));
+}
+
+LogicalResult mlir::tcc::importAveragePool(NodeImporter &node) {
+  FailureOr<Value> x = node.input(0);
+  if (failed(x))
+    return failure();
+  FailureOr<int64_t> rank = spatialRank(node, *x);
+  if (failed(rank))
+    return failure();
+  FailureOr<SmallVector<int64_t>> kernel =
+      kernelShape(node, *rank, std::nullopt);
+  FailureOr<int64_t> ceil = node.intAttr("ceil_mode", 0);
+  FailureOr<int64_t> includePad = node.intAttr("count_include_pad", 0);
+  if (failed(kernel) || failed(ceil) || failed(includePad))
+    return failure();
+  FailureOr<Spatial> sp =
+      readSpatial(node, typeOf(*x).getShape().drop_front(2), *kernel);
+  FailureOr<Value> x4 = as4d(node, *x);
+  if (failed(sp) || failed(x4))
+    return failure();
+  // AveragePool has no dilations before opset 19.
+  if (llvm::any_of(sp->dilations, [](int64_t d) { return d != 1; }))
+    return node.emitUnsupported("attribute dilations")
+           << "dilated average pooling is not supported";
+  FailureOr<Value> y = node.create<AvgPool2dOp>(
+      *x4, ArrayRef<int64_t>(sp->kernel), ArrayRef<int64_t>(sp->strides),
+      ArrayRef<int64_t>(sp->pads), *ceil != 0, *includePad != 0);
+  if (failed(y))
+    return failure();
+  return setSpatialOutput(node, *rank, *y);
+}
+
+// The mean over every spatial axis, kept as size 1: [N, C, 1, 1, ...].
+LogicalResult mlir::tcc::importGlobalAveragePool(NodeImporter &node) {
+  FailureOr<Value> x = node.input(0);
+  if (failed(x))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  if (rank < 3)
+    return node.emitError() << "input must be [N, C, D1, ...], got "
+                            << shapeStr(typeOf(*x).getShape());
+  SmallVector<int64_t> axes;
+  for (int64_t a = 2; a < rank; ++a)
+    axes.push_back(a);
+  FailureOr<Value> y =
+      node.create<ReduceMeanOp>(*x, ArrayRef<int64_t>(axes), true);
+  if (failed(y))
+    return failure();
+  node.setOutput(0, *y);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BatchNormalization
+//===----------------------------------------------------------------------===//
+
+SmallVector<unsigned>
+mlir::tcc::batchNormalizationState(const onnx::NodeProto &, int64_t) {
+  return {3, 4};
+}
+
+static bool hasOutput(NodeImporter &node, int i) {
+  return node.proto().output_size() > i && !node.proto().output(i).empty();
+}
+
+/// running * momentum + batch * factor, element-wise on [C].
+static FailureOr<Value> blend(NodeImporter &node, Value running, Value batch,
+                              float momentum, float factor) {
+  FailureOr<Value> kept = node.create<MulOp>(running, node.scalar(momentum));
+  FailureOr<Value> added = node.create<MulOp>(batch, node.scalar(factor));
+  if (failed(kept) || failed(added))
+    return failure();
+  return node.create<AddOp>(*kept, *added);
+}
+
+LogicalResult mlir::tcc::importBatchNormalization(NodeImporter &node) {
+  FailureOr<float> eps = node.floatAttr("epsilon", 1e-5f);
+  FailureOr<float> momentum = node.floatAttr("momentum", 0.9f);
+  if (failed(eps) || failed(momentum))
+    return failure();
+  // From 14 the mode is an attribute; before, training is asked for by
+  // requesting the running statistics as outputs.
+  bool training = false;
+  if (node.opset() >= 14) {
+    FailureOr<int64_t> mode = node.intAttr("training_mode", 0);
+    if (failed(mode))
+      return failure();
+    training = *mode != 0;
+  } else {
+    for (int i = 1; i < node.proto().output_size(); ++i)
+      training |= hasOutput(node, i);
+  }
+  if (!training)
+    return node.emitUnsupported("inference mode")
+           << "only training mode is supported (normalizing with the batch "
+              "statistics); export the model with "
+              "training=torch.onnx.TrainingMode.TRAINING";
+
+  FailureOr<SmallVector<Value>> in = node.inputs(5);
+  if (failed(in))
+    return failure();
+  Value x = (*in)[0];
+  RankedTensorType xt = typeOf(x);
+  if (xt.getRank() < 2)
+    return node.emitError() << "input must be [N, C, ...], got "
+                            << shapeStr(xt.getShape());
+  FailureOr<Operation *> bn = node.createOp<BatchNormTrainOp>(
+      x, (*in)[1], (*in)[2], node.builder().getF64FloatAttr(*eps));
+  if (failed(bn))
+    return failure();
+  Value y = (*bn)->getResult(0), mean = (*bn)->getResult(1),
+        var = (*bn)->getResult(2);
+  node.setOutput(0, y);
+
+  int64_t perChannel = xt.getNumElements() / xt.getDimSize(1);
+  bool unbiased = node.graphState().producer() == "pytorch";
+  if (unbiased && perChannel < 2)
+    return node.emitError() << "input " << shapeStr(xt.getShape())
+                            << " has one value per channel; training needs "
+                               "more (PyTorch raises the same error)";
+  float varFactor = 1.0f - *momentum;
+  if (unbiased)
+    varFactor = float(double(varFactor) * perChannel / (perChannel - 1));
+  for (int i : {1, 2}) {
+    if (!hasOutput(node, i))
+      continue;
+    FailureOr<Value> running =
+        i == 1 ? blend(node, (*in)[3], mean, *momentum, 1.0f - *momentum)
+               : blend(node, (*in)[4], var, *momentum, varFactor);
+    if (failed(running))
+      return failure();
+    node.setOutput(i, *running);
+    const std::string &stateName = node.proto().input(i + 2);
+    if (node.graphState().isState(stateName) &&
+        !node.graphState().setStateUpdate(stateName, *running))
+      return node.emitError() << "running statistic '" << stateName
+                              << "' is updated by more than one node";
+  }
+  // Before 14: the statistics used (saved_mean, saved_var).
+  if (node.opset() < 14) {
+    node.setOutput(3, mean);
+    node.setOutput(4, var);
+  }
+  return success();
+}

@@ -1,0 +1,178 @@
+//===- KernelsBatchNorm.cpp - Batch normalization with batch statistics ---===//
+//
+// x is [N, C, S...]: per channel c the statistics run over N and the trailing
+// axes. As PyTorch's CPU kernels, sums are kept in double (mean, then the
+// centred sum of squares: two passes, so a large mean does not cancel the
+// variance), and the output is x * alpha + beta with per-channel alpha and
+// beta. Loops follow memory order with per-channel accumulators, which
+// matters when S is small (late CNN layers) and channels are many.
+//
+//   batch_norm_train       in [x, scale, bias] out [y, mean, var], f [eps]
+//   batch_norm_train_grad  in [dy, x, scale, mean, var]
+//                          out [dx, dscale, dbias], f [eps]
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/KernelsInternal.h"
+
+#include <cmath>
+#include <vector>
+
+namespace tcc::rt::kernels {
+
+namespace {
+/// The [N, C, S] view of an [N, C, ...] tensor.
+struct NCS {
+  int64_t n, c, s;
+  int64_t perChannel() const { return n * s; }
+};
+} // namespace
+
+static NCS ncs(const std::vector<int64_t> &shape) {
+  NCS d{shape[0], shape[1], 1};
+  for (size_t i = 2; i < shape.size(); ++i)
+    d.s *= shape[i];
+  return d;
+}
+
+/// Checks x at in[xi] is [N, C, ...] (f32, all operands f32), that `same`
+/// operands have x's shape and `perChannel` ones C elements, and eps.
+static void checkBatchNorm(const KernelSig &s, size_t xi,
+                           std::vector<std::pair<bool, size_t>> same,
+                           std::vector<std::pair<bool, size_t>> perChannel) {
+  expectAllF32(s);
+  expectFAttrs(s, 1);
+  const TensorInfo &x = *s.in[xi];
+  if (x.shape.size() < 2)
+    throw Error(operandName(s, true, xi) + " has shape " +
+                formatShape(x.shape) + "; expected [N, C, ...]");
+  if (!(s.instr.fattrs[0] >= 0))
+    throw Error("epsilon must be non-negative, got " +
+                std::to_string(s.instr.fattrs[0]));
+  for (auto [isIn, i] : same) {
+    const TensorInfo &t = isIn ? *s.in[i] : *s.out[i];
+    if (t.shape != x.shape)
+      throw Error(operandName(s, isIn, i) + " has shape " +
+                  formatShape(t.shape) + ", expected " +
+                  formatShape(x.shape));
+  }
+  for (auto [isIn, i] : perChannel)
+    expectNumel(s, isIn, i, x.shape[1]);
+}
+
+void check_batch_norm_train(const KernelSig &s) {
+  expectArity(s, 3, 3);
+  checkBatchNorm(s, 0, {{false, 0}},
+                 {{true, 1}, {true, 2}, {false, 1}, {false, 2}});
+}
+
+/// Per-channel mean and population variance of x, in double.
+static void channelStats(const float *x, const NCS &d, std::vector<double> &mean,
+                         std::vector<double> &var) {
+  mean.assign(d.c, 0.0);
+  var.assign(d.c, 0.0);
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t c = 0; c < d.c; ++c) {
+      const float *row = x + (n * d.c + c) * d.s;
+      double sum = 0.0;
+      for (int64_t i = 0; i < d.s; ++i)
+        sum += row[i];
+      mean[c] += sum;
+    }
+  double m = static_cast<double>(d.perChannel());
+  for (double &v : mean)
+    v /= m;
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t c = 0; c < d.c; ++c) {
+      const float *row = x + (n * d.c + c) * d.s;
+      double mu = mean[c], sum = 0.0;
+      for (int64_t i = 0; i < d.s; ++i) {
+        double t = row[i] - mu;
+        sum += t * t;
+      }
+      var[c] += sum;
+    }
+  for (double &v : var)
+    v /= m;
+}
+
+void run_batch_norm_train(const KernelArgs &a) {
+  const TensorView &X = a.in[0];
+  NCS d = ncs(*X.shape);
+  const float *x = X.f32(), *scale = a.in[1].f32(), *bias = a.in[2].f32();
+  float *y = a.out[0].f32(), *meanOut = a.out[1].f32(),
+        *varOut = a.out[2].f32();
+  double eps = a.instr.fattrs[0];
+  std::vector<double> mean, var;
+  channelStats(x, d, mean, var);
+  std::vector<float> alpha(d.c), beta(d.c);
+  for (int64_t c = 0; c < d.c; ++c) {
+    double istd = 1.0 / std::sqrt(var[c] + eps);
+    alpha[c] = static_cast<float>(istd * scale[c]);
+    beta[c] = static_cast<float>(bias[c] - mean[c] * istd * scale[c]);
+  }
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t c = 0; c < d.c; ++c) {
+      const float *src = x + (n * d.c + c) * d.s;
+      float *dst = y + (n * d.c + c) * d.s;
+      const float al = alpha[c], be = beta[c];
+      for (int64_t i = 0; i < d.s; ++i)
+        dst[i] = src[i] * al + be;
+    }
+  // Written last: y may not alias them, but mean/var outputs are small.
+  for (int64_t c = 0; c < d.c; ++c) {
+    meanOut[c] = static_cast<float>(mean[c]);
+    varOut[c] = static_cast<float>(var[c]);
+  }
+}
+
+void check_batch_norm_train_grad(const KernelSig &s) {
+  expectArity(s, 5, 3);
+  checkBatchNorm(s, 1, {{true, 0}, {false, 0}},
+                 {{true, 2}, {true, 3}, {true, 4}, {false, 1}, {false, 2}});
+}
+
+void run_batch_norm_train_grad(const KernelArgs &a) {
+  const TensorView &X = a.in[1];
+  NCS d = ncs(*X.shape);
+  const float *dy = a.in[0].f32(), *x = X.f32(), *scale = a.in[2].f32(),
+              *mean = a.in[3].f32(), *var = a.in[4].f32();
+  float *dx = a.out[0].f32(), *dscale = a.out[1].f32(),
+        *dbias = a.out[2].f32();
+  double eps = a.instr.fattrs[0];
+  // sum(dy) and sum(dy * (x - mean)) per channel.
+  std::vector<double> sumDy(d.c, 0.0), sumDyXmu(d.c, 0.0);
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t c = 0; c < d.c; ++c) {
+      const float *g = dy + (n * d.c + c) * d.s, *xr = x + (n * d.c + c) * d.s;
+      double mu = mean[c], s1 = 0.0, s2 = 0.0;
+      for (int64_t i = 0; i < d.s; ++i) {
+        s1 += g[i];
+        s2 += g[i] * (xr[i] - mu);
+      }
+      sumDy[c] += s1;
+      sumDyXmu[c] += s2;
+    }
+  double m = static_cast<double>(d.perChannel());
+  // dx = (dy - sum(dy)/M - (x - mean) * k) * istd * scale, with
+  // k = sum(dy (x - mean)) * istd^2 / M (PyTorch's formulation).
+  std::vector<float> gmean(d.c), k(d.c), coef(d.c);
+  for (int64_t c = 0; c < d.c; ++c) {
+    double istd = 1.0 / std::sqrt(static_cast<double>(var[c]) + eps);
+    gmean[c] = static_cast<float>(sumDy[c] / m);
+    k[c] = static_cast<float>(sumDyXmu[c] * istd * istd / m);
+    coef[c] = static_cast<float>(istd * scale[c]);
+    dscale[c] = static_cast<float>(sumDyXmu[c] * istd);
+    dbias[c] = static_cast<float>(sumDy[c]);
+  }
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t c = 0; c < d.c; ++c) {
+      int64_t off = (n * d.c + c) * d.s;
+      const float *g = dy + off, *xr = x + off;
+      float *out = dx + off;
+      const float mu = mean[c], gm = gmean[c], kc = k[c], co = coef[c];
+      for (int64_t i = 0; i < d.s; ++i)
+        out[i] = (g[i] - gm - (xr[i] - mu) * kc) * co;
+    }
+}
+
+} // namespace tcc::rt::kernels

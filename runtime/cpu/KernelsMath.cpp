@@ -1,0 +1,311 @@
+//===- KernelsMath.cpp - Element-wise math, GELU, dropout -----------------===//
+//
+// Forward and backward formulas follow PyTorch's CPU kernels term by term
+// (same order of operations, f32 arithmetic, the same special cases: pow by
+// 2, 3, 0.5, -0.5, -1, -2; a zero gradient for an exponent of 0), so results
+// agree with PyTorch to rounding. Each loop reads element i of every input
+// before writing element i of the outputs, so outputs may alias inputs.
+//
+// Dropout draws from a counter-based generator (see run_dropout), so a mask
+// is a pure function of (seed, step, element index).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/KernelsInternal.h"
+
+#include <cmath>
+
+namespace tcc::rt::kernels {
+
+//===----------------------------------------------------------------------===//
+// Unary functions and their gradients
+//===----------------------------------------------------------------------===//
+
+template <class F> static void mapUnary(const KernelArgs &a, F f) {
+  const float *x = a.in[0].f32();
+  float *y = a.out[0].f32();
+  for (int64_t i = 0, n = a.out[0].numel; i < n; ++i)
+    y[i] = f(x[i]);
+}
+
+/// dx[i] = f(dy[i], v[i]).
+template <class F> static void mapGrad(const KernelArgs &a, F f) {
+  const float *dy = a.in[0].f32(), *v = a.in[1].f32();
+  float *dx = a.out[0].f32();
+  for (int64_t i = 0, n = a.out[0].numel; i < n; ++i)
+    dx[i] = f(dy[i], v[i]);
+}
+
+void check_unary_grad(const KernelSig &s) {
+  expectArity(s, 2, 1);
+  expectAllF32(s);
+  expectNumel(s, true, 1, s.in[0]->numElements());
+  expectNumel(s, false, 0, s.in[0]->numElements());
+}
+
+void run_exp(const KernelArgs &a) {
+  mapUnary(a, [](float x) { return std::exp(x); });
+}
+void run_log(const KernelArgs &a) {
+  mapUnary(a, [](float x) { return std::log(x); });
+}
+void run_sqrt(const KernelArgs &a) {
+  mapUnary(a, [](float x) { return std::sqrt(x); });
+}
+void run_tanh(const KernelArgs &a) {
+  mapUnary(a, [](float x) { return std::tanh(x); });
+}
+void run_sigmoid(const KernelArgs &a) {
+  mapUnary(a, [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
+}
+void run_erf(const KernelArgs &a) {
+  mapUnary(a, [](float x) { return std::erf(x); });
+}
+
+void run_sqrt_grad(const KernelArgs &a) {
+  mapGrad(a, [](float dy, float y) { return dy / (2.0f * y); });
+}
+void run_tanh_grad(const KernelArgs &a) {
+  mapGrad(a, [](float dy, float y) { return dy * (1.0f - y * y); });
+}
+void run_sigmoid_grad(const KernelArgs &a) {
+  mapGrad(a, [](float dy, float y) { return dy * (1.0f - y) * y; });
+}
+void run_erf_grad(const KernelArgs &a) {
+  const float k = static_cast<float>(2.0 / std::sqrt(M_PI));
+  mapGrad(a, [k](float dy, float x) { return k * std::exp(-(x * x)) * dy; });
+}
+
+//===----------------------------------------------------------------------===//
+// Powers
+//===----------------------------------------------------------------------===//
+
+/// x^e with PyTorch's special cases for a scalar exponent.
+static float powScalar(float x, float e) {
+  if (e == 2.0f)
+    return x * x;
+  if (e == 3.0f)
+    return x * x * x;
+  if (e == 0.5f)
+    return std::sqrt(x);
+  if (e == -0.5f)
+    return 1.0f / std::sqrt(x);
+  if (e == -1.0f)
+    return 1.0f / x;
+  if (e == -2.0f)
+    return 1.0f / (x * x);
+  return std::pow(x, e);
+}
+
+void check_pow_scalar(const KernelSig &s) {
+  expectArity(s, 1, 1);
+  expectFAttrs(s, 1);
+  expectAllF32(s);
+  expectNumel(s, false, 0, s.in[0]->numElements());
+}
+
+void run_pow_scalar(const KernelArgs &a) {
+  const float e = static_cast<float>(a.instr.fattrs[0]);
+  // The switch is outside the loop so each common case vectorizes.
+  if (e == 2.0f)
+    return mapUnary(a, [](float x) { return x * x; });
+  if (e == 3.0f)
+    return mapUnary(a, [](float x) { return x * x * x; });
+  if (e == 0.5f)
+    return mapUnary(a, [](float x) { return std::sqrt(x); });
+  mapUnary(a, [e](float x) { return powScalar(x, e); });
+}
+
+void check_pow_scalar_grad(const KernelSig &s) {
+  check_unary_grad(s);
+  expectFAttrs(s, 1);
+}
+
+void run_pow_scalar_grad(const KernelArgs &a) {
+  const float e = static_cast<float>(a.instr.fattrs[0]);
+  if (e == 0.0f)
+    return mapGrad(a, [](float, float) { return 0.0f; });
+  if (e == 2.0f) // x^1 needs no pow
+    return mapGrad(a, [](float dy, float x) { return dy * (2.0f * x); });
+  const float em1 = static_cast<float>(a.instr.fattrs[0] - 1.0);
+  mapGrad(a,
+          [e, em1](float dy, float x) { return dy * (e * powScalar(x, em1)); });
+}
+
+void check_pow(const KernelSig &s) { check_binary(s); }
+
+void run_pow(const KernelArgs &args) {
+  const TensorView &A = args.in[0], &B = args.in[1], &C = args.out[0];
+  const float *a = A.f32(), *b = B.f32();
+  float *c = C.f32();
+  size_t rank = C.rank();
+  LoopNest<3> nest(*C.shape, {contiguousStrides(*C.shape),
+                              broadcastStrides(*A.shape, rank),
+                              broadcastStrides(*B.shape, rank)});
+  int64_t inner = nest.innerDim();
+  auto st = nest.innerStrides();
+  nest.forEachOuter(1, [&](const std::array<int64_t, 3> &off) {
+    for (int64_t i = 0; i < inner; ++i)
+      c[off[0] + i * st[0]] =
+          std::pow(a[off[1] + i * st[1]], b[off[2] + i * st[2]]);
+  });
+}
+
+void check_pow_grad(const KernelSig &s) {
+  expectArity(s, 3, 2);
+  expectAllF32(s);
+  int64_t n = s.in[0]->numElements();
+  for (size_t i = 1; i < 3; ++i)
+    expectNumel(s, true, i, n);
+  for (size_t i = 0; i < 2; ++i)
+    expectNumel(s, false, i, n);
+}
+
+// PyTorch: d lhs = dy * (b * a^(b-1)); d rhs = dy * (a^b * log(a)), 0 where
+// a == 0 and b >= 0.
+void run_pow_grad(const KernelArgs &args) {
+  const float *dy = args.in[0].f32(), *a = args.in[1].f32(),
+              *b = args.in[2].f32();
+  float *da = args.out[0].f32(), *db = args.out[1].f32();
+  for (int64_t i = 0, n = args.in[0].numel; i < n; ++i) {
+    float g = dy[i], x = a[i], e = b[i];
+    float dxa = g * (e * std::pow(x, e - 1.0f));
+    float dxb =
+        x == 0.0f && e >= 0.0f ? 0.0f : g * (std::pow(x, e) * std::log(x));
+    da[i] = dxa;
+    db[i] = dxb;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// GELU (iattrs [approximate]: 0 = erf form, 1 = tanh form)
+//===----------------------------------------------------------------------===//
+
+static constexpr float kSqrt1_2 = static_cast<float>(M_SQRT1_2);
+// sqrt(2 / pi) and 1 / sqrt(2 pi), as PyTorch spells them.
+static constexpr float kTanhBeta =
+    static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);
+static constexpr float kErfBeta =
+    static_cast<float>(M_2_SQRTPI * M_SQRT1_2 * 0.5);
+static constexpr float kKappa = 0.044715f;
+
+static void checkApproximate(const KernelSig &s) {
+  expectIAttrs(s, 1);
+  if (s.instr.iattrs[0] != 0 && s.instr.iattrs[0] != 1)
+    throw Error("approximate must be 0 (erf) or 1 (tanh), got " +
+                std::to_string(s.instr.iattrs[0]));
+}
+
+void check_gelu(const KernelSig &s) {
+  expectArity(s, 1, 1);
+  expectAllF32(s);
+  expectNumel(s, false, 0, s.in[0]->numElements());
+  checkApproximate(s);
+}
+
+void run_gelu(const KernelArgs &a) {
+  if (a.instr.iattrs[0] == 0)
+    return mapUnary(
+        a, [](float x) { return x * 0.5f * (1.0f + std::erf(x * kSqrt1_2)); });
+  mapUnary(a, [](float x) {
+    float inner = kTanhBeta * (x + kKappa * x * x * x);
+    return 0.5f * x * (1.0f + std::tanh(inner));
+  });
+}
+
+void check_gelu_grad(const KernelSig &s) {
+  check_unary_grad(s);
+  checkApproximate(s);
+}
+
+void run_gelu_grad(const KernelArgs &a) {
+  if (a.instr.iattrs[0] == 0)
+    return mapGrad(a, [](float dy, float x) {
+      float cdf = 0.5f * (1.0f + std::erf(x * kSqrt1_2));
+      float pdf = kErfBeta * std::exp(x * x * -0.5f);
+      return dy * (cdf + x * pdf);
+    });
+  mapGrad(a, [](float dy, float x) {
+    float xSq = x * x;
+    float inner = kTanhBeta * (x + kKappa * xSq * x);
+    float t = std::tanh(inner);
+    float left = 0.5f * x, right = 1.0f + t;
+    float leftDerivative = 0.5f * right;
+    float rightDerivative =
+        (1.0f - t * t) * kTanhBeta * (1.0f + 3.0f * kKappa * xSq);
+    return dy * (leftDerivative + left * rightDerivative);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout and the step counter
+//===----------------------------------------------------------------------===//
+
+/// The SplitMix64 output function (Steele, Lea, Flood 2014; Stafford's mix
+/// 13): a bijection of 64-bit integers whose outputs pass BigCrush for
+/// consecutive inputs.
+static inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void check_dropout(const KernelSig &s) {
+  expectArity(s, 2, 2);
+  expectIAttrs(s, 1);
+  expectFAttrs(s, 1);
+  if (s.in[0]->dtype != DType::F32)
+    throw Error(operandName(s, true, 0) + " must be f32");
+  if (s.in[1]->dtype != DType::I64 || s.in[1]->numElements() != 1)
+    throw Error(operandName(s, true, 1) +
+                " must be the step counter, one i64 element; it is " +
+                dtypeName(s.in[1]->dtype) + " " + formatShape(s.in[1]->shape));
+  for (size_t i = 0; i < 2; ++i) {
+    if (s.out[i]->dtype != DType::F32)
+      throw Error(operandName(s, false, i) + " must be f32");
+    expectNumel(s, false, i, s.in[0]->numElements());
+  }
+  double ratio = s.instr.fattrs[0];
+  if (!(ratio >= 0.0 && ratio <= 1.0))
+    throw Error("ratio must be in [0, 1], got " + std::to_string(ratio));
+}
+
+// Element i of the op with seed `seed` at step t draws
+//   key  = mix64(seed ^ mix64(t)),   bits = mix64(key + (i + 1) * gamma)
+// (gamma = 0x9E3779B97F4A7C15: the i-th output of a SplitMix64 generator
+// seeded with key) and is dropped when bits' top 32 bits < ratio * 2^32.
+// Nothing depends on the order or the thread the elements are visited in.
+void run_dropout(const KernelArgs &a) {
+  const float *x = a.in[0].f32();
+  const uint64_t step = static_cast<uint64_t>(a.in[1].i64()[0]);
+  float *y = a.out[0].f32(), *mask = a.out[1].f32();
+  const double ratio = a.instr.fattrs[0];
+  const uint64_t seed = static_cast<uint64_t>(a.instr.iattrs[0]);
+  const uint64_t threshold = static_cast<uint64_t>(std::ldexp(ratio, 32));
+  // PyTorch: noise = bernoulli(1 - p) / (1 - p); y = x * noise.
+  const float keep =
+      ratio < 1.0 ? 1.0f / (1.0f - static_cast<float>(ratio)) : 0.0f;
+  const uint64_t key = mix64(seed ^ mix64(step));
+  constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ull;
+  for (int64_t i = 0, n = a.in[0].numel; i < n; ++i) {
+    uint64_t bits = mix64(key + static_cast<uint64_t>(i + 1) * kGamma);
+    float m = (bits >> 32) < threshold ? 0.0f : keep;
+    float xi = x[i];
+    mask[i] = m;
+    y[i] = xi * m;
+  }
+}
+
+void check_increment(const KernelSig &s) {
+  expectArity(s, 1, 1);
+  for (const TensorInfo *t : {s.in[0], s.out[0]})
+    if (t->dtype != DType::I64 || t->numElements() != 1)
+      throw Error("operands must be one i64 element, got " +
+                  std::string(dtypeName(t->dtype)) + " " +
+                  formatShape(t->shape));
+}
+
+void run_increment(const KernelArgs &a) {
+  a.out[0].i64()[0] = a.in[0].i64()[0] + 1;
+}
+
+} // namespace tcc::rt::kernels

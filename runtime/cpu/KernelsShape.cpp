@@ -1,0 +1,424 @@
+//===- KernelsShape.cpp - gather, concat, slice, where, equal, cast -------===//
+//
+// Data movement is dtype-agnostic: f32 and i64 (which also holds bools as
+// 0/1) are moved as 4- or 8-byte words. Gather indices are data, not part of
+// the artifact, so they are range-checked as they are read and a bad one is
+// an Error naming its value and position.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/KernelsInternal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace tcc::rt::kernels {
+
+static void expectSameDType(const KernelSig &s, bool isInput, size_t i,
+                            DType want) {
+  const TensorInfo *t = isInput ? s.in[i] : s.out[i];
+  if (t->dtype != want)
+    throw Error(operandName(s, isInput, i) + " is " + dtypeName(t->dtype) +
+                ", expected " + dtypeName(want));
+}
+
+static void expectShape(const KernelSig &s, bool isInput, size_t i,
+                        const std::vector<int64_t> &want) {
+  const TensorInfo *t = isInput ? s.in[i] : s.out[i];
+  if (t->shape != want)
+    throw Error(operandName(s, isInput, i) + " has shape " +
+                formatShape(t->shape) + ", expected " + formatShape(want));
+}
+
+static int64_t product(const std::vector<int64_t> &shape, size_t from,
+                       size_t to) {
+  int64_t n = 1;
+  for (size_t i = from; i < to; ++i)
+    n *= shape[i];
+  return n;
+}
+
+/// The single axis attribute, in [0, rank): the compiler normalizes axes,
+/// so a negative one means a malformed artifact.
+static int64_t expectNonNegativeAxis(const KernelSig &s, size_t rank) {
+  expectIAttrs(s, 1);
+  int64_t axis = s.instr.iattrs[0];
+  if (axis < 0 || axis >= static_cast<int64_t>(rank))
+    throw Error("axis " + std::to_string(axis) + " is out of range for rank " +
+                std::to_string(rank));
+  return axis;
+}
+
+/// Calls f(T) with the C++ type stored for `dtype`.
+template <class F> static void byDType(DType dtype, F &&f) {
+  if (dtype == DType::F32)
+    f(float());
+  else
+    f(int64_t());
+}
+
+//===----------------------------------------------------------------------===//
+// gather, gather_grad
+//===----------------------------------------------------------------------===//
+
+/// `data` (rank >= 1) gathered along iattrs[0] by `indices` has shape
+/// `gathered`: data[:axis] + indices + data[axis+1:].
+static int64_t checkGatherShapes(const KernelSig &s,
+                                 const std::vector<int64_t> &data,
+                                 const std::vector<int64_t> &indices,
+                                 bool dataIsOutput) {
+  int64_t axis = expectNonNegativeAxis(s, data.size());
+  std::vector<int64_t> gathered(data.begin(), data.begin() + axis);
+  gathered.insert(gathered.end(), indices.begin(), indices.end());
+  gathered.insert(gathered.end(), data.begin() + axis + 1, data.end());
+  // The gathered tensor is output 0 of gather and input 0 of gather_grad.
+  expectShape(s, /*isInput=*/dataIsOutput, 0, gathered);
+  return axis;
+}
+
+void check_gather(const KernelSig &s) {
+  expectArity(s, 2, 1);
+  expectSameDType(s, true, 1, DType::I64);
+  expectSameDType(s, false, 0, s.in[0]->dtype);
+  checkGatherShapes(s, s.in[0]->shape, s.in[1]->shape, false);
+}
+
+void check_gather_grad(const KernelSig &s) {
+  expectArity(s, 2, 1);
+  expectSameDType(s, true, 0, DType::F32);
+  expectSameDType(s, true, 1, DType::I64);
+  expectSameDType(s, false, 0, DType::F32);
+  checkGatherShapes(s, s.out[0]->shape, s.in[1]->shape, true);
+}
+
+/// Index `j` of `indices`, wrapped into [0, n) as ONNX allows, or an Error.
+static int64_t gatherIndex(const TensorView &indices, int64_t j, int64_t n,
+                           int64_t axis) {
+  int64_t k = indices.i64()[j];
+  if (k < -n || k >= n) {
+    std::vector<int64_t> pos(indices.rank());
+    int64_t rest = j;
+    for (size_t d = pos.size(); d-- > 0;) {
+      pos[d] = rest % indices.dim(d);
+      rest /= indices.dim(d);
+    }
+    throw Error("gather: index " + std::to_string(k) + " at position " +
+                formatShape(pos) + " of the indices is outside [" +
+                std::to_string(-n) + ", " + std::to_string(n) + ") (axis " +
+                std::to_string(axis) + " has size " + std::to_string(n) + ")");
+  }
+  return k < 0 ? k + n : k;
+}
+
+void run_gather(const KernelArgs &a) {
+  const TensorView &X = a.in[0], &I = a.in[1], &Y = a.out[0];
+  int64_t axis = a.instr.iattrs[0];
+  int64_t outer = product(*X.shape, 0, axis), n = X.dim(axis);
+  int64_t inner = product(*X.shape, axis + 1, X.rank());
+  size_t bytes = inner * dtypeSize(X.dtype);
+  const char *x = static_cast<const char *>(X.data);
+  char *y = static_cast<char *>(Y.data);
+  for (int64_t j = 0; j < I.numel; ++j)
+    gatherIndex(I, j, n, axis); // all checked before anything is written
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < I.numel; ++j) {
+      int64_t k = gatherIndex(I, j, n, axis);
+      std::memcpy(y + ((o * I.numel + j) * bytes), x + ((o * n + k) * bytes),
+                  bytes);
+    }
+}
+
+void run_gather_grad(const KernelArgs &a) {
+  const TensorView &G = a.in[0], &I = a.in[1], &D = a.out[0];
+  int64_t axis = a.instr.iattrs[0];
+  int64_t outer = product(*D.shape, 0, axis), n = D.dim(axis);
+  int64_t inner = product(*D.shape, axis + 1, D.rank());
+  const float *g = G.f32();
+  float *d = D.f32();
+  for (int64_t j = 0; j < I.numel; ++j)
+    gatherIndex(I, j, n, axis);
+  std::fill(d, d + D.numel, 0.0f);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < I.numel; ++j) {
+      float *dst = d + (o * n + gatherIndex(I, j, n, axis)) * inner;
+      const float *src = g + (o * I.numel + j) * inner;
+      for (int64_t i = 0; i < inner; ++i)
+        dst[i] += src[i];
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// concat
+//===----------------------------------------------------------------------===//
+
+void check_concat(const KernelSig &s) {
+  if (s.in.empty() || s.out.size() != 1)
+    throw Error("expects at least 1 input and 1 output, got " +
+                std::to_string(s.in.size()) + " and " +
+                std::to_string(s.out.size()));
+  const std::vector<int64_t> &ys = s.out[0]->shape;
+  int64_t axis = expectNonNegativeAxis(s, ys.size());
+  int64_t total = 0;
+  for (size_t i = 0; i < s.in.size(); ++i) {
+    expectSameDType(s, true, i, s.out[0]->dtype);
+    std::vector<int64_t> want = ys;
+    want[axis] = s.in[i]->shape.size() == ys.size() ? s.in[i]->shape[axis] : -1;
+    if (want[axis] < 0 || s.in[i]->shape != want)
+      throw Error(operandName(s, true, i) + " has shape " +
+                  formatShape(s.in[i]->shape) + ", which does not match " +
+                  "the output shape " + formatShape(ys) + " outside axis " +
+                  std::to_string(axis));
+    total += want[axis];
+  }
+  if (total != ys[axis])
+    throw Error("the inputs add up to " + std::to_string(total) +
+                " along axis " + std::to_string(axis) + ", the output has " +
+                std::to_string(ys[axis]));
+}
+
+void run_concat(const KernelArgs &a) {
+  const TensorView &Y = a.out[0];
+  int64_t axis = a.instr.iattrs[0];
+  int64_t outer = product(*Y.shape, 0, axis);
+  size_t esize = dtypeSize(Y.dtype);
+  int64_t rowBytes = product(*Y.shape, axis, Y.rank()) * esize;
+  char *y = static_cast<char *>(Y.data);
+  int64_t offset = 0;
+  for (const TensorView &X : a.in) {
+    int64_t chunk = product(*X.shape, axis, X.rank()) * esize;
+    const char *x = static_cast<const char *>(X.data);
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(y + o * rowBytes + offset, x + o * chunk, chunk);
+    offset += chunk;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// slice, slice_grad
+//===----------------------------------------------------------------------===//
+
+/// iattrs = starts ++ steps, one each per dimension of `full`; the window
+/// has `window`'s shape and must stay inside `full`.
+static void checkWindow(const KernelSig &s, const std::vector<int64_t> &full,
+                        const std::vector<int64_t> &window) {
+  size_t rank = full.size();
+  expectIAttrs(s, 2 * rank);
+  if (window.size() != rank)
+    throw Error("the window has rank " + std::to_string(window.size()) +
+                ", the sliced tensor " + std::to_string(rank));
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t start = s.instr.iattrs[d], step = s.instr.iattrs[rank + d];
+    // Bounds before arithmetic: attributes are untrusted and must not
+    // overflow in the check itself.
+    bool ok = step != 0 && step >= -full[d] - 1 && step <= full[d] + 1 &&
+              start >= 0 && start <= full[d];
+    if (ok && window[d] > 0) {
+      int64_t last = start + (window[d] - 1) * step;
+      ok = start < full[d] && window[d] <= full[d] && last >= 0 &&
+           last < full[d];
+    }
+    if (!ok)
+      throw Error("dimension " + std::to_string(d) + ": " +
+                  std::to_string(window[d]) + " elements from " +
+                  std::to_string(start) + " in steps of " +
+                  std::to_string(step) + " do not fit in size " +
+                  std::to_string(full[d]));
+  }
+}
+
+void check_slice(const KernelSig &s) {
+  expectArity(s, 1, 1);
+  expectSameDType(s, false, 0, s.in[0]->dtype);
+  checkWindow(s, s.in[0]->shape, s.out[0]->shape);
+}
+
+void check_slice_grad(const KernelSig &s) {
+  expectArity(s, 1, 1);
+  expectSameDType(s, true, 0, DType::F32);
+  expectSameDType(s, false, 0, DType::F32);
+  checkWindow(s, s.out[0]->shape, s.in[0]->shape);
+}
+
+/// Visits the window: f(windowOffset, fullOffset, n, fullStride) for each
+/// innermost row of n elements (the window's rows are contiguous).
+template <class F>
+static void forEachWindowRow(const Instr &instr,
+                             const std::vector<int64_t> &full,
+                             const std::vector<int64_t> &window, F &&f) {
+  size_t rank = full.size();
+  std::vector<int64_t> fst = contiguousStrides(full), strided(rank);
+  int64_t base = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    base += instr.iattrs[d] * fst[d];
+    strided[d] = fst[d] * instr.iattrs[rank + d];
+  }
+  LoopNest<2> nest(window, {contiguousStrides(window), strided});
+  int64_t n = nest.innerDim(), sf = nest.innerStrides()[1];
+  nest.forEachOuter(1, [&](const std::array<int64_t, 2> &off) {
+    f(off[0], base + off[1], n, sf);
+  });
+}
+
+template <class T> static void sliceTyped(const KernelArgs &a) {
+  const T *x = static_cast<const T *>(a.in[0].data);
+  T *y = static_cast<T *>(a.out[0].data);
+  forEachWindowRow(a.instr, *a.in[0].shape, *a.out[0].shape,
+                   [&](int64_t yo, int64_t xo, int64_t n, int64_t sx) {
+                     if (sx == 1)
+                       std::memcpy(y + yo, x + xo, n * sizeof(T));
+                     else
+                       for (int64_t i = 0; i < n; ++i)
+                         y[yo + i] = x[xo + i * sx];
+                   });
+}
+
+void run_slice(const KernelArgs &a) {
+  if (a.out[0].numel == 0)
+    return;
+  byDType(a.out[0].dtype, [&](auto t) { sliceTyped<decltype(t)>(a); });
+}
+
+void run_slice_grad(const KernelArgs &a) {
+  const float *g = a.in[0].f32();
+  float *d = a.out[0].f32();
+  std::fill(d, d + a.out[0].numel, 0.0f);
+  if (a.in[0].numel == 0)
+    return;
+  // Distinct window positions never overlap (steps are non-zero), so each
+  // element is written once.
+  forEachWindowRow(a.instr, *a.out[0].shape, *a.in[0].shape,
+                   [&](int64_t go, int64_t dofs, int64_t n, int64_t sd) {
+                     for (int64_t i = 0; i < n; ++i)
+                       d[dofs + i * sd] = g[go + i];
+                   });
+}
+
+//===----------------------------------------------------------------------===//
+// where, equal
+//===----------------------------------------------------------------------===//
+
+static void expectBroadcastsToOutput(const KernelSig &s) {
+  for (size_t i = 0; i < s.in.size(); ++i)
+    if (!broadcasts(s.in[i]->shape, s.out[0]->shape))
+      throw Error(operandName(s, true, i) + " has shape " +
+                  formatShape(s.in[i]->shape) +
+                  ", which does not broadcast to the output shape " +
+                  formatShape(s.out[0]->shape));
+}
+
+void check_where(const KernelSig &s) {
+  expectArity(s, 3, 1);
+  expectSameDType(s, true, 0, DType::I64);
+  expectSameDType(s, true, 1, s.out[0]->dtype);
+  expectSameDType(s, true, 2, s.out[0]->dtype);
+  expectBroadcastsToOutput(s);
+}
+
+template <class T> static void whereTyped(const KernelArgs &a) {
+  const TensorView &Y = a.out[0];
+  const int64_t *c = a.in[0].i64();
+  const T *x = static_cast<const T *>(a.in[1].data);
+  const T *z = static_cast<const T *>(a.in[2].data);
+  T *y = static_cast<T *>(Y.data);
+  size_t rank = Y.rank();
+  LoopNest<4> nest(*Y.shape, {contiguousStrides(*Y.shape),
+                              broadcastStrides(*a.in[0].shape, rank),
+                              broadcastStrides(*a.in[1].shape, rank),
+                              broadcastStrides(*a.in[2].shape, rank)});
+  int64_t n = nest.innerDim();
+  auto st = nest.innerStrides();
+  nest.forEachOuter(1, [&](const std::array<int64_t, 4> &off) {
+    for (int64_t i = 0; i < n; ++i)
+      y[off[0] + i] =
+          c[off[1] + i * st[1]] ? x[off[2] + i * st[2]] : z[off[3] + i * st[3]];
+  });
+}
+
+void run_where(const KernelArgs &a) {
+  byDType(a.out[0].dtype, [&](auto t) { whereTyped<decltype(t)>(a); });
+}
+
+void check_equal(const KernelSig &s) {
+  expectArity(s, 2, 1);
+  expectSameDType(s, true, 1, s.in[0]->dtype);
+  expectSameDType(s, false, 0, DType::I64);
+  expectBroadcastsToOutput(s);
+}
+
+template <class T> static void equalTyped(const KernelArgs &a) {
+  const TensorView &Y = a.out[0];
+  const T *l = static_cast<const T *>(a.in[0].data);
+  const T *r = static_cast<const T *>(a.in[1].data);
+  int64_t *y = Y.i64();
+  size_t rank = Y.rank();
+  LoopNest<3> nest(*Y.shape, {contiguousStrides(*Y.shape),
+                              broadcastStrides(*a.in[0].shape, rank),
+                              broadcastStrides(*a.in[1].shape, rank)});
+  int64_t n = nest.innerDim();
+  auto st = nest.innerStrides();
+  nest.forEachOuter(1, [&](const std::array<int64_t, 3> &off) {
+    for (int64_t i = 0; i < n; ++i)
+      y[off[0] + i] = l[off[1] + i * st[1]] == r[off[2] + i * st[2]];
+  });
+}
+
+void run_equal(const KernelArgs &a) {
+  byDType(a.in[0].dtype, [&](auto t) { equalTyped<decltype(t)>(a); });
+}
+
+//===----------------------------------------------------------------------===//
+// cast
+//===----------------------------------------------------------------------===//
+
+void check_cast(const KernelSig &s) {
+  expectArity(s, 1, 1);
+  expectIAttrs(s, 1);
+  int64_t toBool = s.instr.iattrs[0];
+  if (toBool != 0 && toBool != 1)
+    throw Error("the to_bool attribute is " + std::to_string(toBool) +
+                ", expected 0 or 1");
+  if (toBool && s.out[0]->dtype != DType::I64)
+    throw Error(operandName(s, false, 0) +
+                " must be i64 (bools are stored as i64), is " +
+                dtypeName(s.out[0]->dtype));
+  expectNumel(s, false, 0, s.in[0]->numElements());
+}
+
+/// ONNX leaves float -> int64 undefined outside the range; C++ makes it
+/// undefined behaviour. Truncate toward zero, NaN to 0, saturate the rest.
+static int64_t floatToI64(float v) {
+  if (std::isnan(v))
+    return 0;
+  if (v >= 9.2233720368547758e18f)
+    return std::numeric_limits<int64_t>::max();
+  if (v < -9.2233720368547758e18f)
+    return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
+void run_cast(const KernelArgs &a) {
+  const TensorView &X = a.in[0], &Y = a.out[0];
+  int64_t n = X.numel;
+  bool toBool = a.instr.iattrs[0] != 0;
+  if (X.dtype == DType::F32 && Y.dtype == DType::I64) {
+    const float *x = X.f32();
+    int64_t *y = Y.i64();
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = toBool ? x[i] != 0.0f : floatToI64(x[i]);
+  } else if (X.dtype == DType::I64 && Y.dtype == DType::F32) {
+    const int64_t *x = X.i64();
+    float *y = Y.f32();
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = static_cast<float>(x[i]);
+  } else if (X.dtype == DType::I64) { // i64 -> i64 (or bool)
+    const int64_t *x = X.i64();
+    int64_t *y = Y.i64();
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = toBool ? x[i] != 0 : x[i];
+  } else {
+    std::memmove(Y.data, X.data, n * sizeof(float));
+  }
+}
+
+} // namespace tcc::rt::kernels

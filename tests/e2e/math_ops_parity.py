@@ -1,0 +1,234 @@
+#!/usr/bin/python3
+"""End to end against PyTorch: the math family (GELU, LayerNorm, element-wise
+functions, Pow, Dropout) exported by torch.onnx.export at opset 17.
+
+Each deterministic case compiles a small torch module with tcc (mse loss, SGD
+with lr = 1) and trains one step on one batch: the step's loss is the forward
+output's mse, and each parameter's change p0 - p1 is its gradient. Both must
+match PyTorch (rtol 1e-4). Dropout with p > 0 cannot match PyTorch's random
+stream; its case recovers the masks tcc drew from the parameter updates and
+checks the fraction dropped, the 1/(1-p) scaling, that runs repeat exactly,
+that each step draws a new mask, and that evaluation does not drop.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnx.numpy_helper
+import torch
+import torch.nn as nn
+
+RTOL, ATOL = 1e-4, 1e-6
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"command failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
+    return p.stdout
+
+
+def export(model, example, path, training=False):
+    # No constant folding: it would replace a Linear's weight on 3-D inputs
+    # by a transposed copy under another name.
+    mode = torch.onnx.TrainingMode.TRAINING if training else torch.onnx.TrainingMode.EVAL
+    torch.onnx.export(model, example, path, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, opset_version=17,
+                      training=mode, do_constant_folding=False)
+
+
+def ops_in(path):
+    return sorted({n.op_type for n in onnx.load(path).graph.node})
+
+
+def tcc_train(tcc, d, onnx_path, x, y, steps=1, tag="", extra=(), loss="mse"):
+    """Compiles with SGD lr=1 and trains `steps` steps; returns (losses,
+    exported initializers, stdout)."""
+    art = os.path.join(d, "model.tcc")
+    run([tcc, "compile", onnx_path, "-o", art, "--batch", str(len(x)),
+         "--loss", loss, "--optimizer", "sgd", "--lr", "1"])
+    np.save(os.path.join(d, "x.npy"), x)
+    np.save(os.path.join(d, "y.npy"), y)
+    trained = os.path.join(d, f"trained{tag}.onnx")
+    metrics = os.path.join(d, f"metrics{tag}.jsonl")
+    out = run([tcc, "train", art, "--data", "x=" + os.path.join(d, "x.npy"),
+               "--data", "labels=" + os.path.join(d, "y.npy"), "--steps", str(steps),
+               "--no-shuffle", "--no-progress", "--metrics", metrics, "--export", trained,
+               *extra])
+    losses = [json.loads(l)["loss"] for l in open(metrics)]
+    params = {t.name: onnx.numpy_helper.to_array(t) for t in onnx.load(trained).graph.initializer}
+    return losses, params, out
+
+
+def parity_case(tcc, work, name, model, x_shape, expect_ops, training=False):
+    d = os.path.join(work, name)
+    os.makedirs(d, exist_ok=True)
+    onnx_path = os.path.join(d, "model.onnx")
+    rng = np.random.RandomState(1)
+    x = rng.randn(*x_shape).astype(np.float32)
+    export(model, torch.from_numpy(x[:2]), onnx_path, training)
+    found = ops_in(onnx_path)
+    missing = [op for op in expect_ops if op not in found]
+    if missing:
+        sys.exit(f"{name}: the export has no {missing} (ops: {found})")
+
+    model.train(training)
+    initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    out = model(torch.from_numpy(x))
+    y = rng.randn(*out.shape).astype(np.float32)
+    loss = nn.functional.mse_loss(out, torch.from_numpy(y))
+    model.zero_grad()
+    loss.backward()
+
+    losses, params, _ = tcc_train(tcc, d, onnx_path, x, y)
+    np.testing.assert_allclose(losses[0], loss.item(), rtol=RTOL, atol=ATOL,
+                               err_msg=f"{name}: the forward (loss) differs")
+    worst = 0.0
+    for k, p in model.named_parameters():
+        grad = p.grad.numpy()
+        tcc_grad = initial[k].numpy() - params[k]  # lr = 1
+        np.testing.assert_allclose(tcc_grad, grad, rtol=RTOL, atol=ATOL,
+                                   err_msg=f"{name}: gradient of {k} differs")
+        worst = max(worst, float(np.max(np.abs(tcc_grad - grad) / (np.abs(grad) + 1e-6))))
+    print(f"{name}: loss and gradients match PyTorch ({', '.join(found)}; "
+          f"max rel grad diff {worst:.1e})")
+
+
+class Elementwise(nn.Module):
+    """sigmoid, tanh, exp, log, sqrt, neg, pow by constants and by a trained
+    exponent."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 8)
+        self.e = nn.Parameter(torch.linspace(0.5, 2.0, 8))
+
+    def forward(self, x):
+        h = self.fc(x)
+        s = torch.sigmoid(h)
+        a = torch.tanh(h) + torch.exp(0.5 * h) + torch.log(s * 2 + 0.1)
+        b = torch.sqrt(h * h + 1) - h.pow(2) * 0.1 + h.pow(3) * 0.05
+        c = (s + 0.5).pow(0.5) + (s + 0.5) ** 2.5 + torch.pow(s + 0.5, self.e)
+        return -a + b * c
+
+
+class FeedForward(nn.Module):
+    """A transformer feed-forward block: LayerNorm(x + W2 dropout(GELU(W1 x)))."""
+
+    def __init__(self, approximate="none", p=0.0):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.act = nn.GELU(approximate=approximate)
+        self.drop = nn.Dropout(p)
+        self.fc2 = nn.Linear(16, 8)
+        self.norm = nn.LayerNorm(8)
+
+    def forward(self, x):
+        return self.norm(x + self.fc2(self.drop(self.act(self.fc1(x)))))
+
+
+def seq(*mods):
+    return nn.Sequential(*mods)
+
+
+def dropout_case(tcc, work, p=0.25, dim=20000):
+    """y = dropout(x * w), w = 0, x = 1, target 1, batch 1: after one SGD step
+    with lr 1, w_j = 2 m_j / dim, where m_j is the mask (0 or 1/(1-p))."""
+    name = "dropout_statistics"
+    d = os.path.join(work, name)
+    os.makedirs(d, exist_ok=True)
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.zeros(dim))
+            self.drop = nn.Dropout(p)
+
+        def forward(self, x):
+            return self.drop(x * self.w)
+
+    onnx_path = os.path.join(d, "model.onnx")
+    export(Scaled(), torch.ones(1, dim), onnx_path, training=True)
+    if "Dropout" not in ops_in(onnx_path):
+        sys.exit(f"{name}: the export has no Dropout")
+    x = np.ones((1, dim), np.float32)
+    t = np.ones((1, dim), np.float32)
+    _, p1, _ = tcc_train(tcc, d, onnx_path, x, t, steps=1, tag="1")
+    _, again, _ = tcc_train(tcc, d, onnx_path, x, t, steps=1, tag="1b")
+    _, p2, _ = tcc_train(tcc, d, onnx_path, x, t, steps=2, tag="2")
+    w1, w2 = p1["w"], p2["w"]
+    if not np.array_equal(w1, again["w"]):
+        sys.exit(f"{name}: two runs of the same artifact drew different masks")
+
+    keep = np.float32(1) / (np.float32(1) - np.float32(p))
+    m1 = w1 * dim / 2
+    dropped1 = m1 == 0
+    np.testing.assert_allclose(m1[~dropped1], keep, rtol=1e-5,
+                               err_msg=f"{name}: kept elements are not scaled by 1/(1-p)")
+    sd = np.sqrt(dim * p * (1 - p))
+    if abs(dropped1.sum() - dim * p) > 5 * sd:
+        sys.exit(f"{name}: {dropped1.sum()} of {dim} dropped, expected {dim * p:.0f} +- {5 * sd:.0f}")
+    # Step 2's gradient is exactly zero where step 2 dropped.
+    dropped2 = w2 == w1
+    if abs(dropped2.sum() - dim * p) > 5 * sd:
+        sys.exit(f"{name}: step 2 dropped {dropped2.sum()} of {dim}")
+    both = np.sum(dropped1 & dropped2)
+    # Independent masks share about p^2 of the drops; the same mask all p.
+    if abs(both - dim * p * p) > 5 * np.sqrt(dim * p * p):
+        sys.exit(f"{name}: steps 1 and 2 share {both} drops, expected about {dim * p * p:.0f} "
+                 "(a new mask each step)")
+    # Evaluation runs @forward, where dropout is the identity. A step with a
+    # cross-entropy loss over the dim outputs (x = sqrt(dim), label 0) leaves
+    # logits x * w of -m_j (j > 0) and dim * m_0 (1 - 1/dim): evaluated
+    # against label 1 they give logsumexp(z) - z_1, far from what a second
+    # mask m' (z * m') would give.
+    xe = np.full((1, dim), np.sqrt(dim), np.float32)
+    np.save(os.path.join(d, "xe.npy"), xe)
+    labels = os.path.join(d, "labels.npy")
+    np.save(labels, np.ones(1, np.int64))
+    _, pe, out = tcc_train(tcc, d, onnx_path, xe, np.zeros(1, np.int64), tag="ce",
+                           loss="cross_entropy",
+                           extra=["--eval-data", "x=" + os.path.join(d, "xe.npy"),
+                                  "--eval-data", "labels=" + labels])
+    z = xe[0].astype(np.float64) * pe["w"].astype(np.float64)
+    want = float(np.log(np.sum(np.exp(z - z.max()))) + z.max() - z[1])
+    line = [l for l in out.splitlines() if l.startswith("eval:")]
+    if not line or abs(float(line[0].split("loss")[1]) - want) > 1e-4 * max(1, want):
+        sys.exit(f"{name}: evaluation should not drop: expected loss {want:.6f}, got {line}")
+    print(f"{name}: p={p}: dropped {dropped1.sum()} and {dropped2.sum()} of {dim} "
+          f"(expected {dim * p:.0f} +- {sd:.0f}), {both} in both steps, kept scaled by "
+          f"{keep:.6f}; reruns identical; evaluation without dropout")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--tcc", required=True)
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    t, w = args.tcc, args.work
+    parity_case(t, w, "gelu_erf", seq(nn.Linear(6, 8), nn.GELU(), nn.Linear(8, 4)),
+                (8, 6), ["Erf"])
+    parity_case(t, w, "gelu_tanh",
+                seq(nn.Linear(6, 8), nn.GELU(approximate="tanh"), nn.Linear(8, 4)),
+                (8, 6), ["Tanh"])
+    parity_case(t, w, "layer_norm", seq(nn.Linear(6, 8), nn.LayerNorm(8), nn.Linear(8, 4)),
+                (8, 6), ["LayerNormalization"])
+    parity_case(t, w, "layer_norm_2d", seq(nn.Linear(6, 8), nn.LayerNorm([3, 8])),
+                (8, 3, 6), ["LayerNormalization"])
+    parity_case(t, w, "elementwise", Elementwise(), (8, 6),
+                ["Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Pow", "Neg"])
+    parity_case(t, w, "feed_forward_dropout0", FeedForward("none", 0.0), (8, 8),
+                ["Erf", "Dropout", "LayerNormalization"], training=True)
+    parity_case(t, w, "feed_forward_tanh", FeedForward("tanh"), (4, 3, 8),
+                ["Tanh", "LayerNormalization"])
+    dropout_case(t, w)
+
+
+if __name__ == "__main__":
+    main()
