@@ -19,7 +19,7 @@ PACKAGES=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   libopenblas-dev nlohmann-json3-dev libgtest-dev zlib1g-dev
-  python3-torch python3-onnx python3-numpy
+  python3-torch python3-torchvision python3-onnx python3-numpy
 )
 
 install_packages() {

@@ -292,6 +292,7 @@ LogicalResult importTanh(NodeImporter &node);
 LogicalResult importSigmoid(NodeImporter &node);
 LogicalResult importErf(NodeImporter &node);
 LogicalResult importNeg(NodeImporter &node);
+LogicalResult importReciprocal(NodeImporter &node);
 LogicalResult importGelu(NodeImporter &node);
 LogicalResult importPow(NodeImporter &node);
 LogicalResult importLayerNormalization(NodeImporter &node);

@@ -33,7 +33,7 @@ static const OnnxOpEntry kOpTable[] = {
     {"LogSoftmax", 1, 18, importLogSoftmax},
     // Math functions, normalization, dropout (OnnxOpsActivation.cpp). The
     // unary functions had a `consumed_inputs` attribute before 6 (Erf came
-    // at 9); Pow broadcasts like NumPy from 7 and takes integer exponents
+    // at 9); Neg folds on integer constants; Pow broadcasts like NumPy from 7 and takes integer exponents
     // from 12. Dropout 7 to 11 is inference-only (identity); from 12 ratio
     // and training_mode are inputs. Gelu is an op from opset 20.
     {"Exp", 6, 18, importExp},
@@ -43,6 +43,7 @@ static const OnnxOpEntry kOpTable[] = {
     {"Sigmoid", 6, 18, importSigmoid},
     {"Erf", 9, 18, importErf},
     {"Neg", 6, 18, importNeg},
+    {"Reciprocal", 6, 18, importReciprocal},
     {"Pow", 7, 18, importPow},
     {"Gelu", 20, 20, importGelu},
     {"LayerNormalization", 17, 18, importLayerNormalization},

@@ -50,8 +50,22 @@ LogicalResult mlir::tcc::importSigmoid(NodeImporter &node) {
 LogicalResult mlir::tcc::importErf(NodeImporter &node) {
   return importUnary<ErfOp>(node);
 }
+// Integer Neg appears in shape arithmetic (e.g. the expanded form of
+// LayerNormalization): folded when the input is an integer constant.
 LogicalResult mlir::tcc::importNeg(NodeImporter &node) {
+  DenseElementsAttr c = node.constantInput(0);
+  if (c && isa<IntegerType>(c.getElementType()) &&
+      !c.getElementType().isInteger(1)) {
+    node.setConstantOutput(
+        0, c.mapValues(c.getElementType(), [](const APInt &v) { return -v; }));
+    return success();
+  }
   return importUnary<NegOp>(node);
+}
+
+// 1 / x, as pow_scalar(x, -1) computes it.
+LogicalResult mlir::tcc::importReciprocal(NodeImporter &node) {
+  return importUnary<PowScalarOp>(node, node.builder().getF64FloatAttr(-1.0));
 }
 
 // Gelu-20: approximate is "none" or "tanh".
@@ -263,9 +277,10 @@ static FailureOr<double> constantScalar(NodeImporter &node, unsigned i,
              << what << " (input '" << node.proto().input(i)
              << "') is a trainable parameter, not a constant; pass --freeze "
              << node.proto().input(i);
-    return node.emitError() << what << " (input '" << node.proto().input(i)
-                            << "') is not a constant; tcc needs it known at "
-                               "compile time";
+    // Valid ONNX, but tcc fixes these at compile time.
+    return node.emitUnsupported(("runtime " + what).str())
+           << what << " (input '" << node.proto().input(i)
+           << "') is not a constant; tcc needs it known at compile time";
   }
   if (c.getNumElements() != 1)
     return node.emitError()
@@ -303,20 +318,26 @@ LogicalResult mlir::tcc::importDropoutInference(NodeImporter &node) {
 // (as in PyTorch), with an all-true mask.
 LogicalResult mlir::tcc::importDropout(NodeImporter &node) {
   FailureOr<Value> x = node.input(0);
-  FailureOr<double> ratio = constantScalar(node, 1, "the ratio", 0.5);
   FailureOr<double> training =
       constantScalar(node, 2, "the training_mode", 0.0);
   FailureOr<int64_t> seedAttr = node.intAttr("seed", 0);
-  if (failed(x) || failed(ratio) || failed(training) || failed(seedAttr))
+  if (failed(x) || failed(training) || failed(seedAttr))
+    return failure();
+  auto identity = [&] {
+    node.setOutput(0, *x);
+    setAllTrueMask(node, typeOf(*x));
+    return success();
+  };
+  if (*training == 0.0) // the ratio does not matter, constant or not
+    return identity();
+  FailureOr<double> ratio = constantScalar(node, 1, "the ratio", 0.5);
+  if (failed(ratio))
     return failure();
   if (!(*ratio >= 0.0 && *ratio <= 1.0))
     return node.emitError()
            << "the ratio is " << *ratio << "; it must be in [0, 1]";
-  if (*training == 0.0 || *ratio == 0.0) {
-    node.setOutput(0, *x);
-    setAllTrueMask(node, typeOf(*x));
-    return success();
-  }
+  if (*ratio == 0.0)
+    return identity();
   FailureOr<Value> step = rngStep(node);
   if (failed(step))
     return failure();

@@ -403,3 +403,20 @@ func.func @train_step(%unused: tensor<5xf32> {tcc.kind = "param", tcc.name = "un
   %l = tcc.mse_loss %y2, %t : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<f32>
   return %l, %side : tensor<f32>, tensor<5xf32>
 }
+
+// -----
+
+// A mask computed from a parameter is piecewise constant in it: no gradient
+// flows through `equal` into the condition, only through the selected branch.
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME:    -> (tensor<f32> {tcc.kind = "loss"}, tensor<4xf32> {tcc.kind = "grad", tcc.name = "p"})
+// CHECK:         %[[M:.+]] = tcc.equal %{{.+}}, %{{.+}}
+// CHECK:         tcc.where %[[M]]
+// CHECK-NOT:     error
+func.func @train_step(%p: tensor<4xf32> {tcc.kind = "param", tcc.name = "p"}) -> (tensor<f32> {tcc.kind = "loss"}) {
+  %zero = tcc.constant dense<0.0> : tensor<f32>
+  %m = tcc.equal %p, %zero : (tensor<4xf32>, tensor<f32>) -> tensor<4xi1>
+  %y = tcc.where %m, %p, %zero : (tensor<4xi1>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %l = tcc.reduce_sum %y {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
