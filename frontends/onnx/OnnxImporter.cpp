@@ -269,7 +269,8 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
       continue;
     for (unsigned i : entry->stateInputs(node, defaultOpset))
       if (i < (unsigned)node.input_size() &&
-          initializers.contains(node.input(i)))
+          initializers.contains(node.input(i)) &&
+          !frozen.contains(node.input(i))) // frozen: a constant, not updated
         graph.markState(node.input(i));
   }
 

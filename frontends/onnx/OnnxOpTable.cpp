@@ -33,9 +33,10 @@ static const OnnxOpEntry kOpTable[] = {
     {"LogSoftmax", 1, 18, importLogSoftmax},
     // Math functions, normalization, dropout (OnnxOpsActivation.cpp). The
     // unary functions had a `consumed_inputs` attribute before 6 (Erf came
-    // at 9); Neg folds on integer constants; Pow broadcasts like NumPy from 7 and takes integer exponents
-    // from 12. Dropout 7 to 11 is inference-only (identity); from 12 ratio
-    // and training_mode are inputs. Gelu is an op from opset 20.
+    // at 9); Neg folds on integer constants. Pow broadcasts like NumPy from
+    // 7 and takes integer exponents from 12. Dropout 7 to 11 is
+    // inference-only (identity); from 12 ratio and training_mode are inputs.
+    // Gelu is an op from opset 20.
     {"Exp", 6, 18, importExp},
     {"Log", 6, 18, importLog},
     {"Sqrt", 6, 18, importSqrt},

@@ -328,7 +328,9 @@ LogicalResult mlir::tcc::importDropout(NodeImporter &node) {
     setAllTrueMask(node, typeOf(*x));
     return success();
   };
-  if (*training == 0.0) // the ratio does not matter, constant or not
+  // In inference mode the ratio is unused and may be a runtime value; a
+  // constant one is still checked.
+  if (*training == 0.0 && node.hasInput(1) && !node.constantInput(1))
     return identity();
   FailureOr<double> ratio = constantScalar(node, 1, "the ratio", 0.5);
   if (failed(ratio))
@@ -336,7 +338,7 @@ LogicalResult mlir::tcc::importDropout(NodeImporter &node) {
   if (!(*ratio >= 0.0 && *ratio <= 1.0))
     return node.emitError()
            << "the ratio is " << *ratio << "; it must be in [0, 1]";
-  if (*ratio == 0.0)
+  if (*training == 0.0 || *ratio == 0.0)
     return identity();
   FailureOr<Value> step = rngStep(node);
   if (failed(step))
@@ -354,9 +356,9 @@ LogicalResult mlir::tcc::importDropout(NodeImporter &node) {
   if (node.proto().output_size() > 1 && !node.proto().output(1).empty()) {
     auto maskType = RankedTensorType::get(typeOf(*x).getShape(),
                                           IntegerType::get(node.context(), 1));
-    node.setOutput(1, CastOp::create(node.builder(), node.loc(), maskType,
-                                     op.getMask())
-                          .getResult());
+    node.setOutput(
+        1, CastOp::create(node.builder(), node.loc(), maskType, op.getMask())
+               .getResult());
   }
   return success();
 }

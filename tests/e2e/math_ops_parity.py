@@ -7,12 +7,14 @@ with lr = 1) and trains one step on one batch: the step's loss is the forward
 output's mse, and each parameter's change p0 - p1 is its gradient. Both must
 match PyTorch (rtol 1e-4). Dropout with p > 0 cannot match PyTorch's random
 stream; its case recovers the masks tcc drew from the parameter updates and
-checks the fraction dropped, the 1/(1-p) scaling, that runs repeat exactly,
-that each step draws a new mask, and that evaluation does not drop.
+checks the fraction dropped, the 1/(1-p) scaling, that runs repeat exactly
+(also when resumed from a checkpoint), that each step draws a new mask, and
+that evaluation does not drop.
 """
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -131,6 +133,21 @@ class FeedForward(nn.Module):
         return self.norm(x + self.fc2(self.drop(self.act(self.fc1(x)))))
 
 
+class EncoderLayer(nn.Module):
+    """nn.TransformerEncoderLayer (GELU) and a head: attention, GELU,
+    LayerNorm and Dropout as a real model exports them."""
+
+    def __init__(self, p):
+        super().__init__()
+        self.enc = nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32,
+                                              dropout=p, activation="gelu",
+                                              batch_first=True)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(self.enc(x))
+
+
 def seq(*mods):
     return nn.Sequential(*mods)
 
@@ -159,10 +176,20 @@ def dropout_case(tcc, work, p=0.25, dim=20000):
     t = np.ones((1, dim), np.float32)
     _, p1, _ = tcc_train(tcc, d, onnx_path, x, t, steps=1, tag="1")
     _, again, _ = tcc_train(tcc, d, onnx_path, x, t, steps=1, tag="1b")
-    _, p2, _ = tcc_train(tcc, d, onnx_path, x, t, steps=2, tag="2")
+    ck = os.path.join(d, "ckpt")
+    shutil.rmtree(ck, ignore_errors=True)  # left by an earlier run
+    _, p2, _ = tcc_train(tcc, d, onnx_path, x, t, steps=2, tag="2",
+                         extra=["--checkpoint-dir", ck, "--checkpoint-every", "1"])
+    # rng.step is state, so it is checkpointed: resuming after step 1 draws
+    # step 2's mask again, not step 1's.
+    first = os.path.join(ck, sorted(os.listdir(ck))[0])
+    _, resumed, _ = tcc_train(tcc, d, onnx_path, x, t, steps=2, tag="r",
+                              extra=["--resume", first])
     w1, w2 = p1["w"], p2["w"]
     if not np.array_equal(w1, again["w"]):
         sys.exit(f"{name}: two runs of the same artifact drew different masks")
+    if not np.array_equal(w2, resumed["w"]):
+        sys.exit(f"{name}: a run resumed after step 1 differs from an uninterrupted one")
 
     keep = np.float32(1) / (np.float32(1) - np.float32(p))
     m1 = w1 * dim / 2
@@ -201,7 +228,7 @@ def dropout_case(tcc, work, p=0.25, dim=20000):
         sys.exit(f"{name}: evaluation should not drop: expected loss {want:.6f}, got {line}")
     print(f"{name}: p={p}: dropped {dropped1.sum()} and {dropped2.sum()} of {dim} "
           f"(expected {dim * p:.0f} +- {sd:.0f}), {both} in both steps, kept scaled by "
-          f"{keep:.6f}; reruns identical; evaluation without dropout")
+          f"{keep:.6f}; reruns and a resumed run identical; evaluation without dropout")
 
 
 def main():
@@ -227,6 +254,8 @@ def main():
                 ["Erf", "Dropout", "LayerNormalization"], training=True)
     parity_case(t, w, "feed_forward_tanh", FeedForward("tanh"), (4, 3, 8),
                 ["Tanh", "LayerNormalization"])
+    parity_case(t, w, "transformer_encoder_layer", EncoderLayer(0.0), (4, 5, 16),
+                ["Erf", "Dropout", "LayerNormalization", "Softmax"], training=True)
     dropout_case(t, w)
 
 

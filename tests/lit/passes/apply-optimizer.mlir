@@ -108,3 +108,29 @@ func.func @train_step(%a: tensor<2xf32> {tcc.kind = "param", tcc.name = "a"},
 // ADAMW-SAME:    %{{[^:]+}}: tensor<5xf32> {tcc.kind = "state", tcc.name = "b.exp_avg"}, %{{[^:]+}}: tensor<5xf32> {tcc.kind = "state", tcc.name = "b.exp_avg_sq"},
 // ADAMW-SAME:    %{{[^:]+}}: tensor<2xf32> {tcc.kind = "state", tcc.name = "a.exp_avg"}, %{{[^:]+}}: tensor<2xf32> {tcc.kind = "state", tcc.name = "a.exp_avg_sq"},
 // ADAMW-SAME:    %{{[^:]+}}: tensor<f32> {tcc.kind = "state", tcc.name = "adamw.step"})
+
+// -----
+
+// A running-statistic update (not a gradient) passes through unchanged,
+// before the parameter updates; the statistic gets no optimizer state.
+
+func.func @train_step(%w: tensor<3xf32> {tcc.kind = "param", tcc.name = "w"},
+                      %rm: tensor<3xf32> {tcc.kind = "state", tcc.name = "bn.running_mean"})
+    -> (tensor<f32> {tcc.kind = "loss"},
+        tensor<3xf32> {tcc.kind = "update", tcc.name = "bn.running_mean"},
+        tensor<3xf32> {tcc.kind = "grad", tcc.name = "w"}) {
+  %l = tcc.constant dense<0.0> : tensor<f32>
+  %new = tcc.neg %rm : tensor<3xf32>
+  return %l, %new, %w : tensor<f32>, tensor<3xf32>, tensor<3xf32>
+}
+
+// SGD-LABEL: func.func @train_step
+// SGD-SAME:    -> (tensor<f32> {tcc.kind = "loss"}, tensor<3xf32> {tcc.kind = "update", tcc.name = "bn.running_mean"}, tensor<3xf32> {tcc.kind = "update", tcc.name = "w"})
+// SGD:         %[[NEW:.+]] = tcc.neg
+// SGD:         %[[W1:.+]] = tcc.sgd_update
+// SGD-NEXT:    return %{{.+}}, %[[NEW]], %[[W1]] :
+
+// ADAMW-LABEL: func.func @train_step
+// ADAMW-NOT:     bn.running_mean.exp_avg
+// ADAMW-SAME:    %{{[^:]+}}: tensor<3xf32> {tcc.kind = "state", tcc.name = "w.exp_avg"}
+// ADAMW-SAME:    -> (tensor<f32> {tcc.kind = "loss"}, tensor<3xf32> {tcc.kind = "update", tcc.name = "bn.running_mean"}, tensor<3xf32> {tcc.kind = "update", tcc.name = "w"},

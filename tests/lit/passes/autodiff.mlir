@@ -420,3 +420,28 @@ func.func @train_step(%p: tensor<4xf32> {tcc.kind = "param", tcc.name = "p"}) ->
   %l = tcc.reduce_sum %y {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// State updates after the loss (batch norm's running statistics) stay where
+// they are and are not differentiated: the loss does not depend on them, and
+// only params get gradients, appended after every other result.
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME:    (%[[X:[^:]+]]: tensor<4x3xf32> {{[^)]+}}, %[[G:[^:]+]]: tensor<3xf32> {{[^)]+}}, %[[B:[^:]+]]: tensor<3xf32> {{[^)]+}}, %[[RM:[^:]+]]: tensor<3xf32> {tcc.kind = "state", tcc.name = "rm"}, %[[L:[^:]+]]: tensor<4xi64> {{[^)]+}})
+// CHECK-SAME:    -> (tensor<f32> {tcc.kind = "loss"}, tensor<3xf32> {tcc.kind = "update", tcc.name = "rm"}, tensor<3xf32> {tcc.kind = "grad", tcc.name = "g"}, tensor<3xf32> {tcc.kind = "grad", tcc.name = "b"})
+// CHECK:         %[[Y:[^,]+]], %[[M:[^,]+]], %[[V:[^ ]+]] = tcc.batch_norm_train %[[X]], %[[G]], %[[B]]
+// CHECK:         %[[NEW:.+]] = tcc.add %[[RM]], %[[M]]
+// CHECK:         %[[DY:.+]] = tcc.softmax_cross_entropy_grad
+// CHECK-NEXT:    %{{.+}}, %[[DG:[^,]+]], %[[DB:[^ ]+]] = tcc.batch_norm_train_grad %[[DY]], %[[X]], %[[G]], %[[M]], %[[V]] {epsilon = 1.000000e-05 : f64}
+// CHECK-NEXT:    return %{{.+}}, %[[NEW]], %[[DG]], %[[DB]] :
+func.func @train_step(%x: tensor<4x3xf32> {tcc.kind = "input", tcc.name = "x"},
+                      %g: tensor<3xf32> {tcc.kind = "param", tcc.name = "g"},
+                      %b: tensor<3xf32> {tcc.kind = "param", tcc.name = "b"},
+                      %rm: tensor<3xf32> {tcc.kind = "state", tcc.name = "rm"},
+                      %labels: tensor<4xi64> {tcc.kind = "input", tcc.name = "labels"})
+    -> (tensor<f32> {tcc.kind = "loss"}, tensor<3xf32> {tcc.kind = "update", tcc.name = "rm"}) {
+  %y, %m, %v = tcc.batch_norm_train %x, %g, %b {epsilon = 1.0e-5 : f64} : (tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>)
+  %new = tcc.add %rm, %m : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %l = tcc.softmax_cross_entropy %y, %labels : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
+  return %l, %new : tensor<f32>, tensor<3xf32>
+}

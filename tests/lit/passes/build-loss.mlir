@@ -77,3 +77,36 @@ module {
 // CHECK-NEXT:    %[[LOSS:.+]] = tcc.softmax_cross_entropy %[[W]], %[[LABELS]]
 // CHECK-NEXT:    return %[[LOSS]]
 // CHECK:       func.func @helper
+
+// -----
+
+// Running statistics (batch norm): @forward returns the new value of each
+// `state` argument as an `update` result. @train_step keeps those updates
+// right after the loss; @forward, the evaluation program, drops them, the ops
+// only they used, and the statistics it no longer reads.
+
+module attributes {tcc.batch = 4 : i64} {
+  func.func @forward(%x: tensor<4x2xf32> {tcc.kind = "input", tcc.name = "x"},
+                     %g: tensor<2xf32> {tcc.kind = "param", tcc.name = "bn.weight"},
+                     %b: tensor<2xf32> {tcc.kind = "param", tcc.name = "bn.bias"},
+                     %rm: tensor<2xf32> {tcc.kind = "state", tcc.name = "bn.running_mean"})
+      -> (tensor<4x2xf32> {tcc.name = "y"},
+          tensor<2xf32> {tcc.kind = "update", tcc.name = "bn.running_mean"}) {
+    %y, %m, %v = tcc.batch_norm_train %x, %g, %b {epsilon = 1.0e-5 : f64} : (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>)
+    %new = tcc.add %rm, %m : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+    return %y, %new : tensor<4x2xf32>, tensor<2xf32>
+  }
+}
+
+// CHECK-LABEL: func.func @forward
+// CHECK-SAME:    %{{[^:]+}}: tensor<2xf32> {tcc.kind = "param", tcc.name = "bn.bias"})
+// CHECK-SAME:    -> (tensor<4x2xf32> {tcc.name = "y"})
+// CHECK-NEXT:    %[[Y:[^,]+]], %{{.+}} = tcc.batch_norm_train
+// CHECK-NEXT:    return %[[Y]] : tensor<4x2xf32>
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME:    %[[RM:[^:]+]]: tensor<2xf32> {tcc.kind = "state", tcc.name = "bn.running_mean"}
+// CHECK-SAME:    -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"}, tensor<2xf32> {tcc.kind = "update", tcc.name = "bn.running_mean"})
+// CHECK:         %[[Y:[^,]+]], %[[M:[^,]+]], %{{.+}} = tcc.batch_norm_train
+// CHECK-NEXT:    %[[NEW:.+]] = tcc.add %[[RM]], %[[M]]
+// CHECK-NEXT:    %[[LOSS:.+]] = tcc.softmax_cross_entropy %[[Y]]
+// CHECK-NEXT:    return %[[LOSS]], %[[NEW]] : tensor<f32>, tensor<2xf32>

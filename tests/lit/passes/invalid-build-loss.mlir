@@ -57,3 +57,23 @@ module {
     return %x : tensor<2x3xf32>
   }
 }
+
+// -----
+
+module {
+  // expected-error @+1 {{tcc-build-loss: result #0 of @forward is an update of 'rm', which is not a state argument of its type (and result 0 must be the model's output)}}
+  func.func @forward(%rm: tensor<2xf32> {tcc.kind = "state", tcc.name = "rm"})
+      -> (tensor<2xf32> {tcc.kind = "update", tcc.name = "rm"}) {
+    return %rm : tensor<2xf32>
+  }
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{tcc-build-loss: result #1 of @forward is an update of 'w', which is not a state argument of its type}}
+  func.func @forward(%w: tensor<2xf32> {tcc.kind = "param", tcc.name = "w"})
+      -> (tensor<2xf32> {tcc.name = "y"}, tensor<2xf32> {tcc.kind = "update", tcc.name = "w"}) {
+    return %w, %w : tensor<2xf32>, tensor<2xf32>
+  }
+}
