@@ -8,6 +8,7 @@ same optimizer, and prints the median step times and their ratios.
 
   /usr/bin/python3 benchmarks/compare_torch.py --tcc build/tools/tcc/tcc \
       --sizes 784,1024,1024,10 --batch 256 --threads 2
+  /usr/bin/python3 benchmarks/compare_torch.py --model gpt --batch 16
 
 Uses Debian's python3-torch (PyTorch 1.13, CPU). Thread counts are pinned
 for both sides (OpenBLAS via TCC_NUM_THREADS, torch.set_num_threads).
@@ -26,19 +27,37 @@ import torch
 import torch.nn as nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+from make_gpt import CharGPT  # noqa: E402
 from make_mlp import make_mlp  # noqa: E402
 
 
-def torch_steps(model, batch, in_dim, classes, steps, warmup, lr):
+def build(args):
+    """The model, an example input, its classes, and compile flags."""
+    if args.model == "gpt":
+        model = CharGPT(t=args.seq)
+        return model, torch.randint(0, 256, (2, args.seq)), 256, ["--freeze", "mask"]
+    sizes = [int(s) for s in args.sizes.split(",")]
+    return make_mlp(sizes), torch.randn(2, sizes[0]), sizes[-1], []
+
+
+def random_batch(args, example):
+    shape = (args.batch,) + tuple(example.shape[1:])
+    if example.dtype == torch.int64:
+        return torch.randint(0, 256, shape)
+    return torch.rand(shape) * 2 - 1
+
+
+def torch_steps(model, x, classes, steps, warmup, lr):
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     crit = nn.CrossEntropyLoss()
-    x = torch.rand(batch, in_dim) * 2 - 1
-    y = torch.randint(0, classes, (batch,))
+    model.train()
+    with torch.no_grad():
+        y = torch.randint(0, classes, model(x).shape[:-1])
     times = []
     for i in range(warmup + steps):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = crit(model(x), y)
+        loss = crit(model(x).reshape(-1, classes), y.reshape(-1))
         loss.backward()
         opt.step()
         dt = time.perf_counter() - t0
@@ -51,7 +70,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tcc", default="build/tools/tcc/tcc")
-    ap.add_argument("--sizes", default="784,1024,1024,10")
+    ap.add_argument("--model", choices=["mlp", "gpt"], default="mlp")
+    ap.add_argument("--sizes", default="784,1024,1024,10", help="MLP widths")
+    ap.add_argument("--seq", type=int, default=64, help="GPT sequence length")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
@@ -60,13 +81,12 @@ def main():
     ap.add_argument("--torch-only", action="store_true",
                     help=argparse.SUPPRESS)  # child process for a clean RSS
     args = ap.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    model = make_mlp(sizes)
+    model, example, classes, flags = build(args)
 
     if args.torch_only:
-        ms = torch_steps(model, args.batch, sizes[0], sizes[-1], args.steps,
+        ms = torch_steps(model, random_batch(args, example), classes, args.steps,
                          args.warmup, args.lr) * 1e3
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"torch {ms:.3f} {rss:.1f}")
@@ -74,14 +94,16 @@ def main():
 
     with tempfile.TemporaryDirectory() as d:
         onnx_path = os.path.join(d, "model.onnx")
-        torch.onnx.export(model, torch.randn(2, sizes[0]), onnx_path,
+        torch.onnx.export(model, example, onnx_path,
                           input_names=["x"], output_names=["logits"],
                           dynamic_axes={"x": {0: "n"}, "logits": {0: "n"}},
-                          opset_version=17)
+                          opset_version=17,
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False)
         art = os.path.join(d, "model.tcc")
         subprocess.run([args.tcc, "compile", onnx_path, "-o", art, "--batch",
                         str(args.batch), "--optimizer", "adamw", "--lr",
-                        str(args.lr)], check=True)
+                        str(args.lr)] + flags, check=True)
         env = dict(os.environ, TCC_NUM_THREADS=str(args.threads),
                    OPENBLAS_NUM_THREADS=str(args.threads))
         out = subprocess.run([args.tcc, "bench", art, "--steps", str(args.steps),
@@ -91,6 +113,7 @@ def main():
     eager = float(re.search(r"^\s+eager\s+([0-9.]+)", out, re.M).group(1))
     compiled = float(re.search(r"^\s+compiled\s+([0-9.]+)", out, re.M).group(1))
     child = subprocess.run([sys.executable, __file__, "--torch-only",
+                            "--model", args.model, "--seq", str(args.seq),
                             "--sizes", args.sizes, "--batch", str(args.batch),
                             "--steps", str(args.steps), "--warmup",
                             str(args.warmup), "--threads", str(args.threads),
@@ -98,7 +121,8 @@ def main():
                            check=True, capture_output=True, text=True).stdout
     _, torch_ms, torch_rss = child.split()
     torch_ms = float(torch_ms)
-    print(f"\nMLP {args.sizes}, batch {args.batch}, AdamW, fp32, "
+    what = f"GPT-style T={args.seq}" if args.model == "gpt" else f"MLP {args.sizes}"
+    print(f"\n{what}, batch {args.batch}, AdamW, fp32, "
           f"{args.threads} threads, median of {args.steps} steps")
     print(f"  {'system':<16}{'step ms':>10}{'vs PyTorch':>12}")
     for name, ms in (("tcc compiled", compiled), ("tcc eager", eager),

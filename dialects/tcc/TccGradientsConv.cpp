@@ -63,9 +63,9 @@ SmallVector<Value> BatchNormTrainOp::buildGradients(OpBuilder &b,
   RankedTensorType xt = typeOf(getInput()), ct = typeOf(getScale());
   Value dx, dscale, dbias;
   if (grads[0]) {
-    auto g = BatchNormTrainGradOp::create(b, loc, grads[0], getInput(),
-                                          getScale(), getMean(), getVar(),
-                                          getEpsilonAttr());
+    auto g =
+        BatchNormTrainGradOp::create(b, loc, grads[0], getInput(), getScale(),
+                                     getMean(), getVar(), getEpsilonAttr());
     dx = g.getInputGrad();
     dscale = g.getScaleGrad();
     dbias = g.getBiasGrad();

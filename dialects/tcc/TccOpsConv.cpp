@@ -86,16 +86,17 @@ static int64_t windowOut(int64_t in, int64_t k, int64_t s, int64_t pb,
 /// The [N, C, OH, OW] result of sliding `w` over `in` ([N, C, H, W]), with
 /// `channels` output channels; "" when valid.
 static std::string windowShape(ArrayRef<int64_t> in, const Window2d &w,
-                               int64_t channels, SmallVectorImpl<int64_t> &out) {
+                               int64_t channels,
+                               SmallVectorImpl<int64_t> &out) {
   std::string err = checkWindow(w);
   if (!err.empty())
     return err;
   if (in.size() != 4)
     return "input must be [N, C, H, W], got " + shapeStr(in);
-  int64_t oh = windowOut(in[2], w.kernel[0], w.strides[0], w.pads[0],
-                         w.pads[2], w.dilations[0], w.ceil);
-  int64_t ow = windowOut(in[3], w.kernel[1], w.strides[1], w.pads[1],
-                         w.pads[3], w.dilations[1], w.ceil);
+  int64_t oh = windowOut(in[2], w.kernel[0], w.strides[0], w.pads[0], w.pads[2],
+                         w.dilations[0], w.ceil);
+  int64_t ow = windowOut(in[3], w.kernel[1], w.strides[1], w.pads[1], w.pads[3],
+                         w.dilations[1], w.ceil);
   if (oh < 1 || ow < 1)
     return "the window " + shapeStr(w.kernel) + " (dilations " +
            shapeStr(w.dilations) + ", pads " + shapeStr(w.pads) +
@@ -139,13 +140,11 @@ static LogicalResult checkSameElementType(std::optional<Location> loc,
 // Convolution
 //===----------------------------------------------------------------------===//
 
-LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         ValueRange operands,
-                                         DictionaryAttr attrs,
-                                         OpaqueProperties props,
-                                         RegionRange regions,
-                                         SmallVectorImpl<Type> &results) {
+LogicalResult
+Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                           ValueRange operands, DictionaryAttr attrs,
+                           OpaqueProperties props, RegionRange regions,
+                           SmallVectorImpl<Type> &results) {
   auto adaptor = adaptorFor<Conv2dOp>(operands, attrs, props, regions);
   const auto &p = adaptor.getProperties();
   if (!p.strides || !p.pads || !p.dilations || !p.groups)
@@ -155,10 +154,9 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
     return failure();
   auto x = rankedType(adaptor.getInput()), w = rankedType(adaptor.getWeight());
   SmallVector<int64_t> shape;
-  std::string err =
-      convShape(x.getShape(), w.getShape(), adaptor.getStrides(),
-                adaptor.getPads(), adaptor.getDilations(),
-                p.groups.getInt(), shape);
+  std::string err = convShape(x.getShape(), w.getShape(), adaptor.getStrides(),
+                              adaptor.getPads(), adaptor.getDilations(),
+                              p.groups.getInt(), shape);
   if (!err.empty())
     return emitOptionalError(loc, "tcc.conv2d: ", err);
   if (Value bias = adaptor.getBias()) {
@@ -196,9 +194,9 @@ static LogicalResult verifyConvGrad(Operation *op, RankedTensorType x,
 }
 
 LogicalResult Conv2dGradInputOp::verify() {
-  return verifyConvGrad(*this, rankedType(getResult()),
-                        rankedType(getWeight()), rankedType(getGrad()),
-                        getStrides(), getPads(), getDilations(), getGroups());
+  return verifyConvGrad(*this, rankedType(getResult()), rankedType(getWeight()),
+                        rankedType(getGrad()), getStrides(), getPads(),
+                        getDilations(), getGroups());
 }
 
 LogicalResult Conv2dGradWeightOp::verify() {
@@ -213,13 +211,11 @@ LogicalResult Conv2dGradWeightOp::verify() {
 
 static bool flagSet(BoolAttr a) { return a && a.getValue(); }
 
-LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *ctx,
-                                            std::optional<Location> loc,
-                                            ValueRange operands,
-                                            DictionaryAttr attrs,
-                                            OpaqueProperties props,
-                                            RegionRange regions,
-                                            SmallVectorImpl<Type> &results) {
+LogicalResult
+MaxPool2dOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                              ValueRange operands, DictionaryAttr attrs,
+                              OpaqueProperties props, RegionRange regions,
+                              SmallVectorImpl<Type> &results) {
   auto adaptor = adaptorFor<MaxPool2dOp>(operands, attrs, props, regions);
   const auto &p = adaptor.getProperties();
   if (!p.kernel_shape || !p.strides || !p.pads || !p.dilations)
@@ -258,20 +254,17 @@ LogicalResult MaxPool2dGradOp::verify() {
   if (dy.getRank() != 4 || dx.getRank() != 4 ||
       dy.getDimSize(0) != dx.getDimSize(0) ||
       dy.getDimSize(1) != dx.getDimSize(1))
-    return emitOpError("grad ")
-           << shapeStr(dy.getShape()) << " and result "
-           << shapeStr(dx.getShape())
-           << " must be [N, C, ...] with the same N and C";
+    return emitOpError("grad ") << shapeStr(dy.getShape()) << " and result "
+                                << shapeStr(dx.getShape())
+                                << " must be [N, C, ...] with the same N and C";
   return success();
 }
 
-LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            ValueRange operands,
-                                            DictionaryAttr attrs,
-                                            OpaqueProperties props,
-                                            RegionRange regions,
-                                            SmallVectorImpl<Type> &results) {
+LogicalResult
+AvgPool2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                              ValueRange operands, DictionaryAttr attrs,
+                              OpaqueProperties props, RegionRange regions,
+                              SmallVectorImpl<Type> &results) {
   auto adaptor = adaptorFor<AvgPool2dOp>(operands, attrs, props, regions);
   const auto &p = adaptor.getProperties();
   if (!p.kernel_shape || !p.strides || !p.pads)
@@ -297,8 +290,8 @@ LogicalResult AvgPool2dGradOp::verify() {
   static const int64_t one[2] = {1, 1};
   Window2d w{getKernelShape(), getStrides(), getPads(), one, getCeilMode()};
   SmallVector<int64_t> shape;
-  std::string err = windowShape(dx.getShape(), w,
-                                dx.getRank() == 4 ? dx.getDimSize(1) : 0, shape);
+  std::string err = windowShape(
+      dx.getShape(), w, dx.getRank() == 4 ? dx.getDimSize(1) : 0, shape);
   if (!err.empty())
     return emitOpError(err);
   if (ArrayRef<int64_t>(shape) != dy.getShape())
@@ -313,10 +306,8 @@ LogicalResult AvgPool2dGradOp::verify() {
 //===----------------------------------------------------------------------===//
 
 /// Checks `x` is [N, C, ...] and every value of `perChannel` is [C].
-static LogicalResult checkBatchNorm(StringRef name,
-                                    std::optional<Location> loc,
-                                    RankedTensorType x,
-                                    ValueRange perChannel) {
+static LogicalResult checkBatchNorm(StringRef name, std::optional<Location> loc,
+                                    RankedTensorType x, ValueRange perChannel) {
   if (x.getRank() < 2)
     return emitOptionalError(loc, "tcc.", name,
                              ": input must be [N, C, ...], got ",
@@ -327,16 +318,17 @@ static LogicalResult checkBatchNorm(StringRef name,
       return emitOptionalError(loc, "tcc.", name, ": element types differ");
     if (t.getRank() != 1 || t.getDimSize(0) != x.getDimSize(1))
       return emitOptionalError(loc, "tcc.", name, ": per-channel operand has ",
-                               "shape ", shapeStr(t.getShape()),
-                               ", expected [", x.getDimSize(1), "]");
+                               "shape ", shapeStr(t.getShape()), ", expected [",
+                               x.getDimSize(1), "]");
   }
   return success();
 }
 
-LogicalResult BatchNormTrainOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, ValueRange operands,
-    DictionaryAttr, OpaqueProperties, RegionRange,
-    SmallVectorImpl<Type> &results) {
+LogicalResult
+BatchNormTrainOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                   ValueRange operands, DictionaryAttr,
+                                   OpaqueProperties, RegionRange,
+                                   SmallVectorImpl<Type> &results) {
   auto x = rankedType(operands[0]);
   if (failed(checkBatchNorm("batch_norm_train", loc, x, operands.drop_front())))
     return failure();

@@ -49,44 +49,42 @@ static FailureOr<int64_t> spatialRank(NodeImporter &node, Value x) {
 }
 
 /// An INTS attribute with `n` entries, or `dflt` when absent.
-static FailureOr<SmallVector<int64_t>>
-intsOfSize(NodeImporter &node, StringRef name, size_t n,
-           SmallVector<int64_t> dflt) {
+static FailureOr<SmallVector<int64_t>> intsOfSize(NodeImporter &node,
+                                                  StringRef name, size_t n,
+                                                  SmallVector<int64_t> dflt) {
   auto v = node.intsAttr(name);
   if (failed(v))
     return failure();
   if (!*v)
     return dflt;
   if ((*v)->size() != n)
-    return node.emitError() << "attribute '" << name << "' has "
-                            << (*v)->size() << " values, expected " << n;
+    return node.emitError() << "attribute '" << name << "' has " << (*v)->size()
+                            << " values, expected " << n;
   return **v;
 }
 
 /// Reads strides, dilations and pads (or auto_pad) for a window of size
 /// `kernel` over the spatial dims `in`, and widens them to 2-D.
-static FailureOr<Spatial> readSpatial(NodeImporter &node,
-                                      ArrayRef<int64_t> in,
+static FailureOr<Spatial> readSpatial(NodeImporter &node, ArrayRef<int64_t> in,
                                       ArrayRef<int64_t> kernel) {
   size_t r = in.size();
   auto strides = intsOfSize(node, "strides", r, SmallVector<int64_t>(r, 1));
-  auto dilations =
-      intsOfSize(node, "dilations", r, SmallVector<int64_t>(r, 1));
+  auto dilations = intsOfSize(node, "dilations", r, SmallVector<int64_t>(r, 1));
   auto pads = intsOfSize(node, "pads", 2 * r, SmallVector<int64_t>(2 * r, 0));
   if (failed(strides) || failed(dilations) || failed(pads))
     return failure();
   for (int64_t v : *strides)
     if (v < 1)
-      return node.emitError() << "strides must be positive, got "
-                              << shapeStr(*strides);
+      return node.emitError()
+             << "strides must be positive, got " << shapeStr(*strides);
   for (int64_t v : *dilations)
     if (v < 1)
-      return node.emitError() << "dilations must be positive, got "
-                              << shapeStr(*dilations);
+      return node.emitError()
+             << "dilations must be positive, got " << shapeStr(*dilations);
   for (int64_t v : *pads)
     if (v < 0)
-      return node.emitError() << "pads must not be negative, got "
-                              << shapeStr(*pads);
+      return node.emitError()
+             << "pads must not be negative, got " << shapeStr(*pads);
 
   std::string autoPad = "NOTSET";
   if (const onnx::AttributeProto *a = node.attr("auto_pad")) {
@@ -95,8 +93,8 @@ static FailureOr<Spatial> readSpatial(NodeImporter &node,
     autoPad = a->s();
   }
   if (autoPad != "NOTSET" && node.attr("pads"))
-    return node.emitError() << "attributes 'pads' and 'auto_pad' = "
-                            << autoPad << " exclude each other";
+    return node.emitError() << "attributes 'pads' and 'auto_pad' = " << autoPad
+                            << " exclude each other";
   if (autoPad == "VALID") {
     pads->assign(2 * r, 0);
   } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
@@ -165,9 +163,8 @@ kernelShape(NodeImporter &node, int64_t rank,
       return SmallVector<int64_t>(*fromWeight);
     return node.emitError() << "attribute 'kernel_shape' is required";
   }
-  if ((int64_t)(*k)->size() != rank || llvm::any_of(**k, [](int64_t v) {
-        return v < 1;
-      }))
+  if ((int64_t)(*k)->size() != rank ||
+      llvm::any_of(**k, [](int64_t v) { return v < 1; }))
     return node.emitError() << "kernel_shape " << shapeStr(**k) << " must be "
                             << rank << " positive sizes";
   if (fromWeight && ArrayRef<int64_t>(**k) != *fromWeight)
@@ -190,10 +187,9 @@ LogicalResult mlir::tcc::importConv(NodeImporter &node) {
   if (failed(rank))
     return failure();
   if (typeOf(w).getRank() != *rank + 2)
-    return node.emitError() << "weight of shape "
-                            << shapeStr(typeOf(w).getShape())
-                            << " does not match the rank-" << *rank + 2
-                            << " input";
+    return node.emitError()
+           << "weight of shape " << shapeStr(typeOf(w).getShape())
+           << " does not match the rank-" << *rank + 2 << " input";
   if (node.hasInput(2)) {
     FailureOr<Value> b = node.input(2);
     if (failed(b))
@@ -212,10 +208,9 @@ LogicalResult mlir::tcc::importConv(NodeImporter &node) {
   FailureOr<Value> x4 = as4d(node, x), w4 = as4d(node, w);
   if (failed(x4) || failed(w4))
     return failure();
-  FailureOr<Value> y =
-      node.create<Conv2dOp>(*x4, *w4, bias, ArrayRef<int64_t>(sp->strides),
-                            ArrayRef<int64_t>(sp->pads),
-                            ArrayRef<int64_t>(sp->dilations), *group);
+  FailureOr<Value> y = node.create<Conv2dOp>(
+      *x4, *w4, bias, ArrayRef<int64_t>(sp->strides),
+      ArrayRef<int64_t>(sp->pads), ArrayRef<int64_t>(sp->dilations), *group);
   if (failed(y))
     return failure();
   return setSpatialOutput(node, *rank, *y);
@@ -356,8 +351,8 @@ LogicalResult mlir::tcc::importBatchNormalization(NodeImporter &node) {
   Value x = (*in)[0];
   RankedTensorType xt = typeOf(x);
   if (xt.getRank() < 2)
-    return node.emitError() << "input must be [N, C, ...], got "
-                            << shapeStr(xt.getShape());
+    return node.emitError()
+           << "input must be [N, C, ...], got " << shapeStr(xt.getShape());
   FailureOr<Operation *> bn = node.createOp<BatchNormTrainOp>(
       x, (*in)[1], (*in)[2], node.builder().getF64FloatAttr(*eps));
   if (failed(bn))

@@ -52,8 +52,7 @@ static void checkBatchNorm(const KernelSig &s, size_t xi,
     const TensorInfo &t = isIn ? *s.in[i] : *s.out[i];
     if (t.shape != x.shape)
       throw Error(operandName(s, isIn, i) + " has shape " +
-                  formatShape(t.shape) + ", expected " +
-                  formatShape(x.shape));
+                  formatShape(t.shape) + ", expected " + formatShape(x.shape));
   }
   for (auto [isIn, i] : perChannel)
     expectNumel(s, isIn, i, x.shape[1]);
@@ -66,8 +65,8 @@ void check_batch_norm_train(const KernelSig &s) {
 }
 
 /// Per-channel mean and population variance of x, in double.
-static void channelStats(const float *x, const NCS &d, std::vector<double> &mean,
-                         std::vector<double> &var) {
+static void channelStats(const float *x, const NCS &d,
+                         std::vector<double> &mean, std::vector<double> &var) {
   mean.assign(d.c, 0.0);
   var.assign(d.c, 0.0);
   for (int64_t n = 0; n < d.n; ++n)
@@ -136,8 +135,7 @@ void run_batch_norm_train_grad(const KernelArgs &a) {
   NCS d = ncs(*X.shape);
   const float *dy = a.in[0].f32(), *x = X.f32(), *scale = a.in[2].f32(),
               *mean = a.in[3].f32(), *var = a.in[4].f32();
-  float *dx = a.out[0].f32(), *dscale = a.out[1].f32(),
-        *dbias = a.out[2].f32();
+  float *dx = a.out[0].f32(), *dscale = a.out[1].f32(), *dbias = a.out[2].f32();
   double eps = a.instr.fattrs[0];
   // sum(dy) and sum(dy * (x - mean)) per channel.
   std::vector<double> sumDy(d.c, 0.0), sumDyXmu(d.c, 0.0);

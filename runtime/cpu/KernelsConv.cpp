@@ -53,8 +53,7 @@ Window2d readWindow(const KernelSig &s, size_t at) {
 }
 
 void expectWindowShapes(const KernelSig &s, const Window2d &w, bool xIsInput,
-                        size_t xi, bool yIsInput, size_t yi,
-                        int64_t channels) {
+                        size_t xi, bool yIsInput, size_t yi, int64_t channels) {
   const TensorInfo &x = xIsInput ? *s.in[xi] : *s.out[xi];
   const TensorInfo &y = yIsInput ? *s.in[yi] : *s.out[yi];
   if (x.shape.size() != 4)
@@ -66,9 +65,8 @@ void expectWindowShapes(const KernelSig &s, const Window2d &w, bool xIsInput,
   int64_t oh = windowOut(x.shape[2], w.kh, w.sh, w.pt, w.pb, w.dh, w.ceil);
   int64_t ow = windowOut(x.shape[3], w.kw, w.sw, w.pl, w.pr, w.dw, w.ceil);
   if (oh < 1 || ow < 1)
-    throw Error("the window " + formatShape({w.kh, w.kw}) +
-                " does not fit " + operandName(s, xIsInput, xi) + " " +
-                formatShape(x.shape));
+    throw Error("the window " + formatShape({w.kh, w.kw}) + " does not fit " +
+                operandName(s, xIsInput, xi) + " " + formatShape(x.shape));
   std::vector<int64_t> expected = {x.shape[0], channels, oh, ow};
   if (y.shape != expected)
     throw Error(operandName(s, yIsInput, yi) + " has shape " +
@@ -120,14 +118,13 @@ static void checkConv(const KernelSig &s, bool xIn, size_t xi, bool wIn,
     throw Error(operandName(s, wIn, wi) + " has shape " +
                 formatShape(wt.shape) + "; expected [O, C / groups, kH, kW]");
   if (x.shape.size() != 4)
-    throw Error(operandName(s, xIn, xi) + " has shape " +
-                formatShape(x.shape) + "; expected [N, C, H, W]");
+    throw Error(operandName(s, xIn, xi) + " has shape " + formatShape(x.shape) +
+                "; expected [N, C, H, W]");
   if (groups < 1 || x.shape[1] % groups || wt.shape[0] % groups ||
       wt.shape[1] * groups != x.shape[1])
     throw Error("groups = " + std::to_string(groups) + " does not fit " +
-                operandName(s, xIn, xi) + " " + formatShape(x.shape) +
-                " and " + operandName(s, wIn, wi) + " " +
-                formatShape(wt.shape));
+                operandName(s, xIn, xi) + " " + formatShape(x.shape) + " and " +
+                operandName(s, wIn, wi) + " " + formatShape(wt.shape));
   w.kh = wt.shape[2];
   w.kw = wt.shape[3];
   expectWindowShapes(s, w, xIn, xi, yIn, yi, wt.shape[0]);
@@ -193,8 +190,7 @@ static void im2col(const float *x, const ConvGeom &g, int64_t c0, float *col) {
 }
 
 /// dx[channels c0..] += the columns of col[K, N*P] folded back (col2im).
-static void col2im(const float *col, const ConvGeom &g, int64_t c0,
-                   float *dx) {
+static void col2im(const float *col, const ConvGeom &g, int64_t c0, float *dx) {
   const Window2d &w = g.w;
   int64_t np = g.np();
   for (int64_t c = 0; c < g.cg; ++c)
@@ -270,8 +266,8 @@ void run_conv2d(const KernelArgs &a) {
   float *col = scratch(0, g.k * np), *tmp = scratch(1, g.og * np);
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     im2col(X.f32(), g, grp * g.cg, col);
-    sgemm(false, false, g.og, np, g.k, W.f32() + grp * g.og * g.k, g.k, col,
-          np, tmp, np);
+    sgemm(false, false, g.og, np, g.k, W.f32() + grp * g.og * g.k, g.k, col, np,
+          tmp, np);
     for (int64_t o = 0; o < g.og; ++o) {
       int64_t oc = grp * g.og + o;
       float b = bias ? bias[oc] : 0.0f;
@@ -305,8 +301,8 @@ void run_conv2d_grad_input(const KernelArgs &a) {
   float *col = scratch(0, g.k * np), *dyT = scratch(1, g.og * np);
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     gatherGroup(DY.f32(), g, grp, dyT);
-    sgemm(true, false, g.k, np, g.og, W.f32() + grp * g.og * g.k, g.k, dyT,
-          np, col, np);
+    sgemm(true, false, g.k, np, g.og, W.f32() + grp * g.og * g.k, g.k, dyT, np,
+          col, np);
     col2im(col, g, grp * g.cg, dx);
   }
 }

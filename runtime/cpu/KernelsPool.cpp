@@ -119,8 +119,7 @@ void check_max_pool2d_grad(const KernelSig &s) {
   const auto &dy = s.in[0]->shape, &dx = s.out[0]->shape;
   if (s.in[1]->shape != dy)
     throw Error(operandName(s, true, 1) + " has shape " +
-                formatShape(s.in[1]->shape) + ", expected " +
-                formatShape(dy));
+                formatShape(s.in[1]->shape) + ", expected " + formatShape(dy));
   if (dy.size() != 4 || dx.size() != 4 || dy[0] != dx[0] || dy[1] != dx[1])
     throw Error("grad " + formatShape(dy) + " and output " + formatShape(dx) +
                 " must be [N, C, ...] with the same N and C");
@@ -167,12 +166,13 @@ static AvgWindow avgWindow(const Window2d &w, bool includePad, int64_t h,
   int64_t hs = r * w.sh - w.pt, ws = c * w.sw - w.pl;
   // As PyTorch: the window first ends at the end padding (which counts with
   // count_include_pad), then is clipped to the input.
-  int64_t he = std::min(hs + w.kh, h + w.pb), we = std::min(ws + w.kw, wd + w.pr);
+  int64_t he = std::min(hs + w.kh, h + w.pb),
+          we = std::min(ws + w.kw, wd + w.pr);
   int64_t padded = (he - hs) * (we - ws);
   aw.h0 = std::max<int64_t>(hs, 0), aw.w0 = std::max<int64_t>(ws, 0);
   aw.h1 = std::min(he, h), aw.w1 = std::min(we, wd);
-  int64_t inside = std::max<int64_t>(aw.h1 - aw.h0, 0) *
-                   std::max<int64_t>(aw.w1 - aw.w0, 0);
+  int64_t inside =
+      std::max<int64_t>(aw.h1 - aw.h0, 0) * std::max<int64_t>(aw.w1 - aw.w0, 0);
   aw.divisor = static_cast<float>(includePad ? padded : inside);
   return aw;
 }

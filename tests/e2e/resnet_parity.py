@@ -234,7 +234,7 @@ def main():
     ap.add_argument("--tcc", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--float32", action="store_true",
                     help="also train ResNet-18 in float32 PyTorch, to compare")
     ap.add_argument("--only", choices=["tiny_resnet", "resnet18"])

@@ -19,8 +19,8 @@ namespace {
 
 /// A convolution or pooling geometry (NCHW).
 struct Geom {
-  int64_t n, c, h, w;   // input
-  int64_t o;            // output channels (conv)
+  int64_t n, c, h, w; // input
+  int64_t o;          // output channels (conv)
   int64_t kh, kw, sh, sw, pt, pl, pb, pr, dh, dw;
   int64_t groups = 1;
   bool ceil = false;
@@ -93,9 +93,9 @@ TEST_P(ConvKernels, ForwardAndGradientsMatchTheDefinition) {
       for (int64_t r = 0; r < g.oh(); ++r)
         for (int64_t q = 0; q < g.ow(); ++q)
           y[at4(ys, n, o, r, q)] = bv[o];
-  forEachConvTerm(g, [&](int64_t n, int64_t o, int64_t r, int64_t q,
-                         int64_t ci, int64_t c, int64_t i, int64_t j,
-                         int64_t ih, int64_t iw) {
+  forEachConvTerm(g, [&](int64_t n, int64_t o, int64_t r, int64_t q, int64_t ci,
+                         int64_t c, int64_t i, int64_t j, int64_t ih,
+                         int64_t iw) {
     double xval = xv[at4(xs, n, ci, ih, iw)], wval = wv[at4(ws, o, c, i, j)];
     double dyval = dyv[at4(ys, n, o, r, q)];
     y[at4(ys, n, o, r, q)] += xval * wval;
@@ -124,12 +124,12 @@ INSTANTIATE_TEST_SUITE_P(
     Geometries, ConvKernels,
     ::testing::Values(
         // n  c  h  w  o  kh kw sh sw pt pl pb pr dh dw groups
-        Geom{2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},     // 3x3 same
-        Geom{2, 4, 7, 6, 6, 3, 2, 2, 1, 1, 0, 2, 1, 1, 2, 2},     // all odd
-        Geom{3, 3, 9, 9, 5, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1},     // resnet stem
-        Geom{2, 6, 5, 5, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 6},     // depthwise
-        Geom{4, 8, 2, 2, 4, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1},     // 1x1 down
-        Geom{1, 2, 4, 5, 3, 2, 2, 3, 3, 2, 2, 2, 2, 2, 1, 1}));   // pads > k
+        Geom{2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   // 3x3 same
+        Geom{2, 4, 7, 6, 6, 3, 2, 2, 1, 1, 0, 2, 1, 1, 2, 2},   // all odd
+        Geom{3, 3, 9, 9, 5, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1},   // resnet stem
+        Geom{2, 6, 5, 5, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 6},   // depthwise
+        Geom{4, 8, 2, 2, 4, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1},   // 1x1 down
+        Geom{1, 2, 4, 5, 3, 2, 2, 3, 3, 2, 2, 2, 2, 2, 1, 1})); // pads > k
 
 TEST(ConvKernels, ChecksRejectInconsistentInstrs) {
   Geom g{1, 4, 5, 5, 2, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 2};
@@ -286,9 +286,9 @@ TEST(PoolKernels, ChecksAndBadIndicesAreErrors) {
 //===----------------------------------------------------------------------===//
 
 TEST(BatchNormKernels, TrainingForwardAndBackwardMatchTheDefinition) {
-  for (std::vector<int64_t> xs : {std::vector<int64_t>{4, 3, 5, 2},
-                                  std::vector<int64_t>{6, 5},
-                                  std::vector<int64_t>{2, 4, 3}}) {
+  for (std::vector<int64_t> xs :
+       {std::vector<int64_t>{4, 3, 5, 2}, std::vector<int64_t>{6, 5},
+        std::vector<int64_t>{2, 4, 3}}) {
     int64_t n = xs[0], c = xs[1], s = numel(xs) / (n * c), m = n * s;
     // An offset mean: the variance must not cancel catastrophically.
     auto xv = randomValues(numel(xs), 11, 9.0f, 11.0f);
@@ -347,7 +347,8 @@ TEST(BatchNormKernels, ChecksRejectInconsistentInstrs) {
   int32_t x = h.f32({2, 3, 2}, randomValues(12, 1));
   int32_t g = h.f32({3}, {1, 1, 1}), b = h.f32({3}, {0, 0, 0});
   int32_t y = h.out({2, 3, 2}), m = h.out({3}), v = h.out({3});
-  EXPECT_NO_THROW(h.check("batch_norm_train", {x, g, b}, {y, m, v}, {}, {1e-5}));
+  EXPECT_NO_THROW(
+      h.check("batch_norm_train", {x, g, b}, {y, m, v}, {}, {1e-5}));
   int32_t g4 = h.f32({4}, {1, 1, 1, 1});
   EXPECT_THROW(h.check("batch_norm_train", {x, g4, b}, {y, m, v}, {}, {1e-5}),
                Error);
@@ -356,8 +357,8 @@ TEST(BatchNormKernels, ChecksRejectInconsistentInstrs) {
   EXPECT_THROW(h.check("batch_norm_train", {x, g, b}, {y, m, v}, {}, {-1.0}),
                Error);
   int32_t flat = h.f32({6}, randomValues(6, 2));
-  EXPECT_THROW(
-      h.check("batch_norm_train", {flat, g, b}, {y, m, v}, {}, {1e-5}), Error);
+  EXPECT_THROW(h.check("batch_norm_train", {flat, g, b}, {y, m, v}, {}, {1e-5}),
+               Error);
 }
 
 } // namespace
