@@ -24,26 +24,6 @@ static Value scalarConstant(OpBuilder &b, Location loc, Type elementType,
       b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elementType, value)));
 }
 
-/// Sums `grad` over the dimensions that broadcasting added to reach its shape
-/// from `target`'s and reshapes to `target` (as in TccGradients.cpp).
-static Value reduceToType(OpBuilder &b, Location loc, Value grad,
-                          RankedTensorType target) {
-  RankedTensorType gt = typeOf(grad);
-  if (gt == target)
-    return grad;
-  int64_t lead = gt.getRank() - target.getRank();
-  SmallVector<int64_t> axes;
-  for (int64_t i = 0; i < gt.getRank(); ++i)
-    if (i < lead || (target.getDimSize(i - lead) == 1 && gt.getDimSize(i) != 1))
-      axes.push_back(i);
-  Value r = grad;
-  if (!axes.empty())
-    r = ReduceSumOp::create(b, loc, grad, axes, /*keepdims=*/false);
-  if (r.getType() != target)
-    r = ReshapeOp::create(b, loc, target, r);
-  return r;
-}
-
 //===----------------------------------------------------------------------===//
 // Element-wise functions
 //===----------------------------------------------------------------------===//

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/tcc/TccOps.h"
+#include "dialects/tcc/TccOpsUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -15,6 +16,9 @@
 
 using namespace mlir;
 using namespace mlir::tcc;
+using mlir::tcc::detail::adaptorFor;
+using mlir::tcc::detail::rankedType;
+using mlir::tcc::detail::shapeStr;
 
 FailureOr<SmallVector<int64_t>> mlir::tcc::broadcastShapes(ArrayRef<int64_t> a,
                                                            ArrayRef<int64_t> b) {
@@ -28,34 +32,6 @@ FailureOr<SmallVector<int64_t>> mlir::tcc::broadcastShapes(ArrayRef<int64_t> a,
     out[i] = da == 1 ? db : da;
   }
   return out;
-}
-
-static std::string shapeStr(ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  for (auto [i, d] : llvm::enumerate(shape))
-    s += (i ? "," : "") + std::to_string(d);
-  return s + "]";
-}
-
-static RankedTensorType rankedType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-/// The adaptor of an op under construction. Parsers that infer result types
-/// (`tcc.softmax %x {axis = 1 : i64} : tensor<...>`) call inferReturnTypes
-/// before the op's properties exist: `props` is null and the inherent
-/// attributes are still in `attrs`, so they are converted here.
-template <typename OpT>
-static typename OpT::Adaptor
-adaptorFor(ValueRange operands, DictionaryAttr attrs, OpaqueProperties props,
-           RegionRange regions) {
-  if (props)
-    return typename OpT::Adaptor(operands, attrs, props, regions);
-  typename OpT::Properties converted;
-  if (attrs)
-    (void)OpT::setPropertiesFromAttr(converted, attrs,
-                                     [] { return InFlightDiagnostic(); });
-  return typename OpT::Adaptor(operands, attrs, converted, regions);
 }
 
 //===----------------------------------------------------------------------===//

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/tcc/TccOps.h"
+#include "dialects/tcc/TccOpsUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -15,32 +16,9 @@
 
 using namespace mlir;
 using namespace mlir::tcc;
-
-static std::string shapeStr(ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  for (auto [i, d] : llvm::enumerate(shape))
-    s += (i ? "," : "") + std::to_string(d);
-  return s + "]";
-}
-
-static RankedTensorType rankedType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-/// The adaptor of an op under construction (see TccOps.cpp): parsers infer
-/// result types before the properties exist, so they are converted here.
-template <typename OpT>
-static typename OpT::Adaptor
-adaptorFor(ValueRange operands, DictionaryAttr attrs, OpaqueProperties props,
-           RegionRange regions) {
-  if (props)
-    return typename OpT::Adaptor(operands, attrs, props, regions);
-  typename OpT::Properties converted;
-  if (attrs)
-    (void)OpT::setPropertiesFromAttr(converted, attrs,
-                                     [] { return InFlightDiagnostic(); });
-  return typename OpT::Adaptor(operands, attrs, converted, regions);
-}
+using mlir::tcc::detail::adaptorFor;
+using mlir::tcc::detail::rankedType;
+using mlir::tcc::detail::shapeStr;
 
 namespace {
 /// The spatial attributes of a 2-D window op: kernel [kh, kw], strides

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/tcc/TccOps.h"
+#include "dialects/tcc/TccOpsUtils.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -13,32 +14,9 @@
 
 using namespace mlir;
 using namespace mlir::tcc;
-
-static std::string dims(ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  for (auto [i, d] : llvm::enumerate(shape))
-    s += (i ? "," : "") + std::to_string(d);
-  return s + "]";
-}
-
-static RankedTensorType rankedType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-/// The adaptor of an op under construction; see the same helper in
-/// TccOps.cpp: parsers call inferReturnTypes before properties exist.
-template <typename OpT>
-static typename OpT::Adaptor
-adaptorFor(ValueRange operands, DictionaryAttr attrs, OpaqueProperties props,
-           RegionRange regions) {
-  if (props)
-    return typename OpT::Adaptor(operands, attrs, props, regions);
-  typename OpT::Properties converted;
-  if (attrs)
-    (void)OpT::setPropertiesFromAttr(converted, attrs,
-                                     [] { return InFlightDiagnostic(); });
-  return typename OpT::Adaptor(operands, attrs, converted, regions);
-}
+using mlir::tcc::detail::adaptorFor;
+using mlir::tcc::detail::rankedType;
+using mlir::tcc::detail::shapeStr;
 
 static LogicalResult checkAxis(StringRef name, std::optional<Location> loc,
                                IntegerAttr axis, int64_t rank) {
@@ -90,12 +68,12 @@ GatherGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   if (axis < 0 || axis + indices.getRank() > grad.getRank())
     return emitOptionalError(
         loc, "tcc.gather_grad: axis ", axis, " and rank-", indices.getRank(),
-        " indices do not fit a gradient of shape ", dims(grad.getShape()));
+        " indices do not fit a gradient of shape ", shapeStr(grad.getShape()));
   ArrayRef<int64_t> gs = grad.getShape();
   if (gs.slice(axis, indices.getRank()) != indices.getShape())
-    return emitOptionalError(loc, "tcc.gather_grad: gradient shape ", dims(gs),
+    return emitOptionalError(loc, "tcc.gather_grad: gradient shape ", shapeStr(gs),
                              " does not hold indices of shape ",
-                             dims(indices.getShape()), " at axis ", axis);
+                             shapeStr(indices.getShape()), " at axis ", axis);
   if (size < 0)
     return emitOptionalError(loc, "tcc.gather_grad: size ", size,
                              " is negative");
@@ -138,10 +116,10 @@ ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
       same = d == axis || t.getDimSize(d) == first.getDimSize(d);
     if (!same)
       return emitOptionalError(loc, "tcc.concat: input ", i, " has shape ",
-                               dims(t.getShape()),
+                               shapeStr(t.getShape()),
                                ", which differs from "
                                "input 0's ",
-                               dims(first.getShape()), " outside axis ", axis);
+                               shapeStr(first.getShape()), " outside axis ", axis);
     shape[axis] += t.getDimSize(axis);
   }
   results.push_back(RankedTensorType::get(shape, first.getElementType()));
@@ -255,9 +233,9 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
   if (succeeded(shape))
     shape = broadcastShapes(*shape, rhs.getShape());
   if (failed(shape))
-    return emitOptionalError(loc, "tcc.where: shapes ", dims(cond.getShape()),
-                             ", ", dims(lhs.getShape()), " and ",
-                             dims(rhs.getShape()), " do not broadcast");
+    return emitOptionalError(loc, "tcc.where: shapes ", shapeStr(cond.getShape()),
+                             ", ", shapeStr(lhs.getShape()), " and ",
+                             shapeStr(rhs.getShape()), " do not broadcast");
   results.push_back(RankedTensorType::get(*shape, lhs.getElementType()));
   return success();
 }
@@ -274,8 +252,8 @@ LogicalResult EqualOp::inferReturnTypes(MLIRContext *ctx,
                              ")");
   auto shape = broadcastShapes(a.getShape(), b.getShape());
   if (failed(shape))
-    return emitOptionalError(loc, "tcc.equal: shapes ", dims(a.getShape()),
-                             " and ", dims(b.getShape()), " do not broadcast");
+    return emitOptionalError(loc, "tcc.equal: shapes ", shapeStr(a.getShape()),
+                             " and ", shapeStr(b.getShape()), " do not broadcast");
   results.push_back(RankedTensorType::get(*shape, IntegerType::get(ctx, 1)));
   return success();
 }
@@ -284,7 +262,7 @@ LogicalResult CastOp::verify() {
   auto in = rankedType(getInput()), out = rankedType(getResult());
   if (in.getShape() != out.getShape())
     return emitOpError("changes the shape from ")
-           << dims(in.getShape()) << " to " << dims(out.getShape());
+           << shapeStr(in.getShape()) << " to " << shapeStr(out.getShape());
   return success();
 }
 

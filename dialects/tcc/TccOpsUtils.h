@@ -1,0 +1,49 @@
+//===- TccOpsUtils.h - Helpers shared by the op definition files -*- C++ -*-===//
+//
+// Only for dialects/tcc/*.cpp: shape formatting for diagnostics and the
+// adaptor used by inferReturnTypes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_DIALECTS_TCC_TCCOPSUTILS_H
+#define TCC_DIALECTS_TCC_TCCOPSUTILS_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OperationSupport.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <string>
+
+namespace mlir::tcc::detail {
+
+/// "[2,3]" for diagnostics.
+inline std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (auto [i, d] : llvm::enumerate(shape))
+    s += (i ? "," : "") + std::to_string(d);
+  return s + "]";
+}
+
+inline RankedTensorType rankedType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// The adaptor of an op under construction. Parsers that infer result types
+/// (`tcc.softmax %x {axis = 1 : i64} : tensor<...>`) call inferReturnTypes
+/// before the op's properties exist: `props` is null and the inherent
+/// attributes are still in `attrs`, so they are converted here.
+template <typename OpT>
+typename OpT::Adaptor adaptorFor(ValueRange operands, DictionaryAttr attrs,
+                                 OpaqueProperties props, RegionRange regions) {
+  if (props)
+    return typename OpT::Adaptor(operands, attrs, props, regions);
+  typename OpT::Properties converted;
+  if (attrs)
+    (void)OpT::setPropertiesFromAttr(converted, attrs,
+                                     [] { return InFlightDiagnostic(); });
+  return typename OpT::Adaptor(operands, attrs, converted, regions);
+}
+
+} // namespace mlir::tcc::detail
+
+#endif // TCC_DIALECTS_TCC_TCCOPSUTILS_H
