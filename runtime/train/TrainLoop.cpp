@@ -251,12 +251,55 @@ static int64_t killAfterStepForTesting() {
   return n;
 }
 
+/// Whether `p[0..n)` holds a NaN or an Inf: one whose exponent bits are all
+/// ones. Adding 1 to the exponent field then carries into bit 31. Only
+/// and/add/or, which vectorize with plain SSE2, keep the per-step scan
+/// cheap (a compare or an unsigned max would need SSE4.1).
+static bool hasNonFinite(const float *p, int64_t n) {
+  uint32_t acc = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t b;
+    std::memcpy(&b, p + i, sizeof b);
+    acc |= (b & 0x7f800000u) + 0x00800000u;
+  }
+  return acc & 0x80000000u;
+}
+
+std::string tcc::rt::findNonFinite(Session &s) {
+  const std::vector<TensorInfo> &tensors = s.tensors();
+  for (size_t id = 0; id < tensors.size(); ++id) {
+    const TensorInfo &t = tensors[id];
+    if ((t.kind != TensorKind::Param && t.kind != TensorKind::State) ||
+        t.dtype != DType::F32)
+      continue;
+    const float *p = static_cast<const float *>(s.data((int32_t)id));
+    int64_t n = t.numElements();
+    if (!hasNonFinite(p, n))
+      continue;
+    // Rare path: count them and name the first.
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < n; ++i)
+      if (!std::isfinite(p[i]) && bad++ == 0)
+        first = i;
+    float v = p[first];
+    std::string what = std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf";
+    return std::string(t.kind == TensorKind::Param ? "parameter" : "state") +
+           " '" + t.name + "' has " + std::to_string(bad) +
+           " non-finite value" + (bad == 1 ? "" : "s") + " (first: " + what +
+           " at index " + std::to_string(first) + ")";
+  }
+  return "";
+}
+
 static void checkCheckpointOptions(const TrainOptions &o) {
   if (o.checkpointEvery < 0)
     throw Error("--checkpoint-every must be positive, got " +
                 std::to_string(o.checkpointEvery));
   if (o.checkpointEvery > 0 && o.checkpointDir.empty())
     throw Error("--checkpoint-every needs --checkpoint-dir");
+  if (o.nonfiniteCheckEvery < 0)
+    throw Error("the non-finite check interval must be >= 0, got " +
+                std::to_string(o.nonfiniteCheckEvery));
   if (o.keepCheckpoints < 1)
     throw Error("--keep-checkpoints must be at least 1, got " +
                 std::to_string(o.keepCheckpoints));
@@ -307,7 +350,8 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
   const Program &dataProg = micro ? *micro : p;
   r.gradAccum = micro ? gradAccumOf(a) : 1;
   std::vector<DataIdentity> ids;
-  std::vector<DataIdentity> *idsOut = checkpointing || resuming ? &ids : nullptr;
+  std::vector<DataIdentity> *idsOut =
+      checkpointing || resuming ? &ids : nullptr;
   std::vector<DataFeeder::Source> sources;
   DataFeeder::TokenSource tokens;
   std::vector<int32_t> feedTargets; // program input of each batch tensor
@@ -315,8 +359,8 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
   if (!opts.tokensPath.empty()) {
     if (!opts.data.empty())
       throw Error("give either --tokens or --data, not both");
-    tokens = tokenSource(a, dataProg, opts, feedTargets, microBatch,
-                         numSamples, idsOut);
+    tokens = tokenSource(a, dataProg, opts, feedTargets, microBatch, numSamples,
+                         idsOut);
   } else {
     sources = makeSources(a, dataProg.inputs, opts.data, microBatch, idsOut);
     feedTargets = dataProg.inputs;
@@ -333,7 +377,6 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
   if (dataProg.outputs.empty() ||
       a.tensors[dataProg.outputs[0]].dtype != DType::F32)
     throw Error(dataProg.name + " has no f32 loss output");
-
 
   CheckpointMeta meta;
   if (checkpointing || resuming) {
@@ -367,14 +410,12 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
   // The feeder counts micro-batches.
   std::unique_ptr<DataFeeder> feeder =
       opts.tokensPath.empty()
-          ? std::make_unique<DataFeeder>(std::move(sources), microBatch,
-                                         opts.shuffle, opts.seed,
-                                         total * r.gradAccum, opts.prefetch,
-                                         r.startStep * r.gradAccum)
-          : std::make_unique<DataFeeder>(tokens, microBatch, opts.shuffle,
-                                         opts.seed, total * r.gradAccum,
-                                         opts.prefetch,
-                                         r.startStep * r.gradAccum);
+          ? std::make_unique<DataFeeder>(
+                std::move(sources), microBatch, opts.shuffle, opts.seed,
+                total * r.gradAccum, opts.prefetch, r.startStep * r.gradAccum)
+          : std::make_unique<DataFeeder>(
+                tokens, microBatch, opts.shuffle, opts.seed,
+                total * r.gradAccum, opts.prefetch, r.startStep * r.gradAccum);
 
   std::unique_ptr<std::ofstream> metrics;
   if (!opts.metricsPath.empty()) {
@@ -386,7 +427,27 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
       throw Error(opts.metricsPath +
                   ": cannot open for writing: " + std::strerror(errno));
   }
+  // Parameters and state are scanned for NaN/Inf every
+  // nonfiniteCheckEvery steps, after the last one and always before a
+  // checkpoint: one with non-finite weights is never written.
+  int64_t scannedStep = -1;
+  auto checkFinite = [&](int64_t step) {
+    if (scannedStep == step)
+      return;
+    Clock::time_point t0 = Clock::now();
+    std::string bad = findNonFinite(session);
+    r.nonfiniteCheckSeconds += secondsSince(t0);
+    scannedStep = step;
+    if (!bad.empty())
+      throw Error(
+          "step " + std::to_string(step) + ": " + bad +
+          "; lower the learning rate or check the data" +
+          (checkpointing ? " (no checkpoint written for this step)" : ""));
+  };
+  int64_t checkpointedStep = -1;
   auto checkpoint = [&](int64_t step, float loss) {
+    checkFinite(step);
+    checkpointedStep = step;
     Clock::time_point t0 = Clock::now();
     meta.step = step;
     meta.loss = loss;
@@ -429,10 +490,14 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
     // The mean of the micro-batch means is the mean over the whole batch.
     float loss = static_cast<float>(lossSum / r.gradAccum);
     if (!std::isfinite(loss))
-      throw Error("the loss is " +
-                  std::string(std::isnan(loss) ? "NaN" : "infinite") +
-                  " at step " + std::to_string(step) +
+      throw Error("step " + std::to_string(step) + ": the loss is " +
+                  (std::isnan(loss) ? "NaN"
+                   : loss > 0       ? "+Inf"
+                                    : "-Inf") +
                   "; lower the learning rate or check the data");
+    if (step == total ||
+        (opts.nonfiniteCheckEvery > 0 && step % opts.nonfiniteCheckEvery == 0))
+      checkFinite(step);
     r.losses.push_back(loss);
     r.stepSeconds.push_back(dt);
     r.steps = step;
@@ -455,6 +520,14 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
     progress.update(step, loss, sps, elapsed);
     if (step == killAfter)
       std::raise(SIGKILL);
+    // Polled between steps only: a step is never cut in half, and the
+    // checkpoint below is of a whole step.
+    if (int sig = opts.stopSignal ? opts.stopSignal->load() : 0) {
+      r.interruptedBy = sig;
+      if (checkpointing && checkpointedStep != step)
+        checkpoint(step, loss);
+      break;
+    }
   }
   r.totalSeconds = secondsSince(start);
   return r;

@@ -13,6 +13,7 @@
 #include "runtime/core/Artifact.h"
 #include "runtime/core/Session.h"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -59,14 +60,28 @@ struct TrainOptions {
   /// Notes about resuming (which checkpoint, which were skipped and why).
   /// Default: printed to stderr.
   std::function<void(const std::string &)> log;
+
+  /// Graceful stop: when set, the loop reads it after every step; a
+  /// non-zero value (the signal number, by convention) ends the run there,
+  /// after a checkpoint of that step when checkpointDir is set (whatever
+  /// checkpointEvery says). The loop installs no signal handler itself: the
+  /// caller (tcc train) does, and stores into this from its handler.
+  const std::atomic<int> *stopSignal = nullptr;
+  /// Every how many steps all parameters and state tensors are scanned for
+  /// NaN/Inf. The loss is checked every step, and the scan always runs after
+  /// the last step and before a checkpoint is written. 0: only then. Not
+  /// every step: on the digits MLP (batch 32) a scan costs ~8% of an AdamW
+  /// step and ~3.5% of an SGD step; every 10th keeps it under 1%, and a
+  /// non-finite weight shows up in the next step's loss anyway.
+  int64_t nonfiniteCheckEvery = 10;
 };
 
 struct TrainResult {
-  int64_t startStep = 0; // the checkpoint's step when resuming
-  int64_t steps = 0;     // global step reached (startStep + run)
-  int64_t batchSize = 0;  // samples per optimizer step (micro-batch x K)
-  int64_t gradAccum = 1;  // micro-batches per optimizer step
-  std::vector<float> losses;       // one per step of this run
+  int64_t startStep = 0;     // the checkpoint's step when resuming
+  int64_t steps = 0;         // global step reached (startStep + run)
+  int64_t batchSize = 0;     // samples per optimizer step (micro-batch x K)
+  int64_t gradAccum = 1;     // micro-batches per optimizer step
+  std::vector<float> losses; // one per step of this run
   std::vector<double> stepSeconds; // run time of each train_step
   double totalSeconds = 0;         // wall time of the loop
   double dataWaitSeconds = 0;      // time spent waiting for the feeder
@@ -75,11 +90,22 @@ struct TrainResult {
   int64_t checkpointsWritten = 0;
   std::string lastCheckpoint;   // path of the newest one written
   double checkpointSeconds = 0; // time spent writing them
+  /// Non-zero: the run stopped early at `steps` because stopSignal held
+  /// this value.
+  int interruptedBy = 0;
+  double nonfiniteCheckSeconds = 0; // time spent scanning for NaN/Inf
 };
 
+/// Scans every parameter and state tensor (f32) of `s` for NaN and Inf.
+/// Returns "" if all are finite, else a description of the first bad one:
+/// "parameter '0.weight' has 3 non-finite values (first: NaN at index 17)".
+std::string findNonFinite(Session &s);
+
 /// Trains `session` (built from `artifact`). Throws Error on bad data,
-/// mismatched inputs, a non-finite loss, a checkpoint that cannot be written
-/// (the previous ones stay intact) or one that cannot be resumed from.
+/// mismatched inputs, a non-finite loss or parameter ("step 12: the loss is
+/// NaN"; a checkpoint is never written with non-finite values), a checkpoint
+/// that cannot be written (the previous ones stay intact) or one that cannot be
+/// resumed from.
 TrainResult train(Session &session, const Artifact &artifact,
                   const TrainOptions &opts);
 

@@ -6,8 +6,12 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <map>
+#include <unistd.h>
 
 using namespace llvm;
 using namespace tcc;
@@ -77,6 +81,39 @@ static cl::opt<std::string>
                     "(or from a checkpoint file)"),
            cl::value_desc("dir|file"), cl::sub(tool::trainCmd));
 
+static cl::opt<std::string> onNonfinite(
+    "on-nonfinite",
+    cl::desc("What a NaN/Inf loss, parameter or state does: 'stop' (the "
+             "default: exit 1 naming the step and tensor). 'skip' (drop the "
+             "step) needs fp16 loss scaling, which is not implemented yet"),
+    cl::value_desc("stop"), cl::init("stop"), cl::sub(tool::trainCmd));
+
+/// The signal that asked the run to stop (SIGINT, SIGTERM), 0 while none
+/// has. The loop polls it between steps; the handler only stores into it,
+/// which is async-signal-safe for a lock-free atomic.
+static std::atomic<int> stopRequested{0};
+static_assert(std::atomic<int>::is_always_lock_free,
+              "the signal handler needs a lock-free atomic");
+
+static void onStopSignal(int sig) {
+  // The first signal wins; later ones (a second Ctrl-C while the last
+  // checkpoint is written) are ignored, so the checkpoint is completed.
+  int none = 0;
+  stopRequested.compare_exchange_strong(none, sig);
+}
+
+/// Installs the handler for SIGINT and SIGTERM for the whole command.
+/// SA_RESTART: a checkpoint write in progress is not cut by EINTR.
+static void installStopHandlers() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = onStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
 /// Writes the artifact's ONNX model with the session's current parameters
 /// and running statistics (state tensors named after an initializer; the
 /// optimizer's state has no initializer and stays out).
@@ -84,6 +121,9 @@ static void exportTrained(const rt::Artifact &a, rt::Session &s,
                           const std::string &path) {
   if (a.onnxOffset < 0)
     throw rt::Error("the artifact carries no ONNX model to export");
+  std::string bad = rt::findNonFinite(s);
+  if (!bad.empty())
+    throw rt::Error("refusing to export " + path + ": " + bad);
   std::map<std::string, std::vector<float>> values, state;
   for (int32_t id = 0; id < (int32_t)a.tensors.size(); ++id) {
     const rt::TensorInfo &t = a.tensors[id];
@@ -94,8 +134,8 @@ static void exportTrained(const rt::Artifact &a, rt::Session &s,
     const float *p = static_cast<const float *>(s.data(id));
     (isState ? state : values)[t.name].assign(p, p + t.numElements());
   }
-  std::string bytes(reinterpret_cast<const char *>(a.blob.data()) + a.onnxOffset,
-                    a.onnxSize);
+  std::string bytes(
+      reinterpret_cast<const char *>(a.blob.data()) + a.onnxOffset, a.onnxSize);
   std::string err;
   if (!writeTrainedOnnx(bytes, values, path, err, state))
     throw rt::Error(err);
@@ -122,9 +162,31 @@ int tool::runTrain() {
     o.checkpointEvery = checkpointEvery;
     o.keepCheckpoints = keepCheckpoints;
     o.resumeFrom = resume;
+    if (onNonfinite == "skip")
+      throw rt::Error("--on-nonfinite skip needs fp16 loss scaling, which is "
+                      "not implemented yet; use --on-nonfinite stop");
+    if (onNonfinite != "stop")
+      throw rt::Error("--on-nonfinite must be 'stop', got '" + onNonfinite +
+                      "'");
+    o.stopSignal = &stopRequested;
+    installStopHandlers();
     auto evalBindings = rt::parseDataBindings(evalData);
-    rt::Session session(a, eager ? rt::ExecMode::Eager : rt::ExecMode::Compiled);
+    rt::Session session(a,
+                        eager ? rt::ExecMode::Eager : rt::ExecMode::Compiled);
     rt::TrainResult r = rt::train(session, a, o);
+    if (r.interruptedBy) {
+      // No evaluation or export of a run cut short: it resumes from the
+      // checkpoint instead.
+      std::string where = r.checkpointsWritten
+                              ? "checkpoint written to " + r.lastCheckpoint
+                              : std::string("no checkpoint (no "
+                                            "--checkpoint-dir)");
+      std::fflush(stdout);
+      std::fprintf(stderr, "%sinterrupted at step %lld; %s\n",
+                   o.progress && isatty(2) ? "\n" : "", (long long)r.steps,
+                   where.c_str());
+      return 128 + r.interruptedBy;
+    }
     rt::MemoryStats m = session.memory();
     double ms = rt::median(r.stepSeconds) * 1e3;
     std::string resumed =
