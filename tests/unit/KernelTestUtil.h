@@ -50,12 +50,14 @@ public:
   }
   std::vector<float> get(int32_t id) const {
     std::vector<float> v(infos_[id].numElements());
-    std::memcpy(v.data(), store_[id].data(), v.size() * sizeof(float));
+    if (!v.empty()) // an empty tensor's buffer may be null (UB for memcpy)
+      std::memcpy(v.data(), store_[id].data(), v.size() * sizeof(float));
     return v;
   }
   std::vector<int64_t> getI64(int32_t id) const {
     std::vector<int64_t> v(infos_[id].numElements());
-    std::memcpy(v.data(), store_[id].data(), v.size() * sizeof(int64_t));
+    if (!v.empty()) // an empty tensor's buffer may be null (UB for memcpy)
+      std::memcpy(v.data(), store_[id].data(), v.size() * sizeof(int64_t));
     return v;
   }
   const TensorInfo &info(int32_t id) const { return infos_[id]; }
