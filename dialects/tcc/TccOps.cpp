@@ -164,9 +164,9 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
 // Element-wise
 //===----------------------------------------------------------------------===//
 
-static LogicalResult inferBroadcast(StringRef name, std::optional<Location> loc,
-                                    ValueRange operands,
-                                    SmallVectorImpl<Type> &results) {
+LogicalResult mlir::tcc::detail::inferBroadcast(
+    StringRef name, std::optional<Location> loc, ValueRange operands,
+    SmallVectorImpl<Type> &results, Type resultElement) {
   auto a = rankedType(operands[0]), b = rankedType(operands[1]);
   if (a.getElementType() != b.getElementType())
     return emitOptionalError(loc, "tcc.", name, ": element types differ (",
@@ -177,7 +177,8 @@ static LogicalResult inferBroadcast(StringRef name, std::optional<Location> loc,
     return emitOptionalError(loc, "tcc.", name, ": shapes ",
                              shapeStr(a.getShape()), " and ",
                              shapeStr(b.getShape()), " do not broadcast");
-  results.push_back(RankedTensorType::get(*shape, a.getElementType()));
+  results.push_back(RankedTensorType::get(
+      *shape, resultElement ? resultElement : a.getElementType()));
   return success();
 }
 
@@ -186,7 +187,7 @@ static LogicalResult inferBroadcast(StringRef name, std::optional<Location> loc,
       MLIRContext *, std::optional<Location> loc, ValueRange operands,         \
       DictionaryAttr, OpaqueProperties, RegionRange,                           \
       SmallVectorImpl<Type> &results) {                                        \
-    return inferBroadcast(NAME, loc, operands, results);                       \
+    return detail::inferBroadcast(NAME, loc, operands, results);                       \
   }
 TCC_BINARY_INFER(AddOp, "add")
 TCC_BINARY_INFER(SubOp, "sub")

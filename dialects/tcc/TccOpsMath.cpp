@@ -45,18 +45,7 @@ LogicalResult PowOp::inferReturnTypes(MLIRContext *,
                                       ValueRange operands, DictionaryAttr,
                                       OpaqueProperties, RegionRange,
                                       SmallVectorImpl<Type> &results) {
-  auto a = rankedType(operands[0]), b = rankedType(operands[1]);
-  if (a.getElementType() != b.getElementType())
-    return emitOptionalError(loc, "tcc.pow: element types differ (",
-                             a.getElementType(), " vs ", b.getElementType(),
-                             ")");
-  auto shape = broadcastShapes(a.getShape(), b.getShape());
-  if (failed(shape))
-    return emitOptionalError(loc, "tcc.pow: shapes ", shapeStr(a.getShape()),
-                             " and ", shapeStr(b.getShape()),
-                             " do not broadcast");
-  results.push_back(RankedTensorType::get(*shape, a.getElementType()));
-  return success();
+  return detail::inferBroadcast("pow", loc, operands, results);
 }
 
 OpFoldResult PowScalarOp::fold(FoldAdaptor) {

@@ -245,17 +245,8 @@ LogicalResult EqualOp::inferReturnTypes(MLIRContext *ctx,
                                         ValueRange operands, DictionaryAttr,
                                         OpaqueProperties, RegionRange,
                                         SmallVectorImpl<Type> &results) {
-  auto a = rankedType(operands[0]), b = rankedType(operands[1]);
-  if (a.getElementType() != b.getElementType())
-    return emitOptionalError(loc, "tcc.equal: element types differ (",
-                             a.getElementType(), " vs ", b.getElementType(),
-                             ")");
-  auto shape = broadcastShapes(a.getShape(), b.getShape());
-  if (failed(shape))
-    return emitOptionalError(loc, "tcc.equal: shapes ", shapeStr(a.getShape()),
-                             " and ", shapeStr(b.getShape()), " do not broadcast");
-  results.push_back(RankedTensorType::get(*shape, IntegerType::get(ctx, 1)));
-  return success();
+  return detail::inferBroadcast("equal", loc, operands, results,
+                                IntegerType::get(ctx, 1));
 }
 
 LogicalResult CastOp::verify() {

@@ -44,6 +44,14 @@ typename OpT::Adaptor adaptorFor(ValueRange operands, DictionaryAttr attrs,
   return typename OpT::Adaptor(operands, attrs, converted, regions);
 }
 
+/// Result type of an element-wise op with NumPy broadcasting of its first two
+/// operands, which must share an element type; the result's element type is
+/// theirs unless `resultElement` is given. Diagnostics start with "tcc.NAME:".
+LogicalResult inferBroadcast(StringRef name, std::optional<Location> loc,
+                             ValueRange operands,
+                             SmallVectorImpl<Type> &results,
+                             Type resultElement = {});
+
 } // namespace mlir::tcc::detail
 
 #endif // TCC_DIALECTS_TCC_TCCOPSUTILS_H

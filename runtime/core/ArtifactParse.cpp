@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Artifact.h"
+#include "runtime/core/JsonFields.h"
 #include "runtime/core/ArtifactFormat.h"
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,11 @@
 #include <fstream>
 
 namespace tcc::rt {
+
+using jsonf::asArray;
+using jsonf::asInt;
+using jsonf::asString;
+using jsonf::field;
 
 using nlohmann::json;
 
@@ -43,44 +49,11 @@ static void checkJsonDepth(const uint8_t *p, size_t n) {
   }
 }
 
-static const json &field(const json &obj, const char *key,
-                         const std::string &ctx) {
-  if (!obj.is_object())
-    throw Error(ctx + ": expected a JSON object");
-  auto it = obj.find(key);
-  if (it == obj.end())
-    throw Error(ctx + ": missing field '" + key + "'");
-  return *it;
-}
-
-static int64_t asInt(const json &v, const std::string &ctx) {
-  if (v.is_number_unsigned()) {
-    if (v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-      throw Error(ctx + ": integer out of range");
-    return static_cast<int64_t>(v.get<uint64_t>());
-  }
-  if (!v.is_number_integer())
-    throw Error(ctx + ": expected an integer");
-  return v.get<int64_t>();
-}
-
 static int64_t intField(const json &obj, const char *key,
                         const std::string &ctx, int64_t fallback) {
   if (obj.contains(key))
     return asInt(obj[key], ctx + "." + key);
   return fallback;
-}
-
-static std::string asString(const json &v, const std::string &ctx) {
-  if (!v.is_string())
-    throw Error(ctx + ": expected a string");
-  return v.get<std::string>();
-}
-
-static const json &asArray(const json &v, const std::string &ctx) {
-  if (!v.is_array())
-    throw Error(ctx + ": expected an array");
-  return v;
 }
 
 static std::vector<int64_t> asInts(const json &v, const std::string &ctx) {

@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/train/Checkpoint.h"
+#include "runtime/core/JsonFields.h"
 
 #include "runtime/core/ArtifactFormat.h"
 #include "runtime/core/Session.h"
@@ -42,6 +43,11 @@
 #include <unistd.h>
 
 namespace tcc::rt {
+
+using jsonf::asArray;
+using jsonf::asInt;
+using jsonf::asString;
+using jsonf::field;
 
 using nlohmann::json;
 
@@ -303,27 +309,6 @@ void writeCheckpoint(const std::string &path, const CheckpointMeta &meta,
 //===-- Reading
 //------------------------------------------------------------===//
 
-static const json &field(const json &obj, const char *key,
-                         const std::string &ctx) {
-  if (!obj.is_object())
-    throw Error(ctx + ": expected a JSON object");
-  auto it = obj.find(key);
-  if (it == obj.end())
-    throw Error(ctx + ": missing field '" + key + "'");
-  return *it;
-}
-
-static int64_t asInt(const json &v, const std::string &ctx) {
-  if (v.is_number_unsigned()) {
-    if (v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-      throw Error(ctx + ": integer out of range");
-    return static_cast<int64_t>(v.get<uint64_t>());
-  }
-  if (!v.is_number_integer())
-    throw Error(ctx + ": expected an integer");
-  return v.get<int64_t>();
-}
-
 static uint64_t asUInt(const json &v, const std::string &ctx) {
   if (!v.is_number_unsigned())
     throw Error(ctx + ": expected a non-negative integer");
@@ -335,18 +320,6 @@ static uint32_t asU32(const json &v, const std::string &ctx) {
   if (x > UINT32_MAX)
     throw Error(ctx + ": out of range for a CRC-32");
   return static_cast<uint32_t>(x);
-}
-
-static std::string asString(const json &v, const std::string &ctx) {
-  if (!v.is_string())
-    throw Error(ctx + ": expected a string");
-  return v.get<std::string>();
-}
-
-static const json &asArray(const json &v, const std::string &ctx) {
-  if (!v.is_array())
-    throw Error(ctx + ": expected an array");
-  return v;
 }
 
 static std::vector<int64_t> asShape(const json &v, const std::string &ctx) {
