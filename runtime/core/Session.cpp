@@ -4,6 +4,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -239,8 +240,35 @@ void Session::runCompiled(ProgramState &ps) {
     for (int32_t id : ps.temps)
       buffers_[id] = static_cast<char *>(ps.arena) + tensors_[id].arenaOffset;
   }
-  for (size_t i = 0; i < p.instrs.size(); ++i)
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    if (!profiling_) {
+      call(ps.fns[i], ps.args[i], p.instrs[i], buffers_);
+      continue;
+    }
+    auto t0 = std::chrono::steady_clock::now();
     call(ps.fns[i], ps.args[i], p.instrs[i], buffers_);
+    record(p.instrs[i].kernel, t0);
+  }
+}
+
+void Session::record(const std::string &kernel,
+                     std::chrono::steady_clock::time_point t0) {
+  KernelTime &k = profile_[kernel];
+  k.kernel = kernel;
+  k.calls++;
+  k.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                             t0)
+                   .count();
+}
+
+std::vector<Session::KernelTime> Session::profile() const {
+  std::vector<KernelTime> v;
+  for (const auto &[name, k] : profile_)
+    v.push_back(k);
+  std::sort(v.begin(), v.end(), [](const KernelTime &a, const KernelTime &b) {
+    return a.seconds > b.seconds;
+  });
+  return v;
 }
 
 void Session::runEager(ProgramState &ps) {
@@ -270,7 +298,10 @@ void Session::runEager(ProgramState &ps) {
       liveTempBytes_ += bytes;
     }
     peakTempBytes_ = std::max(peakTempBytes_, liveTempBytes_);
+    auto t0 = std::chrono::steady_clock::now();
     call(ps.fns[i], ps.args[i], p.instrs[i], buffers_);
+    if (profiling_)
+      record(p.instrs[i].kernel, t0);
     for (int32_t id : ps.freeAfter[i])
       release(id);
   }

@@ -14,7 +14,9 @@
 #include "runtime/core/Artifact.h"
 #include "runtime/cpu/Kernels.h"
 
+#include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +57,17 @@ public:
   void run(const std::string &program);
 
   MemoryStats memory() const;
+
+  /// Per-kernel timing (off by default: it adds a clock read per call).
+  struct KernelTime {
+    std::string kernel;
+    int64_t calls = 0;
+    double seconds = 0;
+  };
+  void setProfiling(bool on) { profiling_ = on; }
+  /// Accumulated time per kernel name since profiling was turned on,
+  /// slowest first.
+  std::vector<KernelTime> profile() const;
   ExecMode mode() const { return mode_; }
   const std::vector<TensorInfo> &tensors() const { return tensors_; }
 
@@ -66,6 +79,8 @@ private:
   ProgramState &state(const std::string &program);
   void runCompiled(ProgramState &ps);
   void runEager(ProgramState &ps);
+  void record(const std::string &kernel,
+              std::chrono::steady_clock::time_point t0);
 
   ExecMode mode_;
   std::vector<TensorInfo> tensors_;
@@ -77,6 +92,8 @@ private:
   int64_t persistentBytes_ = 0;
   int64_t arenaBytes_ = 0;
   int64_t liveTempBytes_ = 0, peakTempBytes_ = 0;
+  bool profiling_ = false;
+  std::map<std::string, KernelTime> profile_;
 };
 
 } // namespace tcc::rt

@@ -27,6 +27,10 @@ static cl::opt<int64_t> steps("steps", cl::desc("Timed steps per mode"),
                               cl::init(20), cl::sub(tool::benchCmd));
 static cl::opt<int64_t> warmup("warmup", cl::desc("Untimed steps per mode"),
                                cl::init(3), cl::sub(tool::benchCmd));
+static cl::opt<bool> profile(
+    "profile",
+    cl::desc("Also print the compiled step's time per kernel (slowest first)"),
+    cl::init(false), cl::sub(tool::benchCmd));
 static cl::opt<uint64_t> seed("seed", cl::desc("Seed of the synthetic data"),
                               cl::init(0), cl::sub(tool::benchCmd));
 
@@ -98,6 +102,22 @@ int tool::runBench() {
     std::printf("  compiled vs eager: %.2fx faster, %.2fx the tensor memory\n",
                 me / mc, double(sc.peakBytes) / double(se.peakBytes));
     std::printf("  process peak RSS: %s\n", formatBytes(peakRssBytes()).c_str());
+    if (profile) {
+      compiled.setProfiling(true);
+      for (int64_t i = 0; i < steps; ++i)
+        timeStep(compiled);
+      double total = 0;
+      for (const auto &k : compiled.profile())
+        total += k.seconds;
+      std::printf("  compiled step by kernel (%lld steps):\n",
+                  (long long)steps.getValue());
+      std::printf("  %-28s %8s %12s %7s\n", "kernel", "calls/step",
+                  "ms/step", "share");
+      for (const auto &k : compiled.profile())
+        std::printf("  %-28s %8.1f %12.3f %6.1f%%\n", k.kernel.c_str(),
+                    double(k.calls) / steps, k.seconds * 1e3 / steps,
+                    100 * k.seconds / total);
+    }
   } catch (const rt::Error &e) {
     errs() << "tcc bench: error: " << e.what() << "\n";
     return 1;
