@@ -8,14 +8,19 @@
 #include "compiler/Compiler.h"
 
 #include "compiler/OnnxModelIO.h"
+#include "compiler/codegen/FusedCodegen.h"
+#include "compiler/codegen/HostCompile.h"
+#include "compiler/codegen/MemoryReport.h"
 #include "compiler/codegen/SchedulePrinter.h"
 #include "compiler/codegen/ScheduleBuilder.h"
 #include "dialects/tcc/TccDialect.h"
+#include "dialects/tcc/TccOps.h"
 #include "frontends/onnx/OnnxImporter.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
@@ -36,6 +41,40 @@ namespace rt = ::tcc::rt;
 static int fail(const std::string &msg) {
   llvm::errs() << "tcc compile: error: " << msg << "\n";
   return 1;
+}
+
+/// MLIR diagnostics (import, pipeline, lowering) in the command's own form,
+/// "tcc compile: error: FILE: message": ONNX has no source positions, and
+/// the messages name the node or tensor themselves.
+static LogicalResult printDiagnostic(Diagnostic &diag) {
+  auto print = [](Diagnostic &d, StringRef severity) {
+    llvm::raw_ostream &os = llvm::errs();
+    os << "tcc compile: " << severity << ": ";
+    if (auto file = d.getLocation()->findInstanceOf<FileLineColLoc>()) {
+      os << file.getFilename().getValue();
+      if (file.getLine())
+        os << ":" << file.getLine() << ":" << file.getColumn();
+      os << ": ";
+    }
+    os << d.str() << "\n";
+  };
+  switch (diag.getSeverity()) {
+  case DiagnosticSeverity::Error:
+    print(diag, "error");
+    break;
+  case DiagnosticSeverity::Warning:
+    print(diag, "warning");
+    break;
+  case DiagnosticSeverity::Note:
+    print(diag, "note");
+    break;
+  case DiagnosticSeverity::Remark:
+    print(diag, "remark");
+    break;
+  }
+  for (Diagnostic &note : diag.getNotes())
+    print(note, "note");
+  return success();
 }
 
 /// Writes text output to a file (atomically, through a temporary) or stdout.
@@ -74,6 +113,7 @@ int ::tcc::compileModel(const CompileOptions &opts) {
 
   MLIRContext ctx;
   ctx.loadDialect<mlir::tcc::TccDialect, func::FuncDialect>();
+  ScopedDiagnosticHandler diagnostics(&ctx, printDiagnostic);
   mlir::tcc::OnnxImportOptions importOpts;
   importOpts.batch = opts.batch;
   importOpts.frozen = opts.frozen;
@@ -83,6 +123,16 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   ModuleOp module = imported->get();
   if (opts.emit == EmitKind::Tcc)
     return emitText(opts.output, printModule(module));
+  // Said here, in the user's terms, rather than by a pass further down.
+  auto fwd = module.lookupSymbol<func::FuncOp>("forward");
+  bool hasParam = false;
+  for (unsigned i = 0, e = fwd ? fwd.getNumArguments() : 0; i < e; ++i)
+    if (auto kind = fwd.getArgAttrOfType<StringAttr>(i, "tcc.kind"))
+      hasParam |= kind.getValue() == "param";
+  if (!hasParam)
+    return fail(opts.input + ": the model has no trainable parameter (no "
+                             "float initializer, or --freeze froze them "
+                             "all); there is nothing to train");
 
   mlir::tcc::TrainPipelineOptions pipe;
   pipe.loss = opts.loss;
@@ -91,7 +141,16 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   pipe.momentum = opts.momentum;
   pipe.weightDecay = opts.weightDecay;
   pipe.gradAccum = opts.gradAccum;
+  pipe.memoryBudget = opts.memoryBudget;
+  pipe.recompute = opts.recompute;
+  pipe.planMemory = opts.planMemory;
+  pipe.precision = opts.precision;
+  // The CPU backend is the only one built; its preset is in PadShapes.cpp.
+  mlir::tcc::PadShapesPreset pad = mlir::tcc::padShapesPreset("cpu", opts.precision);
+  pipe.padMultiple = opts.padMultiple >= 0 ? opts.padMultiple : pad.multiple;
+  pipe.padVocabMultiple = opts.padMultiple >= 0 ? 0 : pad.vocabMultiple;
   pipe.optimize = opts.emit != EmitKind::Train;
+  pipe.fuse = opts.fuse;
   PassManager pm(&ctx);
   mlir::tcc::buildTrainPipeline(pm, pipe);
   if (failed(pm.run(module)))
@@ -108,8 +167,25 @@ int ::tcc::compileModel(const CompileOptions &opts) {
       return fail(opts.input + ": " + err);
   }
 
+  // Generated kernels: numbers the tcc.fused ops (ScheduleBuilder reads the
+  // numbers) and compiles their C++ into the artifact's host library.
+  auto source = ::tcc::generateFusedSource(module);
+  if (failed(source))
+    return 1;
+  if (opts.emit == EmitKind::Kernels)
+    return emitText(opts.output, *source);
+  ::tcc::HostLibrary hostLib;
+  bool hasFused = false;
+  module.walk([&](mlir::tcc::FusedOp) { hasFused = true; });
+  if (hasFused && opts.emit == EmitKind::Artifact) {
+    std::string err;
+    if (!::tcc::compileHostLibrary(*source, hostLib, err))
+      return fail(err);
+  }
+
   rt::Artifact artifact;
   ::tcc::ScheduleBuilder builder(artifact, initial);
+  builder.planMemory = opts.planMemory;
   auto train = module.lookupSymbol<func::FuncOp>("train_step");
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!train || !forward)
@@ -132,8 +208,17 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   artifact.meta["batch"] = batchAttr ? std::to_string(batchAttr.getInt()) : "?";
   artifact.meta["loss"] = opts.loss;
   artifact.meta["grad_accum"] = std::to_string(std::max<int64_t>(opts.gradAccum, 1));
-  artifact.meta["precision"] = "fp32";
+  artifact.meta["pad_multiple"] = std::to_string(pipe.padMultiple);
+  artifact.meta["precision"] = opts.precision;
   artifact.meta["target"] = "cpu";
+  if (!hostLib.bytes.empty()) {
+    artifact.hostLibOffset =
+        artifact.addBlob(hostLib.bytes.data(), hostLib.bytes.size());
+    artifact.hostLibSize = (int64_t)hostLib.bytes.size();
+    artifact.hostLibIsa = hostLib.isa;
+    // Not the compile time: the same model must give the same artifact.
+    artifact.meta["host_compiler"] = hostLib.compiler;
+  }
   if (auto o = module->getAttrOfType<DictionaryAttr>("tcc.optimizer")) {
     for (NamedAttribute a : o) {
       std::string key = "optimizer." + a.getName().str();
@@ -144,6 +229,13 @@ int ::tcc::compileModel(const CompileOptions &opts) {
     }
   }
 
+  if (opts.report) {
+    std::ostringstream os;
+    ::tcc::printMemoryReport(::tcc::analyzeMemory(artifact), os);
+    bool toStdout = opts.emit == EmitKind::Artifact && !opts.output.empty() &&
+                    opts.output != "-";
+    (toStdout ? llvm::outs() : llvm::errs()) << os.str();
+  }
   if (opts.emit == EmitKind::Schedule) {
     std::ostringstream os;
     ::tcc::printSchedule(artifact, os);

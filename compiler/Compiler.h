@@ -14,6 +14,7 @@ enum class EmitKind {
   Train,     // after loss, autodiff and optimizer (no cleanup)
   Optimized, // after the whole pipeline
   Schedule,  // the lowered programs, one kernel call per line
+  Kernels,   // the generated C++ of the fused regions
 };
 
 struct CompileOptions {
@@ -28,6 +29,18 @@ struct CompileOptions {
   double momentum = 0;
   double weightDecay = -1;  // < 0: the optimizer's default
   int64_t gradAccum = 1;    // micro-batches per optimizer step
+  int64_t padMultiple = -1; // GEMM padding multiple (0: off, < 0: preset)
+  int64_t memoryBudget = 0; // bytes of activations to keep (0: no limit)
+  std::string recompute = "all"; // what remat may recompute: all | cheap
+  std::string precision = "fp32"; // fp32, bf16 or fp16 (tcc-mixed-precision)
+  /// tcc-plan-memory and arena reuse; false: ops keep the pipeline's order
+  /// and every temporary gets its own bytes (--no-plan-memory).
+  bool planMemory = true;
+  /// Print the predicted memory anatomy (compiler/codegen/MemoryReport.h):
+  /// to stdout when the artifact goes to a file, else to stderr.
+  bool report = false;
+  /// tcc-fuse and generated kernels (--no-fuse: one library kernel per op).
+  bool fuse = true;
 };
 
 /// Runs the whole compiler. Prints diagnostics to stderr and returns the

@@ -35,10 +35,53 @@ struct TrainPipelineOptions
   Option<int64_t> gradAccum{*this, "grad-accum",
                             llvm::cl::desc("micro-batches per optimizer step"),
                             llvm::cl::init(1)};
+  Option<int64_t> padMultiple{
+      *this, "pad-multiple",
+      llvm::cl::desc("pad GEMM dimensions to a multiple of this (0: off)"),
+      llvm::cl::init(0)};
+  Option<int64_t> padVocabMultiple{
+      *this, "pad-vocab-multiple",
+      llvm::cl::desc("multiple for vocabulary-sized GEMM dimensions "
+                     "(0: pad-multiple)"),
+      llvm::cl::init(0)};
+  Option<int64_t> memoryBudget{
+      *this, "memory-budget",
+      llvm::cl::desc("bytes of activations to keep at most; the others are "
+                     "recomputed in the backward (0: off)"),
+      llvm::cl::init(0)};
+  Option<std::string> recompute{
+      *this, "recompute",
+      llvm::cl::desc("what rematerialization may recompute: all or cheap "
+                     "(no matmul/convolution)"),
+      llvm::cl::init("all")};
+  Option<bool> planMemory{
+      *this, "plan-memory",
+      llvm::cl::desc("reorder ops to lower the peak of live bytes "
+                     "(tcc-plan-memory, last)"),
+      llvm::cl::init(true)};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("fp32, or bf16/fp16 compute with fp32 master weights "
+                     "(tcc-mixed-precision; fp16 adds dynamic loss scaling)"),
+      llvm::cl::init("fp32")};
   Option<bool> optimize{*this, "optimize",
                         llvm::cl::desc("run canonicalize and CSE at the end"),
                         llvm::cl::init(true)};
+  Option<bool> fuse{*this, "fuse",
+                    llvm::cl::desc("group element-wise and row ops into "
+                                   "tcc.fused regions (tcc-fuse)"),
+                    llvm::cl::init(true)};
 };
+
+/// What tcc-pad-shapes pads to on a target: `multiple` for GEMM dimensions,
+/// `vocabMultiple` for those of at least `vocabThreshold` elements (0: off).
+struct PadShapesPreset {
+  int64_t multiple, vocabMultiple, vocabThreshold;
+};
+/// The preset of a target ("cpu", "cuda") at a precision ("fp32", "bf16",
+/// "fp16"); the measurements behind it are in docs/ARCHITECTURE.md.
+PadShapesPreset padShapesPreset(llvm::StringRef target,
+                                llvm::StringRef precision);
 
 /// forward -> train step with loss -> gradients -> optimizer update ->
 /// canonicalize/CSE. The only definition of the pipeline.

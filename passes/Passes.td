@@ -85,4 +85,168 @@ def ApplyOptimizerPass : Pass<"tcc-apply-optimizer", "mlir::ModuleOp"> {
   ];
 }
 
+def PadShapesPass : Pass<"tcc-pad-shapes", "mlir::ModuleOp"> {
+  let summary = "Pads GEMM dimensions to tile multiples and slices results back";
+  let description = [{
+    For every `tcc.matmul` whose M, N or K (read with the transpose flags;
+    batch dimensions stay) is not a multiple of the target's tile, the
+    operands are padded with zeros at the end of their last two dimensions
+    (`tcc.slice_grad` with zero starts and unit steps is a zero pad) and the
+    result is sliced back with `tcc.slice`. Zero K entries add zeros to each
+    dot product; padded M rows and N columns are dropped by the slice, so the
+    rewrite is numerically invisible up to the summation order of the GEMM.
+    Dimensions of at least `vocab-threshold` elements (vocabularies) use
+    `vocab-multiple`, the others `multiple`; 0 leaves them alone. A value is
+    padded once per function however many matmuls read it, and a padded
+    matmul result feeds a later pad directly (its padding is already zero).
+    Runs on every function, after tcc-apply-optimizer.
+
+    ```mlir
+    %y = tcc.matmul %x, %w : (tensor<4x10xf32>, tensor<10x3xf32>) -> tensor<4x3xf32>
+    // multiple=8 becomes
+    %xp = tcc.slice_grad %x {shape = array<i64: 8, 16>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<4x10xf32> -> tensor<8x16xf32>
+    %wp = tcc.slice_grad %w {shape = array<i64: 16, 8>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<10x3xf32> -> tensor<16x8xf32>
+    %p = tcc.matmul %xp, %wp : (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
+    %y = tcc.slice %p {sizes = array<i64: 4, 3>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<8x8xf32> -> tensor<4x3xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect", "mlir::func::FuncDialect"];
+  let options = [
+    Option<"multiple", "multiple", "int64_t", /*default=*/"0",
+           "Pad M, N and K to a multiple of this (0: off)">,
+    Option<"vocabMultiple", "vocab-multiple", "int64_t", /*default=*/"0",
+           "Multiple for dimensions of at least vocab-threshold elements "
+           "(0: use multiple)">,
+    Option<"vocabThreshold", "vocab-threshold", "int64_t",
+           /*default=*/"8192",
+           "Size from which a dimension counts as vocabulary-sized">,
+  ];
+}
+
+def RematerializePass : Pass<"tcc-rematerialize", "mlir::func::FuncOp"> {
+  let summary = "Recomputes activations in the backward to fit a memory budget";
+  let description = [{
+    In a function with a `loss` result, keeps at most `memory-budget` bytes
+    of activations (values computed before the loss op and read after it)
+    and recomputes the others right before their first use after the loss,
+    from kept values, parameters, inputs and constants. The set is chosen by
+    a parametric minimum cut over the forward that minimizes the recompute
+    cost (element-wise, data movement, normalization and dropout are cheap;
+    matmul and convolution cost their FLOPs, and are never recomputed with
+    `recompute=cheap`). A budget below what any plan can keep is an error
+    naming the budget, that minimum and the activation total. `tcc.dropout` is recomputed from the same seed and
+    `rng.step`, so its mask is the original's. 0 turns the pass off. Runs
+    after the last CSE, which would merge the clones back.
+
+    ```mlir
+    // memory-budget = 4096: %g (4 KiB, read by the backward) is recomputed
+    %h = tcc.matmul %x, %w ...
+    %g = tcc.gelu %h ...
+    %loss = ...
+    %g2 = tcc.gelu %h ...        // right before its first use
+    %dw = tcc.matmul %g2, %dy ...
+    ```
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect"];
+  let options = [
+    Option<"memoryBudget", "memory-budget", "int64_t", /*default=*/"0",
+           "Bytes of activations to keep at most (0: off)">,
+    Option<"recompute", "recompute", "std::string", /*default=*/"\"all\"",
+           "What may be recomputed: all (matmul and convolution too, at "
+           "their FLOP cost, when cheaper ops do not reach the budget) or "
+           "cheap (element-wise, data movement, normalization, dropout)">,
+  ];
+  let statistics = [
+    Statistic<"numRecomputed", "recomputed-ops",
+              "Forward ops cloned into the backward">,
+    Statistic<"activationBytesBefore", "activation-bytes-before",
+              "Activation bytes before rematerialization">,
+    Statistic<"activationBytesAfter", "activation-bytes-after",
+              "Activation bytes kept after rematerialization">,
+  ];
+}
+
+def PlanMemoryPass : Pass<"tcc-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Reorders each function's ops to lower its peak memory";
+  let description = [{
+    Reschedules every function (a topological order of the data dependences,
+    plus: the op producing an `update` result follows every other reader of
+    the parameter or state it overwrites, so the code generator can write it
+    in place) to lower the peak of live temporary bytes, predicted as the
+    runtime will allocate them. Above all, optimizer updates and the ops
+    feeding only them run as soon as their gradient is complete, so each
+    gradient dies at once. Candidate orders (original, hoist, feed, sink,
+    greedy; see PlanMemory.cpp) are simulated and the lowest peak wins.
+
+    Each function gets `tcc.memory`, the predicted anatomy in bytes: weights,
+    optimizer_state, grad_accumulators, other_state, inputs, constants; the
+    temporaries live at the peak split into activations, gradients and
+    temporaries (summing to temp_peak); saved_activations (all values
+    computed before the loss and read after it); peak (persistent +
+    temp_peak); and the schedule chosen.
+
+    Example: in `@train_step` of an MLP trained with AdamW, each
+    `tcc.adamw_update` moves from the end of the function to right after the
+    op completing its gradient.
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect"];
+  let options = [
+    Option<"strategy", "strategy", "std::string", /*default=*/"\"auto\"",
+           "auto (lowest predicted peak), original, hoist, feed, sink or "
+           "greedy">,
+    Option<"annotate", "annotate", "bool", /*default=*/"true",
+           "Attach the predicted anatomy as tcc.memory">,
+  ];
+}
+
+def FusePass : Pass<"tcc-fuse", "mlir::func::FuncOp"> {
+  let summary = "Groups element-wise ops and row normalizations into tcc.fused";
+  let description = [{
+    Chains of element-wise ops, and element-wise ops around last-axis row
+    ops (softmax, log_softmax, their gradients, layer_norm, last-axis
+    reduce_sum/reduce_mean, softmax_cross_entropy and its gradient), become
+    one `tcc.fused` op each, which the CPU code generator compiles into one
+    generated kernel. A layer_norm_grad over the last axis is first expanded
+    into primitive ops so its input gradient fuses too. Matmuls,
+    convolutions, gathers, transposes and optimizer updates stay outside.
+    Runs after autodiff (tcc.fused is not differentiable).
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect"];
+}
+
+def MixedPrecisionPass : Pass<"tcc-mixed-precision", "mlir::ModuleOp"> {
+  let summary = "bf16/fp16 GEMMs and element-wise ops, fp32 master weights";
+  let description = [{
+    In @train_step, @accumulate_step and @forward, GEMMs (matmul, conv2d and
+    its gradients) compute in the low type; element-wise and data-movement
+    ops (add, mul, gelu, dropout, relu, transpose, reshape, ...) follow a low
+    operand; reductions, softmax, normalizations, exp/log, losses, gathers
+    and optimizer updates stay f32. `tcc.cast` is inserted at the
+    boundaries; arguments and results keep their types, so parameters are
+    f32 master weights and their gradients reach the optimizer in f32.
+
+    With `fp16`, dynamic loss scaling as torch.cuda.amp.GradScaler: the
+    backward's seed is multiplied by the state `loss_scale` (initially
+    `loss-scale-init`), gradients are unscaled in f32 before the optimizer,
+    and a step with an Inf/NaN gradient keeps every parameter and optimizer
+    state (each becomes `tcc.where(finite, new, old)`), halves the scale and
+    counts itself in the state `loss_scale.skipped`; after
+    `growth-interval` finite steps in a row the scale doubles.
+
+    Example (bf16): `%y = tcc.matmul %x, %w` becomes
+    `%xl = tcc.cast %x : tensor<4x8xf32> -> tensor<4x8xbf16>` (the same for
+    `%w`) and `%y = tcc.matmul %xl, %wl` on bf16, with a cast back where an
+    f32 op reads `%y`.
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect", "mlir::func::FuncDialect"];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "fp32 (no change), bf16 or fp16">,
+    Option<"lossScaleInit", "loss-scale-init", "double", /*default=*/"65536.0",
+           "fp16: the initial loss scale">,
+    Option<"growthInterval", "growth-interval", "int64_t", /*default=*/"2000",
+           "fp16: finite steps in a row after which the scale doubles">,
+  ];
+}
+
 #endif // TCC_PASSES_TD

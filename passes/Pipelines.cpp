@@ -35,6 +35,33 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
+  if (opts.optimize && (opts.padMultiple > 0 || opts.padVocabMultiple > 0)) {
+    PadShapesPassOptions pad;
+    pad.multiple = opts.padMultiple;
+    pad.vocabMultiple = opts.padVocabMultiple;
+    pm.addPass(createPadShapesPass(pad));
+  }
+  // Mixed precision: after the step is complete (it casts the backward and
+  // wraps the optimizer for fp16 loss scaling), before the last CSE.
+  if (opts.precision != "fp32") {
+    pm.addPass(createMixedPrecisionPass(
+        MixedPrecisionPassOptions{opts.precision}));
+    if (opts.optimize) {
+      pm.addPass(createCanonicalizerPass());
+      pm.addPass(createCSEPass());
+    }
+  }
+  // After the last CSE, which would merge the recomputed ops back.
+  if (opts.optimize && opts.memoryBudget > 0)
+    pm.addNestedPass<func::FuncOp>(createRematerializePass(
+        RematerializePassOptions{opts.memoryBudget, opts.recompute}));
+  // Fusion: after rematerialization (whose recomputed ops fuse too), before
+  // memory planning (which then plans the fused regions' outputs).
+  if (opts.optimize && opts.fuse)
+    pm.addNestedPass<func::FuncOp>(createFusePass());
+  // Last: it orders the final ops (keep it after every pass that adds ops).
+  if (opts.optimize && opts.planMemory)
+    pm.addPass(createPlanMemoryPass());
 }
 
 void mlir::tcc::registerTccPasses() {

@@ -26,12 +26,16 @@ static FailureOr<rt::DType> dtypeOf(Type t, Location loc) {
   Type e = cast<ShapedType>(t).getElementType();
   if (e.isF32())
     return rt::DType::F32;
+  if (e.isBF16())
+    return rt::DType::BF16;
+  if (e.isF16())
+    return rt::DType::F16;
   // Bools (i1) are stored as i64 0/1: the kernels that take conditions and
   // masks read them as i64 (docs/ARCHITECTURE.md).
   if (e.isSignlessInteger(64) || e.isSignlessInteger(1))
     return rt::DType::I64;
   return emitError(loc) << "cannot lower tensors of element type " << e
-                        << " (supported: f32, i64, i1)";
+                        << " (supported: f32, bf16, f16, i64, i1)";
 }
 
 static std::vector<int64_t> shapeOf(Type t) {
@@ -102,6 +106,15 @@ FailureOr<int32_t> TccScheduleBuilder::persistent(BlockArgument arg) {
                             << "' has " << init.size()
                             << " elements, expected " << info.numElements();
     info.dataOffset = artifact.addBlob(init.data(), init.size() * sizeof(float));
+  } else if (auto init = fn.getArgAttrOfType<DenseElementsAttr>(i, "tcc.init");
+             k == rt::TensorKind::State && init) {
+    // State a pass starts at a given value (tcc-mixed-precision's loss scale).
+    if (info.dtype != rt::DType::F32 || init.getType() != arg.getType())
+      return emitError(loc) << "tcc.init of state '" << info.name
+                            << "' must be an f32 tensor of its type";
+    auto vals = init.getValues<float>();
+    std::vector<float> f(vals.begin(), vals.end());
+    info.dataOffset = artifact.addBlob(f.data(), f.size() * sizeof(float));
   } else if (k == rt::TensorKind::State) {
     std::vector<uint8_t> zeros(info.byteSize(), 0);
     info.dataOffset = artifact.addBlob(zeros.data(), zeros.size());
@@ -122,7 +135,13 @@ FailureOr<int32_t> TccScheduleBuilder::constantTensor(DenseElementsAttr dense,
   info.dtype = *dtype;
   info.shape = shapeOf(dense.getType());
   std::vector<uint8_t> bytes(info.byteSize());
-  if (*dtype == rt::DType::F32) {
+  if (*dtype == rt::DType::BF16 || *dtype == rt::DType::F16) {
+    // 16-bit floats: their bit patterns (already rounded by the compiler).
+    std::vector<uint16_t> h;
+    for (const APFloat &v : dense.getValues<APFloat>())
+      h.push_back(static_cast<uint16_t>(v.bitcastToAPInt().getZExtValue()));
+    std::memcpy(bytes.data(), h.data(), bytes.size());
+  } else if (*dtype == rt::DType::F32) {
     auto vals = dense.getValues<float>();
     std::vector<float> f(vals.begin(), vals.end());
     std::memcpy(bytes.data(), f.data(), bytes.size());
@@ -145,7 +164,7 @@ static bool isElementwise(StringRef kernel) {
   return llvm::is_contained({"add", "sub", "mul", "div", "neg", "relu",
                              "relu_grad", "copy", "sgd_update",
                              "sgd_momentum_update", "adamw_update",
-                             "increment"},
+                             "increment", "where"},
                             kernel);
 }
 
@@ -156,6 +175,14 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<mlir::tcc::ReshapeOp>([&](auto) {
         in.kernel = "copy";
+        return success();
+      })
+      .Case<mlir::tcc::FusedOp>([&](mlir::tcc::FusedOp f) -> LogicalResult {
+        // A generated kernel (compiler/codegen/FusedCodegen.cpp numbers them).
+        if (!f.getKernel())
+          return f.emitError("tcc.fused has no kernel number: the fused "
+                             "code generator has not run");
+        in.iattrs = {(int64_t)*f.getKernel()};
         return success();
       })
       .Case<mlir::tcc::MatmulOp>([&](auto m) {
@@ -352,7 +379,7 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn, const std::string &name
       // A splat is stored as one scalar and broadcast at run time, so large
       // zero or one tensors cost no artifact space.
       if (!dense.isSplat() || dense.getNumElements() <= 1 ||
-          !dense.getElementType().isF32()) {
+          !isa<FloatType>(dense.getElementType())) {
         auto id = constantTensor(dense, name, c.getLoc());
         if (failed(id))
           return failure();
@@ -411,7 +438,7 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn, const std::string &name
     prog.instrs.push_back(std::move(copy));
   }
 
-  ::tcc::planProgramMemory(artifact, prog);
+  ::tcc::planProgramMemory(artifact, prog, planMemory);
   artifact.programs.push_back(std::move(prog));
   return success();
 }

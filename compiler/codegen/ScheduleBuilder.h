@@ -32,6 +32,10 @@ public:
   /// types it cannot lower.
   mlir::LogicalResult lower(mlir::func::FuncOp fn, const std::string &name);
 
+  /// False (`tcc compile --no-plan-memory`): every temp gets its own bytes
+  /// in the arena, no reuse (see MemoryPlanner.h).
+  bool planMemory = true;
+
 private:
   mlir::FailureOr<int32_t> persistent(mlir::BlockArgument arg);
   int32_t addTensor(rt::TensorInfo info);

@@ -80,10 +80,32 @@ SmallVector<Value> MatmulOp::buildGradients(OpBuilder &b, ValueRange grads) {
     da = MatmulOp::create(b, loc, g, w, false, !tb);       // dC op(B)^T
   else
     da = MatmulOp::create(b, loc, w, g, tb, true);         // (dC op(B)^T)^T
-  if (!tb)
+  auto aType = cast<RankedTensorType>(a.getType());
+  auto gType = cast<RankedTensorType>(g.getType());
+  if (!ta && aType.getRank() > 2 && typeOf(w).getRank() == 2 &&
+      gType.getRank() == aType.getRank() &&
+      aType.getShape().drop_back() == gType.getShape().drop_back()) {
+    // A 2-D weight applied to a batch of rows ([..., M, K] x [K, N]): its
+    // gradient sums A_b^T dC_b over the batch, which is one GEMM over all
+    // rows at once. Without this the batched product [..., K, N] is built
+    // and then reduced: a temporary as large as the weight times the batch.
+    int64_t rows = aType.getNumElements() / aType.getShape().back();
+    auto flat = [&](Value v, RankedTensorType t) -> Value {
+      return ReshapeOp::create(
+          b, loc, RankedTensorType::get({rows, t.getShape().back()},
+                                        t.getElementType()),
+          v);
+    };
+    Value a2 = flat(a, aType), g2 = flat(g, gType);
+    if (!tb)
+      db = MatmulOp::create(b, loc, a2, g2, true, false);  // A^T dC
+    else
+      db = MatmulOp::create(b, loc, g2, a2, true, false);  // dC^T A
+  } else if (!tb) {
     db = MatmulOp::create(b, loc, a, g, !ta, false);       // op(A)^T dC
-  else
+  } else {
     db = MatmulOp::create(b, loc, g, a, true, ta);         // (op(A)^T dC)^T
+  }
   return {reduceToType(b, loc, da, typeOf(a)),
           reduceToType(b, loc, db, typeOf(w))};
 }

@@ -355,5 +355,6 @@ def Tcc_AdamWUpdateOp : Tcc_InferOp<"adamw_update",
 include "dialects/tcc/TccOpsShape.td"
 include "dialects/tcc/TccOpsMath.td"
 include "dialects/tcc/TccOpsConv.td"
+include "dialects/tcc/TccOpsFused.td"
 
 #endif // TCC_OPS_TD

@@ -191,6 +191,11 @@ OpFoldResult SliceOp::fold(FoldAdaptor) {
   if (getInput().getType() == getType() &&
       llvm::all_of(getSteps(), [](int64_t s) { return s == 1; }))
     return getInput();
+  // Slicing back exactly the window a slice_grad (a pad) wrote.
+  if (auto pad = getInput().getDefiningOp<SliceGradOp>())
+    if (pad.getGrad().getType() == getType() &&
+        pad.getStarts() == getStarts() && pad.getSteps() == getSteps())
+      return pad.getGrad();
   return {};
 }
 
@@ -212,6 +217,14 @@ SliceGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   results.push_back(
       RankedTensorType::get(adaptor.getShape(), grad.getElementType()));
   return success();
+}
+
+OpFoldResult SliceGradOp::fold(FoldAdaptor) {
+  // A window as large as the result covers all of it (starts are 0).
+  if (getGrad().getType() == getType() &&
+      llvm::all_of(getSteps(), [](int64_t s) { return s == 1; }))
+    return getGrad();
+  return {};
 }
 
 //===----------------------------------------------------------------------===//

@@ -16,7 +16,7 @@
 #define TCC_OPS_SHAPE_TD
 
 /// The element types a tensor can have at run time (bool stored as i64).
-def Tcc_DataTensor : RankedTensorOf<[F32, I64, I1]>;
+def Tcc_DataTensor : RankedTensorOf<[F32, BF16, F16, I64, I1]>;
 def Tcc_IndexTensor : RankedTensorOf<[I64]>;
 def Tcc_BoolTensor : RankedTensorOf<[I1]>;
 
@@ -105,7 +105,8 @@ def Tcc_SliceGradOp : Tcc_InferOp<"slice_grad"> {
   let description = [{
     The inverse placement of `tcc.slice` with the same `starts` and `steps`:
     the result has shape `shape`, holds `grad` at the positions the slice
-    read and zero elsewhere.
+    read and zero elsewhere. With zero starts and unit steps it is a zero
+    pad at the end of each dimension (tcc-pad-shapes uses it so).
     ```mlir
     %dx = tcc.slice_grad %dy {shape = array<i64: 2, 5>, starts = array<i64: 0, 4>, steps = array<i64: 1, -1>} : tensor<2x3xf32> -> tensor<2x5xf32>
     ```
@@ -114,6 +115,7 @@ def Tcc_SliceGradOp : Tcc_InferOp<"slice_grad"> {
                    DenseI64ArrayAttr:$starts, DenseI64ArrayAttr:$steps);
   let results = (outs Tcc_FloatTensor:$result);
   let assemblyFormat = "$grad attr-dict `:` type($grad) `->` type($result)";
+  let hasFolder = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -153,14 +155,17 @@ def Tcc_EqualOp : Tcc_InferOp<"equal"> {
 }
 
 def Tcc_CastOp : Tcc_Op<"cast", [Pure]> {
-  let summary = "Converts the element type (f32, i64, i1), keeping the shape";
+  let summary = "Converts the element type (f32, bf16, f16, i64, i1), keeping the shape";
   let description = [{
     As ONNX Cast: float to integer truncates toward zero (NaN becomes 0 and
     values beyond the i64 range saturate), anything to bool is `x != 0`, bool
-    to a number is 0 or 1. Not differentiable: it only connects float and
-    integer values.
+    to a number is 0 or 1. Between float types it rounds to nearest-even
+    (Inf and NaN stay; f16 overflows to Inf and has subnormals); these casts
+    are inserted by tcc-mixed-precision after differentiation. Not
+    differentiable.
     ```mlir
     %f = tcc.cast %mask : tensor<2x8xi1> -> tensor<2x8xf32>
+    %h = tcc.cast %x : tensor<2x8xf32> -> tensor<2x8xbf16>
     ```
   }];
   let arguments = (ins Tcc_DataTensor:$input);

@@ -25,6 +25,10 @@ const char *dtypeName(DType t) {
     return "f32";
   case DType::I64:
     return "i64";
+  case DType::BF16:
+    return "bf16";
+  case DType::F16:
+    return "f16";
   }
   return "?";
 }
@@ -34,10 +38,25 @@ DType parseDType(const std::string &s) {
     return DType::F32;
   if (s == "i64")
     return DType::I64;
-  throw Error("unknown dtype '" + s + "' (expected f32 or i64)");
+  if (s == "bf16")
+    return DType::BF16;
+  if (s == "f16")
+    return DType::F16;
+  throw Error("unknown dtype '" + s + "' (expected f32, i64, bf16 or f16)");
 }
 
-size_t dtypeSize(DType t) { return t == DType::I64 ? 8 : 4; }
+size_t dtypeSize(DType t) {
+  switch (t) {
+  case DType::I64:
+    return 8;
+  case DType::BF16:
+  case DType::F16:
+    return 2;
+  case DType::F32:
+    break;
+  }
+  return 4;
+}
 
 std::string formatShape(const std::vector<int64_t> &shape) {
   std::string s = "[";
@@ -189,12 +208,17 @@ static nlohmann::json manifestJson(const Artifact &a) {
   json meta = json::object();
   for (const auto &[k, v] : a.meta)
     meta[k] = v;
-  return {{"format", format::kFormatName},
+  nlohmann::json root = {{"format", format::kFormatName},
           {"version", kArtifactVersion},
           {"meta", std::move(meta)},
           {"tensors", std::move(tensors)},
           {"programs", std::move(programs)},
           {"onnx", {{"offset", a.onnxOffset}, {"size", a.onnxSize}}}};
+  if (a.hostLibOffset >= 0)
+    root["host_library"] = {{"offset", a.hostLibOffset},
+                            {"size", a.hostLibSize},
+                            {"isa", a.hostLibIsa}};
+  return root;
 }
 
 std::vector<uint8_t> format::serialize(const Artifact &a) {

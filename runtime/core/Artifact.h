@@ -40,10 +40,16 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-enum class DType : uint8_t { F32, I64 };
-const char *dtypeName(DType t);          // "f32", "i64"
+/// BF16 and F16 (IEEE half) are 16-bit floats, stored as raw words
+/// (runtime/cpu/Half.h); kernels compute on them in f32.
+enum class DType : uint8_t { F32, I64, BF16, F16 };
+const char *dtypeName(DType t);          // "f32", "i64", "bf16", "f16"
 DType parseDType(const std::string &s);  // throws Error on unknown
 size_t dtypeSize(DType t);
+/// f32, bf16 or f16.
+inline bool isFloatDType(DType t) { return t != DType::I64; }
+/// bf16 or f16.
+inline bool isHalfDType(DType t) { return t == DType::BF16 || t == DType::F16; }
 /// "[2,3]" ("[]" for a scalar), for error messages.
 std::string formatShape(const std::vector<int64_t> &shape);
 
@@ -103,6 +109,12 @@ struct Artifact {
   /// trained model. Stored in the blob; -1 when absent.
   int64_t onnxOffset = -1;
   int64_t onnxSize = 0;
+  /// Optional: the shared object of generated (fused) kernels, in the blob
+  /// (runtime/cpu/FusedLibrary.h), and the ISA it was compiled for;
+  /// offset -1 when absent.
+  int64_t hostLibOffset = -1;
+  int64_t hostLibSize = 0;
+  std::string hostLibIsa;
 
   const Program *findProgram(const std::string &name) const;  // null if none
   int32_t findTensor(const std::string &name) const;          // -1 if none

@@ -160,6 +160,15 @@ static void parseManifest(const json &root, Artifact &a) {
     a.onnxOffset = asInt(field(onnx, "offset", "onnx"), "onnx.offset");
     a.onnxSize = asInt(field(onnx, "size", "onnx"), "onnx.size");
   }
+  if (root.contains("host_library")) {
+    const json &lib = root["host_library"];
+    a.hostLibOffset =
+        asInt(field(lib, "offset", "host_library"), "host_library.offset");
+    a.hostLibSize =
+        asInt(field(lib, "size", "host_library"), "host_library.size");
+    a.hostLibIsa = asString(field(lib, "isa", "host_library"),
+                            "host_library.isa");
+  }
 }
 
 static Artifact parseChecked(const uint8_t *data, size_t size) {

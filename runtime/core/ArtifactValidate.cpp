@@ -145,6 +145,13 @@ void validateArtifact(const Artifact &a) {
   if (a.onnxOffset != -1 || a.onnxSize != 0)
     checkRange(a.onnxOffset, a.onnxSize, static_cast<int64_t>(a.blob.size()),
                "embedded ONNX model", "bytes", "blob");
+  if (a.hostLibOffset != -1 || a.hostLibSize != 0) {
+    checkRange(a.hostLibOffset, a.hostLibSize,
+               static_cast<int64_t>(a.blob.size()), "host library", "bytes",
+               "blob");
+    if (a.hostLibIsa.empty())
+      throw Error("the host library names no ISA");
+  }
 }
 
 } // namespace tcc::rt

@@ -27,6 +27,8 @@ struct Session::Buffer {
 struct Session::ProgramState {
   Program program;
   std::vector<KernelFn> fns;
+  /// Profile names: the kernel, or "fused:<ops>" for a generated one.
+  std::vector<std::string> labels;
   /// Views built once; their data pointers are refreshed before each call
   /// because eager temps move between runs.
   std::vector<KernelArgs> args;
@@ -108,6 +110,10 @@ Session::Session(const Artifact &artifact, ExecMode mode)
     : mode_(mode), tensors_(artifact.tensors) {
   validateArtifact(artifact);
   applyThreadSetting();
+  if (artifact.hostLibOffset >= 0)
+    fused_ = std::make_unique<FusedLibrary>(
+        artifact.blob.data() + artifact.hostLibOffset,
+        static_cast<size_t>(artifact.hostLibSize), artifact.hostLibIsa);
   buffers_.assign(tensors_.size(), nullptr);
 
   for (const Program &p : artifact.programs) {
@@ -121,12 +127,22 @@ Session::Session(const Artifact &artifact, ExecMode mode)
       try {
         checkInstr(in, tensors_);
         checkAliasing(in, tensors_);
+        if (in.kernel == "fused") {
+          if (!fused_)
+            throw Error("the artifact has no host library of generated "
+                        "kernels");
+          fused_->check(in, tensors_);
+        }
       } catch (const Error &e) {
         throw Error("program '" + p.name + "' instr " + std::to_string(i) +
                     " (" + in.kernel + "): " + e.what());
       }
-      ps->fns.push_back(*findKernel(in.kernel));
+      ps->fns.push_back(kernelFor(in, tensors_));
+      ps->labels.push_back(in.kernel == "fused"
+                               ? "fused:" + fused_->kernel(in.iattrs[0]).name
+                               : in.kernel);
       KernelArgs args{in, {}, {}};
+      args.fused = fused_.get();
       for (int32_t id : in.inputs)
         args.in.push_back(viewOf(tensors_[id]));
       for (int32_t id : in.outputs) {
@@ -182,7 +198,15 @@ void *Session::allocate(int64_t bytes, const std::string &what) {
     throw Error("out of memory allocating " + std::to_string(bytes) +
                 " bytes for " + what);
   }
+  allocatedBytes_ += (std::max<int64_t>(bytes, 1) + kArtifactAlign - 1) /
+                     kArtifactAlign * kArtifactAlign;
+  notePeak();
   return owned_.back()->ptr;
+}
+
+void Session::notePeak() {
+  measuredPeak_ =
+      std::max(measuredPeak_, allocatedBytes_ + kernelScratchBytes());
 }
 
 void *Session::data(int32_t tensorId) {
@@ -247,8 +271,9 @@ void Session::runCompiled(ProgramState &ps) {
     }
     auto t0 = std::chrono::steady_clock::now();
     call(ps.fns[i], ps.args[i], p.instrs[i], buffers_);
-    record(p.instrs[i].kernel, t0);
+    record(ps.labels[i], t0);
   }
+  notePeak();
 }
 
 void Session::record(const std::string &kernel,
@@ -278,6 +303,9 @@ void Session::runEager(ProgramState &ps) {
     std::free(buffers_[id]);
     buffers_[id] = nullptr;
     liveTempBytes_ -= tensors_[id].byteSize();
+    allocatedBytes_ -= (std::max<int64_t>(tensors_[id].byteSize(), 1) +
+                        kArtifactAlign - 1) /
+                       kArtifactAlign * kArtifactAlign;
   };
   // Outputs of the previous run, or temps left by a run that threw.
   for (int32_t id : ps.temps)
@@ -296,12 +324,14 @@ void Session::runEager(ProgramState &ps) {
                     " bytes for tensor '" + tensors_[id].name + "'");
       buffers_[id] = buf;
       liveTempBytes_ += bytes;
+      allocatedBytes_ += static_cast<int64_t>(size);
     }
     peakTempBytes_ = std::max(peakTempBytes_, liveTempBytes_);
     auto t0 = std::chrono::steady_clock::now();
     call(ps.fns[i], ps.args[i], p.instrs[i], buffers_);
     if (profiling_)
-      record(p.instrs[i].kernel, t0);
+      record(ps.labels[i], t0);
+    notePeak();
     for (int32_t id : ps.freeAfter[i])
       release(id);
   }
@@ -312,6 +342,8 @@ MemoryStats Session::memory() const {
   m.persistentBytes = persistentBytes_;
   m.tempPeakBytes = mode_ == ExecMode::Compiled ? arenaBytes_ : peakTempBytes_;
   m.peakBytes = m.persistentBytes + m.tempPeakBytes;
+  m.measuredPeakBytes = measuredPeak_;
+  m.scratchBytes = kernelScratchBytes();
   return m;
 }
 

@@ -12,6 +12,7 @@
 #define TCC_RUNTIME_CORE_SESSION_H
 
 #include "runtime/core/Artifact.h"
+#include "runtime/cpu/FusedLibrary.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <chrono>
@@ -32,6 +33,13 @@ struct MemoryStats {
   /// live temporaries.
   int64_t tempPeakBytes = 0;
   int64_t peakBytes = 0; // persistent + temp peak
+  /// Measured: the most bytes the session's allocations (persistent buffers,
+  /// arenas, eager temporaries, each as allocated: rounded up to 64 bytes)
+  /// plus the kernels' scratch (kernelScratchBytes(), process-wide) held at
+  /// once, sampled after every kernel call (eager) or run (compiled, whose
+  /// allocations only grow).
+  int64_t measuredPeakBytes = 0;
+  int64_t scratchBytes = 0; // kernel scratch held now
 };
 
 class Session {
@@ -89,9 +97,13 @@ private:
   std::vector<void *> buffers_;
   /// Persistent buffers and arenas, freed with the session.
   std::vector<std::unique_ptr<Buffer>> owned_;
+  /// The artifact's generated kernels (null when it has none).
+  std::unique_ptr<FusedLibrary> fused_;
   int64_t persistentBytes_ = 0;
   int64_t arenaBytes_ = 0;
   int64_t liveTempBytes_ = 0, peakTempBytes_ = 0;
+  int64_t allocatedBytes_ = 0, measuredPeak_ = 0; // see MemoryStats
+  void notePeak();
   bool profiling_ = false;
   std::map<std::string, KernelTime> profile_;
 };

@@ -3,6 +3,7 @@
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 namespace tcc::rt {
@@ -42,6 +43,7 @@ static const KernelDef kKernels[] = {
     {"erf", run_erf, check_unary, true},
     {"erf_grad", run_erf_grad, check_unary_grad, true},
     {"exp", run_exp, check_unary, true},
+    {"fused", run_fused, check_fused, false},
     {"gather", run_gather, check_gather, false},
     {"gather_grad", run_gather_grad, check_gather_grad, false},
     {"gelu", run_gelu, check_gelu, true},
@@ -86,7 +88,7 @@ static const KernelDef kKernels[] = {
     {"tanh", run_tanh, check_unary, true},
     {"tanh_grad", run_tanh_grad, check_unary_grad, true},
     {"transpose", run_transpose, check_transpose, false},
-    {"where", run_where, check_where, false},
+    {"where", run_where, check_where, true},
 };
 
 static const KernelDef *findDef(const std::string &name) {
@@ -114,6 +116,12 @@ bool kernelAllowsInPlace(const std::string &name) {
   return d && d->inPlace;
 }
 
+static std::atomic<int64_t> scratchHeld{0};
+
+void noteKernelScratch(int64_t deltaBytes) { scratchHeld += deltaBytes; }
+
+int64_t kernelScratchBytes() { return scratchHeld.load(); }
+
 void checkInstr(const Instr &instr, const std::vector<TensorInfo> &tensors) {
   const KernelDef *d = findDef(instr.kernel);
   if (!d)
@@ -129,7 +137,10 @@ void checkInstr(const Instr &instr, const std::vector<TensorInfo> &tensors) {
   };
   resolve(instr.inputs, sig.in);
   resolve(instr.outputs, sig.out);
-  d->check(sig);
+  if (needsHalfAdapter(sig))
+    checkAsF32(sig, d->check);
+  else
+    d->check(sig);
 }
 
 void runKernel(const Instr &instr, const std::vector<TensorInfo> &tensors,
@@ -144,7 +155,7 @@ void runKernel(const Instr &instr, const std::vector<TensorInfo> &tensors,
     args.in.push_back(view(id));
   for (int32_t id : instr.outputs)
     args.out.push_back(view(id));
-  (*findKernel(instr.kernel))(args);
+  kernelFor(instr, tensors)(args);
 }
 
 namespace kernels {

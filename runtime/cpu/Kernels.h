@@ -43,10 +43,14 @@
 //   slice_grad        in [dy f32] out [dx f32], i = starts ++ steps of dx:
 //                     zeros with dy written into the window.
 //   where             in [cond i64, a, b] out [y] = cond ? a : b, numpy
-//                     broadcast.
+//                     broadcast. in-place
 //   equal             in [a, b] out [y i64] = a == b, numpy broadcast.
 //   cast              in [x] out [y], i [to_bool]: f32 <-> i64 (truncating,
 //                     NaN -> 0, saturating); to_bool: y = x != 0.
+//
+// bf16 / f16: any kernel takes 16-bit float tensors wherever it takes f32
+// ones; it computes in f32 and rounds its 16-bit outputs once (KernelsHalf.cpp).
+// `cast` also converts between f32, bf16 and f16 (to_bool 0).
 //
 // Convolution, pooling, batch norm (NCHW; pads are [top, left, bottom,
 // right]; window geometry as in dialects/tcc/TccOpsConv.td):
@@ -89,6 +93,12 @@
 //                     hash of (seed, step, index); y = x * mask.
 //   increment         in [s i64 []] out [s + 1].
 //
+// Generated kernels (runtime/cpu/FusedLibrary.h):
+//   fused             in [...] out [...], i [kernel]: kernel `kernel` of the
+//                     artifact's host library, rows split across the
+//                     ThreadPool. Operands are checked against the
+//                     library's signature table. Not in-place.
+//
 // checkInstr validates an Instr against these conventions once, so kernels
 // can index their operands without further checks.
 //
@@ -116,9 +126,14 @@ struct TensorView {
   int64_t dim(size_t i) const { return (*shape)[i]; }
 };
 
+class FusedLibrary;
+
 struct KernelArgs {
   const Instr &instr;
   std::vector<TensorView> in, out;
+  /// The artifact's generated kernels, for the `fused` kernel (set by
+  /// Session; null elsewhere).
+  const FusedLibrary *fused = nullptr;
 };
 
 using KernelFn = void (*)(const KernelArgs &);
@@ -130,10 +145,28 @@ std::vector<std::string> kernelNames();
 /// Whether `name` is element-wise, i.e. an output may alias an input with the
 /// same element count (in-place update). False for unknown names.
 bool kernelAllowsInPlace(const std::string &name);
+
+/// Kernel scratch outside the arenas (buffers a kernel keeps between calls,
+/// e.g. convolution's unfolded input): kernels report every allocation and
+/// release with noteKernelScratch(+/-bytes); kernelScratchBytes() is what
+/// the process holds now, counted in the session's measured peak.
+void noteKernelScratch(int64_t deltaBytes);
+int64_t kernelScratchBytes();
 /// Checks operand counts, dtypes, shapes and attributes of `instr` (tensor ids
 /// index `tensors`). Throws Error saying what is wrong, without naming the
 /// instr: the caller knows its program and index.
 void checkInstr(const Instr &instr, const std::vector<TensorInfo> &tensors);
+
+/// The function that runs `instr` (checked by checkInstr): its registered
+/// kernel, or, when an operand is bf16 or f16, that kernel behind an adapter
+/// that widens the 16-bit operands to f32 and rounds the 16-bit results
+/// (KernelsHalf.cpp); `cast` between float types converts directly.
+KernelFn kernelFor(const Instr &instr, const std::vector<TensorInfo> &tensors);
+
+/// Converts n elements of a float tensor of type `t` (f32, bf16, f16) to or
+/// from f32, rounding to nearest-even (runtime/cpu/Half.h).
+void widenToF32(const void *src, DType t, float *dst, int64_t n);
+void narrowFromF32(const float *src, DType t, void *dst, int64_t n);
 
 /// Builds views for `instr` from tensor infos and buffers (indexed by id) and
 /// runs the kernel; convenient for tests and one-off calls.

@@ -137,12 +137,26 @@ static void checkConv(const KernelSig &s, bool xIn, size_t xi, bool wIn,
                   " is too large for BLAS");
 }
 
-/// Per-thread scratch, grown on demand and kept for the next call.
+/// Per-thread scratch, grown on demand and kept for the next call. It is
+/// reallocated at exactly the size asked for (not vector's doubling), so its
+/// size is predictable (compiler/codegen/MemoryReport.cpp), and counted in
+/// kernelScratchBytes().
+namespace {
+struct ScratchBuffer {
+  std::vector<float> v;
+  ~ScratchBuffer() { noteKernelScratch(-(int64_t)(v.capacity() * sizeof(float))); }
+};
+} // namespace
+
 static float *scratch(int slot, int64_t n) {
-  thread_local std::vector<float> buffers[2];
-  std::vector<float> &b = buffers[slot];
-  if ((int64_t)b.size() < n)
+  thread_local ScratchBuffer buffers[2];
+  std::vector<float> &b = buffers[slot].v;
+  if ((int64_t)b.size() < n) {
+    noteKernelScratch(-(int64_t)(b.capacity() * sizeof(float)));
+    std::vector<float>().swap(b);
     b.resize(n);
+    noteKernelScratch((int64_t)(b.capacity() * sizeof(float)));
+  }
   return b.data();
 }
 

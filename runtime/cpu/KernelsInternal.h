@@ -44,6 +44,13 @@ inline int64_t runtimeAxis(const KernelArgs &a, size_t rank) {
   return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
 }
 
+// --- bf16/f16 operands (KernelsHalf.cpp) -------------------------------------
+/// Whether some operand is bf16 or f16.
+bool needsHalfAdapter(const KernelSig &s);
+/// Runs `check` on the signature with every 16-bit operand seen as f32 (or
+/// checks a float-to-float cast).
+void checkAsF32(const KernelSig &s, CheckFn check);
+
 // --- Strided loop nest ------------------------------------------------------
 /// Row-major element strides of `shape`, right-aligned in `rank` dims, with
 /// stride 0 for size-1 and missing dims (numpy broadcasting).
@@ -199,6 +206,8 @@ TCC_KERNEL(dropout)
 TCC_KERNEL(increment)
 TCC_KERNEL(layer_norm)
 TCC_KERNEL(layer_norm_grad)
+// Generated kernels (FusedLibrary.cpp).
+TCC_KERNEL(fused)
 #undef TCC_KERNEL
 
 } // namespace tcc::rt::kernels

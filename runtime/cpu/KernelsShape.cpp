@@ -289,8 +289,12 @@ void run_slice_grad(const KernelArgs &a) {
   // element is written once.
   forEachWindowRow(a.instr, *a.out[0].shape, *a.in[0].shape,
                    [&](int64_t go, int64_t dofs, int64_t n, int64_t sd) {
-                     for (int64_t i = 0; i < n; ++i)
-                       d[dofs + i * sd] = g[go + i];
+                     // Unit steps (tcc-pad-shapes' zero pads): whole rows.
+                     if (sd == 1)
+                       std::memcpy(d + dofs, g + go, n * sizeof(float));
+                     else
+                       for (int64_t i = 0; i < n; ++i)
+                         d[dofs + i * sd] = g[go + i];
                    });
 }
 

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <numeric>
@@ -36,12 +37,23 @@ static bool sampleShapeMatches(const std::vector<int64_t> &file,
   return file == model || (isOne(file) && isOne(model));
 }
 
+/// A data value for a message: as written, not std::to_string's fixed
+/// notation (300 digits for 1e300, "0.000000" for 1e-9).
+static std::string formatValue(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
 /// The whole array in the target dtype. Goes element by element so integer
 /// files never pass through double and lose precision.
 static std::vector<uint8_t> convert(const DataFeeder::Source &s,
                                     int64_t perSample) {
   const HostArray &a = s.array;
   int64_t n = a.numElements();
+  if (s.target != DType::F32 && s.target != DType::I64)
+    throw Error(fileOf(s) + ": cannot feed '" + s.name + "' as " +
+                dtypeName(s.target) + " (data inputs are f32 or i64)");
   std::vector<uint8_t> out(static_cast<size_t>(n) * dtypeSize(s.target));
   bool isFloat = a.dtype == FileDType::F32 || a.dtype == FileDType::F64;
   auto where = [&](int64_t i) {
@@ -53,7 +65,7 @@ static std::vector<uint8_t> convert(const DataFeeder::Source &s,
       double v = a.at(i);
       dst[i] = static_cast<float>(v);
       if (!std::isfinite(dst[i]))
-        throw Error(where(i) + " has value " + std::to_string(v) +
+        throw Error(where(i) + " has value " + formatValue(v) +
                     (std::isfinite(v) ? ", outside the f32 range" : ""));
     }
     return out;
@@ -66,7 +78,7 @@ static std::vector<uint8_t> convert(const DataFeeder::Source &s,
     }
     double v = a.at(i);
     if (isFloat && (!(v == std::floor(v)) || std::fabs(v) >= 9.2e18))
-      throw Error(where(i) + " has value " + std::to_string(v) + " for '" +
+      throw Error(where(i) + " has value " + formatValue(v) + " for '" +
                   s.name + "', which must be integral (i64)");
     dst[i] = static_cast<int64_t>(v);
   }
@@ -109,33 +121,48 @@ DataFeeder::DataFeeder(std::vector<Source> sources, int64_t batchSize,
   start();
 }
 
+std::vector<uint16_t> decodeTokens(const uint8_t *data, size_t size,
+                                   int tokenBytes, const std::string &what) {
+  if (tokenBytes != 1 && tokenBytes != 2)
+    throw Error(what + ": tokens must be 1 (uint8) or 2 (uint16) bytes");
+  if (size % tokenBytes)
+    throw Error(what + ": " + std::to_string(size) +
+                " bytes is not a whole number of uint16 tokens");
+  std::vector<uint16_t> tokens(size / tokenBytes);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] =
+        tokenBytes == 1
+            ? data[i]
+            : static_cast<uint16_t>(data[2 * i] | (data[2 * i + 1] << 8));
+  return tokens;
+}
+
 DataFeeder::DataFeeder(const TokenSource &src, int64_t batchSize, bool shuffle,
                        uint64_t seed, int64_t maxBatches, size_t prefetch,
                        int64_t startBatch)
+    : DataFeeder(src, readFileBytes(src.path), batchSize, shuffle, seed,
+                 maxBatches, prefetch, startBatch) {}
+
+DataFeeder::DataFeeder(const TokenSource &src,
+                       const std::vector<uint8_t> &corpus, int64_t batchSize,
+                       bool shuffle, uint64_t seed, int64_t maxBatches,
+                       size_t prefetch, int64_t startBatch)
     : batchSize_(batchSize), maxBatches_(maxBatches), startBatch_(startBatch),
       shuffle_(shuffle), seed_(seed), prefetch_(prefetch ? prefetch : 1) {
-  if (src.tokenBytes != 1 && src.tokenBytes != 2)
-    throw Error(src.path + ": tokens must be 1 (uint8) or 2 (uint16) bytes");
   if (src.seqLen <= 0)
     throw Error(src.path + ": the sequence length must be positive");
-  std::vector<uint8_t> raw = readFileBytes(src.path);
-  if (raw.size() % src.tokenBytes)
-    throw Error(src.path + ": " + std::to_string(raw.size()) +
-                " bytes is not a whole number of uint16 tokens");
-  tokens_.resize(raw.size() / src.tokenBytes);
-  for (size_t i = 0; i < tokens_.size(); ++i)
-    tokens_[i] = src.tokenBytes == 1
-                     ? raw[i]
-                     : static_cast<uint16_t>(raw[2 * i] | (raw[2 * i + 1] << 8));
+  tokens_ =
+      decodeTokens(corpus.data(), corpus.size(), src.tokenBytes, src.path);
   seqLen_ = src.seqLen;
-  // Window k needs tokens [k*T, k*T + T]; the last one must fit.
+  // Window k needs tokens [k*T, k*T + T]; the last one must fit. (T + 1 is
+  // printed unsigned: T comes from an untrusted artifact and may be huge.)
+  std::string window = std::to_string(uint64_t(seqLen_) + 1);
   numSamples_ = tokens_.empty() ? 0 : (int64_t(tokens_.size()) - 1) / seqLen_;
   if (numSamples_ == 0)
     throw Error(src.path + ": " + std::to_string(tokens_.size()) +
-                " tokens, fewer than one window of " +
-                std::to_string(seqLen_ + 1));
-  checkBatching(src.path + " (" + std::to_string(numSamples_) +
-                " windows of " + std::to_string(seqLen_ + 1) + " tokens)");
+                " tokens, fewer than one window of " + window);
+  checkBatching(src.path + " (" + std::to_string(numSamples_) + " windows of " +
+                window + " tokens)");
   start();
 }
 
@@ -144,8 +171,7 @@ void DataFeeder::checkBatching(const std::string &what) {
     throw Error("batch size must be positive, got " +
                 std::to_string(batchSize_));
   if (startBatch_ < 0)
-    throw Error("start batch must be >= 0, got " +
-                std::to_string(startBatch_));
+    throw Error("start batch must be >= 0, got " + std::to_string(startBatch_));
   if (numSamples_ < batchSize_)
     throw Error(what + ": " + std::to_string(numSamples_) +
                 " samples, fewer than the batch size " +

@@ -66,6 +66,11 @@ public:
   DataFeeder(const TokenSource &tokens, int64_t batchSize, bool shuffle,
              uint64_t seed, int64_t maxBatches, size_t prefetch = 4,
              int64_t startBatch = 0);
+  /// The same over a corpus already in memory: `corpus` holds the file's
+  /// bytes and tokens.path only names it in errors (tests, fuzzing).
+  DataFeeder(const TokenSource &tokens, const std::vector<uint8_t> &corpus,
+             int64_t batchSize, bool shuffle, uint64_t seed, int64_t maxBatches,
+             size_t prefetch = 4, int64_t startBatch = 0);
   /// Stops and joins the thread, also when batches remain unconsumed.
   ~DataFeeder();
   DataFeeder(const DataFeeder &) = delete;
@@ -107,6 +112,13 @@ private:
   std::exception_ptr error_;
   std::thread thread_;
 };
+
+/// Decodes the bytes of a token file: one uint8 per token, or two
+/// (little-endian uint16) when tokenBytes is 2. `what` names the file in
+/// errors. Throws Error for another width or a size that is not a whole
+/// number of tokens.
+std::vector<uint16_t> decodeTokens(const uint8_t *data, size_t size,
+                                   int tokenBytes, const std::string &what);
 
 namespace detail {
 /// Test seam: when set, the producer thread calls it before assembling each

@@ -82,6 +82,10 @@ makeSources(const Artifact &a, const std::vector<int32_t> &inputs,
                   shapeString(t.shape) + ": pass --data " + t.name + "=FILE");
     if (t.shape.empty())
       throw Error("input '" + t.name + "' has no batch dimension");
+    if (isHalfDType(t.dtype))
+      throw Error("input '" + t.name + "' is " + dtypeName(t.dtype) +
+                  ": data inputs must be f32 or i64 (tcc --precision keeps "
+                  "them f32)");
     if (batch >= 0 && t.shape[0] != batch)
       throw Error("inputs disagree on the batch size");
     batch = t.shape[0];
@@ -378,6 +382,21 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
       a.tensors[dataProg.outputs[0]].dtype != DType::F32)
     throw Error(dataProg.name + " has no f32 loss output");
 
+  // fp16 loss scaling: the step counts the steps it skipped in a state
+  // tensor; reading it around each step tells whether this one was.
+  int32_t skippedId = lossScaleSkippedTensor(a);
+  int32_t scaleId = skippedId >= 0 ? a.findTensor("loss_scale") : -1;
+  if (scaleId >= 0 && (a.tensors[scaleId].kind != TensorKind::State ||
+                       a.tensors[scaleId].dtype != DType::F32 ||
+                       a.tensors[scaleId].numElements() != 1))
+    scaleId = -1;
+  if (opts.skipNonfinite && skippedId < 0)
+    throw Error("--on-nonfinite skip needs fp16 loss scaling (compile with "
+                "--precision fp16); use --on-nonfinite stop");
+  auto scalarOf = [&](int32_t id) {
+    return *static_cast<const float *>(session.data(id));
+  };
+
   CheckpointMeta meta;
   if (checkpointing || resuming) {
     meta.artifactCrc = artifactIdentity(a);
@@ -465,6 +484,7 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
   r.steps = r.startStep;
   for (int64_t step = r.startStep + 1; step <= total; ++step) {
     double dt = 0, lossSum = 0;
+    float skippedBefore = skippedId >= 0 ? scalarOf(skippedId) : 0;
     bool fed = true;
     for (int64_t k = 0; k < r.gradAccum && fed; ++k) {
       Clock::time_point waitStart = Clock::now();
@@ -489,7 +509,11 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
     }
     // The mean of the micro-batch means is the mean over the whole batch.
     float loss = static_cast<float>(lossSum / r.gradAccum);
-    if (!std::isfinite(loss))
+    bool skipped = skippedId >= 0 && scalarOf(skippedId) != skippedBefore;
+    r.skippedSteps += skipped;
+    if (scaleId >= 0)
+      r.lossScale = scalarOf(scaleId);
+    if (!std::isfinite(loss) && !(skipped && opts.skipNonfinite))
       throw Error("step " + std::to_string(step) + ": the loss is " +
                   (std::isnan(loss) ? "NaN"
                    : loss > 0       ? "+Inf"
@@ -510,6 +534,10 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
       j["loss"] = loss;
       j["samples_per_sec"] = r.batchSize / std::max(dt, 1e-9);
       j["step_ms"] = dt * 1e3;
+      if (skippedId >= 0) {
+        j["skipped"] = skipped;
+        j["loss_scale"] = r.lossScale;
+      }
       *metrics << j.dump() << "\n";
       metrics->flush();
     }
@@ -531,6 +559,14 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
   }
   r.totalSeconds = secondsSince(start);
   return r;
+}
+
+int32_t tcc::rt::lossScaleSkippedTensor(const Artifact &a) {
+  int32_t id = a.findTensor("loss_scale.skipped");
+  if (id < 0 || a.tensors[id].kind != TensorKind::State ||
+      a.tensors[id].dtype != DType::F32 || a.tensors[id].numElements() != 1)
+    return -1;
+  return id;
 }
 
 EvalResult tcc::rt::evaluate(Session &session, const Artifact &a,

@@ -74,6 +74,13 @@ struct TrainOptions {
   /// step and ~3.5% of an SGD step; every 10th keeps it under 1%, and a
   /// non-finite weight shows up in the next step's loss anyway.
   int64_t nonfiniteCheckEvery = 10;
+  /// `--on-nonfinite skip`: a step that fp16 loss scaling skipped (an
+  /// Inf/NaN gradient; the compiled step left parameters and optimizer
+  /// state untouched) may also have a non-finite loss without stopping the
+  /// run. Needs an artifact with loss scaling (the `loss_scale.skipped`
+  /// state of tcc-mixed-precision); Error otherwise. Either way such steps
+  /// are counted in TrainResult::skippedSteps.
+  bool skipNonfinite = false;
 };
 
 struct TrainResult {
@@ -94,7 +101,16 @@ struct TrainResult {
   /// this value.
   int interruptedBy = 0;
   double nonfiniteCheckSeconds = 0; // time spent scanning for NaN/Inf
+  /// fp16 loss scaling (artifacts compiled with --precision fp16): steps of
+  /// this run that were skipped for an Inf/NaN gradient, and the loss scale
+  /// after the last step. lossScale is 0 without loss scaling.
+  int64_t skippedSteps = 0;
+  float lossScale = 0;
 };
+
+/// The `loss_scale.skipped` state of an artifact with fp16 loss scaling,
+/// -1 if it has none.
+int32_t lossScaleSkippedTensor(const Artifact &a);
 
 /// Scans every parameter and state tensor (f32) of `s` for NaN and Inf.
 /// Returns "" if all are finite, else a description of the first bad one:

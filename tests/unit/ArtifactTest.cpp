@@ -217,9 +217,9 @@ TEST(Artifact, BadManifestsAreRejected) {
   expectRejected(withManifest(head + R"("tensors":[{"name":"x","dtype":"f32",)"
                                      R"("shape":[2,-3],"kind":"input"}]})"),
                  "negative dimension");
-  expectRejected(withManifest(head + R"("tensors":[{"name":"x","dtype":"f16",)"
+  expectRejected(withManifest(head + R"("tensors":[{"name":"x","dtype":"f64",)"
                                      R"("shape":[2],"kind":"input"}]})"),
-                 "unknown dtype 'f16'");
+                 "unknown dtype 'f64'");
   expectRejected(withManifest(head + R"("tensors":[{"name":"x","dtype":"f32",)"
                                      R"("shape":["2"],"kind":"input"}]})"),
                  "expected an integer");

@@ -394,3 +394,40 @@ TEST(TokenFeeder, Errors) {
   src.tokenBytes = 1;
   EXPECT_THROW(tcc::rt::DataFeeder(src, 1, false, 0, 1), tcc::rt::Error);
 }
+
+TEST(TokenFeeder, InMemoryCorpusMatchesTheFile) {
+  std::vector<uint8_t> bytes;
+  for (int i = 0; i < 21; ++i) {
+    bytes.push_back(static_cast<uint8_t>((700 + 5 * i) & 0xff));
+    bytes.push_back(static_cast<uint8_t>((700 + 5 * i) >> 8));
+  }
+  std::vector<uint16_t> tokens =
+      decodeTokens(bytes.data(), bytes.size(), 2, "mem.bin");
+  ASSERT_EQ(tokens.size(), 21u);
+  EXPECT_EQ(tokens[20], 800);
+  tcc::rt::DataFeeder::TokenSource src;
+  src.path = writeTokens("tokens_mem.bin", bytes);
+  src.tokenBytes = 2;
+  src.seqLen = 5;
+  tcc::rt::DataFeeder fromFile(src, 2, /*shuffle=*/true, 3, 3);
+  tcc::rt::DataFeeder fromMemory(src, bytes, 2, /*shuffle=*/true, 3, 3);
+  EXPECT_EQ(fromMemory.numSamples(), 4);
+  tcc::rt::DataFeeder::Batch a, b;
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_TRUE(fromFile.next(a));
+    ASSERT_TRUE(fromMemory.next(b));
+    EXPECT_EQ(a.tensors, b.tensors);
+  }
+  EXPECT_FALSE(fromMemory.next(b));
+  // The errors name what the corpus is called.
+  expectError([&] { decodeTokens(bytes.data(), 3, 2, "mem.bin"); },
+              "mem.bin: 3 bytes is not a whole number of uint16 tokens");
+  expectError([&] { decodeTokens(bytes.data(), 4, 4, "mem.bin"); },
+              "mem.bin: tokens must be 1 (uint8) or 2 (uint16) bytes");
+  src.seqLen = 21;
+  expectError([&] { tcc::rt::DataFeeder(src, bytes, 1, false, 0, 1); },
+              "tokens_mem.bin: 21 tokens, fewer than one window of 22");
+  src.seqLen = INT64_MAX; // from an untrusted artifact: no overflow
+  expectError([&] { tcc::rt::DataFeeder(src, bytes, 1, false, 0, 1); },
+              "fewer than one window of 9223372036854775808");
+}

@@ -244,6 +244,7 @@ TEST(KernelsShape, SliceAndGradMatchReference) {
       {{4, 6, 5}, {0, 1, 2}, {4, 2, 1}, {1, 3, 1}},    // strided middle
       {{7}, {6}, {4}, {-2}},
       {{3, 4}, {0, 2}, {3, 0}, {1, 1}}, // empty
+      {{2, 8, 16}, {0, 0, 0}, {2, 5, 10}, {1, 1, 1}}, // zero pad (pad-shapes)
   };
   for (size_t c = 0; c < windows.size(); ++c) {
     const Window &w = windows[c];

@@ -1,27 +1,38 @@
 //===- BenchCommand.cpp - tcc bench: eager vs compiled, one process -------===//
 //
-// Both sessions are built from the same artifact and fed the same synthetic
-// batch; their steps alternate so that machine noise hits both alike. Step
-// time is the median over the timed steps; memory is what each session's
-// allocations peaked at (persistent tensors plus temporaries).
+// Given an artifact, one session runs it eager and one compiled. Given an
+// ONNX model, the model is compiled several times — with every optimization
+// pass, with each pass turned off in turn, and with none for the eager
+// baseline — and each variant gets a session. Every session is fed the same
+// synthetic batch and their steps alternate so that machine noise hits all
+// alike. Step time is the median over the timed steps; memory is what each
+// session's allocations peaked at (persistent tensors plus temporaries).
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Compiler.h"
+#include "compiler/codegen/MemoryReport.h"
+#include "runtime/core/ProcessMemory.h"
 #include "runtime/core/Session.h"
+#include "runtime/cpu/Kernels.h"
 #include "runtime/train/TrainLoop.h"
 #include "tools/tcc/Commands.h"
 
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <random>
 
 using namespace llvm;
 using namespace tcc;
 
 static cl::opt<std::string> input(cl::Positional, cl::Required,
-                                  cl::desc("<model.tcc>"),
+                                  cl::desc("<model.tcc | model.onnx>"),
                                   cl::sub(tool::benchCmd));
 static cl::opt<int64_t> steps("steps", cl::desc("Timed steps per mode"),
                               cl::init(20), cl::sub(tool::benchCmd));
@@ -31,6 +42,11 @@ static cl::opt<bool> profile(
     "profile",
     cl::desc("Also print the compiled step's time per kernel (slowest first)"),
     cl::init(false), cl::sub(tool::benchCmd));
+static cl::opt<std::string> only(
+    "only",
+    cl::desc("With an artifact: run only 'eager' or only 'compiled' (so that "
+             "the process peak RSS is that mode's)"),
+    cl::init(""), cl::sub(tool::benchCmd));
 static cl::opt<uint64_t> seed("seed", cl::desc("Seed of the synthetic data"),
                               cl::init(0), cl::sub(tool::benchCmd));
 
@@ -51,6 +67,12 @@ static void fillSynthetic(const rt::Artifact &a, rt::Session &s,
       float *p = static_cast<float *>(s.data(id));
       for (int64_t i = 0; i < t.numElements(); ++i)
         p[i] = d(rng);
+    } else if (rt::isHalfDType(t.dtype)) { // hand-made artifacts only
+      std::uniform_real_distribution<float> d(-1, 1);
+      std::vector<float> v(t.numElements());
+      for (float &x : v)
+        x = d(rng);
+      rt::narrowFromF32(v.data(), t.dtype, s.data(id), t.numElements());
     } else {
       std::uniform_int_distribution<int64_t> d(0, classes - 1);
       int64_t *p = static_cast<int64_t *>(s.data(id));
@@ -67,60 +89,215 @@ static double timeStep(rt::Session &s) {
       .count();
 }
 
-int tool::runBench() {
+/// Prints where the step of `s` spends its time, per kernel name.
+static void printProfile(rt::Session &s, const char *what) {
+  s.setProfiling(true);
+  for (int64_t i = 0; i < steps; ++i)
+    timeStep(s);
+  double total = 0;
+  for (const auto &k : s.profile())
+    total += k.seconds;
+  std::printf("  %s step by kernel (%lld steps):\n", what,
+              (long long)steps.getValue());
+  std::printf("  %-28s %10s %10s %7s\n", "kernel", "calls/step", "ms/step",
+              "share");
+  for (const auto &k : s.profile())
+    std::printf("  %-28s %10.1f %10.3f %6.1f%%\n", k.kernel.c_str(),
+                double(k.calls) / steps, k.seconds * 1e3 / steps,
+                100 * k.seconds / total);
+}
+
+static int benchArtifact() {
   try {
+    if (!only.empty() && only != "eager" && only != "compiled")
+      throw rt::Error("--only must be 'eager' or 'compiled', got '" + only +
+                      "'");
     rt::Artifact a = rt::readArtifact(input);
     const rt::Program *train = a.findProgram("train_step");
     if (!train)
       throw rt::Error("the artifact has no train_step program");
     int64_t batch = a.tensors[train->inputs.at(0)].shape.at(0);
-    rt::Session eager(a, rt::ExecMode::Eager);
-    rt::Session compiled(a, rt::ExecMode::Compiled);
-    fillSynthetic(a, eager, seed);
-    fillSynthetic(a, compiled, seed);
-    for (int64_t i = 0; i < warmup; ++i) {
-      timeStep(eager);
-      timeStep(compiled);
+    struct Run {
+      const char *name;
+      std::unique_ptr<rt::Session> session;
+      std::vector<double> times;
+    };
+    std::vector<Run> runs;
+    if (only != "compiled")
+      runs.push_back({"eager", nullptr, {}});
+    if (only != "eager")
+      runs.push_back({"compiled", nullptr, {}});
+    rt::resetPeakRss();
+    int64_t rssBefore = rt::readProcessMemory().rssBytes;
+    for (Run &r : runs) {
+      r.session = std::make_unique<rt::Session>(
+          a, std::strcmp(r.name, "eager") == 0 ? rt::ExecMode::Eager
+                                               : rt::ExecMode::Compiled);
+      fillSynthetic(a, *r.session, seed);
     }
-    std::vector<double> te, tc;
-    for (int64_t i = 0; i < steps; ++i) {
-      te.push_back(timeStep(eager));
-      tc.push_back(timeStep(compiled));
-    }
-    double me = rt::median(te) * 1e3, mc = rt::median(tc) * 1e3;
-    rt::MemoryStats se = eager.memory(), sc = compiled.memory();
+    for (int64_t i = 0; i < warmup; ++i)
+      for (Run &r : runs)
+        timeStep(*r.session);
+    for (int64_t i = 0; i < steps; ++i)
+      for (Run &r : runs)
+        r.times.push_back(timeStep(*r.session));
     std::printf("tcc bench %s: batch %lld, %lld timed steps per mode (median)\n",
                 input.c_str(), (long long)batch, (long long)steps.getValue());
     std::printf("  %-9s %12s %14s %16s %16s\n", "mode", "step ms",
                 "samples/s", "temp peak", "tensor peak");
-    std::printf("  %-9s %12.3f %14.1f %16s %16s\n", "eager", me,
-                batch / (me / 1e3), formatBytes(se.tempPeakBytes).c_str(),
-                formatBytes(se.peakBytes).c_str());
-    std::printf("  %-9s %12.3f %14.1f %16s %16s\n", "compiled", mc,
-                batch / (mc / 1e3), formatBytes(sc.tempPeakBytes).c_str(),
-                formatBytes(sc.peakBytes).c_str());
-    std::printf("  compiled vs eager: %.2fx faster, %.2fx the tensor memory\n",
-                me / mc, double(sc.peakBytes) / double(se.peakBytes));
-    std::printf("  process peak RSS: %s\n", formatBytes(peakRssBytes()).c_str());
-    if (profile) {
-      compiled.setProfiling(true);
-      for (int64_t i = 0; i < steps; ++i)
-        timeStep(compiled);
-      double total = 0;
-      for (const auto &k : compiled.profile())
-        total += k.seconds;
-      std::printf("  compiled step by kernel (%lld steps):\n",
-                  (long long)steps.getValue());
-      std::printf("  %-28s %8s %12s %7s\n", "kernel", "calls/step",
-                  "ms/step", "share");
-      for (const auto &k : compiled.profile())
-        std::printf("  %-28s %8.1f %12.3f %6.1f%%\n", k.kernel.c_str(),
-                    double(k.calls) / steps, k.seconds * 1e3 / steps,
-                    100 * k.seconds / total);
+    for (Run &r : runs) {
+      double ms = rt::median(r.times) * 1e3;
+      rt::MemoryStats m = r.session->memory();
+      std::printf("  %-9s %12.3f %14.1f %16s %16s\n", r.name, ms,
+                  batch / (ms / 1e3), tool::formatBytes(m.tempPeakBytes).c_str(),
+                  tool::formatBytes(m.peakBytes).c_str());
     }
+    if (runs.size() == 2) {
+      double me = rt::median(runs[0].times), mc = rt::median(runs[1].times);
+      rt::MemoryStats se = runs[0].session->memory(),
+                      sc = runs[1].session->memory();
+      std::printf("  compiled vs eager: %.2fx faster, %.2fx the tensor memory\n",
+                  me / mc, double(sc.peakBytes) / double(se.peakBytes));
+    }
+    std::printf("  process peak RSS: %s\n",
+                tool::formatBytes(tool::peakRssBytes()).c_str());
+    MemoryReport predicted = analyzeMemory(a);
+    std::printf("  memory: predicted peak %s (compiled plan); measured peak",
+                tool::formatBytes(
+                    predicted.predictedPeak({"train_step"}))
+                    .c_str());
+    for (Run &r : runs)
+      std::printf(" %s %s", r.name,
+                  tool::formatBytes(r.session->memory().measuredPeakBytes)
+                      .c_str());
+    std::printf(" (allocations + kernel scratch); peak RSS +%s since the "
+                "sessions were built\n",
+                tool::formatBytes(rt::readProcessMemory().peakRssBytes -
+                                  rssBefore)
+                    .c_str());
+    if (profile)
+      printProfile(*runs.back().session, runs.back().name);
   } catch (const rt::Error &e) {
     errs() << "tcc bench: error: " << e.what() << "\n";
     return 1;
   }
   return 0;
+}
+
+namespace {
+/// One way of compiling and running the model.
+struct Variant {
+  std::string label;
+  rt::ExecMode mode;
+  std::function<void(CompileOptions &)> change;
+  // Filled while benchmarking.
+  rt::Artifact artifact;
+  std::unique_ptr<rt::Session> session;
+  std::vector<double> times;
+};
+} // namespace
+
+/// The variants of `tcc bench model.onnx`: the eager baseline with no
+/// optimization pass (what a framework runs: library kernels op by op in the
+/// order of the graph, a fresh buffer per result), everything the flags ask
+/// for, and each pass toggled in turn. Precision and the memory budget are
+/// the user's in every variant except their own toggle.
+static std::vector<Variant> variants(const CompileOptions &base) {
+  std::vector<Variant> v;
+  v.push_back({"eager (no passes, op by op)", rt::ExecMode::Eager,
+               [](CompileOptions &o) {
+                 o.fuse = false;
+                 o.planMemory = false;
+                 o.padMultiple = 0;
+                 o.memoryBudget = 0;
+               }});
+  v.push_back({"compiled (all passes)", rt::ExecMode::Compiled,
+               [](CompileOptions &) {}});
+  v.push_back({"compiled --no-fuse", rt::ExecMode::Compiled,
+               [](CompileOptions &o) { o.fuse = false; }});
+  v.push_back({"compiled --no-plan-memory", rt::ExecMode::Compiled,
+               [](CompileOptions &o) { o.planMemory = false; }});
+  // Padding is off by default on the CPU (docs/ARCHITECTURE.md), so its
+  // toggle turns it on.
+  if (base.padMultiple <= 0)
+    v.push_back({"compiled --pad-multiple=64", rt::ExecMode::Compiled,
+                 [](CompileOptions &o) { o.padMultiple = 64; }});
+  else
+    v.push_back({"compiled --pad-multiple=0", rt::ExecMode::Compiled,
+                 [](CompileOptions &o) { o.padMultiple = 0; }});
+  if (base.memoryBudget > 0)
+    v.push_back({"compiled, no --memory-budget", rt::ExecMode::Compiled,
+                 [](CompileOptions &o) { o.memoryBudget = 0; }});
+  if (base.precision != "fp32")
+    v.push_back({"compiled --precision=fp32", rt::ExecMode::Compiled,
+                 [](CompileOptions &o) { o.precision = "fp32"; }});
+  return v;
+}
+
+static int benchModel() {
+  CompileOptions base;
+  base.input = input;
+  if (!tool::compileOptionsFromFlags(base, "bench"))
+    return 1;
+  llvm::SmallString<128> dir;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("tcc-bench", dir)) {
+    errs() << "tcc bench: error: cannot create a temporary directory: "
+           << ec.message() << "\n";
+    return 1;
+  }
+  std::vector<Variant> vs = variants(base);
+  int rc = 0;
+  try {
+    for (size_t i = 0; i < vs.size(); ++i) {
+      CompileOptions o = base;
+      vs[i].change(o);
+      llvm::SmallString<128> path(dir);
+      llvm::sys::path::append(path, "v" + std::to_string(i) + ".tcc");
+      o.output = std::string(path);
+      if (compileModel(o) != 0)
+        throw rt::Error("compiling the variant '" + vs[i].label + "' failed");
+      vs[i].artifact = rt::readArtifact(o.output);
+      llvm::sys::fs::remove(o.output);
+      vs[i].session =
+          std::make_unique<rt::Session>(vs[i].artifact, vs[i].mode);
+      fillSynthetic(vs[i].artifact, *vs[i].session, seed);
+    }
+    for (int64_t s = 0; s < warmup; ++s)
+      for (Variant &v : vs)
+        timeStep(*v.session);
+    for (int64_t s = 0; s < steps; ++s)
+      for (Variant &v : vs)
+        v.times.push_back(timeStep(*v.session));
+
+    const rt::Program *train = vs[0].artifact.findProgram("train_step");
+    int64_t batch = vs[0].artifact.tensors[train->inputs.at(0)].shape.at(0);
+    double eagerMs = rt::median(vs[0].times) * 1e3;
+    std::printf("tcc bench %s: batch %lld, %lld timed steps per variant "
+                "(median, interleaved)\n",
+                input.c_str(), (long long)batch, (long long)steps.getValue());
+    std::printf("  %-34s %10s %9s %12s %12s\n", "variant", "step ms",
+                "vs eager", "temp peak", "tensor peak");
+    for (Variant &v : vs) {
+      double ms = rt::median(v.times) * 1e3;
+      rt::MemoryStats m = v.session->memory();
+      std::printf("  %-34s %10.3f %8.2fx %12s %12s\n", v.label.c_str(), ms,
+                  eagerMs / ms, tool::formatBytes(m.tempPeakBytes).c_str(),
+                  tool::formatBytes(m.peakBytes).c_str());
+    }
+    std::printf("  process peak RSS (all variants): %s\n",
+                tool::formatBytes(tool::peakRssBytes()).c_str());
+  } catch (const rt::Error &e) {
+    errs() << "tcc bench: error: " << e.what() << "\n";
+    rc = 1;
+  }
+  llvm::sys::fs::remove_directories(dir);
+  return rc;
+}
+
+int tool::runBench() {
+  llvm::StringRef in(input);
+  if (in.ends_with(".onnx") || in.ends_with(".onnxtxt"))
+    return benchModel();
+  return benchArtifact();
 }

@@ -2,6 +2,8 @@
 #ifndef TCC_TOOLS_TCC_COMMANDS_H
 #define TCC_TOOLS_TCC_COMMANDS_H
 
+#include "compiler/Compiler.h"
+
 #include "llvm/Support/CommandLine.h"
 
 #include <string>
@@ -17,6 +19,11 @@ int runCompile();
 int runInspect();
 int runTrain();
 int runBench();
+
+/// Fills `o` from the compile flags shared by `tcc compile` and `tcc bench`
+/// (all but the input, -o and --emit). Prints an error naming `cmd` and
+/// returns false on an invalid value.
+bool compileOptionsFromFlags(CompileOptions &o, const char *cmd);
 
 /// "12.3 MiB" and friends.
 std::string formatBytes(int64_t bytes);

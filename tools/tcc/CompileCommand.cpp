@@ -2,6 +2,12 @@
 #include "compiler/Compiler.h"
 #include "tools/tcc/Commands.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/Format.h"
+
+#include <optional>
+
 using namespace llvm;
 using namespace tcc;
 
@@ -14,32 +20,112 @@ static cl::opt<std::string> output("o", cl::desc("Output file ('-': stdout)"),
 static cl::opt<int64_t> batch("batch",
                               cl::desc("Batch size (fixes a dynamic first "
                                        "dimension of the inputs)"),
-                              cl::init(-1), cl::sub(tool::compileCmd));
+                              cl::init(-1), cl::sub(tool::compileCmd),
+    cl::sub(tool::benchCmd));
 static cl::opt<std::string> loss("loss", cl::desc("cross_entropy or mse"),
                                  cl::init("cross_entropy"),
-                                 cl::sub(tool::compileCmd));
+                                 cl::sub(tool::compileCmd),
+    cl::sub(tool::benchCmd));
 static cl::opt<std::string> optimizer("optimizer", cl::desc("sgd or adamw"),
                                       cl::init("adamw"),
-                                      cl::sub(tool::compileCmd));
+                                      cl::sub(tool::compileCmd),
+    cl::sub(tool::benchCmd));
 static cl::opt<double> lr("lr",
                           cl::desc("Learning rate (default 1e-3 for adamw, "
                                    "1e-2 for sgd)"),
-                          cl::init(-1), cl::sub(tool::compileCmd));
+                          cl::init(-1), cl::sub(tool::compileCmd),
+    cl::sub(tool::benchCmd));
 static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"),
-                                cl::init(0), cl::sub(tool::compileCmd));
+                                cl::init(0), cl::sub(tool::compileCmd),
+    cl::sub(tool::benchCmd));
 static cl::opt<double> weightDecay("weight-decay",
                                    cl::desc("Weight decay (default 0.01 for "
                                             "adamw, 0 for sgd)"),
-                                   cl::init(-1), cl::sub(tool::compileCmd));
+                                   cl::init(-1), cl::sub(tool::compileCmd),
+    cl::sub(tool::benchCmd));
 static cl::opt<int64_t> gradAccum(
     "grad-accum",
     cl::desc("Accumulate gradients over K micro-batches of --batch samples "
              "per optimizer step (the update of one batch K times larger)"),
-    cl::init(1), cl::value_desc("K"), cl::sub(tool::compileCmd));
+    cl::init(1), cl::value_desc("K"), cl::sub(tool::compileCmd),
+    cl::sub(tool::benchCmd));
+static cl::opt<int64_t> padMultiple(
+    "pad-multiple",
+    cl::desc("Pad GEMM dimensions (M, N, K) to a multiple of N with zeros and "
+             "slice the results back (0: off; default: the target's preset, "
+             "off on the CPU)"),
+    cl::init(-1), cl::value_desc("N"), cl::sub(tool::compileCmd),
+    cl::sub(tool::benchCmd));
+static cl::opt<std::string> memoryBudget(
+    "memory-budget",
+    cl::desc("Keep at most this many bytes of activations across the loss "
+             "and recompute the others in the backward (e.g. 4000000, 4MB, "
+             "4MiB; 0: no limit)"),
+    cl::init("0"), cl::value_desc("BYTES"), cl::sub(tool::compileCmd),
+    cl::sub(tool::benchCmd));
+
+static cl::opt<bool> noPlanMemory(
+    "no-plan-memory",
+    cl::desc("Keep the pipeline's op order (no tcc-plan-memory) and give "
+             "every temporary its own bytes in the arena (no reuse), to see "
+             "what memory planning saves"),
+    cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
+static cl::opt<bool> noFuse(
+    "no-fuse",
+    cl::desc("Run one library kernel per op: no tcc-fuse, no generated "
+             "kernels (the host C++ compiler is not needed)"),
+    cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
+static cl::opt<bool> report(
+    "report",
+    cl::desc("Print the predicted memory anatomy (weights, optimizer state, "
+             "activations, gradients, temporaries, arena, peak)"),
+    cl::sub(tool::compileCmd));
+
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("fp32, or bf16/fp16: GEMMs and element-wise ops compute and "
+             "store in 16 bits, parameters, reductions and the optimizer stay "
+             "fp32; fp16 adds dynamic loss scaling (default fp32)"),
+    cl::init("fp32"), cl::value_desc("fp32|bf16|fp16"),
+    cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
+
+static cl::opt<std::string> recompute(
+    "recompute",
+    cl::desc("What --memory-budget may recompute: 'all' (matmul and "
+             "convolution too, at their FLOP cost, when cheaper ops do not "
+             "reach the budget) or 'cheap' (element-wise, data movement, "
+             "normalization, dropout)"),
+    cl::init("all"), cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
+
+/// "4000000", "4MB" (10^6), "4MiB" (2^20), "1.5GiB", "512KiB" -> bytes.
+static std::optional<int64_t> parseBytes(StringRef s) {
+  s = s.trim();
+  size_t end = 0;
+  while (end < s.size() && (isDigit(s[end]) || s[end] == '.'))
+    ++end;
+  double value;
+  if (end == 0 || s.substr(0, end).getAsDouble(value))
+    return std::nullopt;
+  StringRef unit = s.substr(end).trim();
+  double scale = StringSwitch<double>(unit.lower())
+                     .Cases({"", "b"}, 1)
+                     .Case("kb", 1e3)
+                     .Case("mb", 1e6)
+                     .Case("gb", 1e9)
+                     .Case("kib", 1024.0)
+                     .Case("mib", 1024.0 * 1024)
+                     .Case("gib", 1024.0 * 1024 * 1024)
+                     .Default(-1);
+  if (scale < 0 || value * scale >= 9e18)
+    return std::nullopt;
+  return (int64_t)(value * scale);
+}
+
 static cl::list<std::string> freeze("freeze",
                                     cl::desc("Initializers to keep constant"),
                                     cl::CommaSeparated,
-                                    cl::sub(tool::compileCmd));
+                                    cl::sub(tool::compileCmd),
+    cl::sub(tool::benchCmd));
 static cl::opt<EmitKind> emit(
     "emit", cl::desc("What to produce"), cl::init(EmitKind::Artifact),
     cl::values(
@@ -50,14 +136,12 @@ static cl::opt<EmitKind> emit(
         clEnumValN(EmitKind::Optimized, "optimized",
                    "training step after the whole pipeline"),
         clEnumValN(EmitKind::Schedule, "schedule",
-                   "lowered programs, one kernel call per line")),
+                   "lowered programs, one kernel call per line"),
+        clEnumValN(EmitKind::Kernels, "kernels",
+                   "generated C++ of the fused regions")),
     cl::sub(tool::compileCmd));
 
-int tool::runCompile() {
-  CompileOptions o;
-  o.input = input;
-  o.output = output;
-  o.emit = emit;
+bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
   o.batch = batch;
   o.frozen.assign(freeze.begin(), freeze.end());
   o.loss = loss;
@@ -66,10 +150,67 @@ int tool::runCompile() {
   o.momentum = momentum;
   o.weightDecay = weightDecay;
   if (gradAccum < 1) {
-    llvm::errs() << "tcc compile: error: --grad-accum must be at least 1, got "
-                 << gradAccum << "\n";
-    return 1;
+    llvm::errs() << "tcc " << cmd
+                 << ": error: --grad-accum must be at least 1, got " << gradAccum
+                 << "\n";
+    return false;
   }
   o.gradAccum = gradAccum;
+  // A negative value is the "optimizer's default" sentinel inside; given on
+  // the command line it is a mistake, not a request for the default.
+  if (lr.getNumOccurrences() && !(lr > 0)) {
+    llvm::errs() << "tcc " << cmd << ": error: --lr must be positive, got "
+                 << llvm::format("%g", double(lr)) << "\n";
+    return false;
+  }
+  if (weightDecay.getNumOccurrences() && !(weightDecay >= 0)) {
+    llvm::errs() << "tcc " << cmd
+                 << ": error: --weight-decay must not be negative, got "
+                 << llvm::format("%g", double(weightDecay)) << "\n";
+    return false;
+  }
+  if (padMultiple.getNumOccurrences() && padMultiple < 0) {
+    llvm::errs() << "tcc " << cmd
+                 << ": error: --pad-multiple must be at least 0 (0: no "
+                    "padding), got "
+                 << padMultiple << "\n";
+    return false;
+  }
+  o.padMultiple = padMultiple;
+  std::optional<int64_t> budget = parseBytes(memoryBudget);
+  if (!budget) {
+    llvm::errs() << "tcc " << cmd << ": error: --memory-budget '"
+                 << memoryBudget
+                 << "' is not a size: give bytes, e.g. 4000000, 4MB or 4MiB "
+                    "(0: no limit)\n";
+    return false;
+  }
+  o.memoryBudget = *budget;
+  if (recompute != "all" && recompute != "cheap") {
+    llvm::errs() << "tcc " << cmd << ": error: --recompute must be 'all' or "
+                 << "'cheap', got '" << recompute << "'\n";
+    return false;
+  }
+  o.recompute = recompute;
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16") {
+    llvm::errs() << "tcc " << cmd
+                 << ": error: --precision must be fp32, bf16 or fp16, got '"
+                 << precision << "'\n";
+    return false;
+  }
+  o.precision = precision;
+  o.planMemory = !noPlanMemory;
+  o.fuse = !noFuse;
+  return true;
+}
+
+int tool::runCompile() {
+  CompileOptions o;
+  o.input = input;
+  o.output = output;
+  o.emit = emit;
+  o.report = report;
+  if (!compileOptionsFromFlags(o, "compile"))
+    return 1;
   return compileModel(o);
 }

@@ -1,4 +1,5 @@
 //===- InspectCommand.cpp - tcc inspect -----------------------------------===//
+#include "compiler/codegen/MemoryReport.h"
 #include "compiler/codegen/SchedulePrinter.h"
 #include "runtime/core/Artifact.h"
 #include "tools/tcc/Commands.h"
@@ -64,6 +65,7 @@ int tool::runInspect() {
     }
     std::cout << "\n";
   }
+  printMemoryReport(analyzeMemory(a), std::cout);
   if (a.onnxOffset >= 0)
     std::cout << "onnx model: " << tool::formatBytes(a.onnxSize)
               << " (for export)\n";

@@ -1,5 +1,7 @@
 //===- TrainCommand.cpp - tcc train ---------------------------------------===//
 #include "compiler/OnnxModelIO.h"
+#include "compiler/codegen/MemoryReport.h"
+#include "runtime/core/ProcessMemory.h"
 #include "runtime/core/Session.h"
 #include "runtime/train/TrainLoop.h"
 #include "tools/tcc/Commands.h"
@@ -84,9 +86,11 @@ static cl::opt<std::string>
 static cl::opt<std::string> onNonfinite(
     "on-nonfinite",
     cl::desc("What a NaN/Inf loss, parameter or state does: 'stop' (the "
-             "default: exit 1 naming the step and tensor). 'skip' (drop the "
-             "step) needs fp16 loss scaling, which is not implemented yet"),
-    cl::value_desc("stop"), cl::init("stop"), cl::sub(tool::trainCmd));
+             "default: exit 1 naming the step and tensor). 'skip' (fp16 "
+             "loss scaling only): a step whose gradients overflowed, which "
+             "the step itself skips, may also have a NaN/Inf loss and the "
+             "run goes on"),
+    cl::value_desc("stop|skip"), cl::init("stop"), cl::sub(tool::trainCmd));
 
 /// The signal that asked the run to stop (SIGINT, SIGTERM), 0 while none
 /// has. The loop polls it between steps; the handler only stores into it,
@@ -162,15 +166,16 @@ int tool::runTrain() {
     o.checkpointEvery = checkpointEvery;
     o.keepCheckpoints = keepCheckpoints;
     o.resumeFrom = resume;
-    if (onNonfinite == "skip")
-      throw rt::Error("--on-nonfinite skip needs fp16 loss scaling, which is "
-                      "not implemented yet; use --on-nonfinite stop");
-    if (onNonfinite != "stop")
-      throw rt::Error("--on-nonfinite must be 'stop', got '" + onNonfinite +
-                      "'");
+    if (onNonfinite != "stop" && onNonfinite != "skip")
+      throw rt::Error("--on-nonfinite must be 'stop' or 'skip', got '" +
+                      onNonfinite + "'");
+    o.skipNonfinite = onNonfinite == "skip";
     o.stopSignal = &stopRequested;
     installStopHandlers();
     auto evalBindings = rt::parseDataBindings(evalData);
+    // RSS growth from here covers the session, the feeder and OpenBLAS.
+    rt::resetPeakRss();
+    int64_t rssBefore = rt::readProcessMemory().rssBytes;
     rt::Session session(a,
                         eager ? rt::ExecMode::Eager : rt::ExecMode::Compiled);
     rt::TrainResult r = rt::train(session, a, o);
@@ -201,6 +206,21 @@ int tool::runTrain() {
                 r.losses.empty() ? r.resumedLoss : r.losses.back(), ms,
                 ms > 0 ? r.batchSize / (ms / 1e3) : 0.0,
                 formatBytes(m.peakBytes).c_str(), r.dataWaitSeconds);
+    if (rt::lossScaleSkippedTensor(a) >= 0)
+      std::printf("fp16 loss scaling: %lld of %lld steps skipped (Inf/NaN "
+                  "gradients), loss scale now %g\n",
+                  (long long)r.skippedSteps,
+                  (long long)(r.steps - r.startStep), r.lossScale);
+    MemoryReport predicted = analyzeMemory(a);
+    int64_t rssGrowth = rt::readProcessMemory().peakRssBytes - rssBefore;
+    std::printf("memory: predicted peak %s (compiled plan), measured peak %s "
+                "(session allocations + kernel scratch), process peak RSS "
+                "+%s since the session was built\n",
+                formatBytes(predicted.predictedPeak(
+                                predicted.trainingPrograms()))
+                    .c_str(),
+                formatBytes(m.measuredPeakBytes).c_str(),
+                formatBytes(rssGrowth).c_str());
     if (r.checkpointsWritten)
       std::printf("wrote %lld checkpoint(s) in %.2f s, the last %s\n",
                   (long long)r.checkpointsWritten, r.checkpointSeconds,

@@ -1,5 +1,5 @@
 // RUN: tcc-opt %s --tcc-build-loss=loss=mse --split-input-file -verify-diagnostics | FileCheck %s
-// RUN: tcc-opt %s --tcc-train-pipeline="loss=mse optimizer=adamw" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=PIPE
+// RUN: tcc-opt %s --tcc-train-pipeline="loss=mse optimizer=adamw fuse=false" --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=PIPE
 
 // Dropout and its step counter: @train_step keeps the dropout and advances
 // `rng.step` by one (an `update` result after the loss); @forward becomes the

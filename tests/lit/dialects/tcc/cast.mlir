@@ -41,7 +41,19 @@ func.func @cast_shape(%x: tensor<2x8xf32>) -> tensor<16xi64> {
 // -----
 
 func.func @cast_type(%x: tensor<2xf32>) -> tensor<2xi32> {
-  // expected-error @+1 {{result #0 must be ranked tensor of 32-bit float or 64-bit signless integer or 1-bit signless integer values}}
+  // expected-error @+1 {{result #0 must be ranked tensor of 32-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 1-bit signless integer values}}
   %y = tcc.cast %x : tensor<2xf32> -> tensor<2xi32>
   return %y : tensor<2xi32>
+}
+
+// -----
+
+// Between float types (tcc-mixed-precision's casts).
+// CHECK-LABEL: func.func @cast_float
+// CHECK:         tcc.cast %{{.+}} : tensor<2xf32> -> tensor<2xbf16>
+// CHECK:         tcc.cast %{{.+}} : tensor<2xbf16> -> tensor<2xf16>
+func.func @cast_float(%x: tensor<2xf32>) -> tensor<2xf16> {
+  %b = tcc.cast %x : tensor<2xf32> -> tensor<2xbf16>
+  %h = tcc.cast %b : tensor<2xbf16> -> tensor<2xf16>
+  return %h : tensor<2xf16>
 }

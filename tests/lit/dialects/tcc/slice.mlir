@@ -41,6 +41,23 @@ func.func @identity(%x: tensor<2x5xf32>) -> tensor<2x5xf32> {
 
 // -----
 
+// Slicing back the window a slice_grad (a pad) wrote gives its input; a
+// slice_grad as large as its input is the input. Another window stays.
+// CANON-LABEL: func.func @slice_of_pad
+// CANON-SAME: (%[[X:.+]]: tensor<2x3xf32>)
+// CANON: %[[P:.+]] = tcc.slice_grad %[[X]]
+// CANON: %[[O:.+]] = tcc.slice %[[P]] {sizes = array<i64: 2, 3>, starts = array<i64: 0, 1>
+// CANON: return %[[X]], %[[X]], %[[O]]
+func.func @slice_of_pad(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) {
+  %p = tcc.slice_grad %x {shape = array<i64: 4, 8>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<2x3xf32> -> tensor<4x8xf32>
+  %s = tcc.slice %p {starts = array<i64: 0, 0>, sizes = array<i64: 2, 3>, steps = array<i64: 1, 1>} : tensor<4x8xf32> -> tensor<2x3xf32>
+  %same = tcc.slice_grad %x {shape = array<i64: 2, 3>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  %other = tcc.slice %p {starts = array<i64: 0, 1>, sizes = array<i64: 2, 3>, steps = array<i64: 1, 1>} : tensor<4x8xf32> -> tensor<2x3xf32>
+  return %s, %same, %other : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
+}
+
+// -----
+
 func.func @slice_outside(%x: tensor<2x5xf32>) -> tensor<2x3xf32> {
   // expected-error @+2 {{tcc.slice: dimension 1 reads 3 elements from 3 in steps of 1, outside [0, 5)}}
   // expected-error @+1 {{failed to infer returned types}}

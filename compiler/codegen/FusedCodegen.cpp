@@ -1,0 +1,422 @@
+//===- FusedCodegen.cpp - C++ for tcc.fused regions -----------------------===//
+//
+// Each region becomes `int tcc_fused_K(buffers, r0, r1, scratch, partials,
+// err)` (ABI: runtime/cpu/FusedLibrary.h) that loops over its rows. Per row
+// the region is a small graph of nodes: loads of inputs (through their
+// broadcast view), element-wise expressions, row reductions (sum, max),
+// picks (x[label]) and per-row partials of whole-region results (losses).
+// Each node is either a vector (one value per column) or a row scalar.
+// Nodes get a time: even times are straight-line code in the row's scope,
+// odd times are loops over the columns. A vector expression runs in the
+// first loop after its operands exist, so chains of element-wise ops become
+// one loop whose intermediates stay in registers; a vector read by a later
+// loop or by a reduction is stored to a per-thread scratch row (or read back
+// from the output it is written to). Reductions run over stored rows with
+// eight lanes in a fixed order (tcc_rowsum/tcc_rowmax), so results do not
+// depend on how rows are split across threads.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/FusedCodegen.h"
+
+#include "compiler/codegen/FusedCodegenInternal.h"
+#include "dialects/tcc/TccOps.h"
+#include "passes/FusionModel.h"
+#include "runtime/cpu/FusedLibrary.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+using namespace mlir;
+using namespace mlir::tcc;
+using namespace mlir::tcc::fusion;
+
+using namespace ::tcc::fusedgen;
+
+int KernelGen::add(Node n) {
+  std::string key = std::to_string((int)n.kind) + (n.vec ? "v" : "s") + n.tmpl +
+                    "|" + std::to_string(n.input) + "|" +
+                    std::to_string(n.view);
+  for (int a : n.args)
+    key += "," + std::to_string(a);
+  if (n.kind != NodeKind::Partial) {
+    auto it = cse.find(key);
+    if (it != cse.end())
+      return it->second;
+  }
+  nodes.push_back(std::move(n));
+  int id = (int)nodes.size() - 1;
+  cse[key] = id;
+  return id;
+}
+
+int KernelGen::expr(StringRef tmpl, ArrayRef<int> args, bool vec) {
+  Node n{NodeKind::Expr};
+  n.tmpl = tmpl.str();
+  n.args.assign(args.begin(), args.end());
+  n.vec = vec && d.cols > 1;
+  int t = 0;
+  for (int a : args)
+    t = std::max(t, avail(a));
+  n.time = n.vec ? (t % 2 ? t : t + 1) : t + (t % 2);
+  return add(std::move(n));
+}
+
+/// Marks vector `arg` as needed in memory and returns the time after it.
+int KernelGen::reduce(StringRef kind, int arg) {
+  if (!nodes[arg].vec)
+    return arg; // one column: the reduction of one value
+  Node n{NodeKind::Reduce};
+  n.tmpl = kind.str();
+  n.args = {arg};
+  n.time = nodes[arg].kind == NodeKind::Load ? 0 : nodes[arg].time + 1;
+  if (nodes[arg].kind != NodeKind::Load)
+    nodes[arg].stored = true;
+  return add(std::move(n));
+}
+
+int KernelGen::pick(int vecArg, int idx) {
+  if (!nodes[vecArg].vec)
+    return vecArg;
+  Node n{NodeKind::Pick};
+  n.args = {vecArg, idx};
+  int t = nodes[vecArg].kind == NodeKind::Load ? 0 : nodes[vecArg].time + 1;
+  n.time = std::max(t, avail(idx));
+  n.time += n.time % 2;
+  if (nodes[vecArg].kind != NodeKind::Load)
+    nodes[vecArg].stored = true;
+  return add(std::move(n));
+}
+
+std::string KernelGen::viewOffset(int input, const View &v) {
+  if (v.isConstant())
+    return "0";
+  if (v.isFullNative(d.cols))
+    return "(r * " + std::to_string(d.cols) + ")";
+  if (v.isRowNative())
+    return "r";
+  std::string key = std::to_string(input) + ":";
+  for (size_t k = 0; k < v.rowShape.size(); ++k)
+    key += std::to_string(v.rowShape[k]) + "/" +
+           std::to_string(v.rowStrides[k]) + ",";
+  auto it = viewIds.find(key);
+  if (it != viewIds.end())
+    return views[it->second].offset;
+  std::string name = "o" + std::to_string(views.size());
+  std::string code = "    int64_t " + name + " = 0, q" + name + " = r;\n";
+  for (size_t k = v.rowShape.size(); k-- > 0;) {
+    if (v.rowShape[k] == 1)
+      continue;
+    std::string s = std::to_string(v.rowShape[k]);
+    if (v.rowStrides[k] != 0)
+      code += "    " + name + " += (q" + name + " % " + s + ") * " +
+              std::to_string(v.rowStrides[k]) + ";\n";
+    code += "    q" + name + " /= " + s + ";\n";
+  }
+  code += "    (void)q" + name + ";\n";
+  viewIds[key] = (int)views.size();
+  views.push_back({name, code});
+  return name;
+}
+
+FailureOr<int> KernelGen::use(Operation *o, unsigned i) {
+  Value v = o->getOperand(i);
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto view = operandView(o, i, d);
+    if (failed(view))
+      return o->emitError("fused codegen: operand #")
+             << i << " does not fit the region's " << d.rows << "x" << d.cols
+             << " domain";
+    Node n{NodeKind::Load};
+    n.input = (int)arg.getArgNumber();
+    n.isInt = !cast<ShapedType>(v.getType()).getElementType().isF32();
+    n.vec = view->colStride == 1 && d.cols > 1;
+    n.tmpl = viewOffset(n.input, *view);
+    return add(std::move(n));
+  }
+  auto it = valueNode.find(v);
+  if (it == valueNode.end())
+    return o->emitError("fused codegen: operand #") << i << " has no node";
+  return it->second;
+}
+
+/// Element-wise templates: $0.. are operands.
+static std::string elementwiseTemplate(Operation *o) {
+  return llvm::TypeSwitch<Operation *, std::string>(o)
+      .Case<AddOp>([](auto) { return "($0 + $1)"; })
+      .Case<SubOp>([](auto) { return "($0 - $1)"; })
+      .Case<MulOp>([](auto) { return "($0 * $1)"; })
+      .Case<DivOp>([](auto) { return "($0 / $1)"; })
+      .Case<PowOp>([](auto) { return "std::pow($0, $1)"; })
+      .Case<NegOp>([](auto) { return "(-$0)"; })
+      .Case<ReluOp>([](auto) { return "($0 > 0.0f ? $0 : 0.0f)"; })
+      .Case<ReluGradOp>([](auto) { return "($1 > 0.0f ? $0 : 0.0f)"; })
+      .Case<ExpOp>([](auto) { return "tcc_exp($0)"; })
+      .Case<LogOp>([](auto) { return "std::log($0)"; })
+      .Case<SqrtOp>([](auto) { return "std::sqrt($0)"; })
+      .Case<TanhOp>([](auto) { return "tcc_tanh($0)"; })
+      .Case<SigmoidOp>([](auto) { return "tcc_sigmoid($0)"; })
+      .Case<ErfOp>([](auto) { return "tcc_erf($0)"; })
+      .Case<SqrtGradOp>([](auto) { return "($0 / (2.0f * $1))"; })
+      .Case<TanhGradOp>([](auto) { return "($0 * (1.0f - $1 * $1))"; })
+      .Case<SigmoidGradOp>([](auto) { return "($0 * (1.0f - $1) * $1)"; })
+      .Case<ErfGradOp>([](auto) {
+        return "(1.12837916709551257390f * tcc_exp(-($1 * $1)) * $0)";
+      })
+      .Case<GeluOp>([](GeluOp g) {
+        return g.getApproximate() == "tanh" ? "tcc_gelu_tanh($0)"
+                                            : "tcc_gelu_erf($0)";
+      })
+      .Case<GeluGradOp>([](GeluGradOp g) {
+        return g.getApproximate() == "tanh" ? "tcc_gelu_tanh_grad($0, $1)"
+                                            : "tcc_gelu_erf_grad($0, $1)";
+      })
+      .Case<BroadcastToOp, ReshapeOp>([](auto) { return "$0"; })
+      .Case<WhereOp>([](auto) { return "($0 != 0 ? $1 : $2)"; })
+      .Default([](Operation *) { return ""; });
+}
+
+/// x^e with the special cases of runtime/cpu/KernelsMath.cpp's powScalar.
+static std::string powTemplate(double e, const std::string &x) {
+  float f = static_cast<float>(e);
+  if (f == 2.0f)
+    return "(" + x + " * " + x + ")";
+  if (f == 3.0f)
+    return "(" + x + " * " + x + " * " + x + ")";
+  if (f == 0.5f)
+    return "std::sqrt(" + x + ")";
+  if (f == -0.5f)
+    return "(1.0f / std::sqrt(" + x + "))";
+  if (f == -1.0f)
+    return "(1.0f / " + x + ")";
+  if (f == -2.0f)
+    return "(1.0f / (" + x + " * " + x + "))";
+  return "std::pow(" + x + ", " + floatLiteral(e) + ")";
+}
+
+LogicalResult KernelGen::lower(Operation *o) {
+  if (auto c = dyn_cast<ConstantOp>(o)) {
+    auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+    if (!dense || !dense.isSplat() || !dense.getElementType().isF32())
+      return o->emitError("fused codegen: only f32 splat constants can be "
+                          "inlined");
+    Node n{NodeKind::Const};
+    n.tmpl = floatLiteral(dense.getSplatValue<float>());
+    valueNode[c.getResult()] = add(std::move(n));
+    return success();
+  }
+  SmallVector<int> a;
+  for (unsigned i = 0; i < o->getNumOperands(); ++i) {
+    auto n = use(o, i);
+    if (failed(n))
+      return failure();
+    a.push_back(*n);
+  }
+  auto layout = resultLayout(o, 0, d);
+  if (failed(layout))
+    return o->emitError("fused codegen: result does not fit the domain");
+  bool V = *layout == Layout::Full;
+  std::string C = std::to_string(d.cols), Cf = floatLiteral((double)d.cols);
+  auto set = [&](unsigned r, int n) { valueNode[o->getResult(r)] = n; };
+
+  std::string t = elementwiseTemplate(o);
+  if (!t.empty()) {
+    set(0, expr(t, a, V));
+    return success();
+  }
+  if (auto p = dyn_cast<PowScalarOp>(o)) {
+    set(0, expr(powTemplate(p.getExponent().convertToDouble(), "$0"), a, V));
+    return success();
+  }
+  if (auto p = dyn_cast<PowScalarGradOp>(o)) {
+    double e = p.getExponent().convertToDouble();
+    std::string g;
+    if (static_cast<float>(e) == 0.0f)
+      g = "($0 * 0.0f + 0.0f)";
+    else if (static_cast<float>(e) == 2.0f)
+      g = "($0 * (2.0f * $1))";
+    else
+      g = "($0 * (" + floatLiteral(e) + " * " + powTemplate(e - 1.0, "$1") +
+          "))";
+    if (static_cast<float>(e) == 0.0f)
+      g = "0.0f";
+    set(0, expr(g, a, V));
+    return success();
+  }
+  if (isa<SoftmaxOp>(o)) {
+    int m = reduce("max", a[0]);
+    int e = expr("tcc_exp($0 - $1)", {a[0], m}, true);
+    int inv = expr("(1.0f / $0)", {reduce("sum", e)}, false);
+    set(0, expr("($0 * $1)", {e, inv}, true));
+    return success();
+  }
+  if (isa<LogSoftmaxOp>(o)) {
+    int m = reduce("max", a[0]);
+    int dd = expr("($0 - $1)", {a[0], m}, true);
+    int e = expr("tcc_exp($0)", {dd}, true);
+    int ls = expr("std::log($0)", {reduce("sum", e)}, false);
+    set(0, expr("($0 - $1)", {dd, ls}, true));
+    return success();
+  }
+  if (isa<SoftmaxGradOp>(o)) {
+    int s = reduce("sum", expr("($0 * $1)", {a[0], a[1]}, true));
+    set(0, expr("($1 * ($0 - $2))", {a[0], a[1], s}, true));
+    return success();
+  }
+  if (isa<LogSoftmaxGradOp>(o)) {
+    int s = reduce("sum", a[0]);
+    set(0, expr("($0 - tcc_exp($1) * $2)", {a[0], a[1], s}, true));
+    return success();
+  }
+  if (isa<ReduceSumOp>(o)) {
+    set(0, reduce("sum", a[0]));
+    return success();
+  }
+  if (isa<ReduceMeanOp>(o)) {
+    set(0, expr("($0 / " + Cf + ")", {reduce("sum", a[0])}, false));
+    return success();
+  }
+  if (auto ln = dyn_cast<LayerNormOp>(o)) {
+    int mean = expr("($0 / " + Cf + ")", {reduce("sum", a[0])}, false);
+    int dd = expr("($0 - $1)", {a[0], mean}, true);
+    int var = reduce("sum", expr("($0 * $0)", {dd}, true));
+    char eps[64];
+    std::snprintf(eps, sizeof eps, "%.17g", ln.getEpsilon().convertToDouble());
+    int rstd = expr("static_cast<float>(1.0 / std::sqrt(static_cast<double>"
+                    "($0) / " +
+                        C + ".0 + " + eps + "))",
+                    {var}, false);
+    set(0, expr("($0 * $1 * $2 + $3)", {dd, rstd, a[1], a[2]}, true));
+    set(1, mean);
+    set(2, rstd);
+    return success();
+  }
+  if (isa<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(o)) {
+    bool grad = isa<SoftmaxCrossEntropyGradOp>(o);
+    int x = a[grad ? 1 : 0], lab = a[grad ? 2 : 1];
+    nodes[lab].checkLabel = true;
+    // As runtime/cpu/KernelsLoss.cpp computes it, operation for operation
+    // (libm exp, the sum in double), so the gradient is the reference one.
+    int m = reduce("max", x);
+    int s = m;
+    if (nodes[x].vec) {
+      Node n{NodeKind::Reduce};
+      n.tmpl = "sumexp_f64";
+      n.args = {x, m};
+      n.time = std::max(nodes[x].kind == NodeKind::Load ? 0 : nodes[x].time + 1,
+                        avail(m));
+      n.time += n.time % 2;
+      if (nodes[x].kind != NodeKind::Load)
+        nodes[x].stored = true;
+      s = add(std::move(n));
+    } else {
+      s = expr("std::exp(static_cast<double>($0 - $1))", {x, m}, false);
+    }
+    int e = expr("std::exp($0 - $1)", {x, m}, true);
+    if (!grad) {
+      Node p{NodeKind::Partial};
+      p.args = {s, pick(x, lab), m};
+      p.time = 0;
+      for (int n : p.args)
+        p.time = std::max(p.time, avail(n));
+      p.time += p.time % 2;
+      p.tmpl = "tcc_partials[r * PARTIALS + " + std::to_string(partials) +
+               "] = std::log(static_cast<double>($0)) - "
+               "static_cast<double>($1 - $2);";
+      partialOut.push_back({-1, partials++});
+      set(0, add(std::move(p)));
+      return success();
+    }
+    int inv = expr("static_cast<float>(1.0 / $0)", {s}, false);
+    int scale =
+        expr("($0 / " + floatLiteral((double)d.rows) + ")", {a[0]}, false);
+    int v = expr("($0 * $1 * $2)", {e, inv, scale}, true);
+    set(0, expr("($j == $1 ? $0 - $2 : $0)", {v, lab, scale}, true));
+    return success();
+  }
+  return o->emitError("fused codegen: no code for '")
+         << o->getName() << "' in a fused region";
+}
+
+namespace tcc {
+FailureOr<std::string> generateFusedSource(ArrayRef<Operation *> fusedOps) {
+  std::ostringstream os;
+  os << ::tcc::fusedPrelude() << "\n";
+  std::vector<int64_t> meta, offsets{0};
+  std::vector<bool> hasFin;
+  std::vector<std::string> names;
+  for (auto [i, o] : llvm::enumerate(fusedOps)) {
+    auto f = cast<FusedOp>(o);
+    f.setKernel(static_cast<int64_t>(i));
+    KernelGen gen(f, (int)i);
+    std::string code;
+    std::vector<int64_t> m;
+    if (failed(gen.run(code, m)))
+      return failure();
+    os << code << "\n";
+    hasFin.push_back(m[5] > 0);
+    // The profile name: the region's distinct ops in order.
+    std::string name;
+    llvm::SmallVector<StringRef> seen;
+    for (Operation &inner : f.getBody().front().without_terminator()) {
+      StringRef n = inner.getName().stripDialect();
+      if (isa<ConstantOp, ReshapeOp, BroadcastToOp>(inner) ||
+          llvm::is_contained(seen, n))
+        continue;
+      seen.push_back(n);
+      name += (name.empty() ? "" : "+") + n.str();
+    }
+    if (name.size() > 48)
+      name = name.substr(0, 45) + "...";
+    names.push_back(name.empty() ? "copy" : name);
+    meta.insert(meta.end(), m.begin(), m.end());
+    offsets.push_back((int64_t)meta.size());
+  }
+  size_t n = fusedOps.size();
+  auto list = [&](auto &&item, size_t count) {
+    std::string s = "{";
+    for (size_t i = 0; i < count; ++i)
+      s += (i ? ", " : "") + item(i);
+    return s + (count ? "}" : "0}");
+  };
+  os << "typedef int (*tcc_fused_fn)(void *const *, int64_t, int64_t, float *, "
+        "double *, int64_t *);\n"
+        "typedef void (*tcc_fused_fin)(void *const *, const double *);\n";
+  os << "extern \"C\" const int64_t tcc_fused_abi = " << ::tcc::rt::kFusedAbi
+     << ";\n";
+  os << "extern \"C\" const int64_t tcc_fused_count = " << n << ";\n";
+  os << "extern \"C\" const tcc_fused_fn tcc_fused_fns[] = "
+     << list([](size_t i) { return "tcc_fused_" + std::to_string(i); }, n)
+     << ";\n";
+  os << "extern \"C\" const tcc_fused_fin tcc_fused_fins[] = "
+     << list(
+            [&](size_t i) {
+              return hasFin[i] ? "tcc_fused_" + std::to_string(i) + "_fin"
+                               : std::string("0");
+            },
+            n)
+     << ";\n";
+  os << "extern \"C\" const int64_t tcc_fused_meta_offsets[] = "
+     << list([&](size_t i) { return std::to_string(offsets[i]); },
+             offsets.size())
+     << ";\n";
+  os << "extern \"C\" const char *const tcc_fused_names[] = "
+     << list([&](size_t i) { return "\"" + names[i] + "\""; }, n) << ";\n";
+  os << "extern \"C\" const int64_t tcc_fused_meta[] = "
+     << list([&](size_t i) { return std::to_string(meta[i]); }, meta.size())
+     << ";\n";
+  return os.str();
+}
+
+FailureOr<std::string> generateFusedSource(ModuleOp module) {
+  SmallVector<Operation *> ops;
+  module.walk([&](FusedOp f) { ops.push_back(f); });
+  return generateFusedSource(ops);
+}
+} // namespace tcc

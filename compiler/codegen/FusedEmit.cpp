@@ -1,0 +1,281 @@
+//===- FusedEmit.cpp - Writing one region's node graph as C++ -------------===//
+//
+// See FusedCodegen.cpp for the node graph. Per row: row offsets of the
+// broadcast inputs, then for each time slot either straight-line scalar code
+// (even) or one loop over the columns (odd) that loads each vector it reads
+// once, computes its expressions and stores what later slots or the outputs
+// need.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/FusedCodegenInternal.h"
+
+#include "runtime/cpu/FusedLibrary.h"
+
+#include <sstream>
+
+using namespace ::tcc::fusedgen;
+
+std::string KernelGen::ref(int n, int loopTime, StringRef j) const {
+  const Node &x = nodes[n];
+  std::string v = "v" + std::to_string(n);
+  if (loopLocals.count(n))
+    return "l" + std::to_string(n);
+  switch (x.kind) {
+  case NodeKind::Const:
+    return x.tmpl;
+  case NodeKind::Load:
+    if (!x.vec)
+      return v;
+    return "in" + std::to_string(x.input) + "[" + x.tmpl + " + " + j.str() +
+           "]";
+  default:
+    break;
+  }
+  if (!x.vec || x.time == loopTime)
+    return v;
+  if (x.output >= 0)
+    return "out" + std::to_string(x.output) + "[r * " + std::to_string(d.cols) +
+           " + " + j.str() + "]";
+  return "s" + std::to_string(x.scratch) + "[" + j.str() + "]";
+}
+
+std::string KernelGen::ptr(int n) const {
+  const Node &x = nodes[n];
+  if (x.kind == NodeKind::Load)
+    return "(in" + std::to_string(x.input) + " + " + x.tmpl + ")";
+  if (x.output >= 0)
+    return "(out" + std::to_string(x.output) + " + r * " +
+           std::to_string(d.cols) + ")";
+  return "s" + std::to_string(x.scratch);
+}
+
+std::string KernelGen::subst(const Node &n, int loopTime, StringRef j) const {
+  std::string out;
+  const std::string &t = n.tmpl;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] == '$' && i + 1 < t.size() && t[i + 1] == 'j') {
+      out += j.str();
+      ++i;
+    } else if (t[i] == '$' && i + 1 < t.size() && isdigit(t[i + 1])) {
+      out += ref(n.args[t[i + 1] - '0'], loopTime, j);
+      ++i;
+    } else {
+      out += t[i];
+    }
+  }
+  return out;
+}
+
+static int64_t dtypeCode(Type t) {
+  return cast<ShapedType>(t).getElementType().isF32() ? 0 : 1;
+}
+
+LogicalResult KernelGen::run(std::string &code, std::vector<int64_t> &meta) {
+  Block &body = op.getBody().front();
+  SmallVector<Operation *> members;
+  for (Operation &o : body.without_terminator())
+    if (!isa<ConstantOp>(o))
+      members.push_back(&o);
+  if (members.empty())
+    return op.emitError("fused codegen: empty region");
+  d = regionDomain(members);
+  std::string why;
+  if (!regionIsLegal(members, d, &why))
+    return op.emitError("fused codegen: region cannot run as one kernel: ")
+           << why;
+  for (Operation &o : body.without_terminator())
+    if (failed(lower(&o)))
+      return failure();
+
+  // Outputs.
+  auto yield = cast<YieldOp>(body.getTerminator());
+  std::vector<std::pair<int, int>> rowStores; // (node, output)
+  for (auto [k, v] : llvm::enumerate(yield.getValues())) {
+    if (!cast<ShapedType>(v.getType()).getElementType().isF32())
+      return op.emitError("fused codegen: result #") << k << " is not f32";
+    auto res = dyn_cast<OpResult>(v);
+    if (!res)
+      return op.emitError("fused codegen: result #")
+             << k << " is a region argument";
+    Layout l = *resultLayout(res.getOwner(), res.getResultNumber(), d);
+    int n = valueNode.lookup(v);
+    if (l == Layout::Scalar) {
+      for (auto &p : partialOut)
+        if (p.first < 0) {
+          p.first = (int)k;
+          break;
+        }
+      continue;
+    }
+    bool vec = l == Layout::Full && d.cols > 1;
+    Node &x = nodes[n];
+    if (x.kind == NodeKind::Load || x.kind == NodeKind::Const || x.vec != vec ||
+        x.output >= 0) {
+      Node c{NodeKind::Expr};
+      c.tmpl = "$0";
+      c.args = {n};
+      c.vec = vec;
+      c.time = vec ? (x.time % 2 ? x.time : x.time + 1) : x.time + x.time % 2;
+      nodes.push_back(c);
+      n = (int)nodes.size() - 1;
+    }
+    if (vec)
+      nodes[n].output = (int)k;
+    else
+      rowStores.push_back({n, (int)k});
+  }
+
+  // Which vectors live in memory.
+  for (Node &n : nodes)
+    if (n.kind == NodeKind::Expr && n.vec)
+      for (int a : n.args)
+        if (nodes[a].kind == NodeKind::Expr && nodes[a].vec &&
+            nodes[a].time < n.time)
+          nodes[a].stored = true;
+  int scratch = 0, maxTime = 0;
+  for (Node &n : nodes) {
+    if (n.stored && n.output < 0 && n.kind == NodeKind::Expr)
+      n.scratch = scratch++;
+    maxTime = std::max(maxTime, n.time);
+  }
+
+  std::ostringstream os;
+  std::string K = std::to_string(index), C = std::to_string(d.cols);
+  unsigned nIn = op.getInputs().size();
+  os << "extern \"C\" int tcc_fused_" << K
+     << "(void *const *tcc_buf, int64_t tcc_r0, int64_t tcc_r1, "
+        "float *__restrict tcc_scratch, double *__restrict tcc_partials, "
+        "int64_t *tcc_err) {\n";
+  os << "  (void)tcc_scratch; (void)tcc_partials; (void)tcc_err;\n";
+  for (auto [k, v] : llvm::enumerate(op.getInputs())) {
+    const char *t = dtypeCode(v.getType()) ? "int64_t" : "float";
+    os << "  const " << t << " *__restrict in" << k << " = static_cast<const "
+       << t << " *>(tcc_buf[" << k << "]);\n";
+  }
+  for (unsigned k = 0; k < op.getNumResults(); ++k)
+    os << "  float *__restrict out" << k << " = static_cast<float *>(tcc_buf["
+       << nIn + k << "]);\n";
+  for (int s = 0; s < scratch; ++s)
+    os << "  float *__restrict s" << s << " = tcc_scratch + " << s * d.cols
+       << ";\n";
+  os << "  for (int64_t r = tcc_r0; r < tcc_r1; ++r) {\n";
+  for (const ViewVar &v : views)
+    os << v.code;
+  for (int t = 0; t <= maxTime; ++t) {
+    if (t % 2 == 0) {
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        const Node &n = nodes[i];
+        if (n.vec || n.time != t || n.kind == NodeKind::Const)
+          continue;
+        std::string v = "v" + std::to_string(i);
+        switch (n.kind) {
+        case NodeKind::Load:
+          os << "    const " << (n.isInt ? "int64_t " : "float ") << v
+             << " = in" << n.input << "[" << n.tmpl << "];\n";
+          if (n.checkLabel)
+            os << "    if (" << v << " < 0 || " << v << " >= " << C
+               << ") { tcc_err[0] = r; tcc_err[1] = " << v
+               << "; tcc_err[2] = " << C << "; return 1; }\n";
+          break;
+        case NodeKind::Expr:
+          os << "    const float " << v << " = " << subst(n, -1, "0") << ";\n";
+          break;
+        case NodeKind::Reduce:
+          os << "    const " << (n.tmpl == "sumexp_f64" ? "double " : "float ")
+             << v << " = tcc_row" << n.tmpl << "(" << ptr(n.args[0]) << ", "
+             << C << (n.args.size() > 1 ? ", " + ref(n.args[1], -1, "0") : "")
+             << ");\n";
+          break;
+        case NodeKind::Pick:
+          os << "    const float " << v << " = " << ptr(n.args[0]) << "["
+             << ref(n.args[1], -1, "0") << "];\n";
+          break;
+        case NodeKind::Partial:
+          os << "    " << subst(n, -1, "0") << "\n";
+          break;
+        default:
+          break;
+        }
+        for (auto [node, k] : rowStores)
+          if (node == (int)i)
+            os << "    out" << k << "[r] = " << v << ";\n";
+      }
+      continue;
+    }
+    bool any = false;
+    for (const Node &n : nodes)
+      any |= n.vec && n.time == t && n.kind == NodeKind::Expr;
+    if (!any)
+      continue;
+    os << "    for (int64_t j = 0; j < " << C << "; ++j) {\n";
+    loopLocals.clear();
+    std::set<int> reads;
+    for (const Node &n : nodes)
+      if (n.vec && n.time == t && n.kind == NodeKind::Expr)
+        for (int a : n.args)
+          if (nodes[a].vec &&
+              (nodes[a].kind == NodeKind::Load || nodes[a].time != t))
+            reads.insert(a);
+    for (int a : reads)
+      os << "      const " << (nodes[a].isInt ? "int64_t" : "float") << " l"
+         << a << " = " << ref(a, t, "j") << ";\n";
+    loopLocals = reads;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const Node &n = nodes[i];
+      if (!n.vec || n.time != t || n.kind != NodeKind::Expr)
+        continue;
+      std::string v = "v" + std::to_string(i);
+      os << "      const float " << v << " = " << subst(n, t, "j") << ";\n";
+      if (n.output >= 0)
+        os << "      out" << n.output << "[r * " << C << " + j] = " << v
+           << ";\n";
+      else if (n.scratch >= 0)
+        os << "      s" << n.scratch << "[j] = " << v << ";\n";
+    }
+    os << "    }\n";
+    loopLocals.clear();
+  }
+  os << "  }\n  return 0;\n}\n";
+  if (partials) {
+    os << "extern \"C\" void tcc_fused_" << K
+       << "_fin(void *const *tcc_buf, const double *tcc_partials) {\n";
+    for (auto [k, p] : partialOut) {
+      if (k < 0)
+        continue;
+      os << "  {\n    double t = 0;\n    for (int64_t r = 0; r < " << d.rows
+         << "; ++r)\n      t += tcc_partials[r * " << partials << " + " << p
+         << "];\n    static_cast<float *>(tcc_buf[" << nIn + k
+         << "])[0] = static_cast<float>(t / " << d.rows << ".0);\n  }\n";
+    }
+    os << "}\n";
+  }
+  code = os.str();
+  for (size_t pos; (pos = code.find("PARTIALS")) != std::string::npos;)
+    code.replace(pos, 8, std::to_string(partials));
+
+  // A rough cost per element, for the runtime's choice of threads.
+  int64_t work = 0;
+  for (Operation &o : body.without_terminator()) {
+    if (isa<ConstantOp, ReshapeOp, BroadcastToOp>(o))
+      continue;
+    bool heavy =
+        isa<ExpOp, LogOp, TanhOp, SigmoidOp, ErfOp, ErfGradOp, PowOp,
+            PowScalarOp, PowScalarGradOp, GeluOp, GeluGradOp, SoftmaxOp,
+            LogSoftmaxOp, LogSoftmaxGradOp, SoftmaxCrossEntropyOp,
+            SoftmaxCrossEntropyGradOp, LayerNormOp>(o);
+    work += heavy ? 4 : 1;
+  }
+  meta = {d.rows,
+          d.cols,
+          (int64_t)nIn,
+          (int64_t)op.getNumResults(),
+          (int64_t)scratch * d.cols,
+          partials,
+          work};
+  for (Value v : llvm::concat<Value>(op.getInputs(), op.getResults())) {
+    auto t = cast<ShapedType>(v.getType());
+    meta.push_back(dtypeCode(t));
+    meta.push_back(t.getNumElements());
+  }
+  return success();
+}

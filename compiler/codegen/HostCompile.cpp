@@ -1,0 +1,126 @@
+//===- HostCompile.cpp - Compiling generated C++ into a shared object -----===//
+//
+// Flags: -O3 -fPIC -shared; -fno-math-errno (sqrt and friends vectorize) and
+// -fno-trapping-math (selects on floats if-convert, so the loops vectorize);
+// not -ffast-math, which would let the compiler assume no NaN or Inf and
+// reassociate sums, breaking NaN propagation and determinism. On x86-64
+// CPUs with AVX2 and FMA, -march=x86-64-v3; the artifact records that ISA and
+// the runtime refuses it on a CPU without it.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/HostCompile.h"
+
+#include "runtime/cpu/FusedLibrary.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cstdlib>
+
+using namespace llvm;
+
+static std::string findCompiler(std::string &error) {
+  if (const char *env = std::getenv("TCC_HOST_CXX"); env && *env) {
+    if (sys::path::is_absolute(env))
+      return env;
+    if (auto p = sys::findProgramByName(env))
+      return *p;
+    error = std::string("TCC_HOST_CXX='") + env + "' is not on PATH";
+    return "";
+  }
+  for (const char *name : {"c++", "g++", "clang++"})
+    if (auto p = sys::findProgramByName(name))
+      return *p;
+  error = "no C++ compiler found (looked for c++, g++ and clang++ on PATH; "
+          "set TCC_HOST_CXX)";
+  return "";
+}
+
+namespace {
+/// A temporary directory removed with everything in it.
+struct TempDir {
+  SmallString<128> path;
+  ~TempDir() {
+    if (!path.empty())
+      sys::fs::remove_directories(path);
+  }
+};
+} // namespace
+
+bool tcc::compileHostLibrary(const std::string &source, HostLibrary &out,
+                             std::string &error) {
+  std::string cxx = findCompiler(error);
+  if (cxx.empty())
+    return false;
+  TempDir dir;
+  if (std::error_code ec =
+          sys::fs::createUniqueDirectory("tcc-fused", dir.path)) {
+    error = "cannot create a temporary directory: " + ec.message();
+    return false;
+  }
+  SmallString<128> src(dir.path), lib(dir.path), log(dir.path);
+  sys::path::append(src, "kernels.cpp");
+  sys::path::append(lib, "kernels.so");
+  sys::path::append(log, "compiler.log");
+  {
+    std::error_code ec;
+    raw_fd_ostream os(src, ec);
+    if (ec) {
+      error = "cannot write " + src.str().str() + ": " + ec.message();
+      return false;
+    }
+    os << source;
+  }
+  out.isa = tcc::rt::hostIsa();
+  std::vector<std::string> args = {cxx,
+                                   "-std=c++17",
+                                   "-O3",
+                                   "-fPIC",
+                                   "-shared",
+                                   "-fno-math-errno",
+                                   "-fno-trapping-math",
+                                   "-w"};
+  if (out.isa == "x86-64-v3")
+    args.push_back("-march=x86-64-v3");
+  args.insert(args.end(), {"-o", lib.str().str(), src.str().str()});
+  SmallVector<StringRef> argRefs(args.begin(), args.end());
+  std::optional<StringRef> redirects[] = {std::nullopt, log.str(), log.str()};
+  std::string execError;
+  auto t0 = std::chrono::steady_clock::now();
+  int rc =
+      sys::ExecuteAndWait(cxx, argRefs, std::nullopt, redirects,
+                          /*SecondsToWait=*/600, /*MemoryLimit=*/0, &execError);
+  out.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  std::string command;
+  for (const std::string &a : args)
+    command += (command.empty() ? "" : " ") + a;
+  if (rc != 0) {
+    std::string output;
+    if (auto buf = MemoryBuffer::getFile(log))
+      output = (*buf)->getBuffer().str();
+    if (output.size() > 4000)
+      output = output.substr(0, 4000) + "\n[...]";
+    error = "the host C++ compiler failed to build the fused kernels (" +
+            (rc < 0 ? execError : "exit code " + std::to_string(rc)) +
+            ")\n  command: " + command +
+            (output.empty() ? "" : "\n  output:\n" + output);
+    return false;
+  }
+  auto buf = MemoryBuffer::getFile(lib, /*IsText=*/false,
+                                   /*RequiresNullTerminator=*/false);
+  if (!buf) {
+    error = "the host C++ compiler produced no " + lib.str().str() +
+            "\n  command: " + command;
+    return false;
+  }
+  out.bytes.assign((*buf)->getBufferStart(), (*buf)->getBufferEnd());
+  out.compiler = cxx;
+  return true;
+}

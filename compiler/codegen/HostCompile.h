@@ -1,0 +1,28 @@
+//===- HostCompile.h - Compiling generated C++ into a shared object -*- C++
+//-*-===//
+#ifndef TCC_COMPILER_CODEGEN_HOSTCOMPILE_H
+#define TCC_COMPILER_CODEGEN_HOSTCOMPILE_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tcc {
+
+struct HostLibrary {
+  std::vector<uint8_t> bytes; // the shared object
+  std::string isa;            // what it was compiled for (rt::hostIsa())
+  std::string compiler;       // the compiler that built it
+  double seconds = 0;         // time the compiler took
+};
+
+/// Compiles `source` with the host C++ compiler (TCC_HOST_CXX, else `c++`,
+/// else `g++`, else `clang++` on PATH) at -O3 into a shared object for this
+/// CPU's ISA, in a temporary directory that is removed afterwards. Returns
+/// false with `error` holding the compiler's command and output.
+bool compileHostLibrary(const std::string &source, HostLibrary &out,
+                        std::string &error);
+
+} // namespace tcc
+
+#endif // TCC_COMPILER_CODEGEN_HOSTCOMPILE_H

@@ -1,0 +1,286 @@
+//===- Fuse.cpp - Group element-wise and row ops into tcc.fused regions ---===//
+//
+// Design. Runs on each function after autodiff, the optimizer and CSE.
+//  1. Layer-norm backward over the last axis is expanded into element-wise
+//     ops and last-axis reductions (its dx) plus two column reductions
+//     (dscale, dbias), so that dx fuses with its neighbours.
+//  2. Greedy clustering in block order: each fusible op (FusionModel.h) joins
+//     the regions of its producers - all of them if that is legal, else the
+//     first one that is - or starts a region. A merge is legal when every
+//     member runs over the merged domain (rows x cols, the largest member's)
+//     and reads values produced inside in the layout they were produced in,
+//     and when it creates no cycle: no path leaves the region through an
+//     outside op (or another region, which will become one op) and comes
+//     back in.
+//  3. Each region becomes one tcc.fused op placed at its last member; ops
+//     between its members that depend on it move after it. Splat constants
+//     are cloned into the body so the code generator inlines them.
+// Not handled: sibling fusion of independent consumers of one value, column
+// reductions (they stay reduce_sum kernels), regions with bf16/f16 values.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/ActivationAnalysis.h"
+#include "passes/FusionModel.h"
+#include "passes/Passes.h"
+
+#include "dialects/tcc/TccOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+#define DEBUG_TYPE "tcc-fuse"
+
+namespace mlir::tcc {
+#define GEN_PASS_DEF_FUSEPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::tcc
+
+using namespace mlir;
+using namespace mlir::tcc;
+using namespace mlir::tcc::fusion;
+
+/// layer_norm_grad over the last axis -> element-wise ops, last-axis means
+/// (dx) and leading-axes sums (dscale, dbias); the formulas of
+/// run_layer_norm_grad.
+static void expandLayerNormGrad(LayerNormGradOp op) {
+  auto xt = cast<RankedTensorType>(op.getInput().getType());
+  int64_t rank = xt.getRank();
+  if (rank < 2 || op.getAxis() != rank - 1 || !xt.getElementType().isF32())
+    return;
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Value dy = op.getGrad(), x = op.getInput();
+  Value xhat = MulOp::create(b, loc, SubOp::create(b, loc, x, op.getMean()),
+                             op.getRstd());
+  Value g = MulOp::create(b, loc, dy, op.getScale());
+  SmallVector<int64_t> last{rank - 1};
+  Value meanG = ReduceMeanOp::create(b, loc, g, last, /*keepdims=*/true);
+  Value meanGX = ReduceMeanOp::create(b, loc, MulOp::create(b, loc, g, xhat),
+                                      last, /*keepdims=*/true);
+  Value inner = SubOp::create(b, loc, SubOp::create(b, loc, g, meanG),
+                              MulOp::create(b, loc, xhat, meanGX));
+  Value dx = MulOp::create(b, loc, op.getRstd(), inner);
+  SmallVector<int64_t> lead;
+  for (int64_t i = 0; i < rank - 1; ++i)
+    lead.push_back(i);
+  auto colSum = [&](Value v, Type to) -> Value {
+    Value s = ReduceSumOp::create(b, loc, v, lead, /*keepdims=*/false);
+    return s.getType() == to ? s : ReshapeOp::create(b, loc, to, s);
+  };
+  Value dscale =
+      colSum(MulOp::create(b, loc, dy, xhat), op.getScaleGrad().getType());
+  Value dbias = colSum(dy, op.getBiasGrad().getType());
+  op.getInputGrad().replaceAllUsesWith(dx);
+  op.getScaleGrad().replaceAllUsesWith(dscale);
+  op.getBiasGrad().replaceAllUsesWith(dbias);
+  op.erase();
+}
+
+namespace {
+/// Regions being formed over one block.
+struct Clusters {
+  std::vector<SmallVector<Operation *>> regions; // members in block order
+  DenseMap<Operation *, int> regionOf;
+  DenseMap<Operation *, unsigned> pos;
+  /// The loss op of a training step, if the block has one. A region does
+  /// not span it unless it contains it (the loss with its own gradient):
+  /// a region runs where its last member is, so its forward part would move
+  /// after the loss (keeping activations alive longer), or a clone that
+  /// tcc-rematerialize placed after the loss would be computed with the
+  /// forward again (keeping what it was meant to free).
+  Operation *lossOp = nullptr;
+
+  /// Whether contracting `members` (and every existing region) into single
+  /// ops would put a cycle through `members`: some path leaves it and comes
+  /// back. Only ops before `lastPos` can be on such a path.
+  bool createsCycle(ArrayRef<Operation *> members, unsigned lastPos) const {
+    llvm::SmallPtrSet<Operation *, 16> in(members.begin(), members.end());
+    llvm::SmallPtrSet<Operation *, 32> seen;
+    SmallVector<Operation *> work;
+    auto reach = [&](Operation *op) {
+      auto it = pos.find(op);
+      if (it == pos.end() || it->second > lastPos || in.contains(op))
+        return;
+      if (!seen.insert(op).second)
+        return;
+      work.push_back(op);
+      // A member of another region: the whole region is one op.
+      auto r = regionOf.find(op);
+      if (r != regionOf.end())
+        for (Operation *sib : regions[r->second])
+          if (!in.contains(sib) && pos.lookup(sib) <= lastPos &&
+              seen.insert(sib).second)
+            work.push_back(sib);
+    };
+    for (Operation *m : members)
+      for (Operation *user : m->getUsers())
+        reach(user);
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      for (Operation *user : op->getUsers()) {
+        if (in.contains(user))
+          return true;
+        reach(user);
+      }
+    }
+    return false;
+  }
+
+  /// Tries to put `op` in one region with `joined` (region indices).
+  bool tryMerge(Operation *op, ArrayRef<int> joined) {
+    SmallVector<Operation *> members;
+    for (int r : joined)
+      members.append(regions[r].begin(), regions[r].end());
+    members.push_back(op);
+    llvm::sort(members, [&](Operation *a, Operation *b) {
+      return pos.lookup(a) < pos.lookup(b);
+    });
+    if (lossOp && !llvm::is_contained(members, lossOp) &&
+        (pos.lookup(members.front()) < pos.lookup(lossOp)) !=
+            (pos.lookup(members.back()) < pos.lookup(lossOp)))
+      return false;
+    Domain d = regionDomain(members);
+    if (!regionIsLegal(members, d, nullptr) ||
+        createsCycle(members, pos.lookup(op)))
+      return false;
+    int keep = joined.front();
+    for (int r : joined)
+      if (r != keep)
+        regions[r].clear();
+    regions[keep] = members;
+    for (Operation *m : members)
+      regionOf[m] = keep;
+    return true;
+  }
+
+  void add(Operation *op) {
+    SetVector<int> producers;
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp()) {
+        auto it = regionOf.find(def);
+        if (it != regionOf.end())
+          producers.insert(it->second);
+      }
+    if (producers.size() > 1 && tryMerge(op, producers.getArrayRef()))
+      return;
+    for (int r : producers)
+      if (tryMerge(op, {r}))
+        return;
+    SmallVector<Operation *> alone{op};
+    if (!regionIsLegal(alone, ownDomain(op), nullptr))
+      return;
+    regions.push_back({op});
+    regionOf[op] = (int)regions.size() - 1;
+  }
+};
+} // namespace
+
+/// Whether a region is worth a generated kernel: anything but pure data
+/// movement, which the copy kernels do as well.
+static bool worthGenerating(ArrayRef<Operation *> ops) {
+  return llvm::any_of(
+      ops, [](Operation *op) { return !isa<ReshapeOp, BroadcastToOp>(op); });
+}
+
+static bool isSplatConstant(Value v) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  if (!c)
+    return false;
+  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+  return dense && dense.isSplat() && dense.getElementType().isF32();
+}
+
+/// Replaces the members (in block order) by one tcc.fused op.
+static void materialize(ArrayRef<Operation *> members) {
+  llvm::SmallPtrSet<Operation *, 16> in(members.begin(), members.end());
+  Operation *last = members.back();
+  SetVector<Value> inputs, constants;
+  SmallVector<Value> outputs;
+  for (Operation *op : members) {
+    for (Value v : op->getOperands()) {
+      Operation *def = v.getDefiningOp();
+      if (def && in.contains(def))
+        continue;
+      (isSplatConstant(v) ? constants : inputs).insert(v);
+    }
+    for (Value r : op->getResults())
+      if (llvm::any_of(r.getUsers(),
+                       [&](Operation *u) { return !in.contains(u); }))
+        outputs.push_back(r);
+  }
+
+  // Ops between the members that read the region's results move after it.
+  SetVector<Operation *> moved;
+  SmallVector<Operation *> work(members.begin(), members.end());
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    for (Operation *user : op->getUsers())
+      if (!in.contains(user) && user->getBlock() == last->getBlock() &&
+          user->isBeforeInBlock(last) && moved.insert(user))
+        work.push_back(user);
+  }
+
+  OpBuilder b(last);
+  SmallVector<Type> types;
+  for (Value v : outputs)
+    types.push_back(v.getType());
+  auto fused = FusedOp::create(b, last->getLoc(), types, inputs.getArrayRef());
+  Block &body = fused.getBody().front();
+  IRMapping map;
+  for (auto [v, arg] : llvm::zip(inputs, body.getArguments()))
+    map.map(v, arg);
+  OpBuilder inner = OpBuilder::atBlockEnd(&body);
+  for (Value c : constants)
+    map.map(c, inner.clone(*c.getDefiningOp())->getResult(0));
+  for (Operation *op : members)
+    inner.clone(*op, map);
+  SmallVector<Value> yielded;
+  for (Value v : outputs)
+    yielded.push_back(map.lookup(v));
+  YieldOp::create(inner, last->getLoc(), yielded);
+  for (auto [v, r] : llvm::zip(outputs, fused.getResults()))
+    v.replaceAllUsesWith(r);
+
+  SmallVector<Operation *> order(moved.begin(), moved.end());
+  llvm::sort(order,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  Operation *after = fused;
+  for (Operation *op : order) {
+    op->moveAfter(after);
+    after = op;
+  }
+  for (Operation *op : llvm::reverse(members))
+    op->erase();
+  for (Value c : constants)
+    if (c.use_empty())
+      c.getDefiningOp()->erase();
+}
+
+namespace {
+struct FusePass final : tcc::impl::FusePassBase<FusePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp fn = getOperation();
+    fn.walk([](LayerNormGradOp op) { expandLayerNormGrad(op); });
+    for (Block &block : fn.getBody()) {
+      Clusters c;
+      unsigned i = 0;
+      for (Operation &op : block)
+        c.pos[&op] = i++;
+      if (auto info = analyzeActivations(fn))
+        if (info->lossOp->getBlock() == &block)
+          c.lossOp = info->lossOp;
+      for (Operation &op : block)
+        if (classify(&op) != OpKind::None)
+          c.add(&op);
+      for (auto &members : c.regions)
+        if (!members.empty() && worthGenerating(members))
+          materialize(members);
+    }
+  }
+};
+} // namespace

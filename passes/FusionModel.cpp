@@ -1,0 +1,279 @@
+//===- FusionModel.cpp - What tcc-fuse may group, and how -----------------===//
+#include "passes/FusionModel.h"
+
+#include "dialects/tcc/TccOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::tcc;
+using namespace mlir::tcc::fusion;
+
+static ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+static int64_t numelOf(ArrayRef<int64_t> s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n *= d;
+  return n;
+}
+
+static bool isF32(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType().isF32();
+}
+
+/// Row-major strides of `shape` right-aligned in `rank` dims, 0 where a
+/// dimension is 1 or missing (NumPy broadcasting).
+static SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> shape,
+                                             size_t rank) {
+  SmallVector<int64_t> st(rank, 0);
+  int64_t s = 1;
+  size_t shift = rank - shape.size();
+  for (size_t i = shape.size(); i-- > 0;) {
+    st[i + shift] = shape[i] == 1 ? 0 : s;
+    s *= shape[i];
+  }
+  return st;
+}
+
+/// Whether the offsets of `v` are `scale * r` (size-1 dims do not matter).
+static bool isContiguousTimes(const View &v, int64_t scale) {
+  int64_t s = scale;
+  for (size_t k = v.rowShape.size(); k-- > 0;) {
+    if (v.rowShape[k] != 1 && v.rowStrides[k] != s)
+      return false;
+    s *= v.rowShape[k];
+  }
+  return true;
+}
+
+bool View::isFullNative(int64_t cols) const {
+  return isContiguousTimes(*this, cols) && (cols == 1 || colStride == 1);
+}
+bool View::isRowNative() const {
+  return isContiguousTimes(*this, 1) && colStride == 0;
+}
+bool View::isConstant() const {
+  for (size_t k = 0; k < rowShape.size(); ++k)
+    if (rowShape[k] != 1 && rowStrides[k] != 0)
+      return false;
+  return true;
+}
+
+/// The last-axis attribute check shared by the softmax family.
+static bool lastAxis(int64_t axis, Value v) {
+  int64_t rank = (int64_t)shapeOf(v).size();
+  return rank >= 1 && (axis == rank - 1 || axis == -1);
+}
+
+OpKind fusion::classify(Operation *op) {
+  // Every tensor must be non-empty and every float one f32 (bf16/f16 regions
+  // are not generated yet).
+  for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults())) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || !t.hasStaticShape() || t.getNumElements() == 0)
+      return OpKind::None;
+    if (isa<FloatType>(t.getElementType()) && !t.getElementType().isF32())
+      return OpKind::None;
+  }
+  return llvm::TypeSwitch<Operation *, OpKind>(op)
+      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, NegOp, ReluOp, ReluGradOp, ExpOp,
+            LogOp, SqrtOp, TanhOp, SigmoidOp, ErfOp, SqrtGradOp, TanhGradOp,
+            SigmoidGradOp, ErfGradOp, PowScalarOp, PowScalarGradOp, GeluOp,
+            GeluGradOp>([](auto) { return OpKind::Elementwise; })
+      .Case<BroadcastToOp, ReshapeOp>([](auto o) {
+        return isF32(o.getInput()) ? OpKind::Elementwise : OpKind::None;
+      })
+      .Case<WhereOp>([](WhereOp w) {
+        return isF32(w.getResult()) ? OpKind::Elementwise : OpKind::None;
+      })
+      .Case<SoftmaxOp, LogSoftmaxOp>([](auto s) {
+        return lastAxis(s.getAxis(), s.getInput()) ? OpKind::Row : OpKind::None;
+      })
+      .Case<SoftmaxGradOp, LogSoftmaxGradOp>([](auto s) {
+        return lastAxis(s.getAxis(), s.getGrad()) ? OpKind::Row : OpKind::None;
+      })
+      .Case<ReduceSumOp, ReduceMeanOp>([](auto r) {
+        int64_t rank = (int64_t)shapeOf(r.getInput()).size();
+        return rank >= 1 && r.getAxes().size() == 1 &&
+                       r.getAxes()[0] == rank - 1
+                   ? OpKind::Row
+                   : OpKind::None;
+      })
+      .Case<LayerNormOp>([](LayerNormOp l) {
+        return lastAxis(l.getAxis(), l.getInput()) ? OpKind::Row : OpKind::None;
+      })
+      .Case<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(
+          [](auto) { return OpKind::Row; })
+      .Default([](Operation *) { return OpKind::None; });
+}
+
+/// The operand a row op normalizes or reduces (its full-layout input).
+static Value rowInput(Operation *op) {
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case<SoftmaxGradOp, LogSoftmaxGradOp>([](auto s) { return s.getGrad(); })
+      .Case<SoftmaxCrossEntropyOp>([](auto s) { return s.getLogits(); })
+      .Case<SoftmaxCrossEntropyGradOp>([](auto s) { return s.getLogits(); })
+      .Default([](Operation *o) { return o->getOperand(0); });
+}
+
+static Domain domainOfShape(ArrayRef<int64_t> s) {
+  if (s.empty())
+    return {1, 1};
+  return {numelOf(s) / s.back(), s.back()};
+}
+
+Domain fusion::ownDomain(Operation *op) {
+  if (classify(op) == OpKind::Row)
+    return domainOfShape(shapeOf(rowInput(op)));
+  return domainOfShape(shapeOf(op->getResult(0)));
+}
+
+/// Full-layout view of a tensor shaped `s` (rows*cols elements, last dim
+/// cols).
+static View nativeFull(ArrayRef<int64_t> s, Domain d) {
+  View v;
+  v.rowShape = {d.rows};
+  v.rowStrides = {d.cols};
+  v.colStride = d.cols > 1 ? 1 : 0;
+  (void)s;
+  return v;
+}
+
+static View nativeRow(Domain d) {
+  View v;
+  v.rowShape = {d.rows};
+  v.rowStrides = {1};
+  return v;
+}
+
+static bool fullShaped(ArrayRef<int64_t> s, Domain d) {
+  return numelOf(s) == d.numel() &&
+         (d.cols == 1 || (!s.empty() && s.back() == d.cols));
+}
+
+FailureOr<Layout> fusion::resultLayout(Operation *op, unsigned i, Domain d) {
+  ArrayRef<int64_t> s = shapeOf(op->getResult(i));
+  if (classify(op) == OpKind::Row) {
+    if (!(ownDomain(op) == d))
+      return failure();
+    if (isa<SoftmaxCrossEntropyOp>(op))
+      return Layout::Scalar;
+    if (isa<ReduceSumOp, ReduceMeanOp>(op) || (isa<LayerNormOp>(op) && i > 0))
+      return Layout::Row;
+    return Layout::Full;
+  }
+  if (fullShaped(s, d))
+    return Layout::Full;
+  if (numelOf(s) == d.rows)
+    return Layout::Row;
+  return failure();
+}
+
+FailureOr<View> fusion::operandView(Operation *op, unsigned i, Domain d) {
+  Value operand = op->getOperand(i);
+  ArrayRef<int64_t> os = shapeOf(operand);
+  if (isa<ReshapeOp>(op)) {
+    // A reshape keeps the element order: it is a no-op when its operand and
+    // result have the same layout.
+    auto res = resultLayout(op, 0, d);
+    if (failed(res))
+      return failure();
+    if (*res == Layout::Full && fullShaped(os, d))
+      return nativeFull(os, d);
+    if (*res == Layout::Row && numelOf(os) == d.rows)
+      return nativeRow(d);
+    return failure();
+  }
+  if (classify(op) == OpKind::Row) {
+    if (!(ownDomain(op) == d))
+      return failure();
+    ArrayRef<int64_t> full = shapeOf(rowInput(op));
+    // Labels: one per row. The loss gradient's scalar: the same everywhere.
+    if (isa<SoftmaxCrossEntropyOp>(op) && i == 1)
+      return nativeRow(d);
+    if (isa<SoftmaxCrossEntropyGradOp>(op) && i == 2)
+      return nativeRow(d);
+    if (isa<SoftmaxCrossEntropyGradOp>(op) && i == 0)
+      return View{{}, {}, 0};
+    if (isa<LayerNormOp>(op) && i > 0) { // scale, bias: broadcast over rows
+      if (numelOf(os) != d.cols)
+        return failure();
+      View v;
+      v.rowShape = {d.rows};
+      v.rowStrides = {0};
+      v.colStride = d.cols > 1 ? 1 : 0;
+      return v;
+    }
+    if (!fullShaped(os, d) || os != full)
+      return failure();
+    return nativeFull(os, d);
+  }
+  // Element-wise: NumPy broadcasting against the result's shape.
+  auto res = resultLayout(op, 0, d);
+  if (failed(res))
+    return failure();
+  ArrayRef<int64_t> rs = shapeOf(op->getResult(0));
+  if (os.size() > rs.size())
+    return failure();
+  View v;
+  SmallVector<int64_t> st = broadcastStrides(os, rs.size());
+  if (*res == Layout::Full && !rs.empty() && d.cols > 1) {
+    v.rowShape.assign(rs.begin(), rs.end() - 1);
+    v.rowStrides.assign(st.begin(), st.end() - 1);
+    v.colStride = st.back() ? 1 : 0;
+  } else { // one element per row
+    v.rowShape.assign(rs.begin(), rs.end());
+    v.rowStrides.assign(st.begin(), st.end());
+    v.colStride = 0;
+  }
+  return v;
+}
+
+Domain fusion::regionDomain(ArrayRef<Operation *> ops) {
+  Domain best{0, 0};
+  for (Operation *op : ops) {
+    Domain d = ownDomain(op);
+    if (d.numel() > best.numel() ||
+        (d.numel() == best.numel() && d.cols > best.cols))
+      best = d;
+  }
+  return best;
+}
+
+bool fusion::regionIsLegal(ArrayRef<Operation *> ops, Domain d,
+                           std::string *why) {
+  llvm::SmallPtrSet<Operation *, 16> members(ops.begin(), ops.end());
+  auto fail = [&](Operation *op, const Twine &msg) {
+    if (why)
+      *why = (op->getName().getStringRef() + ": " + msg).str();
+    return false;
+  };
+  for (Operation *op : ops) {
+    if (classify(op) == OpKind::None)
+      return fail(op, "not fusible");
+    for (unsigned r = 0; r < op->getNumResults(); ++r)
+      if (failed(resultLayout(op, r, d)))
+        return fail(op, "result does not fit the domain");
+    for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+      auto view = operandView(op, i, d);
+      if (failed(view))
+        return fail(op, "operand does not fit the domain");
+      auto def = op->getOperand(i).getDefiningOp();
+      if (!def || !members.contains(def))
+        continue;
+      unsigned idx = cast<OpResult>(op->getOperand(i)).getResultNumber();
+      Layout produced = *resultLayout(def, idx, d);
+      if (produced == Layout::Scalar)
+        return fail(op, "reads a whole-region result");
+      if (produced == Layout::Full && !view->isFullNative(d.cols))
+        return fail(op, "reads a full value through a broadcast");
+      if (produced == Layout::Row && !view->isRowNative())
+        return fail(op, "reads a row value through a broadcast");
+    }
+  }
+  return true;
+}

@@ -1,0 +1,74 @@
+//===- FusionModel.h - What tcc-fuse may group, and how it is iterated ----===//
+//
+// Shared by the tcc-fuse pass (which decides) and the CPU code generator
+// (which relies on the decisions). A fused region runs over a domain of
+// `rows` x `cols`: cols is the last dimension of its largest value. Every
+// value computed inside a region is either
+//   * full:  rows*cols elements, last dimension cols (row r at r*cols), or
+//   * row:   rows elements (one per row, at r) - row statistics, losses'
+//            per-position values, [..., 1] shaped results.
+// Region inputs may be read through any broadcast (a View): per row, an
+// offset computed from the row index, then stride 1 or 0 along the columns.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_PASSES_FUSIONMODEL_H
+#define TCC_PASSES_FUSIONMODEL_H
+
+#include "mlir/IR/Operation.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace mlir::tcc::fusion {
+
+struct Domain {
+  int64_t rows = 1, cols = 1;
+  int64_t numel() const { return rows * cols; }
+  bool operator==(const Domain &o) const {
+    return rows == o.rows && cols == o.cols;
+  }
+};
+
+/// How an op reads one operand: the row index r is split over `rowShape`
+/// (row-major) and offset = sum(index[k] * rowStrides[k]); along the columns
+/// the stride is `colStride` (0 or 1).
+struct View {
+  SmallVector<int64_t> rowShape, rowStrides;
+  int64_t colStride = 0;
+  /// Offset is r * cols (full) / r (row) / 0, or needs the general formula.
+  bool isFullNative(int64_t cols) const;
+  bool isRowNative() const;
+  bool isConstant() const; // the same offset for every row
+};
+
+enum class OpKind {
+  None,        // not fusible
+  Elementwise, // incl. broadcast_to, where, reshape (a no-op on rows)
+  Row,         // softmax family, last-axis reductions, layer_norm, losses
+};
+
+/// Whether `op` may be part of a fused region, and as what.
+OpKind classify(Operation *op);
+
+/// The domain `op` iterates over on its own.
+Domain ownDomain(Operation *op);
+
+/// How `op` reads operand `i` when its region has domain `d`, or failure
+/// when it cannot run over `d` at all.
+FailureOr<View> operandView(Operation *op, unsigned i, Domain d);
+
+/// Whether result `i` of `op` is full or row under `d` (failure: neither).
+enum class Layout { Full, Row, Scalar /* one value for the whole region */ };
+FailureOr<Layout> resultLayout(Operation *op, unsigned i, Domain d);
+
+/// Checks that `ops` (in block order) can form one region over `d`: each op
+/// runs over d, and every operand produced inside the set is read in the
+/// layout it was produced in. Whole-region scalars (a loss) must not be read
+/// inside. `why` gets the reason on failure.
+bool regionIsLegal(ArrayRef<Operation *> ops, Domain d, std::string *why);
+
+/// The domain of a set: the largest own domain (by elements, then columns).
+Domain regionDomain(ArrayRef<Operation *> ops);
+
+} // namespace mlir::tcc::fusion
+
+#endif // TCC_PASSES_FUSIONMODEL_H

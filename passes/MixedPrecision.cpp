@@ -1,0 +1,414 @@
+//===- MixedPrecision.cpp - bf16/fp16 compute, fp32 master weights --------===//
+//
+// tcc-mixed-precision rewrites @train_step, @accumulate_step and @forward so
+// that GEMMs and the element-wise work around them compute and store in bf16
+// or f16, while parameters, reductions, normalizations, losses and the
+// optimizer stay f32 (the "O1/autocast" recipe of PyTorch and Apex).
+//
+// Stage 1, precision (bf16 and fp16). Ops are visited in order (the block is
+// topologically sorted) and each gets one of three policies:
+//   * low     GEMMs (matmul, conv2d and its gradients): every float operand
+//             is cast to the low type, the results are low.
+//   * follow  element-wise and data-movement ops (add ... div, neg, relu,
+//             gelu, dropout, tanh, sigmoid and their gradients, reshape,
+//             transpose, broadcast_to, slice, concat, where, pooling): low
+//             when some float operand already is (the other float operands
+//             are cast down: a bias, a residual, a constant), else untouched.
+//             So activations stay low from the first GEMM until an f32 op.
+//   * f32     everything else: reductions, softmax, layer/batch norm,
+//             exp/log/sqrt/pow/erf, losses, optimizer updates, gathers
+//             (embedding tables are parameters). Low operands are cast up.
+// Function arguments and results keep their types: parameters are f32
+// master weights (cast down where a GEMM reads them), parameter gradients
+// are cast up before the optimizer, and @forward's outputs stay f32. Casts
+// are made once per value, right after its definition; casts of constants
+// are folded into low constants.
+//
+// Stage 2, dynamic loss scaling (fp16 only; bf16 has f32's range). State
+// `loss_scale` (f32 scalar, `tcc.init` 65536), `loss_scale.good_steps` and
+// `loss_scale.skipped` (f32 counters, zero) are added. The backward's seed
+// (the incoming gradient of the loss op) is multiplied by the scale, so every
+// gradient is scaled; before the optimizer each parameter gradient is
+// multiplied by 1/scale (in f32), and `finite` = (sum of all scaled gradient
+// elements) * 0 == 0, which is false exactly when some element is Inf or NaN
+// (the sum of finite values read from f16 cannot overflow f32). Every
+// optimizer result (parameters and the state the update ops read: moments,
+// momentum buffers, the AdamW step) becomes `where(finite, new, old)`, so a
+// step with an overflow leaves them untouched; other updates (dropout's
+// `rng.step`, batch-norm running statistics) advance as in PyTorch with its
+// GradScaler. The scale halves on such a step and doubles after
+// `growth-interval` finite steps in a row (torch.cuda.amp.GradScaler's
+// defaults: 65536, 0.5, 2, 2000). `loss_scale.skipped` counts the skipped
+// steps for `tcc train`. With gradient accumulation the seed is scaled in
+// @accumulate_step and the check and update happen in @train_step.
+//
+// Not handled: a loss that is not tcc.softmax_cross_entropy or tcc.mse_loss
+// (the only ones tcc-build-loss makes) is an error for fp16.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "dialects/tcc/TccOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "tcc-mixed-precision"
+
+namespace mlir::tcc {
+#define GEN_PASS_DEF_MIXEDPRECISIONPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::tcc
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+namespace {
+
+enum class Policy { Low, Follow, F32 };
+
+Policy policyOf(Operation *op) {
+  if (isa<MatmulOp, Conv2dOp, Conv2dGradInputOp, Conv2dGradWeightOp>(op))
+    return Policy::Low;
+  if (isa<AddOp, SubOp, MulOp, DivOp, NegOp, ReluOp, ReluGradOp, GeluOp,
+          GeluGradOp, DropoutOp, TanhOp, TanhGradOp, SigmoidOp, SigmoidGradOp,
+          ReshapeOp, TransposeOp, BroadcastToOp, SliceOp, SliceGradOp, ConcatOp,
+          WhereOp, MaxPool2dOp, MaxPool2dGradOp, AvgPool2dOp, AvgPool2dGradOp>(
+          op))
+    return Policy::Follow;
+  return Policy::F32;
+}
+
+FloatType floatElement(Type t) {
+  auto r = dyn_cast<RankedTensorType>(t);
+  return r ? dyn_cast<FloatType>(r.getElementType()) : FloatType();
+}
+
+RankedTensorType withElement(Type t, Type e) {
+  return cast<RankedTensorType>(t).clone(e);
+}
+
+/// Casts values between f32 and the low type, once per value.
+class Caster {
+public:
+  explicit Caster(FloatType low) : low(low) {}
+
+  Value toLow(Value v) { return convert(v, low, lowOf); }
+  Value toF32(Value v) {
+    return convert(v, Float32Type::get(v.getContext()), f32Of);
+  }
+
+private:
+  FloatType low;
+  llvm::DenseMap<Value, Value> lowOf, f32Of;
+
+  Value convert(Value v, FloatType to, llvm::DenseMap<Value, Value> &cache) {
+    if (floatElement(v.getType()) == to)
+      return v;
+    if (Value c = cache.lookup(v))
+      return c;
+    OpBuilder b(v.getContext());
+    if (Operation *def = v.getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(cast<BlockArgument>(v).getOwner());
+    auto type = withElement(v.getType(), to);
+    Value c;
+    auto dense = v.getDefiningOp<ConstantOp>()
+                     ? dyn_cast<DenseFPElementsAttr>(
+                           v.getDefiningOp<ConstantOp>().getValue())
+                     : DenseFPElementsAttr();
+    if (dense) {
+      // Rounded at compile time, to nearest-even as the runtime does.
+      const llvm::fltSemantics &sem = to.getFloatSemantics();
+      auto attr = dense.mapValues(to, [&](const APFloat &x) {
+        APFloat y = x;
+        bool lost;
+        y.convert(sem, APFloat::rmNearestTiesToEven, &lost);
+        return y.bitcastToAPInt();
+      });
+      c = ConstantOp::create(b, v.getLoc(), attr);
+    } else {
+      c = CastOp::create(b, v.getLoc(), type, v);
+    }
+    cache[v] = c;
+    return c;
+  }
+};
+
+/// Stage 1 on one function.
+void lowerPrecision(func::FuncOp fn, FloatType low) {
+  Caster caster(low);
+  Block &body = fn.getBody().front();
+  // Casts are inserted after definitions that were already visited, so the
+  // walk only meets the original ops.
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+    Policy p = policyOf(&op);
+    if (p == Policy::Follow) {
+      bool anyLow = llvm::any_of(op.getOperands(), [&](Value v) {
+        return floatElement(v.getType()) == low;
+      });
+      p = anyLow ? Policy::Low : Policy::F32;
+    }
+    for (OpOperand &use : op.getOpOperands()) {
+      FloatType e = floatElement(use.get().getType());
+      if (!e)
+        continue;
+      use.set(p == Policy::Low ? caster.toLow(use.get())
+                               : caster.toF32(use.get()));
+    }
+    if (p == Policy::Low)
+      for (OpResult r : op.getResults())
+        if (floatElement(r.getType()))
+          r.setType(withElement(r.getType(), low));
+  }
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (OpOperand &use : ret->getOpOperands())
+    if (use.get().getType() != fn.getResultTypes()[use.getOperandNumber()])
+      use.set(caster.toF32(use.get()));
+}
+
+StringRef attrString(func::FuncOp fn, bool result, unsigned i, StringRef name) {
+  DictionaryAttr d = result ? fn.getResultAttrDict(i) : fn.getArgAttrDict(i);
+  if (!d)
+    return {};
+  if (auto s = d.getAs<StringAttr>(name))
+    return s.getValue();
+  return {};
+}
+
+/// Appends a scalar f32 state argument named `name` (starting at `init`
+/// when non-zero) unless `fn` has one; returns it.
+Value stateArg(func::FuncOp fn, StringRef name, double init) {
+  for (BlockArgument a : fn.getArguments())
+    if (attrString(fn, false, a.getArgNumber(), "tcc.name") == name)
+      return a;
+  MLIRContext *ctx = fn.getContext();
+  Builder b(ctx);
+  auto type = RankedTensorType::get({}, b.getF32Type());
+  NamedAttrList attrs;
+  attrs.set("tcc.kind", b.getStringAttr("state"));
+  attrs.set("tcc.name", b.getStringAttr(name));
+  if (init != 0)
+    attrs.set("tcc.init",
+              DenseElementsAttr::get(type, static_cast<float>(init)));
+  unsigned i = fn.getNumArguments();
+  if (failed(fn.insertArgument(i, type, attrs.getDictionary(ctx), fn.getLoc())))
+    return {};
+  return fn.getArgument(i);
+}
+
+Value scalar(OpBuilder &b, Location loc, float v) {
+  auto type = RankedTensorType::get({}, b.getF32Type());
+  return ConstantOp::create(b, loc, DenseElementsAttr::get(type, v));
+}
+
+/// The op that computes the gradient of the loss op `loss` (whose incoming
+/// gradient operand is the backward's seed), or null.
+Operation *lossGradient(Operation *loss) {
+  if (auto ce = dyn_cast_or_null<SoftmaxCrossEntropyOp>(loss)) {
+    for (Operation *user : ce.getLogits().getUsers())
+      if (auto g = dyn_cast<SoftmaxCrossEntropyGradOp>(user))
+        if (g.getLabels() == ce.getLabels())
+          return g;
+  } else if (auto mse = dyn_cast_or_null<MseLossOp>(loss)) {
+    for (Operation *user : mse.getPrediction().getUsers())
+      if (auto g = dyn_cast<MseLossGradOp>(user))
+        if (g.getTarget() == mse.getTarget())
+          return g;
+  }
+  return nullptr;
+}
+
+/// Stage 2a: multiplies the backward's seed in `fn` by the loss scale.
+/// Returns failure (after an error) if `fn` has a loss but no gradient of it.
+LogicalResult scaleSeed(func::FuncOp fn, double initScale) {
+  std::optional<unsigned> lossIdx;
+  for (unsigned i = 0; i < fn.getNumResults(); ++i)
+    if (attrString(fn, true, i, "tcc.kind") == "loss")
+      lossIdx = i;
+  if (!lossIdx)
+    return success();
+  auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+  Operation *lossOp = ret.getOperand(*lossIdx).getDefiningOp();
+  Operation *grad = lossGradient(lossOp);
+  if (!grad)
+    return fn.emitError("tcc-mixed-precision: fp16 loss scaling needs the "
+                        "gradient of a tcc.softmax_cross_entropy or "
+                        "tcc.mse_loss loss in @")
+           << fn.getSymName();
+  Value scale = stateArg(fn, "loss_scale", initScale);
+  if (!scale)
+    return fn.emitError("tcc-mixed-precision: cannot add the loss scale");
+  OpBuilder b(grad);
+  Value seed = grad->getOperand(0);
+  grad->setOperand(0, MulOp::create(b, grad->getLoc(), seed, scale));
+  return success();
+}
+
+bool isOptimizerUpdate(Operation *op) {
+  return isa<SgdUpdateOp, SgdMomentumUpdateOp, AdamWUpdateOp>(op);
+}
+
+/// Stage 2b: unscales the gradients the optimizer reads, skips the update of
+/// a step with a non-finite gradient and adjusts the scale.
+LogicalResult unscaleAndSkip(func::FuncOp fn, double initScale,
+                             int64_t growthInterval) {
+  Block &body = fn.getBody().front();
+  SmallVector<Operation *> updates;
+  for (Operation &op : body)
+    if (isOptimizerUpdate(&op))
+      updates.push_back(&op);
+  if (updates.empty())
+    return success();
+  Location loc = fn.getLoc();
+  Value scale = stateArg(fn, "loss_scale", initScale);
+  Value good = stateArg(fn, "loss_scale.good_steps", 0);
+  Value skipped = stateArg(fn, "loss_scale.skipped", 0);
+  if (!scale || !good || !skipped)
+    return fn.emitError("tcc-mixed-precision: cannot add the loss scale");
+
+  // The state the optimizer reads besides the gradients (operand 1 of every
+  // update op): these, and the parameters, keep their values on a skip.
+  llvm::SetVector<Value> kept;
+  llvm::DenseSet<Value> seen;
+  SmallVector<Value> work;
+  for (Operation *u : updates)
+    for (OpOperand &o : u->getOpOperands())
+      if (o.getOperandNumber() != 1)
+        work.push_back(o.get());
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    if (isa<BlockArgument>(v)) {
+      kept.insert(v);
+      continue;
+    }
+    for (Value o : v.getDefiningOp()->getOperands())
+      work.push_back(o);
+  }
+
+  OpBuilder b(updates.front());
+  Value one = scalar(b, loc, 1.0f), zero = scalar(b, loc, 0.0f);
+  Value inv = DivOp::create(b, loc, one, scale);
+  Value sum;
+  for (Operation *u : updates) {
+    b.setInsertionPoint(u);
+    Value g = u->getOperand(1);
+    auto rank = cast<RankedTensorType>(g.getType()).getRank();
+    SmallVector<int64_t> axes(rank);
+    for (int64_t i = 0; i < rank; ++i)
+      axes[i] = i;
+    Value s = ReduceSumOp::create(b, loc, g, axes, /*keepdims=*/false);
+    sum = sum ? AddOp::create(b, loc, sum, s) : s;
+    u->setOperand(1, MulOp::create(b, loc, g, inv));
+  }
+  // Everything after the last update op, before the return.
+  b.setInsertionPoint(body.getTerminator());
+  Value finite =
+      EqualOp::create(b, loc, MulOp::create(b, loc, sum, zero), zero);
+
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  llvm::StringMap<Value> argByName;
+  for (BlockArgument a : fn.getArguments())
+    argByName[attrString(fn, false, a.getArgNumber(), "tcc.name")] = a;
+  for (OpOperand &use : ret->getOpOperands()) {
+    unsigned i = use.getOperandNumber();
+    if (attrString(fn, true, i, "tcc.kind") != "update")
+      continue;
+    Value old = argByName.lookup(attrString(fn, true, i, "tcc.name"));
+    if (!old || !kept.contains(old))
+      continue;
+    use.set(WhereOp::create(b, loc, old.getType(), finite, use.get(), old));
+  }
+
+  auto f32 = [&](float v) { return scalar(b, loc, v); };
+  Value good1 = AddOp::create(b, loc, good, one);
+  Value grow =
+      EqualOp::create(b, loc, good1, f32(static_cast<float>(growthInterval)));
+  Type t = scale.getType();
+  Value grown = WhereOp::create(b, loc, t, grow,
+                                MulOp::create(b, loc, scale, f32(2.0f)), scale);
+  Value newScale = WhereOp::create(b, loc, t, finite, grown,
+                                   MulOp::create(b, loc, scale, f32(0.5f)));
+  Value newGood = WhereOp::create(
+      b, loc, t, finite, WhereOp::create(b, loc, t, grow, zero, good1), zero);
+  Value newSkipped = WhereOp::create(b, loc, t, finite, skipped,
+                                     AddOp::create(b, loc, skipped, one));
+
+  // Append the three updates.
+  SmallVector<Value> results(ret.getOperands());
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (unsigned i = 0; i < fn.getNumResults(); ++i)
+    resultAttrs.push_back(fn.getResultAttrDict(i));
+  MLIRContext *ctx = fn.getContext();
+  for (auto [v, name] : {std::pair<Value, StringRef>{newScale, "loss_scale"},
+                         {newGood, "loss_scale.good_steps"},
+                         {newSkipped, "loss_scale.skipped"}}) {
+    results.push_back(v);
+    NamedAttrList attrs;
+    attrs.set("tcc.kind", StringAttr::get(ctx, "update"));
+    attrs.set("tcc.name", StringAttr::get(ctx, name));
+    resultAttrs.push_back(attrs.getDictionary(ctx));
+  }
+  b.setInsertionPoint(ret);
+  func::ReturnOp::create(b, ret.getLoc(), results);
+  ret.erase();
+  SmallVector<Type> types;
+  for (Value v : results)
+    types.push_back(v.getType());
+  fn.setFunctionType(FunctionType::get(ctx, fn.getArgumentTypes(), types));
+  fn.setAllResultAttrs(resultAttrs);
+  return success();
+}
+
+struct MixedPrecisionPass final
+    : tcc::impl::MixedPrecisionPassBase<MixedPrecisionPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    FloatType low;
+    if (precision == "fp32")
+      return;
+    if (precision == "bf16")
+      low = BFloat16Type::get(ctx);
+    else if (precision == "fp16")
+      low = Float16Type::get(ctx);
+    else {
+      module.emitError("tcc-mixed-precision: precision must be fp32, bf16 or "
+                       "fp16, got '")
+          << precision << "'";
+      return signalPassFailure();
+    }
+    if (lossScaleInit <= 0 || growthInterval < 1) {
+      module.emitError("tcc-mixed-precision: loss-scale-init must be > 0 and "
+                       "growth-interval >= 1");
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> fns;
+    for (StringRef name : {"forward", "accumulate_step", "train_step"})
+      if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+        if (!fn.isExternal() && fn.getBody().hasOneBlock())
+          fns.push_back(fn);
+    for (func::FuncOp fn : fns)
+      lowerPrecision(fn, low);
+    if (precision != "fp16")
+      return;
+    for (func::FuncOp fn : fns) {
+      if (fn.getSymName() == "forward")
+        continue;
+      if (failed(scaleSeed(fn, lossScaleInit)) ||
+          failed(unscaleAndSkip(fn, lossScaleInit, growthInterval)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

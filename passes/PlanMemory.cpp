@@ -1,0 +1,290 @@
+//===- PlanMemory.cpp - Reorder ops to lower the peak of live bytes -------===//
+//
+// Each function's ops are rescheduled (always a valid topological order of
+// the data dependences plus the anti-dependences of in-place updates, see
+// MemoryModel.cpp) to lower the peak of live temporary bytes. Candidates:
+//
+//   original  the order the pipeline left.
+//   hoist     the original order, except that an op producing an `update`
+//             result (an optimizer update, an accumulation, a running
+//             statistic) runs as soon as it is ready, and an op feeding only
+//             one such op (a weight gradient) as soon as everything else the
+//             update waits for has run: each gradient is made right before
+//             its update and dies at once instead of living until the end of
+//             the backward.
+//   feed      hoist, but feeding ops run as soon as they are ready.
+//   sink      hoist, then every other op whose results outweigh the operands
+//             whose life it would extend moves down to just before its first
+//             reader.
+//   greedy    a list scheduler: update producers first, then the ready op
+//             freeing the most bytes net (if any frees), then the feeding op
+//             of hoist allocating least, else the earliest in the original
+//             order.
+//
+// The candidate with the lowest simulated peak wins (ties keep the earlier
+// in the list, so an order is only changed when that pays). The function is
+// annotated with `tcc.memory`, the predicted anatomy in bytes (see
+// docs/ARCHITECTURE.md, "Memory planning"); the code generator's arena plan
+// of the final order is the authoritative figure.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/MemoryModel.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/Debug.h"
+
+#include <algorithm>
+#include <functional>
+
+#define DEBUG_TYPE "tcc-plan-memory"
+
+namespace mlir::tcc {
+#define GEN_PASS_DEF_PLANMEMORYPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::tcc
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+namespace {
+
+const char *const names[] = {"original", "hoist", "feed", "sink", "greedy"};
+constexpr int numStrategies = 5;
+
+/// Picks the next op among the ready ones; `remaining[t]` is the number of
+/// unscheduled readers of temp t, `done[i]` whether op i has run.
+using Picker = std::function<int(const std::vector<int> &ready,
+                                 const std::vector<int> &remaining,
+                                 const std::vector<bool> &done)>;
+
+/// A list schedule of `m` driven by `pick`. Returns an empty order if the
+/// graph has a cycle (it has none: the model drops anti-dependences that
+/// would make one).
+std::vector<int> listSchedule(const FuncMemoryModel &m, const Picker &pick) {
+  size_t n = m.numOps();
+  std::vector<int> indeg(n), order, ready;
+  for (size_t i = 0; i < n; ++i)
+    if (!(indeg[i] = (int)m.predecessors(i).size()))
+      ready.push_back((int)i);
+  std::vector<int> remaining(m.temps().size());
+  std::vector<bool> done(n, false);
+  for (size_t t = 0; t < remaining.size(); ++t)
+    remaining[t] = (int)m.temps()[t].users.size();
+  while (!ready.empty()) {
+    int k = pick(ready, remaining, done);
+    int op = ready[k];
+    ready.erase(ready.begin() + k);
+    order.push_back(op);
+    done[op] = true;
+    for (int t : m.tempOperands(op))
+      remaining[t]--;
+    for (int s : m.successors(op))
+      if (--indeg[s] == 0)
+        ready.push_back(s);
+  }
+  if (order.size() != n)
+    order.clear();
+  return order;
+}
+
+/// 0 for an update producer; 1 for an op feeding only one producer (with
+/// `urgentOnly`: once everything else that producer waits for has run, so
+/// the gradient is made right before it is consumed); 2 for the rest.
+int hoistRank(const FuncMemoryModel &m, int op, const std::vector<bool> &done,
+              bool urgentOnly) {
+  if (m.producesUpdate(op))
+    return 0;
+  int u = m.chainProducer(op);
+  if (u < 0)
+    return 2;
+  if (urgentOnly)
+    for (int p : m.chainInputs(u))
+      if (!done[p])
+        return 2;
+  return 1;
+}
+
+/// The lowest rank, the earliest in the original order within a rank.
+int pickHoist(const FuncMemoryModel &m, const std::vector<int> &ready,
+              const std::vector<bool> &done, bool urgentOnly) {
+  int best = 0, bestRank = hoistRank(m, ready[0], done, urgentOnly);
+  for (size_t k = 1; k < ready.size(); ++k) {
+    int r = hoistRank(m, ready[k], done, urgentOnly);
+    if (r != bestRank ? r < bestRank : ready[k] < ready[best]) {
+      best = (int)k;
+      bestRank = r;
+    }
+  }
+  return best;
+}
+
+/// Bytes freed minus bytes allocated by running `op` now.
+int64_t netFreed(const FuncMemoryModel &m, int op,
+                 const std::vector<int> &remaining) {
+  int64_t net = 0;
+  for (int t : m.tempOperands(op))
+    if (remaining[t] == 1 && !m.temps()[t].liveToEnd)
+      net += m.temps()[t].bytes;
+  for (int t : m.tempResults(op))
+    net -= m.temps()[t].users.empty() && !m.temps()[t].liveToEnd
+               ? 0
+               : m.temps()[t].bytes;
+  return net;
+}
+
+/// Update producers first; then the ready op that frees the most bytes
+/// net, if one frees any; then, among the ops that feed only an update
+/// whose other inputs are ready, the one allocating least; else the
+/// earliest in the original order.
+int pickGreedy(const FuncMemoryModel &m, const std::vector<int> &ready,
+               const std::vector<int> &remaining,
+               const std::vector<bool> &done) {
+  int best = -1, bestRank = 3;
+  int64_t bestNet = 0;
+  for (size_t k = 0; k < ready.size(); ++k) {
+    int op = ready[k];
+    int rank = hoistRank(m, op, done, /*urgentOnly=*/true);
+    int64_t net = netFreed(m, op, remaining);
+    // 0: producer, 1: frees bytes, 2: urgent feeder, 3: the rest.
+    int cls = rank == 0 ? 0 : net > 0 ? 1 : rank == 1 ? 2 : 3;
+    bool better = best < 0 || cls < bestRank ||
+                  (cls == bestRank && ((cls == 1 || cls == 2) && net != bestNet
+                                           ? net > bestNet
+                                           : op < ready[best]));
+    if (better) {
+      best = (int)k;
+      bestRank = cls;
+      bestNet = net;
+    }
+  }
+  return best;
+}
+
+/// Moves ops of `order` (not update chains) down to just before their first
+/// successor when their results outweigh the operands whose life grows.
+std::vector<int> sinkOps(const FuncMemoryModel &m, std::vector<int> order) {
+  size_t n = order.size();
+  std::vector<int> pos(m.numOps());
+  auto renumber = [&](size_t from, size_t to) {
+    for (size_t k = from; k < to; ++k)
+      pos[order[k]] = (int)k;
+  };
+  renumber(0, n);
+  std::vector<int> snapshot = order;
+  for (size_t j = n; j-- > 0;) {
+    int op = snapshot[j];
+    if (m.feedsUpdateOnly(op))
+      continue;
+    int at = pos[op], target = (int)n; // the slot before its first successor
+    for (int s : m.successors(op))
+      target = std::min(target, pos[s]);
+    target -= 1;
+    if (target <= at)
+      continue;
+    int64_t grows = 0, results = 0;
+    for (int t : m.tempResults(op))
+      results += m.temps()[t].bytes;
+    for (int t : m.tempOperands(op)) {
+      const auto &v = m.temps()[t];
+      int lastOther = -1;
+      for (int u : v.users)
+        if (u != op)
+          lastOther = std::max(lastOther, pos[u]);
+      if (!v.liveToEnd && lastOther < target)
+        grows += v.bytes;
+    }
+    if (results <= grows)
+      continue;
+    order.erase(order.begin() + at);
+    order.insert(order.begin() + target, op);
+    renumber(at, target + 1);
+  }
+  return order;
+}
+
+DictionaryAttr anatomyAttr(MLIRContext *ctx, const MemoryAnatomy &a,
+                           StringRef schedule) {
+  Builder b(ctx);
+  NamedAttrList attrs;
+  auto set = [&](StringRef k, int64_t v) {
+    attrs.set(k, b.getI64IntegerAttr(v));
+  };
+  set("weights", a.weights);
+  set("optimizer_state", a.optimizerState);
+  set("grad_accumulators", a.gradAccumulators);
+  set("other_state", a.otherState);
+  set("inputs", a.inputs);
+  set("constants", a.constants);
+  set("activations", a.activations);
+  set("gradients", a.gradients);
+  set("temporaries", a.temporaries);
+  set("temp_peak", a.tempPeak);
+  set("saved_activations", a.savedActivations);
+  set("peak", a.peak());
+  attrs.set("schedule", b.getStringAttr(schedule));
+  return attrs.getDictionary(ctx);
+}
+
+struct PlanMemoryPass final
+    : public tcc::impl::PlanMemoryPassBase<PlanMemoryPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (strategy != "auto" && !llvm::is_contained(names, strategy)) {
+      getOperation().emitError("tcc-plan-memory: unknown strategy '")
+          << strategy << "' (valid: auto, original, hoist, feed, sink, greedy)";
+      return signalPassFailure();
+    }
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      if (!fn.isExternal() && fn.getBody().hasOneBlock())
+        planFunction(fn);
+  }
+
+  void planFunction(func::FuncOp fn) {
+    FuncMemoryModel m(fn);
+    std::vector<int> original(m.numOps());
+    for (size_t i = 0; i < original.size(); ++i)
+      original[i] = (int)i;
+    auto hoisting = [&](bool urgentOnly) {
+      return listSchedule(m, [&](const std::vector<int> &ready,
+                                 const std::vector<int> &,
+                                 const std::vector<bool> &done) {
+        return pickHoist(m, ready, done, urgentOnly);
+      });
+    };
+    std::vector<int> hoist = hoisting(true);
+    std::vector<int> candidates[numStrategies] = {
+        original, hoist, hoisting(false),
+        hoist.empty() ? hoist : sinkOps(m, hoist),
+        listSchedule(m, [&](const std::vector<int> &ready,
+                            const std::vector<int> &remaining,
+                            const std::vector<bool> &done) {
+          return pickGreedy(m, ready, remaining, done);
+        })};
+    int chosen = 0;
+    int64_t best = m.simulate(original);
+    for (int c = 1; c < numStrategies; ++c) {
+      if (candidates[c].empty())
+        continue;
+      int64_t peak = m.simulate(candidates[c]);
+      LLVM_DEBUG(llvm::dbgs() << fn.getSymName() << ": " << names[c] << " peak "
+                              << peak << "\n");
+      if (strategy == names[c] || (strategy == "auto" && peak < best)) {
+        chosen = c;
+        best = peak;
+      }
+    }
+    const std::vector<int> &order = candidates[chosen];
+    Operation *ret = fn.getBody().front().getTerminator();
+    for (int i : order)
+      m.op(i)->moveBefore(ret);
+    if (annotate) {
+      MemoryAnatomy a;
+      m.simulate(order, &a);
+      fn->setAttr("tcc.memory", anatomyAttr(&getContext(), a, names[chosen]));
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,35 @@
+//===- ProcessMemory.cpp - Resident memory of this process ----------------===//
+#include "runtime/core/ProcessMemory.h"
+
+#include <cstdio>
+#include <cstring>
+
+namespace tcc::rt {
+
+ProcessMemory readProcessMemory() {
+  ProcessMemory m;
+  std::FILE *f = std::fopen("/proc/self/status", "r");
+  if (!f)
+    return m;
+  char line[256];
+  while (std::fgets(line, sizeof line, f)) {
+    long long kb = 0;
+    if (std::sscanf(line, "VmRSS: %lld kB", &kb) == 1)
+      m.rssBytes = kb * 1024;
+    else if (std::sscanf(line, "VmHWM: %lld kB", &kb) == 1)
+      m.peakRssBytes = kb * 1024;
+  }
+  std::fclose(f);
+  return m;
+}
+
+bool resetPeakRss() {
+  std::FILE *f = std::fopen("/proc/self/clear_refs", "w");
+  if (!f)
+    return false;
+  bool ok = std::fputs("5", f) >= 0;
+  ok = std::fclose(f) == 0 && ok;
+  return ok;
+}
+
+} // namespace tcc::rt

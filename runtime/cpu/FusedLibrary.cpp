@@ -1,0 +1,224 @@
+//===- FusedLibrary.cpp - Loading and running generated kernels -----------===//
+#include "runtime/cpu/FusedLibrary.h"
+
+#include "runtime/cpu/KernelsInternal.h"
+#include "runtime/cpu/ThreadPool.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace tcc::rt {
+
+std::string hostIsa() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c"))
+    return "x86-64-v3";
+#endif
+  return "generic";
+}
+
+bool cpuSupportsIsa(const std::string &isa) {
+  if (isa == "generic")
+    return true;
+  return isa == "x86-64-v3" && hostIsa() == "x86-64-v3";
+}
+
+namespace {
+/// Removes a file when it goes out of scope.
+struct TempFile {
+  std::string path;
+  ~TempFile() {
+    if (!path.empty())
+      ::unlink(path.c_str());
+  }
+};
+} // namespace
+
+FusedLibrary::FusedLibrary(const uint8_t *bytes, size_t size,
+                           const std::string &isa) {
+  if (!cpuSupportsIsa(isa))
+    throw Error("the artifact's generated kernels were compiled for " + isa +
+                ", which this CPU does not support (it supports " + hostIsa() +
+                "); recompile the model on this machine (tcc compile)");
+  // dlopen needs a file: a private temporary one, unlinked once loaded.
+  const char *tmpdir = std::getenv("TMPDIR");
+  TempFile file;
+  file.path =
+      std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/tcc-kernels-XXXXXX";
+  std::vector<char> name(file.path.begin(), file.path.end());
+  name.push_back('\0');
+  int fd = ::mkstemp(name.data());
+  if (fd < 0) {
+    file.path.clear();
+    throw Error("cannot create a temporary file for the generated kernels in " +
+                std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + ": " +
+                std::strerror(errno));
+  }
+  file.path = name.data();
+  size_t written = 0;
+  while (written < size) {
+    ssize_t n = ::write(fd, bytes + written, size - written);
+    if (n <= 0) {
+      int err = errno;
+      ::close(fd);
+      throw Error("cannot write the generated kernels to " + file.path + ": " +
+                  std::strerror(err));
+    }
+    written += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  handle_ = ::dlopen(file.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) {
+    const char *msg = ::dlerror();
+    throw Error(std::string("cannot load the artifact's generated kernels: ") +
+                (msg ? msg : "dlopen failed"));
+  }
+  auto sym = [&](const char *name) {
+    void *p = ::dlsym(handle_, name);
+    if (!p) {
+      ::dlclose(handle_);
+      handle_ = nullptr;
+      throw Error(std::string("the artifact's generated kernels lack the "
+                              "symbol ") +
+                  name + " (not a tcc kernel library?)");
+    }
+    return p;
+  };
+  int64_t abi = *static_cast<const int64_t *>(sym("tcc_fused_abi"));
+  int64_t count = *static_cast<const int64_t *>(sym("tcc_fused_count"));
+  auto fns = static_cast<const FusedFn *>(sym("tcc_fused_fns"));
+  auto fins = static_cast<const FusedFin *>(sym("tcc_fused_fins"));
+  auto offsets = static_cast<const int64_t *>(sym("tcc_fused_meta_offsets"));
+  auto meta = static_cast<const int64_t *>(sym("tcc_fused_meta"));
+  auto names = static_cast<const char *const *>(sym("tcc_fused_names"));
+  if (abi != kFusedAbi) {
+    ::dlclose(handle_);
+    handle_ = nullptr;
+    throw Error("the artifact's generated kernels use ABI version " +
+                std::to_string(abi) + ", this runtime reads version " +
+                std::to_string(kFusedAbi));
+  }
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t *m = meta + offsets[k];
+    Kernel kern;
+    kern.fn = fns[k];
+    kern.fin = fins[k];
+    kern.rows = m[0];
+    kern.cols = m[1];
+    kern.scratchFloats = m[4];
+    kern.partialsPerRow = m[5];
+    kern.workPerElement = m[6];
+    kern.name = names[k] ? names[k] : "?";
+    for (int64_t i = 0; i < m[2] + m[3]; ++i) {
+      auto pair =
+          std::make_pair(m[kFusedMetaHeader + 2 * i] ? DType::I64 : DType::F32,
+                         m[kFusedMetaHeader + 2 * i + 1]);
+      (i < m[2] ? kern.inputs : kern.outputs).push_back(pair);
+    }
+    kernels_.push_back(std::move(kern));
+  }
+}
+
+FusedLibrary::~FusedLibrary() {
+  if (handle_)
+    ::dlclose(handle_);
+}
+
+void FusedLibrary::check(const Instr &instr,
+                         const std::vector<TensorInfo> &tensors) const {
+  int64_t k = instr.iattrs.at(0);
+  if (k < 0 || k >= static_cast<int64_t>(kernels_.size()))
+    throw Error("generated kernel " + std::to_string(k) +
+                " does not exist (the library has " +
+                std::to_string(kernels_.size()) + ")");
+  const Kernel &kern = kernels_[k];
+  if (instr.inputs.size() != kern.inputs.size() ||
+      instr.outputs.size() != kern.outputs.size())
+    throw Error("generated kernel " + std::to_string(k) + " takes " +
+                std::to_string(kern.inputs.size()) + " inputs and " +
+                std::to_string(kern.outputs.size()) + " outputs, got " +
+                std::to_string(instr.inputs.size()) + " and " +
+                std::to_string(instr.outputs.size()));
+  auto expect = [&](const std::vector<int32_t> &ids,
+                    const std::vector<std::pair<DType, int64_t>> &sig,
+                    const char *role) {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const TensorInfo &t = tensors[ids[i]];
+      if (t.dtype != sig[i].first || t.numElements() != sig[i].second)
+        throw Error(std::string(role) + " " + std::to_string(i) + " '" +
+                    t.name + "' is " + dtypeName(t.dtype) + " " +
+                    formatShape(t.shape) + "; generated kernel " +
+                    std::to_string(k) + " was compiled for " +
+                    dtypeName(sig[i].first) + " with " +
+                    std::to_string(sig[i].second) + " elements");
+    }
+  };
+  expect(instr.inputs, kern.inputs, "input");
+  expect(instr.outputs, kern.outputs, "output");
+}
+
+namespace kernels {
+
+void check_fused(const KernelSig &s) {
+  expectIAttrs(s, 1);
+  if (s.instr.iattrs[0] < 0)
+    throw Error("kernel index " + std::to_string(s.instr.iattrs[0]) +
+                " is negative");
+  if (s.out.empty())
+    throw Error("expects at least one output");
+}
+
+/// Work below this (elements times the kernel's work per element) runs on
+/// the calling thread: waking the pool (tens of microseconds) and its
+/// threads' competing with OpenBLAS's would cost more than they save.
+static constexpr int64_t kMinParallelWork = 1 << 19;
+
+void run_fused(const KernelArgs &a) {
+  if (!a.fused)
+    throw Error("the fused kernel needs the artifact's generated kernels");
+  const FusedLibrary::Kernel &k = a.fused->kernel(a.instr.iattrs[0]);
+  std::vector<void *> buffers;
+  for (const TensorView &v : a.in)
+    buffers.push_back(v.data);
+  for (const TensorView &v : a.out)
+    buffers.push_back(v.data);
+  std::vector<double> partials(static_cast<size_t>(k.rows * k.partialsPerRow),
+                               0.0);
+  ThreadPool &pool = ThreadPool::global();
+  int64_t chunks = 1;
+  if (k.rows * k.cols * k.workPerElement >= kMinParallelWork)
+    chunks = std::min<int64_t>(4 * (int64_t)pool.size(), k.rows);
+  struct ChunkError {
+    int rc = 0;
+    int64_t err[3] = {0, 0, 0};
+  };
+  std::vector<ChunkError> errors(static_cast<size_t>(chunks));
+  pool.parallelFor(chunks, [&](int64_t c) {
+    thread_local std::vector<float> scratch;
+    if (scratch.size() < static_cast<size_t>(k.scratchFloats)) {
+      noteKernelScratch(static_cast<int64_t>(
+          (k.scratchFloats - scratch.size()) * sizeof(float)));
+      scratch.resize(static_cast<size_t>(k.scratchFloats));
+    }
+    int64_t r0 = k.rows * c / chunks, r1 = k.rows * (c + 1) / chunks;
+    errors[c].rc = k.fn(buffers.data(), r0, r1, scratch.data(), partials.data(),
+                        errors[c].err);
+  });
+  for (const ChunkError &e : errors) // the first failing row, whatever ran
+    if (e.rc != 0)
+      throw Error("label " + std::to_string(e.err[1]) + " at position " +
+                  std::to_string(e.err[0]) + " is outside [0, " +
+                  std::to_string(e.err[2]) + ")");
+  if (k.fin)
+    k.fin(buffers.data(), partials.data());
+}
+
+} // namespace kernels
+} // namespace tcc::rt

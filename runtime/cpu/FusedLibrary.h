@@ -1,0 +1,93 @@
+//===- FusedLibrary.h - Generated kernels loaded from the artifact --------===//
+//
+// `tcc compile` generates C++ for every tcc.fused region
+// (compiler/codegen/FusedCodegen.cpp), compiles it with the host C++
+// compiler into a shared object and stores its bytes in the artifact
+// ("host_library" in the manifest). The runtime writes them to a private
+// temporary file, dlopens it and unlinks the file at once.
+//
+// Trust: the artifact's manifest and tensors are untrusted input and are
+// validated; the shared object is native code and is trusted by
+// construction - it runs with the process's rights, exactly as the tcc
+// binary does, so only run artifacts you compiled or otherwise trust. What
+// the runtime does check is that the library speaks this ABI, that every
+// instr's kernel index exists and that its operands have the dtypes and
+// element counts the generated code was compiled for, so a consistent
+// artifact can never make a kernel read or write out of bounds.
+//
+// ABI (version kFusedAbi), all symbols extern "C":
+//   const int64_t tcc_fused_abi, tcc_fused_count;
+//   const tcc_fused_fn  tcc_fused_fns[count];
+//   const tcc_fused_fin tcc_fused_fins[count];      (null: no finalizer)
+//   const int64_t tcc_fused_meta_offsets[count + 1], tcc_fused_meta[];
+//   const char *const tcc_fused_names[count];       (the regions' ops)
+// Kernel k's meta, from tcc_fused_meta[offsets[k]]: rows, cols, inputs,
+// outputs, scratch floats per thread, partials per row, work per element
+// (a rough cost: cheap ops 1, transcendental ones 4), then (dtype code,
+// element count) per input and per output (dtype codes: 0 f32, 1 i64).
+// fn(buffers, r0, r1, scratch, partials, err) computes rows [r0, r1): each
+// row is independent of the others, so rows may be split across threads
+// and the result does not depend on how. It returns 0, or 1 after filling
+// err[0..2] = {position, label, classes} for a label out of range.
+// fin(buffers, partials), when present, runs once after all rows: it sums
+// the per-row partials in row order (whole-region results: losses).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_RUNTIME_CPU_FUSEDLIBRARY_H
+#define TCC_RUNTIME_CPU_FUSEDLIBRARY_H
+
+#include "runtime/core/Artifact.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tcc::rt {
+
+constexpr int64_t kFusedAbi = 1;
+/// Meta fields before the per-operand pairs.
+constexpr int64_t kFusedMetaHeader = 7;
+
+using FusedFn = int (*)(void *const *buffers, int64_t rowBegin, int64_t rowEnd,
+                        float *scratch, double *partials, int64_t *err);
+using FusedFin = void (*)(void *const *buffers, const double *partials);
+
+/// The ISA the compiler targets on this machine ("x86-64-v3" with AVX2 and
+/// FMA, else "generic"), and whether the running CPU can run code built for
+/// `isa`.
+std::string hostIsa();
+bool cpuSupportsIsa(const std::string &isa);
+
+class FusedLibrary {
+public:
+  struct Kernel {
+    FusedFn fn = nullptr;
+    FusedFin fin = nullptr;
+    int64_t rows = 0, cols = 0, scratchFloats = 0, partialsPerRow = 0;
+    int64_t workPerElement = 1;
+    std::string name; // the region's ops, for profiles
+    std::vector<std::pair<DType, int64_t>> inputs, outputs;
+  };
+
+  /// Loads the shared object `bytes` built for `isa`. Throws Error when the
+  /// CPU lacks the ISA, the object does not load or does not speak the ABI.
+  FusedLibrary(const uint8_t *bytes, size_t size, const std::string &isa);
+  ~FusedLibrary();
+  FusedLibrary(const FusedLibrary &) = delete;
+  FusedLibrary &operator=(const FusedLibrary &) = delete;
+
+  size_t size() const { return kernels_.size(); }
+  const Kernel &kernel(size_t i) const { return kernels_[i]; }
+
+  /// Checks a `fused` instr against the kernel it names (index range,
+  /// operand counts, dtypes, element counts). Throws Error.
+  void check(const Instr &instr, const std::vector<TensorInfo> &tensors) const;
+
+private:
+  void *handle_ = nullptr;
+  std::vector<Kernel> kernels_;
+};
+
+} // namespace tcc::rt
+
+#endif // TCC_RUNTIME_CPU_FUSEDLIBRARY_H

@@ -1,0 +1,171 @@
+// RUN: tcc-opt %s --tcc-fuse --split-input-file | FileCheck %s
+
+// An element-wise chain with a broadcast bias and an inlined constant is one
+// region; the matmul stays outside and splits the chain in two.
+// CHECK-LABEL: func.func @chain
+// CHECK:       %[[A:.+]] = tcc.fused(%arg0, %arg1) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
+// CHECK-NEXT:  ^bb0(%[[X:.+]]: tensor<4x8xf32>, %[[B:.+]]: tensor<8xf32>):
+// CHECK-NEXT:    %[[S:.+]] = tcc.add %[[X]], %[[B]]
+// CHECK-NEXT:    %[[G:.+]] = tcc.gelu %[[S]]
+// CHECK-NEXT:    tcc.yield %[[G]]
+// CHECK:       %[[M:.+]] = tcc.matmul %[[A]], %arg2
+// CHECK:       tcc.fused(%[[M]]) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+// CHECK:         tcc.constant dense<2.000000e+00>
+// CHECK:         tcc.softmax
+// CHECK:         tcc.mul
+// CHECK:         tcc.yield
+// CHECK-NOT:   tcc.fused
+func.func @chain(%x: tensor<4x8xf32>, %b: tensor<8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %0 = tcc.add %x, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %1 = tcc.gelu %0 {approximate = "none"} : tensor<4x8xf32>
+  %2 = tcc.matmul %1, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %3 = tcc.softmax %2 {axis = 1 : i64} : tensor<4x8xf32>
+  %c = tcc.constant dense<2.0> : tensor<f32>
+  %4 = tcc.mul %3, %c : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  return %4 : tensor<4x8xf32>
+}
+
+// -----
+
+// A value used outside the region is also a result of it.
+// CHECK-LABEL: func.func @two_results
+// CHECK:       %[[F:.+]]:2 = tcc.fused(%arg0) : (tensor<3x5xf32>) -> (tensor<3x5xf32>, tensor<3x5xf32>)
+// CHECK:         tcc.yield
+// CHECK:       tcc.matmul %[[F]]#0
+// CHECK:       return %{{.+}}, %[[F]]#1
+func.func @two_results(%x: tensor<3x5xf32>, %w: tensor<5x5xf32>) -> (tensor<3x5xf32>, tensor<3x5xf32>) {
+  %0 = tcc.exp %x : tensor<3x5xf32>
+  %1 = tcc.neg %0 : tensor<3x5xf32>
+  %2 = tcc.matmul %0, %w : (tensor<3x5xf32>, tensor<5x5xf32>) -> tensor<3x5xf32>
+  return %2, %1 : tensor<3x5xf32>, tensor<3x5xf32>
+}
+
+// -----
+
+// exp -> matmul -> add(_, exp): putting the add with the exp would need the
+// matmul inside the region and outside it at once (a cycle), so the add gets
+// its own region.
+// CHECK-LABEL: func.func @no_cycle
+// CHECK:       %[[E:.+]] = tcc.fused(%arg0)
+// CHECK:         tcc.exp
+// CHECK:       %[[M:.+]] = tcc.matmul %[[E]], %arg1
+// CHECK:       tcc.fused(%[[M]], %[[E]])
+// CHECK:         tcc.add
+func.func @no_cycle(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = tcc.exp %x : tensor<4x4xf32>
+  %1 = tcc.matmul %0, %w : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %2 = tcc.add %1, %0 : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %2 : tensor<4x4xf32>
+}
+
+// -----
+
+// Row ops over the last axis join element-wise ops; row statistics
+// ([..., 1] values) broadcast back over the row inside the region. Inputs
+// broadcast in the middle dims.
+// CHECK-LABEL: func.func @row_ops
+// CHECK:       tcc.fused(%arg0, %arg1, %arg2) : (tensor<2x3x16xf32>, tensor<1x3x16xf32>, tensor<16xf32>) -> tensor<2x3x16xf32>
+// CHECK:         tcc.add
+// CHECK:         tcc.reduce_mean
+// CHECK:         tcc.sub
+// CHECK:         tcc.log_softmax
+// CHECK:         tcc.mul
+// CHECK:         tcc.yield
+// CHECK-NOT:   tcc.fused
+func.func @row_ops(%x: tensor<2x3x16xf32>, %m: tensor<1x3x16xf32>, %b: tensor<16xf32>) -> tensor<2x3x16xf32> {
+  %0 = tcc.add %x, %m : (tensor<2x3x16xf32>, tensor<1x3x16xf32>) -> tensor<2x3x16xf32>
+  %1 = tcc.reduce_mean %0 {axes = array<i64: 2>, keepdims = true} : tensor<2x3x16xf32> -> tensor<2x3x1xf32>
+  %2 = tcc.sub %0, %1 : (tensor<2x3x16xf32>, tensor<2x3x1xf32>) -> tensor<2x3x16xf32>
+  %3 = tcc.log_softmax %2 {axis = 2 : i64} : tensor<2x3x16xf32>
+  %4 = tcc.mul %3, %b : (tensor<2x3x16xf32>, tensor<16xf32>) -> tensor<2x3x16xf32>
+  return %4 : tensor<2x3x16xf32>
+}
+
+// -----
+
+// Softmax over a non-last axis and reductions over leading axes are not
+// fusible; a row value cannot be read through another broadcast (the
+// reduce over axis 0 reads the region's result in a different layout).
+// CHECK-LABEL: func.func @not_fused
+// CHECK:       tcc.softmax %arg0 {axis = 0 : i64}
+// CHECK:       tcc.fused
+// CHECK:         tcc.exp
+// CHECK:       tcc.reduce_sum %{{.+}} {axes = array<i64: 0>}
+func.func @not_fused(%x: tensor<4x6xf32>) -> (tensor<4x6xf32>, tensor<6xf32>) {
+  %0 = tcc.softmax %x {axis = 0 : i64} : tensor<4x6xf32>
+  %1 = tcc.exp %0 : tensor<4x6xf32>
+  %2 = tcc.reduce_sum %1 {axes = array<i64: 0>} : tensor<4x6xf32> -> tensor<6xf32>
+  return %1, %2 : tensor<4x6xf32>, tensor<6xf32>
+}
+
+// -----
+
+// The loss and its gradient share one region with the logits' bias add;
+// the scalar loss is a result, never read inside.
+// CHECK-LABEL: func.func @cross_entropy
+// CHECK:       %[[F:.+]]:2 = tcc.fused(%arg0, %arg1, %arg2) : (tensor<6x10xf32>, tensor<10xf32>, tensor<6xi64>) -> (tensor<f32>, tensor<6x10xf32>)
+// CHECK:         tcc.add
+// CHECK:         tcc.softmax_cross_entropy
+// CHECK:         tcc.softmax_cross_entropy_grad
+func.func @cross_entropy(%l: tensor<6x10xf32>, %b: tensor<10xf32>, %y: tensor<6xi64>) -> (tensor<f32>, tensor<6x10xf32>) {
+  %one = tcc.constant dense<1.0> : tensor<f32>
+  %0 = tcc.add %l, %b : (tensor<6x10xf32>, tensor<10xf32>) -> tensor<6x10xf32>
+  %1 = tcc.softmax_cross_entropy %0, %y : (tensor<6x10xf32>, tensor<6xi64>) -> tensor<f32>
+  %2 = tcc.softmax_cross_entropy_grad %one, %0, %y : (tensor<f32>, tensor<6x10xf32>, tensor<6xi64>) -> tensor<6x10xf32>
+  return %1, %2 : tensor<f32>, tensor<6x10xf32>
+}
+
+// -----
+
+// A region does not span the loss of a training step unless it holds the
+// loss: the gelu recomputed after the loss (as tcc-rematerialize places it)
+// stays out of the forward's region, so the forward's gelu output can die
+// before the loss.
+// CHECK-LABEL: func.func @train_step
+// CHECK:       %[[FWD:.+]] = tcc.fused(%arg0, %arg1)
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:    tcc.add
+// CHECK-NEXT:    tcc.gelu
+// CHECK-NEXT:    tcc.yield
+// CHECK:       tcc.mse_loss
+// CHECK:       tcc.fused
+// CHECK:         tcc.gelu
+// CHECK:         tcc.gelu_grad
+func.func @train_step(%x: tensor<4x8xf32> {tcc.kind = "input", tcc.name = "x"},
+                      %b: tensor<8xf32> {tcc.kind = "param", tcc.name = "b"},
+                      %t: tensor<4x8xf32> {tcc.kind = "input", tcc.name = "labels"})
+    -> (tensor<f32> {tcc.kind = "loss"}, tensor<4x8xf32> {tcc.kind = "grad", tcc.name = "b"}) {
+  %one = tcc.constant dense<1.0> : tensor<f32>
+  %0 = tcc.add %x, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %1 = tcc.gelu %0 : tensor<4x8xf32>
+  %2 = tcc.mse_loss %1, %t : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
+  %3 = tcc.gelu %0 : tensor<4x8xf32>
+  %4 = tcc.mse_loss_grad %one, %3, %t : (tensor<f32>, tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %5 = tcc.gelu_grad %4, %0 : tensor<4x8xf32>
+  return %2, %5 : tensor<f32>, tensor<4x8xf32>
+}
+
+// -----
+
+// layer_norm_grad over the last axis is expanded: dx joins a region, the
+// scale and bias gradients are column sums outside it.
+// CHECK-LABEL: func.func @layer_norm_grad
+// CHECK-NOT:   tcc.layer_norm_grad
+// CHECK:       tcc.fused
+// CHECK:         tcc.reduce_mean
+// CHECK:       tcc.reduce_sum %{{.+}} {axes = array<i64: 0, 1>}
+// CHECK:       tcc.reduce_sum %arg0 {axes = array<i64: 0, 1>}
+func.func @layer_norm_grad(%dy: tensor<2x3x8xf32>, %x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %mean: tensor<2x3x1xf32>, %rstd: tensor<2x3x1xf32>) -> (tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %dx, %dg, %db = tcc.layer_norm_grad %dy, %x, %g, %mean, %rstd {axis = 2 : i64} : (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>) -> (tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return %dx, %dg, %db : tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Data movement alone is not worth a generated kernel.
+// CHECK-LABEL: func.func @reshape_only
+// CHECK-NOT:   tcc.fused
+func.func @reshape_only(%x: tensor<4x6xf32>) -> tensor<24xf32> {
+  %0 = tcc.reshape %x : tensor<4x6xf32> -> tensor<24xf32>
+  return %0 : tensor<24xf32>
+}

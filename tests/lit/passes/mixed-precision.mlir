@@ -1,0 +1,164 @@
+// RUN: tcc-opt %s --tcc-mixed-precision=precision=bf16 --split-input-file | FileCheck %s --check-prefix=BF16
+// RUN: tcc-opt %s --tcc-mixed-precision="precision=fp16 growth-interval=3" --split-input-file | FileCheck %s --check-prefix=FP16
+// RUN: tcc-opt %s --tcc-mixed-precision=precision=fp32 --split-input-file | FileCheck %s --check-prefix=FP32
+
+// A linear layer + ReLU trained with AdamW (the output of the training
+// pipeline up to the optimizer), with a data-dependent embedding gather and
+// a constant scale to show which ops follow a low operand.
+
+module attributes {tcc.batch = 4 : i64} {
+  func.func @forward(%x: tensor<4x8xf32> {tcc.kind = "input", tcc.name = "x"},
+                     %w: tensor<3x8xf32> {tcc.kind = "param", tcc.name = "w"},
+                     %b: tensor<3xf32> {tcc.kind = "param", tcc.name = "b"})
+      -> (tensor<4x3xf32> {tcc.name = "y"}) {
+    %h = tcc.matmul %x, %w {transpose_rhs = true} : (tensor<4x8xf32>, tensor<3x8xf32>) -> tensor<4x3xf32>
+    %y = tcc.add %h, %b : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+    return %y : tensor<4x3xf32>
+  }
+  func.func @train_step(%arg0: tensor<4x8xf32> {tcc.kind = "input", tcc.name = "x"}, %arg1: tensor<3x8xf32> {tcc.kind = "param", tcc.name = "w"}, %arg2: tensor<3xf32> {tcc.kind = "param", tcc.name = "b"}, %arg3: tensor<4xi64> {tcc.kind = "input", tcc.name = "labels"}, %arg4: tensor<3x8xf32> {tcc.kind = "state", tcc.name = "w.exp_avg"}, %arg5: tensor<3x8xf32> {tcc.kind = "state", tcc.name = "w.exp_avg_sq"}, %arg6: tensor<3xf32> {tcc.kind = "state", tcc.name = "b.exp_avg"}, %arg7: tensor<3xf32> {tcc.kind = "state", tcc.name = "b.exp_avg_sq"}, %arg8: tensor<f32> {tcc.kind = "state", tcc.name = "adamw.step"}, %rng: tensor<i64> {tcc.kind = "state", tcc.name = "rng.step"}) -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"}, tensor<3x8xf32> {tcc.kind = "update", tcc.name = "w"}, tensor<3xf32> {tcc.kind = "update", tcc.name = "b"}, tensor<3x8xf32> {tcc.kind = "update", tcc.name = "w.exp_avg"}, tensor<3x8xf32> {tcc.kind = "update", tcc.name = "w.exp_avg_sq"}, tensor<3xf32> {tcc.kind = "update", tcc.name = "b.exp_avg"}, tensor<3xf32> {tcc.kind = "update", tcc.name = "b.exp_avg_sq"}, tensor<f32> {tcc.kind = "update", tcc.name = "adamw.step"}, tensor<i64> {tcc.kind = "update", tcc.name = "rng.step"}) {
+    %0 = tcc.constant dense<1.000000e+00> : tensor<f32>
+    %half = tcc.constant dense<5.000000e-01> : tensor<4x3xf32>
+    %1 = tcc.matmul %arg0, %arg1 {transpose_rhs = true} : (tensor<4x8xf32>, tensor<3x8xf32>) -> tensor<4x3xf32>
+    %2 = tcc.add %1, %arg2 : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+    %3 = tcc.relu %2 : tensor<4x3xf32>
+    %s = tcc.mul %3, %half : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+    %4 = tcc.softmax_cross_entropy %s, %arg3 : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
+    %5 = tcc.softmax_cross_entropy_grad %0, %s, %arg3 : (tensor<f32>, tensor<4x3xf32>, tensor<4xi64>) -> tensor<4x3xf32>
+    %ds = tcc.mul %5, %half : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+    %6 = tcc.relu_grad %ds, %2 : tensor<4x3xf32>
+    %7 = tcc.reduce_sum %6 {axes = array<i64: 0>} : tensor<4x3xf32> -> tensor<3xf32>
+    %8 = tcc.matmul %6, %arg0 {transpose_lhs = true} : (tensor<4x3xf32>, tensor<4x8xf32>) -> tensor<3x8xf32>
+    %9 = tcc.add %arg8, %0 : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    %new_param, %new_exp_avg, %new_exp_avg_sq = tcc.adamw_update %arg1, %8, %arg4, %arg5, %9 {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, lr = 1.000000e-03 : f64, weight_decay = 1.000000e-02 : f64} : tensor<3x8xf32>, tensor<f32>
+    %new_param_0, %new_exp_avg_1, %new_exp_avg_sq_2 = tcc.adamw_update %arg2, %7, %arg6, %arg7, %9 {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, lr = 1.000000e-03 : f64, weight_decay = 1.000000e-02 : f64} : tensor<3xf32>, tensor<f32>
+    %r = tcc.increment %rng : tensor<i64>
+    return %4, %new_param, %new_param_0, %new_exp_avg, %new_exp_avg_sq, %new_exp_avg_1, %new_exp_avg_sq_2, %9, %r : tensor<f32>, tensor<3x8xf32>, tensor<3xf32>, tensor<3x8xf32>, tensor<3x8xf32>, tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>
+  }
+}
+
+// @forward: the GEMM and the bias add that follows it run in bf16; the
+// result is cast back, so the signature is unchanged.
+// BF16-LABEL: func.func @forward
+// BF16-SAME:    -> (tensor<4x3xf32> {tcc.name = "y"})
+// BF16-DAG:     %[[B:.+]] = tcc.cast %{{.+}} : tensor<3xf32> -> tensor<3xbf16>
+// BF16-DAG:     %[[W:.+]] = tcc.cast %{{.+}} : tensor<3x8xf32> -> tensor<3x8xbf16>
+// BF16-DAG:     %[[X:.+]] = tcc.cast %{{.+}} : tensor<4x8xf32> -> tensor<4x8xbf16>
+// BF16:         %[[H:.+]] = tcc.matmul %[[X]], %[[W]] {{.*}} -> tensor<4x3xbf16>
+// BF16:         %[[Y:.+]] = tcc.add %[[H]], %[[B]] : (tensor<4x3xbf16>, tensor<3xbf16>) -> tensor<4x3xbf16>
+// BF16:         %[[R:.+]] = tcc.cast %[[Y]] : tensor<4x3xbf16> -> tensor<4x3xf32>
+// BF16:         return %[[R]] : tensor<4x3xf32>
+
+// @train_step: parameters stay f32 and are cast where a GEMM reads them;
+// the constant a bf16 mul reads is rounded at compile time; the loss and
+// its gradient are f32; the backward's ReLU gradient and GEMM are bf16; the
+// bias gradient's reduction is f32; the weight gradient is cast up before
+// AdamW. No loss scaling for bf16.
+// BF16-LABEL: func.func @train_step
+// BF16-NOT:     loss_scale
+// BF16-DAG:     %[[HALFL:.+]] = tcc.constant dense<5.000000e-01> : tensor<4x3xbf16>
+// BF16-DAG:     %[[HALF:.+]] = tcc.constant dense<5.000000e-01> : tensor<4x3xf32>
+// BF16:         %[[MM:.+]] = tcc.matmul {{.*}} -> tensor<4x3xbf16>
+// BF16:         %[[ADD:.+]] = tcc.add %[[MM]], {{.*}} -> tensor<4x3xbf16>
+// BF16:         %[[RELU:.+]] = tcc.relu %[[ADD]] : tensor<4x3xbf16>
+// BF16:         %[[S:.+]] = tcc.mul %[[RELU]], %[[HALFL]] : (tensor<4x3xbf16>, tensor<4x3xbf16>) -> tensor<4x3xbf16>
+// BF16:         %[[SF:.+]] = tcc.cast %[[S]] : tensor<4x3xbf16> -> tensor<4x3xf32>
+// BF16:         %[[LOSS:.+]] = tcc.softmax_cross_entropy %[[SF]], %{{.+}} : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
+// BF16:         %[[G:.+]] = tcc.softmax_cross_entropy_grad %{{.+}}, %[[SF]], %{{.+}} -> tensor<4x3xf32>
+// BF16:         %[[DS:.+]] = tcc.mul %[[G]], %[[HALF]] : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+// BF16:         %[[DSL:.+]] = tcc.cast %[[DS]] : tensor<4x3xf32> -> tensor<4x3xbf16>
+// BF16:         %[[DR:.+]] = tcc.relu_grad %[[DSL]], %[[ADD]] : tensor<4x3xbf16>
+// BF16:         %[[DRF:.+]] = tcc.cast %[[DR]] : tensor<4x3xbf16> -> tensor<4x3xf32>
+// BF16:         %[[DB:.+]] = tcc.reduce_sum %[[DRF]] {{.*}} : tensor<4x3xf32> -> tensor<3xf32>
+// BF16:         %[[DW:.+]] = tcc.matmul %[[DR]], {{.*}} -> tensor<3x8xbf16>
+// BF16:         %[[DWF:.+]] = tcc.cast %[[DW]] : tensor<3x8xbf16> -> tensor<3x8xf32>
+// BF16:         tcc.adamw_update %{{.+}}, %[[DWF]], {{.*}} : tensor<3x8xf32>, tensor<f32>
+// BF16:         tcc.adamw_update %{{.+}}, %[[DB]], {{.*}} : tensor<3xf32>, tensor<f32>
+
+// fp16: the same casts to f16, plus dynamic loss scaling. The seed of the
+// backward is scaled; each gradient is unscaled in f32 before its update
+// and summed into the finiteness check; every optimizer result (not
+// rng.step) keeps its old value on a step with an Inf/NaN gradient.
+// FP16-LABEL: func.func @forward
+// FP16:         tcc.matmul {{.*}} -> tensor<4x3xf16>
+// FP16-LABEL: func.func @train_step
+// FP16-SAME:    %[[W:[^:]+]]: tensor<3x8xf32> {tcc.kind = "param", tcc.name = "w"}
+// FP16-SAME:    %[[STEP:[^:]+]]: tensor<f32> {tcc.kind = "state", tcc.name = "adamw.step"}
+// FP16-SAME:    %[[RNG:[^:]+]]: tensor<i64> {tcc.kind = "state", tcc.name = "rng.step"}
+// FP16-SAME:    %[[SCALE:[^:]+]]: tensor<f32> {tcc.init = dense<6.553600e+04> : tensor<f32>, tcc.kind = "state", tcc.name = "loss_scale"}
+// FP16-SAME:    %[[GOOD:[^:]+]]: tensor<f32> {tcc.kind = "state", tcc.name = "loss_scale.good_steps"}
+// FP16-SAME:    %[[SKIP:[^:]+]]: tensor<f32> {tcc.kind = "state", tcc.name = "loss_scale.skipped"})
+// FP16-SAME:    tensor<f32> {tcc.kind = "update", tcc.name = "loss_scale"}, tensor<f32> {tcc.kind = "update", tcc.name = "loss_scale.good_steps"}, tensor<f32> {tcc.kind = "update", tcc.name = "loss_scale.skipped"})
+// FP16:         %[[SEED:.+]] = tcc.mul %{{.+}}, %[[SCALE]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// FP16:         tcc.softmax_cross_entropy_grad %[[SEED]],
+// FP16:         %[[DW:.+]] = tcc.cast %{{.+}} : tensor<3x8xf16> -> tensor<3x8xf32>
+// FP16:         %[[INV:.+]] = tcc.div %{{.+}}, %[[SCALE]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// FP16:         %[[SUMW:.+]] = tcc.reduce_sum %[[DW]] {axes = array<i64: 0, 1>} : tensor<3x8xf32> -> tensor<f32>
+// FP16:         %[[DWU:.+]] = tcc.mul %[[DW]], %[[INV]] : (tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+// FP16:         %[[NEWW:.+]], %[[NEWM:.+]], %{{.+}} = tcc.adamw_update %[[W]], %[[DWU]],
+// FP16:         %[[SUM:.+]] = tcc.add %[[SUMW]], %{{.+}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// FP16:         tcc.adamw_update
+// FP16:         %[[Z:.+]] = tcc.mul %[[SUM]], %[[ZERO:.+]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// FP16:         %[[FINITE:.+]] = tcc.equal %[[Z]], %[[ZERO]] : (tensor<f32>, tensor<f32>) -> tensor<i1>
+// FP16:         %[[KEEPW:.+]] = tcc.where %[[FINITE]], %[[NEWW]], %[[W]]
+// FP16-COUNT-5: tcc.where %[[FINITE]]
+// FP16:         %[[KEEPSTEP:.+]] = tcc.where %[[FINITE]], %{{.+}}, %[[STEP]] : (tensor<i1>, tensor<f32>, tensor<f32>) -> tensor<f32>
+// The scale: doubled after growth-interval (3) finite steps, halved on a skip.
+// FP16:         %[[GOOD1:.+]] = tcc.add %[[GOOD]], %{{.+}}
+// FP16:         %[[THREE:.+]] = tcc.constant dense<3.000000e+00> : tensor<f32>
+// FP16:         %[[GROW:.+]] = tcc.equal %[[GOOD1]], %[[THREE]]
+// FP16:         %[[DOUBLE:.+]] = tcc.mul %[[SCALE]], %{{.+}}
+// FP16:         %[[GROWN:.+]] = tcc.where %[[GROW]], %[[DOUBLE]], %[[SCALE]]
+// FP16:         %[[HALVED:.+]] = tcc.mul %[[SCALE]], %{{.+}}
+// FP16:         %[[NEWSCALE:.+]] = tcc.where %[[FINITE]], %[[GROWN]], %[[HALVED]]
+// FP16:         %[[RESET:.+]] = tcc.where %[[GROW]], %[[ZERO]], %[[GOOD1]]
+// FP16:         %[[NEWGOOD:.+]] = tcc.where %[[FINITE]], %[[RESET]], %[[ZERO]]
+// FP16:         %[[SKIP1:.+]] = tcc.add %[[SKIP]], %{{.+}}
+// FP16:         %[[NEWSKIP:.+]] = tcc.where %[[FINITE]], %[[SKIP]], %[[SKIP1]]
+// FP16:         return %{{.+}}, %[[KEEPW]], {{.*}}, %[[KEEPSTEP]], %{{.+}}, %[[NEWSCALE]], %[[NEWGOOD]], %[[NEWSKIP]] :
+
+// fp32: nothing changes.
+// FP32-LABEL: func.func @train_step
+// FP32-NOT:     tcc.cast
+// FP32-NOT:     bf16
+// FP32-NOT:     f16
+// FP32-NOT:     loss_scale
+
+// -----
+
+// With gradient accumulation (fp16): the seed is scaled where the loss is
+// (@accumulate_step); the check and the scale update happen in @train_step.
+module attributes {tcc.batch = 4 : i64} {
+  func.func @accumulate_step(%x: tensor<4x3xf32> {tcc.kind = "input", tcc.name = "x"},
+                             %labels: tensor<4xi64> {tcc.kind = "input", tcc.name = "labels"},
+                             %acc: tensor<4x3xf32> {tcc.kind = "state", tcc.name = "x.grad_acc"})
+      -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"},
+          tensor<4x3xf32> {tcc.kind = "update", tcc.name = "x.grad_acc"}) {
+    %one = tcc.constant dense<1.000000e+00> : tensor<f32>
+    %l = tcc.softmax_cross_entropy %x, %labels : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
+    %g = tcc.softmax_cross_entropy_grad %one, %x, %labels : (tensor<f32>, tensor<4x3xf32>, tensor<4xi64>) -> tensor<4x3xf32>
+    %a = tcc.add %acc, %g : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+    return %l, %a : tensor<f32>, tensor<4x3xf32>
+  }
+  func.func @train_step(%p: tensor<4x3xf32> {tcc.kind = "param", tcc.name = "x"},
+                        %acc: tensor<4x3xf32> {tcc.kind = "state", tcc.name = "x.grad_acc"})
+      -> (tensor<4x3xf32> {tcc.kind = "update", tcc.name = "x"},
+          tensor<4x3xf32> {tcc.kind = "update", tcc.name = "x.grad_acc"}) {
+    %new = tcc.sgd_update %p, %acc {lr = 1.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : tensor<4x3xf32>
+    %zero = tcc.constant dense<0.000000e+00> : tensor<4x3xf32>
+    return %new, %zero : tensor<4x3xf32>, tensor<4x3xf32>
+  }
+}
+
+// FP16-LABEL: func.func @accumulate_step
+// FP16-SAME:    tcc.name = "loss_scale"
+// FP16:         %[[SEED:.+]] = tcc.mul %{{.+}}, %{{.+}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// FP16:         tcc.softmax_cross_entropy_grad %[[SEED]],
+// FP16-NOT:     tcc.where
+// FP16-LABEL: func.func @train_step
+// FP16-SAME:    %[[P:[^:]+]]: tensor<4x3xf32> {tcc.kind = "param", tcc.name = "x"}
+// FP16-SAME:    tcc.name = "loss_scale"
+// FP16:         %[[NEW:.+]] = tcc.sgd_update %[[P]],
+// FP16:         %[[KEEP:.+]] = tcc.where %{{.+}}, %[[NEW]], %[[P]]
+// The accumulator is reset whatever happens.
+// FP16-NOT:     tcc.where %{{.+}}, %{{.+}}, %{{.+}} : (tensor<i1>, tensor<4x3xf32>
+// FP16:         return %[[KEEP]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} :

@@ -1,0 +1,405 @@
+//===- FusedCodegenTest.cpp - Generated kernels vs the library kernels ----===//
+//
+// Every case is a function of plain tcc ops. It is lowered twice: as is (one
+// reference runtime kernel per op) and after tcc-fuse (generated kernels,
+// compiled by the host C++ compiler into one library for all cases). Both
+// run on the same random inputs; the generated results must match the
+// reference ones, and be bit-identical with 1 and 3 threads. The fast exp,
+// erf and tanh of the generated prelude are checked against libm.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/FusedCodegen.h"
+#include "compiler/codegen/HostCompile.h"
+#include "compiler/codegen/ScheduleBuilder.h"
+#include "dialects/tcc/TccDialect.h"
+#include "dialects/tcc/TccOps.h"
+#include "passes/Passes.h"
+#include "runtime/core/ArtifactFormat.h"
+#include "runtime/core/Session.h"
+#include "runtime/cpu/FusedLibrary.h"
+#include "runtime/cpu/ThreadPool.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+using namespace mlir;
+namespace rt = ::tcc::rt;
+
+namespace {
+
+struct Arg {
+  std::string name, type; // type like "4x8xf32", "3xi64", "4x8xi1"
+  float lo = -2, hi = 2;  // f32: uniform range; i64: classes = hi
+};
+
+struct Case {
+  std::string name;
+  std::vector<Arg> args;
+  std::string body;                 // ops; returns %r0, %r1, ...
+  std::vector<std::string> results; // result types
+  int minFused = 1;                 // tcc.fused ops tcc-fuse must form
+};
+
+std::vector<Case> cases() {
+  return {
+      {"elementwise_chain",
+       {{"x", "4x8x20xf32"}, {"b", "20xf32"}, {"m", "4x1x20xf32"}},
+       R"(%0 = tcc.add %x, %b : (tensor<4x8x20xf32>, tensor<20xf32>) -> tensor<4x8x20xf32>
+  %1 = tcc.gelu %0 {approximate = "none"} : tensor<4x8x20xf32>
+  %c = tcc.constant dense<0.5> : tensor<f32>
+  %2 = tcc.mul %1, %c : (tensor<4x8x20xf32>, tensor<f32>) -> tensor<4x8x20xf32>
+  %3 = tcc.tanh %2 : tensor<4x8x20xf32>
+  %4 = tcc.sub %3, %m : (tensor<4x8x20xf32>, tensor<4x1x20xf32>) -> tensor<4x8x20xf32>
+  %5 = tcc.sigmoid %4 : tensor<4x8x20xf32>
+  %6 = tcc.erf %5 : tensor<4x8x20xf32>
+  %r0 = tcc.exp %6 : tensor<4x8x20xf32>
+  %r1 = tcc.neg %0 : tensor<4x8x20xf32>)",
+       {"4x8x20xf32", "4x8x20xf32"}},
+      {"math_and_grads",
+       {{"x", "6x33xf32", 0.2f, 3.0f},
+        {"dy", "6x33xf32"},
+        {"y", "6x33xf32", -0.9f, 0.9f}},
+       R"(%0 = tcc.sqrt %x : tensor<6x33xf32>
+  %1 = tcc.log %x : tensor<6x33xf32>
+  %2 = tcc.pow_scalar %x {exponent = 3.7 : f64} : tensor<6x33xf32>
+  %3 = tcc.pow_scalar_grad %dy, %x {exponent = 0.5 : f64} : tensor<6x33xf32>
+  %4 = tcc.pow %x, %y : (tensor<6x33xf32>, tensor<6x33xf32>) -> tensor<6x33xf32>
+  %5 = tcc.sqrt_grad %dy, %0 : tensor<6x33xf32>
+  %6 = tcc.tanh_grad %dy, %y : tensor<6x33xf32>
+  %7 = tcc.sigmoid_grad %dy, %y : tensor<6x33xf32>
+  %8 = tcc.erf_grad %dy, %y : tensor<6x33xf32>
+  %9 = tcc.relu %y : tensor<6x33xf32>
+  %10 = tcc.relu_grad %dy, %y : tensor<6x33xf32>
+  %11 = tcc.div %dy, %x : (tensor<6x33xf32>, tensor<6x33xf32>) -> tensor<6x33xf32>
+  %12 = tcc.gelu %y {approximate = "tanh"} : tensor<6x33xf32>
+  %13 = tcc.gelu_grad %dy, %y {approximate = "tanh"} : tensor<6x33xf32>
+  %14 = tcc.gelu_grad %dy, %x {approximate = "none"} : tensor<6x33xf32>
+  %15 = tcc.add %1, %2 : (tensor<6x33xf32>, tensor<6x33xf32>) -> tensor<6x33xf32>
+  %16 = tcc.add %15, %3 : (tensor<6x33xf32>, tensor<6x33xf32>) -> tensor<6x33xf32>
+  %17 = tcc.add %16, %4 : (tensor<6x33xf32>, tensor<6x33xf32>) -> tensor<6x33xf32>
+  %18 = tcc.add %5, %6 : (tensor<6x33xf32>, tensor<6x33xf32>) -> tensor<6x33xf32>
+  %19 = tcc.add %7, %8 : (tensor<6x33xf32>, tensor<6x33xf32>) -> tensor<6x33xf32>
+  %20 = tcc.add %9, %10 : (tensor<6x33xf32>, tensor<6x33xf32>) -> tensor<6x33xf32>
+  %21 = tcc.add %11, %12 : (tensor<6x33xf32>, tensor<6x33xf32>) -> tensor<6x33xf32>
+  %r0 = tcc.add %17, %18 : (tensor<6x33xf32>, tensor<6x33xf32>) -> tensor<6x33xf32>
+  %r1 = tcc.add %19, %20 : (tensor<6x33xf32>, tensor<6x33xf32>) -> tensor<6x33xf32>
+  %r2 = tcc.add %21, %13 : (tensor<6x33xf32>, tensor<6x33xf32>) -> tensor<6x33xf32>
+  %r3 = tcc.mul %14, %r0 : (tensor<6x33xf32>, tensor<6x33xf32>) -> tensor<6x33xf32>)",
+       {"6x33xf32", "6x33xf32", "6x33xf32", "6x33xf32"}},
+      {"where_broadcast",
+       {{"c", "3x1x16xi1"},
+        {"a", "3x5x16xf32"},
+        {"s", "f32"},
+        {"k", "5x1xf32"}},
+       R"(%0 = tcc.where %c, %a, %s : (tensor<3x1x16xi1>, tensor<3x5x16xf32>, tensor<f32>) -> tensor<3x5x16xf32>
+  %r0 = tcc.mul %0, %k : (tensor<3x5x16xf32>, tensor<5x1xf32>) -> tensor<3x5x16xf32>)",
+       {"3x5x16xf32"}},
+      {"softmax_family",
+       {{"x", "2x6x37xf32", -4, 4}, {"dy", "2x6x37xf32"}, {"mask", "6x37xf32"}},
+       R"(%0 = tcc.add %x, %mask : (tensor<2x6x37xf32>, tensor<6x37xf32>) -> tensor<2x6x37xf32>
+  %1 = tcc.softmax %0 {axis = 2 : i64} : tensor<2x6x37xf32>
+  %2 = tcc.log_softmax %x {axis = 2 : i64} : tensor<2x6x37xf32>
+  %3 = tcc.softmax_grad %dy, %1 {axis = 2 : i64} : tensor<2x6x37xf32>
+  %4 = tcc.log_softmax_grad %dy, %2 {axis = 2 : i64} : tensor<2x6x37xf32>
+  %r0 = tcc.add %3, %4 : (tensor<2x6x37xf32>, tensor<2x6x37xf32>) -> tensor<2x6x37xf32>
+  %r1 = tcc.mul %1, %2 : (tensor<2x6x37xf32>, tensor<2x6x37xf32>) -> tensor<2x6x37xf32>)",
+       {"2x6x37xf32", "2x6x37xf32"}},
+      {"layer_norm",
+       {{"x", "3x4x24xf32"},
+        {"g", "24xf32"},
+        {"b", "24xf32"},
+        {"dy", "3x4x24xf32"}},
+       R"(%y, %mean, %rstd = tcc.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.0e-05 : f64} : (tensor<3x4x24xf32>, tensor<24xf32>, tensor<24xf32>) -> (tensor<3x4x24xf32>, tensor<3x4x1xf32>, tensor<3x4x1xf32>)
+  %r0 = tcc.gelu %y {approximate = "none"} : tensor<3x4x24xf32>
+  %r1, %r2, %r3 = tcc.layer_norm_grad %dy, %x, %g, %mean, %rstd {axis = 2 : i64} : (tensor<3x4x24xf32>, tensor<3x4x24xf32>, tensor<24xf32>, tensor<3x4x1xf32>, tensor<3x4x1xf32>) -> (tensor<3x4x24xf32>, tensor<24xf32>, tensor<24xf32>)
+  %r4 = tcc.mul %rstd, %mean : (tensor<3x4x1xf32>, tensor<3x4x1xf32>) -> tensor<3x4x1xf32>)",
+       {"3x4x24xf32", "3x4x24xf32", "24xf32", "24xf32", "3x4x1xf32"}},
+      {"row_reductions",
+       {{"x", "5x7x19xf32"}},
+       R"(%0 = tcc.reduce_mean %x {axes = array<i64: 2>, keepdims = true} : tensor<5x7x19xf32> -> tensor<5x7x1xf32>
+  %1 = tcc.sub %x, %0 : (tensor<5x7x19xf32>, tensor<5x7x1xf32>) -> tensor<5x7x19xf32>
+  %2 = tcc.mul %1, %1 : (tensor<5x7x19xf32>, tensor<5x7x19xf32>) -> tensor<5x7x19xf32>
+  %r0 = tcc.reduce_sum %2 {axes = array<i64: 2>} : tensor<5x7x19xf32> -> tensor<5x7xf32>
+  %r1 = tcc.exp %1 : tensor<5x7x19xf32>)",
+       {"5x7xf32", "5x7x19xf32"}},
+      {"cross_entropy",
+       {{"l", "3x5x11xf32", -3, 3},
+        {"bias", "11xf32"},
+        {"labels", "3x5xi64", 0, 11}},
+       R"(%one = tcc.constant dense<1.0> : tensor<f32>
+  %0 = tcc.add %l, %bias : (tensor<3x5x11xf32>, tensor<11xf32>) -> tensor<3x5x11xf32>
+  %r0 = tcc.softmax_cross_entropy %0, %labels : (tensor<3x5x11xf32>, tensor<3x5xi64>) -> tensor<f32>
+  %r1 = tcc.softmax_cross_entropy_grad %one, %0, %labels : (tensor<f32>, tensor<3x5x11xf32>, tensor<3x5xi64>) -> tensor<3x5x11xf32>)",
+       {"f32", "3x5x11xf32"}},
+      // Large enough to be split across threads.
+      {"threaded",
+       {{"x", "192x400xf32", -5, 5}, {"labels", "192xi64", 0, 400}},
+       R"(%0 = tcc.softmax %x {axis = 1 : i64} : tensor<192x400xf32>
+  %1 = tcc.gelu %x {approximate = "none"} : tensor<192x400xf32>
+  %r0 = tcc.mul %0, %1 : (tensor<192x400xf32>, tensor<192x400xf32>) -> tensor<192x400xf32>
+  %r1 = tcc.softmax_cross_entropy %1, %labels : (tensor<192x400xf32>, tensor<192xi64>) -> tensor<f32>)",
+       {"192x400xf32", "f32"}},
+      // The prelude's exp, erf and tanh over a wide range (checked
+      // against libm below, not only against the reference kernels).
+      {"special_functions",
+       {{"x", "64x512xf32", -12, 12}},
+       R"(%r0 = tcc.exp %x : tensor<64x512xf32>
+  %r1 = tcc.erf %x : tensor<64x512xf32>
+  %r2 = tcc.tanh %x : tensor<64x512xf32>)",
+       {"64x512xf32", "64x512xf32", "64x512xf32"}},
+  };
+}
+
+std::string tensorType(const std::string &t) { return "tensor<" + t + ">"; }
+
+/// One function per case; argument and result names are prefixed with the
+/// case name so every case is its own program in one artifact.
+std::string moduleText(const std::vector<Case> &cs) {
+  std::string s = "module {\n";
+  for (const Case &c : cs) {
+    s += "func.func @" + c.name + "(";
+    for (size_t i = 0; i < c.args.size(); ++i)
+      s += std::string(i ? ", " : "") + "%" + c.args[i].name + ": " +
+           tensorType(c.args[i].type) +
+           " {tcc.kind = \"input\", tcc.name = \"" + c.name + "." +
+           c.args[i].name + "\"}";
+    s += ") -> (";
+    for (size_t i = 0; i < c.results.size(); ++i)
+      s += std::string(i ? ", " : "") + tensorType(c.results[i]) +
+           " {tcc.name = \"" + c.name + ".r" + std::to_string(i) + "\"}";
+    s += ") {\n  " + c.body + "\n  return ";
+    for (size_t i = 0; i < c.results.size(); ++i)
+      s += std::string(i ? ", " : "") + "%r" + std::to_string(i);
+    s += " : ";
+    for (size_t i = 0; i < c.results.size(); ++i)
+      s += std::string(i ? ", " : "") + tensorType(c.results[i]);
+    s += "\n}\n";
+  }
+  return s + "}\n";
+}
+
+/// Lowers every case; with `fuse`, runs tcc-fuse and builds the host library.
+rt::Artifact lowerAll(MLIRContext &ctx, bool fuse, std::string &source) {
+  std::vector<Case> cs = cases();
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(moduleText(cs), &ctx);
+  EXPECT_TRUE(module);
+  rt::Artifact a;
+  if (!module)
+    return a;
+  if (fuse) {
+    PassManager pm(&ctx);
+    pm.addNestedPass<func::FuncOp>(mlir::tcc::createFusePass());
+    EXPECT_TRUE(succeeded(pm.run(*module)));
+    auto src = ::tcc::generateFusedSource(*module);
+    EXPECT_TRUE(succeeded(src));
+    if (failed(src))
+      return a;
+    source = *src;
+    ::tcc::HostLibrary lib;
+    std::string err;
+    EXPECT_TRUE(::tcc::compileHostLibrary(source, lib, err)) << err;
+    a.hostLibOffset = a.addBlob(lib.bytes.data(), lib.bytes.size());
+    a.hostLibSize = (int64_t)lib.bytes.size();
+    a.hostLibIsa = lib.isa;
+    for (const Case &c : cs) {
+      int n = 0;
+      module->lookupSymbol<func::FuncOp>(c.name).walk(
+          [&](mlir::tcc::FusedOp) { ++n; });
+      EXPECT_GE(n, c.minFused) << c.name << ": expected fused regions";
+    }
+  }
+  std::map<std::string, std::vector<float>> init;
+  ::tcc::ScheduleBuilder builder(a, init);
+  for (const Case &c : cs)
+    EXPECT_TRUE(succeeded(
+        builder.lower(module->lookupSymbol<func::FuncOp>(c.name), c.name)));
+  return a;
+}
+
+/// Fills the inputs of every program from a fixed seed.
+void fill(const rt::Artifact &a, rt::Session &s) {
+  std::vector<Case> cs = cases();
+  std::mt19937 rng(7);
+  for (const Case &c : cs)
+    for (const Arg &arg : c.args) {
+      std::string name = c.name + "." + arg.name;
+      int32_t id = a.findTensor(name);
+      ASSERT_GE(id, 0) << name;
+      const rt::TensorInfo &t = a.tensors[id];
+      if (t.dtype == rt::DType::F32) {
+        std::uniform_real_distribution<float> d(arg.lo, arg.hi);
+        float *p = static_cast<float *>(s.data(id));
+        for (int64_t i = 0; i < t.numElements(); ++i)
+          p[i] = d(rng);
+      } else {
+        bool isBool = arg.type.find("xi1") != std::string::npos;
+        std::uniform_int_distribution<int64_t> d(
+            0, isBool ? 1 : (int64_t)arg.hi - 1);
+        int64_t *p = static_cast<int64_t *>(s.data(id));
+        for (int64_t i = 0; i < t.numElements(); ++i)
+          p[i] = d(rng);
+      }
+    }
+}
+
+std::vector<std::vector<float>> outputs(const rt::Artifact &a, rt::Session &s,
+                                        const std::string &program) {
+  s.run(program);
+  std::vector<std::vector<float>> out;
+  for (int32_t id : a.findProgram(program)->outputs) {
+    const float *p = static_cast<const float *>(s.data(id));
+    out.emplace_back(p, p + a.tensors[id].numElements());
+  }
+  return out;
+}
+
+struct Fixture : ::testing::Test {
+  static void SetUpTestSuite() {
+    ctx = new MLIRContext();
+    ctx->loadDialect<mlir::tcc::TccDialect, func::FuncDialect>();
+    ref = new rt::Artifact(lowerAll(*ctx, false, *new std::string));
+    source = new std::string();
+    fused = new rt::Artifact(lowerAll(*ctx, true, *source));
+  }
+  static void TearDownTestSuite() {
+    delete ref;
+    delete fused;
+    delete ctx;
+    rt::ThreadPool::setGlobalThreads(rt::ThreadPool::defaultThreads());
+  }
+  static MLIRContext *ctx;
+  static rt::Artifact *ref, *fused;
+  static std::string *source;
+};
+MLIRContext *Fixture::ctx;
+rt::Artifact *Fixture::ref, *Fixture::fused;
+std::string *Fixture::source;
+
+TEST_F(Fixture, GeneratedKernelsMatchReferenceKernels) {
+  ASSERT_GE(fused->hostLibOffset, 0);
+  // The artifact (with its library) survives serialization.
+  std::vector<uint8_t> bytes = rt::format::serialize(*fused);
+  rt::Artifact back = rt::parseArtifact(bytes.data(), bytes.size(), "test");
+  ASSERT_EQ(back.hostLibSize, fused->hostLibSize);
+  rt::Session r(*ref, rt::ExecMode::Compiled), f(back, rt::ExecMode::Compiled);
+  fill(*ref, r);
+  fill(back, f);
+  for (const Case &c : cases()) {
+    auto want = outputs(*ref, r, c.name), got = outputs(back, f, c.name);
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t k = 0; k < want.size(); ++k) {
+      float scale = 0;
+      for (float v : want[k])
+        scale = std::max(scale, std::fabs(v));
+      for (size_t i = 0; i < want[k].size(); ++i) {
+        float w = want[k][i], g = got[k][i];
+        if (std::isnan(w)) {
+          EXPECT_TRUE(std::isnan(g)) << c.name << " r" << k << "[" << i << "]";
+          continue;
+        }
+        ASSERT_NEAR(g, w, 2e-6f * scale + 1e-5f * std::fabs(w))
+            << c.name << " result " << k << " element " << i;
+      }
+    }
+  }
+}
+
+TEST_F(Fixture, ThreadCountDoesNotChangeResults) {
+  std::vector<std::vector<std::vector<float>>> runs;
+  for (int threads : {1, 3}) {
+    rt::ThreadPool::setGlobalThreads(threads);
+    rt::Session f(*fused, rt::ExecMode::Compiled);
+    fill(*fused, f);
+    std::vector<std::vector<float>> all;
+    for (const Case &c : cases())
+      for (auto &v : outputs(*fused, f, c.name))
+        all.push_back(v);
+    runs.push_back(all);
+  }
+  ASSERT_EQ(runs[0].size(), runs[1].size());
+  for (size_t k = 0; k < runs[0].size(); ++k)
+    ASSERT_EQ(0, std::memcmp(runs[0][k].data(), runs[1][k].data(),
+                             runs[0][k].size() * sizeof(float)))
+        << "output " << k << " differs between 1 and 3 threads";
+}
+
+TEST_F(Fixture, PreludeFunctionsAreAccurate) {
+  rt::Session f(*fused, rt::ExecMode::Compiled);
+  fill(*fused, f);
+  int32_t xid = fused->findTensor("special_functions.x");
+  std::vector<float> x(static_cast<const float *>(f.data(xid)),
+                       static_cast<const float *>(f.data(xid)) + 64 * 512);
+  auto out = outputs(*fused, f, "special_functions");
+  double worst[3] = {0, 0, 0};
+  for (size_t i = 0; i < x.size(); ++i) {
+    double xd = x[i];
+    double want[3] = {std::exp(xd), std::erf(xd), std::tanh(xd)};
+    for (int k = 0; k < 3; ++k) {
+      if (k == 0 && want[0] < 1.2e-38) // flushed below FLT_MIN
+        continue;
+      if (want[k] == 0)
+        continue;
+      worst[k] = std::max(worst[k],
+                          std::fabs(out[k][i] - want[k]) / std::fabs(want[k]));
+    }
+  }
+  EXPECT_LT(worst[0], 3e-7) << "exp";
+  EXPECT_LT(worst[1], 5e-7) << "erf";
+  EXPECT_LT(worst[2], 5e-7) << "tanh";
+}
+
+TEST_F(Fixture, LabelOutOfRangeIsAnError) {
+  rt::Session f(*fused, rt::ExecMode::Compiled);
+  fill(*fused, f);
+  int32_t id = fused->findTensor("cross_entropy.labels");
+  static_cast<int64_t *>(f.data(id))[7] = 11;
+  try {
+    f.run("cross_entropy");
+    FAIL() << "expected an error";
+  } catch (const rt::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("label 11 at position 7 is outside "
+                                         "[0, 11)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(Fixture, LibraryChecksOperandsAndIsa) {
+  const uint8_t *lib = fused->blob.data() + fused->hostLibOffset;
+  EXPECT_THROW(rt::FusedLibrary(lib, fused->hostLibSize, "x86-64-v9"),
+               rt::Error);
+  rt::FusedLibrary l(lib, fused->hostLibSize, fused->hostLibIsa);
+  ASSERT_GT(l.size(), 0u);
+  // An instr whose operand does not have the compiled element count.
+  const rt::Program &p = *fused->findProgram("threaded");
+  for (const rt::Instr &in : p.instrs)
+    if (in.kernel == "fused") {
+      rt::Instr bad = in;
+      std::vector<rt::TensorInfo> tensors = fused->tensors;
+      tensors[bad.inputs[0]].shape = {7};
+      EXPECT_THROW(l.check(bad, tensors), rt::Error);
+      bad.iattrs = {(int64_t)l.size()};
+      EXPECT_THROW(l.check(bad, fused->tensors), rt::Error);
+    }
+}
+
+TEST(HostCompile, BrokenCompilerIsReported) {
+  ::setenv("TCC_HOST_CXX", "/bin/false", 1);
+  ::tcc::HostLibrary lib;
+  std::string err;
+  EXPECT_FALSE(::tcc::compileHostLibrary("int x;", lib, err));
+  ::unsetenv("TCC_HOST_CXX");
+  EXPECT_NE(err.find("failed to build the fused kernels"), std::string::npos)
+      << err;
+}
+
+} // namespace

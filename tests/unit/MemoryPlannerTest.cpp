@@ -1,0 +1,149 @@
+//===- MemoryPlannerTest.cpp - Arena plans and the memory report ----------===//
+#include "compiler/codegen/MemoryPlanner.h"
+#include "compiler/codegen/MemoryReport.h"
+#include "runtime/core/Session.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace tcc;
+using rt::TensorKind;
+
+namespace {
+/// A program over f32 tensors, built instr by instr.
+struct Builder {
+  rt::Artifact a;
+  rt::Program p;
+  int32_t tensor(TensorKind kind, std::vector<int64_t> shape) {
+    rt::TensorInfo t;
+    t.name = "t" + std::to_string(a.tensors.size());
+    t.kind = kind;
+    t.shape = std::move(shape);
+    if (kind == TensorKind::Temp)
+      t.program = "train_step";
+    else if (kind != TensorKind::Input) {
+      std::vector<float> zeros(t.numElements(), 0.0f);
+      t.dataOffset = a.addBlob(zeros.data(), zeros.size() * sizeof(float));
+    }
+    a.tensors.push_back(t);
+    return (int32_t)a.tensors.size() - 1;
+  }
+  int32_t op(const std::string &kernel, std::vector<int32_t> in,
+             std::vector<int64_t> shape, std::vector<int64_t> iattrs = {}) {
+    int32_t out = tensor(TensorKind::Temp, std::move(shape));
+    p.instrs.push_back({kernel, std::move(in), {out}, std::move(iattrs), {}});
+    return out;
+  }
+};
+
+/// Temps whose lifetimes overlap never share bytes, except along an
+/// in-place chain (same offset, handed over at one instruction).
+void expectNoConflicts(const rt::Artifact &a, const rt::Program &p,
+                       const ProgramLifetimes &L) {
+  for (size_t i = 0; i < a.tensors.size(); ++i)
+    for (size_t j = i + 1; j < a.tensors.size(); ++j) {
+      if (L.bufferOf[i] < 0 || L.bufferOf[j] < 0 ||
+          L.bufferOf[i] == L.bufferOf[j])
+        continue;
+      bool together = L.first[i] <= L.last[j] && L.first[j] <= L.last[i];
+      int64_t bi = a.tensors[i].arenaOffset, bj = a.tensors[j].arenaOffset;
+      bool overlap = bi < bj + a.tensors[j].byteSize() &&
+                     bj < bi + a.tensors[i].byteSize();
+      EXPECT_FALSE(together && overlap) << i << " and " << j;
+      EXPECT_LE(bi + a.tensors[i].byteSize(), p.arenaBytes);
+    }
+}
+} // namespace
+
+TEST(MemoryPlanner, InPlaceChainsShareBytes) {
+  Builder b;
+  int32_t x = b.tensor(TensorKind::Input, {8, 16});
+  int32_t w = b.tensor(TensorKind::Param, {16, 16});
+  int32_t h = b.op("matmul", {x, w}, {8, 16}, {0, 0});
+  int32_t r = b.op("relu", {h}, {8, 16});   // h dies here: r takes its bytes
+  int32_t s = b.op("add", {r, r}, {8, 16}); // and s takes r's
+  int32_t y = b.op("matmul", {s, w}, {8, 16}, {0, 0}); // not in place
+  b.p.name = "train_step";
+  b.p.inputs = {x};
+  b.p.outputs = {y};
+  planProgramMemory(b.a, b.p);
+  EXPECT_EQ(b.a.tensors[h].arenaOffset, b.a.tensors[r].arenaOffset);
+  EXPECT_EQ(b.a.tensors[r].arenaOffset, b.a.tensors[s].arenaOffset);
+  EXPECT_NE(b.a.tensors[s].arenaOffset, b.a.tensors[y].arenaOffset);
+  EXPECT_EQ(b.p.arenaBytes, 2 * 8 * 16 * 4);
+  // The session accepts the plan (its aliasing check) and runs it.
+  b.a.programs.push_back(b.p);
+  rt::Session session(b.a, rt::ExecMode::Compiled);
+  session.run("train_step");
+  rt::MemoryStats m = session.memory();
+  EXPECT_EQ(m.tempPeakBytes, b.p.arenaBytes);
+  EXPECT_GE(m.measuredPeakBytes, m.persistentBytes + b.p.arenaBytes);
+
+  // Eager allocates each output before it frees the dying input, so each
+  // pair of consecutive temps is live at once: the same two buffers.
+  rt::Session eager(b.a, rt::ExecMode::Eager);
+  eager.run("train_step");
+  rt::MemoryStats e = eager.memory();
+  EXPECT_EQ(e.tempPeakBytes, 2 * 8 * 16 * 4);
+  EXPECT_GE(e.measuredPeakBytes, e.persistentBytes + e.tempPeakBytes);
+
+  // Without reuse every temp has its own bytes.
+  planProgramMemory(b.a, b.p, /*reuse=*/false);
+  EXPECT_EQ(b.p.arenaBytes, 4 * 8 * 16 * 4);
+  expectNoConflicts(b.a, b.p, analyzeLifetimes(b.a, b.p, false));
+}
+
+TEST(MemoryPlanner, RandomProgramsHaveNoConflicts) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    Builder b;
+    std::vector<int32_t> values = {b.tensor(TensorKind::Input, {4, 8})};
+    for (int i = 0; i < 30; ++i) {
+      int32_t lhs = values[rng() % values.size()];
+      int32_t rhs = values[rng() % values.size()];
+      int64_t rows = 4 << (rng() % 3);
+      const char *k = rng() % 2 ? "add" : "relu";
+      if (b.a.tensors[lhs].shape[0] != rows ||
+          b.a.tensors[rhs].shape[0] != rows)
+        k = "broadcast_to", rhs = -1;
+      std::vector<int32_t> in = {lhs};
+      if (std::string(k) == "add")
+        in.push_back(rhs);
+      values.push_back(b.op(k, in, {rows, 8}));
+    }
+    b.p.name = "train_step";
+    b.p.outputs = {values.back()};
+    planProgramMemory(b.a, b.p);
+    ProgramLifetimes L = analyzeLifetimes(b.a, b.p, true);
+    EXPECT_GE(b.p.arenaBytes, L.livePeak);
+    expectNoConflicts(b.a, b.p, L);
+  }
+}
+
+TEST(MemoryReport, ClassifiesParamsGradientsAndOptimizerState) {
+  Builder b;
+  int32_t x = b.tensor(TensorKind::Input, {4, 8});
+  int32_t w = b.tensor(TensorKind::Param, {8, 8});
+  int32_t m = b.tensor(TensorKind::State, {8, 8});
+  int32_t y = b.op("matmul", {x, w}, {4, 8}, {0, 0});
+  int32_t loss = b.op("reduce_sum", {y}, {}, {0, 1});
+  int32_t g = b.op("matmul", {x, y}, {8, 8}, {1, 0}); // reads y after loss
+  b.p.instrs.push_back(
+      {"sgd_momentum_update", {w, g, m}, {w, m}, {}, {0.1, 0.9, 0.0}});
+  b.p.name = "train_step";
+  b.p.inputs = {x};
+  b.p.outputs = {loss};
+  planProgramMemory(b.a, b.p);
+  b.a.programs.push_back(b.p);
+  MemoryReport r = analyzeMemory(b.a);
+  EXPECT_EQ(r.weights, 8 * 8 * 4);
+  EXPECT_EQ(r.optimizerState, 8 * 8 * 4);
+  EXPECT_EQ(r.inputs, 4 * 8 * 4);
+  const MemoryReport::Program *p = r.find("train_step");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->savedActivations, 4 * 8 * 4); // y
+  EXPECT_EQ(p->gradientTotal, 8 * 8 * 4);    // g
+  EXPECT_EQ(p->activations + p->gradients + p->temporaries, p->livePeak);
+  EXPECT_EQ(r.predictedPeak({"train_step"}), r.persistent() + b.p.arenaBytes);
+}
