@@ -80,6 +80,16 @@ def torch_steps(model, x, classes, steps, warmup, lr):
     return statistics.median(times)
 
 
+def peak_rss_mib():
+    """This process's own peak RSS (VmHWM). ru_maxrss would include the
+    parent's peak at fork, which Linux carries across exec."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def describe(args):
     if args.model == "gpt":
         return f"GPT-style T={args.seq}"
@@ -113,8 +123,7 @@ def main():
     if args.torch_only:
         ms = torch_steps(model, random_batch(args, example), classes, args.steps,
                          args.warmup, args.lr) * 1e3
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"torch {ms:.3f} {rss:.1f}")
+        print(f"torch {ms:.3f} {peak_rss_mib():.1f}")
         return
 
     env = dict(os.environ, TCC_NUM_THREADS=str(args.threads),

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "tools/tcc/Commands.h"
 
+#include "runtime/core/ProcessMemory.h"
+
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -37,6 +39,11 @@ std::string tcc::tool::formatBytes(int64_t bytes) {
 }
 
 int64_t tcc::tool::peakRssBytes() {
+  // VmHWM belongs to this program's address space. getrusage's ru_maxrss
+  // would also count the parent's peak when it forked us (Linux keeps it
+  // across exec), e.g. a Python benchmark driver with PyTorch loaded.
+  if (int64_t hwm = tcc::rt::readProcessMemory().peakRssBytes)
+    return hwm;
   struct rusage u;
   if (getrusage(RUSAGE_SELF, &u) != 0)
     return 0;
