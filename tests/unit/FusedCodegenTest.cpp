@@ -266,13 +266,15 @@ struct Fixture : ::testing::Test {
   static void SetUpTestSuite() {
     ctx = new MLIRContext();
     ctx->loadDialect<mlir::tcc::TccDialect, func::FuncDialect>();
-    ref = new rt::Artifact(lowerAll(*ctx, false, *new std::string));
+    std::string unfusedSource; // empty: nothing is generated without fusion
+    ref = new rt::Artifact(lowerAll(*ctx, false, unfusedSource));
     source = new std::string();
     fused = new rt::Artifact(lowerAll(*ctx, true, *source));
   }
   static void TearDownTestSuite() {
     delete ref;
     delete fused;
+    delete source;
     delete ctx;
     rt::ThreadPool::setGlobalThreads(rt::ThreadPool::defaultThreads());
   }
