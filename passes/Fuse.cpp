@@ -259,6 +259,33 @@ static void materialize(ArrayRef<Operation *> members) {
       c.getDefiningOp()->erase();
 }
 
+/// A reshape whose result and operand both leave the region would make the
+/// region write the same values twice, two buffers live at once. Outside the
+/// region it is a copy that the memory plan can do in place when its operand
+/// dies there (e.g. a gradient reshaped for its weight's GEMM after its last
+/// other use), so it leaves the region.
+static void dropEscapingReshapes(SmallVector<Operation *> &members) {
+  llvm::SmallPtrSet<Operation *, 16> in(members.begin(), members.end());
+  auto escapes = [&](Value v) {
+    return llvm::any_of(v.getUsers(),
+                        [&](Operation *u) { return !in.contains(u); });
+  };
+  auto usedInside = [&](Value v) {
+    return llvm::any_of(v.getUsers(),
+                        [&](Operation *u) { return in.contains(u); });
+  };
+  llvm::erase_if(members, [&](Operation *op) {
+    auto r = dyn_cast<ReshapeOp>(op);
+    if (!r || usedInside(r.getResult()) || !escapes(r.getResult()))
+      return false;
+    Operation *def = r.getInput().getDefiningOp();
+    if (!def || !in.contains(def) || !escapes(r.getInput()))
+      return false;
+    in.erase(op);
+    return true;
+  });
+}
+
 namespace {
 struct FusePass final : tcc::impl::FusePassBase<FusePass> {
   using Base::Base;
@@ -277,9 +304,11 @@ struct FusePass final : tcc::impl::FusePassBase<FusePass> {
       for (Operation &op : block)
         if (classify(&op) != OpKind::None)
           c.add(&op);
-      for (auto &members : c.regions)
+      for (auto &members : c.regions) {
+        dropEscapingReshapes(members);
         if (!members.empty() && worthGenerating(members))
           materialize(members);
+      }
     }
   }
 };

@@ -169,3 +169,20 @@ func.func @reshape_only(%x: tensor<4x6xf32>) -> tensor<24xf32> {
   %0 = tcc.reshape %x : tensor<4x6xf32> -> tensor<24xf32>
   return %0 : tensor<24xf32>
 }
+
+// -----
+
+// A reshape whose operand and result both leave the region stays outside
+// (a copy the memory plan can do in place), instead of making the region
+// write the same values to two buffers.
+// CHECK-LABEL: func.func @escaping_reshape
+// CHECK:       %[[F:.+]] = tcc.fused(%arg0)
+// CHECK-NOT:     tcc.reshape
+// CHECK:         tcc.yield
+// CHECK:       %[[R:.+]] = tcc.reshape %[[F]] : tensor<2x2x8xf32> -> tensor<4x8xf32>
+// CHECK:       return %[[F]], %[[R]]
+func.func @escaping_reshape(%x: tensor<2x2x8xf32>) -> (tensor<2x2x8xf32>, tensor<4x8xf32>) {
+  %0 = tcc.exp %x : tensor<2x2x8xf32>
+  %1 = tcc.reshape %0 : tensor<2x2x8xf32> -> tensor<4x8xf32>
+  return %0, %1 : tensor<2x2x8xf32>, tensor<4x8xf32>
+}
