@@ -40,9 +40,14 @@ size_t fileDTypeSize(FileDType t) {
 }
 
 int64_t HostArray::numElements() const {
+  // An empty array may list huge dimensions beside its 0 (the readers accept
+  // it: it holds no bytes), so a plain product could overflow.
+  for (int64_t d : shape)
+    if (d == 0)
+      return 0;
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    n *= d; // the readers checked that the bytes of a non-empty array fit
   return n;
 }
 

@@ -25,14 +25,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   try {
     HostArray a = csv ? parseCsv(std::string(data, data + size), "fuzz.csv")
                       : parseNpy(data, size, "fuzz.npy");
-    int64_t n = 1;
     for (int64_t d : a.shape) {
       if (d < 0) {
         fprintf(stderr, "negative dimension\n");
         abort();
       }
-      n *= d;
     }
+    int64_t n = a.numElements();
     if (static_cast<uint64_t>(n) * fileDTypeSize(a.dtype) != a.bytes.size()) {
       fprintf(stderr, "element bytes do not match the shape\n");
       abort();

@@ -109,6 +109,15 @@ TEST(Npy, ReadsEveryDtypeAndVersion) {
   EXPECT_EQ(loadArray(tempPath("f4.npy")).shape, (std::vector<int64_t>{2, 2}));
 }
 
+// An empty array may list huge dimensions beside its 0; counting its
+// elements must not overflow (found by fuzz_feeder, UBSan).
+TEST(Npy, EmptyArrayWithHugeDimensions) {
+  auto bytes = npyBytes("<f4", {11, 13000000800000000, 3, 0, 2}, nullptr, 0);
+  HostArray a = parseNpy(bytes.data(), bytes.size(), "empty.npy");
+  EXPECT_EQ(a.numElements(), 0);
+  EXPECT_TRUE(a.bytes.empty());
+}
+
 TEST(Npy, RejectsBadFiles) {
   std::vector<float> v = {1, 2, 3, 4};
   auto good = npyBytes("<f4", {2, 2}, v.data(), 16);
