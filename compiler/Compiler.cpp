@@ -15,6 +15,7 @@
 #include "compiler/codegen/ScheduleBuilder.h"
 #include "dialects/tcc/TccDialect.h"
 #include "dialects/tcc/TccOps.h"
+#include "frontends/onnx/OnnxDiagnostics.h"
 #include "frontends/onnx/OnnxImporter.h"
 #include "passes/Passes.h"
 
@@ -44,36 +45,9 @@ static int fail(const std::string &msg) {
 }
 
 /// MLIR diagnostics (import, pipeline, lowering) in the command's own form,
-/// "tcc compile: error: FILE: message": ONNX has no source positions, and
-/// the messages name the node or tensor themselves.
+/// "tcc compile: error: FILE: message".
 static LogicalResult printDiagnostic(Diagnostic &diag) {
-  auto print = [](Diagnostic &d, StringRef severity) {
-    llvm::raw_ostream &os = llvm::errs();
-    os << "tcc compile: " << severity << ": ";
-    if (auto file = d.getLocation()->findInstanceOf<FileLineColLoc>()) {
-      os << file.getFilename().getValue();
-      if (file.getLine())
-        os << ":" << file.getLine() << ":" << file.getColumn();
-      os << ": ";
-    }
-    os << d.str() << "\n";
-  };
-  switch (diag.getSeverity()) {
-  case DiagnosticSeverity::Error:
-    print(diag, "error");
-    break;
-  case DiagnosticSeverity::Warning:
-    print(diag, "warning");
-    break;
-  case DiagnosticSeverity::Note:
-    print(diag, "note");
-    break;
-  case DiagnosticSeverity::Remark:
-    print(diag, "remark");
-    break;
-  }
-  for (Diagnostic &note : diag.getNotes())
-    print(note, "note");
+  mlir::tcc::printOnnxDiagnostic(diag, "tcc compile:");
   return success();
 }
 

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/tcc/TccDialect.h"
+#include "frontends/onnx/OnnxDiagnostics.h"
 #include "frontends/onnx/OnnxImporter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -34,35 +35,9 @@ static cl::opt<std::string> outputPath("o", cl::init("-"),
                                        cl::desc("Output file (default stdout)"),
                                        cl::value_desc("file"));
 
-/// "file: error: message". ONNX has no source positions, so the file alone
-/// locates a diagnostic; the messages name the node or tensor themselves.
+/// "file: error: message".
 static LogicalResult printDiagnostic(Diagnostic &diag) {
-  llvm::raw_ostream &os = llvm::errs();
-  auto print = [&](Diagnostic &d, StringRef severity) {
-    if (auto file = d.getLocation()->findInstanceOf<FileLineColLoc>()) {
-      os << file.getFilename().getValue();
-      if (file.getLine())
-        os << ":" << file.getLine() << ":" << file.getColumn();
-      os << ": ";
-    }
-    os << severity << ": " << d.str() << "\n";
-  };
-  switch (diag.getSeverity()) {
-  case DiagnosticSeverity::Error:
-    print(diag, "error");
-    break;
-  case DiagnosticSeverity::Warning:
-    print(diag, "warning");
-    break;
-  case DiagnosticSeverity::Note:
-    print(diag, "note");
-    break;
-  case DiagnosticSeverity::Remark:
-    print(diag, "remark");
-    break;
-  }
-  for (Diagnostic &note : diag.getNotes())
-    print(note, "note");
+  tcc::printOnnxDiagnostic(diag, "");
   return success();
 }
 
