@@ -8,9 +8,11 @@
 #include "compiler/Compiler.h"
 
 #include "compiler/OnnxModelIO.h"
+#include "compiler/codegen/CudaCodegen.h"
 #include "compiler/codegen/FusedCodegen.h"
 #include "compiler/codegen/HostCompile.h"
 #include "compiler/codegen/MemoryReport.h"
+#include "compiler/codegen/NvrtcCompile.h"
 #include "compiler/codegen/SchedulePrinter.h"
 #include "compiler/codegen/ScheduleBuilder.h"
 #include "dialects/tcc/TccDialect.h"
@@ -79,7 +81,40 @@ static std::string fmt(double v) {
   return os.str();
 }
 
+/// Drops the data (not name, type or dims) of the float initializers whose
+/// tensors the runtime generates, so the embedded model stays small.
+static void stripGeneratedInitializers(onnx::ModelProto &model,
+                                       const rt::Artifact &artifact) {
+  for (onnx::TensorProto &t : *model.mutable_graph()->mutable_initializer()) {
+    int32_t id = artifact.findTensor(t.name());
+    if (t.data_type() != onnx::TensorProto::FLOAT || id < 0 ||
+        artifact.tensors[id].init.kind == rt::InitSpec::Kind::Blob)
+      continue;
+    t.clear_raw_data();
+    t.clear_float_data();
+  }
+}
+
 int ::tcc::compileModel(const CompileOptions &opts) {
+  if (opts.weights != "onnx" && opts.weights != "seeded")
+    return fail("--weights must be 'onnx' (the model's initial values, in "
+                "the artifact) or 'seeded' (drawn at load from a seed), got '" +
+                opts.weights + "'");
+  // The target's flags are checked before any work is done.
+  if (opts.target != "cpu" && opts.target != "cuda")
+    return fail("--target must be 'cpu' or 'cuda', got '" + opts.target +
+                "'");
+  if (opts.emit == EmitKind::Cuda && opts.target != "cuda")
+    return fail("--emit=cuda needs --target cuda");
+  if (opts.target == "cuda") {
+    if (opts.emit == EmitKind::Artifact && !::tcc::nvrtcAvailable())
+      return fail("--target cuda needs a tcc built with the CUDA backend "
+                  "(TCC_ENABLE_CUDA=ON, with the CUDA toolkit at build "
+                  "time); this one was built without it");
+    std::string archErr;
+    if (!::tcc::checkGpuArch(opts.gpuArch, archErr))
+      return fail(archErr);
+  }
   onnx::ModelProto model;
   std::string err;
   if (!::tcc::readOnnxModel(opts.input, model, err))
@@ -119,8 +154,11 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   pipe.recompute = opts.recompute;
   pipe.planMemory = opts.planMemory;
   pipe.precision = opts.precision;
-  // The CPU backend is the only one built; its preset is in PadShapes.cpp.
-  mlir::tcc::PadShapesPreset pad = mlir::tcc::padShapesPreset("cpu", opts.precision);
+  // The target's padding preset (PadShapes.cpp): none on the CPU, tensor
+  // core tiles on CUDA (whose artifact also keeps the host library, so the
+  // CPU fallback runs the same padded schedule).
+  mlir::tcc::PadShapesPreset pad =
+      mlir::tcc::padShapesPreset(opts.target, opts.precision);
   pipe.padMultiple = opts.padMultiple >= 0 ? opts.padMultiple : pad.multiple;
   pipe.padVocabMultiple = opts.padMultiple >= 0 ? 0 : pad.vocabMultiple;
   pipe.optimize = opts.emit != EmitKind::Train;
@@ -148,6 +186,16 @@ int ::tcc::compileModel(const CompileOptions &opts) {
     return 1;
   if (opts.emit == EmitKind::Kernels)
     return emitText(opts.output, *source);
+  // --target cuda: the same regions (same numbers) as CUDA kernels.
+  ::tcc::CudaSource cuda;
+  if (opts.target == "cuda") {
+    auto cudaSource = ::tcc::generateCudaSource(module);
+    if (failed(cudaSource))
+      return 1;
+    if (opts.emit == EmitKind::Cuda)
+      return emitText(opts.output, cudaSource->source);
+    cuda = std::move(*cudaSource);
+  }
   ::tcc::HostLibrary hostLib;
   bool hasFused = false;
   module.walk([&](mlir::tcc::FusedOp) { hasFused = true; });
@@ -156,10 +204,20 @@ int ::tcc::compileModel(const CompileOptions &opts) {
     if (!::tcc::compileHostLibrary(*source, hostLib, err))
       return fail(err);
   }
+  // Compiled even with no fused region: a cuda artifact always has device
+  // code, so the runtime can tell it from a CPU one.
+  ::tcc::DeviceBinary device;
+  if (opts.target == "cuda" && opts.emit == EmitKind::Artifact) {
+    std::string err;
+    if (!::tcc::compileCudaSource(cuda.source, opts.gpuArch, device, err))
+      return fail(err);
+  }
 
   rt::Artifact artifact;
   ::tcc::ScheduleBuilder builder(artifact, initial);
   builder.planMemory = opts.planMemory;
+  builder.seededWeights = opts.weights == "seeded";
+  builder.weightsSeed = opts.weightsSeed;
   auto train = module.lookupSymbol<func::FuncOp>("train_step");
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!train || !forward)
@@ -173,6 +231,10 @@ int ::tcc::compileModel(const CompileOptions &opts) {
       failed(builder.lower(forward, "forward")))
     return 1;
 
+  // Seeded, the model kept for --export travels without the data of the
+  // initializers the runtime draws (export writes the trained values).
+  if (builder.seededWeights)
+    stripGeneratedInitializers(model, artifact);
   std::string bytes;
   model.SerializeToString(&bytes);
   artifact.onnxOffset = artifact.addBlob(bytes.data(), bytes.size());
@@ -184,7 +246,13 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   artifact.meta["grad_accum"] = std::to_string(std::max<int64_t>(opts.gradAccum, 1));
   artifact.meta["pad_multiple"] = std::to_string(pipe.padMultiple);
   artifact.meta["precision"] = opts.precision;
-  artifact.meta["target"] = "cpu";
+  artifact.meta["target"] = opts.target;
+  if (opts.target == "cuda")
+    artifact.meta["gpu_arch"] = opts.gpuArch;
+  artifact.meta["weights"] =
+      builder.seededWeights
+          ? "seeded (seed " + std::to_string(opts.weightsSeed) + ")"
+          : "onnx";
   if (!hostLib.bytes.empty()) {
     artifact.hostLibOffset =
         artifact.addBlob(hostLib.bytes.data(), hostLib.bytes.size());
@@ -192,6 +260,14 @@ int ::tcc::compileModel(const CompileOptions &opts) {
     artifact.hostLibIsa = hostLib.isa;
     // Not the compile time: the same model must give the same artifact.
     artifact.meta["host_compiler"] = hostLib.compiler;
+  }
+  if (!device.cubin.empty()) {
+    artifact.device.arch = opts.gpuArch;
+    artifact.device.offset =
+        artifact.addBlob(device.cubin.data(), device.cubin.size());
+    artifact.device.size = (int64_t)device.cubin.size();
+    artifact.device.compiler = device.compiler;
+    artifact.device.kernels = std::move(cuda.kernels);
   }
   if (auto o = module->getAttrOfType<DictionaryAttr>("tcc.optimizer")) {
     for (NamedAttribute a : o) {

@@ -15,6 +15,7 @@ enum class EmitKind {
   Optimized, // after the whole pipeline
   Schedule,  // the lowered programs, one kernel call per line
   Kernels,   // the generated C++ of the fused regions
+  Cuda,      // the generated CUDA C of the fused regions (--target cuda)
 };
 
 struct CompileOptions {
@@ -41,6 +42,16 @@ struct CompileOptions {
   bool report = false;
   /// tcc-fuse and generated kernels (--no-fuse: one library kernel per op).
   bool fuse = true;
+  /// "cpu" or "cuda": cuda also pads for tensor cores and adds the fused
+  /// regions' CUDA kernels, compiled by NVRTC for `gpuArch`
+  /// (Artifact::device); the host library stays as the CPU fallback.
+  std::string target = "cpu";
+  std::string gpuArch = "sm_90a";
+  /// Where initial values come from: "onnx" (the initializers' bytes, in
+  /// the artifact) or "seeded" (an rt::InitSpec per parameter and state,
+  /// drawn at load from `weightsSeed`; the artifact carries no weights).
+  std::string weights = "onnx";
+  uint64_t weightsSeed = 0;
 };
 
 /// Runs the whole compiler. Prints diagnostics to stderr and returns the

@@ -116,6 +116,21 @@ bool tcc::writeTrainedOnnx(
             std::to_string(values.size() - replaced) + " trained initializers";
     return false;
   }
+  // A model compiled with --weights seeded travels without the data of the
+  // generated initializers; each must have been written above.
+  for (const onnx::TensorProto &t : model.graph().initializer()) {
+    int64_t n = 1;
+    for (int64_t d : t.dims())
+      n *= d;
+    if (t.data_type() == onnx::TensorProto::FLOAT && n > 0 &&
+        !t.has_raw_data() && t.float_data_size() == 0 &&
+        t.data_location() != onnx::TensorProto::EXTERNAL) {
+      error = "initializer '" + t.name() +
+              "' has no data in the artifact's ONNX model (--weights seeded) "
+              "and no trained tensor to take it from";
+      return false;
+    }
+  }
   std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

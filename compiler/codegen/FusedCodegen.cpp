@@ -344,6 +344,102 @@ LogicalResult KernelGen::lower(Operation *o) {
          << o->getName() << "' in a fused region";
 }
 
+bool KernelGraph::hasRowNodes() const {
+  for (const Node &n : nodes)
+    if (n.kind == NodeKind::Reduce || n.kind == NodeKind::Pick ||
+        n.kind == NodeKind::Partial)
+      return true;
+  return false;
+}
+
+LogicalResult KernelGen::analyze() {
+  Block &body = op.getBody().front();
+  SmallVector<Operation *> members;
+  for (Operation &o : body.without_terminator())
+    if (!isa<ConstantOp>(o))
+      members.push_back(&o);
+  if (members.empty())
+    return op.emitError("fused codegen: empty region");
+  d = regionDomain(members);
+  std::string why;
+  if (!regionIsLegal(members, d, &why))
+    return op.emitError("fused codegen: region cannot run as one kernel: ")
+           << why;
+  for (Operation &o : body.without_terminator())
+    if (failed(lower(&o)))
+      return failure();
+
+  // Outputs.
+  auto yield = cast<YieldOp>(body.getTerminator());
+  for (auto [k, v] : llvm::enumerate(yield.getValues())) {
+    if (!cast<ShapedType>(v.getType()).getElementType().isF32())
+      return op.emitError("fused codegen: result #") << k << " is not f32";
+    auto res = dyn_cast<OpResult>(v);
+    if (!res)
+      return op.emitError("fused codegen: result #")
+             << k << " is a region argument";
+    Layout l = *resultLayout(res.getOwner(), res.getResultNumber(), d);
+    int n = valueNode.lookup(v);
+    if (l == Layout::Scalar) {
+      for (auto &p : partialOut)
+        if (p.first < 0) {
+          p.first = (int)k;
+          break;
+        }
+      continue;
+    }
+    bool vec = l == Layout::Full && d.cols > 1;
+    Node &x = nodes[n];
+    if (x.kind == NodeKind::Load || x.kind == NodeKind::Const || x.vec != vec ||
+        x.output >= 0) {
+      Node c{NodeKind::Expr};
+      c.tmpl = "$0";
+      c.args = {n};
+      c.vec = vec;
+      c.time = vec ? (x.time % 2 ? x.time : x.time + 1) : x.time + x.time % 2;
+      nodes.push_back(c);
+      n = (int)nodes.size() - 1;
+    }
+    if (vec)
+      nodes[n].output = (int)k;
+    else
+      rowStores.push_back({n, (int)k});
+  }
+
+  // Which vectors live in memory: those a later time slot reads (reductions
+  // and picks marked theirs when they were made).
+  for (Node &n : nodes)
+    if (n.kind == NodeKind::Expr && n.vec)
+      for (int a : n.args)
+        if (nodes[a].kind == NodeKind::Expr && nodes[a].vec &&
+            nodes[a].time < n.time)
+          nodes[a].stored = true;
+  for (Node &n : nodes) {
+    if (n.stored && n.output < 0 && n.kind == NodeKind::Expr)
+      n.scratch = scratch++;
+    maxTime = std::max(maxTime, n.time);
+  }
+  return success();
+}
+
+namespace tcc::fusedgen {
+std::string regionName(FusedOp f) {
+  std::string name;
+  llvm::SmallVector<StringRef> seen;
+  for (Operation &inner : f.getBody().front().without_terminator()) {
+    StringRef n = inner.getName().stripDialect();
+    if (isa<ConstantOp, ReshapeOp, BroadcastToOp>(inner) ||
+        llvm::is_contained(seen, n))
+      continue;
+    seen.push_back(n);
+    name += (name.empty() ? "" : "+") + n.str();
+  }
+  if (name.size() > 48)
+    name = name.substr(0, 45) + "...";
+  return name.empty() ? "copy" : name;
+}
+} // namespace tcc::fusedgen
+
 namespace tcc {
 FailureOr<std::string> generateFusedSource(ArrayRef<Operation *> fusedOps) {
   std::ostringstream os;
@@ -361,20 +457,7 @@ FailureOr<std::string> generateFusedSource(ArrayRef<Operation *> fusedOps) {
       return failure();
     os << code << "\n";
     hasFin.push_back(m[5] > 0);
-    // The profile name: the region's distinct ops in order.
-    std::string name;
-    llvm::SmallVector<StringRef> seen;
-    for (Operation &inner : f.getBody().front().without_terminator()) {
-      StringRef n = inner.getName().stripDialect();
-      if (isa<ConstantOp, ReshapeOp, BroadcastToOp>(inner) ||
-          llvm::is_contained(seen, n))
-        continue;
-      seen.push_back(n);
-      name += (name.empty() ? "" : "+") + n.str();
-    }
-    if (name.size() > 48)
-      name = name.substr(0, 45) + "...";
-    names.push_back(name.empty() ? "copy" : name);
+    names.push_back(regionName(f));
     meta.insert(meta.end(), m.begin(), m.end());
     offsets.push_back((int64_t)meta.size());
   }

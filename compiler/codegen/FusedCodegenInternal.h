@@ -4,6 +4,7 @@
 
 #include "dialects/tcc/TccOps.h"
 #include "passes/FusionModel.h"
+#include "runtime/core/Artifact.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -17,10 +18,13 @@
 namespace tcc {
 /// The fixed helpers every generated translation unit starts with.
 const char *fusedPrelude();
+/// The same for the CUDA C of `tcc compile --target cuda` (CudaPrelude.cpp).
+const char *cudaPrelude();
 } // namespace tcc
 
 // The per-region generator: FusedCodegen.cpp builds its node graph from the
-// region's ops, FusedEmit.cpp writes the C++.
+// region's ops, FusedEmit.cpp writes it as C++ for the host library and
+// CudaEmit.cpp as CUDA C; both emitters read the same KernelGraph.
 namespace tcc::fusedgen {
 using namespace mlir;
 using namespace mlir::tcc;
@@ -62,12 +66,43 @@ inline std::string floatLiteral(double v) {
   return f < 0 ? "(" + s + ")" : s;
 }
 
-class KernelGen {
+/// One region's analysed node graph (KernelGen::analyze): nodes in a
+/// topological order (every node after its arguments), each with its time
+/// slot, where stored vectors live and which nodes the results are.
+struct KernelGraph {
+  FusedOp op;
+  int index = 0;
+  Domain d;
+  std::vector<Node> nodes;
+  std::vector<ViewVar> views; // row offsets of general broadcast views
+  int partials = 0;           // per-row partials (losses)
+  std::vector<std::pair<int, int>> partialOut; // (output, slot)
+  std::vector<std::pair<int, int>> rowStores;  // (node, output): row results
+  int scratch = 0; // vectors stored in scratch rows (Node::scratch)
+  int maxTime = 0;
+  /// Whether a node needs a whole row at once (a reduction, a pick or a
+  /// per-row partial); else every element is independent of the others.
+  bool hasRowNodes() const;
+};
+
+/// The profile name of a region: its distinct ops in order.
+std::string regionName(FusedOp f);
+
+class KernelGen : public KernelGraph {
 public:
-  KernelGen(FusedOp op, int index) : op(op), index(index) {}
+  KernelGen(FusedOp f, int i) {
+    op = f;
+    index = i;
+  }
+  /// Builds the graph: lowers every op, binds the results and decides which
+  /// vectors live in memory. Emits an error on a region it cannot generate.
+  LogicalResult analyze();
+  /// analyze(), then the C++ of the host library and its meta
+  /// (runtime/cpu/FusedLibrary.h).
   LogicalResult run(std::string &code, std::vector<int64_t> &meta);
 
 private:
+  void emitCpp(std::string &code, std::vector<int64_t> &meta);
   LogicalResult lower(Operation *o);
   FailureOr<int> use(Operation *o, unsigned i);
   int add(Node n);
@@ -84,17 +119,16 @@ private:
   std::string subst(const Node &n, int loopTime, StringRef j) const;
   std::string viewOffset(int input, const View &v);
 
-  FusedOp op;
-  int index;
-  Domain d;
-  std::vector<Node> nodes;
   DenseMap<Value, int> valueNode;
   std::map<std::string, int> cse;
-  std::vector<ViewVar> views;
   std::map<std::string, int> viewIds;
-  int partials = 0;
-  std::vector<std::pair<int, int>> partialOut; // (output, slot)
 };
+
+/// The CUDA C of one analysed region (CudaEmit.cpp): `tcc_fused_K` and, with
+/// partials, `tcc_fused_K_fin` (ABI: runtime/core/Artifact.h, above
+/// DeviceKernel), and the kernel's entry of the launch table.
+LogicalResult emitCudaKernel(const KernelGraph &g, std::string &code,
+                             ::tcc::rt::DeviceKernel &kernel);
 } // namespace tcc::fusedgen
 
 #endif // TCC_COMPILER_CODEGEN_FUSEDCODEGENINTERNAL_H

@@ -71,74 +71,14 @@ static int64_t dtypeCode(Type t) {
 }
 
 LogicalResult KernelGen::run(std::string &code, std::vector<int64_t> &meta) {
+  if (failed(analyze()))
+    return failure();
+  emitCpp(code, meta);
+  return success();
+}
+
+void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
   Block &body = op.getBody().front();
-  SmallVector<Operation *> members;
-  for (Operation &o : body.without_terminator())
-    if (!isa<ConstantOp>(o))
-      members.push_back(&o);
-  if (members.empty())
-    return op.emitError("fused codegen: empty region");
-  d = regionDomain(members);
-  std::string why;
-  if (!regionIsLegal(members, d, &why))
-    return op.emitError("fused codegen: region cannot run as one kernel: ")
-           << why;
-  for (Operation &o : body.without_terminator())
-    if (failed(lower(&o)))
-      return failure();
-
-  // Outputs.
-  auto yield = cast<YieldOp>(body.getTerminator());
-  std::vector<std::pair<int, int>> rowStores; // (node, output)
-  for (auto [k, v] : llvm::enumerate(yield.getValues())) {
-    if (!cast<ShapedType>(v.getType()).getElementType().isF32())
-      return op.emitError("fused codegen: result #") << k << " is not f32";
-    auto res = dyn_cast<OpResult>(v);
-    if (!res)
-      return op.emitError("fused codegen: result #")
-             << k << " is a region argument";
-    Layout l = *resultLayout(res.getOwner(), res.getResultNumber(), d);
-    int n = valueNode.lookup(v);
-    if (l == Layout::Scalar) {
-      for (auto &p : partialOut)
-        if (p.first < 0) {
-          p.first = (int)k;
-          break;
-        }
-      continue;
-    }
-    bool vec = l == Layout::Full && d.cols > 1;
-    Node &x = nodes[n];
-    if (x.kind == NodeKind::Load || x.kind == NodeKind::Const || x.vec != vec ||
-        x.output >= 0) {
-      Node c{NodeKind::Expr};
-      c.tmpl = "$0";
-      c.args = {n};
-      c.vec = vec;
-      c.time = vec ? (x.time % 2 ? x.time : x.time + 1) : x.time + x.time % 2;
-      nodes.push_back(c);
-      n = (int)nodes.size() - 1;
-    }
-    if (vec)
-      nodes[n].output = (int)k;
-    else
-      rowStores.push_back({n, (int)k});
-  }
-
-  // Which vectors live in memory.
-  for (Node &n : nodes)
-    if (n.kind == NodeKind::Expr && n.vec)
-      for (int a : n.args)
-        if (nodes[a].kind == NodeKind::Expr && nodes[a].vec &&
-            nodes[a].time < n.time)
-          nodes[a].stored = true;
-  int scratch = 0, maxTime = 0;
-  for (Node &n : nodes) {
-    if (n.stored && n.output < 0 && n.kind == NodeKind::Expr)
-      n.scratch = scratch++;
-    maxTime = std::max(maxTime, n.time);
-  }
-
   std::ostringstream os;
   std::string K = std::to_string(index), C = std::to_string(d.cols);
   unsigned nIn = op.getInputs().size();
@@ -277,5 +217,4 @@ LogicalResult KernelGen::run(std::string &code, std::vector<int64_t> &meta) {
     meta.push_back(dtypeCode(t));
     meta.push_back(t.getNumElements());
   }
-  return success();
 }

@@ -16,6 +16,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
 #include <cstring>
 
 using namespace mlir;
@@ -41,6 +42,59 @@ static FailureOr<rt::DType> dtypeOf(Type t, Location loc) {
 static std::vector<int64_t> shapeOf(Type t) {
   auto s = cast<RankedTensorType>(t).getShape();
   return {s.begin(), s.end()};
+}
+
+/// FNV-1a of the name, mixed with the seed (SplitMix64's finalizer): the
+/// same (seed, name) always gives the same stream, different names differ.
+static uint64_t tensorSeed(uint64_t seed, StringRef name) {
+  auto mix = [](uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : name)
+    h = (h ^ (uint8_t)c) * 0x100000001b3ull;
+  return mix(h ^ mix(seed + 0x9e3779b97f4a7c15ull));
+}
+
+/// --weights seeded: what the values of a parameter (or state) look like.
+/// Running statistics that are not all equal start at their mean: a random
+/// draw could make a running variance negative. Non-finite values cannot be
+/// described and stay in the blob (returns a Blob spec).
+static rt::InitSpec measuredSpec(ArrayRef<float> v, bool isState,
+                                 uint64_t seed) {
+  rt::InitSpec s;
+  double sum = 0;
+  bool allEqual = true;
+  for (float x : v) {
+    if (!std::isfinite(x))
+      return s;
+    sum += x;
+    allEqual &= x == v.front();
+  }
+  s.kind = rt::InitSpec::Kind::Constant;
+  if (v.empty() || allEqual) {
+    s.a = v.empty() ? 0.0 : (double)v.front();
+    return s;
+  }
+  double mean = sum / (double)v.size(), sq = 0;
+  for (float x : v)
+    sq += ((double)x - mean) * ((double)x - mean);
+  s.a = mean;
+  if (isState)
+    return s;
+  s.kind = rt::InitSpec::Kind::Normal;
+  s.b = std::sqrt(sq / (double)v.size()); // population standard deviation
+  s.seed = seed;
+  return s;
+}
+
+static rt::InitSpec constantSpec(double value) {
+  rt::InitSpec s;
+  s.kind = rt::InitSpec::Kind::Constant;
+  s.a = value;
+  return s;
 }
 
 int32_t TccScheduleBuilder::addTensor(rt::TensorInfo info) {
@@ -93,8 +147,12 @@ FailureOr<int32_t> TccScheduleBuilder::persistent(BlockArgument arg) {
       return emitError(loc) << "initial value of '" << info.name << "' has "
                             << it->second.size() << " elements, expected "
                             << info.numElements();
-    info.dataOffset =
-        artifact.addBlob(it->second.data(), it->second.size() * sizeof(float));
+    if (seededWeights)
+      info.init = measuredSpec(it->second, /*isState=*/false,
+                               tensorSeed(weightsSeed, info.name));
+    if (info.init.kind == rt::InitSpec::Kind::Blob)
+      info.dataOffset = artifact.addBlob(it->second.data(),
+                                         it->second.size() * sizeof(float));
   } else if (k == rt::TensorKind::State &&
              initialParams.count(info.name)) {
     // Running statistics start from their initializer; optimizer state
@@ -105,7 +163,12 @@ FailureOr<int32_t> TccScheduleBuilder::persistent(BlockArgument arg) {
       return emitError(loc) << "initial value of state '" << info.name
                             << "' has " << init.size()
                             << " elements, expected " << info.numElements();
-    info.dataOffset = artifact.addBlob(init.data(), init.size() * sizeof(float));
+    if (seededWeights)
+      info.init = measuredSpec(init, /*isState=*/true,
+                               tensorSeed(weightsSeed, info.name));
+    if (info.init.kind == rt::InitSpec::Kind::Blob)
+      info.dataOffset =
+          artifact.addBlob(init.data(), init.size() * sizeof(float));
   } else if (auto init = fn.getArgAttrOfType<DenseElementsAttr>(i, "tcc.init");
              k == rt::TensorKind::State && init) {
     // State a pass starts at a given value (tcc-mixed-precision's loss scale).
@@ -114,10 +177,18 @@ FailureOr<int32_t> TccScheduleBuilder::persistent(BlockArgument arg) {
                             << "' must be an f32 tensor of its type";
     auto vals = init.getValues<float>();
     std::vector<float> f(vals.begin(), vals.end());
-    info.dataOffset = artifact.addBlob(f.data(), f.size() * sizeof(float));
+    // Seeded, only a fill is described: a pass's exact values stay exact.
+    if (seededWeights && init.isSplat() && std::isfinite(f.front()))
+      info.init = constantSpec(f.front());
+    else
+      info.dataOffset = artifact.addBlob(f.data(), f.size() * sizeof(float));
   } else if (k == rt::TensorKind::State) {
-    std::vector<uint8_t> zeros(info.byteSize(), 0);
-    info.dataOffset = artifact.addBlob(zeros.data(), zeros.size());
+    if (seededWeights) {
+      info.init = constantSpec(0.0);
+    } else {
+      std::vector<uint8_t> zeros(info.byteSize(), 0);
+      info.dataOffset = artifact.addBlob(zeros.data(), zeros.size());
+    }
   }
   return addTensor(std::move(info));
 }

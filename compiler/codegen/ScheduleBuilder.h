@@ -36,6 +36,14 @@ public:
   /// in the arena, no reuse (see MemoryPlanner.h).
   bool planMemory = true;
 
+  /// `tcc compile --weights seeded`: parameters and state get an
+  /// rt::InitSpec drawn at load instead of bytes in the blob: a constant
+  /// when all elements are equal, else a normal of the initializer's mean
+  /// and standard deviation (state: the constant mean). Each tensor's seed
+  /// is a hash of `weightsSeed` and its name.
+  bool seededWeights = false;
+  uint64_t weightsSeed = 0;
+
 private:
   mlir::FailureOr<int32_t> persistent(mlir::BlockArgument arg);
   int32_t addTensor(rt::TensorInfo info);

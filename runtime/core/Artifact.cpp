@@ -95,6 +95,29 @@ TensorKind parseTensorKind(const std::string &s) {
               "' (expected param, state, input, constant or temp)");
 }
 
+const char *initKindName(InitSpec::Kind k) {
+  switch (k) {
+  case InitSpec::Kind::Blob:
+    return "blob";
+  case InitSpec::Kind::Constant:
+    return "constant";
+  case InitSpec::Kind::Normal:
+    return "normal";
+  case InitSpec::Kind::Uniform:
+    return "uniform";
+  }
+  return "?";
+}
+
+InitSpec::Kind parseInitKind(const std::string &s) {
+  for (auto k : {InitSpec::Kind::Blob, InitSpec::Kind::Constant,
+                 InitSpec::Kind::Normal, InitSpec::Kind::Uniform})
+    if (s == initKindName(k))
+      return k;
+  throw Error("unknown initializer kind '" + s +
+              "' (expected blob, constant, normal or uniform)");
+}
+
 int64_t TensorInfo::numElements() const {
   int64_t n = 1;
   for (int64_t d : shape)
@@ -175,14 +198,24 @@ uint32_t checksum(const uint8_t *manifest, uint64_t m, const uint8_t *blob,
 static nlohmann::json manifestJson(const Artifact &a) {
   using nlohmann::json;
   json tensors = json::array();
-  for (const TensorInfo &t : a.tensors)
-    tensors.push_back({{"name", t.name},
-                       {"dtype", dtypeName(t.dtype)},
-                       {"shape", t.shape},
-                       {"kind", tensorKindName(t.kind)},
-                       {"data_offset", t.dataOffset},
-                       {"arena_offset", t.arenaOffset},
-                       {"program", t.program}});
+  for (const TensorInfo &t : a.tensors) {
+    json jt = {{"name", t.name},
+               {"dtype", dtypeName(t.dtype)},
+               {"shape", t.shape},
+               {"kind", tensorKindName(t.kind)},
+               {"data_offset", t.dataOffset},
+               {"arena_offset", t.arenaOffset},
+               {"program", t.program}};
+    if (t.init.kind != InitSpec::Kind::Blob) {
+      if (!std::isfinite(t.init.a) || !std::isfinite(t.init.b))
+        throw Error("tensor '" + t.name + "': initializer is not finite");
+      jt["init"] = {{"kind", initKindName(t.init.kind)},
+                    {"a", t.init.a},
+                    {"b", t.init.b},
+                    {"seed", t.init.seed}};
+    }
+    tensors.push_back(std::move(jt));
+  }
   json programs = json::array();
   for (const Program &p : a.programs) {
     json instrs = json::array();
@@ -218,6 +251,31 @@ static nlohmann::json manifestJson(const Artifact &a) {
     root["host_library"] = {{"offset", a.hostLibOffset},
                             {"size", a.hostLibSize},
                             {"isa", a.hostLibIsa}};
+  if (a.device.present()) {
+    json kernels = json::array();
+    auto operands = [](const std::vector<std::pair<DType, int64_t>> &v) {
+      json o = json::array();
+      for (const auto &[t, n] : v)
+        o.push_back({dtypeName(t), n});
+      return o;
+    };
+    for (const DeviceKernel &k : a.device.kernels)
+      kernels.push_back({{"symbol", k.symbol},
+                         {"fin", k.finSymbol},
+                         {"name", k.name},
+                         {"mapping", k.mapping},
+                         {"rows", k.rows},
+                         {"cols", k.cols},
+                         {"partials", k.partialsPerRow},
+                         {"block", k.block},
+                         {"inputs", operands(k.inputs)},
+                         {"outputs", operands(k.outputs)}});
+    root["device_code"] = {{"arch", a.device.arch},
+                           {"offset", a.device.offset},
+                           {"size", a.device.size},
+                           {"compiler", a.device.compiler},
+                           {"kernels", std::move(kernels)}};
+  }
   return root;
 }
 

@@ -63,6 +63,22 @@ enum class TensorKind : uint8_t {
 const char *tensorKindName(TensorKind k);  // "param","state","input","constant","temp"
 TensorKind parseTensorKind(const std::string &s);
 
+/// How a Param or State tensor gets its initial value. Blob: the bytes at
+/// TensorInfo::dataOffset. The others (`tcc compile --weights seeded`) are
+/// drawn at load by runtime/core/Initializer.h from a counter-based
+/// generator, so an artifact of a large model travels without its weights
+/// and every load gives the same values: Constant fills `a`; Normal draws
+/// mean `a`, standard deviation `b`; Uniform draws from [a, b). dataOffset
+/// is -1 for these.
+struct InitSpec {
+  enum class Kind : uint8_t { Blob, Constant, Normal, Uniform };
+  Kind kind = Kind::Blob;
+  double a = 0, b = 0;
+  uint64_t seed = 0;
+};
+const char *initKindName(InitSpec::Kind k); // "blob","constant","normal","uniform"
+InitSpec::Kind parseInitKind(const std::string &s); // throws Error
+
 struct TensorInfo {
   std::string name;             // unique; params keep their ONNX initializer name
   DType dtype = DType::F32;
@@ -74,6 +90,8 @@ struct TensorInfo {
   int64_t arenaOffset = -1;
   /// Temp: the program that owns it.
   std::string program;
+  /// Param/State: where the initial value comes from (Blob by default).
+  InitSpec init;
 
   int64_t numElements() const;
   int64_t byteSize() const;
@@ -98,6 +116,45 @@ struct Program {
   int64_t arenaBytes = 0;        // size of the static plan for this program's temps
 };
 
+/// One generated kernel for the GPU (compiler/codegen/CudaCodegen.h writes
+/// them, runtime/cuda runs them). Kernel k serves the `fused` instrs with
+/// i [k], like kernel k of the host library. CUDA ABI, all symbols
+/// extern "C" __global__ in the cubin:
+///   `symbol`(in0, .., inN-1, out0, .., outM-1, double *partials,
+///            long long *err)
+/// one pointer per operand in instr order (typed by its dtype: f32 float,
+/// i64 long long, bf16/f16 unsigned short), `partials` rows x
+/// partialsPerRow doubles of device scratch (or null when 0) and `err` 4
+/// device words: a kernel that meets a label out of range sets err[3] from
+/// 0 to 1 (atomicCAS, first one wins) and the winner then writes err[0..2]
+/// = {row, label, classes}, so after the kernel the four words describe one
+/// label. Launch: `block` threads per block; mapping "rows" runs one
+/// warp per row (grid = ceil(rows * 32 / block)), "elements" one thread
+/// per element of the rows x cols domain (grid = ceil(rows * cols /
+/// block), capped by the runtime, the kernel strides). `finSymbol`, when
+/// not empty, has the same parameters and runs as one block of one thread
+/// after the main kernel: it sums the partials in row order (losses).
+struct DeviceKernel {
+  std::string symbol, finSymbol;
+  std::string name; // the region's ops, for profiles
+  std::string mapping = "rows"; // "rows" or "elements"
+  int64_t rows = 0, cols = 0, partialsPerRow = 0;
+  int64_t block = 128;
+  /// (dtype, element count) per input and output, as the code was built.
+  std::vector<std::pair<DType, int64_t>> inputs, outputs;
+};
+
+/// The GPU code of an artifact compiled with `tcc compile --target cuda`:
+/// one cubin (NVRTC, at compile time) for `arch`, in the blob.
+struct DeviceCode {
+  std::string arch;       // "sm_90a"
+  int64_t offset = -1;    // cubin bytes in the blob; -1: no device code
+  int64_t size = 0;
+  std::string compiler;   // e.g. "nvrtc 13.0", for tcc inspect
+  std::vector<DeviceKernel> kernels;
+  bool present() const { return offset >= 0; }
+};
+
 struct Artifact {
   /// Free-form facts about how it was compiled (source model, batch, loss,
   /// optimizer, lr, ...). Shown by `tcc inspect`.
@@ -115,6 +172,8 @@ struct Artifact {
   int64_t hostLibOffset = -1;
   int64_t hostLibSize = 0;
   std::string hostLibIsa;
+  /// Optional: GPU code (--target cuda).
+  DeviceCode device;
 
   const Program *findProgram(const std::string &name) const;  // null if none
   int32_t findTensor(const std::string &name) const;          // -1 if none

@@ -96,7 +96,67 @@ static TensorInfo parseTensor(const json &j, const std::string &ctx) {
   t.arenaOffset = intField(j, "arena_offset", named, -1);
   if (j.contains("program"))
     t.program = asString(j["program"], named + ".program");
+  if (j.contains("init")) {
+    const json &init = j["init"];
+    std::string ictx = named + ".init";
+    t.init.kind =
+        parseInitKind(asString(field(init, "kind", ictx), ictx + ".kind"));
+    for (auto [key, dst] : {std::pair{"a", &t.init.a}, {"b", &t.init.b}}) {
+      const json &v = field(init, key, ictx);
+      if (!v.is_number())
+        throw Error(ictx + "." + key + ": expected a number");
+      *dst = v.get<double>();
+    }
+    const json &seed = field(init, "seed", ictx);
+    if (!seed.is_number_unsigned() && !seed.is_number_integer())
+      throw Error(ictx + ".seed: expected an unsigned integer");
+    if (seed.is_number_integer() && !seed.is_number_unsigned() &&
+        seed.get<int64_t>() < 0)
+      throw Error(ictx + ".seed: expected an unsigned integer");
+    t.init.seed = seed.get<uint64_t>();
+  }
   return t;
+}
+
+static std::vector<std::pair<DType, int64_t>>
+parseOperands(const json &v, const std::string &ctx) {
+  std::vector<std::pair<DType, int64_t>> out;
+  for (const json &e : asArray(v, ctx)) {
+    const json &pair = asArray(e, ctx);
+    if (pair.size() != 2)
+      throw Error(ctx + ": expected [dtype, element count] pairs");
+    out.push_back({parseDType(asString(pair[0], ctx)), asInt(pair[1], ctx)});
+  }
+  return out;
+}
+
+static DeviceCode parseDeviceCode(const json &j) {
+  const std::string ctx = "device_code";
+  DeviceCode d;
+  d.arch = asString(field(j, "arch", ctx), ctx + ".arch");
+  d.offset = asInt(field(j, "offset", ctx), ctx + ".offset");
+  d.size = asInt(field(j, "size", ctx), ctx + ".size");
+  if (j.contains("compiler"))
+    d.compiler = asString(j["compiler"], ctx + ".compiler");
+  const json &kernels = asArray(field(j, "kernels", ctx), ctx + ".kernels");
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    std::string kctx = ctx + ".kernels[" + std::to_string(i) + "]";
+    const json &k = kernels[i];
+    DeviceKernel dk;
+    dk.symbol = asString(field(k, "symbol", kctx), kctx + ".symbol");
+    dk.finSymbol = asString(field(k, "fin", kctx), kctx + ".fin");
+    if (k.contains("name"))
+      dk.name = asString(k["name"], kctx + ".name");
+    dk.mapping = asString(field(k, "mapping", kctx), kctx + ".mapping");
+    dk.rows = asInt(field(k, "rows", kctx), kctx + ".rows");
+    dk.cols = asInt(field(k, "cols", kctx), kctx + ".cols");
+    dk.partialsPerRow = asInt(field(k, "partials", kctx), kctx + ".partials");
+    dk.block = asInt(field(k, "block", kctx), kctx + ".block");
+    dk.inputs = parseOperands(field(k, "inputs", kctx), kctx + ".inputs");
+    dk.outputs = parseOperands(field(k, "outputs", kctx), kctx + ".outputs");
+    d.kernels.push_back(std::move(dk));
+  }
+  return d;
 }
 
 static Instr parseInstr(const json &j, const std::string &ctx) {
@@ -169,6 +229,8 @@ static void parseManifest(const json &root, Artifact &a) {
     a.hostLibIsa = asString(field(lib, "isa", "host_library"),
                             "host_library.isa");
   }
+  if (root.contains("device_code"))
+    a.device = parseDeviceCode(root["device_code"]);
 }
 
 static Artifact parseChecked(const uint8_t *data, size_t size) {

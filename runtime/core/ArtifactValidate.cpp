@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Artifact.h"
 
+#include <cmath>
 #include <set>
 #include <unordered_set>
 
@@ -40,6 +41,68 @@ static void checkRange(int64_t offset, int64_t size, int64_t limit,
                 limitName + " (" + std::to_string(limit) + " bytes)");
 }
 
+static void checkInit(const TensorInfo &t, const std::string &ref) {
+  const InitSpec &s = t.init;
+  std::string what = std::string(initKindName(s.kind)) + " initializer";
+  if (!isFloatDType(t.dtype) && s.kind != InitSpec::Kind::Constant)
+    throw Error(ref + ": a " + what + " needs a float tensor, not " +
+                dtypeName(t.dtype));
+  if (t.dataOffset != -1)
+    throw Error(ref + ": has both a " + what + " and initial data");
+  if (!std::isfinite(s.a) || !std::isfinite(s.b))
+    throw Error(ref + ": " + what + " has a non-finite parameter");
+  if (s.kind == InitSpec::Kind::Normal && s.b < 0)
+    throw Error(ref + ": normal initializer has a negative standard "
+                      "deviation " + std::to_string(s.b));
+  // fillInitial converts the value; anything else would be undefined.
+  if (t.dtype == DType::I64 && s.kind == InitSpec::Kind::Constant &&
+      !(s.a == std::floor(s.a) && s.a >= -0x1.0p63 && s.a < 0x1.0p63))
+    throw Error(ref + ": constant initializer " + std::to_string(s.a) +
+                " of an i64 tensor is not an i64 value");
+  if (s.kind == InitSpec::Kind::Uniform && !(s.a <= s.b))
+    throw Error(ref + ": uniform initializer has low " + std::to_string(s.a) +
+                " above high " + std::to_string(s.b));
+}
+
+static void checkDeviceCode(const Artifact &a) {
+  const DeviceCode &d = a.device;
+  if (!d.present()) {
+    if (d.size != 0 || !d.kernels.empty())
+      throw Error("device code: kernels but no cubin");
+    return;
+  }
+  checkRange(d.offset, d.size, static_cast<int64_t>(a.blob.size()),
+             "device code", "cubin bytes", "blob");
+  if (d.arch.rfind("sm_", 0) != 0)
+    throw Error("device code: architecture '" + d.arch +
+                "' is not of the form sm_NN");
+  for (size_t i = 0; i < d.kernels.size(); ++i) {
+    const DeviceKernel &k = d.kernels[i];
+    std::string ref = "device kernel " + std::to_string(i) + " ('" +
+                      k.symbol + "')";
+    if (k.symbol.empty())
+      throw Error(ref + ": empty symbol");
+    if (k.mapping != "rows" && k.mapping != "elements")
+      throw Error(ref + ": unknown mapping '" + k.mapping +
+                  "' (expected rows or elements)");
+    if (k.rows < 0 || k.cols < 0 || k.partialsPerRow < 0 ||
+        k.rows > kMaxBytes || k.cols > kMaxBytes ||
+        (k.cols && k.rows > kMaxBytes / k.cols) ||
+        k.partialsPerRow > 1024)
+      throw Error(ref + ": invalid domain " + std::to_string(k.rows) + "x" +
+                  std::to_string(k.cols) + " with " +
+                  std::to_string(k.partialsPerRow) + " partials per row");
+    if (k.block < 32 || k.block > 1024 || k.block % 32 != 0)
+      throw Error(ref + ": block of " + std::to_string(k.block) +
+                  " threads is not a multiple of 32 in [32, 1024]");
+    for (const auto *ops : {&k.inputs, &k.outputs})
+      for (const auto &[t, n] : *ops)
+        if (n < 0 || n > kMaxBytes)
+          throw Error(ref + ": invalid operand element count " +
+                      std::to_string(n));
+  }
+}
+
 static void checkTensors(const Artifact &a) {
   std::unordered_set<std::string> names;
   int64_t blobSize = static_cast<int64_t>(a.blob.size());
@@ -51,9 +114,20 @@ static void checkTensors(const Artifact &a) {
     if (!names.insert(t.name).second)
       throw Error(ref + ": duplicate tensor name");
     checkShape(t, ref);
+    // Only persistent tensors have an initial value to generate.
+    if (t.init.kind != InitSpec::Kind::Blob && t.kind != TensorKind::Param &&
+        t.kind != TensorKind::State)
+      throw Error(ref + ": a" + (t.kind == TensorKind::Input ? "n " : " ") +
+                  tensorKindName(t.kind) +
+                  " cannot have a seeded initializer");
     switch (t.kind) {
     case TensorKind::Param:
     case TensorKind::State:
+      if (t.init.kind != InitSpec::Kind::Blob) {
+        checkInit(t, ref);
+        break;
+      }
+      [[fallthrough]];
     case TensorKind::Constant:
       checkRange(t.dataOffset, t.byteSize(), blobSize, ref, "initial data",
                  "blob");
@@ -152,6 +226,7 @@ void validateArtifact(const Artifact &a) {
     if (a.hostLibIsa.empty())
       throw Error("the host library names no ISA");
   }
+  checkDeviceCode(a);
 }
 
 } // namespace tcc::rt

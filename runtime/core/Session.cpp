@@ -1,6 +1,8 @@
 //===- Session.cpp - Buffers, validation and the two execution modes ------===//
 #include "runtime/core/Session.h"
 
+#include "runtime/core/Initializer.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -177,6 +179,8 @@ Session::Session(const Artifact &artifact, ExecMode mode)
     void *buf = allocate(t.byteSize(), "tensor '" + t.name + "'");
     if (t.kind == TensorKind::Input)
       std::memset(buf, 0, t.byteSize()); // never expose garbage
+    else if (t.init.kind != InitSpec::Kind::Blob)
+      fillInitial(t, buf); // --weights seeded: drawn here, not stored
     else
       std::memcpy(buf, artifact.blob.data() + t.dataOffset, t.byteSize());
     buffers_[id] = buf;

@@ -117,13 +117,19 @@ uint32_t artifactIdentity(const Artifact &a) {
 }
 
 std::vector<TensorRef> persistentTensors(Session &s) {
+  return persistentTensors(
+      s.tensors(), [&](int32_t id) -> const void * { return s.data(id); });
+}
+
+std::vector<TensorRef>
+persistentTensors(const std::vector<TensorInfo> &tensors,
+                  const std::function<const void *(int32_t)> &data) {
   std::vector<TensorRef> out;
-  const std::vector<TensorInfo> &tensors = s.tensors();
   for (size_t id = 0; id < tensors.size(); ++id) {
     const TensorInfo &t = tensors[id];
     if (isCheckpointed(t.kind))
       out.push_back(
-          {t.name, t.dtype, t.shape, t.kind, s.data(static_cast<int32_t>(id))});
+          {t.name, t.dtype, t.shape, t.kind, data(static_cast<int32_t>(id))});
   }
   return out;
 }

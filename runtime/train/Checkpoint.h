@@ -130,6 +130,11 @@ uint32_t artifactIdentity(const Artifact &a);
 
 /// Views of every checkpointed tensor of `s`, in tensor-id order.
 std::vector<TensorRef> persistentTensors(Session &s);
+/// The same over any copy of the tensors (a host mirror of a GPU session):
+/// `data(id)` holds tensor `id`'s bytes.
+std::vector<TensorRef>
+persistentTensors(const std::vector<TensorInfo> &tensors,
+                  const std::function<const void *(int32_t)> &data);
 
 /// The complete file image. Throws Error (e.g. a tensor whose size does not
 /// match its shape).
@@ -150,6 +155,11 @@ void writeCheckpoint(const std::string &path, const CheckpointMeta &meta,
 /// matched by name. Throws Error, before changing anything, if a tensor is
 /// missing on either side or its dtype or shape differs.
 void restoreCheckpoint(Session &s, const Checkpoint &c);
+/// The same into any copy of the tensors: `dest(id)` is tensor `id`'s
+/// buffer (byteSize() bytes).
+void restoreCheckpoint(const std::vector<TensorInfo> &tensors,
+                       const std::function<void *(int32_t)> &dest,
+                       const Checkpoint &c);
 
 /// Throws Error, naming the checkpoint file, if a run described by `now`
 /// (step ignored) cannot continue from `c`: another artifact, another

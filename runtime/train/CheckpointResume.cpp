@@ -171,10 +171,16 @@ loadNewestCheckpoint(const std::string &from,
 //---------------------------------------------===//
 
 void restoreCheckpoint(Session &s, const Checkpoint &c) {
+  restoreCheckpoint(
+      s.tensors(), [&](int32_t id) { return s.data(id); }, c);
+}
+
+void restoreCheckpoint(const std::vector<TensorInfo> &tensors,
+                       const std::function<void *(int32_t)> &dest,
+                       const Checkpoint &c) {
   std::map<std::string, const CheckpointTensor *> byName;
   for (const CheckpointTensor &t : c.tensors)
     byName[t.name] = &t;
-  const std::vector<TensorInfo> &tensors = s.tensors();
   std::vector<std::pair<int32_t, const CheckpointTensor *>> copies;
   for (size_t id = 0; id < tensors.size(); ++id) {
     const TensorInfo &t = tensors[id];
@@ -200,7 +206,7 @@ void restoreCheckpoint(Session &s, const Checkpoint &c) {
                 "' is not a param or state of the artifact");
   for (const auto &[id, ct] : copies)
     if (ct->size)
-      std::memcpy(s.data(id), c.data(*ct), ct->size);
+      std::memcpy(dest(id), c.data(*ct), ct->size);
 }
 
 static std::string lengthFlag(const CheckpointMeta &m) {

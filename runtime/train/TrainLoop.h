@@ -92,6 +92,9 @@ struct TrainResult {
   std::vector<double> stepSeconds; // run time of each train_step
   double totalSeconds = 0;         // wall time of the loop
   double dataWaitSeconds = 0;      // time spent waiting for the feeder
+  /// GPU runs (runtime/cuda/CudaTrainLoop.h): GPU time the compute stream
+  /// stood waiting for input copies to the device (CUDA events).
+  double copyWaitSeconds = 0;
   std::string resumedFrom;         // the checkpoint file, when resuming
   float resumedLoss = 0;           // the loss of its last step
   int64_t checkpointsWritten = 0;
@@ -116,6 +119,10 @@ int32_t lossScaleSkippedTensor(const Artifact &a);
 /// Returns "" if all are finite, else a description of the first bad one:
 /// "parameter '0.weight' has 3 non-finite values (first: NaN at index 17)".
 std::string findNonFinite(Session &s);
+/// The same over any copy of the tensors (a host mirror of a GPU session):
+/// `data(id)` holds tensor `id`'s values.
+std::string findNonFinite(const std::vector<TensorInfo> &tensors,
+                          const std::function<const void *(int32_t)> &data);
 
 /// Trains `session` (built from `artifact`). Throws Error on bad data,
 /// mismatched inputs, a non-finite loss or parameter ("step 12: the loss is
@@ -136,6 +143,14 @@ struct EvalResult {
 /// without its last axis).
 EvalResult evaluate(Session &session, const Artifact &artifact,
                     const std::vector<DataBinding> &data);
+/// The same with any executor: `forward` gets one batch (a tensor per
+/// forward input, in its order, then the labels), runs the forward program
+/// and returns its first output's values (valid until the next call).
+using ForwardFn =
+    std::function<const float *(const std::vector<std::vector<uint8_t>> &)>;
+EvalResult evaluate(const Artifact &artifact,
+                    const std::vector<DataBinding> &data,
+                    const ForwardFn &forward);
 
 /// The median of `v` (0 for an empty vector).
 double median(std::vector<double> v);

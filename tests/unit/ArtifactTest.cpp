@@ -82,6 +82,10 @@ static void expectSame(const Artifact &a, const Artifact &b) {
     EXPECT_EQ(x.dataOffset, y.dataOffset);
     EXPECT_EQ(x.arenaOffset, y.arenaOffset);
     EXPECT_EQ(x.program, y.program);
+    EXPECT_EQ(x.init.kind, y.init.kind);
+    EXPECT_EQ(x.init.a, y.init.a); // exact doubles
+    EXPECT_EQ(x.init.b, y.init.b);
+    EXPECT_EQ(x.init.seed, y.init.seed);
   }
   ASSERT_EQ(a.programs.size(), b.programs.size());
   for (size_t i = 0; i < a.programs.size(); ++i) {
@@ -298,4 +302,112 @@ TEST(Artifact, ReadMissingFileNamesIt) {
         std::string(e.what()).rfind("/nonexistent/model.tcc: cannot open", 0),
         0u);
   }
+}
+
+/// sampleArtifact with --weights seeded: w drawn from a normal, the step
+/// counter a constant; neither has bytes in the blob.
+static Artifact seededArtifact() {
+  Artifact a = sampleArtifact();
+  a.tensors[1].dataOffset = -1;
+  a.tensors[1].init = {InitSpec::Kind::Normal, 0.01, 0.02,
+                       0x8000000000000005ull}; // above INT64_MAX
+  a.tensors[2].dataOffset = -1;
+  a.tensors[2].init = {InitSpec::Kind::Constant, 3, 0, 0};
+  return a;
+}
+
+TEST(Artifact, SeededInitializersRoundTrip) {
+  Artifact a = seededArtifact();
+  std::string path = tempPath("seeded.tcc");
+  writeArtifact(a, path);
+  Artifact b = readArtifact(path);
+  std::remove(path.c_str());
+  expectSame(a, b);
+  EXPECT_EQ(b.tensors[0].init.kind, InitSpec::Kind::Blob); // input: none
+  EXPECT_EQ(b.tensors[3].init.kind, InitSpec::Kind::Blob); // constant: bytes
+  // Uniform too, and a manifest written by hand.
+  a.tensors[1].init = {InitSpec::Kind::Uniform, -0.5, 0.25, 9};
+  expectSame(a, parseArtifact(format::serialize(a).data(),
+                              format::serialize(a).size(), "model.tcc"));
+}
+
+TEST(Artifact, BadSeededInitializersAreRejected) {
+  Artifact a = seededArtifact();
+  a.tensors[1].init.b = -0.02;
+  expectRejected(format::serialize(a),
+                 "tensor 'w' (id 1): normal initializer has a negative "
+                 "standard deviation");
+  a = seededArtifact();
+  a.tensors[1].init = {InitSpec::Kind::Uniform, 1, 0.5, 0};
+  expectRejected(format::serialize(a),
+                 "tensor 'w' (id 1): uniform initializer has low 1.000000 "
+                 "above high 0.500000");
+  a = seededArtifact();
+  a.tensors[3].init = {InitSpec::Kind::Constant, 7, 0, 0};
+  expectRejected(format::serialize(a),
+                 "tensor 'c' (id 3): a constant cannot have a seeded "
+                 "initializer");
+  a = seededArtifact();
+  a.tensors[0].init = {InitSpec::Kind::Constant, 0, 0, 0};
+  expectRejected(format::serialize(a),
+                 "tensor 'x' (id 0): an input cannot have a seeded "
+                 "initializer");
+  a = seededArtifact();
+  a.tensors[4].init = {InitSpec::Kind::Normal, 0, 1, 0};
+  expectRejected(format::serialize(a),
+                 "tensor 'y' (id 4): a temp cannot have a seeded initializer");
+  a = seededArtifact();
+  a.tensors[1].dataOffset = 0;
+  expectRejected(format::serialize(a),
+                 "tensor 'w' (id 1): has both a normal initializer and "
+                 "initial data");
+  a = seededArtifact();
+  a.tensors[2].dtype = DType::I64;
+  a.tensors[2].init = {InitSpec::Kind::Uniform, 0, 1, 0};
+  expectRejected(format::serialize(a),
+                 "tensor 'step' (id 2): a uniform initializer needs a float "
+                 "tensor, not i64");
+  a.tensors[2].init = {InitSpec::Kind::Constant, 0.5, 0, 0};
+  expectRejected(format::serialize(a),
+                 "tensor 'step' (id 2): constant initializer 0.500000 of an "
+                 "i64 tensor is not an i64 value");
+  a.tensors[2].init = {InitSpec::Kind::Constant, 1e19, 0, 0};
+  expectRejected(format::serialize(a), "is not an i64 value");
+  a.tensors[2].init = {InitSpec::Kind::Constant, -2, 0, 0};
+  EXPECT_NO_THROW(validateArtifact(a));
+  // Not finite: the writer refuses it (JSON has no NaN), the validator too.
+  a = seededArtifact();
+  a.tensors[1].init.a = INFINITY;
+  EXPECT_THROW(format::serialize(a), Error);
+  try {
+    validateArtifact(a);
+    ADD_FAILURE() << "accepted an infinite mean";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("non-finite parameter"),
+              std::string::npos)
+        << e.what();
+  }
+
+  // Malformed "init" objects in the manifest.
+  std::string head = R"({"format":"tcc-artifact","version":1,"programs":[],)"
+                     R"("tensors":[{"name":"w","dtype":"f32","shape":[4],)"
+                     R"("kind":"param","init":)";
+  expectRejected(withManifest(head + R"({"kind":"xavier","a":0,"b":1,)"
+                                     R"("seed":0}}]})"),
+                 "unknown initializer kind 'xavier' (expected blob, "
+                 "constant, normal or uniform)");
+  expectRejected(withManifest(head + R"({"kind":"normal","a":0,"b":1}}]})"),
+                 "missing field 'seed'");
+  expectRejected(withManifest(head + R"({"kind":"normal","a":0,"b":1,)"
+                                     R"("seed":-1}}]})"),
+                 "tensors[0] ('w').init.seed: expected an unsigned integer");
+  expectRejected(withManifest(head + R"({"kind":"normal","a":"0","b":1,)"
+                                     R"("seed":1}}]})"),
+                 "tensors[0] ('w').init.a: expected a number");
+  // A valid one parses: no blob bytes needed.
+  std::string ok = head + R"({"kind":"normal","a":0,"b":0.5,"seed":1}}]})";
+  std::vector<uint8_t> bytes = withManifest(ok);
+  Artifact b = parseArtifact(bytes.data(), bytes.size(), "model.tcc");
+  EXPECT_EQ(b.tensors[0].init.kind, InitSpec::Kind::Normal);
+  EXPECT_EQ(b.tensors[0].init.b, 0.5);
 }

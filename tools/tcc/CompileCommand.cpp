@@ -126,6 +126,30 @@ static cl::list<std::string> freeze("freeze",
                                     cl::CommaSeparated,
                                     cl::sub(tool::compileCmd),
     cl::sub(tool::benchCmd));
+static cl::opt<std::string> weights(
+    "weights",
+    cl::desc("Initial values of parameters and state: 'onnx' (the model's, "
+             "stored in the artifact) or 'seeded' (drawn at load from a seed: "
+             "a normal of each initializer's mean and standard deviation, or "
+             "its constant; the artifact carries no weights)"),
+    cl::init("onnx"), cl::value_desc("onnx|seeded"), cl::sub(tool::compileCmd));
+static cl::opt<uint64_t> weightsSeed(
+    "weights-seed",
+    cl::desc("Seed of --weights seeded (default 0): the same seed gives the "
+             "same initial values"),
+    cl::init(0), cl::value_desc("N"), cl::sub(tool::compileCmd));
+
+static cl::opt<std::string> target(
+    "target",
+    cl::desc("Device of the artifact: 'cpu', or 'cuda' (pads GEMMs for "
+             "tensor cores and compiles the fused regions to a cubin with "
+             "NVRTC; the CPU kernels stay in the artifact as a fallback)"),
+    cl::init("cpu"), cl::value_desc("cpu|cuda"), cl::sub(tool::compileCmd));
+static cl::opt<std::string> gpuArch(
+    "gpu-arch",
+    cl::desc("GPU architecture of --target cuda (default sm_90a: H100/H200)"),
+    cl::init("sm_90a"), cl::value_desc("sm_NN[a]"), cl::sub(tool::compileCmd));
+
 static cl::opt<EmitKind> emit(
     "emit", cl::desc("What to produce"), cl::init(EmitKind::Artifact),
     cl::values(
@@ -138,7 +162,10 @@ static cl::opt<EmitKind> emit(
         clEnumValN(EmitKind::Schedule, "schedule",
                    "lowered programs, one kernel call per line"),
         clEnumValN(EmitKind::Kernels, "kernels",
-                   "generated C++ of the fused regions")),
+                   "generated C++ of the fused regions"),
+        clEnumValN(EmitKind::Cuda, "cuda",
+                   "generated CUDA C of the fused regions (implies --target "
+                   "cuda)")),
     cl::sub(tool::compileCmd));
 
 bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
@@ -212,5 +239,16 @@ int tool::runCompile() {
   o.report = report;
   if (!compileOptionsFromFlags(o, "compile"))
     return 1;
+  o.target = target;
+  o.gpuArch = gpuArch;
+  if (o.emit == EmitKind::Cuda && !target.getNumOccurrences())
+    o.target = "cuda";
+  o.weights = weights;
+  o.weightsSeed = weightsSeed;
+  if (weightsSeed.getNumOccurrences() && o.weights != "seeded") {
+    llvm::errs() << "tcc compile: error: --weights-seed needs --weights "
+                    "seeded (the weights come from the model otherwise)\n";
+    return 1;
+  }
   return compileModel(o);
 }

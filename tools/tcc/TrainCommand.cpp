@@ -3,6 +3,8 @@
 #include "compiler/codegen/MemoryReport.h"
 #include "runtime/core/ProcessMemory.h"
 #include "runtime/core/Session.h"
+#include "runtime/cuda/CudaTrainLoop.h"
+#include "runtime/cuda/DeviceSelect.h"
 #include "runtime/train/TrainLoop.h"
 #include "tools/tcc/Commands.h"
 
@@ -12,7 +14,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
 #include <unistd.h>
 
 using namespace llvm;
@@ -92,6 +96,18 @@ static cl::opt<std::string> onNonfinite(
              "run goes on"),
     cl::value_desc("stop|skip"), cl::init("stop"), cl::sub(tool::trainCmd));
 
+static cl::opt<std::string> device(
+    "device",
+    cl::desc("Where to train: 'auto' (the default: the GPU when the artifact "
+             "was compiled with --target cuda and a GPU is present, else the "
+             "CPU), 'cpu' or 'cuda'"),
+    cl::value_desc("auto|cpu|cuda"), cl::init("auto"), cl::sub(tool::trainCmd));
+static cl::opt<bool>
+    tf32("tf32",
+         cl::desc("GPU: fp32 matrix products on TF32 tensor cores (ignored on "
+                  "the CPU)"),
+         cl::sub(tool::trainCmd));
+
 /// The signal that asked the run to stop (SIGINT, SIGTERM), 0 while none
 /// has. The loop polls it between steps; the handler only stores into it,
 /// which is async-signal-safe for a lock-free atomic.
@@ -120,12 +136,14 @@ static void installStopHandlers() {
 
 /// Writes the artifact's ONNX model with the session's current parameters
 /// and running statistics (state tensors named after an initializer; the
-/// optimizer's state has no initializer and stays out).
-static void exportTrained(const rt::Artifact &a, rt::Session &s,
+/// optimizer's state has no initializer and stays out). `data(id)` holds
+/// tensor id's values (a CPU session's buffer, or a GPU tensor's download).
+static void exportTrained(const rt::Artifact &a,
+                          const std::function<const void *(int32_t)> &data,
                           const std::string &path) {
   if (a.onnxOffset < 0)
     throw rt::Error("the artifact carries no ONNX model to export");
-  std::string bad = rt::findNonFinite(s);
+  std::string bad = rt::findNonFinite(a.tensors, data);
   if (!bad.empty())
     throw rt::Error("refusing to export " + path + ": " + bad);
   std::map<std::string, std::vector<float>> values, state;
@@ -135,7 +153,7 @@ static void exportTrained(const rt::Artifact &a, rt::Session &s,
     if ((t.kind != rt::TensorKind::Param && !isState) ||
         t.dtype != rt::DType::F32)
       continue;
-    const float *p = static_cast<const float *>(s.data(id));
+    const float *p = static_cast<const float *>(data(id));
     (isState ? state : values)[t.name].assign(p, p + t.numElements());
   }
   std::string bytes(
@@ -147,7 +165,12 @@ static void exportTrained(const rt::Artifact &a, rt::Session &s,
 
 int tool::runTrain() {
   try {
+    rt::DeviceRequest req = rt::parseDeviceRequest(device);
     rt::Artifact a = rt::readArtifact(input);
+    rt::DeviceChoice choice = rt::selectDevice(req, a, input);
+    bool gpu = choice.device == rt::Device::Cuda;
+    if (!choice.note.empty())
+      errs() << "tcc train: " << choice.note << "\n";
     rt::TrainOptions o;
     o.data = rt::parseDataBindings(data);
     o.steps = steps;
@@ -176,9 +199,19 @@ int tool::runTrain() {
     // RSS growth from here covers the session, the feeder and OpenBLAS.
     rt::resetPeakRss();
     int64_t rssBefore = rt::readProcessMemory().rssBytes;
-    rt::Session session(a,
-                        eager ? rt::ExecMode::Eager : rt::ExecMode::Compiled);
-    rt::TrainResult r = rt::train(session, a, o);
+    rt::ExecMode mode = eager ? rt::ExecMode::Eager : rt::ExecMode::Compiled;
+    std::unique_ptr<rt::Session> cpu;
+    std::unique_ptr<rt::cuda::CudaSession> cuda;
+    rt::TrainResult r;
+    if (gpu) {
+      rt::cuda::CudaOptions co;
+      co.tf32 = tf32;
+      cuda = std::make_unique<rt::cuda::CudaSession>(a, mode, co);
+      r = rt::cuda::trainOnGpu(*cuda, a, o);
+    } else {
+      cpu = std::make_unique<rt::Session>(a, mode);
+      r = rt::train(*cpu, a, o);
+    }
     if (r.interruptedBy) {
       // No evaluation or export of a run cut short: it resumes from the
       // checkpoint instead.
@@ -192,20 +225,29 @@ int tool::runTrain() {
                    where.c_str());
       return 128 + r.interruptedBy;
     }
-    rt::MemoryStats m = session.memory();
+    rt::MemoryStats m = gpu ? cuda->memory() : cpu->memory();
     double ms = rt::median(r.stepSeconds) * 1e3;
     std::string resumed =
         r.resumedFrom.empty()
             ? ""
             : ", resumed at step " + std::to_string(r.startStep);
+    std::string copyWait;
+    if (gpu) {
+      resumed = ", cuda" + resumed;
+      char buf[64];
+      std::snprintf(buf, sizeof buf, ", GPU input-copy wait %.3f s",
+                    r.copyWaitSeconds);
+      copyWait = buf;
+    }
     std::printf("trained %lld steps (%s%s) in %.2f s: final loss %.4f, median "
                 "step %.3f ms, %.0f samples/s, tensor memory peak %s, data "
-                "wait %.2f s\n",
+                "wait %.2f s%s\n",
                 (long long)(r.steps - r.startStep),
                 eager ? "eager" : "compiled", resumed.c_str(), r.totalSeconds,
                 r.losses.empty() ? r.resumedLoss : r.losses.back(), ms,
                 ms > 0 ? r.batchSize / (ms / 1e3) : 0.0,
-                formatBytes(m.peakBytes).c_str(), r.dataWaitSeconds);
+                formatBytes(m.peakBytes).c_str(), r.dataWaitSeconds,
+                copyWait.c_str());
     if (rt::lossScaleSkippedTensor(a) >= 0)
       std::printf("fp16 loss scaling: %lld of %lld steps skipped (Inf/NaN "
                   "gradients), loss scale now %g\n",
@@ -226,12 +268,25 @@ int tool::runTrain() {
                   (long long)r.checkpointsWritten, r.checkpointSeconds,
                   r.lastCheckpoint.c_str());
     if (!evalBindings.empty()) {
-      rt::EvalResult e = rt::evaluate(session, a, evalBindings);
+      rt::EvalResult e = gpu ? rt::cuda::evaluateOnGpu(*cuda, a, evalBindings)
+                             : rt::evaluate(*cpu, a, evalBindings);
       std::printf("eval: %lld samples, accuracy %.2f%%, loss %.4f\n",
                   (long long)e.samples, e.accuracy * 100, e.loss);
     }
     if (!exportPath.empty()) {
-      exportTrained(a, session, exportPath);
+      // On a GPU, each tensor the export reads is downloaded once.
+      std::map<int32_t, std::vector<uint8_t>> host;
+      auto data = [&](int32_t id) -> const void * {
+        if (!gpu)
+          return cpu->data(id);
+        std::vector<uint8_t> &v = host[id];
+        if (v.empty()) {
+          v.resize(static_cast<size_t>(a.tensors[id].byteSize()));
+          cuda->download(id, v.data());
+        }
+        return v.data();
+      };
+      exportTrained(a, data, exportPath);
       std::printf("exported %s\n", exportPath.c_str());
     }
   } catch (const rt::Error &e) {

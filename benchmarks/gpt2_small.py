@@ -1,0 +1,295 @@
+#!/usr/bin/python3
+"""GPT-2-small training throughput: tcc vs PyTorch eager vs torch.compile.
+
+The model is examples/make_gpt.py's CharGPT at GPT-2-small's shape: 12
+pre-norm transformer layers, d 768, 12 heads, T 1024, vocabulary 50257
+(tcc pads the head's GEMM as its padding pass decides for the target),
+AdamW, bf16 mixed precision. Reported per system: the largest batch that
+fits, tokens/s (median over timed steps), MFU and peak GPU memory.
+
+Two halves, because the GPU machine has no MLIR (it runs artifacts only):
+
+  # 1. On the development machine: export the ONNX model and compile one
+  #    artifact per candidate batch (seeded weights: each is a few MiB).
+  /usr/bin/python3 benchmarks/gpt2_small.py prepare --out /tmp/gpt2s \\
+      --tcc build/tools/tcc/tcc --batches 32,16,8
+
+  # 2. On the GPU machine (PyTorch with CUDA, the runtime-only tcc-run):
+  python3 benchmarks/gpt2_small.py run --artifacts /tmp/gpt2s \\
+      --tcc-run OUT/build/tools/tcc-run/tcc-run --out OUT
+
+`--preset tiny` (d 64, 2 layers, T 64, vocab 512) runs both halves on a
+CPU in a minute, to check the script itself (`run --device cpu`).
+
+MFU = model FLOPs per second / the GPU's dense bf16 peak, with model FLOPs
+per token = 6 * parameters + 12 * layers * d * T (PaLM's formula: the
+backward's 2x, attention's QK^T and AV, no recomputation counted).
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+
+PRESETS = {
+    "gpt2-small": dict(vocab=50257, d=768, heads=12, layers=12, t=1024),
+    "tiny": dict(vocab=512, d=64, heads=4, layers=2, t=64),
+}
+
+# Dense bf16 tensor-core peaks (FLOP/s), by device name.
+PEAKS = [("H200", 989.4e12), ("H100 PCIe", 756.0e12), ("H100", 989.4e12),
+         ("A100", 312.0e12)]
+
+
+def model_flops_per_token(cfg, params):
+    return 6 * params + 12 * cfg["layers"] * cfg["d"] * cfg["t"]
+
+
+def build_model(cfg):
+    from make_gpt import CharGPT
+    return CharGPT(vocab=cfg["vocab"], d=cfg["d"], heads=cfg["heads"],
+                   layers=cfg["layers"], t=cfg["t"])
+
+
+def prepare(args):
+    import torch
+    cfg = PRESETS[args.preset]
+    os.makedirs(args.out, exist_ok=True)
+    torch.manual_seed(0)
+    model = build_model(cfg)
+    model.train()
+    onnx_path = os.path.join(args.out, "model.onnx")
+    if not os.path.exists(onnx_path):
+        x = torch.randint(0, cfg["vocab"], (2, cfg["t"]))
+        t0 = time.time()
+        torch.onnx.export(model, x, onnx_path, input_names=["x"],
+                          output_names=["logits"],
+                          dynamic_axes={"x": {0: "batch"},
+                                        "logits": {0: "batch"}},
+                          opset_version=17,
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False)
+        print(f"exported {onnx_path} in {time.time() - t0:.1f} s")
+    params = sum(p.numel() for p in model.parameters())
+    artifacts = {}
+    for b in [int(s) for s in args.batches.split(",")]:
+        art = os.path.join(args.out, f"b{b}.tcc")
+        cmd = [args.tcc, "compile", onnx_path, "-o", art, "--batch", str(b),
+               "--loss", "cross_entropy", "--optimizer", "adamw",
+               "--freeze", "mask", "--precision", args.precision,
+               "--weights", "seeded", "--target", args.target]
+        if args.target == "cuda":
+            cmd += ["--gpu-arch", args.gpu_arch]
+        t0 = time.time()
+        subprocess.run(cmd, check=True)
+        print(f"compiled {art} ({os.path.getsize(art) / 2**20:.1f} MiB) in "
+              f"{time.time() - t0:.1f} s")
+        artifacts[b] = os.path.basename(art)
+    # The ONNX file (500 MB at full size) is not needed on the GPU machine.
+    if args.drop_onnx:
+        os.remove(onnx_path)
+    with open(os.path.join(args.out, "config.json"), "w") as f:
+        json.dump({"preset": args.preset, "config": cfg, "params": params,
+                   "precision": args.precision, "target": args.target,
+                   "artifacts": artifacts}, f, indent=1)
+
+
+def torch_worker(args):
+    """One PyTorch measurement in this process; prints one JSON line."""
+    import torch
+    cfg = PRESETS[args.preset]
+    dev = torch.device(args.device)
+    torch.manual_seed(0)
+    model = build_model(cfg).to(dev)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+    step_fn = model
+    if args.mode == "compile":
+        step_fn = torch.compile(model)
+    lossf = torch.nn.CrossEntropyLoss()
+    x = torch.randint(0, cfg["vocab"], (args.batch, cfg["t"]), device=dev)
+    y = torch.randint(0, cfg["vocab"], (args.batch, cfg["t"]), device=dev)
+    cuda = dev.type == "cuda"
+    amp_dtype = torch.bfloat16 if args.precision == "bf16" else None
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        if amp_dtype is not None:
+            with torch.autocast(dev.type, dtype=amp_dtype):
+                out = step_fn(x)
+                loss = lossf(out.float().view(-1, cfg["vocab"]), y.view(-1))
+        else:
+            out = step_fn(x)
+            loss = lossf(out.view(-1, cfg["vocab"]), y.view(-1))
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(args.warmup):
+        step()
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    times = []
+    for _ in range(args.steps):
+        t0 = time.perf_counter()
+        loss = step()
+        if cuda:
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    peak = torch.cuda.max_memory_allocated() if cuda else 0
+    print(json.dumps({"step_s": statistics.median(times),
+                      "loss": float(loss), "peak_bytes": peak,
+                      "device": torch.cuda.get_device_name() if cuda
+                      else "cpu"}))
+
+
+def run_torch(args, mode, batch):
+    cmd = [sys.executable, __file__, "torch-worker", "--preset", args.preset,
+           "--mode", mode, "--batch", str(batch), "--device", args.device,
+           "--precision", args.precision, "--steps", str(args.steps),
+           "--warmup", str(args.warmup)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        return None, p.stderr[-2000:]
+    return json.loads(p.stdout.strip().splitlines()[-1]), ""
+
+
+def run_tcc(args, art, device):
+    cmd = [args.tcc_run, "bench", art, "--steps", str(args.steps),
+           "--device", device, "--only", "compiled", "--json"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        return None, (p.stdout + p.stderr)[-2000:]
+    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    if not lines:
+        return None, "tcc-run bench printed no JSON line:\n" + p.stdout
+    r = json.loads(lines[-1])
+    return {"step_s": r["median_step_ms"] / 1e3,
+            "peak_bytes": r.get("peak_bytes", 0),
+            "device": r.get("device", device)}, ""
+
+
+def largest_fitting(batches, measure, log, what):
+    """Tries batches from the largest down; the first that runs wins."""
+    for b in sorted(batches, reverse=True):
+        r, err = measure(b)
+        if r is not None:
+            return b, r
+        log.write(f"{what} batch {b}: failed\n{err}\n")
+        log.flush()
+    return None, None
+
+
+def run(args):
+    with open(os.path.join(args.artifacts, "config.json")) as f:
+        conf = json.load(f)
+    args.preset = conf["preset"]
+    args.precision = conf["precision"]
+    cfg = conf["config"]
+    arts = {int(b): os.path.join(args.artifacts, a)
+            for b, a in conf["artifacts"].items()}
+    batches = sorted(arts)
+    if args.torch_batches:
+        torch_batches = [int(s) for s in args.torch_batches.split(",")]
+    else:
+        torch_batches = batches
+    os.makedirs(args.out, exist_ok=True)
+    log = open(os.path.join(args.out, "gpt2_small.log"), "w")
+    fpt = model_flops_per_token(cfg, conf["params"])
+    rows = []
+    systems = [("PyTorch eager", lambda b: run_torch(args, "eager", b),
+                torch_batches)]
+    if args.device == "cuda" and not args.no_compile:
+        systems.append(("torch.compile",
+                        lambda b: run_torch(args, "compile", b),
+                        torch_batches))
+    systems.append(("tcc", lambda b: run_tcc(args, arts[b], args.device),
+                    batches))
+    device_name = args.device
+    for name, measure, bs in systems:
+        b, r = largest_fitting(bs, measure, log, name)
+        if r is None:
+            rows.append((name, None, None))
+            continue
+        device_name = r.get("device", device_name)
+        rows.append((name, b, r))
+    peak = args.peak_tflops * 1e12 if args.peak_tflops else next(
+        (p for key, p in PEAKS if key in device_name), None)
+    out = [f"# GPT-2-small-shaped training ({args.preset}: "
+           f"{conf['params'] / 1e6:.1f}M parameters, T {cfg['t']}, "
+           f"{args.precision}, AdamW) on {device_name}", "",
+           "| system | batch | step ms | tokens/s | MFU | peak memory |",
+           "|---|---|---|---|---|---|"]
+    base = {}
+    for name, b, r in rows:
+        if r is None:
+            out.append(f"| {name} | none fits | | | | |")
+            continue
+        tps = b * cfg["t"] / r["step_s"]
+        base[name] = tps
+        mfu = f"{100 * tps * fpt / peak:.1f}%" if peak else "n/a"
+        mem = f"{r['peak_bytes'] / 2**30:.2f} GiB" if r["peak_bytes"] else "n/a"
+        out.append(f"| {name} | {b} | {r['step_s'] * 1e3:.1f} | {tps:,.0f} "
+                   f"| {mfu} | {mem} |")
+    if "tcc" in base:
+        for ref in ("PyTorch eager", "torch.compile"):
+            if ref in base:
+                out.append(f"\ntcc / {ref}: {base['tcc'] / base[ref]:.2f}x "
+                           "tokens/s")
+    text = "\n".join(out) + "\n"
+    with open(os.path.join(args.out, "gpt2_small.md"), "w") as f:
+        f.write(text)
+    print(text)
+    return 0 if all(r is not None for _, _, r in rows) else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare", help="export + compile (dev machine)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--tcc", default="build/tools/tcc/tcc")
+    p.add_argument("--preset", choices=PRESETS, default="gpt2-small")
+    p.add_argument("--batches", default="32,16,8")
+    p.add_argument("--precision", default="bf16")
+    p.add_argument("--target", default="cuda", choices=["cuda", "cpu"])
+    p.add_argument("--gpu-arch", default="sm_90a")
+    p.add_argument("--drop-onnx", action="store_true")
+    r = sub.add_parser("run", help="measure (GPU machine)")
+    r.add_argument("--artifacts", required=True)
+    r.add_argument("--tcc-run", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    r.add_argument("--steps", type=int, default=20)
+    r.add_argument("--warmup", type=int, default=5)
+    r.add_argument("--torch-batches", default="",
+                   help="batches to try for PyTorch (default: the artifacts')")
+    r.add_argument("--no-compile", action="store_true",
+                   help="skip torch.compile")
+    r.add_argument("--peak-tflops", type=float, default=0)
+    w = sub.add_parser("torch-worker")
+    w.add_argument("--preset", choices=PRESETS, required=True)
+    w.add_argument("--mode", choices=["eager", "compile"], required=True)
+    w.add_argument("--batch", type=int, required=True)
+    w.add_argument("--device", default="cuda")
+    w.add_argument("--precision", default="bf16")
+    w.add_argument("--steps", type=int, default=20)
+    w.add_argument("--warmup", type=int, default=5)
+    args = ap.parse_args()
+    if args.cmd == "prepare":
+        prepare(args)
+    elif args.cmd == "run":
+        sys.exit(run(args))
+    else:
+        torch_worker(args)
+
+
+if __name__ == "__main__":
+    main()

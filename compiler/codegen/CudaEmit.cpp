@@ -1,0 +1,359 @@
+//===- CudaEmit.cpp - Writing one region's node graph as CUDA C -----------===//
+//
+// The graph is the one FusedCodegen.cpp builds for the host library (see
+// there); only the mapping onto threads differs:
+//  - "elements" (no reduction, pick or partial in the graph): one thread per
+//    element of the rows x cols domain, a grid-stride loop over them. Every
+//    node is a local of the thread; row scalars and broadcast offsets are
+//    recomputed per element, so threads never need to communicate.
+//  - "rows": one warp per row. Even time slots are straight-line code that
+//    all 32 lanes run alike (so every lane holds every row scalar); odd slots
+//    are loops over the lane's columns j = lane + 32 k, k < ceil(C / 32).
+//    A vector that a later slot reads lives in a per-thread array s<N>[k]:
+//    lane l only ever touches its own columns l, l + 32, ..., so no lane
+//    reads another's entries except through a shuffle. k is a constant
+//    trip count, unrolled for short rows, so those arrays stay in
+//    registers. Reductions: each lane in column order, then a fixed
+//    butterfly (prelude), so results are deterministic.
+// Per-row partials (losses) are written by lane 0; the `_fin` kernel sums
+// them in row order as the host library's fin does.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/FusedCodegenInternal.h"
+
+#include <sstream>
+
+using namespace ::tcc::fusedgen;
+namespace rt = ::tcc::rt;
+
+/// The shared templates are C++; NVRTC has no <cmath> and no GCC builtins.
+static std::string toCuda(std::string s) {
+  auto replaceAll = [&](StringRef from, StringRef to) {
+    for (size_t pos = 0; (pos = s.find(from.str(), pos)) != std::string::npos;
+         pos += to.size())
+      s.replace(pos, from.size(), to.str());
+  };
+  replaceAll("std::", "tccm::");
+  replaceAll("__builtin_nanf(\"\")", "tccm::nan_f()");
+  replaceAll("__builtin_inff()", "tccm::inf_f()");
+  replaceAll("int64_t", "long long");
+  return s;
+}
+
+namespace {
+class CudaEmitter {
+public:
+  explicit CudaEmitter(const KernelGraph &g)
+      : g(g), op(g.op), C(std::to_string(g.d.cols)),
+        R(std::to_string(g.d.rows)), rows(g.hasRowNodes()) {}
+  LogicalResult emit(std::string &code, rt::DeviceKernel &k);
+
+private:
+  std::string ref(int n, int loopTime) const;
+  std::string subst(const Node &n, int loopTime) const;
+  std::string vecIndex(int n, StringRef col, StringRef slot = "tcc_k") const;
+  std::string columnLoop(StringRef indent) const;
+  void signature(std::ostream &os, const std::string &symbol) const;
+  void emitElements(std::ostream &os) const;
+  void emitRows(std::ostream &os) const;
+  void emitRowScalar(std::ostream &os, int i) const;
+  void emitFin(std::ostream &os) const;
+
+  const KernelGraph &g;
+  mutable FusedOp op; // a handle; its accessors are not const
+  std::string C, R;
+  bool rows;
+};
+} // namespace
+
+/// Element `col` of a vector node that lives in memory (rows mapping);
+/// `slot` is col / 32, the entry of the lane's array.
+std::string CudaEmitter::vecIndex(int n, StringRef col, StringRef slot) const {
+  const Node &x = g.nodes[n];
+  if (x.kind == NodeKind::Load)
+    return "in" + std::to_string(x.input) + "[" + x.tmpl + " + " + col.str() +
+           "]";
+  if (x.output >= 0)
+    return "out" + std::to_string(x.output) + "[r * " + C + " + " + col.str() +
+           "]";
+  return "s" + std::to_string(x.scratch) + "[" + slot.str() + "]";
+}
+
+/// Opens a loop over the lane's columns: `j` the column, `tcc_k` its slot.
+std::string CudaEmitter::columnLoop(StringRef indent) const {
+  int64_t slots = (g.d.cols + 31) / 32;
+  std::string s = indent.str();
+  s += slots <= 16 ? "#pragma unroll\n" + indent.str() : "";
+  s += "for (int tcc_k = 0; tcc_k < " + std::to_string(slots) +
+       "; ++tcc_k) {\n" + indent.str() + "  const int j = lane + 32 * tcc_k;\n";
+  if (g.d.cols % 32)
+    s += indent.str() + "  if (j >= " + C + ")\n" + indent.str() +
+         "    break;\n";
+  return s;
+}
+
+std::string CudaEmitter::ref(int n, int loopTime) const {
+  const Node &x = g.nodes[n];
+  if (x.kind == NodeKind::Const)
+    return x.tmpl;
+  std::string v = "v" + std::to_string(n);
+  if (!rows || !x.vec)
+    return v;
+  if (x.kind != NodeKind::Load && x.time == loopTime)
+    return v;
+  return vecIndex(n, "j");
+}
+
+std::string CudaEmitter::subst(const Node &n, int loopTime) const {
+  std::string out;
+  const std::string &t = n.tmpl;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] == '$' && i + 1 < t.size() && t[i + 1] == 'j') {
+      out += "j";
+      ++i;
+    } else if (t[i] == '$' && i + 1 < t.size() && isdigit(t[i + 1])) {
+      out += ref(n.args[t[i + 1] - '0'], loopTime);
+      ++i;
+    } else {
+      out += t[i];
+    }
+  }
+  return out;
+}
+
+void CudaEmitter::signature(std::ostream &os, const std::string &symbol) const {
+  os << "extern \"C\" __global__ void __launch_bounds__(" << (rows ? 128 : 256)
+     << ") " << symbol << "(";
+  for (auto [k, v] : llvm::enumerate(op.getInputs())) {
+    bool isF32 = cast<ShapedType>(v.getType()).getElementType().isF32();
+    os << "const " << (isF32 ? "float" : "long long") << " *__restrict__ in"
+       << k << ", ";
+  }
+  for (unsigned k = 0; k < op.getNumResults(); ++k)
+    os << "float *__restrict__ out" << k << ", ";
+  os << "double *__restrict__ tcc_partials, long long *__restrict__ tcc_err)";
+}
+
+void CudaEmitter::emitElements(std::ostream &os) const {
+  os << " {\n  (void)tcc_partials; (void)tcc_err;\n"
+     << "  const long long tcc_n = " << g.d.numel() << "LL;\n"
+     << "  for (long long tcc_i = (long long)blockIdx.x * blockDim.x + "
+        "threadIdx.x; tcc_i < tcc_n;\n"
+     << "       tcc_i += (long long)gridDim.x * blockDim.x) {\n"
+     << "    const long long r = tcc_i / " << C << ", j = tcc_i - r * " << C
+     << ";\n    (void)r; (void)j;\n";
+  for (const ViewVar &v : g.views)
+    os << v.code;
+  // Index order is a topological order: every node after its arguments.
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node &n = g.nodes[i];
+    std::string v = "v" + std::to_string(i);
+    if (n.kind == NodeKind::Load)
+      os << "    const " << (n.isInt ? "long long " : "float ") << v << " = in"
+         << n.input << "[" << n.tmpl << (n.vec ? " + j" : "") << "];\n";
+    else if (n.kind == NodeKind::Expr)
+      os << "    const float " << v << " = " << subst(n, -1) << ";\n";
+    else
+      continue;
+    if (n.output >= 0)
+      os << "    out" << n.output << "[r * " << C << " + j] = " << v << ";\n";
+    for (auto [node, k] : g.rowStores)
+      if (node == (int)i)
+        os << "    if (j == 0)\n      out" << k << "[r] = " << v << ";\n";
+  }
+  os << "  }\n}\n";
+}
+
+/// A node of an even (straight-line) slot of a rows kernel.
+void CudaEmitter::emitRowScalar(std::ostream &os, int i) const {
+  const Node &n = g.nodes[i];
+  std::string v = "v" + std::to_string(i);
+  switch (n.kind) {
+  case NodeKind::Load:
+    os << "    const " << (n.isInt ? "long long " : "float ") << v << " = in"
+       << n.input << "[" << n.tmpl << "];\n";
+    // The same value in every lane: the whole warp leaves together.
+    if (n.checkLabel)
+      os << "    if (" << v << " < 0 || " << v << " >= " << C << ") {\n"
+         << "      if (lane == 0)\n        tcc_bad_label(tcc_err, r, " << v
+         << ", " << C << ");\n      return;\n    }\n";
+    break;
+  case NodeKind::Expr:
+    os << "    const float " << v << " = " << subst(n, -1) << ";\n";
+    break;
+  case NodeKind::Reduce: {
+    std::string x = vecIndex(n.args[0], "j");
+    if (n.tmpl == "sumexp_f64") {
+      // As tcc_rowsumexp_f64: the difference in float, exp in double.
+      os << "    double " << v << " = 0.0;\n"
+         << columnLoop("    ") << "      " << v
+         << " += tccm::exp(static_cast<double>(" << x << " - "
+         << ref(n.args[1], -1) << "));\n    }\n    " << v
+         << " = tcc_warp_sum_f64(" << v << ");\n";
+    } else if (n.tmpl == "max") {
+      os << "    float " << v << " = -tccm::inf_f();\n"
+         << columnLoop("    ") << "      const float x = " << x << ";\n      "
+         << v << " = " << v << " < x ? x : " << v << ";\n    }\n    " << v
+         << " = tcc_warp_max(" << v << ");\n";
+    } else {
+      os << "    float " << v << " = 0.0f;\n"
+         << columnLoop("    ") << "      " << v << " += " << x
+         << ";\n    }\n    " << v << " = tcc_warp_sum(" << v << ");\n";
+    }
+    break;
+  }
+  case NodeKind::Pick: {
+    // The index is a checked label (uniform across the warp). A vector in a
+    // lane's local array is fetched from the lane that owns the column; one
+    // in global memory was written by other lanes, hence the __syncwarp.
+    const Node &x = g.nodes[n.args[0]];
+    std::string idx = "(int)(" + ref(n.args[1], -1) + ")";
+    if (x.kind == NodeKind::Load)
+      os << "    const float " << v << " = " << vecIndex(n.args[0], idx)
+         << ";\n";
+    else if (x.output >= 0)
+      os << "    __syncwarp();\n    const float " << v << " = "
+         << vecIndex(n.args[0], idx) << ";\n";
+    else if ((g.d.cols + 31) / 32 > 16)
+      os << "    const float " << v << " = __shfl_sync(0xffffffffu, "
+         << vecIndex(n.args[0], idx, idx + " >> 5") << ", " << idx
+         << " & 31);\n";
+    else // a constant index per unrolled step keeps the array in registers
+      os << "    float " << v << " = 0.0f;\n    #pragma unroll\n"
+         << "    for (int tcc_k = 0; tcc_k < " << (g.d.cols + 31) / 32
+         << "; ++tcc_k)\n      " << v << " = tcc_k == " << idx << " >> 5 ? "
+         << vecIndex(n.args[0], "", "tcc_k") << " : " << v << ";\n    " << v
+         << " = __shfl_sync(0xffffffffu, " << v << ", " << idx << " & 31);\n";
+    break;
+  }
+  case NodeKind::Partial:
+    os << "    if (lane == 0) {\n      " << subst(n, -1) << "\n    }\n";
+    break;
+  default:
+    break;
+  }
+  for (auto [node, k] : g.rowStores)
+    if (node == i)
+      os << "    if (lane == 0)\n      out" << k << "[r] = " << v << ";\n";
+}
+
+void CudaEmitter::emitRows(std::ostream &os) const {
+  os << " {\n  (void)tcc_partials; (void)tcc_err;\n"
+     << "  const int lane = threadIdx.x & 31;\n  (void)lane;\n"
+     << "  const long long tcc_warps = ((long long)gridDim.x * blockDim.x) >> "
+        "5;\n";
+  for (int s = 0; s < g.scratch; ++s)
+    os << "  float s" << s << "[" << (g.d.cols + 31) / 32 << "];\n";
+  os << "  for (long long r = ((long long)blockIdx.x * blockDim.x + "
+        "threadIdx.x) >> 5; r < "
+     << R << "; r += tcc_warps) {\n";
+  for (const ViewVar &v : g.views)
+    os << v.code;
+  for (int t = 0; t <= g.maxTime; ++t) {
+    if (t % 2 == 0) {
+      for (size_t i = 0; i < g.nodes.size(); ++i) {
+        const Node &n = g.nodes[i];
+        if (!n.vec && n.time == t && n.kind != NodeKind::Const)
+          emitRowScalar(os, (int)i);
+      }
+      continue;
+    }
+    bool any = false;
+    for (const Node &n : g.nodes)
+      any |= n.vec && n.time == t && n.kind == NodeKind::Expr;
+    if (!any)
+      continue;
+    os << columnLoop("    ");
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node &n = g.nodes[i];
+      if (!n.vec || n.time != t || n.kind != NodeKind::Expr)
+        continue;
+      std::string v = "v" + std::to_string(i);
+      os << "      const float " << v << " = " << subst(n, t) << ";\n";
+      if (n.output >= 0 || n.scratch >= 0)
+        os << "      " << vecIndex((int)i, "j") << " = " << v << ";\n";
+    }
+    os << "    }\n";
+  }
+  os << "  }\n}\n";
+}
+
+void CudaEmitter::emitFin(std::ostream &os) const {
+  os << " {\n  if (blockIdx.x != 0 || threadIdx.x != 0)\n    return;\n";
+  for (unsigned k = 0; k < op.getInputs().size(); ++k)
+    os << "  (void)in" << k << ";\n";
+  os << "  (void)tcc_err;\n";
+  for (auto [out, slot] : g.partialOut) {
+    if (out < 0)
+      continue;
+    os << "  {\n    double t = 0;\n    for (long long r = 0; r < " << R
+       << "; ++r)\n      t += tcc_partials[r * " << g.partials << " + " << slot
+       << "];\n    out" << out << "[0] = static_cast<float>(t / " << R
+       << ".0);\n  }\n";
+  }
+  os << "}\n";
+}
+
+LogicalResult CudaEmitter::emit(std::string &code, rt::DeviceKernel &k) {
+  auto dtypeOf = [&](Value v, unsigned i,
+                     const char *what) -> FailureOr<rt::DType> {
+    Type e = cast<ShapedType>(v.getType()).getElementType();
+    if (e.isF32())
+      return rt::DType::F32;
+    if (isa<IntegerType>(e))
+      return rt::DType::I64; // integers and booleans are i64 at run time
+    return op.emitError("CUDA codegen: ")
+           << what << " #" << i << " has element type " << e
+           << "; generated kernels take f32 and integer operands";
+  };
+  k = rt::DeviceKernel();
+  for (auto [i, v] : llvm::enumerate(op.getInputs())) {
+    auto t = dtypeOf(v, i, "input");
+    if (failed(t))
+      return failure();
+    k.inputs.push_back({*t, cast<ShapedType>(v.getType()).getNumElements()});
+  }
+  for (auto [i, v] : llvm::enumerate(op.getResults())) {
+    auto t = dtypeOf(v, i, "result");
+    if (failed(t))
+      return failure();
+    k.outputs.push_back({*t, cast<ShapedType>(v.getType()).getNumElements()});
+  }
+  std::string K = std::to_string(g.index);
+  k.symbol = "tcc_fused_" + K;
+  k.finSymbol = g.partials ? k.symbol + "_fin" : "";
+  k.name = regionName(op);
+  k.mapping = rows ? "rows" : "elements";
+  k.rows = g.d.rows;
+  k.cols = g.d.cols;
+  k.partialsPerRow = g.partials;
+  k.block = rows ? 128 : 256;
+
+  std::ostringstream os;
+  os << "// kernel " << K << " (" << k.name << "): mapping " << k.mapping
+     << ", " << k.block << " threads per block, domain " << k.rows << "x"
+     << k.cols;
+  if (g.partials)
+    os << ", " << g.partials << " partials per row";
+  os << "\n";
+  signature(os, k.symbol);
+  if (rows)
+    emitRows(os);
+  else
+    emitElements(os);
+  if (g.partials) {
+    signature(os, k.finSymbol);
+    emitFin(os);
+  }
+  code = toCuda(os.str());
+  for (size_t pos; (pos = code.find("PARTIALS")) != std::string::npos;)
+    code.replace(pos, 8, std::to_string(g.partials));
+  return success();
+}
+
+namespace tcc::fusedgen {
+LogicalResult emitCudaKernel(const KernelGraph &g, std::string &code,
+                             rt::DeviceKernel &kernel) {
+  return CudaEmitter(g).emit(code, kernel);
+}
+} // namespace tcc::fusedgen

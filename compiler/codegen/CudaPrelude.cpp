@@ -1,0 +1,102 @@
+//===- CudaPrelude.cpp - The fixed part of the generated CUDA source ------===//
+//
+// Self-contained: NVRTC compiles it without any header (its CUDA math API is
+// built in). The node templates the two emitters share are spelled in C++
+// (std::pow, std::exp, ...); CudaEmit.cpp rewrites `std::` to `tccm::`,
+// whose device overloads below keep C++'s float/double overload resolution.
+// The math is CUDA's accurate library (expf, erff, tanhf: a few ulp), not
+// the __expf-style intrinsics, and the program is compiled without fast
+// math, so NaN and Inf propagate as in the host library. The GELU formulas
+// are runtime/cpu/KernelsMath.cpp's, as in FusedPrelude.cpp.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/FusedCodegenInternal.h"
+
+const char *tcc::cudaPrelude() {
+  return R"TCCPRELUDE(// tcc generated CUDA kernels: prelude (self-contained; ABI: runtime/core/Artifact.h, DeviceKernel)
+namespace tccm {
+__device__ __forceinline__ float pow(float a, float b) { return ::powf(a, b); }
+__device__ __forceinline__ double pow(double a, double b) { return ::pow(a, b); }
+__device__ __forceinline__ float log(float a) { return ::logf(a); }
+__device__ __forceinline__ double log(double a) { return ::log(a); }
+__device__ __forceinline__ float sqrt(float a) { return ::sqrtf(a); }
+__device__ __forceinline__ double sqrt(double a) { return ::sqrt(a); }
+__device__ __forceinline__ float exp(float a) { return ::expf(a); }
+__device__ __forceinline__ double exp(double a) { return ::exp(a); }
+__device__ __forceinline__ float nan_f() { return __int_as_float(0x7fc00000); }
+__device__ __forceinline__ float inf_f() { return __int_as_float(0x7f800000); }
+} // namespace tccm
+
+__device__ __forceinline__ float tcc_exp(float x) { return ::expf(x); }
+__device__ __forceinline__ float tcc_erf(float x) { return ::erff(x); }
+__device__ __forceinline__ float tcc_tanh(float x) { return ::tanhf(x); }
+__device__ __forceinline__ float tcc_sigmoid(float x) {
+  return 1.0f / (1.0f + ::expf(-x));
+}
+
+#define tcc_kSqrt1_2 0.70710678118654752440f
+#define tcc_kTanhBeta 0.79788456080286535588f
+#define tcc_kErfBeta 0.39894228040143267794f
+#define tcc_kKappa 0.044715f
+
+__device__ __forceinline__ float tcc_gelu_erf(float x) {
+  return x * 0.5f * (1.0f + tcc_erf(x * tcc_kSqrt1_2));
+}
+__device__ __forceinline__ float tcc_gelu_tanh(float x) {
+  float inner = tcc_kTanhBeta * (x + tcc_kKappa * x * x * x);
+  return 0.5f * x * (1.0f + tcc_tanh(inner));
+}
+__device__ __forceinline__ float tcc_gelu_erf_grad(float dy, float x) {
+  float cdf = 0.5f * (1.0f + tcc_erf(x * tcc_kSqrt1_2));
+  float pdf = tcc_kErfBeta * tcc_exp(x * x * -0.5f);
+  return dy * (cdf + x * pdf);
+}
+__device__ __forceinline__ float tcc_gelu_tanh_grad(float dy, float x) {
+  float xSq = x * x;
+  float inner = tcc_kTanhBeta * (x + tcc_kKappa * xSq * x);
+  float t = tcc_tanh(inner);
+  float left = 0.5f * x, right = 1.0f + t;
+  float leftDerivative = 0.5f * right;
+  float rightDerivative =
+      (1.0f - t * t) * tcc_kTanhBeta * (1.0f + 3.0f * tcc_kKappa * xSq);
+  return dy * (leftDerivative + left * rightDerivative);
+}
+
+// Row reductions of "rows" kernels: each lane has reduced its own columns
+// in order; a fixed xor butterfly combines the 32 lanes, then every lane
+// takes lane 0's value, so all lanes hold the same bits whatever the
+// hardware does with equal operands (max of -0 and +0) and the result
+// depends only on the row's values.
+__device__ __forceinline__ float tcc_warp_sum(float a) {
+  for (int o = 16; o > 0; o >>= 1)
+    a += __shfl_xor_sync(0xffffffffu, a, o);
+  return __shfl_sync(0xffffffffu, a, 0);
+}
+__device__ __forceinline__ double tcc_warp_sum_f64(double a) {
+  for (int o = 16; o > 0; o >>= 1)
+    a += __shfl_xor_sync(0xffffffffu, a, o);
+  return __shfl_sync(0xffffffffu, a, 0);
+}
+// As tcc_rowmax: a NaN element never replaces the maximum.
+__device__ __forceinline__ float tcc_warp_max(float a) {
+  for (int o = 16; o > 0; o >>= 1) {
+    float b = __shfl_xor_sync(0xffffffffu, a, o);
+    a = a < b ? b : a;
+  }
+  return __shfl_sync(0xffffffffu, a, 0);
+}
+
+// A label out of range: the first kernel to meet one records it (the CAS
+// comes first so the three words always describe one label).
+__device__ __forceinline__ void tcc_bad_label(long long *err, long long r,
+                                              long long label,
+                                              long long classes) {
+  if (atomicCAS(reinterpret_cast<unsigned long long *>(err) + 3, 0ull,
+                1ull) == 0ull) {
+    err[0] = r;
+    err[1] = label;
+    err[2] = classes;
+  }
+}
+)TCCPRELUDE";
+}

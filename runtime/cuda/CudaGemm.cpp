@@ -1,0 +1,298 @@
+//===- CudaGemm.cpp - cuBLASLt plans and the matmul kernel ----------------===//
+#include "runtime/cuda/CudaGemm.h"
+
+#include "runtime/cpu/KernelsInternal.h"
+#include "runtime/cuda/CudaCheck.h"
+#include "runtime/cuda/CudaKernels.h"
+
+#include <climits>
+#include <cstring>
+
+namespace tcc::rt::cuda {
+
+struct CudaGemm::Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t x = nullptr, y = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~Plan() {
+    if (c)
+      cublasLtMatrixLayoutDestroy(c);
+    if (y)
+      cublasLtMatrixLayoutDestroy(y);
+    if (x)
+      cublasLtMatrixLayoutDestroy(x);
+    if (desc)
+      cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+static cudaDataType_t cudaType(DType t) {
+  switch (t) {
+  case DType::BF16:
+    return CUDA_R_16BF;
+  case DType::F16:
+    return CUDA_R_16F;
+  default:
+    return CUDA_R_32F;
+  }
+}
+
+static cublasLtEpilogue_t epilogueOf(CudaGemm::Epilogue e) {
+  switch (e) {
+  case CudaGemm::Epilogue::Bias:
+    return CUBLASLT_EPILOGUE_BIAS;
+  case CudaGemm::Epilogue::Relu:
+    return CUBLASLT_EPILOGUE_RELU;
+  case CudaGemm::Epilogue::ReluBias:
+    return CUBLASLT_EPILOGUE_RELU_BIAS;
+  case CudaGemm::Epilogue::Gelu:
+    return CUBLASLT_EPILOGUE_GELU;
+  case CudaGemm::Epilogue::GeluBias:
+    return CUBLASLT_EPILOGUE_GELU_BIAS;
+  default:
+    return CUBLASLT_EPILOGUE_DEFAULT;
+  }
+}
+
+static bool hasBias(CudaGemm::Epilogue e) {
+  return e == CudaGemm::Epilogue::Bias || e == CudaGemm::Epilogue::ReluBias ||
+         e == CudaGemm::Epilogue::GeluBias;
+}
+
+/// The largest power of two (up to 256) the address is a multiple of:
+/// cuBLASLt's kernels may assume the alignment the plan was made for.
+static int alignmentOf(const void *p) {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  int align = 256;
+  while (align > 1 && a % align != 0)
+    align /= 2;
+  return align;
+}
+
+bool CudaGemm::supports(DType a, DType b, DType c) {
+  if (a != b || a == DType::I64 || c == DType::I64)
+    return false;
+  return c == a || (isHalfDType(a) && c == DType::F32);
+}
+
+CudaGemm::CudaGemm(cudaStream_t stream, bool tf32)
+    : stream_(stream), tf32_(tf32) {
+  cublasLtHandle_t h = nullptr;
+  TCC_CUBLAS_CHECK(cublasLtCreate(&h));
+  handle_ = h;
+  cudaError_t e = cudaMalloc(&workspace_, kWorkspaceBytes);
+  if (e != cudaSuccess) {
+    cublasLtDestroy(h);
+    TCC_CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes)); // throws
+  }
+}
+
+CudaGemm::~CudaGemm() {
+  plans_.clear();
+  if (workspace_)
+    cudaFree(workspace_);
+  if (handle_)
+    cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
+}
+
+/// A column-major layout, batched when `batch` > 1.
+static cublasLtMatrixLayout_t layout(cudaDataType_t t, int64_t rows,
+                                     int64_t cols, int64_t ld, int64_t batch,
+                                     int64_t stride) {
+  cublasLtMatrixLayout_t l = nullptr;
+  TCC_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, t, rows, cols, ld));
+  if (batch > 1) {
+    int32_t count = static_cast<int32_t>(batch);
+    cublasStatus_t s = cublasLtMatrixLayoutSetAttribute(
+        l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
+    if (s == CUBLAS_STATUS_SUCCESS)
+      s = cublasLtMatrixLayoutSetAttribute(
+          l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+          sizeof stride);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      cublasLtMatrixLayoutDestroy(l);
+      TCC_CUBLAS_CHECK(s);
+    }
+  }
+  return l;
+}
+
+CudaGemm::Plan &CudaGemm::plan(const Problem &p, Epilogue ep, int alignA,
+                               int alignB, int alignC, int alignBias) {
+  Key key{static_cast<int>(p.ab),
+          static_cast<int>(p.c),
+          p.transA,
+          p.transB,
+          p.m,
+          p.n,
+          p.k,
+          p.batch,
+          p.strideA,
+          p.strideB,
+          p.strideC,
+          static_cast<int>(ep),
+          alignA,
+          alignB,
+          alignC,
+          alignBias};
+  auto it = plans_.find(key);
+  if (it != plans_.end())
+    return *it->second;
+
+  auto pl = std::make_unique<Plan>();
+  bool f32 = p.ab == DType::F32 && p.c == DType::F32;
+  cublasComputeType_t compute =
+      f32 && tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  TCC_CUBLAS_CHECK(cublasLtMatmulDescCreate(&pl->desc, compute, CUDA_R_32F));
+  // Column-major view (see the header): cuBLASLt's A is our B, its B our A.
+  cublasOperation_t opX = p.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opY = p.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  TCC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+      pl->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opX, sizeof opX));
+  TCC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+      pl->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opY, sizeof opY));
+  cublasLtEpilogue_t e = epilogueOf(ep);
+  TCC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+      pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
+  if (hasBias(ep)) {
+    int32_t biasType = cudaType(p.c);
+    TCC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        pl->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
+        sizeof biasType));
+    // The heuristic reads the bias pointer's alignment from its value.
+    const void *fake =
+        reinterpret_cast<const void *>(static_cast<uintptr_t>(alignBias));
+    TCC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &fake, sizeof fake));
+  }
+
+  cudaDataType_t tab = cudaType(p.ab), tc = cudaType(p.c);
+  pl->x = p.transB ? layout(tab, p.k, p.n, p.k, p.batch, p.strideB)
+                   : layout(tab, p.n, p.k, p.n, p.batch, p.strideB);
+  pl->y = p.transA ? layout(tab, p.m, p.k, p.m, p.batch, p.strideA)
+                   : layout(tab, p.k, p.m, p.k, p.batch, p.strideA);
+  pl->c = layout(tc, p.n, p.m, p.n, p.batch, p.strideC);
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  TCC_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  uint64_t ws = static_cast<uint64_t>(kWorkspaceBytes);
+  uint32_t alignX = alignB, alignY = alignA, alignD = alignC;
+  cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  struct {
+    cublasLtMatmulPreferenceAttributes_t attr;
+    uint32_t *value;
+  } aligns[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignX},
+                {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignY},
+                {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignD},
+                {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignD}};
+  for (auto &al : aligns)
+    if (s == CUBLAS_STATUS_SUCCESS)
+      s = cublasLtMatmulPreferenceSetAttribute(pref, al.attr, al.value,
+                                               sizeof(uint32_t));
+  if (s == CUBLAS_STATUS_SUCCESS)
+    s = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(handle_),
+                                       pl->desc, pl->x, pl->y, pl->c, pl->c,
+                                       pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  TCC_CUBLAS_CHECK(s);
+  if (found == 0)
+    throw Error(std::string("cuBLASLt has no algorithm for a ") +
+                dtypeName(p.ab) + " GEMM " + std::to_string(p.m) + "x" +
+                std::to_string(p.n) + "x" + std::to_string(p.k) +
+                (p.batch > 1 ? " batch " + std::to_string(p.batch) : "") +
+                " -> " + dtypeName(p.c));
+  pl->algo = result.algo;
+  Plan &ref = *pl;
+  plans_.emplace(key, std::move(pl));
+  return ref;
+}
+
+void CudaGemm::gemm(const Problem &p, const void *a, const void *b, void *c,
+                    Epilogue ep, const void *bias) {
+  if (p.m < 1 || p.n < 1 || p.k < 1 || p.batch < 1 || p.batch > INT32_MAX)
+    throw Error("GEMM " + std::to_string(p.m) + "x" + std::to_string(p.n) +
+                "x" + std::to_string(p.k) + " batch " +
+                std::to_string(p.batch) + " is outside what cuBLASLt takes");
+  if (hasBias(ep) && !bias)
+    throw Error("a GEMM epilogue with a bias needs the bias");
+  Plan &pl = plan(p, ep, alignmentOf(a), alignmentOf(b), alignmentOf(c),
+                  hasBias(ep) ? alignmentOf(bias) : 0);
+  if (hasBias(ep))
+    TCC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        pl.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  const float alpha = 1.0f, beta = 0.0f;
+  TCC_CUBLAS_CHECK(cublasLtMatmul(
+      static_cast<cublasLtHandle_t>(handle_), pl.desc, &alpha, b, pl.x, a, pl.y,
+      &beta, c, pl.c, c, pl.c, &pl.algo, workspace_, kWorkspaceBytes, stream_));
+}
+
+static std::vector<int64_t> batchShape(const std::vector<int64_t> &shape) {
+  return {shape.begin(), shape.end() - 2};
+}
+
+void CudaGemm::matmul(const TensorView &A, const TensorView &B,
+                      const TensorView &C, bool transA, bool transB) {
+  Problem p;
+  p.ab = A.dtype;
+  p.c = C.dtype;
+  p.transA = transA;
+  p.transB = transB;
+  p.m = C.dim(C.rank() - 2);
+  p.n = C.dim(C.rank() - 1);
+  p.k = transA ? A.dim(A.rank() - 2) : A.dim(A.rank() - 1);
+  if (C.numel == 0)
+    return;
+  if (p.k == 0) { // the empty sum is zero (all-zero bits in every type)
+    TCC_CUDA_CHECK(
+        cudaMemsetAsync(C.data, 0, C.numel * dtypeSize(C.dtype), stream_));
+    return;
+  }
+  int64_t aMat = p.m * p.k, bMat = p.k * p.n, cMat = p.m * p.n;
+  int64_t batchA = A.numel / aMat, batchB = B.numel / bMat,
+          batchC = C.numel / cMat;
+  if (batchC == 1)
+    return gemm(p, A.data, B.data, C.data);
+  // A shared B and a non-transposed A: the batch folds into M.
+  if (batchB == 1 && !transA && batchA == batchC) {
+    p.m *= batchC;
+    return gemm(p, A.data, B.data, C.data);
+  }
+  std::vector<int64_t> cb = batchShape(*C.shape);
+  kernels::LoopNest<3> nest(
+      cb, {kernels::contiguousStrides(cb),
+           kernels::broadcastStrides(batchShape(*A.shape), cb.size()),
+           kernels::broadcastStrides(batchShape(*B.shape), cb.size())});
+  const auto &st = nest.innerStrides();
+  p.batch = nest.innerDim();
+  p.strideC = st[0] * cMat;
+  p.strideA = st[1] * aMat;
+  p.strideB = st[2] * bMat;
+  size_t ea = dtypeSize(A.dtype), ec = dtypeSize(C.dtype);
+  const char *a = static_cast<const char *>(A.data);
+  const char *b = static_cast<const char *>(B.data);
+  char *c = static_cast<char *>(C.data);
+  nest.forEachOuter(1, [&](const std::array<int64_t, 3> &off) {
+    gemm(p, a + off[1] * aMat * ea, b + off[2] * bMat * ea,
+         c + off[0] * cMat * ec);
+  });
+}
+
+int64_t prepare_matmul(const Instr &in, const std::vector<TensorInfo> &t) {
+  DType a = t[in.inputs[0]].dtype, b = t[in.inputs[1]].dtype,
+        c = t[in.outputs[0]].dtype;
+  if (!CudaGemm::supports(a, b, c))
+    throw Error(std::string("no cuBLASLt GEMM for A ") + dtypeName(a) + ", B " +
+                dtypeName(b) + ", C " + dtypeName(c) +
+                " (A and B must share f32, bf16 or f16; C theirs, or f32)");
+  return 0;
+}
+
+void launch_matmul(const CudaArgs &a) {
+  a.gemm->matmul(a.in[0], a.in[1], a.out[0], a.instr.iattrs[0] != 0,
+                 a.instr.iattrs[1] != 0);
+}
+
+} // namespace tcc::rt::cuda

@@ -1,0 +1,164 @@
+//===- CudaKernels.h - The CUDA kernel registry -----------------*- C++ -*-===//
+//
+// The GPU counterpart of runtime/cpu/Kernels.h: kernel name -> launcher.
+// Every launcher computes exactly what the CPU kernel of that name computes
+// (same operand conventions, see Kernels.h; f32 arithmetic; 16-bit float
+// operands widened on load and rounded once on store, as KernelsHalf.cpp
+// does), enqueued on the session's stream. CudaSession looks every instr's
+// kernel up at construction; a name with no entry is an Error there, never
+// a silent fallback to the CPU.
+//
+// Files: CudaKernelsElementwise.cu (unary/binary math, where, equal, cast,
+// dropout), CudaKernelsLayout.cu (transpose, broadcast_to, slice, gather,
+// concat, reductions), CudaKernelsRows.cu (softmax family, losses, layer
+// norm: one block per row), CudaKernelsOptim.cu (SGD, AdamW single and
+// multi-tensor), CudaGemm.cpp (matmul), CudaKernels.cpp (the table, the
+// generated `fused` kernels).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_RUNTIME_CUDA_CUDAKERNELS_H
+#define TCC_RUNTIME_CUDA_CUDAKERNELS_H
+
+#include "runtime/core/Artifact.h"
+#include "runtime/cpu/Kernels.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tcc::rt::cuda {
+
+class CudaGemm;
+
+/// One generated kernel of the artifact's cubin, resolved at load.
+struct FusedHandle {
+  cudaKernel_t fn = nullptr, fin = nullptr;
+  const DeviceKernel *info = nullptr;
+};
+
+/// Everything a launcher gets. Views hold device pointers.
+struct CudaArgs {
+  const Instr &instr;
+  std::vector<TensorView> in, out;
+  cudaStream_t stream = nullptr;
+  /// This instr's 4 device words for data errors (kernels whose ErrKind is
+  /// not None): {position, value, bound, flag}; flag 0 means no error.
+  long long *err = nullptr;
+  /// Device scratch of at least the bytes `prepare` asked for; shared by
+  /// all instrs (they run in stream order).
+  void *scratch = nullptr;
+  int smCount = 1;
+  CudaGemm *gemm = nullptr;                        // matmul
+  const std::vector<FusedHandle> *fused = nullptr; // fused
+};
+
+using CudaLaunchFn = void (*)(const CudaArgs &);
+/// Called once per instr at construction, after checkInstr: throws Error
+/// when the CUDA kernel does not cover this case (e.g. a rank above
+/// kCudaMaxRank); returns the device scratch bytes a launch needs.
+using CudaPrepareFn = int64_t (*)(const Instr &,
+                                  const std::vector<TensorInfo> &);
+
+/// What err[] of a failed launch means (CudaSession words the message).
+enum class CudaErrKind {
+  None,
+  Label, // {position, label, classes}: a label outside [0, classes)
+  Index, // {position, index, size}: a gather index outside [-size, size)
+};
+
+struct CudaKernelDef {
+  const char *name;
+  CudaLaunchFn launch;
+  CudaPrepareFn prepare; // null: always supported, no scratch
+  CudaErrKind err;
+};
+
+/// The CUDA kernel registered under `name`, or null.
+const CudaKernelDef *findCudaKernel(const std::string &name);
+/// All registered names, sorted.
+std::vector<std::string> cudaKernelNames();
+
+/// Strided kernels index with up to this many (merged) dimensions.
+constexpr int kCudaMaxRank = 8;
+
+/// Grid for a grid-stride loop over n items with `block` threads: enough
+/// blocks to fill the GPU, never 0.
+unsigned gridFor(int64_t n, int block, int smCount);
+
+// --- Launchers, one per registry entry (defined in the .cu files) --------
+#define TCC_CUDA_KERNEL(name) void launch_##name(const CudaArgs &a);
+// CudaKernelsElementwise.cu
+TCC_CUDA_KERNEL(unary) // neg relu exp log sqrt tanh sigmoid erf gelu pow_scalar
+TCC_CUDA_KERNEL(unary_grad) // relu/sqrt/tanh/sigmoid/erf/gelu/pow_scalar grads
+TCC_CUDA_KERNEL(binary)     // add sub mul div pow
+TCC_CUDA_KERNEL(pow_grad)
+TCC_CUDA_KERNEL(where)
+TCC_CUDA_KERNEL(equal)
+TCC_CUDA_KERNEL(cast)
+TCC_CUDA_KERNEL(dropout)
+TCC_CUDA_KERNEL(increment)
+// CudaKernelsLayout.cu
+TCC_CUDA_KERNEL(copy)
+TCC_CUDA_KERNEL(transpose)
+TCC_CUDA_KERNEL(broadcast_to)
+TCC_CUDA_KERNEL(slice)
+TCC_CUDA_KERNEL(slice_grad)
+TCC_CUDA_KERNEL(gather)
+TCC_CUDA_KERNEL(gather_grad)
+TCC_CUDA_KERNEL(concat)
+TCC_CUDA_KERNEL(reduce) // reduce_sum, reduce_mean
+// CudaKernelsRows.cu
+TCC_CUDA_KERNEL(softmax)      // softmax, log_softmax
+TCC_CUDA_KERNEL(softmax_grad) // softmax_grad, log_softmax_grad
+TCC_CUDA_KERNEL(softmax_cross_entropy)
+TCC_CUDA_KERNEL(softmax_cross_entropy_grad)
+TCC_CUDA_KERNEL(mse_loss)
+TCC_CUDA_KERNEL(mse_loss_grad)
+TCC_CUDA_KERNEL(layer_norm)
+TCC_CUDA_KERNEL(layer_norm_grad)
+// CudaKernelsOptim.cu
+TCC_CUDA_KERNEL(sgd_update)
+TCC_CUDA_KERNEL(sgd_momentum_update)
+TCC_CUDA_KERNEL(adamw_update)
+// CudaGemm.cpp, CudaKernels.cpp
+TCC_CUDA_KERNEL(matmul)
+TCC_CUDA_KERNEL(fused)
+#undef TCC_CUDA_KERNEL
+
+// --- Scratch needs (CudaKernelsRows.cu, CudaKernelsLayout.cu) -------------
+int64_t prepare_softmax_cross_entropy(const Instr &,
+                                      const std::vector<TensorInfo> &);
+int64_t prepare_mse_loss(const Instr &, const std::vector<TensorInfo> &);
+int64_t prepare_layer_norm_grad(const Instr &, const std::vector<TensorInfo> &);
+int64_t prepare_gather_grad(const Instr &, const std::vector<TensorInfo> &);
+int64_t prepare_adamw_update(const Instr &, const std::vector<TensorInfo> &);
+int64_t prepare_matmul(const Instr &, const std::vector<TensorInfo> &);
+
+// --- Multi-tensor AdamW (CudaKernelsOptim.cu) -----------------------------
+/// One tensor of a multi-tensor AdamW launch: inputs p, g, m, v and outputs
+/// p', m', v' (usually the same buffers), n elements, dtype codes (DType).
+struct AdamEntry {
+  const void *p, *g, *m, *v;
+  void *pOut, *mOut, *vOut;
+  long long n;
+  int dtP, dtG, dtM, dtV;
+};
+/// Block b of a multi-tensor launch updates entry `entry` from `start`.
+struct AdamBlock {
+  int entry;
+  long long start;
+};
+/// Elements one block of a multi-tensor launch updates.
+constexpr int64_t kAdamChunk = 4096;
+/// Updates every entry of the device table `entries` (hyper-parameters
+/// f [lr, beta1, beta2, eps, wd] of the instrs, `step` an f32-like scalar
+/// of dtype `stepDt`), blocks as laid out in the device table `blocks`.
+void launchAdamwMulti(const AdamEntry *entries, const AdamBlock *blocks,
+                      int64_t numBlocks, const void *step, DType stepDt,
+                      const std::vector<double> &fattrs, cudaStream_t stream);
+
+} // namespace tcc::rt::cuda
+
+#endif // TCC_RUNTIME_CUDA_CUDAKERNELS_H

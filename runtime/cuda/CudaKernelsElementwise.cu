@@ -1,0 +1,458 @@
+//===- CudaKernelsElementwise.cu - Element-wise math, where, cast, dropout ===//
+//
+// Ports of KernelsElementwise.cpp, KernelsMath.cpp and parts of
+// KernelsShape.cpp, formula for formula (same order of f32 operations; the
+// library is built without FMA contraction, so only the math functions'
+// last bits - expf, erff, tanhf, powf - differ from glibc's). Every thread
+// reads element i of its inputs before writing element i of its outputs,
+// so in-place calls (an output aliasing a same-sized input) are safe.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaKernelsCommon.cuh"
+
+#include <cmath>
+
+namespace tcc::rt::cuda {
+
+namespace {
+enum UnaryOp {
+  kNeg,
+  kRelu,
+  kExp,
+  kLog,
+  kSqrt,
+  kTanh,
+  kSigmoid,
+  kErf,
+  kGeluErf,
+  kGeluTanh,
+  kPowScalar
+};
+enum GradOp {
+  kReluGrad,
+  kSqrtGrad,
+  kTanhGrad,
+  kSigmoidGrad,
+  kErfGrad,
+  kGeluErfGrad,
+  kGeluTanhGrad,
+  kPowScalarGrad
+};
+enum BinaryOp { kAdd, kSub, kMul, kDiv, kPow };
+} // namespace
+
+// The constants of KernelsMath.cpp, rounded to f32 the same way.
+constexpr float kSqrt1_2 = static_cast<float>(0.70710678118654752440);
+constexpr float kTanhBeta =
+    static_cast<float>(1.41421356237309504880 * 1.12837916709551257390 * 0.5);
+constexpr float kErfBeta =
+    static_cast<float>(1.12837916709551257390 * 0.70710678118654752440 * 0.5);
+constexpr float kKappa = 0.044715f;
+// 2 / sqrt(pi), as the CPU's erf_grad computes it in double.
+constexpr float kTwoOverSqrtPi = static_cast<float>(1.12837916709551257390);
+
+/// x^e with PyTorch's special cases (KernelsMath.cpp powScalar).
+__device__ __forceinline__ float powScalar(float x, float e) {
+  if (e == 2.0f)
+    return x * x;
+  if (e == 3.0f)
+    return x * x * x;
+  if (e == 0.5f)
+    return sqrtf(x);
+  if (e == -0.5f)
+    return 1.0f / sqrtf(x);
+  if (e == -1.0f)
+    return 1.0f / x;
+  if (e == -2.0f)
+    return 1.0f / (x * x);
+  return powf(x, e);
+}
+
+__device__ __forceinline__ float applyUnary(int op, float x, float e) {
+  switch (op) {
+  case kNeg:
+    return -x;
+  case kRelu:
+    return x > 0.0f ? x : 0.0f;
+  case kExp:
+    return expf(x);
+  case kLog:
+    return logf(x);
+  case kSqrt:
+    return sqrtf(x);
+  case kTanh:
+    return tanhf(x);
+  case kSigmoid:
+    return 1.0f / (1.0f + expf(-x));
+  case kErf:
+    return erff(x);
+  case kGeluErf:
+    return x * 0.5f * (1.0f + erff(x * kSqrt1_2));
+  case kGeluTanh: {
+    float inner = kTanhBeta * (x + kKappa * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(inner));
+  }
+  default:
+    return powScalar(x, e);
+  }
+}
+
+__device__ __forceinline__ float applyGrad(int op, float dy, float v, float e,
+                                           float em1) {
+  switch (op) {
+  case kReluGrad:
+    return v > 0.0f ? dy : 0.0f;
+  case kSqrtGrad:
+    return dy / (2.0f * v);
+  case kTanhGrad:
+    return dy * (1.0f - v * v);
+  case kSigmoidGrad:
+    return dy * (1.0f - v) * v;
+  case kErfGrad:
+    return kTwoOverSqrtPi * expf(-(v * v)) * dy;
+  case kGeluErfGrad: {
+    float cdf = 0.5f * (1.0f + erff(v * kSqrt1_2));
+    float pdf = kErfBeta * expf(v * v * -0.5f);
+    return dy * (cdf + v * pdf);
+  }
+  case kGeluTanhGrad: {
+    float xSq = v * v;
+    float inner = kTanhBeta * (v + kKappa * xSq * v);
+    float t = tanhf(inner);
+    float left = 0.5f * v, right = 1.0f + t;
+    float leftDerivative = 0.5f * right;
+    float rightDerivative =
+        (1.0f - t * t) * kTanhBeta * (1.0f + 3.0f * kKappa * xSq);
+    return dy * (leftDerivative + left * rightDerivative);
+  }
+  default: // pow_scalar_grad
+    if (e == 0.0f)
+      return 0.0f;
+    if (e == 2.0f)
+      return dy * (2.0f * v);
+    return dy * (e * powScalar(v, em1));
+  }
+}
+
+__device__ __forceinline__ float applyBinary(int op, float a, float b) {
+  switch (op) {
+  case kAdd:
+    return a + b;
+  case kSub:
+    return a - b;
+  case kMul:
+    return a * b;
+  case kDiv:
+    return a / b;
+  default:
+    return powf(a, b);
+  }
+}
+
+__global__ void unaryKernel(const void *x, int tx, void *y, int ty, long long n,
+                            int op, float e) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    stf(y, ty, i, applyUnary(op, ldf(x, tx, i), e));
+}
+
+__global__ void gradKernel(const void *dy, int tdy, const void *v, int tv,
+                           void *dx, int tdx, long long n, int op, float e,
+                           float em1) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    stf(dx, tdx, i, applyGrad(op, ldf(dy, tdy, i), ldf(v, tv, i), e, em1));
+}
+
+/// strided: operand offsets from `s`; else flat with stride 1 (sa/sb = 1)
+/// or 0 (a broadcast scalar).
+__global__ void binaryKernel(const void *a, int ta, const void *b, int tb,
+                             void *c, int tc, long long n, int op, bool strided,
+                             long long sa, long long sb, Strided<3> s) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    long long ia = i * sa, ib = i * sb, ic = i;
+    if (strided) {
+      long long off[3];
+      s.offsets(i, off);
+      ic = off[0];
+      ia = off[1];
+      ib = off[2];
+    }
+    stf(c, tc, ic, applyBinary(op, ldf(a, ta, ia), ldf(b, tb, ib)));
+  }
+}
+
+unsigned gridFor(int64_t n, int block, int smCount) {
+  int64_t g = (n + block - 1) / block;
+  int64_t cap = static_cast<int64_t>(smCount) * 32;
+  if (g > cap)
+    g = cap;
+  return static_cast<unsigned>(g < 1 ? 1 : g);
+}
+
+static constexpr int kBlock = 256;
+
+void launch_unary(const CudaArgs &a) {
+  const std::string &k = a.instr.kernel;
+  int op = k == "neg"       ? kNeg
+           : k == "relu"    ? kRelu
+           : k == "exp"     ? kExp
+           : k == "log"     ? kLog
+           : k == "sqrt"    ? kSqrt
+           : k == "tanh"    ? kTanh
+           : k == "sigmoid" ? kSigmoid
+           : k == "erf"     ? kErf
+           : k == "gelu"    ? (a.instr.iattrs[0] == 0 ? kGeluErf : kGeluTanh)
+                            : kPowScalar;
+  float e = k == "pow_scalar" ? static_cast<float>(a.instr.fattrs[0]) : 0.0f;
+  int64_t n = a.out[0].numel;
+  if (n == 0)
+    return;
+  TCC_LAUNCH(unaryKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
+  (a.in[0].data, dt(a.in[0]), a.out[0].data, dt(a.out[0]), n, op, e);
+  checkLaunch(k.c_str());
+}
+
+void launch_unary_grad(const CudaArgs &a) {
+  const std::string &k = a.instr.kernel;
+  int op = k == "relu_grad"      ? kReluGrad
+           : k == "sqrt_grad"    ? kSqrtGrad
+           : k == "tanh_grad"    ? kTanhGrad
+           : k == "sigmoid_grad" ? kSigmoidGrad
+           : k == "erf_grad"     ? kErfGrad
+           : k == "gelu_grad"
+               ? (a.instr.iattrs[0] == 0 ? kGeluErfGrad : kGeluTanhGrad)
+               : kPowScalarGrad;
+  float e = 0.0f, em1 = 0.0f;
+  if (op == kPowScalarGrad) {
+    e = static_cast<float>(a.instr.fattrs[0]);
+    em1 = static_cast<float>(a.instr.fattrs[0] - 1.0);
+  }
+  int64_t n = a.out[0].numel;
+  if (n == 0)
+    return;
+  TCC_LAUNCH(gradKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
+  (a.in[0].data, dt(a.in[0]), a.in[1].data, dt(a.in[1]), a.out[0].data,
+   dt(a.out[0]), n, op, e, em1);
+  checkLaunch(k.c_str());
+}
+
+void launch_binary(const CudaArgs &a) {
+  const std::string &k = a.instr.kernel;
+  int op = k == "add"   ? kAdd
+           : k == "sub" ? kSub
+           : k == "mul" ? kMul
+           : k == "div" ? kDiv
+                        : kPow;
+  const TensorView &A = a.in[0], &B = a.in[1], &C = a.out[0];
+  int64_t n = C.numel;
+  if (n == 0)
+    return;
+  // The CPU kernel's fast cases: same layout, or a scalar operand.
+  bool flat = (A.numel == n || A.numel == 1) && (B.numel == n || B.numel == 1);
+  Strided<3> s{};
+  if (!flat) {
+    size_t rank = C.rank();
+    s = makeStrided<3>(*C.shape, {kernels::contiguousStrides(*C.shape),
+                                  kernels::broadcastStrides(*A.shape, rank),
+                                  kernels::broadcastStrides(*B.shape, rank)});
+  }
+  TCC_LAUNCH(binaryKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
+  (A.data, dt(A), B.data, dt(B), C.data, dt(C), n, op, !flat,
+   A.numel == n ? 1 : 0, B.numel == n ? 1 : 0, s);
+  checkLaunch(k.c_str());
+}
+
+// PyTorch: d lhs = dy * (b * a^(b-1)); d rhs = dy * (a^b * log(a)), 0 where
+// a == 0 and b >= 0 (KernelsMath.cpp run_pow_grad).
+__global__ void powGradKernel(const void *dy, int tdy, const void *a, int ta,
+                              const void *b, int tb, void *da, int tda,
+                              void *db, int tdb, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    float g = ldf(dy, tdy, i), x = ldf(a, ta, i), e = ldf(b, tb, i);
+    float dxa = g * (e * powf(x, e - 1.0f));
+    float dxb = x == 0.0f && e >= 0.0f ? 0.0f : g * (powf(x, e) * logf(x));
+    stf(da, tda, i, dxa);
+    stf(db, tdb, i, dxb);
+  }
+}
+
+void launch_pow_grad(const CudaArgs &a) {
+  int64_t n = a.in[0].numel;
+  if (n == 0)
+    return;
+  TCC_LAUNCH(powGradKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
+  (a.in[0].data, dt(a.in[0]), a.in[1].data, dt(a.in[1]), a.in[2].data,
+   dt(a.in[2]), a.out[0].data, dt(a.out[0]), a.out[1].data, dt(a.out[1]), n);
+  checkLaunch("pow_grad");
+}
+
+//===----------------------------------------------------------------------===//
+// where, equal
+//===----------------------------------------------------------------------===//
+
+template <class T>
+__global__ void whereKernel(const long long *cond, const T *x, const T *z, T *y,
+                            long long n, Strided<4> s) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    long long off[4];
+    s.offsets(i, off);
+    y[off[0]] = cond[off[1]] ? x[off[2]] : z[off[3]];
+  }
+}
+
+void launch_where(const CudaArgs &a) {
+  const TensorView &Y = a.out[0];
+  if (Y.numel == 0)
+    return;
+  size_t rank = Y.rank();
+  Strided<4> s = makeStrided<4>(
+      *Y.shape, {kernels::contiguousStrides(*Y.shape),
+                 kernels::broadcastStrides(*a.in[0].shape, rank),
+                 kernels::broadcastStrides(*a.in[1].shape, rank),
+                 kernels::broadcastStrides(*a.in[2].shape, rank)});
+  byElementSize(Y.dtype, [&](auto w) {
+    using T = typename decltype(w)::T;
+    TCC_LAUNCH(whereKernel<T>, gridFor(Y.numel, kBlock, a.smCount), kBlock,
+               a.stream)
+    (static_cast<const long long *>(a.in[0].data),
+     static_cast<const T *>(a.in[1].data), static_cast<const T *>(a.in[2].data),
+     static_cast<T *>(Y.data), Y.numel, s);
+  });
+  checkLaunch("where");
+}
+
+/// i64 operands compare as integers; float ones (any width) as f32 values,
+/// which is what the CPU compares after widening.
+__global__ void equalKernel(const void *l, const void *r, int t, long long *y,
+                            long long n, Strided<3> s) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    long long off[3];
+    s.offsets(i, off);
+    bool eq = t == kDtI64 ? static_cast<const long long *>(l)[off[1]] ==
+                                static_cast<const long long *>(r)[off[2]]
+                          : ldf(l, t, off[1]) == ldf(r, t, off[2]);
+    y[off[0]] = eq ? 1 : 0;
+  }
+}
+
+void launch_equal(const CudaArgs &a) {
+  const TensorView &Y = a.out[0];
+  if (Y.numel == 0)
+    return;
+  size_t rank = Y.rank();
+  Strided<3> s = makeStrided<3>(
+      *Y.shape, {kernels::contiguousStrides(*Y.shape),
+                 kernels::broadcastStrides(*a.in[0].shape, rank),
+                 kernels::broadcastStrides(*a.in[1].shape, rank)});
+  TCC_LAUNCH(equalKernel, gridFor(Y.numel, kBlock, a.smCount), kBlock, a.stream)
+  (a.in[0].data, a.in[1].data, dt(a.in[0]), static_cast<long long *>(Y.data),
+   Y.numel, s);
+  checkLaunch("equal");
+}
+
+//===----------------------------------------------------------------------===//
+// cast
+//===----------------------------------------------------------------------===//
+
+/// KernelsShape.cpp floatToI64: truncate, NaN -> 0, saturate.
+__device__ __forceinline__ long long floatToI64(float v) {
+  if (v != v) // NaN
+    return 0;
+  if (v >= 9.2233720368547758e18f)
+    return 9223372036854775807LL;
+  if (v < -9.2233720368547758e18f)
+    return -9223372036854775807LL - 1;
+  return static_cast<long long>(v);
+}
+
+__global__ void castKernel(const void *x, int tx, void *y, int ty, long long n,
+                           bool toBool) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    if (tx == kDtI64 && ty == kDtI64) {
+      long long v = static_cast<const long long *>(x)[i];
+      static_cast<long long *>(y)[i] = toBool ? (v != 0) : v;
+    } else if (ty == kDtI64) {
+      float v = ldf(x, tx, i);
+      static_cast<long long *>(y)[i] = toBool ? (v != 0.0f) : floatToI64(v);
+    } else {
+      // i64 -> float goes through f32 like the CPU (then one rounding to a
+      // 16-bit type); float -> float widens exactly and rounds once.
+      stf(y, ty, i, ldf(x, tx, i));
+    }
+  }
+}
+
+void launch_cast(const CudaArgs &a) {
+  int64_t n = a.in[0].numel;
+  if (n == 0)
+    return;
+  TCC_LAUNCH(castKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
+  (a.in[0].data, dt(a.in[0]), a.out[0].data, dt(a.out[0]), n,
+   a.instr.iattrs[0] != 0);
+  checkLaunch("cast");
+}
+
+//===----------------------------------------------------------------------===//
+// dropout, increment
+//===----------------------------------------------------------------------===//
+
+/// SplitMix64's output function, as KernelsMath.cpp mix64.
+__device__ __forceinline__ unsigned long long mix64(unsigned long long z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// The CPU's counter-based draw (KernelsMath.cpp run_dropout), element for
+// element: the masks match bit for bit.
+__global__ void dropoutKernel(const void *x, int tx, const long long *step,
+                              void *y, int ty, void *mask, int tm, long long n,
+                              unsigned long long seed,
+                              unsigned long long threshold, float keep) {
+  const unsigned long long key =
+      mix64(seed ^ mix64(static_cast<unsigned long long>(step[0])));
+  constexpr unsigned long long kGamma = 0x9E3779B97F4A7C15ull;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    unsigned long long bits =
+        mix64(key + static_cast<unsigned long long>(i + 1) * kGamma);
+    float m = (bits >> 32) < threshold ? 0.0f : keep;
+    float xi = ldf(x, tx, i);
+    stf(mask, tm, i, m);
+    stf(y, ty, i, xi * m);
+  }
+}
+
+void launch_dropout(const CudaArgs &a) {
+  int64_t n = a.in[0].numel;
+  if (n == 0)
+    return;
+  const double ratio = a.instr.fattrs[0];
+  const auto threshold = static_cast<unsigned long long>(std::ldexp(ratio, 32));
+  const float keep =
+      ratio < 1.0 ? 1.0f / (1.0f - static_cast<float>(ratio)) : 0.0f;
+  TCC_LAUNCH(dropoutKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
+  (a.in[0].data, dt(a.in[0]), static_cast<const long long *>(a.in[1].data),
+   a.out[0].data, dt(a.out[0]), a.out[1].data, dt(a.out[1]), n,
+   static_cast<unsigned long long>(a.instr.iattrs[0]), threshold, keep);
+  checkLaunch("dropout");
+}
+
+__global__ void incrementKernel(const long long *s, long long *out) {
+  out[0] = s[0] + 1;
+}
+
+void launch_increment(const CudaArgs &a) {
+  TCC_LAUNCH(incrementKernel, 1, 1, a.stream)
+  (static_cast<const long long *>(a.in[0].data),
+   static_cast<long long *>(a.out[0].data));
+  checkLaunch("increment");
+}
+
+} // namespace tcc::rt::cuda

@@ -1,0 +1,440 @@
+//===- CudaKernelsLayout.cu - Data movement and reductions ----------------===//
+//
+// Ports of KernelsLayout.cpp, KernelsShape.cpp (gather, concat, slice) and
+// KernelsReduce.cpp. Data movement copies 2-, 4- or 8-byte words whatever
+// they hold; one strided-copy kernel (Strided<2>: the output contiguous,
+// the input strided) serves transpose, broadcast_to and slice, and a tiled
+// kernel the transposes whose inner dim changes (reads and writes both
+// coalesced through shared memory).
+//
+// gather_grad adds with atomicAdd: where indices repeat, the order of the
+// additions, and so the last bits of the sums, can differ between runs.
+// Every other kernel here is deterministic.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaKernelsCommon.cuh"
+
+#include <algorithm>
+
+namespace tcc::rt::cuda {
+
+static constexpr int kBlock = 256;
+
+template <class T>
+__global__ void stridedCopyKernel(const T *x, long long xBase, T *y,
+                                  long long n, Strided<2> s) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    long long off[2];
+    s.offsets(i, off);
+    y[off[0]] = x[xBase + off[1]];
+  }
+}
+
+/// y (contiguous, `n` elements) = x[xBase + strided offsets].
+static void stridedCopy(const CudaArgs &a, const TensorView &X,
+                        const TensorView &Y, long long xBase,
+                        const Strided<2> &s, const char *what) {
+  if (Y.numel == 0)
+    return;
+  byElementSize(Y.dtype, [&](auto w) {
+    using T = typename decltype(w)::T;
+    TCC_LAUNCH(stridedCopyKernel<T>, gridFor(Y.numel, kBlock, a.smCount),
+               kBlock, a.stream)
+    (static_cast<const T *>(X.data), xBase, static_cast<T *>(Y.data), Y.numel,
+     s);
+  });
+  checkLaunch(what);
+}
+
+void launch_copy(const CudaArgs &a) {
+  const TensorView &X = a.in[0], &Y = a.out[0];
+  size_t bytes = static_cast<size_t>(Y.numel) * dtypeSize(Y.dtype);
+  if (X.data != Y.data && bytes)
+    TCC_CUDA_CHECK(cudaMemcpyAsync(Y.data, X.data, bytes,
+                                   cudaMemcpyDeviceToDevice, a.stream));
+}
+
+void launch_broadcast_to(const CudaArgs &a) {
+  const TensorView &X = a.in[0], &Y = a.out[0];
+  Strided<2> s =
+      makeStrided<2>(*Y.shape, {kernels::contiguousStrides(*Y.shape),
+                                kernels::broadcastStrides(*X.shape, Y.rank())});
+  stridedCopy(a, X, Y, 0, s, "broadcast_to");
+}
+
+//===----------------------------------------------------------------------===//
+// transpose
+//===----------------------------------------------------------------------===//
+
+/// The last two merged dims [rows, cols] of the output, with the input
+/// contiguous along rows (xsR == 1) and strided by xsC along cols, in 32x32
+/// tiles; `outer` indexes the dims before them. Block 32x8.
+template <class T>
+__global__ void transposeTileKernel(const T *x, T *y, Strided<2> outer,
+                                    long long outerCount, long long rows,
+                                    long long cols, long long ysR,
+                                    long long xsC) {
+  __shared__ T tile[32][33];
+  long long tilesR = (rows + 31) / 32, tilesC = (cols + 31) / 32;
+  long long tiles = outerCount * tilesR * tilesC;
+  int tx = threadIdx.x, ty = threadIdx.y;
+  for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+    long long ob = t / (tilesR * tilesC), rest = t % (tilesR * tilesC);
+    long long r0 = (rest / tilesC) * 32, c0 = (rest % tilesC) * 32;
+    long long off[2];
+    outer.offsets(ob, off);
+    for (int j = ty; j < 32; j += 8) {
+      long long r = r0 + tx, c = c0 + j;
+      if (r < rows && c < cols)
+        tile[j][tx] = x[off[1] + r + c * xsC];
+    }
+    __syncthreads();
+    for (int j = ty; j < 32; j += 8) {
+      long long r = r0 + j, c = c0 + tx;
+      if (r < rows && c < cols)
+        y[off[0] + r * ysR + c] = tile[tx][j];
+    }
+    __syncthreads();
+  }
+}
+
+void launch_transpose(const CudaArgs &a) {
+  const TensorView &X = a.in[0], &Y = a.out[0];
+  if (Y.numel == 0)
+    return;
+  const auto &perm = a.instr.iattrs;
+  std::vector<int64_t> xst = kernels::contiguousStrides(*X.shape),
+                       permuted(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    permuted[i] = xst[perm[i]];
+  std::vector<int64_t> yst = kernels::contiguousStrides(*Y.shape);
+  kernels::LoopNest<2> nest(*Y.shape, {yst, permuted});
+  size_t r = nest.dims.size();
+  if (r >= 2 && nest.strides[r - 1][1] != 1 && nest.strides[r - 2][1] == 1) {
+    std::vector<int64_t> outerShape(nest.dims.begin(), nest.dims.end() - 2);
+    std::vector<int64_t> oy, ox;
+    for (size_t d = 0; d + 2 < r; ++d) {
+      oy.push_back(nest.strides[d][0]);
+      ox.push_back(nest.strides[d][1]);
+    }
+    Strided<2> outer = makeStrided<2>(outerShape, {oy, ox});
+    long long outerCount = 1;
+    for (int64_t d : outerShape)
+      outerCount *= d;
+    long long rows = nest.dims[r - 2], cols = nest.dims[r - 1];
+    long long tiles = outerCount * ((rows + 31) / 32) * ((cols + 31) / 32);
+    unsigned grid = static_cast<unsigned>(
+        std::min<long long>(tiles, static_cast<long long>(a.smCount) * 16));
+    byElementSize(Y.dtype, [&](auto w) {
+      using T = typename decltype(w)::T;
+      TCC_LAUNCH(transposeTileKernel<T>, grid, dim3(32, 8), a.stream)
+      (static_cast<const T *>(X.data), static_cast<T *>(Y.data), outer,
+       outerCount, rows, cols, nest.strides[r - 2][0], nest.strides[r - 1][1]);
+    });
+    checkLaunch("transpose");
+    return;
+  }
+  stridedCopy(a, X, Y, 0, makeStrided<2>(*Y.shape, {yst, permuted}),
+              "transpose");
+}
+
+//===----------------------------------------------------------------------===//
+// slice, slice_grad, concat
+//===----------------------------------------------------------------------===//
+
+/// The window of `full` that iattrs (starts ++ steps) select: its base
+/// offset and the strides of the window's dims in `full`.
+static long long windowStrides(const Instr &in,
+                               const std::vector<int64_t> &full,
+                               std::vector<int64_t> &strided) {
+  size_t rank = full.size();
+  std::vector<int64_t> fst = kernels::contiguousStrides(full);
+  strided.assign(rank, 0);
+  long long base = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    base += in.iattrs[d] * fst[d];
+    strided[d] = fst[d] * in.iattrs[rank + d];
+  }
+  return base;
+}
+
+void launch_slice(const CudaArgs &a) {
+  const TensorView &X = a.in[0], &Y = a.out[0];
+  if (Y.numel == 0)
+    return;
+  std::vector<int64_t> strided;
+  long long base = windowStrides(a.instr, *X.shape, strided);
+  stridedCopy(
+      a, X, Y, base,
+      makeStrided<2>(*Y.shape, {kernels::contiguousStrides(*Y.shape), strided}),
+      "slice");
+}
+
+__global__ void sliceGradKernel(const void *dy, int tdy, void *dx, int tdx,
+                                long long base, long long n, Strided<2> s) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    long long off[2];
+    s.offsets(i, off);
+    stf(dx, tdx, base + off[1], ldf(dy, tdy, off[0]));
+  }
+}
+
+void launch_slice_grad(const CudaArgs &a) {
+  const TensorView &G = a.in[0], &D = a.out[0];
+  if (D.numel)
+    TCC_CUDA_CHECK(cudaMemsetAsync(D.data, 0, D.numel * dtypeSize(D.dtype),
+                                   a.stream)); // +0.0 in every float type
+  if (G.numel == 0)
+    return;
+  std::vector<int64_t> strided;
+  long long base = windowStrides(a.instr, *D.shape, strided);
+  Strided<2> s =
+      makeStrided<2>(*G.shape, {kernels::contiguousStrides(*G.shape), strided});
+  TCC_LAUNCH(sliceGradKernel, gridFor(G.numel, kBlock, a.smCount), kBlock,
+             a.stream)
+  (G.data, dt(G), D.data, dt(D), base, G.numel, s);
+  checkLaunch("slice_grad");
+}
+
+static int64_t product(const std::vector<int64_t> &shape, size_t from,
+                       size_t to) {
+  int64_t n = 1;
+  for (size_t i = from; i < to; ++i)
+    n *= shape[i];
+  return n;
+}
+
+// Each input is a block of `outer` rows of `chunk` bytes, placed at byte
+// `offset` of the output's rows: one 2-D copy per input.
+void launch_concat(const CudaArgs &a) {
+  const TensorView &Y = a.out[0];
+  int64_t axis = a.instr.iattrs[0];
+  int64_t outer = product(*Y.shape, 0, axis);
+  size_t esize = dtypeSize(Y.dtype);
+  int64_t rowBytes = product(*Y.shape, axis, Y.rank()) * esize;
+  int64_t offset = 0;
+  for (const TensorView &X : a.in) {
+    int64_t chunk = product(*X.shape, axis, X.rank()) * esize;
+    if (chunk > 0 && outer > 0)
+      TCC_CUDA_CHECK(cudaMemcpy2DAsync(static_cast<char *>(Y.data) + offset,
+                                       rowBytes, X.data, chunk, chunk, outer,
+                                       cudaMemcpyDeviceToDevice, a.stream));
+    offset += chunk;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// gather, gather_grad
+//===----------------------------------------------------------------------===//
+
+template <class T>
+__global__ void gatherKernel(const T *x, const long long *idx, T *y,
+                             long long outer, long long count, long long n,
+                             long long inner, long long *err) {
+  long long total = outer * count * inner;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+       i < total; i += (long long)gridDim.x * blockDim.x) {
+    long long in = i % inner, j = (i / inner) % count, o = i / (inner * count);
+    long long k = idx[j];
+    if (k < -n || k >= n) {
+      raiseError(err, j, k, n);
+      y[i] = T(0);
+      continue;
+    }
+    if (k < 0)
+      k += n;
+    y[i] = x[(o * n + k) * inner + in];
+  }
+}
+
+void launch_gather(const CudaArgs &a) {
+  const TensorView &X = a.in[0], &I = a.in[1], &Y = a.out[0];
+  int64_t axis = a.instr.iattrs[0];
+  int64_t outer = product(*X.shape, 0, axis), n = X.dim(axis);
+  int64_t inner = product(*X.shape, axis + 1, X.rank());
+  if (Y.numel == 0)
+    return;
+  byElementSize(Y.dtype, [&](auto w) {
+    using T = typename decltype(w)::T;
+    TCC_LAUNCH(gatherKernel<T>, gridFor(Y.numel, kBlock, a.smCount), kBlock,
+               a.stream)
+    (static_cast<const T *>(X.data), static_cast<const long long *>(I.data),
+     static_cast<T *>(Y.data), outer, I.numel, n, inner, a.err);
+  });
+  checkLaunch("gather");
+}
+
+__global__ void gatherGradKernel(const void *g, int tg, const long long *idx,
+                                 float *d, long long outer, long long count,
+                                 long long n, long long inner, long long *err) {
+  long long total = outer * count * inner;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+       i < total; i += (long long)gridDim.x * blockDim.x) {
+    long long in = i % inner, j = (i / inner) % count, o = i / (inner * count);
+    long long k = idx[j];
+    if (k < -n || k >= n) {
+      raiseError(err, j, k, n);
+      continue;
+    }
+    if (k < 0)
+      k += n;
+    atomicAdd(d + (o * n + k) * inner + in, ldf(g, tg, i));
+  }
+}
+
+__global__ void narrowKernel(const float *x, void *y, int ty, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    stf(y, ty, i, x[i]);
+}
+
+int64_t prepare_gather_grad(const Instr &in,
+                            const std::vector<TensorInfo> &tensors) {
+  const TensorInfo &d = tensors[in.outputs[0]];
+  // 16-bit dx: the sums are kept in f32 scratch and rounded once, as the
+  // CPU's adapter does.
+  return isHalfDType(d.dtype) ? d.numElements() * 4 : 0;
+}
+
+void launch_gather_grad(const CudaArgs &a) {
+  const TensorView &G = a.in[0], &I = a.in[1], &D = a.out[0];
+  int64_t axis = a.instr.iattrs[0];
+  int64_t outer = product(*D.shape, 0, axis), n = D.dim(axis);
+  int64_t inner = product(*D.shape, axis + 1, D.rank());
+  if (D.numel == 0)
+    return;
+  float *acc = D.dtype == DType::F32 ? static_cast<float *>(D.data)
+                                     : static_cast<float *>(a.scratch);
+  TCC_CUDA_CHECK(cudaMemsetAsync(acc, 0, D.numel * sizeof(float), a.stream));
+  if (G.numel > 0) {
+    TCC_LAUNCH(gatherGradKernel, gridFor(G.numel, kBlock, a.smCount), kBlock,
+               a.stream)
+    (G.data, dt(G), static_cast<const long long *>(I.data), acc, outer, I.numel,
+     n, inner, a.err);
+    checkLaunch("gather_grad");
+  }
+  if (D.dtype != DType::F32) {
+    TCC_LAUNCH(narrowKernel, gridFor(D.numel, kBlock, a.smCount), kBlock,
+               a.stream)
+    (acc, D.data, dt(D), D.numel);
+    checkLaunch("gather_grad");
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// reduce_sum, reduce_mean
+//===----------------------------------------------------------------------===//
+
+/// Reduced elements contiguous (stride 1) per output: one warp per output
+/// (many outputs) or one block per output (few, long rows).
+__global__ void __launch_bounds__(1024)
+    reduceRowsKernel(const void *x, int tx, void *y, int ty, long long outputs,
+                     long long len, Strided<1> kept, float count, bool mean,
+                     bool warpPerRow) {
+  __shared__ float shared[32];
+  if (warpPerRow) {
+    long long warps = (long long)gridDim.x * (blockDim.x / 32);
+    long long w = blockIdx.x * (long long)(blockDim.x / 32) + threadIdx.x / 32;
+    int lane = threadIdx.x & 31;
+    for (long long k = w; k < outputs; k += warps) {
+      long long base;
+      kept.offsets(k, &base);
+      float s = 0.0f;
+      for (long long j = lane; j < len; j += 32)
+        s += ldf(x, tx, base + j);
+      s = warpSum(s);
+      if (lane == 0)
+        stf(y, ty, k, mean ? s / count : s);
+    }
+    return;
+  }
+  for (long long k = blockIdx.x; k < outputs; k += gridDim.x) {
+    long long base;
+    kept.offsets(k, &base);
+    float s = 0.0f;
+    for (long long j = threadIdx.x; j < len; j += blockDim.x)
+      s += ldf(x, tx, base + j);
+    s = blockSum(s, shared);
+    if (threadIdx.x == 0)
+      stf(y, ty, k, mean ? s / count : s);
+  }
+}
+
+/// Any layout: 32 consecutive outputs per block (threadIdx.x), the reduced
+/// elements split over threadIdx.y and summed in a fixed order.
+__global__ void reduceColsKernel(const void *x, int tx, void *y, int ty,
+                                 long long outputs, long long len,
+                                 Strided<1> kept, Strided<1> reduced,
+                                 float count, bool mean) {
+  __shared__ float part[8][33];
+  for (long long k0 = blockIdx.x * 32LL; k0 < outputs; k0 += gridDim.x * 32LL) {
+    long long k = k0 + threadIdx.x;
+    float s = 0.0f;
+    if (k < outputs) {
+      long long base;
+      kept.offsets(k, &base);
+      for (long long j = threadIdx.y; j < len; j += blockDim.y) {
+        long long r;
+        reduced.offsets(j, &r);
+        s += ldf(x, tx, base + r);
+      }
+    }
+    part[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && k < outputs) {
+      float t = 0.0f;
+      for (int i = 0; i < 8; ++i)
+        t += part[i][threadIdx.x];
+      stf(y, ty, k, mean ? t / count : t);
+    }
+    __syncthreads();
+  }
+}
+
+void launch_reduce(const CudaArgs &a) {
+  const TensorView &X = a.in[0], &Y = a.out[0];
+  const auto &axes = a.instr.iattrs;
+  const auto &xs = *X.shape;
+  std::vector<int64_t> xst = kernels::contiguousStrides(xs);
+  std::vector<int64_t> keptShape, keptSt, redShape, redSt;
+  int64_t count = 1;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (std::binary_search(axes.begin(), axes.end(), int64_t(d))) {
+      redShape.push_back(xs[d]);
+      redSt.push_back(xst[d]);
+      count *= xs[d];
+    } else {
+      keptShape.push_back(xs[d]);
+      keptSt.push_back(xst[d]);
+    }
+  }
+  long long outputs = Y.numel;
+  if (outputs == 0)
+    return;
+  bool mean = a.instr.kernel == "reduce_mean";
+  // Like PyTorch (and the CPU), the mean of nothing is NaN (0/0).
+  float fcount = static_cast<float>(count);
+  Strided<1> kept = makeStrided<1>(keptShape, {keptSt});
+  kernels::LoopNest<1> red(redShape, {redSt});
+  bool rows = count <= 1 || (red.dims.size() == 1 && red.strides[0][0] == 1);
+  if (rows) {
+    bool warpPerRow = outputs >= 4LL * a.smCount;
+    int block = warpPerRow ? 256 : 1024;
+    unsigned grid =
+        warpPerRow ? gridFor(outputs * 32, block, a.smCount) : rowGrid(outputs);
+    TCC_LAUNCH(reduceRowsKernel, grid, block, a.stream)
+    (X.data, dt(X), Y.data, dt(Y), outputs, count, kept, fcount, mean,
+     warpPerRow);
+  } else {
+    Strided<1> reduced = makeStrided<1>(redShape, {redSt});
+    unsigned grid = static_cast<unsigned>(
+        std::min<long long>((outputs + 31) / 32, 1LL << 20));
+    TCC_LAUNCH(reduceColsKernel, grid, dim3(32, 8), a.stream)
+    (X.data, dt(X), Y.data, dt(Y), outputs, count, kept, reduced, fcount, mean);
+  }
+  checkLaunch(a.instr.kernel.c_str());
+}
+
+} // namespace tcc::rt::cuda

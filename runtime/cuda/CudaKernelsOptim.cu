@@ -1,0 +1,175 @@
+//===- CudaKernelsOptim.cu - SGD, SGD with momentum, AdamW ----------------===//
+//
+// Ports of KernelsOptim.cpp: torch.optim's single-tensor arithmetic in the
+// same order and precision (the library is built without FMA contraction,
+// so the updates match the CPU's bit for bit up to sqrtf/division, which
+// are IEEE-exact on both). AdamW reads its step from the device, so each
+// block derives the per-step scalars (in double, then cast to f32 where
+// PyTorch casts them) itself.
+//
+// Multi-tensor AdamW: CudaSession turns a run of adamw_update instrs with
+// the same hyper-parameters and step into one launch over a device table
+// of AdamEntry (one per tensor) and AdamBlock (one per kChunk elements of
+// a tensor), as PyTorch's fused/foreach optimizers do; a model with a
+// hundred parameter tensors then costs one launch instead of a hundred.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaKernelsCommon.cuh"
+
+namespace tcc::rt::cuda {
+
+static constexpr int kBlock = 256;
+
+__global__ void sgdKernel(const void *p, int tp, const void *g, int tg,
+                          void *out, int to, long long n, float lr, float wd) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    float pi = ldf(p, tp, i);
+    float d = ldf(g, tg, i) + wd * pi;
+    stf(out, to, i, pi - lr * d);
+  }
+}
+
+void launch_sgd_update(const CudaArgs &a) {
+  long long n = a.in[0].numel;
+  if (n == 0)
+    return;
+  TCC_LAUNCH(sgdKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
+  (a.in[0].data, dt(a.in[0]), a.in[1].data, dt(a.in[1]), a.out[0].data,
+   dt(a.out[0]), n, static_cast<float>(a.instr.fattrs[0]),
+   static_cast<float>(a.instr.fattrs[1]));
+  checkLaunch("sgd_update");
+}
+
+__global__ void sgdMomentumKernel(const void *p, int tp, const void *g, int tg,
+                                  const void *buf, int tb, void *pOut, int tpo,
+                                  void *bufOut, int tbo, long long n, float lr,
+                                  float momentum, float wd) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    float pi = ldf(p, tp, i), bi = ldf(buf, tb, i);
+    float d = ldf(g, tg, i) + wd * pi;
+    float b = momentum * bi + d;
+    stf(bufOut, tbo, i, b);
+    stf(pOut, tpo, i, pi - lr * b);
+  }
+}
+
+void launch_sgd_momentum_update(const CudaArgs &a) {
+  long long n = a.in[0].numel;
+  if (n == 0)
+    return;
+  const auto &f = a.instr.fattrs;
+  TCC_LAUNCH(sgdMomentumKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
+  (a.in[0].data, dt(a.in[0]), a.in[1].data, dt(a.in[1]), a.in[2].data,
+   dt(a.in[2]), a.out[0].data, dt(a.out[0]), a.out[1].data, dt(a.out[1]), n,
+   static_cast<float>(f[0]), static_cast<float>(f[1]),
+   static_cast<float>(f[2]));
+  checkLaunch("sgd_momentum_update");
+}
+
+//===----------------------------------------------------------------------===//
+// AdamW
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct AdamHyper {
+  double lr, beta1, beta2, eps, wd;
+};
+/// The per-step scalars, as the f32 tensor ops of PyTorch see them.
+struct AdamScalars {
+  float decay, wm, b2, w2, bc2Sqrt, eps, negStep;
+  bool lerpFromStart;
+};
+} // namespace
+
+/// Thread 0 computes the scalars of this step into `s` (shared).
+__device__ void adamScalars(const AdamHyper &h, const void *step, int tstep,
+                            AdamScalars &s) {
+  if (threadIdx.x == 0) {
+    const double t = ldf(step, tstep, 0);
+    const double bc1 = 1.0 - pow(h.beta1, t);
+    const double bc2 = 1.0 - pow(h.beta2, t);
+    s.decay = static_cast<float>(1.0 - h.lr * h.wd);
+    const float w1 = static_cast<float>(1.0 - h.beta1);
+    // lerp(m, g, w) is m + w*(g-m) for w < 0.5, else g - (g-m)*(1-w).
+    s.lerpFromStart = w1 < 0.5f;
+    s.wm = s.lerpFromStart ? w1 : 1.0f - w1;
+    s.b2 = static_cast<float>(h.beta2);
+    s.w2 = static_cast<float>(1.0 - h.beta2);
+    s.bc2Sqrt = static_cast<float>(sqrt(bc2));
+    s.eps = static_cast<float>(h.eps);
+    s.negStep = static_cast<float>(-(h.lr / bc1));
+  }
+  __syncthreads();
+}
+
+/// Element i of entry e (KernelsOptim.cpp adamwElem).
+__device__ __forceinline__ void adamwElem(const AdamEntry &e, long long i,
+                                          const AdamScalars &s) {
+  float p = ldf(e.p, e.dtP, i), g = ldf(e.g, e.dtG, i);
+  float m = ldf(e.m, e.dtM, i), v = ldf(e.v, e.dtV, i);
+  p = p * s.decay;                         // param.mul_
+  m = s.lerpFromStart ? m + s.wm * (g - m) // exp_avg.lerp_
+                      : g - (g - m) * s.wm;
+  v = v * s.b2 + s.w2 * g * g;                // mul_.addcmul_
+  float denom = sqrtf(v) / s.bc2Sqrt + s.eps; // sqrt/div/add
+  p = p + s.negStep * m / denom;              // addcdiv_
+  // Outputs have the dtypes of p, m, v (prepare_adamw_update checks).
+  stf(e.pOut, e.dtP, i, p);
+  stf(e.mOut, e.dtM, i, m);
+  stf(e.vOut, e.dtV, i, v);
+}
+
+__global__ void adamwKernel(AdamEntry e, const void *step, int tstep,
+                            AdamHyper h) {
+  __shared__ AdamScalars s;
+  adamScalars(h, step, tstep, s);
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < e.n;
+       i += (long long)gridDim.x * blockDim.x)
+    adamwElem(e, i, s);
+}
+
+__global__ void adamwMultiKernel(const AdamEntry *entries,
+                                 const AdamBlock *blocks, long long numBlocks,
+                                 const void *step, int tstep, AdamHyper h) {
+  __shared__ AdamScalars s;
+  adamScalars(h, step, tstep, s);
+  for (long long b = blockIdx.x; b < numBlocks; b += gridDim.x) {
+    const AdamBlock blk = blocks[b];
+    const AdamEntry e = entries[blk.entry];
+    long long end = blk.start + kAdamChunk < e.n ? blk.start + kAdamChunk : e.n;
+    for (long long i = blk.start + threadIdx.x; i < end; i += blockDim.x)
+      adamwElem(e, i, s);
+  }
+}
+
+static AdamHyper hyper(const std::vector<double> &f) {
+  return AdamHyper{f[0], f[1], f[2], f[3], f[4]};
+}
+
+void launch_adamw_update(const CudaArgs &a) {
+  AdamEntry e{a.in[0].data,  a.in[1].data,  a.in[2].data,  a.in[3].data,
+              a.out[0].data, a.out[1].data, a.out[2].data, a.in[0].numel,
+              dt(a.in[0]),   dt(a.in[1]),   dt(a.in[2]),   dt(a.in[3])};
+  if (e.n == 0)
+    return;
+  TCC_LAUNCH(adamwKernel, gridFor(e.n, kBlock, a.smCount), kBlock, a.stream)
+  (e, a.in[4].data, dt(a.in[4]), hyper(a.instr.fattrs));
+  checkLaunch("adamw_update");
+}
+
+void launchAdamwMulti(const AdamEntry *entries, const AdamBlock *blocks,
+                      int64_t numBlocks, const void *step, DType stepDt,
+                      const std::vector<double> &fattrs, cudaStream_t stream) {
+  (void)stream; // unused when emulated
+  if (numBlocks == 0)
+    return;
+  unsigned grid =
+      static_cast<unsigned>(numBlocks < (1LL << 20) ? numBlocks : (1LL << 20));
+  TCC_LAUNCH(adamwMultiKernel, grid, kBlock, stream)
+  (entries, blocks, numBlocks, step, static_cast<int>(stepDt), hyper(fattrs));
+  checkLaunch("adamw_update (multi-tensor)");
+}
+
+} // namespace tcc::rt::cuda

@@ -1,0 +1,536 @@
+//===- CudaKernelsRows.cu - Softmax, losses, layer norm -------------------===//
+//
+// Ports of KernelsSoftmax.cpp, KernelsLoss.cpp and KernelsNorm.cpp. Rows
+// (the softmax axis when it is innermost, a position's logits, a layer
+// norm row) get one block each; reductions run in a fixed order, so every
+// kernel here is deterministic. Where the CPU accumulates in double (the
+// losses' sums, layer norm statistics and parameter gradients) so do these.
+// Losses are reduced in two steps: per-row (or per-block) partial sums in
+// device scratch, then one block sums them in order.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaKernelsCommon.cuh"
+
+#include <algorithm>
+
+namespace tcc::rt::cuda {
+
+static constexpr int kBlock = 256;
+
+namespace {
+/// The operand viewed as [outer, len, inner] around the axis.
+struct AxisView {
+  long long outer = 1, len = 1, inner = 1;
+};
+} // namespace
+
+static AxisView axisView(const CudaArgs &a, const TensorView &t) {
+  AxisView v;
+  int64_t ax = a.instr.iattrs[0];
+  size_t axis = static_cast<size_t>(ax < 0 ? ax + (int64_t)t.rank() : ax);
+  for (size_t d = 0; d < t.rank(); ++d) {
+    if (d < axis)
+      v.outer *= t.dim(d);
+    else if (d == axis)
+      v.len = t.dim(d);
+    else
+      v.inner *= t.dim(d);
+  }
+  return v;
+}
+
+//===----------------------------------------------------------------------===//
+// softmax, log_softmax and their gradients
+//===----------------------------------------------------------------------===//
+
+/// The axis is innermost: one block per row.
+__global__ void __launch_bounds__(1024)
+    softmaxRowsKernel(const void *x, int tx, void *y, int ty, long long rows,
+                      long long len, bool logOut) {
+  __shared__ float shared[32];
+  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+    long long base = row * len;
+    float mx = -INFINITY;
+    for (long long j = threadIdx.x; j < len; j += blockDim.x)
+      mx = fmaxf(mx, ldf(x, tx, base + j));
+    mx = blockMax(mx, shared);
+    float sum = 0.0f;
+    for (long long j = threadIdx.x; j < len; j += blockDim.x)
+      sum += expf(ldf(x, tx, base + j) - mx);
+    sum = blockSum(sum, shared);
+    if (logOut) {
+      // (x - max) - log(sum), as the CPU: adding the max back first would
+      // round away the low bits of large logits.
+      float ls = logf(sum);
+      for (long long j = threadIdx.x; j < len; j += blockDim.x)
+        stf(y, ty, base + j, (ldf(x, tx, base + j) - mx) - ls);
+    } else {
+      float inv = 1.0f / sum;
+      for (long long j = threadIdx.x; j < len; j += blockDim.x)
+        stf(y, ty, base + j, expf(ldf(x, tx, base + j) - mx) * inv);
+    }
+  }
+}
+
+/// The axis has inner dims after it: one thread per (outer, inner) column,
+/// coalesced over inner.
+__global__ void softmaxColsKernel(const void *x, int tx, void *y, int ty,
+                                  AxisView v, bool logOut) {
+  long long cols = v.outer * v.inner;
+  for (long long c = blockIdx.x * (long long)blockDim.x + threadIdx.x; c < cols;
+       c += (long long)gridDim.x * blockDim.x) {
+    long long base = (c / v.inner) * v.len * v.inner + c % v.inner;
+    float mx = -INFINITY;
+    for (long long l = 0; l < v.len; ++l)
+      mx = fmaxf(mx, ldf(x, tx, base + l * v.inner));
+    float sum = 0.0f;
+    for (long long l = 0; l < v.len; ++l)
+      sum += expf(ldf(x, tx, base + l * v.inner) - mx);
+    float ls = logf(sum), inv = 1.0f / sum;
+    for (long long l = 0; l < v.len; ++l) {
+      float xi = ldf(x, tx, base + l * v.inner);
+      stf(y, ty, base + l * v.inner,
+          logOut ? (xi - mx) - ls : expf(xi - mx) * inv);
+    }
+  }
+}
+
+void launch_softmax(const CudaArgs &a) {
+  const TensorView &X = a.in[0], &Y = a.out[0];
+  AxisView v = axisView(a, X);
+  bool logOut = a.instr.kernel == "log_softmax";
+  if (X.numel == 0)
+    return;
+  if (v.inner == 1)
+    TCC_LAUNCH(softmaxRowsKernel, rowGrid(v.outer), rowBlock(v.len), a.stream)
+  (X.data, dt(X), Y.data, dt(Y), v.outer, v.len, logOut);
+  else TCC_LAUNCH(softmaxColsKernel,
+                  gridFor(v.outer * v.inner, kBlock, a.smCount), kBlock,
+                  a.stream)(X.data, dt(X), Y.data, dt(Y), v, logOut);
+  checkLaunch(a.instr.kernel.c_str());
+}
+
+/// dx = y * (dy - sum(dy*y)) (softmax) or dy - exp(y) * sum(dy)
+/// (log_softmax), y the forward output; one block per row.
+__global__ void __launch_bounds__(1024)
+    softmaxGradRowsKernel(const void *dy, int tdy, const void *y, int ty,
+                          void *dx, int tdx, long long rows, long long len,
+                          bool logIn) {
+  __shared__ float shared[32];
+  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+    long long base = row * len;
+    float sum = 0.0f;
+    for (long long j = threadIdx.x; j < len; j += blockDim.x) {
+      float d = ldf(dy, tdy, base + j);
+      sum += logIn ? d : d * ldf(y, ty, base + j);
+    }
+    sum = blockSum(sum, shared);
+    for (long long j = threadIdx.x; j < len; j += blockDim.x) {
+      float d = ldf(dy, tdy, base + j), yj = ldf(y, ty, base + j);
+      stf(dx, tdx, base + j, logIn ? d - expf(yj) * sum : yj * (d - sum));
+    }
+  }
+}
+
+__global__ void softmaxGradColsKernel(const void *dy, int tdy, const void *y,
+                                      int ty, void *dx, int tdx, AxisView v,
+                                      bool logIn) {
+  long long cols = v.outer * v.inner;
+  for (long long c = blockIdx.x * (long long)blockDim.x + threadIdx.x; c < cols;
+       c += (long long)gridDim.x * blockDim.x) {
+    long long base = (c / v.inner) * v.len * v.inner + c % v.inner;
+    float sum = 0.0f;
+    for (long long l = 0; l < v.len; ++l) {
+      float d = ldf(dy, tdy, base + l * v.inner);
+      sum += logIn ? d : d * ldf(y, ty, base + l * v.inner);
+    }
+    for (long long l = 0; l < v.len; ++l) {
+      long long k = base + l * v.inner;
+      float d = ldf(dy, tdy, k), yk = ldf(y, ty, k);
+      stf(dx, tdx, k, logIn ? d - expf(yk) * sum : yk * (d - sum));
+    }
+  }
+}
+
+void launch_softmax_grad(const CudaArgs &a) {
+  const TensorView &DY = a.in[0], &Y = a.in[1], &DX = a.out[0];
+  AxisView v = axisView(a, DY);
+  bool logIn = a.instr.kernel == "log_softmax_grad";
+  if (DY.numel == 0)
+    return;
+  if (v.inner == 1)
+    TCC_LAUNCH(softmaxGradRowsKernel, rowGrid(v.outer), rowBlock(v.len),
+               a.stream)
+  (DY.data, dt(DY), Y.data, dt(Y), DX.data, dt(DX), v.outer, v.len, logIn);
+  else TCC_LAUNCH(softmaxGradColsKernel,
+                  gridFor(v.outer * v.inner, kBlock, a.smCount), kBlock,
+                  a.stream)(DY.data, dt(DY), Y.data, dt(Y), DX.data, dt(DX), v,
+                            logIn);
+  checkLaunch(a.instr.kernel.c_str());
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+/// out[0] = sum(parts[0..n)) / divisor (NaN for a divisor of 0, like the
+/// CPU's mean of nothing); one block of 1024 threads, fixed order.
+__global__ void __launch_bounds__(1024)
+    finalMeanKernel(const double *parts, long long n, long long divisor,
+                    void *out, int tout) {
+  __shared__ double shared[32];
+  double s = 0.0;
+  for (long long i = threadIdx.x; i < n; i += blockDim.x)
+    s += parts[i];
+  s = blockSum(s, shared);
+  if (threadIdx.x == 0)
+    stf(out, tout, 0,
+        divisor ? static_cast<float>(s / static_cast<double>(divisor)) : NAN);
+}
+
+static void finalMean(const CudaArgs &a, const double *parts, long long n,
+                      long long divisor, const TensorView &out) {
+  TCC_LAUNCH(finalMeanKernel, 1, 1024, a.stream)
+  (parts, n, divisor, out.data, dt(out));
+  checkLaunch(a.instr.kernel.c_str());
+}
+
+int64_t prepare_softmax_cross_entropy(const Instr &in,
+                                      const std::vector<TensorInfo> &tensors) {
+  return tensors[in.inputs[1]].numElements() * sizeof(double);
+}
+
+/// parts[p] = -log_softmax(logits[p])[label[p]] =
+/// log(sum(exp(x - max))) - (x[label] - max), the sum in double.
+__global__ void __launch_bounds__(1024)
+    crossEntropyRowsKernel(const void *x, int tx, const long long *labels,
+                           double *parts, long long rows, long long classes,
+                           long long *err) {
+  __shared__ float sharedF[32];
+  __shared__ double sharedD[32];
+  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+    long long base = row * classes;
+    float mx = -INFINITY;
+    for (long long j = threadIdx.x; j < classes; j += blockDim.x)
+      mx = fmaxf(mx, ldf(x, tx, base + j));
+    mx = blockMax(mx, sharedF);
+    double sum = 0.0;
+    for (long long j = threadIdx.x; j < classes; j += blockDim.x)
+      sum += expf(ldf(x, tx, base + j) - mx);
+    sum = blockSum(sum, sharedD);
+    if (threadIdx.x == 0) {
+      long long label = labels[row];
+      if (label < 0 || label >= classes) {
+        raiseError(err, row, label, classes);
+        parts[row] = 0.0;
+      } else {
+        parts[row] =
+            log(sum) - static_cast<double>(ldf(x, tx, base + label) - mx);
+      }
+    }
+  }
+}
+
+void launch_softmax_cross_entropy(const CudaArgs &a) {
+  const TensorView &L = a.in[0], &Lab = a.in[1];
+  long long classes = L.dim(L.rank() - 1), rows = Lab.numel;
+  double *parts = static_cast<double *>(a.scratch);
+  if (rows > 0) {
+    TCC_LAUNCH(crossEntropyRowsKernel, rowGrid(rows),
+               std::min(rowBlock(classes), 512), a.stream)
+    (L.data, dt(L), static_cast<const long long *>(Lab.data), parts, rows,
+     classes, a.err);
+    checkLaunch("softmax_cross_entropy");
+  }
+  finalMean(a, parts, rows, rows, a.out[0]);
+}
+
+/// dlogits = softmax(logits) * dloss / positions, minus that scale at the
+/// label.
+__global__ void __launch_bounds__(1024)
+    crossEntropyGradKernel(const void *dloss, int tdl, const void *x, int tx,
+                           const long long *labels, void *dx, int tdx,
+                           long long rows, long long classes, long long *err) {
+  __shared__ float sharedF[32];
+  __shared__ double sharedD[32];
+  const float scale = ldf(dloss, tdl, 0) / static_cast<float>(rows);
+  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+    long long base = row * classes;
+    long long label = labels[row];
+    if (label < 0 || label >= classes) {
+      if (threadIdx.x == 0)
+        raiseError(err, row, label, classes);
+      label = -1; // the row is still written, without the label term
+    }
+    float mx = -INFINITY;
+    for (long long j = threadIdx.x; j < classes; j += blockDim.x)
+      mx = fmaxf(mx, ldf(x, tx, base + j));
+    mx = blockMax(mx, sharedF);
+    double sum = 0.0;
+    for (long long j = threadIdx.x; j < classes; j += blockDim.x)
+      sum += expf(ldf(x, tx, base + j) - mx);
+    sum = blockSum(sum, sharedD);
+    const float inv = static_cast<float>(1.0 / sum);
+    for (long long j = threadIdx.x; j < classes; j += blockDim.x) {
+      float g = expf(ldf(x, tx, base + j) - mx) * inv * scale;
+      if (j == label)
+        g -= scale;
+      stf(dx, tdx, base + j, g);
+    }
+  }
+}
+
+void launch_softmax_cross_entropy_grad(const CudaArgs &a) {
+  const TensorView &L = a.in[1], &Lab = a.in[2];
+  long long classes = L.dim(L.rank() - 1), rows = Lab.numel;
+  if (rows == 0)
+    return;
+  TCC_LAUNCH(crossEntropyGradKernel, rowGrid(rows),
+             std::min(rowBlock(classes), 512), a.stream)
+  (a.in[0].data, dt(a.in[0]), L.data, dt(L),
+   static_cast<const long long *>(Lab.data), a.out[0].data, dt(a.out[0]), rows,
+   classes, a.err);
+  checkLaunch("softmax_cross_entropy_grad");
+}
+
+/// Blocks of the MSE partial sums (scratch: this many doubles).
+static constexpr int kMseBlocks = 1024;
+
+int64_t prepare_mse_loss(const Instr &, const std::vector<TensorInfo> &) {
+  return kMseBlocks * sizeof(double);
+}
+
+__global__ void squaredErrorKernel(const void *p, int tp, const void *t, int tt,
+                                   long long n, double *parts) {
+  __shared__ double shared[32];
+  double s = 0.0;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    double d = static_cast<double>(ldf(p, tp, i)) - ldf(t, tt, i);
+    s += d * d;
+  }
+  s = blockSum(s, shared);
+  if (threadIdx.x == 0)
+    parts[blockIdx.x] = s;
+}
+
+void launch_mse_loss(const CudaArgs &a) {
+  const TensorView &P = a.in[0], &T = a.in[1];
+  long long n = P.numel;
+  double *parts = static_cast<double *>(a.scratch);
+  unsigned blocks = std::min<unsigned>(gridFor(n, kBlock, a.smCount),
+                                       static_cast<unsigned>(kMseBlocks));
+  if (n > 0) {
+    TCC_LAUNCH(squaredErrorKernel, blocks, kBlock, a.stream)
+    (P.data, dt(P), T.data, dt(T), n, parts);
+    checkLaunch("mse_loss");
+  }
+  finalMean(a, parts, n > 0 ? blocks : 0, n, a.out[0]);
+}
+
+__global__ void mseGradKernel(const void *dloss, int tdl, const void *p, int tp,
+                              const void *t, int tt, void *dp, int tdp,
+                              long long n) {
+  const float scale = 2.0f * ldf(dloss, tdl, 0) / static_cast<float>(n);
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    stf(dp, tdp, i, scale * (ldf(p, tp, i) - ldf(t, tt, i)));
+}
+
+void launch_mse_loss_grad(const CudaArgs &a) {
+  long long n = a.in[1].numel;
+  if (n == 0)
+    return;
+  TCC_LAUNCH(mseGradKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
+  (a.in[0].data, dt(a.in[0]), a.in[1].data, dt(a.in[1]), a.in[2].data,
+   dt(a.in[2]), a.out[0].data, dt(a.out[0]), n);
+  checkLaunch("mse_loss_grad");
+}
+
+//===----------------------------------------------------------------------===//
+// layer_norm, layer_norm_grad
+//===----------------------------------------------------------------------===//
+
+/// x as [rows, n]: the dims before the axis are rows.
+static void normView(const TensorView &x, int64_t axis, long long &rows,
+                     long long &n) {
+  rows = 1;
+  n = 1;
+  for (size_t d = 0; d < x.rank(); ++d)
+    (static_cast<int64_t>(d) < axis ? rows : n) *= x.dim(d);
+}
+
+// Statistics in double, two passes, biased variance, eps inside the sqrt;
+// y = (x - mean) * rstd * scale + bias in f32 (KernelsNorm.cpp).
+__global__ void __launch_bounds__(1024)
+    layerNormKernel(const void *x, int tx, const void *gamma, int tg,
+                    const void *beta, int tb, void *y, int ty, void *mean,
+                    int tm, void *rstd, int tr, long long rows, long long n,
+                    double eps) {
+  __shared__ double shared[32];
+  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+    long long base = row * n;
+    double sum = 0.0;
+    for (long long j = threadIdx.x; j < n; j += blockDim.x)
+      sum += ldf(x, tx, base + j);
+    const double mu = blockSum(sum, shared) / n;
+    double sq = 0.0;
+    for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+      double d = ldf(x, tx, base + j) - mu;
+      sq += d * d;
+    }
+    sq = blockSum(sq, shared);
+    const float m = static_cast<float>(mu);
+    const float rs = static_cast<float>(1.0 / sqrt(sq / n + eps));
+    if (threadIdx.x == 0) {
+      stf(mean, tm, row, m);
+      stf(rstd, tr, row, rs);
+    }
+    for (long long j = threadIdx.x; j < n; j += blockDim.x)
+      stf(y, ty, base + j,
+          (ldf(x, tx, base + j) - m) * rs * ldf(gamma, tg, j) +
+              ldf(beta, tb, j));
+  }
+}
+
+void launch_layer_norm(const CudaArgs &a) {
+  const TensorView &X = a.in[0];
+  long long rows, n;
+  normView(X, a.instr.iattrs[0], rows, n);
+  if (rows == 0 || n == 0)
+    return;
+  TCC_LAUNCH(layerNormKernel, rowGrid(rows), std::min(rowBlock(n), 512),
+             a.stream)
+  (X.data, dt(X), a.in[1].data, dt(a.in[1]), a.in[2].data, dt(a.in[2]),
+   a.out[0].data, dt(a.out[0]), a.out[1].data, dt(a.out[1]), a.out[2].data,
+   dt(a.out[2]), rows, n, a.instr.fattrs[0]);
+  checkLaunch("layer_norm");
+}
+
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * scale,
+// xhat = (x - mean) * rstd; per row, the two means from double sums.
+__global__ void __launch_bounds__(1024)
+    layerNormGradRowsKernel(const void *dy, int tdy, const void *x, int tx,
+                            const void *gamma, int tg, const void *mean, int tm,
+                            const void *rstd, int tr, void *dx, int tdx,
+                            long long rows, long long n) {
+  __shared__ double shared[32];
+  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+    long long base = row * n;
+    const float m = ldf(mean, tm, row), rs = ldf(rstd, tr, row);
+    double sumG = 0.0, sumGX = 0.0;
+    for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+      float xhat = (ldf(x, tx, base + j) - m) * rs;
+      float g = ldf(dy, tdy, base + j) * ldf(gamma, tg, j);
+      sumG += g;
+      sumGX += static_cast<double>(g) * xhat;
+    }
+    sumG = blockSum(sumG, shared);
+    sumGX = blockSum(sumGX, shared);
+    const float meanG = static_cast<float>(sumG / n);
+    const float meanGX = static_cast<float>(sumGX / n);
+    for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+      float xhat = (ldf(x, tx, base + j) - m) * rs;
+      stf(dx, tdx, base + j,
+          rs * (ldf(dy, tdy, base + j) * ldf(gamma, tg, j) - meanG -
+                xhat * meanGX));
+    }
+  }
+}
+
+/// Row slices of the parameter gradients: blockIdx.y sums rows
+/// [y * chunk, (y + 1) * chunk) of columns blockIdx.x * 32 + threadIdx.x,
+/// threadIdx.y striding the rows; partials in double go to
+/// parts[(y * 2 + {0: scale, 1: bias}) * n + column].
+__global__ void layerNormParamGradKernel(const void *dy, int tdy, const void *x,
+                                         int tx, const void *mean, int tm,
+                                         const void *rstd, int tr,
+                                         double *parts, long long rows,
+                                         long long n, long long chunk) {
+  __shared__ double sg[8][33], sb[8][33];
+  long long col = blockIdx.x * 32LL + threadIdx.x;
+  long long r0 = blockIdx.y * chunk;
+  long long r1 = r0 + chunk < rows ? r0 + chunk : rows;
+  double accG = 0.0, accB = 0.0;
+  if (col < n)
+    for (long long r = r0 + threadIdx.y; r < r1; r += blockDim.y) {
+      float d = ldf(dy, tdy, r * n + col);
+      float xhat =
+          (ldf(x, tx, r * n + col) - ldf(mean, tm, r)) * ldf(rstd, tr, r);
+      accG += static_cast<double>(d) * xhat;
+      accB += d;
+    }
+  sg[threadIdx.y][threadIdx.x] = accG;
+  sb[threadIdx.y][threadIdx.x] = accB;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < n) {
+    double g = 0.0, b = 0.0;
+    for (int i = 0; i < 8; ++i) {
+      g += sg[i][threadIdx.x];
+      b += sb[i][threadIdx.x];
+    }
+    parts[(blockIdx.y * 2LL) * n + col] = g;
+    parts[(blockIdx.y * 2LL + 1) * n + col] = b;
+  }
+}
+
+__global__ void layerNormParamFinalKernel(const double *parts, int slices,
+                                          void *dgamma, int tg, void *dbeta,
+                                          int tb, long long n) {
+  for (long long col = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+       col < n; col += (long long)gridDim.x * blockDim.x) {
+    double g = 0.0, b = 0.0;
+    for (int s = 0; s < slices; ++s) {
+      g += parts[(s * 2LL) * n + col];
+      b += parts[(s * 2LL + 1) * n + col];
+    }
+    stf(dgamma, tg, col, static_cast<float>(g));
+    stf(dbeta, tb, col, static_cast<float>(b));
+  }
+}
+
+/// Row slices of the parameter gradients: enough to fill the GPU when rows
+/// are many and columns few, fixed by the shape (so results are too).
+static int paramSlices(long long rows) {
+  long long s = (rows + 255) / 256;
+  return static_cast<int>(s < 1 ? 1 : s > 32 ? 32 : s);
+}
+
+int64_t prepare_layer_norm_grad(const Instr &in,
+                                const std::vector<TensorInfo> &tensors) {
+  const TensorInfo &x = tensors[in.inputs[1]];
+  long long rows = 1, n = 1;
+  for (size_t d = 0; d < x.shape.size(); ++d)
+    (static_cast<int64_t>(d) < in.iattrs[0] ? rows : n) *= x.shape[d];
+  return paramSlices(rows) * 2 * n * static_cast<int64_t>(sizeof(double));
+}
+
+void launch_layer_norm_grad(const CudaArgs &a) {
+  const TensorView &DY = a.in[0], &X = a.in[1];
+  long long rows, n;
+  normView(X, a.instr.iattrs[0], rows, n);
+  if (n == 0)
+    return;
+  if (rows > 0) {
+    TCC_LAUNCH(layerNormGradRowsKernel, rowGrid(rows),
+               std::min(rowBlock(n), 512), a.stream)
+    (DY.data, dt(DY), X.data, dt(X), a.in[2].data, dt(a.in[2]), a.in[3].data,
+     dt(a.in[3]), a.in[4].data, dt(a.in[4]), a.out[0].data, dt(a.out[0]), rows,
+     n);
+    checkLaunch("layer_norm_grad");
+  }
+  int slices = paramSlices(rows);
+  long long chunk = (rows + slices - 1) / slices;
+  double *parts = static_cast<double *>(a.scratch);
+  dim3 grid(static_cast<unsigned>((n + 31) / 32), slices);
+  TCC_LAUNCH(layerNormParamGradKernel, grid, dim3(32, 8), a.stream)
+  (DY.data, dt(DY), X.data, dt(X), a.in[3].data, dt(a.in[3]), a.in[4].data,
+   dt(a.in[4]), parts, rows, n, chunk);
+  checkLaunch("layer_norm_grad");
+  TCC_LAUNCH(layerNormParamFinalKernel, gridFor(n, kBlock, a.smCount), kBlock,
+             a.stream)
+  (parts, slices, a.out[1].data, dt(a.out[1]), a.out[2].data, dt(a.out[2]), n);
+  checkLaunch("layer_norm_grad");
+}
+
+} // namespace tcc::rt::cuda

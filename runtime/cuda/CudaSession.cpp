@@ -1,0 +1,304 @@
+//===- CudaSession.cpp - Running programs on the GPU ----------------------===//
+//
+// run() enqueues every instr on the session's stream and returns; errors a
+// kernel meets in the data (a label or gather index out of range) land in
+// the instr's four device words and are reported by synchronize(), which
+// names the program, instr, tensor, position and value. Eager mode
+// allocates each temporary from the session's stream-ordered pool before
+// its first use and frees it after its last, in stream order, so the pool
+// recycles memory exactly as the kernels release it.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaCheck.h"
+#include "runtime/cuda/CudaSessionInternal.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tcc::rt::cuda {
+
+CudaSession::CudaSession(const Artifact &artifact, ExecMode mode,
+                         const CudaOptions &opts)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->mode = mode;
+  impl_->opts = opts;
+  impl_->load(artifact);
+}
+
+CudaSession::~CudaSession() = default;
+
+void *CudaSession::stream() const { return impl_->stream; }
+
+const std::vector<TensorInfo> &CudaSession::tensors() const {
+  return impl_->tensors;
+}
+
+static void checkId(const std::vector<TensorInfo> &tensors, int32_t id) {
+  if (id < 0 || static_cast<size_t>(id) >= tensors.size())
+    throw Error("tensor id " + std::to_string(id) +
+                " is out of range (the artifact has " +
+                std::to_string(tensors.size()) + " tensors)");
+}
+
+void *CudaSession::deviceData(int32_t id) const {
+  checkId(impl_->tensors, id);
+  return impl_->buffers[id];
+}
+
+void CudaSession::bindInput(int32_t id, void *devicePtr) {
+  checkId(impl_->tensors, id);
+  const TensorInfo &t = impl_->tensors[id];
+  if (t.kind != TensorKind::Input)
+    throw Error("bindInput: tensor '" + t.name + "' is a " +
+                tensorKindName(t.kind) + ", not an input");
+  if (!devicePtr)
+    throw Error("bindInput: a null device pointer for tensor '" + t.name + "'");
+  impl_->buffers[id] = devicePtr;
+}
+
+ProgramState &CudaSession::Impl::state(const std::string &name) {
+  std::string names;
+  for (const auto &ps : programs) {
+    if (ps->program.name == name)
+      return *ps;
+    names += (names.empty() ? "" : ", ") + ps->program.name;
+  }
+  throw Error("no program '" + name + "' in the artifact (it has: " + names +
+              ")");
+}
+
+void CudaSession::Impl::allocTemp(int32_t id) {
+  if (buffers[id])
+    return;
+  const TensorInfo &t = tensors[id];
+  int64_t bytes = alignUp(std::max<int64_t>(t.byteSize(), 1));
+  void *p = nullptr;
+  cudaError_t e =
+      cudaMallocFromPoolAsync(&p, static_cast<size_t>(bytes), pool, stream);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw Error("out of GPU memory allocating " + std::to_string(t.byteSize()) +
+                " bytes for tensor '" + t.name + "' (" + cudaGetErrorString(e) +
+                ")");
+  }
+  buffers[id] = p;
+  liveTempBytes += t.byteSize();
+  liveAsyncBytes += bytes;
+}
+
+void CudaSession::Impl::freeTemp(int32_t id) {
+  if (!buffers[id])
+    return;
+  TCC_CUDA_CHECK(cudaFreeAsync(buffers[id], stream));
+  buffers[id] = nullptr;
+  liveTempBytes -= tensors[id].byteSize();
+  liveAsyncBytes -= alignUp(std::max<int64_t>(tensors[id].byteSize(), 1));
+}
+
+void CudaSession::Impl::notePeak() {
+  peakTempBytes = std::max(peakTempBytes, liveTempBytes);
+  measuredPeak = std::max(measuredPeak, fixedBytes + liveAsyncBytes);
+}
+
+void CudaSession::Impl::launch(ProgramState &ps, size_t i) {
+  if (ps.group[i] >= 0) {
+    AdamGroup &g = ps.groups[ps.group[i]];
+    std::vector<AdamEntry> entries;
+    for (size_t j : g.members) {
+      const CudaArgs &a = ps.args[j];
+      const Instr &in = a.instr;
+      auto buf = [&](int32_t id) { return buffers[id]; };
+      entries.push_back(AdamEntry{
+          buf(in.inputs[0]), buf(in.inputs[1]), buf(in.inputs[2]),
+          buf(in.inputs[3]), buf(in.outputs[0]), buf(in.outputs[1]),
+          buf(in.outputs[2]), a.in[0].numel, static_cast<int>(a.in[0].dtype),
+          static_cast<int>(a.in[1].dtype), static_cast<int>(a.in[2].dtype),
+          static_cast<int>(a.in[3].dtype)});
+    }
+    // The table changes only when buffers move (eager temporaries, bound
+    // inputs). Stream order keeps earlier launches on the old table.
+    size_t bytes = entries.size() * sizeof(AdamEntry);
+    if (g.uploaded.size() != entries.size() ||
+        std::memcmp(g.uploaded.data(), entries.data(), bytes) != 0) {
+      g.uploaded = std::move(entries);
+      TCC_CUDA_CHECK(cudaMemcpyAsync(g.entries, g.uploaded.data(), bytes,
+                                     cudaMemcpyHostToDevice, stream));
+    }
+    const Instr &first = ps.program.instrs[i];
+    launchAdamwMulti(g.entries, g.blocks, g.numBlocks, buffers[first.inputs[4]],
+                     tensors[first.inputs[4]].dtype, first.fattrs, stream);
+    return;
+  }
+  CudaArgs &a = ps.args[i];
+  const Instr &in = a.instr;
+  for (size_t j = 0; j < in.inputs.size(); ++j)
+    a.in[j].data = buffers[in.inputs[j]];
+  for (size_t j = 0; j < in.outputs.size(); ++j)
+    a.out[j].data = buffers[in.outputs[j]];
+  ps.defs[i]->launch(a);
+}
+
+void CudaSession::run(const std::string &program) {
+  Impl &m = *impl_;
+  ProgramState &ps = m.state(program);
+  const auto &instrs = ps.program.instrs;
+  bool eager = m.mode == ExecMode::Eager;
+  if (eager) // outputs of the previous run, or temps left by a failed one
+    for (int32_t id : ps.temps)
+      m.freeTemp(id);
+  if (m.profiling && ps.events.empty()) {
+    ps.events.assign(2 * instrs.size(), nullptr);
+    for (cudaEvent_t &e : ps.events)
+      TCC_CUDA_CHECK(cudaEventCreate(&e));
+  }
+  try {
+    for (size_t i = 0; i < instrs.size(); ++i) {
+      if (eager) {
+        for (int32_t id : ps.allocBefore[i])
+          m.allocTemp(id);
+        if (ps.group[i] >= 0) // the group's later members run now too
+          for (size_t j : ps.groups[ps.group[i]].members)
+            for (int32_t id : ps.allocBefore[j])
+              m.allocTemp(id);
+      }
+      if (ps.group[i] != -2) {
+        if (m.profiling)
+          TCC_CUDA_CHECK(cudaEventRecord(ps.events[2 * i], m.stream));
+        m.launch(ps, i);
+        if (m.profiling)
+          TCC_CUDA_CHECK(cudaEventRecord(ps.events[2 * i + 1], m.stream));
+      }
+      if (eager) {
+        m.notePeak();
+        for (int32_t id : ps.freeAfter[i])
+          m.freeTemp(id);
+      }
+    }
+  } catch (const Error &e) {
+    throw Error("program '" + program + "': " + e.what());
+  }
+  m.notePeak();
+  if (!m.profiling)
+    return;
+  TCC_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  for (size_t i = 0; i < instrs.size(); ++i) {
+    if (ps.group[i] == -2)
+      continue;
+    float ms = 0;
+    TCC_CUDA_CHECK(
+        cudaEventElapsedTime(&ms, ps.events[2 * i], ps.events[2 * i + 1]));
+    Session::KernelTime &k = m.profile[ps.labels[i]];
+    k.kernel = ps.labels[i];
+    k.calls++;
+    k.seconds += ms * 1e-3;
+  }
+}
+
+std::string CudaSession::Impl::errorMessage(const ErrSlot &slot,
+                                            const long long *w) const {
+  const Instr &in = slot.program->program.instrs[slot.instr];
+  std::string where = "program '" + slot.program->program.name + "' instr " +
+                      std::to_string(slot.instr) + " (" + in.kernel + "): ";
+  if (slot.kind == CudaErrKind::Index) {
+    const TensorInfo &idx = tensors[in.inputs[1]];
+    std::vector<int64_t> pos(idx.shape.size());
+    long long rest = w[0];
+    for (size_t d = pos.size(); d-- > 0;) {
+      pos[d] = idx.shape[d] ? rest % idx.shape[d] : 0;
+      rest = idx.shape[d] ? rest / idx.shape[d] : 0;
+    }
+    return where + "gather: index " + std::to_string(w[1]) + " at position " +
+           formatShape(pos) + " of the indices '" + idx.name +
+           "' is outside [" + std::to_string(-w[2]) + ", " +
+           std::to_string(w[2]) + ") (axis " + std::to_string(in.iattrs[0]) +
+           " has size " + std::to_string(w[2]) + ")";
+  }
+  // Labels: the i64 input (the last one of the losses; a fused region's).
+  std::string labels;
+  for (size_t i = in.inputs.size(); i-- > 0;)
+    if (tensors[in.inputs[i]].dtype == DType::I64) {
+      labels = tensors[in.inputs[i]].name;
+      break;
+    }
+  return where + "label " + std::to_string(w[1]) + " at position " +
+         std::to_string(w[0]) + (labels.empty() ? "" : " of '" + labels + "'") +
+         " is outside [0, " + std::to_string(w[2]) + ")";
+}
+
+void CudaSession::synchronize() {
+  Impl &m = *impl_;
+  TCC_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  if (m.slots.empty())
+    return;
+  std::vector<long long> w(m.slots.size() * 4);
+  TCC_CUDA_CHECK(cudaMemcpy(w.data(), m.errWords, w.size() * sizeof(long long),
+                            cudaMemcpyDeviceToHost));
+  for (size_t s = 0; s < m.slots.size(); ++s) {
+    if (w[4 * s + 3] == 0)
+      continue;
+    // Report the first (in program order) and clear them all: the next
+    // synchronize reports only what happens after this one.
+    TCC_CUDA_CHECK(cudaMemset(m.errWords, 0, w.size() * sizeof(long long)));
+    TCC_CUDA_CHECK(cudaDeviceSynchronize());
+    throw Error(m.errorMessage(m.slots[s], &w[4 * s]));
+  }
+}
+
+static void *bufferFor(const std::vector<TensorInfo> &tensors,
+                       const std::vector<void *> &buffers, int32_t id,
+                       const char *what) {
+  checkId(tensors, id);
+  void *p = buffers[id];
+  if (!p)
+    throw Error(std::string(what) + ": tensor '" + tensors[id].name +
+                "' has no device buffer now (a temporary that is not live)");
+  return p;
+}
+
+void CudaSession::download(int32_t id, void *host) {
+  Impl &m = *impl_;
+  void *p = bufferFor(m.tensors, m.buffers, id, "download");
+  size_t bytes = static_cast<size_t>(m.tensors[id].byteSize());
+  if (bytes)
+    TCC_CUDA_CHECK(
+        cudaMemcpyAsync(host, p, bytes, cudaMemcpyDeviceToHost, m.stream));
+  TCC_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+}
+
+void CudaSession::upload(int32_t id, const void *host) {
+  Impl &m = *impl_;
+  void *p = bufferFor(m.tensors, m.buffers, id, "upload");
+  size_t bytes = static_cast<size_t>(m.tensors[id].byteSize());
+  if (bytes)
+    TCC_CUDA_CHECK(
+        cudaMemcpyAsync(p, host, bytes, cudaMemcpyHostToDevice, m.stream));
+  TCC_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+}
+
+MemoryStats CudaSession::memory() const {
+  const Impl &m = *impl_;
+  MemoryStats s;
+  s.persistentBytes = m.persistentBytes;
+  s.tempPeakBytes =
+      m.mode == ExecMode::Compiled ? m.arenaBytes : m.peakTempBytes;
+  s.peakBytes = s.persistentBytes + s.tempPeakBytes;
+  s.measuredPeakBytes = m.measuredPeak;
+  s.scratchBytes =
+      alignUp(m.scratchBytes) + (m.gemm ? m.gemm->workspaceBytes() : 0);
+  return s;
+}
+
+void CudaSession::setProfiling(bool on) { impl_->profiling = on; }
+
+std::vector<Session::KernelTime> CudaSession::profile() const {
+  std::vector<Session::KernelTime> v;
+  for (const auto &[name, k] : impl_->profile)
+    v.push_back(k);
+  std::sort(v.begin(), v.end(),
+            [](const Session::KernelTime &a, const Session::KernelTime &b) {
+              return a.seconds > b.seconds;
+            });
+  return v;
+}
+
+} // namespace tcc::rt::cuda

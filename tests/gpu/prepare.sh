@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# On the development machine (the full build: tcc with the CUDA backend):
+# makes the ARTIFACT_DIR that tests/gpu/run.sh trains on a GPU machine.
+#
+#   tests/gpu/prepare.sh [--deps] TCC ARTIFACT_DIR
+#
+# TCC is the tcc binary (e.g. build/tools/tcc/tcc). ARTIFACT_DIR receives
+#   mlp.tcc         examples/mlp.onnx, batch 32, SGD, fp32
+#   mlp_accum.tcc   the same, batch 16 x 2 micro-batches (--grad-accum 2)
+#   mlp_bf16.tcc    the same, batch 32, --precision bf16
+#   gpt.tcc         examples/make_gpt.py's character GPT (T 64), batch 16, AdamW
+#   train_x.npy train_y.npy   the digits (examples/digits) for the MLPs
+#   corpus.txt      examples/text/licenses.txt, byte tokens for the GPT
+#   runs.txt        one line per artifact: NAME STEPS TOLERANCE ARGS...
+# all compiled with --target cuda (sm_90a: H100/H200), and with --deps
+#   deps.tar.gz     OpenBLAS, zlib, nlohmann-json, GoogleTest and OpenBLAS's
+#                   Fortran runtime as installed here (Debian), for a GPU
+#                   machine that lacks them (~16 MB)
+set -euo pipefail
+
+DEPS=0
+if [ "${1:-}" = "--deps" ]; then
+  DEPS=1
+  shift
+fi
+if [ $# -ne 2 ]; then
+  echo "usage: tests/gpu/prepare.sh [--deps] TCC ARTIFACT_DIR" >&2
+  exit 64
+fi
+TCC="$1"
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+mkdir -p "$2"
+OUT="$(cd "$2" && pwd)"
+PY=/usr/bin/python3
+ARCH="${TCC_GPU_ARCH:-sm_90a}"
+
+compile() { # ONNX OUTPUT FLAGS...
+  local onnx="$1" art="$2"
+  shift 2
+  echo "tcc compile $(basename "$onnx") $* -> $art"
+  "$TCC" compile "$onnx" --target cuda --gpu-arch "$ARCH" -o "$OUT/$art" "$@"
+}
+
+compile "$ROOT/examples/mlp.onnx" mlp.tcc --batch 32
+compile "$ROOT/examples/mlp.onnx" mlp_accum.tcc --batch 16 --grad-accum 2
+compile "$ROOT/examples/mlp.onnx" mlp_bf16.tcc --batch 32 --precision bf16
+"$PY" "$ROOT/examples/make_gpt.py" -o "$OUT/gpt.onnx"
+compile "$OUT/gpt.onnx" gpt.tcc --batch 16 --freeze mask --optimizer adamw
+rm -f "$OUT/gpt.onnx"
+cp "$ROOT/examples/digits/train_x.npy" "$ROOT/examples/digits/train_y.npy" "$OUT/"
+cp "$ROOT/examples/text/licenses.txt" "$OUT/corpus.txt"
+
+# Steps and the tolerance of the cuda-vs-cpu loss-curve comparison
+# (tests/gpu/gpu_report.py compare): fp32 artifacts agree to ~1e-4 on the
+# first steps and drift slowly; bf16 rounds its GEMM inputs and sums in
+# another order on each side.
+cat > "$OUT/runs.txt" <<'EOF'
+# artifact      steps tolerance arguments (paths relative to this directory)
+mlp.tcc         200   0.02      --data x=train_x.npy --data labels=train_y.npy
+mlp_accum.tcc   100   0.02      --data x=train_x.npy --data labels=train_y.npy
+mlp_bf16.tcc    100   0.05      --data x=train_x.npy --data labels=train_y.npy
+gpt.tcc         40    0.02      --tokens corpus.txt
+EOF
+
+if [ "$DEPS" -eq 1 ]; then
+  # The installed files of the packages the runtime build needs (no
+  # download): headers, shared and static libraries, CMake configs.
+  pkgs="libopenblas0-pthread libopenblas-pthread-dev zlib1g zlib1g-dev
+        nlohmann-json3-dev libgtest-dev libgfortran5 libquadmath0"
+  list="$(mktemp)"
+  for p in $pkgs; do
+    dpkg -L "$p" 2>/dev/null || dpkg -L "$p:amd64"
+  done | sort -u | while read -r f; do
+    case "$f" in
+      /usr/share/doc/* | /usr/share/man/* | *openblas*.a | */libblas.a | */liblapack.a) ;;
+      # Files and links to files (not /lib itself, a link on merged-/usr
+      # systems).
+      *) if [ -f "$f" ] && { [ ! -L "$f" ] || [ ! -d "$f" ]; }; then echo "$f"; fi ;;
+    esac
+  done > "$list"
+  tar -czf "$OUT/deps.tar.gz" -T "$list" 2> >(grep -v 'Removing leading' >&2)
+  rm -f "$list"
+  echo "deps.tar.gz: $(du -h "$OUT/deps.tar.gz" | cut -f1)"
+fi
+echo "prepared $OUT: $(ls "$OUT" | tr '\n' ' ')"

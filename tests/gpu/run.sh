@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# tcc's GPU checks, for a machine with an NVIDIA GPU, CMake, a C++ compiler,
+# the CUDA toolkit and Python (no MLIR, LLVM or ONNX: artifacts are compiled
+# elsewhere, see tests/gpu/README.md).
+#
+#   tests/gpu/run.sh OUTDIR [ARTIFACT_DIR]
+#
+# 1. builds the runtime-only runner (tcc-run) and the unit tests with the
+#    CUDA backend into OUTDIR/build (dependencies missing on the machine come
+#    from ARTIFACT_DIR/deps.tar.gz when it is there);
+# 2. runs the unit tests: all of them, and the CUDA ones (GPU vs CPU
+#    numerics, the GPU training loop) none of which may be skipped;
+# 3. for each artifact ARTIFACT_DIR/runs.txt lists: trains it on cuda and on
+#    cpu and compares the loss curves, then `tcc-run bench --device cuda`;
+# 4. runs benchmarks/gpt2_small.py when it exists (its artifacts in
+#    ARTIFACT_DIR/gpt2_small, from its `prepare` step);
+# 5. writes OUTDIR/results.md (tables) and a log per step in OUTDIR.
+# Exit status: 0 when every step passed, 1 when one failed (named on
+# stderr and in results.md), 2 without a GPU, 64 for wrong arguments.
+set -uo pipefail
+
+usage() {
+  echo "usage: tests/gpu/run.sh OUTDIR [ARTIFACT_DIR]  (see tests/gpu/README.md)" >&2
+  exit 64
+}
+[ $# -ge 1 ] && [ $# -le 2 ] || usage
+case "$1" in -h | --help) usage ;; esac
+
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+mkdir -p "$1" || exit 1
+OUT="$(cd "$1" && pwd)"
+ART=""
+if [ $# -eq 2 ]; then
+  [ -d "$2" ] || { echo "tests/gpu/run.sh: ARTIFACT_DIR $2 is not a directory" >&2; exit 64; }
+  ART="$(cd "$2" && pwd)"
+fi
+PY="${PYTHON:-python3}"
+REPORT="$ROOT/tests/gpu/gpu_report.py"
+JOBS="$(nproc 2>/dev/null || echo 4)"
+rm -rf "$OUT/rows" "$OUT/status.txt" "$OUT/results.md"
+mkdir -p "$OUT/rows" "$OUT/logs"
+exec > >(tee "$OUT/run.log") 2>&1
+
+FAILED=0
+write_results() { "$PY" "$REPORT" results "$OUT" || echo "tests/gpu/run.sh: could not write results.md" >&2; }
+finish() {
+  if [ "$FAILED" -ne 0 ]; then
+    echo "FAILED ($FAILED step(s); see run.log)" > "$OUT/status.txt"
+  else
+    echo "all steps passed" > "$OUT/status.txt"
+  fi
+  write_results
+  echo "== results: $OUT/results.md"
+  [ "$FAILED" -eq 0 ] || { echo "tests/gpu/run.sh: FAILED: $FAILED step(s)" >&2; exit 1; }
+  exit 0
+}
+# A step that must pass for anything after it to make sense.
+fatal() {
+  echo "tests/gpu/run.sh: FAILED: $*" >&2
+  echo "FAILED: $*" > "$OUT/status.txt"
+  write_results
+  exit 1
+}
+# A step whose failure is recorded; the script goes on and exits 1 at the end.
+failed() {
+  echo "tests/gpu/run.sh: FAILED: $*" >&2
+  FAILED=$((FAILED + 1))
+}
+no_gpu() {
+  echo "tests/gpu/run.sh: no GPU: $*" >&2
+  echo "tests/gpu/run.sh needs a machine with an NVIDIA GPU (see tests/gpu/README.md)" >&2
+  echo "no GPU: $*" > "$OUT/status.txt"
+  exit 2
+}
+
+echo "== tcc GPU checks: $ROOT -> $OUT${ART:+ (artifacts: $ART)}"
+# 0. A GPU, before spending minutes on the build (tcc-run info decides for
+#    certain after it).
+if command -v nvidia-smi >/dev/null 2>&1; then
+  if ! nvidia-smi -L > "$OUT/logs/nvidia-smi.txt" 2>&1 ||
+    ! grep -q '^GPU ' "$OUT/logs/nvidia-smi.txt"; then
+    no_gpu "nvidia-smi -L lists none: $(head -c 300 "$OUT/logs/nvidia-smi.txt")"
+  fi
+  cat "$OUT/logs/nvidia-smi.txt"
+fi
+command -v cmake >/dev/null 2>&1 || fatal "cmake is not installed"
+NVCC="$(command -v nvcc || true)"
+[ -n "$NVCC" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || NVCC=/usr/local/cuda/bin/nvcc
+[ -n "$NVCC" ] || fatal "no nvcc (the CUDA toolkit) on PATH or in /usr/local/cuda/bin"
+
+# 1. Dependencies and the build.
+CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=Release -DTCC_RUNTIME_ONLY=ON -DTCC_ENABLE_CUDA=ON
+  "-DCMAKE_CUDA_COMPILER=$NVCC")
+command -v ninja >/dev/null 2>&1 && CMAKE_ARGS+=(-G Ninja)
+if [ -n "$ART" ] && [ -f "$ART/deps.tar.gz" ]; then
+  # OpenBLAS, zlib, nlohmann-json, GoogleTest (and OpenBLAS's gfortran
+  # runtime) as installed on the development machine, in a prefix of their
+  # own: searched before the system's.
+  DEPS="$OUT/deps"
+  rm -rf "$DEPS" && mkdir -p "$DEPS" &&
+    tar -xzf "$ART/deps.tar.gz" -C "$DEPS" || fatal "cannot unpack $ART/deps.tar.gz"
+  # Absolute links (libz.so -> /lib/...) point into the prefix instead.
+  find "$DEPS" -type l | while read -r l; do
+    t="$(readlink "$l")"
+    case "$t" in /*) [ -e "$DEPS$t" ] && ln -sfn "$DEPS$t" "$l" ;; esac
+  done
+  LIBDIR="$DEPS/usr/lib/x86_64-linux-gnu"
+  CMAKE_ARGS+=("-DCMAKE_PREFIX_PATH=$DEPS/usr"
+    "-DCMAKE_INCLUDE_PATH=$DEPS/usr/include/x86_64-linux-gnu/openblas-pthread;$DEPS/usr/include"
+    "-DCMAKE_LIBRARY_PATH=$LIBDIR/openblas-pthread;$LIBDIR;$DEPS/lib/x86_64-linux-gnu")
+  export LD_LIBRARY_PATH="$LIBDIR/openblas-pthread:$LIBDIR:$DEPS/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "== dependencies from $ART/deps.tar.gz (in $DEPS)"
+fi
+echo "== configure ($OUT/logs/configure.log)"
+cmake -S "$ROOT" -B "$OUT/build" "${CMAKE_ARGS[@]}" > "$OUT/logs/configure.log" 2>&1 || {
+  tail -n 30 "$OUT/logs/configure.log"
+  fatal "configure failed (logs/configure.log); a missing package (OpenBLAS, zlib, nlohmann-json, GoogleTest) comes from ARTIFACT_DIR/deps.tar.gz: tests/gpu/prepare.sh --deps"
+}
+grep -q "tcc: CUDA backend ON" "$OUT/logs/configure.log" || fatal "the CUDA backend is not in the build (logs/configure.log)"
+echo "== build ($OUT/logs/build.log)"
+cmake --build "$OUT/build" -j "$JOBS" --target tcc-run tcc_unit_tests > "$OUT/logs/build.log" 2>&1 || {
+  grep -E "error|Error" "$OUT/logs/build.log" | head -n 30
+  fatal "build failed (logs/build.log)"
+}
+RUN="$OUT/build/tools/tcc-run/tcc-run"
+UNIT="$OUT/build/tests/unit/tcc_unit_tests"
+"$RUN" info > "$OUT/info.txt" 2>&1 || fatal "tcc-run info failed: $(cat "$OUT/info.txt")"
+cat "$OUT/info.txt"
+if grep -q '^GPU: none' "$OUT/info.txt"; then
+  no_gpu "$(grep '^GPU: none' "$OUT/info.txt")"
+fi
+
+# 2. Unit tests.
+echo "== unit tests, CUDA ones ($OUT/logs/unit-cuda.log)"
+TCC_GPU_TEST_DIR="$ART" "$UNIT" --gtest_filter='Cuda*:DeviceSelect*' > "$OUT/logs/unit-cuda.log" 2>&1
+rc=$?
+# The counts, and the names of failed and skipped tests.
+grep -E '^\[==========\] [0-9]+ tests? from .* ran|^\[  (PASSED|FAILED|SKIPPED) +\] ' "$OUT/logs/unit-cuda.log" |
+  grep -vE '^\[  (FAILED|SKIPPED) +\] [A-Za-z0-9_/.]+ \(' > "$OUT/unit-summary.txt"
+cat "$OUT/unit-summary.txt"
+[ $rc -eq 0 ] || failed "CUDA unit tests (logs/unit-cuda.log): $(grep '^\[  FAILED  \]' "$OUT/logs/unit-cuda.log" | head -n 10 | tr '\n' ' ')"
+# On a GPU machine no CUDA test may skip: a skip there hides a failure.
+SKIPS="$(grep '^\[  SKIPPED \] Cuda' "$OUT/logs/unit-cuda.log" | sort -u || true)"
+if [ -n "$SKIPS" ]; then
+  grep -B1 '^\[  SKIPPED \] Cuda' "$OUT/logs/unit-cuda.log" | grep -v '^\[' | sort -u | sed 's/^/  reason: /'
+  failed "CUDA unit tests skipped on a GPU machine: $(echo "$SKIPS" | sed 's/.*\] //; s/ (.*//' | tr '\n' ' ')"
+fi
+echo "== unit tests, all ($OUT/logs/unit-all.log)"
+TCC_GPU_TEST_DIR="$ART" "$UNIT" > "$OUT/logs/unit-all.log" 2>&1 ||
+  failed "unit tests (logs/unit-all.log): $(grep '^\[  FAILED  \]' "$OUT/logs/unit-all.log" | head -n 10 | tr '\n' ' ')"
+tail -n 3 "$OUT/logs/unit-all.log"
+
+# 3. The artifacts: loss curves on cuda and cpu, then bench.
+if [ -z "$ART" ]; then
+  failed "no ARTIFACT_DIR: no training was checked (tests/gpu/README.md says how to make one)"
+  finish
+fi
+[ -f "$ART/runs.txt" ] || fatal "$ART/runs.txt is missing (tests/gpu/prepare.sh writes it)"
+shopt -s nullglob
+ARTIFACTS=("$ART"/*.tcc)
+[ ${#ARTIFACTS[@]} -gt 0 ] || failed "no *.tcc in $ART"
+for art in "${ARTIFACTS[@]}"; do
+  name="$(basename "$art" .tcc)"
+  line="$(grep -E "^$(basename "$art")[[:space:]]" "$ART/runs.txt" | head -n 1)"
+  if [ -z "$line" ]; then
+    failed "$name: $(basename "$art") has no line in runs.txt"
+    continue
+  fi
+  read -r _ steps tol rest <<< "$line"
+  # Data paths are relative to ARTIFACT_DIR.
+  args=()
+  for a in $rest; do
+    case "$a" in
+      *=*) [ -e "$ART/${a#*=}" ] && a="${a%%=*}=$ART/${a#*=}" ;;
+      *) [ -e "$ART/$a" ] && a="$ART/$a" ;;
+    esac
+    args+=("$a")
+  done
+  for dev in cuda cpu; do
+    echo "== $name: train $steps steps on $dev ($OUT/logs/$name-train-$dev.log)"
+    if ! "$RUN" train "$art" --device "$dev" --steps "$steps" --no-progress \
+      --metrics "$OUT/logs/$name-$dev.jsonl" "${args[@]}" > "$OUT/logs/$name-train-$dev.log" 2>&1; then
+      tail -n 5 "$OUT/logs/$name-train-$dev.log"
+      failed "$name: training on $dev (logs/$name-train-$dev.log)"
+      continue 2
+    fi
+    grep '^trained' "$OUT/logs/$name-train-$dev.log"
+  done
+  "$PY" "$REPORT" compare "$name" "$OUT/logs/$name-cuda.jsonl" "$OUT/logs/$name-cpu.jsonl" \
+    "$tol" "$OUT/rows/1-$name.json" || failed "$name: the cuda and cpu loss curves differ"
+  echo "== $name: bench on cuda ($OUT/logs/$name-bench.log)"
+  if "$RUN" bench "$art" --device cuda --json > "$OUT/logs/$name-bench.log" 2>&1 &&
+    "$RUN" bench "$art" --device cuda --json --only compiled --tf32 >> "$OUT/logs/$name-bench.log" 2>&1; then
+    grep -v '^{' "$OUT/logs/$name-bench.log"
+    "$PY" "$REPORT" bench "$name" "$OUT/logs/$name-bench.log" "$OUT/rows/2-$name.json" ||
+      failed "$name: bench output (logs/$name-bench.log)"
+  else
+    tail -n 5 "$OUT/logs/$name-bench.log"
+    failed "$name: tcc-run bench --device cuda (logs/$name-bench.log)"
+  fi
+done
+
+# 4. The lead's GPT-2-small benchmark, when it is in the tree.
+if [ -f "$ROOT/benchmarks/gpt2_small.py" ]; then
+  G="$ART/gpt2_small"
+  if [ ! -f "$G/config.json" ]; then
+    failed "benchmarks/gpt2_small.py: no $G/config.json (prepare it: benchmarks/gpt2_small.py prepare --out ARTIFACT_DIR/gpt2_small)"
+  else
+    echo "== benchmarks/gpt2_small.py ($OUT/logs/gpt2_small.out)"
+    "$PY" "$ROOT/benchmarks/gpt2_small.py" run --artifacts "$G" --tcc-run "$RUN" \
+      --out "$OUT" > "$OUT/logs/gpt2_small.out" 2>&1 ||
+      failed "benchmarks/gpt2_small.py (logs/gpt2_small.out, gpt2_small.log)"
+    cat "$OUT/logs/gpt2_small.out"
+  fi
+fi
+finish

@@ -1,0 +1,466 @@
+//===- CudaCodegenTest.cpp - Generated CUDA kernels (compiler side) -------===//
+//
+// Functions of plain tcc ops go through tcc-fuse; their regions become CUDA
+// C (compiler/codegen/CudaCodegen.h), which must
+//  - get the launch table right (mapping, domain, operands, partials),
+//  - compile with NVRTC to a cubin (an ELF) that defines every kernel, and
+//  - compute what the host library computes: the same text is run on the
+//    CPU through CudaEmulator.h (32 threads per warp, real shuffles) and
+//    compared with the host library's kernels on the same random inputs.
+// No GPU is needed; tests/gpu runs the cubin itself on one.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/CudaCodegen.h"
+#include "compiler/codegen/FusedCodegen.h"
+#include "compiler/codegen/HostCompile.h"
+#include "compiler/codegen/NvrtcCompile.h"
+#include "dialects/tcc/TccDialect.h"
+#include "dialects/tcc/TccOps.h"
+#include "passes/Passes.h"
+#include "runtime/cpu/FusedLibrary.h"
+#include "tests/unit/CudaEmulator.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <dlfcn.h>
+#include <elf.h>
+#include <fstream>
+#include <random>
+#include <set>
+#include <unistd.h>
+
+using namespace mlir;
+namespace rt = ::tcc::rt;
+
+namespace {
+
+struct Case {
+  std::string name, signature, body;
+  std::string mapping; // of every region of the case
+};
+
+// Each function's arguments are inputs, its results the region's outputs.
+std::vector<Case> cases() {
+  return {
+      {"elementwise",
+       "(%x: tensor<4x8x20xf32>, %b: tensor<20xf32>, %m: tensor<4x1x20xf32>) "
+       "-> (tensor<4x8x20xf32>, tensor<4x8x20xf32>)",
+       R"(%0 = tcc.add %x, %b : (tensor<4x8x20xf32>, tensor<20xf32>) -> tensor<4x8x20xf32>
+  %1 = tcc.gelu %0 {approximate = "none"} : tensor<4x8x20xf32>
+  %c = tcc.constant dense<0.5> : tensor<f32>
+  %2 = tcc.mul %1, %c : (tensor<4x8x20xf32>, tensor<f32>) -> tensor<4x8x20xf32>
+  %3 = tcc.tanh %2 : tensor<4x8x20xf32>
+  %4 = tcc.sub %3, %m : (tensor<4x8x20xf32>, tensor<4x1x20xf32>) -> tensor<4x8x20xf32>
+  %5 = tcc.sigmoid %4 : tensor<4x8x20xf32>
+  %6 = tcc.erf %5 : tensor<4x8x20xf32>
+  %r0 = tcc.exp %6 : tensor<4x8x20xf32>
+  %r1 = tcc.neg %0 : tensor<4x8x20xf32>
+  return %r0, %r1 : tensor<4x8x20xf32>, tensor<4x8x20xf32>)",
+       "elements"},
+      {"where",
+       "(%c: tensor<3x1x16xi1>, %a: tensor<3x5x16xf32>, %s: tensor<f32>, %k: "
+       "tensor<5x1xf32>) -> tensor<3x5x16xf32>",
+       R"(%0 = tcc.where %c, %a, %s : (tensor<3x1x16xi1>, tensor<3x5x16xf32>, tensor<f32>) -> tensor<3x5x16xf32>
+  %r = tcc.mul %0, %k : (tensor<3x5x16xf32>, tensor<5x1xf32>) -> tensor<3x5x16xf32>
+  return %r : tensor<3x5x16xf32>)",
+       "elements"},
+      {"softmax",
+       "(%x: tensor<2x6x37xf32>, %mask: tensor<6x37xf32>) -> "
+       "tensor<2x6x37xf32>",
+       R"(%0 = tcc.add %x, %mask : (tensor<2x6x37xf32>, tensor<6x37xf32>) -> tensor<2x6x37xf32>
+  %r = tcc.softmax %0 {axis = 2 : i64} : tensor<2x6x37xf32>
+  return %r : tensor<2x6x37xf32>)",
+       "rows"},
+      {"log_softmax",
+       "(%x: tensor<5x70xf32>, %dy: tensor<5x70xf32>) -> (tensor<5x70xf32>, "
+       "tensor<5x70xf32>)",
+       R"(%0 = tcc.log_softmax %x {axis = 1 : i64} : tensor<5x70xf32>
+  %1 = tcc.log_softmax_grad %dy, %0 {axis = 1 : i64} : tensor<5x70xf32>
+  %2 = tcc.softmax %x {axis = 1 : i64} : tensor<5x70xf32>
+  %3 = tcc.softmax_grad %dy, %2 {axis = 1 : i64} : tensor<5x70xf32>
+  %r1 = tcc.add %1, %3 : (tensor<5x70xf32>, tensor<5x70xf32>) -> tensor<5x70xf32>
+  return %0, %r1 : tensor<5x70xf32>, tensor<5x70xf32>)",
+       "rows"},
+      {"layer_norm",
+       "(%x: tensor<3x4x24xf32>, %g: tensor<24xf32>, %b: tensor<24xf32>) -> "
+       "(tensor<3x4x24xf32>, tensor<3x4x1xf32>, tensor<3x4x1xf32>)",
+       R"(%y, %mean, %rstd = tcc.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.0e-05 : f64} : (tensor<3x4x24xf32>, tensor<24xf32>, tensor<24xf32>) -> (tensor<3x4x24xf32>, tensor<3x4x1xf32>, tensor<3x4x1xf32>)
+  %r0 = tcc.gelu %y {approximate = "tanh"} : tensor<3x4x24xf32>
+  return %r0, %mean, %rstd : tensor<3x4x24xf32>, tensor<3x4x1xf32>, tensor<3x4x1xf32>)",
+       "rows"},
+      // The logits are a region value in lanes' arrays: the pick shuffles.
+      {"cross_entropy",
+       "(%l: tensor<3x5x40xf32>, %bias: tensor<40xf32>, %labels: "
+       "tensor<3x5xi64>) -> (tensor<f32>, tensor<3x5x40xf32>)",
+       R"(%one = tcc.constant dense<1.0> : tensor<f32>
+  %0 = tcc.add %l, %bias : (tensor<3x5x40xf32>, tensor<40xf32>) -> tensor<3x5x40xf32>
+  %r0 = tcc.softmax_cross_entropy %0, %labels : (tensor<3x5x40xf32>, tensor<3x5xi64>) -> tensor<f32>
+  %r1 = tcc.softmax_cross_entropy_grad %one, %0, %labels : (tensor<f32>, tensor<3x5x40xf32>, tensor<3x5xi64>) -> tensor<3x5x40xf32>
+  return %r0, %r1 : tensor<f32>, tensor<3x5x40xf32>)",
+       "rows"},
+      // Wide rows (several columns per lane, a partial last one), logits
+      // also an output: the pick reads them back from global memory.
+      {"cross_entropy_wide",
+       "(%l: tensor<9x300xf32>, %bias: tensor<300xf32>, %labels: "
+       "tensor<9xi64>) -> (tensor<9x300xf32>, tensor<f32>)",
+       R"(%0 = tcc.add %l, %bias : (tensor<9x300xf32>, tensor<300xf32>) -> tensor<9x300xf32>
+  %r1 = tcc.softmax_cross_entropy %0, %labels : (tensor<9x300xf32>, tensor<9xi64>) -> tensor<f32>
+  return %0, %r1 : tensor<9x300xf32>, tensor<f32>)",
+       "rows"},
+      {"reductions",
+       "(%x: tensor<5x7x19xf32>) -> (tensor<5x7xf32>, tensor<5x7x19xf32>, "
+       "tensor<5x7x1xf32>)",
+       R"(%0 = tcc.reduce_mean %x {axes = array<i64: 2>, keepdims = true} : tensor<5x7x19xf32> -> tensor<5x7x1xf32>
+  %1 = tcc.sub %x, %0 : (tensor<5x7x19xf32>, tensor<5x7x1xf32>) -> tensor<5x7x19xf32>
+  %2 = tcc.mul %1, %1 : (tensor<5x7x19xf32>, tensor<5x7x19xf32>) -> tensor<5x7x19xf32>
+  %r0 = tcc.reduce_sum %2 {axes = array<i64: 2>} : tensor<5x7x19xf32> -> tensor<5x7xf32>
+  %r1 = tcc.exp %1 : tensor<5x7x19xf32>
+  return %r0, %r1, %0 : tensor<5x7xf32>, tensor<5x7x19xf32>, tensor<5x7x1xf32>)",
+       "rows"},
+  };
+}
+
+/// The fused ops of every case, in module order, with the case of each.
+struct CudaCodegen : ::testing::Test {
+  static void SetUpTestSuite() {
+    ctx = new MLIRContext();
+    ctx->loadDialect<mlir::tcc::TccDialect, func::FuncDialect>();
+    std::string text = "module {\n";
+    for (const Case &c : cases())
+      text +=
+          "func.func @" + c.name + c.signature + " {\n  " + c.body + "\n}\n";
+    module = new OwningOpRef<ModuleOp>(
+        parseSourceString<ModuleOp>(text + "}\n", ctx));
+    ASSERT_TRUE(*module);
+    PassManager pm(ctx);
+    pm.addNestedPass<func::FuncOp>(mlir::tcc::createFusePass());
+    ASSERT_TRUE(succeeded(pm.run(**module)));
+    for (const Case &c : cases())
+      (*module)->lookupSymbol<func::FuncOp>(c.name).walk(
+          [&](mlir::tcc::FusedOp f) {
+            ops.push_back(f);
+            caseOf.push_back(c.name);
+            mappingOf.push_back(c.mapping);
+          });
+    auto host = ::tcc::generateFusedSource(ops);
+    auto cuda = ::tcc::generateCudaSource(ops);
+    ASSERT_TRUE(succeeded(host) && succeeded(cuda));
+    hostSource = new std::string(*host);
+    cudaSource = new ::tcc::CudaSource(*cuda);
+  }
+  static void TearDownTestSuite() {
+    delete cudaSource;
+    delete hostSource;
+    delete module;
+    delete ctx;
+    ops.clear();
+  }
+  static MLIRContext *ctx;
+  static OwningOpRef<ModuleOp> *module;
+  static std::vector<Operation *> ops;
+  static std::vector<std::string> caseOf, mappingOf;
+  static std::string *hostSource;
+  static ::tcc::CudaSource *cudaSource;
+};
+MLIRContext *CudaCodegen::ctx;
+OwningOpRef<ModuleOp> *CudaCodegen::module;
+std::vector<Operation *> CudaCodegen::ops;
+std::vector<std::string> CudaCodegen::caseOf, CudaCodegen::mappingOf;
+std::string *CudaCodegen::hostSource;
+::tcc::CudaSource *CudaCodegen::cudaSource;
+
+TEST_F(CudaCodegen, LaunchTableDescribesEveryRegion) {
+  ASSERT_EQ(cudaSource->kernels.size(), ops.size());
+  std::set<std::string> cased(caseOf.begin(), caseOf.end());
+  EXPECT_EQ(cased.size(), cases().size()) << "a case formed no region";
+  for (size_t i = 0; i < ops.size(); ++i) {
+    auto f = cast<mlir::tcc::FusedOp>(ops[i]);
+    const rt::DeviceKernel &k = cudaSource->kernels[i];
+    SCOPED_TRACE(caseOf[i] + " kernel " + std::to_string(i));
+    EXPECT_EQ(f.getKernel(), (int64_t)i);
+    EXPECT_EQ(k.symbol, "tcc_fused_" + std::to_string(i));
+    EXPECT_EQ(k.mapping, mappingOf[i]);
+    EXPECT_EQ(k.block, k.mapping == "rows" ? 128 : 256);
+    bool loss = caseOf[i].rfind("cross_entropy", 0) == 0;
+    EXPECT_EQ(k.partialsPerRow, loss ? 1 : 0);
+    EXPECT_EQ(k.finSymbol, loss ? k.symbol + "_fin" : "");
+    ASSERT_EQ(k.inputs.size(), f.getInputs().size());
+    ASSERT_EQ(k.outputs.size(), f.getNumResults());
+    int64_t largest = 0;
+    for (auto [v, t] : llvm::zip(f.getInputs(), k.inputs)) {
+      auto type = cast<ShapedType>(v.getType());
+      EXPECT_EQ(t.first, type.getElementType().isF32() ? rt::DType::F32
+                                                       : rt::DType::I64);
+      EXPECT_EQ(t.second, type.getNumElements());
+      largest = std::max(largest, t.second);
+    }
+    for (auto [v, t] : llvm::zip(f.getResults(), k.outputs)) {
+      EXPECT_EQ(t.first, rt::DType::F32);
+      EXPECT_EQ(t.second, cast<ShapedType>(v.getType()).getNumElements());
+      largest = std::max(largest, t.second);
+    }
+    EXPECT_EQ(k.rows * k.cols, largest);
+    // The source has the kernel with its mapping's shape.
+    const std::string &src = cudaSource->source;
+    size_t at = src.find("__launch_bounds__(" + std::to_string(k.block) + ") " +
+                         k.symbol + "(");
+    ASSERT_NE(at, std::string::npos);
+    size_t end = src.find("\n}\n", at);
+    std::string body = src.substr(at, end - at);
+    if (k.mapping == "rows")
+      EXPECT_NE(body.find("tcc_k < " + std::to_string((k.cols + 31) / 32) +
+                          "; ++tcc_k"),
+                std::string::npos)
+          << body;
+    else
+      EXPECT_NE(body.find("tcc_i += (long long)gridDim.x * blockDim.x"),
+                std::string::npos)
+          << body;
+    EXPECT_EQ(body.find("std::"), std::string::npos) << body;
+    EXPECT_EQ(body.find("__builtin"), std::string::npos) << body;
+  }
+}
+
+/// The names of the functions an ELF64 object defines.
+std::set<std::string> elfFunctions(const std::vector<uint8_t> &elf) {
+  std::set<std::string> names;
+  auto *eh = reinterpret_cast<const Elf64_Ehdr *>(elf.data());
+  if (elf.size() < sizeof(Elf64_Ehdr) || eh->e_shoff == 0 ||
+      eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > elf.size())
+    return names;
+  auto *sh = reinterpret_cast<const Elf64_Shdr *>(elf.data() + eh->e_shoff);
+  for (unsigned s = 0; s < eh->e_shnum; ++s) {
+    if (sh[s].sh_type != SHT_SYMTAB || sh[s].sh_link >= eh->e_shnum)
+      continue;
+    const Elf64_Shdr &strtab = sh[sh[s].sh_link];
+    if (sh[s].sh_offset + sh[s].sh_size > elf.size() ||
+        strtab.sh_offset + strtab.sh_size > elf.size())
+      continue;
+    auto *sym =
+        reinterpret_cast<const Elf64_Sym *>(elf.data() + sh[s].sh_offset);
+    for (size_t i = 0; i < sh[s].sh_size / sizeof(Elf64_Sym); ++i)
+      if (ELF64_ST_TYPE(sym[i].st_info) == STT_FUNC &&
+          sym[i].st_shndx != SHN_UNDEF && sym[i].st_name < strtab.sh_size)
+        names.insert(reinterpret_cast<const char *>(
+            elf.data() + strtab.sh_offset + sym[i].st_name));
+  }
+  return names;
+}
+
+TEST_F(CudaCodegen, NvrtcCompilesEveryKernelToACubin) {
+  ::tcc::DeviceBinary bin;
+  std::string err;
+  ASSERT_TRUE(::tcc::compileCudaSource(cudaSource->source, "sm_90a", bin, err))
+      << err;
+  ASSERT_GT(bin.cubin.size(), 4u);
+  EXPECT_EQ(0, std::memcmp(bin.cubin.data(), ELFMAG, SELFMAG));
+  EXPECT_EQ(bin.compiler.rfind("nvrtc ", 0), 0u) << bin.compiler;
+  std::set<std::string> defined = elfFunctions(bin.cubin);
+  for (const rt::DeviceKernel &k : cudaSource->kernels)
+    for (const std::string &sym : {k.symbol, k.finSymbol})
+      EXPECT_TRUE(sym.empty() || defined.count(sym))
+          << sym << " is not in the cubin";
+  // An older architecture takes the same source.
+  ::tcc::DeviceBinary old;
+  EXPECT_TRUE(::tcc::compileCudaSource(cudaSource->source, "sm_80", old, err))
+      << err;
+}
+
+TEST(NvrtcCompile, ArchitecturesAreChecked) {
+  std::string err;
+  EXPECT_TRUE(::tcc::checkGpuArch("sm_90a", err)) << err;
+  EXPECT_TRUE(::tcc::checkGpuArch("sm_80", err)) << err;
+  EXPECT_FALSE(::tcc::checkGpuArch("sm_20", err));
+  EXPECT_NE(err.find("'sm_20' is not supported"), std::string::npos) << err;
+  EXPECT_NE(err.find("sm_90"), std::string::npos) << err; // lists them
+  EXPECT_FALSE(::tcc::checkGpuArch("sm_80a", err));
+  EXPECT_NE(err.find("no architecture-specific"), std::string::npos) << err;
+  EXPECT_FALSE(::tcc::checkGpuArch("compute_90", err));
+  EXPECT_NE(err.find("not of the form"), std::string::npos) << err;
+}
+
+TEST(NvrtcCompile, ErrorsCarryTheLog) {
+  ::tcc::DeviceBinary bin;
+  std::string err;
+  EXPECT_FALSE(::tcc::compileCudaSource(
+      "extern \"C\" __global__ void k() { undeclared_thing(); }", "sm_90a", bin,
+      err));
+  EXPECT_NE(err.find("NVRTC failed"), std::string::npos) << err;
+  EXPECT_NE(err.find("undeclared_thing"), std::string::npos) << err;
+}
+
+/// A shared object loaded from bytes through a private temporary file.
+struct SharedObject {
+  void *handle = nullptr;
+  explicit SharedObject(const std::vector<uint8_t> &bytes) {
+    char path[] = "/tmp/tcc-cuda-emu-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+      return;
+    bool ok = write(fd, bytes.data(), bytes.size()) == (ssize_t)bytes.size();
+    close(fd);
+    if (ok)
+      handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    unlink(path);
+  }
+  ~SharedObject() {
+    if (handle)
+      dlclose(handle);
+  }
+  void *sym(const std::string &name) const {
+    return handle ? dlsym(handle, name.c_str()) : nullptr;
+  }
+};
+
+using Wrapper = void (*)(void *const *);
+using Launch = void (*)(Wrapper, void *const *, unsigned, unsigned);
+
+struct Buffers {
+  std::vector<std::vector<float>> f32;
+  std::vector<std::vector<long long>> i64;
+  std::vector<std::vector<float>> out;
+  std::vector<double> partials;
+  long long err[4] = {0, 0, 0, 0};
+  std::vector<void *> args; // inputs, outputs, partials, err
+
+  Buffers(const rt::DeviceKernel &k, std::mt19937 &rng) {
+    std::uniform_real_distribution<float> real(-3.0f, 3.0f);
+    std::uniform_int_distribution<long long> label(0, k.cols - 1);
+    f32.reserve(k.inputs.size());
+    i64.reserve(k.inputs.size());
+    for (const auto &[t, n] : k.inputs) {
+      if (t == rt::DType::F32) {
+        f32.emplace_back(n);
+        for (float &v : f32.back())
+          v = real(rng);
+        args.push_back(f32.back().data());
+      } else {
+        i64.emplace_back(n);
+        for (long long &v : i64.back())
+          v = label(rng);
+        args.push_back(i64.back().data());
+      }
+    }
+    out.reserve(k.outputs.size());
+    for (const auto &o : k.outputs) {
+      // NaN: an element a kernel forgets to write does not match.
+      out.emplace_back(o.second, std::nanf(""));
+      args.push_back(out.back().data());
+    }
+    partials.assign(k.rows * k.partialsPerRow, std::nan(""));
+    args.push_back(k.partialsPerRow ? partials.data() : nullptr);
+    args.push_back(err);
+  }
+  void resetOutputs() {
+    for (auto &o : out)
+      std::fill(o.begin(), o.end(), std::nanf(""));
+    std::fill(partials.begin(), partials.end(), std::nan(""));
+    std::fill(err, err + 4, 0);
+  }
+};
+
+/// Runs kernel `k` of the emulated CUDA library on `b` with `grid` blocks.
+void runEmulated(const SharedObject &so, const rt::DeviceKernel &k, Buffers &b,
+                 unsigned grid) {
+  auto launch = reinterpret_cast<Launch>(so.sym("tcc_emu_launch"));
+  auto fn = reinterpret_cast<Wrapper>(so.sym("emu_" + k.symbol));
+  ASSERT_TRUE(launch && fn);
+  launch(fn, b.args.data(), grid, (unsigned)k.block);
+  if (!k.finSymbol.empty() && b.err[3] == 0) {
+    auto fin = reinterpret_cast<Wrapper>(so.sym("emu_" + k.finSymbol));
+    ASSERT_TRUE(fin);
+    launch(fin, b.args.data(), 1, 32); // thread 0 does the work
+  }
+}
+
+/// The ABI's grid: a warp per row, or a thread per element.
+unsigned abiGrid(const rt::DeviceKernel &k) {
+  int64_t threads = k.mapping == "rows" ? k.rows * 32 : k.rows * k.cols;
+  return (unsigned)((threads + k.block - 1) / k.block);
+}
+
+TEST_F(CudaCodegen, EmulatedKernelsMatchTheHostLibrary) {
+  ::tcc::HostLibrary hostLib, emuLib;
+  std::string err;
+  ASSERT_TRUE(::tcc::compileHostLibrary(*hostSource, hostLib, err)) << err;
+  rt::FusedLibrary host(hostLib.bytes.data(), hostLib.bytes.size(),
+                        hostLib.isa);
+  std::string emu =
+      std::string(::tcc::test::cudaEmulatorShim()) + cudaSource->source;
+  for (const rt::DeviceKernel &k : cudaSource->kernels)
+    emu += ::tcc::test::cudaEmulatorWrappers(k);
+  ASSERT_TRUE(::tcc::compileHostLibrary(emu, emuLib, err)) << err;
+  SharedObject so(emuLib.bytes);
+  ASSERT_TRUE(so.handle) << dlerror();
+  ASSERT_EQ(host.size(), cudaSource->kernels.size());
+
+  std::mt19937 rng(11);
+  for (size_t i = 0; i < host.size(); ++i) {
+    const rt::DeviceKernel &k = cudaSource->kernels[i];
+    const rt::FusedLibrary::Kernel &h = host.kernel(i);
+    SCOPED_TRACE(caseOf[i] + " kernel " + std::to_string(i) + " (" + k.name +
+                 ")");
+    Buffers want(k, rng), got = want;
+    got.args.clear(); // re-point at got's own vectors
+    {
+      size_t f = 0, n = 0;
+      for (const auto &in : k.inputs)
+        got.args.push_back(in.first == rt::DType::F32
+                               ? (void *)got.f32[f++].data()
+                               : (void *)got.i64[n++].data());
+      for (auto &o : got.out)
+        got.args.push_back(o.data());
+      got.args.push_back(k.partialsPerRow ? got.partials.data() : nullptr);
+      got.args.push_back(got.err);
+    }
+    std::vector<float> scratch(h.scratchFloats + 1);
+    std::vector<double> hostPartials(k.rows * h.partialsPerRow + 1);
+    int64_t hostErr[3] = {0, 0, 0};
+    ASSERT_EQ(0, h.fn(want.args.data(), 0, k.rows, scratch.data(),
+                      hostPartials.data(), hostErr));
+    if (h.fin)
+      h.fin(want.args.data(), hostPartials.data());
+
+    runEmulated(so, k, got, abiGrid(k));
+    ASSERT_EQ(got.err[3], 0);
+    for (size_t o = 0; o < k.outputs.size(); ++o) {
+      float scale = 0;
+      for (float v : want.out[o])
+        scale = std::max(scale, std::fabs(v));
+      for (size_t e = 0; e < want.out[o].size(); ++e) {
+        float w = want.out[o][e], g = got.out[o][e];
+        ASSERT_NEAR(g, w, 1e-5f * scale + 2e-5f * std::fabs(w))
+            << "output " << o << " element " << e;
+      }
+    }
+    // One block strides over the whole domain, bit for bit the same.
+    std::vector<std::vector<float>> first = got.out;
+    got.resetOutputs();
+    runEmulated(so, k, got, 1);
+    for (size_t o = 0; o < k.outputs.size(); ++o)
+      EXPECT_EQ(0, std::memcmp(first[o].data(), got.out[o].data(),
+                               first[o].size() * sizeof(float)))
+          << "output " << o << " depends on the grid";
+
+    if (k.partialsPerRow == 0)
+      continue;
+    // A label out of range (row 2): the error words, like the host's.
+    for (auto &labels : got.i64)
+      labels[std::min<int64_t>(2, labels.size() - 1)] = k.cols;
+    got.resetOutputs();
+    runEmulated(so, k, got, abiGrid(k));
+    EXPECT_EQ(got.err[3], 1);
+    EXPECT_EQ(got.err[0], 2);
+    EXPECT_EQ(got.err[1], k.cols);
+    EXPECT_EQ(got.err[2], k.cols);
+  }
+}
+
+} // namespace

@@ -1,0 +1,358 @@
+//===- CudaKernelCases.h - Programs that exercise every CUDA kernel -------===//
+//
+// One list of small programs over random state tensors, run by two tests:
+// CudaKernelsTest.cpp on a GPU (CudaSession) and CudaKernelEmuTest.cpp on
+// the CPU threads of the emulator (no GPU needed). Both compare the listed
+// outputs with the CPU kernels: data movement, casts and dropout masks bit
+// for bit, arithmetic within a tolerance for the math functions' last bits,
+// the order of reductions and 16-bit rounding. (matmul is cuBLASLt's and
+// is tested on the GPU only, in CudaKernelsTest.cpp.)
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_TESTS_UNIT_CUDAKERNELCASES_H
+#define TCC_TESTS_UNIT_CUDAKERNELCASES_H
+
+#include "CudaTestUtil.h"
+
+#include <algorithm>
+
+namespace tcc::rt::test {
+
+struct KernelCase {
+  explicit KernelCase(std::string n) : name(std::move(n)) {}
+  std::string name;
+  OneProgram prog;
+  std::vector<int32_t> outs;
+  double rtol = -1, atol = -1; // < 0: by each output's dtype
+};
+
+inline double rtolFor(DType t) {
+  return t == DType::BF16 ? 1e-2 : t == DType::F16 ? 2e-3 : 2e-5;
+}
+inline double atolFor(DType t) {
+  return t == DType::BF16 ? 1e-2 : t == DType::F16 ? 2e-3 : 1e-5;
+}
+
+/// Compares the case's outputs in `got` with the CPU kernels' results.
+inline void compareCase(const KernelCase &c,
+                        const std::vector<std::vector<uint8_t>> &got) {
+  auto cpu = c.prog.runCpu();
+  for (int32_t id : c.outs) {
+    DType t = c.prog.info(id).dtype;
+    expectClose(c.prog, cpu, got, id, c.rtol >= 0 ? c.rtol : rtolFor(t),
+                c.atol >= 0 ? c.atol : atolFor(t));
+  }
+}
+
+inline void unaryCases(std::vector<KernelCase> &cases) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    KernelCase c{std::string("unary_") + dtypeName(t)};
+    OneProgram &p = c.prog;
+    int32_t x = p.random(t, {3, 37}, 0.1f, 3.0f); // log and sqrt need > 0
+    int32_t s = p.random(t, {3, 37}, -3.0f, 3.0f);
+    int32_t dy = p.random(t, {3, 37});
+    auto un = [&](const char *k, int32_t in, std::vector<int64_t> i = {},
+                  std::vector<double> f = {}) {
+      c.outs.push_back(p.out(t, {3, 37}));
+      p.instr(k, {in}, {c.outs.back()}, i, f);
+    };
+    auto grad = [&](const char *k, int32_t v, std::vector<int64_t> i = {},
+                    std::vector<double> f = {}) {
+      c.outs.push_back(p.out(t, {3, 37}));
+      p.instr(k, {dy, v}, {c.outs.back()}, i, f);
+    };
+    for (const char *k : {"neg", "relu", "exp", "tanh", "sigmoid", "erf"})
+      un(k, s);
+    for (const char *k : {"log", "sqrt"})
+      un(k, x);
+    un("gelu", s, {0});
+    un("gelu", s, {1});
+    for (double e : {2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 1.7})
+      un("pow_scalar", x, {}, {e});
+    for (const char *k : {"relu_grad", "erf_grad"})
+      grad(k, s);
+    for (const char *k : {"sqrt_grad", "tanh_grad", "sigmoid_grad"})
+      grad(k, x);
+    grad("gelu_grad", s, {0});
+    grad("gelu_grad", s, {1});
+    for (double e : {0.0, 2.0, 1.7})
+      grad("pow_scalar_grad", x, {}, {e});
+    // In place, as the compiler schedules updates: y aliases x.
+    int32_t inplace = p.random(t, {3, 37});
+    p.instr("relu", {inplace}, {inplace});
+    c.outs.push_back(inplace);
+    cases.push_back(std::move(c));
+  }
+}
+
+inline void binaryCases(std::vector<KernelCase> &cases) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+    KernelCase c{std::string("binary_") + dtypeName(t)};
+    OneProgram &p = c.prog;
+    const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>
+        shapes = {{{2, 3, 4}, {3, 1}},
+                  {{4}, {2, 3, 4}},
+                  {{2, 3, 4}, {}},
+                  {{2, 3, 4}, {2, 3, 4}},
+                  {{2, 1, 4}, {1, 3, 1}}};
+    for (const auto &[sa, sb] : shapes) {
+      int32_t a = p.random(t, sa, 0.5f, 2.0f), b = p.random(t, sb, 0.5f, 2.0f);
+      std::vector<int64_t> sc = sa.size() >= sb.size() ? sa : sb;
+      if (sa.size() == sb.size())
+        for (size_t i = 0; i < sa.size(); ++i)
+          sc[i] = std::max(sa[i], sb[i]);
+      for (const char *k : {"add", "sub", "mul", "div", "pow"}) {
+        c.outs.push_back(p.out(t, sc));
+        p.instr(k, {a, b}, {c.outs.back()});
+      }
+    }
+    cases.push_back(std::move(c));
+  }
+}
+
+inline void castWhereEqualCases(std::vector<KernelCase> &cases) {
+  KernelCase pg{"pow_grad"};
+  {
+    OneProgram &p = pg.prog;
+    int32_t a = p.random(DType::F32, {5, 6}, 0.2f, 2.0f);
+    int32_t b = p.random(DType::F32, {5, 6}, -1.0f, 2.0f);
+    int32_t dy = p.random(DType::F32, {5, 6});
+    pg.outs = {p.out(DType::F32, {5, 6}), p.out(DType::F32, {5, 6})};
+    p.instr("pow_grad", {dy, a, b}, pg.outs);
+  }
+  cases.push_back(std::move(pg));
+
+  KernelCase c{"cast_where_equal"};
+  c.rtol = c.atol = 0;
+  OneProgram &p = c.prog;
+  int32_t f =
+      p.floats(DType::F32, {6}, {-2.7f, -0.5f, 0.0f, 0.5f, 3.9f, 1e20f});
+  int32_t i = p.i64({6}, {-3, 0, 1, 7, 1 << 20, -(1LL << 40)});
+  auto cast = [&](int32_t x, DType to, int64_t toBool) {
+    c.outs.push_back(p.out(to, {6}));
+    p.instr("cast", {x}, {c.outs.back()}, {toBool});
+  };
+  cast(f, DType::I64, 0);
+  cast(f, DType::I64, 1);
+  cast(i, DType::F32, 0);
+  cast(i, DType::I64, 1);
+  cast(i, DType::BF16, 0);
+  cast(f, DType::BF16, 0);
+  cast(f, DType::F16, 0);
+  int32_t h = p.random(DType::BF16, {6});
+  cast(h, DType::F16, 0);
+  cast(h, DType::F32, 0);
+  cast(h, DType::I64, 0);
+  int32_t cond = p.i64({2, 1, 4}, {1, 0, 0, 1, 0, 1, 1, 0});
+  int32_t x = p.random(DType::F32, {3, 4}), z = p.random(DType::F32, {});
+  c.outs.push_back(p.out(DType::F32, {2, 3, 4}));
+  p.instr("where", {cond, x, z}, {c.outs.back()});
+  int32_t xi = p.i64({4}, {1, 2, 3, 4});
+  c.outs.push_back(p.out(DType::I64, {2, 1, 4}));
+  p.instr("where", {cond, xi, cond}, {c.outs.back()});
+  int32_t e1 = p.floats(DType::F32, {3, 1}, {1, 2, 3});
+  int32_t e2 = p.floats(DType::F32, {4}, {3, 2, 1, 0});
+  c.outs.push_back(p.out(DType::I64, {3, 4}));
+  p.instr("equal", {e1, e2}, {c.outs.back()});
+  c.outs.push_back(p.out(DType::I64, {2, 1, 4}));
+  p.instr("equal", {cond, xi}, {c.outs.back()});
+  cases.push_back(std::move(c));
+}
+
+inline void dataMovementCases(std::vector<KernelCase> &cases) {
+  KernelCase c{"data_movement"};
+  c.rtol = c.atol = 0;
+  OneProgram &p = c.prog;
+  auto op = [&](const char *k, std::vector<int32_t> in, DType t,
+                std::vector<int64_t> shape, std::vector<int64_t> i = {}) {
+    c.outs.push_back(p.out(t, shape));
+    p.instr(k, in, {c.outs.back()}, i);
+  };
+  int32_t m = p.random(DType::F32, {37, 45});
+  op("transpose", {m}, DType::F32, {45, 37}, {1, 0}); // tiled
+  int32_t m3 = p.random(DType::F16, {3, 40, 33});
+  op("transpose", {m3}, DType::F16, {3, 33, 40}, {0, 2, 1}); // tiled, batched
+  int32_t m4 = p.random(DType::BF16, {2, 3, 4, 5});
+  op("transpose", {m4}, DType::BF16, {2, 4, 3, 5}, {0, 2, 1, 3});
+  op("transpose", {m4}, DType::BF16, {5, 2, 3, 4}, {3, 0, 1, 2});
+  int32_t mi = p.i64({2, 3}, {1, 2, 3, 4, 5, 6});
+  op("transpose", {mi}, DType::I64, {3, 2}, {1, 0});
+  int32_t col = p.random(DType::F32, {3, 1});
+  op("broadcast_to", {col}, DType::F32, {2, 3, 4});
+  int32_t s = p.random(DType::F32, {5, 6});
+  op("slice", {s}, DType::F32, {2, 3}, {1, 5, 2, -2});
+  int32_t w = p.random(DType::F32, {2, 3});
+  op("slice_grad", {w}, DType::F32, {5, 6}, {1, 5, 2, -2});
+  int32_t table = p.random(DType::F32, {10, 4});
+  int32_t idx = p.i64({2, 3}, {0, 9, -1, 3, 3, 5});
+  op("gather", {table, idx}, DType::F32, {2, 3, 4}, {0});
+  int32_t idx1 = p.i64({2}, {3, -4});
+  op("gather", {table, idx1}, DType::F32, {10, 2}, {1});
+  op("concat", {m, m}, DType::F32, {37, 90}, {1});
+  op("copy", {mi}, DType::I64, {2, 3});
+  cases.push_back(std::move(c));
+
+  KernelCase g{"gather_grad"}; // repeated indices: sums
+  OneProgram &q = g.prog;
+  int32_t dy = q.random(DType::F32, {2, 3, 4});
+  int32_t gi = q.i64({2, 3}, {1, 1, 7, -3, 1, 0});
+  g.outs.push_back(q.out(DType::F32, {10, 4}));
+  q.instr("gather_grad", {dy, gi}, {g.outs.back()}, {0});
+  int32_t dyh = q.random(DType::BF16, {2, 3, 4});
+  g.outs.push_back(q.out(DType::BF16, {10, 4}));
+  q.instr("gather_grad", {dyh, gi}, {g.outs.back()}, {0});
+  cases.push_back(std::move(g));
+}
+
+inline void reductionCases(std::vector<KernelCase> &cases) {
+  KernelCase c{"reductions"};
+  c.rtol = 1e-4;
+  c.atol = 2e-4;
+  OneProgram &p = c.prog;
+  int32_t x = p.random(DType::F32, {4, 5, 6});
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>
+      axes = {{{0}, {5, 6}}, {{1}, {4, 6}},   {{2}, {4, 5}},
+              {{0, 2}, {5}}, {{0, 1, 2}, {}}, {{1, 2}, {4, 1, 1}}};
+  for (const auto &[ax, shape] : axes)
+    for (const char *k : {"reduce_sum", "reduce_mean"}) {
+      c.outs.push_back(p.out(DType::F32, shape));
+      p.instr(k, {x}, {c.outs.back()}, ax);
+    }
+  int32_t wide = p.random(DType::F32, {3, 5000}); // a block per row
+  c.outs.push_back(p.out(DType::F32, {3}));
+  p.instr("reduce_sum", {wide}, {c.outs.back()}, {1});
+  int32_t many = p.random(DType::F32, {300, 7}); // a warp per row
+  c.outs.push_back(p.out(DType::F32, {300}));
+  p.instr("reduce_mean", {many}, {c.outs.back()}, {1});
+  cases.push_back(std::move(c));
+
+  KernelCase h{"reduce_bf16"}; // f32 sums, one rounding
+  int32_t xh = h.prog.random(DType::BF16, {6, 33});
+  h.outs.push_back(h.prog.out(DType::BF16, {33}));
+  h.prog.instr("reduce_sum", {xh}, {h.outs.back()}, {0});
+  cases.push_back(std::move(h));
+}
+
+inline void softmaxLossCases(std::vector<KernelCase> &cases) {
+  KernelCase c{"softmax_losses"};
+  c.rtol = 1e-5;
+  c.atol = 1e-6;
+  OneProgram &p = c.prog;
+  for (auto [shape, axis] : {std::pair{std::vector<int64_t>{6, 37}, -1},
+                             std::pair{std::vector<int64_t>{2, 5, 3}, 1}}) {
+    int32_t x = p.random(DType::F32, shape, -4, 4);
+    int32_t dy = p.random(DType::F32, shape);
+    for (const char *k : {"softmax", "log_softmax"}) {
+      int32_t y = p.out(DType::F32, shape);
+      p.instr(k, {x}, {y}, {axis});
+      int32_t dx = p.out(DType::F32, shape);
+      p.instr(std::string(k) + "_grad", {dy, y}, {dx}, {axis});
+      c.outs.insert(c.outs.end(), {y, dx});
+    }
+  }
+  int32_t logits = p.random(DType::F32, {8, 11}, -5, 5);
+  int32_t labels = p.i64({8}, {0, 10, 3, 3, 7, 1, 9, 5});
+  int32_t dloss = p.floats(DType::F32, {}, {1.5f});
+  c.outs.push_back(p.out(DType::F32, {}));
+  p.instr("softmax_cross_entropy", {logits, labels}, {c.outs.back()});
+  c.outs.push_back(p.out(DType::F32, {8, 11}));
+  p.instr("softmax_cross_entropy_grad", {dloss, logits, labels},
+          {c.outs.back()});
+  int32_t pred = p.random(DType::F32, {7, 9});
+  int32_t tgt = p.random(DType::F32, {63});
+  c.outs.push_back(p.out(DType::F32, {}));
+  p.instr("mse_loss", {pred, tgt}, {c.outs.back()});
+  c.outs.push_back(p.out(DType::F32, {7, 9}));
+  p.instr("mse_loss_grad", {dloss, pred, tgt}, {c.outs.back()});
+  cases.push_back(std::move(c));
+}
+
+inline void layerNormCases(std::vector<KernelCase> &cases) {
+  for (auto [shape, axis] : {std::pair{std::vector<int64_t>{4, 7, 33}, 2},
+                             std::pair{std::vector<int64_t>{300, 20}, 1},
+                             std::pair{std::vector<int64_t>{3, 4, 5}, 1}}) {
+    KernelCase c{"layer_norm_" + std::to_string(shape.size()) + "d_axis" +
+                 std::to_string(axis) + "_" + std::to_string(shape[0])};
+    c.rtol = c.atol = 1e-5;
+    OneProgram &p = c.prog;
+    int64_t rows = 1, n = 1;
+    for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+      (d < axis ? rows : n) *= shape[d];
+    int32_t x = p.random(DType::F32, shape, -3, 3);
+    int32_t gamma = p.random(DType::F32, {n}), beta = p.random(DType::F32, {n});
+    int32_t y = p.out(DType::F32, shape), mean = p.out(DType::F32, {rows}),
+            rstd = p.out(DType::F32, {rows});
+    p.instr("layer_norm", {x, gamma, beta}, {y, mean, rstd}, {axis}, {1e-5});
+    int32_t dy = p.random(DType::F32, shape);
+    int32_t dx = p.out(DType::F32, shape), dg = p.out(DType::F32, {n}),
+            db = p.out(DType::F32, {n});
+    p.instr("layer_norm_grad", {dy, x, gamma, mean, rstd}, {dx, dg, db},
+            {axis});
+    c.outs = {y, mean, rstd, dx, dg, db};
+    cases.push_back(std::move(c));
+  }
+}
+
+/// Three consecutive AdamW updates (the session makes them one multi-
+/// tensor launch) of sizes spanning several blocks, one with other
+/// hyper-parameters, SGD and SGD with momentum.
+inline void optimizerCases(std::vector<KernelCase> &cases) {
+  KernelCase c{"optimizers"};
+  c.rtol = 1e-6;
+  c.atol = 1e-7;
+  OneProgram &p = c.prog;
+  int32_t step = p.floats(DType::F32, {}, {3.0f});
+  for (int64_t n : {5000, 17, 9000, 100}) {
+    int32_t w = p.random(DType::F32, {n}), g = p.random(DType::F32, {n});
+    int32_t m = p.random(DType::F32, {n}, -0.1f, 0.1f);
+    int32_t v = p.random(DType::F32, {n}, 0.0f, 0.1f);
+    double lr = n == 100 ? 0.01 : 1e-3;
+    p.instr("adamw_update", {w, g, m, v, step}, {w, m, v}, {},
+            {lr, 0.9, 0.999, 1e-8, 0.01});
+    c.outs.insert(c.outs.end(), {w, m, v});
+  }
+  int32_t w = p.random(DType::F32, {50}), g = p.random(DType::F32, {50});
+  int32_t buf = p.random(DType::F32, {50});
+  p.instr("sgd_update", {w, g}, {w}, {}, {0.1, 0.01});
+  p.instr("sgd_momentum_update", {w, g, buf}, {w, buf}, {}, {0.1, 0.9, 0.01});
+  c.outs.insert(c.outs.end(), {w, buf});
+  cases.push_back(std::move(c));
+
+  KernelCase d{"dropout_increment"}; // masks bit for bit
+  d.rtol = d.atol = 0;
+  OneProgram &q = d.prog;
+  int32_t x = q.random(DType::F32, {1000});
+  int32_t st = q.i64({}, {7});
+  int32_t y = q.out(DType::F32, {1000}), mask = q.out(DType::F32, {1000});
+  q.instr("dropout", {x, st}, {y, mask}, {99}, {0.3});
+  int32_t next = q.out(DType::I64, {});
+  q.instr("increment", {st}, {next});
+  d.outs = {y, mask, next};
+  cases.push_back(std::move(d));
+}
+
+/// Every case above.
+inline std::vector<KernelCase> kernelCases() {
+  std::vector<KernelCase> cases;
+  unaryCases(cases);
+  binaryCases(cases);
+  castWhereEqualCases(cases);
+  dataMovementCases(cases);
+  reductionCases(cases);
+  softmaxLossCases(cases);
+  layerNormCases(cases);
+  optimizerCases(cases);
+  return cases;
+}
+
+/// The case names, for parameterized tests.
+inline std::vector<std::string> kernelCaseNames() {
+  std::vector<std::string> names;
+  for (const KernelCase &c : kernelCases())
+    names.push_back(c.name);
+  return names;
+}
+
+} // namespace tcc::rt::test
+
+#endif // TCC_TESTS_UNIT_CUDAKERNELCASES_H

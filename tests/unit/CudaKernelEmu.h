@@ -1,0 +1,101 @@
+//===- CudaKernelEmu.h - The runtime's CUDA kernels on CPU threads --------===//
+//
+// Force-included (-include) before runtime/cuda/CudaKernels*.cu when the
+// tests compile them as C++ (tcc_cuda_emu_tests): with it the hand-written
+// kernels run on a machine without a GPU, so their indexing, reductions and
+// barriers are checked against the CPU kernels in CI.
+//
+// Each CUDA thread of a block is a fiber (ucontext) on the calling thread;
+// the fibers switch at every __syncthreads and, per warp, at every
+// shuffle, so barriers and shuffles have their real semantics. Blocks run
+// one after the other, so `__shared__` (a static variable here) is the
+// block's shared memory, and atomics need no lock. A barrier that is not
+// reached by every thread (a kernel bug that hangs or corrupts a GPU)
+// aborts the test with a message. Device math is the host libm's and
+// 16-bit conversions are runtime/cpu/Half.h's.
+//
+// The CUDA runtime calls the launchers make (memset, memcpy, 2-D copies on
+// "device" memory, which is host memory here) are defined by
+// CudaKernelEmu.cpp; cudart is not linked.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_TESTS_UNIT_CUDAKERNELEMU_H
+#define TCC_TESTS_UNIT_CUDAKERNELEMU_H
+
+#define TCC_CUDA_EMULATE 1
+// Before the CUDA headers, which then leave these alone.
+#define __global__
+#define __device__
+#define __host__
+#define __shared__ static
+#define __launch_bounds__(n)
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstring>
+#include <functional>
+
+namespace tcc_emu {
+
+struct Index {
+  unsigned x = 0, y = 0, z = 0;
+};
+extern Index threadIndex, blockIndex; // of the running fiber
+extern dim3 blockDims, gridDims;
+
+/// Runs body() as every thread of every block of the launch.
+void launch(dim3 grid, dim3 block, const std::function<void()> &body);
+void syncBlock();
+/// The value lane (own lane ^ laneMask) of this warp passed in.
+unsigned long long exchangeXor(unsigned long long bits, int laneMask);
+
+template <class K> struct Launcher {
+  K kernel;
+  dim3 grid, block;
+  template <class... A> void operator()(A... args) const {
+    K k = kernel;
+    launch(grid, block, [&] { k(args...); });
+  }
+};
+template <class K> Launcher<K> launcher(K kernel, dim3 grid, dim3 block) {
+  return {kernel, grid, block};
+}
+
+} // namespace tcc_emu
+
+#define threadIdx (::tcc_emu::threadIndex)
+#define blockIdx (::tcc_emu::blockIndex)
+#define blockDim (::tcc_emu::blockDims)
+#define gridDim (::tcc_emu::gridDims)
+
+inline void __syncthreads() { tcc_emu::syncBlock(); }
+
+template <class T> T __shfl_xor_sync(unsigned, T v, int laneMask) {
+  static_assert(sizeof(T) <= 8, "shuffles move at most 8 bytes");
+  unsigned long long bits = 0;
+  std::memcpy(&bits, &v, sizeof v);
+  bits = tcc_emu::exchangeXor(bits, laneMask);
+  T r;
+  std::memcpy(&r, &bits, sizeof r);
+  return r;
+}
+
+// Fibers switch only at barriers, so these are atomic as they stand.
+inline unsigned long long atomicCAS(unsigned long long *p,
+                                    unsigned long long compare,
+                                    unsigned long long value) {
+  unsigned long long old = *p;
+  if (old == compare)
+    *p = value;
+  return old;
+}
+
+inline float atomicAdd(float *p, float v) {
+  float old = *p;
+  *p = old + v;
+  return old;
+}
+
+#endif // TCC_TESTS_UNIT_CUDAKERNELEMU_H

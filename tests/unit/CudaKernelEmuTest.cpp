@@ -1,0 +1,149 @@
+//===- CudaKernelEmuTest.cpp - The CUDA kernels, emulated, vs the CPU -----===//
+//
+// Runs the programs of CudaKernelCases.h through the CUDA registry's
+// launchers with the kernels compiled for the CPU (CudaKernelEmu.h): no GPU
+// is needed, so CI checks the kernels' logic (indexing, broadcasting,
+// reductions, barriers, error reporting). matmul (cuBLASLt) and fused (the
+// artifact's cubin) are not emulated.
+//
+//===----------------------------------------------------------------------===//
+#include "CudaKernelCases.h"
+
+#include "runtime/cuda/CudaKernels.h"
+
+using namespace tcc::rt;
+using namespace tcc::rt::test;
+
+// What the emulator cannot run: cuBLASLt and loaded cubins.
+namespace tcc::rt::cuda {
+int64_t prepare_matmul(const Instr &, const std::vector<TensorInfo> &) {
+  throw Error("matmul is not emulated");
+}
+void launch_matmul(const CudaArgs &) { throw Error("matmul is not emulated"); }
+} // namespace tcc::rt::cuda
+cudaError_t cudaLaunchKernel(const void *, dim3, dim3, void **, size_t,
+                             cudaStream_t) {
+  return cudaErrorNotSupported;
+}
+
+namespace {
+
+/// Every tensor's bytes after running the programs through the launchers;
+/// `err` gets each instr's four error words.
+std::vector<std::vector<uint8_t>>
+runEmulated(const OneProgram &prog, std::vector<long long> *err = nullptr) {
+  const Artifact &a = const_cast<OneProgram &>(prog).artifact();
+  std::vector<std::vector<uint8_t>> store = prog.initial();
+  int64_t scratchBytes = 0;
+  for (const Program &p : a.programs)
+    for (const Instr &in : p.instrs) {
+      checkInstr(in, a.tensors);
+      const cuda::CudaKernelDef *def = cuda::findCudaKernel(in.kernel);
+      if (!def)
+        throw Error("no CUDA kernel for " + in.kernel);
+      if (def->prepare)
+        scratchBytes = std::max(scratchBytes, def->prepare(in, a.tensors));
+    }
+  std::vector<double> scratch(static_cast<size_t>(scratchBytes / 8 + 1));
+  for (const Program &p : a.programs)
+    for (const Instr &in : p.instrs) {
+      std::vector<long long> words(4, 0);
+      cuda::CudaArgs args{in, {}, {}};
+      for (int32_t id : in.inputs)
+        args.in.push_back(TensorView{store[id].data(), a.tensors[id].dtype,
+                                     &a.tensors[id].shape,
+                                     a.tensors[id].numElements()});
+      for (int32_t id : in.outputs)
+        args.out.push_back(TensorView{store[id].data(), a.tensors[id].dtype,
+                                      &a.tensors[id].shape,
+                                      a.tensors[id].numElements()});
+      args.err = words.data();
+      args.scratch = scratch.data();
+      args.smCount = 2; // small grids: the grid-stride loops do the rest
+      cuda::findCudaKernel(in.kernel)->launch(args);
+      if (err)
+        err->insert(err->end(), words.begin(), words.end());
+      else
+        EXPECT_EQ(words[3], 0) << in.kernel << " raised a data error";
+    }
+  return store;
+}
+
+class CudaKernelEmu : public ::testing::TestWithParam<std::string> {};
+
+} // namespace
+
+TEST_P(CudaKernelEmu, MatchesTheCpu) {
+  for (const KernelCase &c : kernelCases())
+    if (c.name == GetParam())
+      compareCase(c, runEmulated(c.prog));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CudaKernelEmu,
+                         ::testing::ValuesIn(kernelCaseNames()),
+                         [](const ::testing::TestParamInfo<std::string> &i) {
+                           return i.param;
+                         });
+
+// The multi-tensor AdamW launch over a table of three tensors equals three
+// single updates on the CPU.
+TEST(CudaKernelEmuAdamW, MultiTensorLaunch) {
+  std::vector<KernelCase> cases;
+  optimizerCases(cases);
+  const OneProgram &prog = cases[0].prog;
+  const Artifact &a = const_cast<OneProgram &>(prog).artifact();
+  std::vector<std::vector<uint8_t>> store = prog.initial();
+  const auto &instrs = a.programs[0].instrs;
+  std::vector<cuda::AdamEntry> entries;
+  std::vector<cuda::AdamBlock> blocks;
+  for (int e = 0; e < 3; ++e) { // the three with the same hyper-parameters
+    const Instr &in = instrs[e];
+    auto buf = [&](int32_t id) {
+      return static_cast<void *>(store[id].data());
+    };
+    int64_t n = a.tensors[in.inputs[0]].numElements();
+    entries.push_back({buf(in.inputs[0]), buf(in.inputs[1]), buf(in.inputs[2]),
+                       buf(in.inputs[3]), buf(in.outputs[0]),
+                       buf(in.outputs[1]), buf(in.outputs[2]), n, 0, 0, 0, 0});
+    for (int64_t s = 0; s < n; s += cuda::kAdamChunk)
+      blocks.push_back({e, s});
+  }
+  int32_t step = instrs[0].inputs[4];
+  cuda::launchAdamwMulti(
+      entries.data(), blocks.data(), static_cast<int64_t>(blocks.size()),
+      store[step].data(), DType::F32, instrs[0].fattrs, nullptr);
+  std::vector<std::vector<uint8_t>> cpu = prog.initial();
+  std::vector<void *> buffers;
+  for (auto &s : cpu)
+    buffers.push_back(s.data());
+  for (int e = 0; e < 3; ++e)
+    runKernel(instrs[e], a.tensors, buffers);
+  for (int e = 0; e < 3; ++e)
+    for (int32_t id : instrs[e].outputs)
+      expectClose(prog, cpu, store, id, 1e-6, 1e-7);
+}
+
+// Data errors land in the instr's words as {position, value, bound, 1}.
+TEST(CudaKernelEmuErrors, LabelsAndIndicesOutOfRange) {
+  OneProgram p;
+  int32_t logits = p.random(DType::F32, {3, 5});
+  int32_t labels = p.i64({3}, {1, 7, 2});
+  int32_t loss = p.out(DType::F32, {});
+  p.instr("softmax_cross_entropy", {logits, labels}, {loss});
+  int32_t dloss = p.floats(DType::F32, {}, {1.0f});
+  int32_t dlogits = p.out(DType::F32, {3, 5});
+  p.instr("softmax_cross_entropy_grad", {dloss, logits, labels}, {dlogits});
+  int32_t table = p.random(DType::F32, {4, 3});
+  int32_t idx = p.i64({2, 2}, {0, 1, -5, 2});
+  int32_t y = p.out(DType::F32, {2, 2, 3});
+  p.instr("gather", {table, idx}, {y}, {0});
+  std::vector<long long> err;
+  runEmulated(p, &err);
+  ASSERT_EQ(err.size(), 12u);
+  EXPECT_EQ(std::vector<long long>(err.begin(), err.begin() + 4),
+            (std::vector<long long>{1, 7, 5, 1}));
+  EXPECT_EQ(std::vector<long long>(err.begin() + 4, err.begin() + 8),
+            (std::vector<long long>{1, 7, 5, 1}));
+  EXPECT_EQ(std::vector<long long>(err.begin() + 8, err.end()),
+            (std::vector<long long>{2, -5, 4, 1}));
+}
