@@ -88,7 +88,7 @@ sanitize() {
     -E '^e2e_resnet_parity$'
   echo "== ThreadSanitizer runtime-only build ($TSAN_DIR): feeder and thread-pool tests"
   cmake -S . -B "$TSAN_DIR" -G Ninja "${SAN_FLAGS[@]}" -DTCC_RUNTIME_ONLY=ON \
-    -DTCC_SANITIZE=thread >/dev/null
+    -DTCC_ENABLE_CUDA=OFF -DTCC_SANITIZE=thread >/dev/null
   cmake --build "$TSAN_DIR" --target tcc_unit_tests
   TSAN_OPTIONS="halt_on_error=1" \
     "$TSAN_DIR/tests/unit/tcc_unit_tests" --gtest_filter='*Feeder*:ThreadPool.*'
@@ -98,7 +98,7 @@ fuzz() {
   echo "== libFuzzer targets ($FUZZ_DIR): regressions, then short runs"
   cmake -S . -B "$FUZZ_DIR" -G Ninja "${SAN_FLAGS[@]}" \
     -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-    -DTCC_FUZZ=ON -DTCC_BUILD_TESTS=OFF >/dev/null
+    -DTCC_FUZZ=ON -DTCC_BUILD_TESTS=OFF -DTCC_ENABLE_CUDA=OFF >/dev/null
   cmake --build "$FUZZ_DIR" --target tcc_fuzz
   ctest --test-dir "$FUZZ_DIR" --output-on-failure -j "$(nproc)" -L fuzz
 }
