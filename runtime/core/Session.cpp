@@ -54,56 +54,6 @@ static void applyThreadSetting() {
   openblas_set_num_threads(static_cast<int>(n));
 }
 
-namespace {
-/// Where an operand lives in the compiled layout: its own buffer (region =
-/// tensor id) or a byte range of the program arena (region = -1).
-struct Placement {
-  int64_t region, begin, end;
-  bool overlaps(const Placement &o) const {
-    return region == o.region && begin < o.end && o.begin < end;
-  }
-  bool sameAs(const Placement &o) const {
-    return region == o.region && begin == o.begin && end == o.end;
-  }
-};
-} // namespace
-
-static Placement placement(const std::vector<TensorInfo> &tensors, int32_t id) {
-  const TensorInfo &t = tensors[id];
-  if (t.kind == TensorKind::Temp)
-    return {-1, t.arenaOffset, t.arenaOffset + t.byteSize()};
-  return {id, 0, t.byteSize()};
-}
-
-/// Outputs must not overlap each other; an output may overlap an input only
-/// by being exactly the same bytes, and only for element-wise kernels.
-static void checkAliasing(const Instr &in,
-                          const std::vector<TensorInfo> &tensors) {
-  auto name = [&](const char *role, size_t i, int32_t id) {
-    return std::string(role) + " " + std::to_string(i) + " '" +
-           tensors[id].name + "'";
-  };
-  for (size_t o = 0; o < in.outputs.size(); ++o) {
-    Placement po = placement(tensors, in.outputs[o]);
-    for (size_t o2 = 0; o2 < o; ++o2)
-      if (po.overlaps(placement(tensors, in.outputs[o2])))
-        throw Error(name("output", o, in.outputs[o]) + " overlaps " +
-                    name("output", o2, in.outputs[o2]) + " in memory");
-    for (size_t i = 0; i < in.inputs.size(); ++i) {
-      Placement pi = placement(tensors, in.inputs[i]);
-      if (!po.overlaps(pi))
-        continue;
-      if (!kernelAllowsInPlace(in.kernel))
-        throw Error(name("output", o, in.outputs[o]) + " overlaps " +
-                    name("input", i, in.inputs[i]) + " in memory, but " +
-                    in.kernel + " cannot run in place");
-      if (!po.sameAs(pi))
-        throw Error(name("output", o, in.outputs[o]) + " partially overlaps " +
-                    name("input", i, in.inputs[i]) + " in memory");
-    }
-  }
-}
-
 static TensorView viewOf(const TensorInfo &t) {
   return TensorView{nullptr, t.dtype, &t.shape, t.numElements()};
 }

@@ -157,6 +157,13 @@ int64_t kernelScratchBytes();
 /// instr: the caller knows its program and index.
 void checkInstr(const Instr &instr, const std::vector<TensorInfo> &tensors);
 
+/// Checks where `instr`'s operands live in the static layout (own buffers,
+/// arena offsets): outputs never overlap each other and overlap an input
+/// only as exactly the same bytes of an element-wise kernel (each element
+/// is read before it is written). Both the CPU and the CUDA session rely on
+/// it. Throws Error like checkInstr.
+void checkAliasing(const Instr &instr, const std::vector<TensorInfo> &tensors);
+
 /// The function that runs `instr` (checked by checkInstr): its registered
 /// kernel, or, when an operand is bf16 or f16, that kernel behind an adapter
 /// that widens the 16-bit operands to f32 and rounds the 16-bit results

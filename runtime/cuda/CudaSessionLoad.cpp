@@ -47,57 +47,6 @@ bool archRunsOn(const std::string &arch, int major, int minor,
   return ok;
 }
 
-namespace {
-/// Where an operand lives in the static layout: its own buffer (region =
-/// tensor id) or a byte range of the program arena (region = -1).
-struct Placement {
-  int64_t region, begin, end;
-  bool overlaps(const Placement &o) const {
-    return region == o.region && begin < o.end && o.begin < end;
-  }
-  bool sameAs(const Placement &o) const {
-    return region == o.region && begin == o.begin && end == o.end;
-  }
-};
-} // namespace
-
-static Placement placement(const std::vector<TensorInfo> &tensors, int32_t id) {
-  const TensorInfo &t = tensors[id];
-  if (t.kind == TensorKind::Temp)
-    return {-1, t.arenaOffset, t.arenaOffset + t.byteSize()};
-  return {id, 0, t.byteSize()};
-}
-
-/// The CPU session's rule (Session.cpp), which the CUDA kernels rely on as
-/// well: outputs never overlap each other, and overlap an input only as
-/// exactly the same bytes of an element-wise kernel (each thread reads its
-/// elements before writing them).
-static void checkAliasing(const Instr &in,
-                          const std::vector<TensorInfo> &tensors) {
-  auto name = [&](const char *role, size_t i, int32_t id) {
-    return std::string(role) + " " + std::to_string(i) + " '" +
-           tensors[id].name + "'";
-  };
-  for (size_t o = 0; o < in.outputs.size(); ++o) {
-    Placement po = placement(tensors, in.outputs[o]);
-    for (size_t o2 = 0; o2 < o; ++o2)
-      if (po.overlaps(placement(tensors, in.outputs[o2])))
-        throw Error(name("output", o, in.outputs[o]) + " overlaps " +
-                    name("output", o2, in.outputs[o2]) + " in memory");
-    for (size_t i = 0; i < in.inputs.size(); ++i) {
-      Placement pi = placement(tensors, in.inputs[i]);
-      if (!po.overlaps(pi))
-        continue;
-      if (!kernelAllowsInPlace(in.kernel))
-        throw Error(name("output", o, in.outputs[o]) + " overlaps " +
-                    name("input", i, in.inputs[i]) + " in memory, but " +
-                    in.kernel + " cannot run in place");
-      if (!po.sameAs(pi))
-        throw Error(name("output", o, in.outputs[o]) + " partially overlaps " +
-                    name("input", i, in.inputs[i]) + " in memory");
-    }
-  }
-}
 
 /// A `fused` instr against the kernel table of the artifact's GPU code
 /// (index, operand counts, dtypes, element counts), like FusedLibrary::check.
