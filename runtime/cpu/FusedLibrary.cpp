@@ -138,12 +138,19 @@ void FusedLibrary::check(const Instr &instr,
     throw Error("generated kernel " + std::to_string(k) +
                 " does not exist (the library has " +
                 std::to_string(kernels_.size()) + ")");
-  const Kernel &kern = kernels_[k];
-  if (instr.inputs.size() != kern.inputs.size() ||
-      instr.outputs.size() != kern.outputs.size())
+  checkFusedOperands(instr, tensors, k, kernels_[k].inputs,
+                     kernels_[k].outputs);
+}
+
+void checkFusedOperands(const Instr &instr,
+                        const std::vector<TensorInfo> &tensors, int64_t k,
+                        const std::vector<std::pair<DType, int64_t>> &inputs,
+                        const std::vector<std::pair<DType, int64_t>> &outputs) {
+  if (instr.inputs.size() != inputs.size() ||
+      instr.outputs.size() != outputs.size())
     throw Error("generated kernel " + std::to_string(k) + " takes " +
-                std::to_string(kern.inputs.size()) + " inputs and " +
-                std::to_string(kern.outputs.size()) + " outputs, got " +
+                std::to_string(inputs.size()) + " inputs and " +
+                std::to_string(outputs.size()) + " outputs, got " +
                 std::to_string(instr.inputs.size()) + " and " +
                 std::to_string(instr.outputs.size()));
   auto expect = [&](const std::vector<int32_t> &ids,
@@ -160,8 +167,8 @@ void FusedLibrary::check(const Instr &instr,
                     std::to_string(sig[i].second) + " elements");
     }
   };
-  expect(instr.inputs, kern.inputs, "input");
-  expect(instr.outputs, kern.outputs, "output");
+  expect(instr.inputs, inputs, "input");
+  expect(instr.outputs, outputs, "output");
 }
 
 namespace kernels {

@@ -58,6 +58,15 @@ using FusedFin = void (*)(void *const *buffers, const double *partials);
 std::string hostIsa();
 bool cpuSupportsIsa(const std::string &isa);
 
+/// Checks a `fused` instr's operands against generated kernel `k`'s
+/// signature, (dtype, element count) per input and output, as the code was
+/// compiled: the host library's and the GPU code's kernels are checked
+/// alike. Throws Error naming the first operand that differs.
+void checkFusedOperands(const Instr &instr,
+                        const std::vector<TensorInfo> &tensors, int64_t k,
+                        const std::vector<std::pair<DType, int64_t>> &inputs,
+                        const std::vector<std::pair<DType, int64_t>> &outputs);
+
 class FusedLibrary {
 public:
   struct Kernel {

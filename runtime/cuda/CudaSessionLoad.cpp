@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Initializer.h"
+#include "runtime/cpu/FusedLibrary.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaSessionInternal.h"
 
@@ -60,30 +61,8 @@ static void checkFused(const Instr &in, const std::vector<TensorInfo> &tensors,
     throw Error("generated kernel " + std::to_string(k) +
                 " does not exist (the GPU code has " +
                 std::to_string(dc.kernels.size()) + ")");
-  const DeviceKernel &dk = dc.kernels[k];
-  if (in.inputs.size() != dk.inputs.size() ||
-      in.outputs.size() != dk.outputs.size())
-    throw Error("generated kernel " + std::to_string(k) + " takes " +
-                std::to_string(dk.inputs.size()) + " inputs and " +
-                std::to_string(dk.outputs.size()) + " outputs, got " +
-                std::to_string(in.inputs.size()) + " and " +
-                std::to_string(in.outputs.size()));
-  auto expect = [&](const std::vector<int32_t> &ids,
-                    const std::vector<std::pair<DType, int64_t>> &sig,
-                    const char *role) {
-    for (size_t i = 0; i < ids.size(); ++i) {
-      const TensorInfo &t = tensors[ids[i]];
-      if (t.dtype != sig[i].first || t.numElements() != sig[i].second)
-        throw Error(std::string(role) + " " + std::to_string(i) + " '" +
-                    t.name + "' is " + dtypeName(t.dtype) + " " +
-                    formatShape(t.shape) + "; generated kernel " +
-                    std::to_string(k) + " was compiled for " +
-                    dtypeName(sig[i].first) + " with " +
-                    std::to_string(sig[i].second) + " elements");
-    }
-  };
-  expect(in.inputs, dk.inputs, "input");
-  expect(in.outputs, dk.outputs, "output");
+  checkFusedOperands(in, tensors, k, dc.kernels[k].inputs,
+                     dc.kernels[k].outputs);
 }
 
 static TensorView viewOf(const TensorInfo &t) {
