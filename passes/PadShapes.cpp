@@ -10,6 +10,8 @@
 //      dimensions are never padded. Each is rounded up to its multiple:
 //      `vocab-multiple` for dimensions of at least `vocab-threshold`
 //      elements, `multiple` for the others (0 leaves a dimension alone).
+//      A batched lhs times a 2-D rhs is one GEMM over all of lhs's rows, so
+//      its M is those rows (not padded when they are aligned).
 //   2. Each misaligned operand is padded with zeros at the end of its last
 //      two dimensions by `tcc.slice_grad` with zero starts and unit steps,
 //      which is exactly a zero pad (see TccOpsShape.td).
@@ -157,6 +159,14 @@ void PadShapesPass::padFunction(func::FuncOp fn) {
     int64_t m = ot.getDimSize(orank - 2), n = ot.getDimSize(orank - 1);
     int64_t k = lt.getDimSize(ta ? lr - 2 : lr - 1);
     int64_t mp = padded(m), np = padded(n), kp = padded(k);
+    // A batched lhs times a shared 2-D rhs runs as one GEMM whose M is all
+    // of lhs's rows (both backends fold the batch into M): when that M is
+    // aligned, padding each batch's rows would only add work.
+    if (rr == 2 && !ta && lr > 2 && mp != m) {
+      int64_t rows = lt.getNumElements() / k;
+      if (padded(rows) == rows)
+        mp = m;
+    }
     if (mp == m && np == n && kp == k)
       continue;
     LLVM_DEBUG(llvm::dbgs() << "padding " << m << "x" << n << "x" << k << " to "

@@ -92,6 +92,7 @@ def Tcc_TransposeOp : Tcc_DiffOp<"transpose"> {
   let results = (outs Tcc_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -114,6 +115,7 @@ def Tcc_MatmulOp : Tcc_DiffOp<"matmul"> {
   let results = (outs Tcc_FloatTensor:$result);
   let assemblyFormat =
       "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasCanonicalizer = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -93,6 +93,21 @@ func.func @batched(%a: tensor<2x3x6x4xf32>, %b: tensor<4x8xf32>) -> tensor<2x3x6
 
 // -----
 
+// The same with 4 x 6 = 24 rows: one GEMM with an aligned M of 24, so only
+// K is padded and there is no slice.
+
+// CHECK-LABEL: func.func @batched_rows_aligned
+// CHECK-DAG:     %[[AP:.+]] = tcc.slice_grad %{{.+}} {shape = array<i64: 4, 6, 8>, {{.+}}} : tensor<4x6x4xf32> -> tensor<4x6x8xf32>
+// CHECK-DAG:     %[[BP:.+]] = tcc.slice_grad %{{.+}} {shape = array<i64: 8, 8>, {{.+}}} : tensor<4x8xf32> -> tensor<8x8xf32>
+// CHECK:         %[[P:.+]] = tcc.matmul %[[AP]], %[[BP]] : (tensor<4x6x8xf32>, tensor<8x8xf32>) -> tensor<4x6x8xf32>
+// CHECK-NEXT:    return %[[P]]
+func.func @batched_rows_aligned(%a: tensor<4x6x4xf32>, %b: tensor<4x8xf32>) -> tensor<4x6x8xf32> {
+  %y = tcc.matmul %a, %b : (tensor<4x6x4xf32>, tensor<4x8xf32>) -> tensor<4x6x8xf32>
+  return %y : tensor<4x6x8xf32>
+}
+
+// -----
+
 // A weight read by the forward and the backward is padded once; the padded
 // product feeds the next matmul directly (its padding is already zero), so
 // there is no slice -> pad chain.
