@@ -15,6 +15,7 @@
 #include "runtime/cuda/CudaTrainLoop.h"
 
 #include "runtime/cuda/CudaCheck.h"
+#include "runtime/cuda/CudaNonFinite.h"
 #include "runtime/train/TrainSetup.h"
 
 #include <cuda_runtime_api.h>
@@ -195,6 +196,20 @@ public:
         slot->device.push_back(std::make_unique<DeviceBuffer>(bytes));
       slots_.push_back(std::move(slot));
     }
+    // What the non-finite scan counts: findNonFinite's tensors.
+    for (size_t id = 0; id < a.tensors.size(); ++id) {
+      const TensorInfo &t = a.tensors[id];
+      if ((t.kind == TensorKind::Param || t.kind == TensorKind::State) &&
+          t.dtype == DType::F32)
+        scanIds_.push_back(static_cast<int32_t>(id));
+    }
+    size_t countBytes = scanIds_.size() * sizeof(unsigned long long);
+    counts_ = std::make_unique<DeviceBuffer>(countBytes);
+    countsHost_ = std::make_unique<Pinned>(countBytes);
+    int device = 0;
+    TCC_CUDA_CHECK(cudaGetDevice(&device));
+    TCC_CUDA_CHECK(cudaDeviceGetAttribute(
+        &smCount_, cudaDevAttrMultiProcessorCount, device));
     int64_t k = plan.gradAccum;
     readback_ = std::make_unique<Pinned>(2 * (k + 2) * sizeof(float));
     for (int i = 0; i < 2; ++i) {
@@ -231,6 +246,7 @@ private:
   bool enqueueStep(int64_t step, StepRecord &rec);
   void finish(StepRecord &rec);
   void checkFinite(int64_t step);
+  bool anyNonFiniteOnDevice();
   void checkpoint(int64_t step, float loss);
   bool syncPoint(int64_t step) const {
     bool ckpt = !opts_.checkpointDir.empty() && opts_.checkpointEvery > 0 &&
@@ -263,7 +279,11 @@ private:
   StepRecord records_[2];
 
   float prevSkipped_ = 0, lastLoss_ = 0;
-  int64_t scannedStep_ = -1, checkpointedStep_ = -1;
+  int64_t scannedStep_ = -1, checkpointedStep_ = -1, mirrorStep_ = -1;
+  std::vector<int32_t> scanIds_; // f32 parameters and state
+  std::unique_ptr<DeviceBuffer> counts_; // one counter per scanned tensor
+  std::unique_ptr<Pinned> countsHost_;
+  int smCount_ = 1;
   int64_t killAfter_ = -1;
   std::unique_ptr<Progress> progress_;
   std::unique_ptr<std::ofstream> metrics_;
@@ -347,23 +367,58 @@ bool GpuTrainer::enqueueStep(int64_t step, StepRecord &rec) {
   return true;
 }
 
-/// Parameters and state are scanned for NaN/Inf on their host mirror every
-/// nonfiniteCheckEvery steps, after the last one and always before a
-/// checkpoint: one with non-finite weights is never written.
+/// Counts NaN/Inf of every scanned tensor on the device (one read of the
+/// weights at memory speed, one word per tensor back): whether any is.
+bool GpuTrainer::anyNonFiniteOnDevice() {
+  size_t bytes = scanIds_.size() * sizeof(unsigned long long);
+  if (!bytes)
+    return false;
+  auto *counts = static_cast<unsigned long long *>(counts_->get());
+  TCC_CUDA_CHECK(cudaMemsetAsync(counts, 0, bytes, compute_));
+  const std::vector<TensorInfo> &ts = s_.tensors();
+  for (size_t i = 0; i < scanIds_.size(); ++i) {
+    const TensorInfo &t = ts[scanIds_[i]];
+    cuda::countNonFinite(TensorView{s_.deviceData(scanIds_[i]), t.dtype,
+                                    &t.shape, t.numElements()},
+                         counts + i, compute_, smCount_);
+  }
+  TCC_CUDA_CHECK(cudaMemcpyAsync(countsHost_->get(), counts, bytes,
+                                 cudaMemcpyDeviceToHost, compute_));
+  TCC_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  const auto *host =
+      reinterpret_cast<const unsigned long long *>(countsHost_->get());
+  for (size_t i = 0; i < scanIds_.size(); ++i)
+    if (host[i])
+      return true;
+  return false;
+}
+
+/// Parameters and state are scanned for NaN/Inf every nonfiniteCheckEvery
+/// steps, after the last one and always before a checkpoint: one with
+/// non-finite weights is never written. The scan counts on the device; the
+/// weights come to the host only when one is bad, to name it.
 void GpuTrainer::checkFinite(int64_t step) {
   if (scannedStep_ == step)
     return;
   Clock::time_point t0 = Clock::now();
   s_.synchronize(); // a kernel's error first: it explains the values
+  if (!anyNonFiniteOnDevice()) {
+    r_.nonfiniteCheckSeconds += secondsSince(t0);
+    scannedStep_ = step;
+    return;
+  }
   mirror_.download();
+  mirrorStep_ = step;
   std::string bad =
       findNonFinite(s_.tensors(), [&](int32_t id) -> const void * {
         return mirror_.data(id);
       });
   r_.nonfiniteCheckSeconds += secondsSince(t0);
   scannedStep_ = step;
-  if (!bad.empty())
-    throw Error("step " + std::to_string(step) + ": " + bad +
+  if (bad.empty()) // the device counted what the host does not see
+    bad = "a parameter or state tensor has non-finite values on the GPU "
+          "but not in its downloaded copy";
+  throw Error("step " + std::to_string(step) + ": " + bad +
                 "; lower the learning rate or check the data" +
                 (opts_.checkpointDir.empty()
                      ? ""
@@ -371,7 +426,11 @@ void GpuTrainer::checkFinite(int64_t step) {
 }
 
 void GpuTrainer::checkpoint(int64_t step, float loss) {
-  checkFinite(step); // also downloads the mirror of this step
+  checkFinite(step);
+  if (mirrorStep_ != step) {
+    mirror_.download(); // what the checkpoint writes
+    mirrorStep_ = step;
+  }
   checkpointedStep_ = step;
   Clock::time_point t0 = Clock::now();
   meta_.step = step;

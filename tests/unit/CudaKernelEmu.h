@@ -98,4 +98,11 @@ inline float atomicAdd(float *p, float v) {
   return old;
 }
 
+inline unsigned long long atomicAdd(unsigned long long *p,
+                                    unsigned long long v) {
+  unsigned long long old = *p;
+  *p = old + v;
+  return old;
+}
+
 #endif // TCC_TESTS_UNIT_CUDAKERNELEMU_H

@@ -16,6 +16,7 @@
 #include "runtime/feeder/HostArray.h"
 #include "runtime/train/Checkpoint.h"
 
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -232,6 +233,47 @@ TEST(CudaTrainLoop, NonFiniteLossIsTheCpusError) {
   }
   EXPECT_EQ(cpuError.rfind("step 1: the loss is ", 0), 0u) << cpuError;
   EXPECT_EQ(gpuError.rfind("step 1: the loss is ", 0), 0u) << gpuError;
+}
+
+// Non-finite state with a finite loss: an Inf in one AdamW second moment
+// leaves the updates finite (m / Inf = 0), so only the scan finds it. The
+// GPU counts on the device and names the value as the CPU does.
+TEST(CudaTrainLoop, NonFiniteStateIsTheCpusError) {
+  REQUIRE_GPU_ARTIFACT(dir);
+  Artifact a = readArtifact(dir + "/mlp.tcc");
+  int32_t id = -1;
+  for (size_t i = 0; i < a.tensors.size(); ++i)
+    if (a.tensors[i].kind == TensorKind::State &&
+        a.tensors[i].name.find("exp_avg_sq") != std::string::npos &&
+        a.tensors[i].numElements() > 3) {
+      id = static_cast<int32_t>(i);
+      break;
+    }
+  ASSERT_GE(id, 0) << "the MLP artifact has no AdamW second moment";
+  TrainOptions o = options(dir, 4);
+  o.nonfiniteCheckEvery = 2;
+  std::string cpuError, gpuError;
+  try {
+    Session s(a, ExecMode::Compiled);
+    static_cast<float *>(s.data(id))[3] = INFINITY;
+    train(s, a, o);
+  } catch (const Error &e) {
+    cpuError = e.what();
+  }
+  try {
+    cuda::CudaSession s(a, ExecMode::Compiled);
+    float inf = INFINITY;
+    ASSERT_EQ(cudaMemcpy(static_cast<float *>(s.deviceData(id)) + 3, &inf,
+                         sizeof inf, cudaMemcpyHostToDevice),
+              cudaSuccess);
+    cuda::trainOnGpu(s, a, o);
+  } catch (const Error &e) {
+    gpuError = e.what();
+  }
+  std::string want = "step 2: state '" + a.tensors[id].name +
+                     "' has 1 non-finite value (first: +Inf at index 3)";
+  EXPECT_EQ(cpuError.rfind(want, 0), 0u) << cpuError;
+  EXPECT_EQ(gpuError, cpuError);
 }
 
 TEST(CudaTrainLoop, EvaluationMatchesTheCpu) {
