@@ -9,7 +9,9 @@
 //    bytes: the two become one buffer. Reshapes (copies) and chains of
 //    activations and their gradients then cost nothing extra, which is how
 //    the compiled step can hold less than an allocator that must allocate
-//    an output before it frees the input.
+//    an output before it frees the input. A reshape (a `copy` between temps
+//    of one dtype and size) joins its input's buffer even when the input
+//    lives on: a view, whose copy the kernels skip (equal pointers).
 // 2. Placement. Each buffer gets an offset so that buffers live at the same
 //    time never share bytes. Greedy placement is tried in several orders
 //    (largest first, definition order, longest life first) with first fit
@@ -64,6 +66,12 @@ ProgramLifetimes tcc::analyzeLifetimes(const rt::Artifact &artifact,
   for (int64_t i = 0; i < end; ++i) {
     const rt::Instr &in = program.instrs[i];
     bool elementwise = inPlace && rt::kernelAllowsInPlace(in.kernel);
+    // A copy between temps of one dtype and size is a reshape: the values
+    // are immutable once written, so the output may be the input's bytes
+    // even while the input lives on (the copy kernels skip equal pointers).
+    // The buffer then lives until both are dead, which keeps any in-place
+    // writer (step 1 needs a dying buffer) off it meanwhile.
+    bool view = inPlace && in.kernel == "copy" && in.inputs.size() == 1;
     std::vector<int32_t> taken; // buffers reused by this instr's outputs
     for (int32_t out : in.outputs) {
       if (!isTemp(out) || L.first[out] != i || L.bufferOf[out] >= 0)
@@ -71,13 +79,13 @@ ProgramLifetimes tcc::analyzeLifetimes(const rt::Artifact &artifact,
       const rt::TensorInfo &o = artifact.tensors[out];
       int32_t join = -1;
       for (int32_t id : in.inputs) {
-        if (!elementwise || !isTemp(id) || L.last[id] != i)
+        if (!isTemp(id) || !(view || (elementwise && L.last[id] == i)))
           continue;
         const rt::TensorInfo &t = artifact.tensors[id];
         int32_t b = L.bufferOf[id];
         if (b < 0 || t.dtype != o.dtype || t.numElements() != o.numElements() ||
             std::find(taken.begin(), taken.end(), b) != taken.end() ||
-            L.buffers[b].last != i ||
+            (!view && L.buffers[b].last != i) ||
             L.buffers[b].size != alignUp(std::max<int64_t>(o.byteSize(), 1)))
           continue;
         join = b;
@@ -85,7 +93,7 @@ ProgramLifetimes tcc::analyzeLifetimes(const rt::Artifact &artifact,
       }
       if (join >= 0) {
         taken.push_back(join);
-        L.buffers[join].last = L.last[out];
+        L.buffers[join].last = std::max(L.buffers[join].last, L.last[out]);
         L.buffers[join].tensors.push_back(out);
         L.bufferOf[out] = join;
         continue;

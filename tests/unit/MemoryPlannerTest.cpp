@@ -94,6 +94,52 @@ TEST(MemoryPlanner, InPlaceChainsShareBytes) {
   expectNoConflicts(b.a, b.p, analyzeLifetimes(b.a, b.p, false));
 }
 
+// A reshape (copy between temps of one size) is a view of its input's
+// bytes even while the input lives on; nothing may then write over them in
+// place until both are dead. Compiled (views) and eager (real copies) agree.
+TEST(MemoryPlanner, ReshapesAreViews) {
+  Builder b;
+  int32_t x = b.tensor(TensorKind::Input, {8, 16});
+  int32_t w = b.tensor(TensorKind::Param, {16, 16});
+  int32_t h = b.op("matmul", {x, w}, {8, 16}, {0, 0});
+  int32_t v = b.op("copy", {h}, {128});      // a view of h
+  int32_t r = b.op("relu", {h}, {8, 16});    // h's last read: v still lives
+  int32_t v2 = b.op("copy", {v}, {8, 16});   // a view of the view
+  int32_t y = b.op("sub", {v2, r}, {8, 16}); // min(h, 0)
+  b.p.name = "train_step";
+  b.p.inputs = {x};
+  b.p.outputs = {y};
+  planProgramMemory(b.a, b.p);
+  EXPECT_EQ(b.a.tensors[v].arenaOffset, b.a.tensors[h].arenaOffset);
+  EXPECT_EQ(b.a.tensors[v2].arenaOffset, b.a.tensors[h].arenaOffset);
+  EXPECT_NE(b.a.tensors[r].arenaOffset, b.a.tensors[h].arenaOffset);
+  ProgramLifetimes L = analyzeLifetimes(b.a, b.p, true);
+  EXPECT_EQ(L.buffers.size(), 2u);
+  EXPECT_EQ(b.p.arenaBytes, 2 * 8 * 16 * 4);
+  expectNoConflicts(b.a, b.p, L);
+
+  b.a.programs.push_back(b.p);
+  std::vector<std::vector<float>> outs;
+  for (rt::ExecMode mode : {rt::ExecMode::Compiled, rt::ExecMode::Eager}) {
+    rt::Session s(b.a, mode);
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd;
+    for (int32_t id : {x, w}) {
+      float *p = static_cast<float *>(s.data(id));
+      for (int64_t i = 0; i < b.a.tensors[id].numElements(); ++i)
+        p[i] = nd(rng);
+    }
+    s.run("train_step");
+    const float *out = static_cast<const float *>(s.data(y));
+    outs.emplace_back(out, out + 128);
+  }
+  EXPECT_EQ(outs[0], outs[1]);
+  int negative = 0;
+  for (float f : outs[0])
+    negative += f < 0;
+  EXPECT_GT(negative, 0); // min(h, 0): the view still held h after relu
+}
+
 TEST(MemoryPlanner, RandomProgramsHaveNoConflicts) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 20; ++trial) {
