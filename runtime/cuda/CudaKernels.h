@@ -135,6 +135,7 @@ int64_t prepare_layer_norm_grad(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_gather_grad(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_adamw_update(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_matmul(const Instr &, const std::vector<TensorInfo> &);
+int64_t prepare_reduce(const Instr &, const std::vector<TensorInfo> &);
 
 // --- Multi-tensor AdamW (CudaKernelsOptim.cu) -----------------------------
 /// One tensor of a multi-tensor AdamW launch: inputs p, g, m, v and outputs

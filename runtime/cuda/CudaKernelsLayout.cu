@@ -363,19 +363,27 @@ __global__ void __launch_bounds__(1024)
 }
 
 /// Any layout: 32 consecutive outputs per block (threadIdx.x), the reduced
-/// elements split over threadIdx.y and summed in a fixed order.
+/// elements [j0, j1) of chunk blockIdx.y split over threadIdx.y and summed
+/// in a fixed order. With one chunk the block writes the result; with
+/// several (a column sum of few outputs over many rows, like a bias
+/// gradient: [8192, 768] -> [768] would otherwise run on 24 blocks) each
+/// writes its partial sum to `partial` [chunks, outputs] and
+/// reduceChunksKernel adds them in chunk order.
 __global__ void reduceColsKernel(const void *x, int tx, void *y, int ty,
                                  long long outputs, long long len,
-                                 Strided<1> kept, Strided<1> reduced,
-                                 float count, bool mean) {
+                                 long long chunkLen, Strided<1> kept,
+                                 Strided<1> reduced, float count, bool mean,
+                                 float *partial) {
   __shared__ float part[8][33];
+  long long j0 = blockIdx.y * chunkLen;
+  long long j1 = j0 + chunkLen < len ? j0 + chunkLen : len;
   for (long long k0 = blockIdx.x * 32LL; k0 < outputs; k0 += gridDim.x * 32LL) {
     long long k = k0 + threadIdx.x;
     float s = 0.0f;
     if (k < outputs) {
       long long base;
       kept.offsets(k, &base);
-      for (long long j = threadIdx.y; j < len; j += blockDim.y) {
+      for (long long j = j0 + threadIdx.y; j < j1; j += blockDim.y) {
         long long r;
         reduced.offsets(j, &r);
         s += ldf(x, tx, base + r);
@@ -387,52 +395,107 @@ __global__ void reduceColsKernel(const void *x, int tx, void *y, int ty,
       float t = 0.0f;
       for (int i = 0; i < 8; ++i)
         t += part[i][threadIdx.x];
-      stf(y, ty, k, mean ? t / count : t);
+      if (partial)
+        partial[blockIdx.y * outputs + k] = t;
+      else
+        stf(y, ty, k, mean ? t / count : t);
     }
     __syncthreads();
   }
 }
 
-void launch_reduce(const CudaArgs &a) {
-  const TensorView &X = a.in[0], &Y = a.out[0];
-  const auto &axes = a.instr.iattrs;
-  const auto &xs = *X.shape;
-  std::vector<int64_t> xst = kernels::contiguousStrides(xs);
+__global__ void reduceChunksKernel(const float *partial, long long chunks,
+                                   void *y, int ty, long long outputs,
+                                   float count, bool mean) {
+  for (long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+       k < outputs; k += (long long)gridDim.x * blockDim.x) {
+    float t = 0.0f;
+    for (long long c = 0; c < chunks; ++c)
+      t += partial[c * outputs + k];
+    stf(y, ty, k, mean ? t / count : t);
+  }
+}
+
+namespace {
+/// How launch_reduce runs one reduction (prepare_reduce sizes its scratch
+/// from the same plan, so it never depends on the GPU model).
+struct ReducePlan {
   std::vector<int64_t> keptShape, keptSt, redShape, redSt;
-  int64_t count = 1;
+  int64_t count = 1, outputs = 1;
+  bool rows = false;       // reduced elements contiguous per output
+  int64_t chunks = 1;      // column path: row chunks summed separately
+  int64_t chunkLen = 0;
+};
+
+ReducePlan planReduce(const std::vector<int64_t> &xs,
+                      const std::vector<int64_t> &axes) {
+  ReducePlan p;
+  std::vector<int64_t> xst = kernels::contiguousStrides(xs);
   for (size_t d = 0; d < xs.size(); ++d) {
     if (std::binary_search(axes.begin(), axes.end(), int64_t(d))) {
-      redShape.push_back(xs[d]);
-      redSt.push_back(xst[d]);
-      count *= xs[d];
+      p.redShape.push_back(xs[d]);
+      p.redSt.push_back(xst[d]);
+      p.count *= xs[d];
     } else {
-      keptShape.push_back(xs[d]);
-      keptSt.push_back(xst[d]);
+      p.keptShape.push_back(xs[d]);
+      p.keptSt.push_back(xst[d]);
+      p.outputs *= xs[d];
     }
   }
+  kernels::LoopNest<1> red(p.redShape, {p.redSt});
+  p.rows = p.count <= 1 || (red.dims.size() == 1 && red.strides[0][0] == 1);
+  // Columns: chunks of >= 256 reduced elements, at most 64, while the
+  // partial sums stay small (<= 16 MiB of scratch).
+  if (!p.rows && p.outputs <= (1 << 16))
+    p.chunks = std::max<int64_t>(1, std::min<int64_t>(64, p.count / 256));
+  p.chunkLen = (p.count + p.chunks - 1) / p.chunks;
+  return p;
+}
+} // namespace
+
+int64_t prepare_reduce(const Instr &in, const std::vector<TensorInfo> &t) {
+  const TensorInfo &x = t[in.inputs[0]];
+  if (x.shape.size() > static_cast<size_t>(kCudaMaxRank))
+    throw Error("no CUDA kernel for rank " + std::to_string(x.shape.size()) +
+                " operands ('" + x.name + "'); the CUDA kernels take rank <= " +
+                std::to_string(kCudaMaxRank));
+  ReducePlan p = planReduce(x.shape, in.iattrs);
+  return p.chunks > 1 ? p.chunks * p.outputs * int64_t(sizeof(float)) : 0;
+}
+
+void launch_reduce(const CudaArgs &a) {
+  const TensorView &X = a.in[0], &Y = a.out[0];
+  ReducePlan p = planReduce(*X.shape, a.instr.iattrs);
   long long outputs = Y.numel;
   if (outputs == 0)
     return;
   bool mean = a.instr.kernel == "reduce_mean";
   // Like PyTorch (and the CPU), the mean of nothing is NaN (0/0).
-  float fcount = static_cast<float>(count);
-  Strided<1> kept = makeStrided<1>(keptShape, {keptSt});
-  kernels::LoopNest<1> red(redShape, {redSt});
-  bool rows = count <= 1 || (red.dims.size() == 1 && red.strides[0][0] == 1);
-  if (rows) {
+  float fcount = static_cast<float>(p.count);
+  Strided<1> kept = makeStrided<1>(p.keptShape, {p.keptSt});
+  if (p.rows) {
     bool warpPerRow = outputs >= 4LL * a.smCount;
     int block = warpPerRow ? 256 : 1024;
     unsigned grid =
         warpPerRow ? gridFor(outputs * 32, block, a.smCount) : rowGrid(outputs);
     TCC_LAUNCH(reduceRowsKernel, grid, block, a.stream)
-    (X.data, dt(X), Y.data, dt(Y), outputs, count, kept, fcount, mean,
+    (X.data, dt(X), Y.data, dt(Y), outputs, p.count, kept, fcount, mean,
      warpPerRow);
   } else {
-    Strided<1> reduced = makeStrided<1>(redShape, {redSt});
-    unsigned grid = static_cast<unsigned>(
-        std::min<long long>((outputs + 31) / 32, 1LL << 20));
+    Strided<1> reduced = makeStrided<1>(p.redShape, {p.redSt});
+    float *partial = p.chunks > 1 ? static_cast<float *>(a.scratch) : nullptr;
+    dim3 grid(static_cast<unsigned>(
+                  std::min<long long>((outputs + 31) / 32, 1LL << 20)),
+              static_cast<unsigned>(p.chunks));
     TCC_LAUNCH(reduceColsKernel, grid, dim3(32, 8), a.stream)
-    (X.data, dt(X), Y.data, dt(Y), outputs, count, kept, reduced, fcount, mean);
+    (X.data, dt(X), Y.data, dt(Y), outputs, p.count, p.chunkLen, kept, reduced,
+     fcount, mean, partial);
+    if (partial) {
+      checkLaunch(a.instr.kernel.c_str());
+      TCC_LAUNCH(reduceChunksKernel, gridFor(outputs, 256, a.smCount), 256,
+                 a.stream)
+      (partial, p.chunks, Y.data, dt(Y), outputs, fcount, mean);
+    }
   }
   checkLaunch(a.instr.kernel.c_str());
 }

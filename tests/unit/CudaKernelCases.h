@@ -224,6 +224,15 @@ inline void reductionCases(std::vector<KernelCase> &cases) {
   int32_t many = p.random(DType::F32, {300, 7}); // a warp per row
   c.outs.push_back(p.out(DType::F32, {300}));
   p.instr("reduce_mean", {many}, {c.outs.back()}, {1});
+  // Column sums over many rows (bias gradients): row chunks with partial
+  // sums in the scratch, then added in chunk order; 2100 rows make 8
+  // chunks of 263, the last one short.
+  int32_t tall = p.random(DType::F32, {2100, 40});
+  c.outs.push_back(p.out(DType::F32, {40}));
+  p.instr("reduce_sum", {tall}, {c.outs.back()}, {0});
+  int32_t tall3 = p.random(DType::F32, {3, 700, 5});
+  c.outs.push_back(p.out(DType::F32, {5}));
+  p.instr("reduce_mean", {tall3}, {c.outs.back()}, {0, 1});
   cases.push_back(std::move(c));
 
   KernelCase h{"reduce_bf16"}; // f32 sums, one rounding
