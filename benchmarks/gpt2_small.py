@@ -172,7 +172,8 @@ def run_tcc(args, art, device):
     r = json.loads(lines[-1])
     return {"step_s": r["median_step_ms"] / 1e3,
             "peak_bytes": r.get("peak_bytes", 0),
-            "device": r.get("device", device)}, ""
+            "device": r.get("device", device),
+            "cuda_graphs": r.get("cuda_graphs", "")}, ""
 
 
 def largest_fitting(batches, measure, log, what):
@@ -237,6 +238,9 @@ def run(args):
         mem = f"{r['peak_bytes'] / 2**30:.2f} GiB" if r["peak_bytes"] else "n/a"
         out.append(f"| {name} | {b} | {r['step_s'] * 1e3:.1f} | {tps:,.0f} "
                    f"| {mfu} | {mem} |")
+    for name, b, r in rows:
+        if r is not None and r.get("cuda_graphs"):
+            out.append(f"\n{name} CUDA graphs: {r['cuda_graphs']}")
     if "tcc" in base:
         for ref in ("PyTorch eager", "torch.compile"):
             if ref in base:

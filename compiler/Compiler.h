@@ -42,6 +42,10 @@ struct CompileOptions {
   bool report = false;
   /// tcc-fuse and generated kernels (--no-fuse: one library kernel per op).
   bool fuse = true;
+  /// tcc-gemm-epilogue (bias, activation and bias gradient folded into
+  /// GEMMs): 1 on, 0 off, -1 the target's default (on for cuda only; see
+  /// docs/ARCHITECTURE.md for the CPU measurements).
+  int gemmEpilogue = -1;
   /// "cpu" or "cuda": cuda also pads for tensor cores and adds the fused
   /// regions' CUDA kernels, compiled by NVRTC for `gpuArch`
   /// (Artifact::device); the host library stays as the CPU fallback.

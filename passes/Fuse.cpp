@@ -15,8 +15,11 @@
 //  3. Each region becomes one tcc.fused op placed at its last member; ops
 //     between its members that depend on it move after it. Splat constants
 //     are cloned into the body so the code generator inlines them.
+// bf16/f16 values join like f32 ones (element-wise ops and float casts; row
+// ops read and write f32), so a mixed-precision chain "cast up, op, cast
+// down" is one region.
 // Not handled: sibling fusion of independent consumers of one value, column
-// reductions (they stay reduce_sum kernels), regions with bf16/f16 values.
+// reductions (they stay reduce_sum kernels).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/ActivationAnalysis.h"
@@ -179,10 +182,12 @@ struct Clusters {
 } // namespace
 
 /// Whether a region is worth a generated kernel: anything but pure data
-/// movement, which the copy kernels do as well.
+/// movement and conversion (e.g. a weight cast to bf16 for its GEMM), which
+/// the copy and cast kernels do as well.
 static bool worthGenerating(ArrayRef<Operation *> ops) {
-  return llvm::any_of(
-      ops, [](Operation *op) { return !isa<ReshapeOp, BroadcastToOp>(op); });
+  return llvm::any_of(ops, [](Operation *op) {
+    return !isa<ReshapeOp, BroadcastToOp, CastOp>(op);
+  });
 }
 
 static bool isSplatConstant(Value v) {
@@ -190,7 +195,10 @@ static bool isSplatConstant(Value v) {
   if (!c)
     return false;
   auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
-  return dense && dense.isSplat() && dense.getElementType().isF32();
+  if (!dense || !dense.isSplat())
+    return false;
+  Type e = dense.getElementType();
+  return e.isF32() || e.isBF16() || e.isF16();
 }
 
 /// Replaces the members (in block order) by one tcc.fused op.

@@ -21,8 +21,25 @@ static int64_t numelOf(ArrayRef<int64_t> s) {
   return n;
 }
 
-static bool isF32(Value v) {
-  return cast<RankedTensorType>(v.getType()).getElementType().isF32();
+/// f32, bf16 or f16: the float types generated code loads, computes (in f32)
+/// and stores.
+static bool isGeneratedFloat(Type t) {
+  return t.isF32() || t.isBF16() || t.isF16();
+}
+
+static bool isFloatValue(Value v) {
+  return isGeneratedFloat(cast<RankedTensorType>(v.getType()).getElementType());
+}
+
+/// Whether every float operand and result of `op` is f32 (row ops: their
+/// reductions read f32 rows; 16-bit values reach them through fused casts).
+static bool allFloatsF32(Operation *op) {
+  for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults())) {
+    Type e = cast<RankedTensorType>(v.getType()).getElementType();
+    if (isa<FloatType>(e) && !e.isF32())
+      return false;
+  }
+  return true;
 }
 
 /// Row-major strides of `shape` right-aligned in `rank` dims, 0 where a
@@ -70,44 +87,52 @@ static bool lastAxis(int64_t axis, Value v) {
 }
 
 OpKind fusion::classify(Operation *op) {
-  // Every tensor must be non-empty and every float one f32 (bf16/f16 regions
-  // are not generated yet).
+  // Every tensor must be non-empty and every float one f32, bf16 or f16.
+  // Generated code computes in f32 and rounds each bf16/f16 result where the
+  // unfused kernel would store it (with libm's functions for such results),
+  // so a region's 16-bit values are bit for bit the library kernels'.
   for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults())) {
     auto t = dyn_cast<RankedTensorType>(v.getType());
     if (!t || !t.hasStaticShape() || t.getNumElements() == 0)
       return OpKind::None;
-    if (isa<FloatType>(t.getElementType()) && !t.getElementType().isF32())
+    if (isa<FloatType>(t.getElementType()) &&
+        !isGeneratedFloat(t.getElementType()))
       return OpKind::None;
   }
+  auto row = [&](bool ok) {
+    return ok && allFloatsF32(op) ? OpKind::Row : OpKind::None;
+  };
   return llvm::TypeSwitch<Operation *, OpKind>(op)
       .Case<AddOp, SubOp, MulOp, DivOp, PowOp, NegOp, ReluOp, ReluGradOp, ExpOp,
             LogOp, SqrtOp, TanhOp, SigmoidOp, ErfOp, SqrtGradOp, TanhGradOp,
             SigmoidGradOp, ErfGradOp, PowScalarOp, PowScalarGradOp, GeluOp,
             GeluGradOp>([](auto) { return OpKind::Elementwise; })
       .Case<BroadcastToOp, ReshapeOp>([](auto o) {
-        return isF32(o.getInput()) ? OpKind::Elementwise : OpKind::None;
+        return isFloatValue(o.getInput()) ? OpKind::Elementwise : OpKind::None;
       })
       .Case<WhereOp>([](WhereOp w) {
-        return isF32(w.getResult()) ? OpKind::Elementwise : OpKind::None;
+        return isFloatValue(w.getResult()) ? OpKind::Elementwise : OpKind::None;
       })
-      .Case<SoftmaxOp, LogSoftmaxOp>([](auto s) {
-        return lastAxis(s.getAxis(), s.getInput()) ? OpKind::Row : OpKind::None;
-      })
-      .Case<SoftmaxGradOp, LogSoftmaxGradOp>([](auto s) {
-        return lastAxis(s.getAxis(), s.getGrad()) ? OpKind::Row : OpKind::None;
-      })
-      .Case<ReduceSumOp, ReduceMeanOp>([](auto r) {
-        int64_t rank = (int64_t)shapeOf(r.getInput()).size();
-        return rank >= 1 && r.getAxes().size() == 1 &&
-                       r.getAxes()[0] == rank - 1
-                   ? OpKind::Row
+      // Conversions between the float types (integer casts stay kernels).
+      .Case<CastOp>([](CastOp c) {
+        return isFloatValue(c.getInput()) && isFloatValue(c.getResult())
+                   ? OpKind::Elementwise
                    : OpKind::None;
       })
-      .Case<LayerNormOp>([](LayerNormOp l) {
-        return lastAxis(l.getAxis(), l.getInput()) ? OpKind::Row : OpKind::None;
+      .Case<SoftmaxOp, LogSoftmaxOp>(
+          [&](auto s) { return row(lastAxis(s.getAxis(), s.getInput())); })
+      .Case<SoftmaxGradOp, LogSoftmaxGradOp>(
+          [&](auto s) { return row(lastAxis(s.getAxis(), s.getGrad())); })
+      .Case<ReduceSumOp, ReduceMeanOp>([&](auto r) {
+        int64_t rank = (int64_t)shapeOf(r.getInput()).size();
+        return row(rank >= 1 && r.getAxes().size() == 1 &&
+                   r.getAxes()[0] == rank - 1);
+      })
+      .Case<LayerNormOp>([&](LayerNormOp l) {
+        return row(lastAxis(l.getAxis(), l.getInput()));
       })
       .Case<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(
-          [](auto) { return OpKind::Row; })
+          [&](auto) { return row(true); })
       .Default([](Operation *) { return OpKind::None; });
 }
 

@@ -208,7 +208,10 @@ FuncMemoryModel::FuncMemoryModel(func::FuncOp fn) {
 
   // Update chains, from the end: producers of updates, and ops whose
   // readers all belong to the chain of one producer (and that return
-  // nothing else).
+  // nothing else). A weight-gradient GEMM that also sums the bias gradient
+  // (tcc.matmul_epilogue, tcc-gemm-epilogue) feeds two chains, the
+  // weight's and the bias's: it joins the earlier, and the later waits for
+  // it as an external input.
   for (size_t k = n; k-- > 0;) {
     Operation *op = ops[k];
     if (llvm::any_of(op->getResults(),
@@ -216,12 +219,17 @@ FuncMemoryModel::FuncMemoryModel(func::FuncOp fn) {
       chainOf[k] = (int)k;
       continue;
     }
+    bool joinsEarliest = isa<MatmulEpilogueOp>(op);
     int common = -1;
     bool exclusive = !op->use_empty();
     for (Value r : op->getResults())
       for (Operation *user : r.getUsers()) {
         int x = topLevel(user);
         int c = x < 0 ? -1 : chainOf[x];
+        if (c >= 0 && common >= 0 && c != common && joinsEarliest) {
+          common = std::min(common, c);
+          continue;
+        }
         if (c < 0 || (common >= 0 && c != common))
           exclusive = false;
         common = c;

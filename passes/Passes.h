@@ -71,6 +71,12 @@ struct TrainPipelineOptions
                     llvm::cl::desc("group element-wise and row ops into "
                                    "tcc.fused regions (tcc-fuse)"),
                     llvm::cl::init(true)};
+  Option<bool> gemmEpilogue{
+      *this, "gemm-epilogue",
+      llvm::cl::desc("fold bias adds, activations and bias gradients into "
+                     "GEMMs (tcc-gemm-epilogue; tcc compile turns it on for "
+                     "--target cuda)"),
+      llvm::cl::init(false)};
 };
 
 /// What tcc-pad-shapes pads to on a target: `multiple` for GEMM dimensions,

@@ -249,4 +249,27 @@ def MixedPrecisionPass : Pass<"tcc-mixed-precision", "mlir::ModuleOp"> {
   ];
 }
 
+def GemmEpiloguePass : Pass<"tcc-gemm-epilogue", "mlir::func::FuncOp"> {
+  let summary = "Folds bias adds, activations and bias gradients into GEMMs";
+  let description = [{
+    Forms tcc.matmul_epilogue, which cuBLASLt runs as one GEMM with an
+    epilogue: matmul [+ a [N] bias] [+ relu or tanh GELU] in the forward
+    (a GELU whose pre-activation the backward reads saves it as a second
+    result), the tanh GELU gradient of a matmul (with the bias gradient
+    summed from it) in the backward, and the bias gradient
+    (reduce_sum over all leading axes) of the operand a weight-gradient
+    GEMM sums over K. ReLU's backward is first rewritten to read the ReLU's
+    output (exact), so the pre-activation is not saved. Runs after autodiff
+    (the op is not differentiable) and before tcc-fuse.
+    ```mlir
+    %h = tcc.matmul %x, %w : (tensor<8x4xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+    %s = tcc.add %h, %b : (tensor<8x16xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+    %y = tcc.relu %s : tensor<8x16xf32>
+    ```
+    becomes
+    `%y = tcc.matmul_epilogue %x, %w bias %b {epilogue = "bias_relu"}`.
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect"];
+}
+
 #endif // TCC_PASSES_TD

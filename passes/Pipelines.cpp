@@ -55,6 +55,11 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
   if (opts.optimize && opts.memoryBudget > 0)
     pm.addNestedPass<func::FuncOp>(createRematerializePass(
         RematerializePassOptions{opts.memoryBudget, opts.recompute}));
+  // GEMM epilogues: after padding and mixed precision (it sees the final
+  // GEMMs and their 16-bit bias adds) and rematerialization (recomputed
+  // GEMMs fold too), before fusion, which would take the bias adds.
+  if (opts.optimize && opts.gemmEpilogue)
+    pm.addNestedPass<func::FuncOp>(createGemmEpiloguePass());
   // Fusion: after rematerialization (whose recomputed ops fuse too), before
   // memory planning (which then plans the fused regions' outputs).
   if (opts.optimize && opts.fuse)

@@ -16,7 +16,9 @@
 //    registers. Reductions: each lane in column order, then a fixed
 //    butterfly (prelude), so results are deterministic.
 // Per-row partials (losses) are written by lane 0; the `_fin` kernel sums
-// them in row order as the host library's fin does.
+// them in row order as the host library's fin does. bf16/f16 operands are
+// unsigned short words, converted and rounded as in the host library
+// (Node::half).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/FusedCodegenInternal.h"
@@ -50,6 +52,9 @@ public:
 
 private:
   std::string ref(int n, int loopTime) const;
+  std::string load(const Node &n, const std::string &index) const;
+  std::string define(int n, const std::string &value) const;
+  std::string stored(int n) const;
   std::string subst(const Node &n, int loopTime) const;
   std::string vecIndex(int n, StringRef col, StringRef slot = "tcc_k") const;
   std::string columnLoop(StringRef indent) const;
@@ -67,16 +72,39 @@ private:
 } // namespace
 
 /// Element `col` of a vector node that lives in memory (rows mapping);
-/// `slot` is col / 32, the entry of the lane's array.
+/// `slot` is col / 32, the entry of the lane's array. A node with both reads
+/// its float copy in the lane's array (a 16-bit output's words are only
+/// written).
 std::string CudaEmitter::vecIndex(int n, StringRef col, StringRef slot) const {
   const Node &x = g.nodes[n];
   if (x.kind == NodeKind::Load)
     return "in" + std::to_string(x.input) + "[" + x.tmpl + " + " + col.str() +
            "]";
-  if (x.output >= 0)
-    return "out" + std::to_string(x.output) + "[r * " + C + " + " + col.str() +
-           "]";
-  return "s" + std::to_string(x.scratch) + "[" + slot.str() + "]";
+  if (x.scratch >= 0)
+    return "s" + std::to_string(x.scratch) + "[" + slot.str() + "]";
+  return "out" + std::to_string(x.output) + "[r * " + C + " + " + col.str() +
+         "]";
+}
+
+/// The f32 value of input element `index` of Load node `n`.
+std::string CudaEmitter::load(const Node &n, const std::string &index) const {
+  std::string e = "in" + std::to_string(n.input) + "[" + index + "]";
+  return n.half == Half::None ? e : widenFn(n.half) + "(" + e + ")";
+}
+
+/// `const float v<N> = value;`, rounded through the word h<N> when 16-bit.
+std::string CudaEmitter::define(int n, const std::string &value) const {
+  const Node &x = g.nodes[n];
+  std::string id = std::to_string(n);
+  if (x.half == Half::None)
+    return "const float v" + id + " = " + value + ";";
+  return "const unsigned short h" + id + " = " + narrowFn(x.half) + "(" +
+         value + "); const float v" + id + " = " + widenFn(x.half) + "(h" + id +
+         ");";
+}
+
+std::string CudaEmitter::stored(int n) const {
+  return (g.nodes[n].half == Half::None ? "v" : "h") + std::to_string(n);
 }
 
 /// Opens a loop over the lane's columns: `j` the column, `tcc_k` its slot.
@@ -101,6 +129,8 @@ std::string CudaEmitter::ref(int n, int loopTime) const {
     return v;
   if (x.kind != NodeKind::Load && x.time == loopTime)
     return v;
+  if (x.kind == NodeKind::Load)
+    return load(x, x.tmpl + " + j");
   return vecIndex(n, "j");
 }
 
@@ -121,16 +151,23 @@ std::string CudaEmitter::subst(const Node &n, int loopTime) const {
   return out;
 }
 
+/// The C type of a pointer operand of this element type.
+static const char *cudaType(Type t) {
+  Type e = cast<ShapedType>(t).getElementType();
+  if (e.isF32())
+    return "float";
+  if (e.isBF16() || e.isF16())
+    return "unsigned short";
+  return "long long";
+}
+
 void CudaEmitter::signature(std::ostream &os, const std::string &symbol) const {
   os << "extern \"C\" __global__ void __launch_bounds__(" << (rows ? 128 : 256)
      << ") " << symbol << "(";
-  for (auto [k, v] : llvm::enumerate(op.getInputs())) {
-    bool isF32 = cast<ShapedType>(v.getType()).getElementType().isF32();
-    os << "const " << (isF32 ? "float" : "long long") << " *__restrict__ in"
-       << k << ", ";
-  }
-  for (unsigned k = 0; k < op.getNumResults(); ++k)
-    os << "float *__restrict__ out" << k << ", ";
+  for (auto [k, v] : llvm::enumerate(op.getInputs()))
+    os << "const " << cudaType(v.getType()) << " *__restrict__ in" << k << ", ";
+  for (auto [k, v] : llvm::enumerate(op.getResults()))
+    os << cudaType(v.getType()) << " *__restrict__ out" << k << ", ";
   os << "double *__restrict__ tcc_partials, long long *__restrict__ tcc_err)";
 }
 
@@ -149,17 +186,19 @@ void CudaEmitter::emitElements(std::ostream &os) const {
     const Node &n = g.nodes[i];
     std::string v = "v" + std::to_string(i);
     if (n.kind == NodeKind::Load)
-      os << "    const " << (n.isInt ? "long long " : "float ") << v << " = in"
-         << n.input << "[" << n.tmpl << (n.vec ? " + j" : "") << "];\n";
+      os << "    const " << (n.isInt ? "long long " : "float ") << v << " = "
+         << load(n, n.tmpl + (n.vec ? " + j" : "")) << ";\n";
     else if (n.kind == NodeKind::Expr)
-      os << "    const float " << v << " = " << subst(n, -1) << ";\n";
+      os << "    " << define((int)i, subst(n, -1)) << "\n";
     else
       continue;
     if (n.output >= 0)
-      os << "    out" << n.output << "[r * " << C << " + j] = " << v << ";\n";
+      os << "    out" << n.output << "[r * " << C
+         << " + j] = " << stored((int)i) << ";\n";
     for (auto [node, k] : g.rowStores)
       if (node == (int)i)
-        os << "    if (j == 0)\n      out" << k << "[r] = " << v << ";\n";
+        os << "    if (j == 0)\n      out" << k << "[r] = " << stored((int)i)
+           << ";\n";
   }
   os << "  }\n}\n";
 }
@@ -170,8 +209,8 @@ void CudaEmitter::emitRowScalar(std::ostream &os, int i) const {
   std::string v = "v" + std::to_string(i);
   switch (n.kind) {
   case NodeKind::Load:
-    os << "    const " << (n.isInt ? "long long " : "float ") << v << " = in"
-       << n.input << "[" << n.tmpl << "];\n";
+    os << "    const " << (n.isInt ? "long long " : "float ") << v << " = "
+       << load(n, n.tmpl) << ";\n";
     // The same value in every lane: the whole warp leaves together.
     if (n.checkLabel)
       os << "    if (" << v << " < 0 || " << v << " >= " << C << ") {\n"
@@ -179,7 +218,7 @@ void CudaEmitter::emitRowScalar(std::ostream &os, int i) const {
          << ", " << C << ");\n      return;\n    }\n";
     break;
   case NodeKind::Expr:
-    os << "    const float " << v << " = " << subst(n, -1) << ";\n";
+    os << "    " << define(i, subst(n, -1)) << "\n";
     break;
   case NodeKind::Reduce: {
     std::string x = vecIndex(n.args[0], "j");
@@ -211,7 +250,7 @@ void CudaEmitter::emitRowScalar(std::ostream &os, int i) const {
     if (x.kind == NodeKind::Load)
       os << "    const float " << v << " = " << vecIndex(n.args[0], idx)
          << ";\n";
-    else if (x.output >= 0)
+    else if (x.scratch < 0) // in its output
       os << "    __syncwarp();\n    const float " << v << " = "
          << vecIndex(n.args[0], idx) << ";\n";
     else if ((g.d.cols + 31) / 32 > 16)
@@ -234,7 +273,8 @@ void CudaEmitter::emitRowScalar(std::ostream &os, int i) const {
   }
   for (auto [node, k] : g.rowStores)
     if (node == i)
-      os << "    if (lane == 0)\n      out" << k << "[r] = " << v << ";\n";
+      os << "    if (lane == 0)\n      out" << k << "[r] = " << stored(i)
+         << ";\n";
 }
 
 void CudaEmitter::emitRows(std::ostream &os) const {
@@ -268,10 +308,12 @@ void CudaEmitter::emitRows(std::ostream &os) const {
       const Node &n = g.nodes[i];
       if (!n.vec || n.time != t || n.kind != NodeKind::Expr)
         continue;
-      std::string v = "v" + std::to_string(i);
-      os << "      const float " << v << " = " << subst(n, t) << ";\n";
-      if (n.output >= 0 || n.scratch >= 0)
-        os << "      " << vecIndex((int)i, "j") << " = " << v << ";\n";
+      os << "      " << define((int)i, subst(n, t)) << "\n";
+      if (n.output >= 0)
+        os << "      out" << n.output << "[r * " << C
+           << " + j] = " << stored((int)i) << ";\n";
+      if (n.scratch >= 0)
+        os << "      s" << n.scratch << "[tcc_k] = v" << i << ";\n";
     }
     os << "    }\n";
   }
@@ -300,11 +342,15 @@ LogicalResult CudaEmitter::emit(std::string &code, rt::DeviceKernel &k) {
     Type e = cast<ShapedType>(v.getType()).getElementType();
     if (e.isF32())
       return rt::DType::F32;
+    if (e.isBF16())
+      return rt::DType::BF16;
+    if (e.isF16())
+      return rt::DType::F16;
     if (isa<IntegerType>(e))
       return rt::DType::I64; // integers and booleans are i64 at run time
     return op.emitError("CUDA codegen: ")
            << what << " #" << i << " has element type " << e
-           << "; generated kernels take f32 and integer operands";
+           << "; generated kernels take f32, bf16, f16 and integer operands";
   };
   k = rt::DeviceKernel();
   for (auto [i, v] : llvm::enumerate(op.getInputs())) {

@@ -7,7 +7,11 @@
 // The math is CUDA's accurate library (expf, erff, tanhf: a few ulp), not
 // the __expf-style intrinsics, and the program is compiled without fast
 // math, so NaN and Inf propagate as in the host library. The GELU formulas
-// are runtime/cpu/KernelsMath.cpp's, as in FusedPrelude.cpp.
+// are runtime/cpu/KernelsMath.cpp's, as in FusedPrelude.cpp; the host's
+// tcc_libm_* variants (16-bit results) are the same functions here.
+// bf16/f16 words are converted by hand, bit for bit runtime/cpu/Half.h (the
+// f16 rounding is float arithmetic, exact with --fmad=false and no flush to
+// zero), so the CUDA emulator runs them on the CPU without cuda_fp16.h.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/FusedCodegenInternal.h"
@@ -26,6 +30,45 @@ __device__ __forceinline__ double exp(double a) { return ::exp(a); }
 __device__ __forceinline__ float nan_f() { return __int_as_float(0x7fc00000); }
 __device__ __forceinline__ float inf_f() { return __int_as_float(0x7f800000); }
 } // namespace tccm
+
+__device__ __forceinline__ float tcc_bits_to_f(unsigned u) {
+  return __uint_as_float(u);
+}
+__device__ __forceinline__ unsigned tcc_f_to_bits(float f) {
+  return __float_as_uint(f);
+}
+__device__ __forceinline__ float tcc_bf16_to_f32(unsigned short h) {
+  return tcc_bits_to_f((unsigned)h << 16);
+}
+__device__ __forceinline__ unsigned short tcc_f32_to_bf16(float f) {
+  unsigned u = tcc_f_to_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) // NaN: kept, quiet
+    return (unsigned short)((u >> 16) | 0x0040u);
+  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+__device__ __forceinline__ float tcc_f16_to_f32(unsigned short h) {
+  const unsigned w = (unsigned)h << 16;
+  const unsigned sign = w & 0x80000000u;
+  const unsigned twoW = w + w;
+  const float normalized =
+      tcc_bits_to_f((twoW >> 4) + (0xE0u << 23)) * 0x1.0p-112f;
+  const float denormalized = tcc_bits_to_f((twoW >> 17) | (126u << 23)) - 0.5f;
+  return tcc_bits_to_f(sign | (twoW < (1u << 27) ? tcc_f_to_bits(denormalized)
+                                                 : tcc_f_to_bits(normalized)));
+}
+__device__ __forceinline__ unsigned short tcc_f32_to_f16(float f) {
+  float base = ((f < 0 ? -f : f) * 0x1.0p+112f) * 0x1.0p-110f;
+  const unsigned w = tcc_f_to_bits(f);
+  const unsigned shl1W = w + w;
+  const unsigned sign = w & 0x80000000u;
+  unsigned bias = shl1W & 0xFF000000u;
+  bias = bias < 0x71000000u ? 0x71000000u : bias;
+  base = tcc_bits_to_f((bias >> 1) + 0x07800000u) + base;
+  const unsigned bits = tcc_f_to_bits(base);
+  const unsigned nonsign = ((bits >> 13) & 0x00007C00u) + (bits & 0x00000FFFu);
+  return (unsigned short)((sign >> 16) |
+                          (shl1W > 0xFF000000u ? 0x7E00u : nonsign));
+}
 
 __device__ __forceinline__ float tcc_exp(float x) { return ::expf(x); }
 __device__ __forceinline__ float tcc_erf(float x) { return ::erff(x); }
@@ -60,6 +103,26 @@ __device__ __forceinline__ float tcc_gelu_tanh_grad(float dy, float x) {
   float rightDerivative =
       (1.0f - t * t) * tcc_kTanhBeta * (1.0f + 3.0f * tcc_kKappa * xSq);
   return dy * (leftDerivative + left * rightDerivative);
+}
+
+// One math library on the device: the exact variants are the same.
+__device__ __forceinline__ float tcc_libm_exp(float x) { return tcc_exp(x); }
+__device__ __forceinline__ float tcc_libm_erf(float x) { return tcc_erf(x); }
+__device__ __forceinline__ float tcc_libm_tanh(float x) { return tcc_tanh(x); }
+__device__ __forceinline__ float tcc_libm_sigmoid(float x) {
+  return tcc_sigmoid(x);
+}
+__device__ __forceinline__ float tcc_libm_gelu_erf(float x) {
+  return tcc_gelu_erf(x);
+}
+__device__ __forceinline__ float tcc_libm_gelu_tanh(float x) {
+  return tcc_gelu_tanh(x);
+}
+__device__ __forceinline__ float tcc_libm_gelu_erf_grad(float dy, float x) {
+  return tcc_gelu_erf_grad(dy, x);
+}
+__device__ __forceinline__ float tcc_libm_gelu_tanh_grad(float dy, float x) {
+  return tcc_gelu_tanh_grad(dy, x);
 }
 
 // Row reductions of "rows" kernels: each lane has reduced its own columns

@@ -14,6 +14,11 @@
 // from the output it is written to). Reductions run over stored rows with
 // eight lanes in a fixed order (tcc_rowsum/tcc_rowmax), so results do not
 // depend on how rows are split across threads.
+// bf16/f16 (Node::half): loads convert words up, every element-wise result
+// whose type is 16-bit is rounded where it is computed, outputs store the
+// words; so a region computes what the unfused kernels do (each converts
+// up, computes in f32 and rounds its result once), bit for bit, including
+// libm's exp/erf/tanh for 16-bit results. A cast up is the value itself.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/FusedCodegen.h"
@@ -40,9 +45,9 @@ using namespace mlir::tcc::fusion;
 using namespace ::tcc::fusedgen;
 
 int KernelGen::add(Node n) {
-  std::string key = std::to_string((int)n.kind) + (n.vec ? "v" : "s") + n.tmpl +
-                    "|" + std::to_string(n.input) + "|" +
-                    std::to_string(n.view);
+  std::string key = std::to_string((int)n.kind) + (n.vec ? "v" : "s") +
+                    std::to_string((int)n.half) + n.tmpl + "|" +
+                    std::to_string(n.input) + "|" + std::to_string(n.view);
   for (int a : n.args)
     key += "," + std::to_string(a);
   if (n.kind != NodeKind::Partial) {
@@ -56,22 +61,36 @@ int KernelGen::add(Node n) {
   return id;
 }
 
-int KernelGen::expr(StringRef tmpl, ArrayRef<int> args, bool vec) {
+int KernelGen::expr(StringRef tmpl, ArrayRef<int> args, bool vec, Half half) {
   Node n{NodeKind::Expr};
   n.tmpl = tmpl.str();
+  n.half = half;
   n.args.assign(args.begin(), args.end());
   n.vec = vec && d.cols > 1;
   int t = 0;
   for (int a : args)
     t = std::max(t, avail(a));
   n.time = n.vec ? (t % 2 ? t : t + 1) : t + (t % 2);
+  // A libm call (a 16-bit result's exp/erf/tanh) keeps its loop scalar: it
+  // gets a loop of its own, after the one computing its operands, so that
+  // one still vectorizes (the operands go through a scratch row).
+  if (n.vec && t % 2 && n.tmpl.find("tcc_libm_") != std::string::npos)
+    n.time = t + 2;
   return add(std::move(n));
+}
+
+int KernelGen::asF32Row(int arg) {
+  const Node &x = nodes[arg];
+  if (x.kind == NodeKind::Load && x.vec && x.half != Half::None)
+    return expr("$0", {arg}, true);
+  return arg;
 }
 
 /// Marks vector `arg` as needed in memory and returns the time after it.
 int KernelGen::reduce(StringRef kind, int arg) {
   if (!nodes[arg].vec)
     return arg; // one column: the reduction of one value
+  arg = asF32Row(arg);
   Node n{NodeKind::Reduce};
   n.tmpl = kind.str();
   n.args = {arg};
@@ -84,6 +103,7 @@ int KernelGen::reduce(StringRef kind, int arg) {
 int KernelGen::pick(int vecArg, int idx) {
   if (!nodes[vecArg].vec)
     return vecArg;
+  vecArg = asF32Row(vecArg);
   Node n{NodeKind::Pick};
   n.args = {vecArg, idx};
   int t = nodes[vecArg].kind == NodeKind::Load ? 0 : nodes[vecArg].time + 1;
@@ -135,7 +155,9 @@ FailureOr<int> KernelGen::use(Operation *o, unsigned i) {
              << " domain";
     Node n{NodeKind::Load};
     n.input = (int)arg.getArgNumber();
-    n.isInt = !cast<ShapedType>(v.getType()).getElementType().isF32();
+    Type elem = cast<ShapedType>(v.getType()).getElementType();
+    n.isInt = isa<IntegerType>(elem);
+    n.half = halfOf(elem);
     n.vec = view->colStride == 1 && d.cols > 1;
     n.tmpl = viewOffset(n.input, *view);
     return add(std::move(n));
@@ -146,68 +168,18 @@ FailureOr<int> KernelGen::use(Operation *o, unsigned i) {
   return it->second;
 }
 
-/// Element-wise templates: $0.. are operands.
-static std::string elementwiseTemplate(Operation *o) {
-  return llvm::TypeSwitch<Operation *, std::string>(o)
-      .Case<AddOp>([](auto) { return "($0 + $1)"; })
-      .Case<SubOp>([](auto) { return "($0 - $1)"; })
-      .Case<MulOp>([](auto) { return "($0 * $1)"; })
-      .Case<DivOp>([](auto) { return "($0 / $1)"; })
-      .Case<PowOp>([](auto) { return "std::pow($0, $1)"; })
-      .Case<NegOp>([](auto) { return "(-$0)"; })
-      .Case<ReluOp>([](auto) { return "($0 > 0.0f ? $0 : 0.0f)"; })
-      .Case<ReluGradOp>([](auto) { return "($1 > 0.0f ? $0 : 0.0f)"; })
-      .Case<ExpOp>([](auto) { return "tcc_exp($0)"; })
-      .Case<LogOp>([](auto) { return "std::log($0)"; })
-      .Case<SqrtOp>([](auto) { return "std::sqrt($0)"; })
-      .Case<TanhOp>([](auto) { return "tcc_tanh($0)"; })
-      .Case<SigmoidOp>([](auto) { return "tcc_sigmoid($0)"; })
-      .Case<ErfOp>([](auto) { return "tcc_erf($0)"; })
-      .Case<SqrtGradOp>([](auto) { return "($0 / (2.0f * $1))"; })
-      .Case<TanhGradOp>([](auto) { return "($0 * (1.0f - $1 * $1))"; })
-      .Case<SigmoidGradOp>([](auto) { return "($0 * (1.0f - $1) * $1)"; })
-      .Case<ErfGradOp>([](auto) {
-        return "(1.12837916709551257390f * tcc_exp(-($1 * $1)) * $0)";
-      })
-      .Case<GeluOp>([](GeluOp g) {
-        return g.getApproximate() == "tanh" ? "tcc_gelu_tanh($0)"
-                                            : "tcc_gelu_erf($0)";
-      })
-      .Case<GeluGradOp>([](GeluGradOp g) {
-        return g.getApproximate() == "tanh" ? "tcc_gelu_tanh_grad($0, $1)"
-                                            : "tcc_gelu_erf_grad($0, $1)";
-      })
-      .Case<BroadcastToOp, ReshapeOp>([](auto) { return "$0"; })
-      .Case<WhereOp>([](auto) { return "($0 != 0 ? $1 : $2)"; })
-      .Default([](Operation *) { return ""; });
-}
-
-/// x^e with the special cases of runtime/cpu/KernelsMath.cpp's powScalar.
-static std::string powTemplate(double e, const std::string &x) {
-  float f = static_cast<float>(e);
-  if (f == 2.0f)
-    return "(" + x + " * " + x + ")";
-  if (f == 3.0f)
-    return "(" + x + " * " + x + " * " + x + ")";
-  if (f == 0.5f)
-    return "std::sqrt(" + x + ")";
-  if (f == -0.5f)
-    return "(1.0f / std::sqrt(" + x + "))";
-  if (f == -1.0f)
-    return "(1.0f / " + x + ")";
-  if (f == -2.0f)
-    return "(1.0f / (" + x + " * " + x + "))";
-  return "std::pow(" + x + ", " + floatLiteral(e) + ")";
-}
-
 LogicalResult KernelGen::lower(Operation *o) {
   if (auto c = dyn_cast<ConstantOp>(o)) {
     auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
-    if (!dense || !dense.isSplat() || !dense.getElementType().isF32())
-      return o->emitError("fused codegen: only f32 splat constants can be "
-                          "inlined");
+    Type elem = dense ? dense.getElementType() : Type();
+    if (!dense || !dense.isSplat() ||
+        !(elem.isF32() || elem.isBF16() || elem.isF16()))
+      return o->emitError("fused codegen: only f32, bf16 and f16 splat "
+                          "constants can be inlined");
     Node n{NodeKind::Const};
-    n.tmpl = floatLiteral(dense.getSplatValue<float>());
+    n.tmpl = elem.isF32()
+                 ? floatLiteral(dense.getSplatValue<float>())
+                 : halfLiteral(dense.getSplatValue<APFloat>(), halfOf(elem));
     valueNode[c.getResult()] = add(std::move(n));
     return success();
   }
@@ -224,16 +196,27 @@ LogicalResult KernelGen::lower(Operation *o) {
   bool V = *layout == Layout::Full;
   std::string C = std::to_string(d.cols), Cf = floatLiteral((double)d.cols);
   auto set = [&](unsigned r, int n) { valueNode[o->getResult(r)] = n; };
+  // Element-wise results of type bf16/f16 are rounded (Node::half).
+  Half H = halfOf(cast<ShapedType>(o->getResult(0).getType()).getElementType());
+  auto elementwise = [&](std::string t) {
+    if (H != Half::None)
+      t = libmMath(t);
+    set(0, expr(t, a, V, H));
+    return success();
+  };
 
+  // A 16-bit value cast up is the f32 value its node already holds.
+  if (auto c = dyn_cast<CastOp>(o);
+      c && H == Half::None && nodes[a[0]].kind != NodeKind::Load &&
+      cast<ShapedType>(c.getResult().getType()).getElementType().isF32()) {
+    set(0, a[0]);
+    return success();
+  }
   std::string t = elementwiseTemplate(o);
-  if (!t.empty()) {
-    set(0, expr(t, a, V));
-    return success();
-  }
-  if (auto p = dyn_cast<PowScalarOp>(o)) {
-    set(0, expr(powTemplate(p.getExponent().convertToDouble(), "$0"), a, V));
-    return success();
-  }
+  if (!t.empty())
+    return elementwise(t);
+  if (auto p = dyn_cast<PowScalarOp>(o))
+    return elementwise(powTemplate(p.getExponent().convertToDouble(), "$0"));
   if (auto p = dyn_cast<PowScalarGradOp>(o)) {
     double e = p.getExponent().convertToDouble();
     std::string g;
@@ -246,8 +229,7 @@ LogicalResult KernelGen::lower(Operation *o) {
           "))";
     if (static_cast<float>(e) == 0.0f)
       g = "0.0f";
-    set(0, expr(g, a, V));
-    return success();
+    return elementwise(g);
   }
   if (isa<SoftmaxOp>(o)) {
     int m = reduce("max", a[0]);
@@ -299,7 +281,7 @@ LogicalResult KernelGen::lower(Operation *o) {
   }
   if (isa<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(o)) {
     bool grad = isa<SoftmaxCrossEntropyGradOp>(o);
-    int x = a[grad ? 1 : 0], lab = a[grad ? 2 : 1];
+    int x = asF32Row(a[grad ? 1 : 0]), lab = a[grad ? 2 : 1];
     nodes[lab].checkLabel = true;
     // As runtime/cpu/KernelsLoss.cpp computes it, operation for operation
     // (libm exp, the sum in double), so the gradient is the reference one.
@@ -372,8 +354,10 @@ LogicalResult KernelGen::analyze() {
   // Outputs.
   auto yield = cast<YieldOp>(body.getTerminator());
   for (auto [k, v] : llvm::enumerate(yield.getValues())) {
-    if (!cast<ShapedType>(v.getType()).getElementType().isF32())
-      return op.emitError("fused codegen: result #") << k << " is not f32";
+    Type elem = cast<ShapedType>(v.getType()).getElementType();
+    if (!(elem.isF32() || elem.isBF16() || elem.isF16()))
+      return op.emitError("fused codegen: result #")
+             << k << " is " << elem << ", not f32, bf16 or f16";
     auto res = dyn_cast<OpResult>(v);
     if (!res)
       return op.emitError("fused codegen: result #")
@@ -391,11 +375,12 @@ LogicalResult KernelGen::analyze() {
     bool vec = l == Layout::Full && d.cols > 1;
     Node &x = nodes[n];
     if (x.kind == NodeKind::Load || x.kind == NodeKind::Const || x.vec != vec ||
-        x.output >= 0) {
+        x.output >= 0 || x.half != halfOf(elem)) {
       Node c{NodeKind::Expr};
       c.tmpl = "$0";
       c.args = {n};
       c.vec = vec;
+      c.half = halfOf(elem); // the value is exact in the output's type
       c.time = vec ? (x.time % 2 ? x.time : x.time + 1) : x.time + x.time % 2;
       nodes.push_back(c);
       n = (int)nodes.size() - 1;
@@ -414,8 +399,11 @@ LogicalResult KernelGen::analyze() {
         if (nodes[a].kind == NodeKind::Expr && nodes[a].vec &&
             nodes[a].time < n.time)
           nodes[a].stored = true;
+  // A 16-bit output that a later slot reads also gets a scratch row of
+  // floats, so that reads (and reductions) never go through its words.
   for (Node &n : nodes) {
-    if (n.stored && n.output < 0 && n.kind == NodeKind::Expr)
+    if (n.stored && n.kind == NodeKind::Expr &&
+        (n.output < 0 || n.half != Half::None))
       n.scratch = scratch++;
     maxTime = std::max(maxTime, n.time);
   }

@@ -34,9 +34,29 @@ using namespace mlir::tcc::fusion;
 namespace tcc::fusedgen {
 enum class NodeKind { Load, Const, Expr, Reduce, Pick, Partial };
 
+/// The 16-bit float a value is stored as. Code computes in f32: a Load of a
+/// bf16/f16 input converts each word up (exact); an Expr whose MLIR type is
+/// bf16/f16 rounds its f32 result to nearest-even right where it is computed
+/// (the word `h<N>` is stored, the exact f32 value `v<N>` is used), which is
+/// where an unfused kernel would store it (runtime/cpu/KernelsHalf.cpp).
+enum class Half { None, BF16, F16 };
+
+/// Half::None for f32 (and integers), else the 16-bit type of `elem`.
+inline Half halfOf(Type elem) {
+  return elem.isBF16() ? Half::BF16 : elem.isF16() ? Half::F16 : Half::None;
+}
+/// The preludes' conversions: `tcc_bf16_to_f32(uint16)`, `tcc_f32_to_f16(f)`.
+inline std::string widenFn(Half h) {
+  return h == Half::BF16 ? "tcc_bf16_to_f32" : "tcc_f16_to_f32";
+}
+inline std::string narrowFn(Half h) {
+  return h == Half::BF16 ? "tcc_f32_to_bf16" : "tcc_f32_to_f16";
+}
+
 struct Node {
   NodeKind kind;
   bool vec = false, isInt = false;
+  Half half = Half::None; // Load: the input's words; Expr: rounded result
   int time = 0;
   std::string tmpl; // Expr/Partial: template; Const: literal; Reduce: sum|max
   SmallVector<int> args;
@@ -85,6 +105,16 @@ struct KernelGraph {
   bool hasRowNodes() const;
 };
 
+/// Element-wise ops' templates (FusedTemplates.cpp): `$0`.. are operands;
+/// "" for an op that is not element-wise.
+std::string elementwiseTemplate(Operation *o);
+/// x^e with the special cases of runtime/cpu/KernelsMath.cpp's powScalar.
+std::string powTemplate(double e, const std::string &x);
+/// A template with libm's exp/erf/tanh (tcc_libm_*) for a 16-bit result.
+std::string libmMath(std::string t);
+/// A bf16/f16 splat constant as a C++ float expression.
+std::string halfLiteral(const APFloat &v, Half h);
+
 /// The profile name of a region: its distinct ops in order.
 std::string regionName(FusedOp f);
 
@@ -106,7 +136,11 @@ private:
   LogicalResult lower(Operation *o);
   FailureOr<int> use(Operation *o, unsigned i);
   int add(Node n);
-  int expr(StringRef tmpl, ArrayRef<int> args, bool vec);
+  int expr(StringRef tmpl, ArrayRef<int> args, bool vec,
+           Half half = Half::None);
+  /// `arg` as a vector of floats in memory or registers (a bf16/f16 input
+  /// is first converted), for reductions and picks that read whole rows.
+  int asF32Row(int arg);
   int reduce(StringRef kind, int arg);
   int pick(int vecArg, int idx);
   int avail(int n) const { return nodes[n].time; }
@@ -117,6 +151,10 @@ private:
   std::set<int> loopLocals;
   std::string ptr(int n) const;
   std::string subst(const Node &n, int loopTime, StringRef j) const;
+  /// `const float v<N> = <value>;` (with the word h<N> for a 16-bit node).
+  std::string define(int n, const std::string &value) const;
+  /// What output `k` of node `n` stores: v<N>, or the word h<N>.
+  std::string stored(int n) const;
   std::string viewOffset(int input, const View &v);
 
   DenseMap<Value, int> valueNode;

@@ -23,30 +23,45 @@ std::string KernelGen::ref(int n, int loopTime, StringRef j) const {
   switch (x.kind) {
   case NodeKind::Const:
     return x.tmpl;
-  case NodeKind::Load:
+  case NodeKind::Load: {
     if (!x.vec)
       return v;
-    return "in" + std::to_string(x.input) + "[" + x.tmpl + " + " + j.str() +
-           "]";
+    std::string e =
+        "in" + std::to_string(x.input) + "[" + x.tmpl + " + " + j.str() + "]";
+    return x.half == Half::None ? e : widenFn(x.half) + "(" + e + ")";
+  }
   default:
     break;
   }
   if (!x.vec || x.time == loopTime)
     return v;
-  if (x.output >= 0)
-    return "out" + std::to_string(x.output) + "[r * " + std::to_string(d.cols) +
-           " + " + j.str() + "]";
-  return "s" + std::to_string(x.scratch) + "[" + j.str() + "]";
+  if (x.scratch >= 0)
+    return "s" + std::to_string(x.scratch) + "[" + j.str() + "]";
+  return "out" + std::to_string(x.output) + "[r * " + std::to_string(d.cols) +
+         " + " + j.str() + "]";
 }
 
 std::string KernelGen::ptr(int n) const {
   const Node &x = nodes[n];
   if (x.kind == NodeKind::Load)
     return "(in" + std::to_string(x.input) + " + " + x.tmpl + ")";
-  if (x.output >= 0)
-    return "(out" + std::to_string(x.output) + " + r * " +
-           std::to_string(d.cols) + ")";
-  return "s" + std::to_string(x.scratch);
+  if (x.scratch >= 0)
+    return "s" + std::to_string(x.scratch);
+  return "(out" + std::to_string(x.output) + " + r * " +
+         std::to_string(d.cols) + ")";
+}
+
+std::string KernelGen::define(int n, const std::string &value) const {
+  const Node &x = nodes[n];
+  std::string id = std::to_string(n);
+  if (x.half == Half::None)
+    return "const float v" + id + " = " + value + ";";
+  return "const uint16_t h" + id + " = " + narrowFn(x.half) + "(" + value +
+         "); const float v" + id + " = " + widenFn(x.half) + "(h" + id + ");";
+}
+
+std::string KernelGen::stored(int n) const {
+  return (nodes[n].half == Half::None ? "v" : "h") + std::to_string(n);
 }
 
 std::string KernelGen::subst(const Node &n, int loopTime, StringRef j) const {
@@ -66,8 +81,15 @@ std::string KernelGen::subst(const Node &n, int loopTime, StringRef j) const {
   return out;
 }
 
+/// runtime/cpu/FusedLibrary.h's dtype codes: 0 f32, 1 i64 (integers and
+/// booleans), 2 bf16, 3 f16.
 static int64_t dtypeCode(Type t) {
-  return cast<ShapedType>(t).getElementType().isF32() ? 0 : 1;
+  Type e = cast<ShapedType>(t).getElementType();
+  return e.isF32() ? 0 : e.isBF16() ? 2 : e.isF16() ? 3 : 1;
+}
+
+static const char *cppType(int64_t code) {
+  return code == 0 ? "float" : code == 1 ? "int64_t" : "uint16_t";
 }
 
 LogicalResult KernelGen::run(std::string &code, std::vector<int64_t> &meta) {
@@ -88,13 +110,15 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
         "int64_t *tcc_err) {\n";
   os << "  (void)tcc_scratch; (void)tcc_partials; (void)tcc_err;\n";
   for (auto [k, v] : llvm::enumerate(op.getInputs())) {
-    const char *t = dtypeCode(v.getType()) ? "int64_t" : "float";
+    const char *t = cppType(dtypeCode(v.getType()));
     os << "  const " << t << " *__restrict in" << k << " = static_cast<const "
        << t << " *>(tcc_buf[" << k << "]);\n";
   }
-  for (unsigned k = 0; k < op.getNumResults(); ++k)
-    os << "  float *__restrict out" << k << " = static_cast<float *>(tcc_buf["
-       << nIn + k << "]);\n";
+  for (auto [k, v] : llvm::enumerate(op.getResults())) {
+    const char *t = cppType(dtypeCode(v.getType()));
+    os << "  " << t << " *__restrict out" << k << " = static_cast<" << t
+       << " *>(tcc_buf[" << nIn + k << "]);\n";
+  }
   for (int s = 0; s < scratch; ++s)
     os << "  float *__restrict s" << s << " = tcc_scratch + " << s * d.cols
        << ";\n";
@@ -109,16 +133,20 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
           continue;
         std::string v = "v" + std::to_string(i);
         switch (n.kind) {
-        case NodeKind::Load:
-          os << "    const " << (n.isInt ? "int64_t " : "float ") << v
-             << " = in" << n.input << "[" << n.tmpl << "];\n";
+        case NodeKind::Load: {
+          std::string e = "in" + std::to_string(n.input) + "[" + n.tmpl + "]";
+          if (n.half != Half::None)
+            e = widenFn(n.half) + "(" + e + ")";
+          os << "    const " << (n.isInt ? "int64_t " : "float ") << v << " = "
+             << e << ";\n";
           if (n.checkLabel)
             os << "    if (" << v << " < 0 || " << v << " >= " << C
                << ") { tcc_err[0] = r; tcc_err[1] = " << v
                << "; tcc_err[2] = " << C << "; return 1; }\n";
           break;
+        }
         case NodeKind::Expr:
-          os << "    const float " << v << " = " << subst(n, -1, "0") << ";\n";
+          os << "    " << define((int)i, subst(n, -1, "0")) << "\n";
           break;
         case NodeKind::Reduce:
           os << "    const " << (n.tmpl == "sumexp_f64" ? "double " : "float ")
@@ -138,7 +166,7 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
         }
         for (auto [node, k] : rowStores)
           if (node == (int)i)
-            os << "    out" << k << "[r] = " << v << ";\n";
+            os << "    out" << k << "[r] = " << stored((int)i) << ";\n";
       }
       continue;
     }
@@ -164,13 +192,12 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
       const Node &n = nodes[i];
       if (!n.vec || n.time != t || n.kind != NodeKind::Expr)
         continue;
-      std::string v = "v" + std::to_string(i);
-      os << "      const float " << v << " = " << subst(n, t, "j") << ";\n";
+      os << "      " << define((int)i, subst(n, t, "j")) << "\n";
       if (n.output >= 0)
-        os << "      out" << n.output << "[r * " << C << " + j] = " << v
-           << ";\n";
-      else if (n.scratch >= 0)
-        os << "      s" << n.scratch << "[j] = " << v << ";\n";
+        os << "      out" << n.output << "[r * " << C
+           << " + j] = " << stored((int)i) << ";\n";
+      if (n.scratch >= 0)
+        os << "      s" << n.scratch << "[j] = v" << i << ";\n";
     }
     os << "    }\n";
     loopLocals.clear();

@@ -9,6 +9,7 @@
 #include "compiler/codegen/ScheduleBuilder.h"
 
 #include "compiler/codegen/MemoryPlanner.h"
+#include "runtime/cpu/GemmEpilogue.h"
 #include "dialects/tcc/TccOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -260,6 +261,16 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
         in.iattrs = {m.getTransposeLhs(), m.getTransposeRhs()};
         return success();
       })
+      .Case<mlir::tcc::MatmulEpilogueOp>(
+          [&](mlir::tcc::MatmulEpilogueOp m) -> LogicalResult {
+            // The epilogue travels as its code (runtime/cpu/GemmEpilogue.h).
+            auto *e = rt::gemmEpilogueByName(m.getEpilogue().str().c_str());
+            if (!e)
+              return m.emitError("no kernel for the GEMM epilogue '")
+                     << m.getEpilogue() << "'";
+            in.iattrs = {m.getTransposeLhs(), m.getTransposeRhs(), e->code};
+            return success();
+          })
       .Case<mlir::tcc::ReduceSumOp, mlir::tcc::ReduceMeanOp>([&](auto r) {
         axes(r.getAxes());
         return success();

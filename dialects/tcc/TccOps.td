@@ -358,5 +358,6 @@ include "dialects/tcc/TccOpsShape.td"
 include "dialects/tcc/TccOpsMath.td"
 include "dialects/tcc/TccOpsConv.td"
 include "dialects/tcc/TccOpsFused.td"
+include "dialects/tcc/TccOpsGemm.td"
 
 #endif // TCC_OPS_TD

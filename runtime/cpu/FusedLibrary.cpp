@@ -117,9 +117,16 @@ FusedLibrary::FusedLibrary(const uint8_t *bytes, size_t size,
     kern.workPerElement = m[6];
     kern.name = names[k] ? names[k] : "?";
     for (int64_t i = 0; i < m[2] + m[3]; ++i) {
-      auto pair =
-          std::make_pair(m[kFusedMetaHeader + 2 * i] ? DType::I64 : DType::F32,
-                         m[kFusedMetaHeader + 2 * i + 1]);
+      int64_t code = m[kFusedMetaHeader + 2 * i];
+      if (code < 0 || code > 3) {
+        ::dlclose(handle_);
+        handle_ = nullptr;
+        throw Error("generated kernel " + std::to_string(k) +
+                    " has an operand of unknown dtype code " +
+                    std::to_string(code));
+      }
+      const DType types[] = {DType::F32, DType::I64, DType::BF16, DType::F16};
+      auto pair = std::make_pair(types[code], m[kFusedMetaHeader + 2 * i + 1]);
       (i < m[2] ? kern.inputs : kern.outputs).push_back(pair);
     }
     kernels_.push_back(std::move(kern));

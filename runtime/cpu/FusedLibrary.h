@@ -24,7 +24,8 @@
 // Kernel k's meta, from tcc_fused_meta[offsets[k]]: rows, cols, inputs,
 // outputs, scratch floats per thread, partials per row, work per element
 // (a rough cost: cheap ops 1, transcendental ones 4), then (dtype code,
-// element count) per input and per output (dtype codes: 0 f32, 1 i64).
+// element count) per input and per output (dtype codes: 0 f32, 1 i64,
+// 2 bf16, 3 f16; a 16-bit operand is an array of uint16_t words).
 // fn(buffers, r0, r1, scratch, partials, err) computes rows [r0, r1): each
 // row is independent of the others, so rows may be split across threads
 // and the result does not depend on how. It returns 0, or 1 after filling

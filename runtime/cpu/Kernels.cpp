@@ -55,6 +55,7 @@ static const KernelDef kKernels[] = {
     {"log_softmax", run_log_softmax, check_softmax_like, false},
     {"log_softmax_grad", run_log_softmax_grad, check_softmax_grad_like, false},
     {"matmul", run_matmul, check_matmul, false},
+    {"matmul_epilogue", run_matmul_epilogue, check_matmul_epilogue, false},
     {"max_pool2d", run_max_pool2d, check_max_pool2d, false},
     {"max_pool2d_grad", run_max_pool2d_grad, check_max_pool2d_grad, false},
     {"mse_loss", run_mse_loss, check_mse_loss, false},

@@ -7,6 +7,11 @@
 //   matmul            in [A,B] out [C], i [transA, transB]. A [...,M,K]
 //                     ([...,K,M] if transA), B [...,K,N] ([...,N,K] if
 //                     transB), C [...,M,N]; batch dims broadcast to C's.
+//   matmul_epilogue   in [A, B (, bias [N] | preact)] out [D (, aux)],
+//                     i [transA, transB, epilogue]: a GEMM with a fused
+//                     epilogue (codes and formulas in GemmEpilogue.h). A
+//                     [...,M,K] (rows flatten, not transposed) and B 2-D,
+//                     or both 2-D for bgrad_lhs/bgrad_rhs.
 //   add sub mul div   in [a,b] out [c]; a, b broadcast (numpy) to c. in-place
 //   neg relu          in [x] out [y]. in-place
 //   relu_grad         in [dy,x] out [dx] = x > 0 ? dy : 0. in-place

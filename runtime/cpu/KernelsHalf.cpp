@@ -76,7 +76,10 @@ static bool isFloatCast(const std::string &kernel, DType in, DType out) {
   return kernel == "cast" && isFloatDType(in) && isFloatDType(out);
 }
 
-bool needsHalfAdapter(const KernelSig &s) { return anyHalf(s); }
+// Generated kernels (`fused`) load and store 16-bit words themselves.
+bool needsHalfAdapter(const KernelSig &s) {
+  return anyHalf(s) && s.instr.kernel != "fused";
+}
 
 void checkAsF32(const KernelSig &s, CheckFn check) {
   if (s.in.size() == 1 && s.out.size() == 1 &&
@@ -200,7 +203,7 @@ KernelFn kernelFor(const Instr &instr, const std::vector<TensorInfo> &tensors) {
   for (const auto *ids : {&instr.inputs, &instr.outputs})
     for (int32_t id : *ids)
       half = half || isHalfDType(tensors.at(id).dtype);
-  if (!half)
+  if (!half || instr.kernel == "fused")
     return *fn;
   if (instr.inputs.size() == 1 && instr.outputs.size() == 1 &&
       kernels::isFloatCast(instr.kernel, tensors.at(instr.inputs[0]).dtype,

@@ -136,6 +136,7 @@ private:
   void run_##name(const KernelArgs &a);                                        \
   void check_##name(const KernelSig &s);
 TCC_KERNEL(matmul)
+TCC_KERNEL(matmul_epilogue) // KernelsGemmEpilogue.cpp
 TCC_KERNEL(binary) // add, sub, mul, div share the check
 TCC_KERNEL(add)
 TCC_KERNEL(sub)

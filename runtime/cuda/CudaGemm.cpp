@@ -1,6 +1,7 @@
 //===- CudaGemm.cpp - cuBLASLt plans and the matmul kernel ----------------===//
 #include "runtime/cuda/CudaGemm.h"
 
+#include "runtime/cpu/GemmEpilogue.h"
 #include "runtime/cpu/KernelsInternal.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaKernels.h"
@@ -37,26 +38,49 @@ static cudaDataType_t cudaType(DType t) {
   }
 }
 
-static cublasLtEpilogue_t epilogueOf(CudaGemm::Epilogue e) {
+using Ep = CudaGemm::Epilogue;
+
+static cublasLtEpilogue_t epilogueOf(Ep e) {
   switch (e) {
-  case CudaGemm::Epilogue::Bias:
+  case Ep::Bias:
     return CUBLASLT_EPILOGUE_BIAS;
-  case CudaGemm::Epilogue::Relu:
+  case Ep::Relu:
     return CUBLASLT_EPILOGUE_RELU;
-  case CudaGemm::Epilogue::ReluBias:
+  case Ep::ReluBias:
     return CUBLASLT_EPILOGUE_RELU_BIAS;
-  case CudaGemm::Epilogue::Gelu:
+  case Ep::Gelu:
     return CUBLASLT_EPILOGUE_GELU;
-  case CudaGemm::Epilogue::GeluBias:
+  case Ep::GeluBias:
     return CUBLASLT_EPILOGUE_GELU_BIAS;
+  case Ep::GeluAux:
+    return CUBLASLT_EPILOGUE_GELU_AUX;
+  case Ep::GeluAuxBias:
+    return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  // Row-major operands are swapped in cuBLASLt's view (see the header):
+  // our B is its A.
+  case Ep::BgradLhs:
+    return CUBLASLT_EPILOGUE_BGRADB;
+  case Ep::BgradRhs:
+    return CUBLASLT_EPILOGUE_BGRADA;
+  case Ep::Dgelu:
+    return CUBLASLT_EPILOGUE_DGELU;
+  case Ep::DgeluBgrad:
+    return CUBLASLT_EPILOGUE_DGELU_BGRAD;
   default:
     return CUBLASLT_EPILOGUE_DEFAULT;
   }
 }
 
-static bool hasBias(CudaGemm::Epilogue e) {
-  return e == CudaGemm::Epilogue::Bias || e == CudaGemm::Epilogue::ReluBias ||
-         e == CudaGemm::Epilogue::GeluBias;
+static bool hasBias(Ep e) {
+  return e == Ep::Bias || e == Ep::ReluBias || e == Ep::GeluBias ||
+         e == Ep::GeluAuxBias;
+}
+static bool hasBiasGrad(Ep e) {
+  return e == Ep::BgradLhs || e == Ep::BgradRhs || e == Ep::DgeluBgrad;
+}
+static bool hasAux(Ep e) {
+  return e == Ep::GeluAux || e == Ep::GeluAuxBias || e == Ep::Dgelu ||
+         e == Ep::DgeluBgrad;
 }
 
 /// The largest power of two (up to 256) the address is a multiple of:
@@ -117,8 +141,9 @@ static cublasLtMatrixLayout_t layout(cudaDataType_t t, int64_t rows,
   return l;
 }
 
-CudaGemm::Plan &CudaGemm::plan(const Problem &p, Epilogue ep, int alignA,
-                               int alignB, int alignC, int alignBias) {
+CudaGemm::Plan *CudaGemm::plan(const Problem &p, Epilogue ep, DType biasType,
+                               int alignA, int alignB, int alignC,
+                               int alignBias, int alignAux) {
   Key key{static_cast<int>(p.ab),
           static_cast<int>(p.c),
           p.transA,
@@ -131,13 +156,23 @@ CudaGemm::Plan &CudaGemm::plan(const Problem &p, Epilogue ep, int alignA,
           p.strideB,
           p.strideC,
           static_cast<int>(ep),
+          static_cast<int>(biasType),
           alignA,
           alignB,
           alignC,
-          alignBias};
+          alignBias,
+          alignAux};
   auto it = plans_.find(key);
   if (it != plans_.end())
-    return *it->second;
+    return it->second.get();
+  // An epilogue cuBLASLt cannot run is remembered as a null plan: the
+  // caller falls back. The aux matrix's leading dimension (N) must be a
+  // multiple of 8.
+  bool epilogue = ep != Epilogue::None;
+  if (epilogue && hasAux(ep) && p.n % 8 != 0) {
+    plans_.emplace(key, nullptr);
+    return nullptr;
+  }
 
   auto pl = std::make_unique<Plan>();
   bool f32 = p.ab == DType::F32 && p.c == DType::F32;
@@ -151,19 +186,35 @@ CudaGemm::Plan &CudaGemm::plan(const Problem &p, Epilogue ep, int alignA,
       pl->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opX, sizeof opX));
   TCC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
       pl->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opY, sizeof opY));
+  // Epilogue attributes: a refusal here means "not for this problem".
   cublasLtEpilogue_t e = epilogueOf(ep);
-  TCC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-      pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
-  if (hasBias(ep)) {
-    int32_t biasType = cudaType(p.c);
-    TCC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-        pl->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
-        sizeof biasType));
-    // The heuristic reads the bias pointer's alignment from its value.
+  cublasStatus_t s = cublasLtMatmulDescSetAttribute(
+      pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e);
+  if (s == CUBLAS_STATUS_SUCCESS && (hasBias(ep) || hasBiasGrad(ep))) {
+    int32_t biasT = cudaType(biasType);
+    s = cublasLtMatmulDescSetAttribute(
+        pl->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasT, sizeof biasT);
+    // The heuristic reads the pointers' alignment from their values.
     const void *fake =
         reinterpret_cast<const void *>(static_cast<uintptr_t>(alignBias));
-    TCC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-        pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &fake, sizeof fake));
+    if (s == CUBLAS_STATUS_SUCCESS)
+      s = cublasLtMatmulDescSetAttribute(
+          pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &fake, sizeof fake);
+  }
+  if (s == CUBLAS_STATUS_SUCCESS && hasAux(ep)) {
+    int64_t ld = p.n; // C's layout: N rows of cuBLASLt's column-major D
+    const void *fake =
+        reinterpret_cast<const void *>(static_cast<uintptr_t>(alignAux));
+    s = cublasLtMatmulDescSetAttribute(
+        pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld);
+    if (s == CUBLAS_STATUS_SUCCESS)
+      s = cublasLtMatmulDescSetAttribute(
+          pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &fake,
+          sizeof fake);
+  }
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    plans_.emplace(key, nullptr);
+    return nullptr;
   }
 
   cudaDataType_t tab = cudaType(p.ab), tc = cudaType(p.c);
@@ -179,7 +230,7 @@ CudaGemm::Plan &CudaGemm::plan(const Problem &p, Epilogue ep, int alignA,
   int found = 0;
   uint64_t ws = static_cast<uint64_t>(kWorkspaceBytes);
   uint32_t alignX = alignB, alignY = alignA, alignD = alignC;
-  cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(
+  s = cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
   struct {
     cublasLtMatmulPreferenceAttributes_t attr;
@@ -197,6 +248,10 @@ CudaGemm::Plan &CudaGemm::plan(const Problem &p, Epilogue ep, int alignA,
                                        pl->desc, pl->x, pl->y, pl->c, pl->c,
                                        pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
+  if (epilogue && (s != CUBLAS_STATUS_SUCCESS || found == 0)) {
+    plans_.emplace(key, nullptr);
+    return nullptr;
+  }
   TCC_CUBLAS_CHECK(s);
   if (found == 0)
     throw Error(std::string("cuBLASLt has no algorithm for a ") +
@@ -205,28 +260,83 @@ CudaGemm::Plan &CudaGemm::plan(const Problem &p, Epilogue ep, int alignA,
                 (p.batch > 1 ? " batch " + std::to_string(p.batch) : "") +
                 " -> " + dtypeName(p.c));
   pl->algo = result.algo;
-  Plan &ref = *pl;
+  Plan *ref = pl.get();
   plans_.emplace(key, std::move(pl));
   return ref;
 }
 
-void CudaGemm::gemm(const Problem &p, const void *a, const void *b, void *c,
-                    Epilogue ep, const void *bias) {
+static void checkProblem(const CudaGemm::Problem &p) {
   if (p.m < 1 || p.n < 1 || p.k < 1 || p.batch < 1 || p.batch > INT32_MAX)
     throw Error("GEMM " + std::to_string(p.m) + "x" + std::to_string(p.n) +
                 "x" + std::to_string(p.k) + " batch " +
                 std::to_string(p.batch) + " is outside what cuBLASLt takes");
+}
+
+bool CudaGemm::tryGemm(const Problem &p, const void *a, const void *b, void *c,
+                       Epilogue ep, const EpilogueArgs &args) {
+  if (ep != Epilogue::None && !epilogues_)
+    return false;
+  return enqueue(p, a, b, c, ep, args);
+}
+
+bool CudaGemm::enqueue(const Problem &p, const void *a, const void *b, void *c,
+                       Epilogue ep, const EpilogueArgs &args) {
+  checkProblem(p);
+  // Batched epilogues would need batch strides for the vectors; the
+  // compiler only makes row GEMMs (the batch folded into M).
+  if (ep != Epilogue::None && p.batch != 1)
+    return false;
+  const void *biasPtr = hasBias(ep)       ? args.bias
+                        : hasBiasGrad(ep) ? args.biasGrad
+                                          : nullptr;
+  if ((hasBias(ep) || hasBiasGrad(ep)) && !biasPtr)
+    throw Error("a GEMM epilogue with a bias or bias gradient needs its "
+                "vector");
+  if (hasAux(ep) && !args.aux)
+    throw Error("a GELU GEMM epilogue needs its pre-activation matrix");
+  Plan *pl = plan(p, ep, args.biasType, alignmentOf(a), alignmentOf(b),
+                  alignmentOf(c), biasPtr ? alignmentOf(biasPtr) : 0,
+                  hasAux(ep) ? alignmentOf(args.aux) : 0);
+  if (!pl)
+    return false;
+  if (biasPtr)
+    TCC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &biasPtr, sizeof biasPtr));
+  if (hasAux(ep))
+    TCC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &args.aux,
+        sizeof args.aux));
+  const float alpha = 1.0f, beta = 0.0f;
+  cublasStatus_t s =
+      cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), pl->desc, &alpha,
+                     b, pl->x, a, pl->y, &beta, c, pl->c, c, pl->c, &pl->algo,
+                     workspace_, kWorkspaceBytes, stream_);
+  // An epilogue the heuristic offered but the call refuses (checked before
+  // anything is launched): remember the refusal and let the caller fall
+  // back.
+  if (ep != Epilogue::None &&
+      (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE)) {
+    for (auto &[key, plan] : plans_)
+      if (plan.get() == pl)
+        plan.reset();
+    return false;
+  }
+  TCC_CUBLAS_CHECK(s);
+  return true;
+}
+
+void CudaGemm::gemm(const Problem &p, const void *a, const void *b, void *c,
+                    Epilogue ep, const void *bias) {
   if (hasBias(ep) && !bias)
     throw Error("a GEMM epilogue with a bias needs the bias");
-  Plan &pl = plan(p, ep, alignmentOf(a), alignmentOf(b), alignmentOf(c),
-                  hasBias(ep) ? alignmentOf(bias) : 0);
-  if (hasBias(ep))
-    TCC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-        pl.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-  const float alpha = 1.0f, beta = 0.0f;
-  TCC_CUBLAS_CHECK(cublasLtMatmul(
-      static_cast<cublasLtHandle_t>(handle_), pl.desc, &alpha, b, pl.x, a, pl.y,
-      &beta, c, pl.c, c, pl.c, &pl.algo, workspace_, kWorkspaceBytes, stream_));
+  EpilogueArgs args;
+  args.bias = bias;
+  args.biasType = p.c;
+  if (!enqueue(p, a, b, c, ep, args))
+    throw Error(std::string("cuBLASLt has no algorithm for a ") +
+                dtypeName(p.ab) + " GEMM " + std::to_string(p.m) + "x" +
+                std::to_string(p.n) + "x" + std::to_string(p.k) +
+                " with epilogue " + std::to_string(static_cast<int>(ep)));
 }
 
 static std::vector<int64_t> batchShape(const std::vector<int64_t> &shape) {
@@ -293,6 +403,59 @@ int64_t prepare_matmul(const Instr &in, const std::vector<TensorInfo> &t) {
 void launch_matmul(const CudaArgs &a) {
   a.gemm->matmul(a.in[0], a.in[1], a.out[0], a.instr.iattrs[0] != 0,
                  a.instr.iattrs[1] != 0);
+}
+
+/// The CudaGemm epilogue of a matmul_epilogue code.
+static Ep gemmEpilogueFor(const GemmEpilogueInfo &e) {
+  if (e.act == GemmAct::DgeluTanh)
+    return e.bgrad == GemmBiasGrad::Out ? Ep::DgeluBgrad : Ep::Dgelu;
+  if (e.bgrad == GemmBiasGrad::Lhs)
+    return Ep::BgradLhs;
+  if (e.bgrad == GemmBiasGrad::Rhs)
+    return Ep::BgradRhs;
+  if (e.act == GemmAct::Relu)
+    return e.bias ? Ep::ReluBias : Ep::Relu;
+  if (e.act == GemmAct::GeluTanh) {
+    if (e.preactOut)
+      return e.bias ? Ep::GeluAuxBias : Ep::GeluAux;
+    return e.bias ? Ep::GeluBias : Ep::Gelu;
+  }
+  return Ep::Bias;
+}
+
+// One cuBLASLt call with the epilogue; else a plain GEMM and the fallback.
+// The forward and dgelu forms are row GEMMs (A's leading dims fold into
+// M, B 2-D), the bias-gradient forms plain 2-D ones (checkInstr).
+void launch_matmul_epilogue(const CudaArgs &a) {
+  const GemmEpilogueInfo &e = *gemmEpilogueByCode(a.instr.iattrs[2]);
+  const TensorView &A = a.in[0], &B = a.in[1], &D = a.out[0];
+  bool ta = a.instr.iattrs[0] != 0, tb = a.instr.iattrs[1] != 0;
+  CudaGemm::Problem p;
+  p.ab = A.dtype;
+  p.c = D.dtype;
+  p.transA = ta;
+  p.transB = tb;
+  p.n = D.dim(D.rank() - 1);
+  p.m = p.n ? D.numel / p.n : 0;
+  p.k = ta ? A.dim(0) : A.dim(A.rank() - 1);
+  if (D.numel > 0 && p.k > 0) {
+    CudaGemm::EpilogueArgs args;
+    args.biasType = D.dtype;
+    if (e.bias)
+      args.bias = a.in[2].data;
+    if (e.act == GemmAct::DgeluTanh)
+      args.aux = a.in[2].data;
+    if (e.preactOut)
+      args.aux = a.out[1].data;
+    if (e.bgrad != GemmBiasGrad::None) {
+      args.biasGrad = a.out[1].data;
+      args.biasType = a.out[1].dtype;
+    }
+    if (a.gemm->tryGemm(p, A.data, B.data, D.data, gemmEpilogueFor(e), args))
+      return;
+  }
+  a.gemm->matmul(A, B, D, ta, tb);
+  epilogueFallback(a);
 }
 
 } // namespace tcc::rt::cuda

@@ -15,10 +15,20 @@
 // batch layout, pointer alignments, epilogue) by cuBLASLt's heuristic and
 // cached with its descriptors; one 32 MiB workspace serves every call.
 //
-// Epilogues (bias add, ReLU/GELU with or without bias) are exposed for a
-// later compiler pass that folds them into the GEMM; the bias has N
-// elements (one per column of C) in C's dtype. cuBLASLt's GELU is the tanh
-// approximation (tcc's gelu with approximate = 1).
+// Epilogues (the `matmul_epilogue` kernel, runtime/cpu/GemmEpilogue.h) run
+// in the GEMM: bias add, ReLU/GELU with or without bias, GELU saving its
+// pre-activation (aux), GELU's gradient from a saved pre-activation, and
+// bias gradients. Named in row-major terms here; in cuBLASLt's
+// column-major view (C^T = op(B)^T op(A)^T: its A is our B, its rows our
+// columns) a bias of N elements is one per row of its D, and the sums are
+//   BgradRhs: sum over K of op(B), N elements = CUBLASLT_EPILOGUE_BGRADA,
+//   BgradLhs: sum over K of op(A), M elements = CUBLASLT_EPILOGUE_BGRADB,
+//   DgeluBgrad: D summed over its M rows, N elements (DGELU_BGRAD),
+// and the aux matrix has C's layout (leading dimension N, which cuBLASLt
+// needs to be a multiple of 8). cuBLASLt's GELU is the tanh approximation
+// (tcc's gelu with approximate = 1). When cuBLASLt offers no algorithm for
+// an epilogue, tryGemm says so and the caller runs a plain GEMM and the
+// element-wise kernels instead (launch_matmul_epilogue).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_RUNTIME_CUDA_CUDAGEMM_H
@@ -41,7 +51,29 @@ public:
   /// Workspace handed to cuBLASLt (allocated once).
   static constexpr int64_t kWorkspaceBytes = 32ll << 20;
 
-  enum class Epilogue { None, Bias, Relu, ReluBias, Gelu, GeluBias };
+  enum class Epilogue {
+    None,
+    Bias,
+    Relu,
+    ReluBias,
+    Gelu,
+    GeluBias,
+    GeluAux,     // aux (out) = the pre-activation
+    GeluAuxBias, // aux (out) = acc + bias
+    BgradLhs,    // biasGrad = sum over K of op(A) (M elements)
+    BgradRhs,    // biasGrad = sum over K of op(B) (N elements)
+    Dgelu,       // C = gelu'(aux) * acc, aux (in) = the pre-activation
+    DgeluBgrad,  // and biasGrad = C summed over rows (N elements)
+  };
+
+  /// The epilogue's extra operands (device pointers).
+  struct EpilogueArgs {
+    const void *bias = nullptr; // Bias, ReluBias, GeluBias, GeluAuxBias
+    void *biasGrad = nullptr;   // Bgrad*, DgeluBgrad
+    /// The type of bias / biasGrad (C's, or f32 for a bias gradient).
+    DType biasType = DType::F32;
+    void *aux = nullptr; // GeluAux* (written), Dgelu* (read): C's layout
+  };
 
   /// One (strided-batched) row-major GEMM: C[b] = op(A[b]) op(B[b]) for
   /// b < batch, A[b] at A + b * strideA elements (likewise B, C; a stride
@@ -61,9 +93,18 @@ public:
   CudaGemm &operator=(const CudaGemm &) = delete;
 
   /// Enqueues one GEMM on the stream; `bias` (N elements, C's dtype) for
-  /// the epilogues with a bias. Needs m, n, k >= 1. Throws Error.
+  /// the epilogues with a bias. Needs m, n, k >= 1. Throws Error, also when
+  /// cuBLASLt has no algorithm for the problem.
   void gemm(const Problem &p, const void *a, const void *b, void *c,
             Epilogue ep = Epilogue::None, const void *bias = nullptr);
+  /// The same with any epilogue (batch 1): returns false, having enqueued
+  /// nothing, when cuBLASLt has no algorithm for it (the answer is cached
+  /// per problem) or epilogues are disabled. Throws Error otherwise.
+  bool tryGemm(const Problem &p, const void *a, const void *b, void *c,
+               Epilogue ep, const EpilogueArgs &args);
+  /// Off: tryGemm declines every epilogue, so matmul_epilogue always runs
+  /// its fallback (CudaOptions::gemmEpilogues; tests of the fallback).
+  void setEpilogues(bool on) { epilogues_ = on; }
 
   /// The `matmul` kernel (operands as checkInstr accepts them, device
   /// pointers).
@@ -80,14 +121,20 @@ public:
 
 private:
   struct Plan;
+  /// Problem, epilogue, bias type and the alignments of A, B, C, bias, aux.
   using Key =
       std::tuple<int, int, bool, bool, int64_t, int64_t, int64_t, int64_t,
-                 int64_t, int64_t, int64_t, int, int, int, int, int>;
-  Plan &plan(const Problem &p, Epilogue ep, int alignA, int alignB, int alignC,
-             int alignBias);
+                 int64_t, int64_t, int64_t, int, int, int, int, int, int, int>;
+  /// tryGemm whatever setEpilogues says.
+  bool enqueue(const Problem &p, const void *a, const void *b, void *c,
+               Epilogue ep, const EpilogueArgs &args);
+  /// The cached plan (null: cuBLASLt has no algorithm for this epilogue).
+  Plan *plan(const Problem &p, Epilogue ep, DType biasType, int alignA,
+             int alignB, int alignC, int alignBias, int alignAux);
 
   cudaStream_t stream_;
   bool tf32_;
+  bool epilogues_ = true;
   void *handle_ = nullptr; // cublasLtHandle_t
   void *workspace_ = nullptr;
   std::map<Key, std::unique_ptr<Plan>> plans_;

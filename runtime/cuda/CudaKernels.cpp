@@ -66,6 +66,8 @@ static const CudaKernelDef kCudaKernels[] = {
     {"log_softmax", launch_softmax, nullptr, K::None},
     {"log_softmax_grad", launch_softmax_grad, nullptr, K::None},
     {"matmul", launch_matmul, prepare_matmul, K::None},
+    {"matmul_epilogue", launch_matmul_epilogue, prepare_matmul_epilogue,
+     K::None},
     {"mse_loss", launch_mse_loss, prepare_mse_loss, K::None},
     {"mse_loss_grad", launch_mse_loss_grad, nullptr, K::None},
     {"mul", launch_binary, prepareRank, K::None},

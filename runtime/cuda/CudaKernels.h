@@ -12,8 +12,9 @@
 // dropout), CudaKernelsLayout.cu (transpose, broadcast_to, slice, gather,
 // concat, reductions), CudaKernelsRows.cu (softmax family, losses, layer
 // norm: one block per row), CudaKernelsOptim.cu (SGD, AdamW single and
-// multi-tensor), CudaGemm.cpp (matmul), CudaKernels.cpp (the table, the
-// generated `fused` kernels).
+// multi-tensor), CudaGemm.cpp (matmul, matmul_epilogue),
+// CudaGemmEpilogue.cpp (matmul_epilogue's checks and fallback),
+// CudaKernels.cpp (the table, the generated `fused` kernels).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_RUNTIME_CUDA_CUDAKERNELS_H
@@ -124,8 +125,12 @@ TCC_CUDA_KERNEL(sgd_momentum_update)
 TCC_CUDA_KERNEL(adamw_update)
 // CudaGemm.cpp, CudaKernels.cpp
 TCC_CUDA_KERNEL(matmul)
+TCC_CUDA_KERNEL(matmul_epilogue) // cuBLASLt epilogue, else the fallback
 TCC_CUDA_KERNEL(fused)
 #undef TCC_CUDA_KERNEL
+/// matmul_epilogue after a plain GEMM wrote op(A) op(B) into D: the
+/// epilogue by the registry's kernels (CudaGemmEpilogue.cpp).
+void epilogueFallback(const CudaArgs &a);
 
 // --- Scratch needs (CudaKernelsRows.cu, CudaKernelsLayout.cu) -------------
 int64_t prepare_softmax_cross_entropy(const Instr &,
@@ -136,6 +141,7 @@ int64_t prepare_gather_grad(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_adamw_update(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_matmul(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_reduce(const Instr &, const std::vector<TensorInfo> &);
+int64_t prepare_matmul_epilogue(const Instr &, const std::vector<TensorInfo> &);
 
 // --- Multi-tensor AdamW (CudaKernelsOptim.cu) -----------------------------
 /// One tensor of a multi-tensor AdamW launch: inputs p, g, m, v and outputs

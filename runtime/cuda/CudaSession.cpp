@@ -151,6 +151,21 @@ void CudaSession::run(const std::string &program) {
     for (cudaEvent_t &e : ps.events)
       TCC_CUDA_CHECK(cudaEventCreate(&e));
   }
+  if (!eager && !m.profiling && m.opts.graphs) {
+    if (!ps.graphs)
+      ps.graphs = std::make_unique<GraphCache>(true);
+    try {
+      ps.graphs->run(m.buffers, m.stream, [&] {
+        for (size_t i = 0; i < instrs.size(); ++i)
+          if (ps.group[i] != -2)
+            m.launch(ps, i);
+      });
+    } catch (const Error &e) {
+      throw Error("program '" + program + "': " + e.what());
+    }
+    m.notePeak();
+    return;
+  }
   try {
     for (size_t i = 0; i < instrs.size(); ++i) {
       if (eager) {
@@ -192,6 +207,26 @@ void CudaSession::run(const std::string &program) {
     k.calls++;
     k.seconds += ms * 1e-3;
   }
+}
+
+std::string CudaSession::graphStatus() const {
+  const Impl &m = *impl_;
+  if (m.mode == ExecMode::Eager)
+    return "off (eager mode)";
+  if (!m.opts.graphs)
+    return "off (not asked for)";
+  size_t graphs = 0;
+  long long replays = 0;
+  for (const auto &ps : m.programs)
+    if (ps->graphs) {
+      if (!ps->graphs->enabled())
+        return "off: " + ps->graphs->whyOff();
+      graphs += ps->graphs->graphs();
+      replays += ps->graphs->replays();
+    }
+  return "on: " + std::to_string(graphs) + " graph" +
+         (graphs == 1 ? "" : "s") + ", " + std::to_string(replays) +
+         " replay" + (replays == 1 ? "" : "s");
 }
 
 std::string CudaSession::Impl::errorMessage(const ErrSlot &slot,

@@ -51,6 +51,14 @@ struct CudaOptions {
   /// fp32 GEMMs may use TF32 tensor cores (cuBLASLt compute type
   /// CUBLAS_COMPUTE_32F_FAST_TF32).
   bool tf32 = false;
+  /// matmul_epilogue as one cuBLASLt GEMM with the epilogue; false: a plain
+  /// GEMM and the element-wise kernels (its fallback when cuBLASLt has no
+  /// algorithm for an epilogue; tests run both).
+  bool gemmEpilogues = true;
+  /// Compiled mode: replay each program's launches as a CUDA graph
+  /// (runtime/cuda/CudaGraphs.h); off, or when profiling, every instr is
+  /// launched on its own.
+  bool graphs = true;
 };
 
 class CudaSession {
@@ -102,6 +110,10 @@ public:
   std::vector<Session::KernelTime> profile() const;
 
   const std::vector<TensorInfo> &tensors() const;
+
+  /// "on: 2 graphs, 40 replays", "off (not asked for)", "off (eager mode)"
+  /// or "off: <why capture failed>".
+  std::string graphStatus() const;
 
 private:
   struct Impl;

@@ -8,6 +8,7 @@
 #define TCC_RUNTIME_CUDA_CUDASESSIONINTERNAL_H
 
 #include "runtime/cuda/CudaGemm.h"
+#include "runtime/cuda/CudaGraphs.h"
 #include "runtime/cuda/CudaKernels.h"
 #include "runtime/cuda/CudaSession.h"
 
@@ -58,6 +59,7 @@ struct ProgramState {
   std::vector<AdamGroup> groups;
   char *arena = nullptr;           // Compiled: inside the session's block
   std::vector<cudaEvent_t> events; // profiling: start/stop per instr
+  std::unique_ptr<GraphCache> graphs; // Compiled, CudaOptions::graphs
 };
 
 /// An instr whose kernel can report a data error.

@@ -156,6 +156,7 @@ void CudaSession::Impl::load(const Artifact &a) {
   allocate(a);
   loadDeviceCode(a);
   gemm = std::make_unique<CudaGemm>(stream, opts.tf32);
+  gemm->setEpilogues(opts.gemmEpilogues);
   fixedBytes += gemm->workspaceBytes();
   for (auto &ps : programs) {
     buildAdamGroups(*ps);

@@ -41,5 +41,6 @@ MemoryStats CudaSession::memory() const { notBuilt(); }
 void CudaSession::setProfiling(bool) { notBuilt(); }
 std::vector<Session::KernelTime> CudaSession::profile() const { notBuilt(); }
 const std::vector<TensorInfo> &CudaSession::tensors() const { notBuilt(); }
+std::string CudaSession::graphStatus() const { notBuilt(); }
 
 } // namespace tcc::rt::cuda

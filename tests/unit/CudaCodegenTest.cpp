@@ -296,32 +296,6 @@ TEST(NvrtcCompile, ErrorsCarryTheLog) {
   EXPECT_NE(err.find("undeclared_thing"), std::string::npos) << err;
 }
 
-/// A shared object loaded from bytes through a private temporary file.
-struct SharedObject {
-  void *handle = nullptr;
-  explicit SharedObject(const std::vector<uint8_t> &bytes) {
-    char path[] = "/tmp/tcc-cuda-emu-XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0)
-      return;
-    bool ok = write(fd, bytes.data(), bytes.size()) == (ssize_t)bytes.size();
-    close(fd);
-    if (ok)
-      handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    unlink(path);
-  }
-  ~SharedObject() {
-    if (handle)
-      dlclose(handle);
-  }
-  void *sym(const std::string &name) const {
-    return handle ? dlsym(handle, name.c_str()) : nullptr;
-  }
-};
-
-using Wrapper = void (*)(void *const *);
-using Launch = void (*)(Wrapper, void *const *, unsigned, unsigned);
-
 struct Buffers {
   std::vector<std::vector<float>> f32;
   std::vector<std::vector<long long>> i64;
@@ -367,26 +341,22 @@ struct Buffers {
 };
 
 /// Runs kernel `k` of the emulated CUDA library on `b` with `grid` blocks.
-void runEmulated(const SharedObject &so, const rt::DeviceKernel &k, Buffers &b,
-                 unsigned grid) {
-  auto launch = reinterpret_cast<Launch>(so.sym("tcc_emu_launch"));
-  auto fn = reinterpret_cast<Wrapper>(so.sym("emu_" + k.symbol));
+void runEmulated(const ::tcc::test::SharedObject &so, const rt::DeviceKernel &k,
+                 Buffers &b, unsigned grid) {
+  using namespace ::tcc::test;
+  auto launch = reinterpret_cast<EmuLaunch>(so.sym("tcc_emu_launch"));
+  auto fn = reinterpret_cast<EmuWrapper>(so.sym("emu_" + k.symbol));
   ASSERT_TRUE(launch && fn);
   launch(fn, b.args.data(), grid, (unsigned)k.block);
   if (!k.finSymbol.empty() && b.err[3] == 0) {
-    auto fin = reinterpret_cast<Wrapper>(so.sym("emu_" + k.finSymbol));
+    auto fin = reinterpret_cast<EmuWrapper>(so.sym("emu_" + k.finSymbol));
     ASSERT_TRUE(fin);
     launch(fin, b.args.data(), 1, 32); // thread 0 does the work
   }
 }
 
-/// The ABI's grid: a warp per row, or a thread per element.
-unsigned abiGrid(const rt::DeviceKernel &k) {
-  int64_t threads = k.mapping == "rows" ? k.rows * 32 : k.rows * k.cols;
-  return (unsigned)((threads + k.block - 1) / k.block);
-}
-
 TEST_F(CudaCodegen, EmulatedKernelsMatchTheHostLibrary) {
+  using namespace ::tcc::test;
   ::tcc::HostLibrary hostLib, emuLib;
   std::string err;
   ASSERT_TRUE(::tcc::compileHostLibrary(*hostSource, hostLib, err)) << err;

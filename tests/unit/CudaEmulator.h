@@ -6,7 +6,8 @@
 // threads (one per lane) that meet at a barrier for every shuffle and
 // __syncwarp, so warp-level code (butterflies, lane-owned arrays, shuffles
 // from the owning lane, lane 0 stores) executes with its real semantics;
-// warps and blocks run one after the other. Device math is the host libm's.
+// warps and blocks run one after the other. Device math is the host libm's,
+// without multiply-add contraction (NVRTC gets --fmad=false).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_TESTS_UNIT_CUDAEMULATOR_H
@@ -14,7 +15,11 @@
 
 #include "runtime/core/Artifact.h"
 
+#include <cstdint>
+#include <dlfcn.h>
 #include <string>
+#include <unistd.h>
+#include <vector>
 
 namespace tcc::test {
 
@@ -31,6 +36,12 @@ inline const char *cudaEmulatorShim() {
 #include <thread>
 #include <vector>
 
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -44,6 +55,16 @@ static inline float __int_as_float(int i) {
   float f;
   std::memcpy(&f, &i, 4);
   return f;
+}
+static inline float __uint_as_float(unsigned u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+static inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  return u;
 }
 
 namespace {
@@ -124,10 +145,15 @@ inline std::string cudaEmulatorWrappers(const rt::DeviceKernel &k) {
     params += (params.empty() ? "(" : ", ") + std::string("(") + type + ")a[" +
               std::to_string(i++) + "]";
   };
+  auto type = [](rt::DType t) {
+    return t == rt::DType::F32                           ? "float *"
+           : t == rt::DType::BF16 || t == rt::DType::F16 ? "unsigned short *"
+                                                         : "long long *";
+  };
   for (const auto &in : k.inputs)
-    arg(in.first == rt::DType::F32 ? "const float *" : "const long long *");
-  for (size_t o = 0; o < k.outputs.size(); ++o)
-    arg("float *");
+    arg(std::string("const ") + type(in.first));
+  for (const auto &out : k.outputs)
+    arg(type(out.first));
   arg("double *");
   arg("long long *");
   params += ")";
@@ -137,6 +163,42 @@ inline std::string cudaEmulatorWrappers(const rt::DeviceKernel &k) {
       s += "extern \"C\" void emu_" + sym + "(void *const *a) { " + sym +
            params + "; }\n";
   return s;
+}
+
+/// A shared object (the emulated library) loaded from bytes through a
+/// private temporary file.
+struct SharedObject {
+  void *handle = nullptr;
+  explicit SharedObject(const std::vector<uint8_t> &bytes) {
+    char path[] = "/tmp/tcc-cuda-emu-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+      return;
+    bool ok = write(fd, bytes.data(), bytes.size()) == (ssize_t)bytes.size();
+    close(fd);
+    if (ok)
+      handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    unlink(path);
+  }
+  ~SharedObject() {
+    if (handle)
+      dlclose(handle);
+  }
+  SharedObject(const SharedObject &) = delete;
+  SharedObject &operator=(const SharedObject &) = delete;
+  void *sym(const std::string &name) const {
+    return handle ? dlsym(handle, name.c_str()) : nullptr;
+  }
+};
+
+/// `emu_<symbol>` and `tcc_emu_launch` of the emulated library.
+using EmuWrapper = void (*)(void *const *);
+using EmuLaunch = void (*)(EmuWrapper, void *const *, unsigned, unsigned);
+
+/// The ABI's grid: a warp per row, or a thread per element.
+inline unsigned abiGrid(const rt::DeviceKernel &k) {
+  int64_t threads = k.mapping == "rows" ? k.rows * 32 : k.rows * k.cols;
+  return (unsigned)((threads + k.block - 1) / k.block);
 }
 
 } // namespace tcc::test

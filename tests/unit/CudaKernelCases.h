@@ -6,13 +6,16 @@
 // outputs with the CPU kernels: data movement, casts and dropout masks bit
 // for bit, arithmetic within a tolerance for the math functions' last bits,
 // the order of reductions and 16-bit rounding. (matmul is cuBLASLt's and
-// is tested on the GPU only, in CudaKernelsTest.cpp.)
+// is tested on the GPU only, in CudaKernelsTest.cpp; matmul_epilogue's
+// cases run its cuBLASLt epilogues there and its fallback in the emulator.)
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_TESTS_UNIT_CUDAKERNELCASES_H
 #define TCC_TESTS_UNIT_CUDAKERNELCASES_H
 
 #include "CudaTestUtil.h"
+
+#include "runtime/cpu/GemmEpilogue.h"
 
 #include <algorithm>
 
@@ -340,6 +343,58 @@ inline void optimizerCases(std::vector<KernelCase> &cases) {
   cases.push_back(std::move(d));
 }
 
+/// matmul_epilogue: every epilogue (runtime/cpu/GemmEpilogue.h) per dtype.
+/// On a GPU one cuBLASLt call each (a pre-activation row of 20 elements is
+/// not one cuBLASLt takes: that one runs the fallback); in the emulator the
+/// GEMM is the CPU's and the fallback kernels run emulated. 16-bit results
+/// differ from the CPU's by the fallback's extra rounding of the product.
+inline void gemmEpilogueCases(std::vector<KernelCase> &cases) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+    KernelCase c{std::string("matmul_epilogue_") + dtypeName(t)};
+    if (t != DType::F32)
+      c.rtol = c.atol = 3 * rtolFor(t);
+    else
+      c.rtol = c.atol = 1e-4;
+    OneProgram &p = c.prog;
+    for (const GemmEpilogueInfo &e : kGemmEpilogues) {
+      bool rows = e.rowsFlatten();
+      for (int64_t n : {24, 20}) {
+        if (n == 20 && !e.preactOut && e.act != GemmAct::DgeluTanh)
+          continue;
+        // Forward/dgelu: [2, 9, 13] x [n, 13]^T. Bias gradients: a weight
+        // gradient [37, 16]^T x [37, n] (bgrad_rhs) or [37, n]^T x [37, 16]
+        // (bgrad_lhs, whose D is [n, 16]).
+        std::vector<int64_t> as = rows ? std::vector<int64_t>{2, 9, 13}
+                                       : std::vector<int64_t>{37, 16};
+        std::vector<int64_t> bs = rows ? std::vector<int64_t>{n, 13}
+                                       : std::vector<int64_t>{37, n};
+        if (e.bgrad == GemmBiasGrad::Lhs)
+          std::swap(as, bs);
+        std::vector<int64_t> ds = rows ? std::vector<int64_t>{2, 9, n}
+                                       : e.bgrad == GemmBiasGrad::Lhs
+                                             ? std::vector<int64_t>{n, 16}
+                                             : std::vector<int64_t>{16, n};
+        int32_t a = p.random(t, as, -1, 1), b = p.random(t, bs, -1, 1);
+        std::vector<int32_t> in{a, b};
+        if (e.bias)
+          in.push_back(p.random(t, {n}));
+        if (e.act == GemmAct::DgeluTanh)
+          in.push_back(p.random(t, ds));
+        std::vector<int32_t> out{p.out(t, ds)};
+        if (e.preactOut)
+          out.push_back(p.out(t, ds));
+        else if (e.bgrad != GemmBiasGrad::None) // f32, as the compiler makes
+          out.push_back(p.out(DType::F32, {e.bgrad == GemmBiasGrad::Lhs
+                                               ? ds[0]
+                                               : ds.back()}));
+        p.instr("matmul_epilogue", in, out, {rows ? 0 : 1, rows ? 1 : 0, e.code});
+        c.outs.insert(c.outs.end(), out.begin(), out.end());
+      }
+    }
+    cases.push_back(std::move(c));
+  }
+}
+
 /// Every case above.
 inline std::vector<KernelCase> kernelCases() {
   std::vector<KernelCase> cases;
@@ -351,6 +406,7 @@ inline std::vector<KernelCase> kernelCases() {
   softmaxLossCases(cases);
   layerNormCases(cases);
   optimizerCases(cases);
+  gemmEpilogueCases(cases);
   return cases;
 }
 

@@ -20,6 +20,24 @@ int64_t prepare_matmul(const Instr &, const std::vector<TensorInfo> &) {
   throw Error("matmul is not emulated");
 }
 void launch_matmul(const CudaArgs &) { throw Error("matmul is not emulated"); }
+// matmul_epilogue without cuBLASLt: the GEMM on the CPU kernel, then the
+// real fallback (CudaGemmEpilogue.cpp) with emulated kernels.
+void launch_matmul_epilogue(const CudaArgs &a) {
+  std::vector<TensorInfo> infos;
+  std::vector<void *> buffers;
+  for (const TensorView *v : {&a.in[0], &a.in[1], &a.out[0]}) {
+    TensorInfo t;
+    t.name = "t" + std::to_string(infos.size());
+    t.dtype = v->dtype;
+    t.shape = *v->shape;
+    infos.push_back(t);
+    buffers.push_back(v->data);
+  }
+  runKernel(Instr{"matmul", {0, 1}, {2}, {a.instr.iattrs[0], a.instr.iattrs[1]},
+                  {}},
+            infos, buffers);
+  epilogueFallback(a);
+}
 } // namespace tcc::rt::cuda
 cudaError_t cudaLaunchKernel(const void *, dim3, dim3, void **, size_t,
                              cudaStream_t) {

@@ -173,6 +173,37 @@ TEST(CudaSession, UnsupportedCasesAreRefused) {
     expectError([&] { cuda::CudaSession s(p.artifact(), ExecMode::Compiled); },
                 "instr 0 (add): no CUDA kernel for rank 9 operands");
   }
+  // matmul_epilogue: the CPU widens any float mix, cuBLASLt takes one type
+  // (codes: runtime/cpu/GemmEpilogue.h; 1 bias, 6 gelu_tanh_aux, 9
+  // bgrad_rhs).
+  {
+    OneProgram p;
+    int32_t a = p.random(DType::BF16, {2, 3}), b = p.random(DType::BF16, {3, 4});
+    int32_t bias = p.random(DType::F32, {4});
+    int32_t d = p.out(DType::BF16, {2, 4});
+    p.instr("matmul_epilogue", {a, b, bias}, {d}, {0, 0, 1});
+    expectError([&] { cuda::CudaSession s(p.artifact(), ExecMode::Compiled); },
+                "instr 0 (matmul_epilogue): the CUDA matmul_epilogue needs one "
+                "element type for its inputs; 't2' is f32, 't0' bf16");
+  }
+  {
+    OneProgram p;
+    int32_t a = p.random(DType::BF16, {2, 3}), b = p.random(DType::BF16, {3, 8});
+    int32_t d = p.out(DType::F32, {2, 8}), pre = p.out(DType::F32, {2, 8});
+    p.instr("matmul_epilogue", {a, b}, {d, pre}, {0, 0, 6});
+    expectError([&] { cuda::CudaSession s(p.artifact(), ExecMode::Compiled); },
+                "instr 0 (matmul_epilogue): the CUDA matmul_epilogue writes D "
+                "in its inputs' type bf16, not f32");
+  }
+  {
+    OneProgram p;
+    int32_t a = p.random(DType::F16, {5, 3}), b = p.random(DType::F16, {5, 8});
+    int32_t d = p.out(DType::F16, {3, 8}), db = p.out(DType::BF16, {8});
+    p.instr("matmul_epilogue", {a, b}, {d, db}, {1, 0, 9});
+    expectError([&] { cuda::CudaSession s(p.artifact(), ExecMode::Compiled); },
+                "instr 0 (matmul_epilogue): the CUDA matmul_epilogue's second "
+                "output 't3' is bf16; a bias gradient is D's type or f32");
+  }
 }
 
 TEST(CudaSession, FusedInstrsNeedMatchingDeviceCode) {

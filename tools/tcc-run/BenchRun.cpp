@@ -161,7 +161,7 @@ static double timeStep(Run &r, const StepShape &s) {
 int run::runBench(int argc, char **argv) {
   std::string artifact, device = "auto", only;
   int64_t steps = 20, warmup = 3, seed = 0;
-  bool tf32 = false, json = false;
+  bool tf32 = false, json = false, noGraphs = false;
   try {
     Args args("tcc-run bench", "tcc-run bench ART [options]",
               "Times eager and compiled training steps of the artifact ART on "
@@ -174,6 +174,9 @@ int run::runBench(int argc, char **argv) {
     args.flag("tf32", &tf32,
               "GPU: fp32 matrix products on TF32 tensor cores (ignored on "
               "the CPU)");
+    args.flag("no-cuda-graphs", &noGraphs,
+              "GPU: launch every kernel of a compiled step on its own "
+              "instead of replaying the step as a CUDA graph");
     args.integer("seed", &seed, 0, "N", "seed of the synthetic data");
     args.value("only", &only, "eager|compiled",
                "time one mode only (its memory is then alone on the device)",
@@ -213,6 +216,7 @@ int run::runBench(int argc, char **argv) {
       if (gpu) {
         rt::cuda::CudaOptions co;
         co.tf32 = tf32;
+        co.graphs = !noGraphs;
         r.gpu = std::make_unique<rt::cuda::CudaSession>(a, r.mode, co);
         for (size_t i = 0; i < in.size(); ++i)
           r.gpu->upload(in[i], batch[i].data());
@@ -277,8 +281,14 @@ int run::runBench(int argc, char **argv) {
         j["tensor_peak_bytes"] = m.peakBytes;
         j["persistent_bytes"] = m.persistentBytes;
         j["tf32"] = gpu && tf32;
+        if (gpu)
+          j["cuda_graphs"] = r.gpu->graphStatus();
         std::printf("%s\n", j.dump().c_str());
       }
+    for (Run &r : runs)
+      if (r.gpu && r.mode == rt::ExecMode::Compiled)
+        std::printf("  CUDA graphs (compiled): %s\n",
+                    r.gpu->graphStatus().c_str());
     if (runs.size() == 2) {
       double me = rt::median(runs[0].times), mc = rt::median(runs[1].times);
       rt::MemoryStats se = gpu ? runs[0].gpu->memory() : runs[0].cpu->memory();

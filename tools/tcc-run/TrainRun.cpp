@@ -52,6 +52,7 @@ struct Flags {
   int64_t steps = -1, epochs = -1, prefetch = 4, seed = 0;
   int64_t checkpointEvery = 0, keepCheckpoints = 3;
   bool eager = false, tf32 = false, noShuffle = false, noProgress = false;
+  bool noGraphs = false;
 };
 } // namespace
 
@@ -82,6 +83,9 @@ static run::Args trainArgs(Flags &f) {
   a.flag("tf32", &f.tf32,
          "GPU: fp32 matrix products on TF32 tensor cores (ignored on the "
          "CPU)");
+  a.flag("no-cuda-graphs", &f.noGraphs,
+         "GPU: launch every kernel of a compiled step on its own instead of "
+         "replaying the step as a CUDA graph");
   a.value("metrics", &f.metrics, "FILE", "write one JSON line per step");
   a.integer("seed", &f.seed, 0, "N", "shuffling seed, default 0");
   a.flag("no-shuffle", &f.noShuffle, "take batches in file order");
@@ -179,6 +183,7 @@ int run::runTrain(int argc, char **argv) {
     if (gpu) {
       rt::cuda::CudaOptions co;
       co.tf32 = f.tf32;
+      co.graphs = !f.noGraphs;
       cuda = std::make_unique<rt::cuda::CudaSession>(a, mode, co);
       r = rt::cuda::trainOnGpu(*cuda, a, o);
     } else {

@@ -225,6 +225,14 @@ static std::vector<Variant> variants(const CompileOptions &base) {
   else
     v.push_back({"compiled --pad-multiple=0", rt::ExecMode::Compiled,
                  [](CompileOptions &o) { o.padMultiple = 0; }});
+  // GEMM epilogues are on for cuda only (docs/ARCHITECTURE.md), and bench
+  // runs on the CPU: its toggle turns them on unless the flags did.
+  if (base.gemmEpilogue == 1)
+    v.push_back({"compiled --gemm-epilogue=false", rt::ExecMode::Compiled,
+                 [](CompileOptions &o) { o.gemmEpilogue = 0; }});
+  else
+    v.push_back({"compiled --gemm-epilogue", rt::ExecMode::Compiled,
+                 [](CompileOptions &o) { o.gemmEpilogue = 1; }});
   if (base.memoryBudget > 0)
     v.push_back({"compiled, no --memory-budget", rt::ExecMode::Compiled,
                  [](CompileOptions &o) { o.memoryBudget = 0; }});

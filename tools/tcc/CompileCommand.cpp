@@ -75,6 +75,13 @@ static cl::opt<bool> noFuse(
     cl::desc("Run one library kernel per op: no tcc-fuse, no generated "
              "kernels (the host C++ compiler is not needed)"),
     cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
+static cl::opt<bool> gemmEpilogue(
+    "gemm-epilogue",
+    cl::desc("Fold bias adds, ReLU/tanh-GELU and bias gradients into the "
+             "GEMMs (tcc-gemm-epilogue: one cuBLASLt epilogue GEMM each; "
+             "default on for --target cuda, off for the CPU; "
+             "--gemm-epilogue=false turns it off)"),
+    cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
 static cl::opt<bool> report(
     "report",
     cl::desc("Print the predicted memory anatomy (weights, optimizer state, "
@@ -228,6 +235,8 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
   o.precision = precision;
   o.planMemory = !noPlanMemory;
   o.fuse = !noFuse;
+  if (gemmEpilogue.getNumOccurrences())
+    o.gemmEpilogue = gemmEpilogue ? 1 : 0;
   return true;
 }
 

@@ -1,5 +1,6 @@
 // RUN: tcc-opt %s --tcc-train-pipeline="plan-memory=false fuse=false" --split-input-file | FileCheck %s
 // RUN: tcc-opt %s --tcc-train-pipeline="loss=mse optimizer=sgd lr=0.1 optimize=false" --split-input-file | FileCheck %s --check-prefix=SGD
+// RUN: tcc-opt %s --tcc-train-pipeline="plan-memory=false fuse=false gemm-epilogue=true" --split-input-file | FileCheck %s --check-prefix=EPI
 
 // A two-layer MLP through the whole pipeline: loss, autodiff, optimizer,
 // canonicalize and CSE (tcc-plan-memory, which reorders the ops, is off
@@ -85,6 +86,19 @@ module attributes {tcc.batch = 4 : i64} {
 // SGD-NEXT:    tcc.mse_loss_grad %[[ONE]], %[[YB]], %[[LABELS]]
 // SGD-COUNT-4: tcc.sgd_update {{.+}} {lr = 1.000000e-01 : f64, weight_decay = 0.000000e+00 : f64}
 // SGD-NEXT:    return %[[LOSS]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} :
+
+// With GEMM epilogues (tcc compile --target cuda): each layer is one GEMM,
+// ReLU's backward reads its output, each weight gradient also sums the
+// bias gradient.
+// EPI-LABEL: func.func @train_step
+// EPI:         %[[H:.+]] = tcc.matmul_epilogue %{{.+}}, %{{.+}} bias %{{.+}} {epilogue = "bias_relu", transpose_rhs = true}
+// EPI-NEXT:    tcc.matmul_epilogue %[[H]], %{{.+}} bias %{{.+}} {epilogue = "bias", transpose_rhs = true}
+// EPI-NOT:     tcc.reduce_sum
+// EPI:         tcc.matmul_epilogue %{{.+}}, %[[H]] {epilogue = "bgrad_lhs", transpose_lhs = true}
+// EPI:         tcc.relu_grad %{{.+}}, %[[H]]
+// EPI-NEXT:    tcc.matmul_epilogue %{{.+}}, %{{.+}} {epilogue = "bgrad_lhs", transpose_lhs = true}
+// EPI-NOT:     tcc.reduce_sum
+// EPI:         return
 
 // -----
 

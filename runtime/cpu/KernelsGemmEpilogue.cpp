@@ -1,0 +1,270 @@
+//===- KernelsGemmEpilogue.cpp - GEMM with a fused epilogue on OpenBLAS ---===//
+//
+// The `matmul_epilogue` kernel (tcc-gemm-epilogue's tcc.matmul_epilogue; the
+// epilogues are listed in GemmEpilogue.h). It is the CPU fallback of what
+// cuBLASLt does in one kernel on the GPU, and it fuses for real:
+//
+// * Bias: C's rows are initialized with the bias and sgemm runs with
+//   beta = 1. OpenBLAS clears C itself when beta = 0 and skips that pass
+//   when beta = 1, so the bias costs the same as the clearing it replaces
+//   (a separate add would read and write C once more).
+// * Activations, the saved pre-activation and dgelu: C is computed in
+//   blocks of rows small enough to stay in the L2 cache, and each block's
+//   epilogue runs right after its GEMM, over rows still in cache, split
+//   across the ThreadPool. The formulas are the library kernels' (run_relu,
+//   run_gelu, run_gelu_grad called on row ranges), so they match the
+//   unfused ops bit for bit given the same accumulator.
+// * Bias gradients: column sums in the row order reduce_sum uses (f32,
+//   row after row), so a fused bias gradient equals the unfused one bit for
+//   bit; columns are split across the ThreadPool. bgrad_lhs/bgrad_rhs sum a
+//   GEMM operand (cuBLASLt reduces it while loading it; OpenBLAS packs its
+//   operands internally, so here it is one more read of that operand,
+//   in the same call); dgelu_tanh_bgrad sums each block of D while cached.
+//
+// bf16/f16 operands go through the adapter of KernelsHalf.cpp like every
+// kernel: the epilogue runs on the f32 accumulator and D (and aux) are
+// rounded once, as cuBLASLt does.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/GemmEpilogue.h"
+#include "runtime/cpu/KernelsInternal.h"
+#include "runtime/cpu/ThreadPool.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+namespace tcc::rt::kernels {
+
+namespace {
+/// The GEMM of one call: D[rows, N] = op(A)[rows, K] op(B)[K, N].
+struct EpilogueDims {
+  bool transA, transB;
+  int64_t rows, n, k;
+};
+} // namespace
+
+static const GemmEpilogueInfo &epilogueOf(const KernelSig &s) {
+  const GemmEpilogueInfo *e = gemmEpilogueByCode(s.instr.iattrs[2]);
+  if (!e)
+    throw Error("unknown GEMM epilogue code " +
+                std::to_string(s.instr.iattrs[2]));
+  return *e;
+}
+
+static void expectShape(const KernelSig &s, bool isInput, size_t i,
+                        const std::vector<int64_t> &shape) {
+  const TensorInfo *t = isInput ? s.in[i] : s.out[i];
+  if (t->shape != shape)
+    throw Error(operandName(s, isInput, i) + " has shape " +
+                formatShape(t->shape) + ", expected " + formatShape(shape));
+}
+
+void check_matmul_epilogue(const KernelSig &s) {
+  expectIAttrs(s, 3);
+  for (size_t i = 0; i < 2; ++i)
+    if (s.instr.iattrs[i] != 0 && s.instr.iattrs[i] != 1)
+      throw Error("transpose flags must be 0 or 1, got " +
+                  formatShape(s.instr.iattrs));
+  const GemmEpilogueInfo &e = epilogueOf(s);
+  bool extraIn = e.bias || e.act == GemmAct::DgeluTanh;
+  expectArity(s, extraIn ? 3 : 2, e.hasAux() ? 2 : 1);
+  expectAllF32(s);
+  bool ta = s.instr.iattrs[0], tb = s.instr.iattrs[1];
+  const auto &a = s.in[0]->shape, &b = s.in[1]->shape, &d = s.out[0]->shape;
+  if (b.size() != 2)
+    throw Error(operandName(s, true, 1) + " has shape " + formatShape(b) +
+                "; the " + e.name + " epilogue needs a 2-D right operand");
+  int64_t kb = tb ? b[1] : b[0], n = tb ? b[0] : b[1];
+  int64_t m, ka;
+  if (e.rowsFlatten()) {
+    if (ta)
+      throw Error(std::string("the ") + e.name +
+                  " epilogue needs a non-transposed left operand");
+    if (a.size() < 2)
+      throw Error(operandName(s, true, 0) + " has shape " + formatShape(a) +
+                  "; matmul_epilogue needs rank >= 2");
+    ka = a.back();
+    m = 1;
+    for (size_t i = 0; i + 1 < a.size(); ++i)
+      m *= a[i];
+    std::vector<int64_t> want(a.begin(), a.end() - 1);
+    want.push_back(n);
+    if (ka != kb || d != want)
+      throw Error("shapes " + formatShape(a) + " x " + formatShape(b) +
+                  (tb ? "^T" : "") + " -> " + formatShape(d) + " do not agree");
+  } else {
+    if (a.size() != 2)
+      throw Error(operandName(s, true, 0) + " has shape " + formatShape(a) +
+                  "; the " + e.name + " epilogue needs 2-D operands");
+    if (e.bgrad == GemmBiasGrad::Lhs && !ta)
+      throw Error("the bgrad_lhs epilogue sums the transposed left operand; "
+                  "transpose_lhs is 0");
+    if (e.bgrad == GemmBiasGrad::Rhs && tb)
+      throw Error("the bgrad_rhs epilogue sums the non-transposed right "
+                  "operand; transpose_rhs is 1");
+    m = ta ? a[1] : a[0];
+    ka = ta ? a[0] : a[1];
+    if (ka != kb || d != std::vector<int64_t>{m, n})
+      throw Error("shapes " + formatShape(a) + (ta ? "^T" : "") + " x " +
+                  formatShape(b) + (tb ? "^T" : "") + " -> " + formatShape(d) +
+                  " do not agree");
+  }
+  for (int64_t dim : {m, n, ka})
+    if (dim > INT_MAX)
+      throw Error("matrix dimension " + std::to_string(dim) +
+                  " is too large for BLAS");
+  if (e.bias)
+    expectShape(s, true, 2, {n});
+  if (e.act == GemmAct::DgeluTanh)
+    expectShape(s, true, 2, d);
+  if (e.preactOut)
+    expectShape(s, false, 1, d);
+  if (e.bgrad == GemmBiasGrad::Lhs)
+    expectShape(s, false, 1, {m});
+  else if (e.bgrad != GemmBiasGrad::None)
+    expectShape(s, false, 1, {n});
+}
+
+static void sgemm(const EpilogueDims &d, int64_t rows, const float *a,
+                  const float *b, float beta, float *c) {
+  int lda = static_cast<int>(d.transA ? d.rows : d.k);
+  int ldb = static_cast<int>(d.transB ? d.k : d.n);
+  cblas_sgemm(CblasRowMajor, d.transA ? CblasTrans : CblasNoTrans,
+              d.transB ? CblasTrans : CblasNoTrans, static_cast<int>(rows),
+              static_cast<int>(d.n), static_cast<int>(d.k), 1.0f, a, lda, b,
+              ldb, beta, c, static_cast<int>(d.n));
+}
+
+/// Runs fn(r0, r1) over [0, rows) in chunks on the ThreadPool when the
+/// work (elements x cost) is worth waking it for.
+template <class F>
+static void parallelRows(int64_t rows, int64_t work, F &&fn) {
+  constexpr int64_t kMinParallelWork = 1 << 18;
+  ThreadPool &pool = ThreadPool::global();
+  int64_t chunks = 1;
+  if (work >= kMinParallelWork)
+    chunks = std::min<int64_t>(4 * (int64_t)pool.size(), rows);
+  if (chunks <= 1) {
+    fn(int64_t(0), rows);
+    return;
+  }
+  pool.parallelFor(chunks, [&](int64_t c) {
+    fn(rows * c / chunks, rows * (c + 1) / chunks);
+  });
+}
+
+/// sum[j] += x[r * ld + j] for r in [0, rows), j in [0, cols): row after
+/// row in f32, as reduce_sum over the leading axis adds; columns split
+/// across threads (each column's order is unchanged).
+static void addColumnSums(const float *x, int64_t rows, int64_t cols,
+                          int64_t ld, float *sum) {
+  parallelRows(cols, rows * cols, [&](int64_t c0, int64_t c1) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *row = x + r * ld;
+      for (int64_t j = c0; j < c1; ++j)
+        sum[j] += row[j];
+    }
+  });
+}
+
+/// The library kernel `run` (relu, gelu, gelu_grad) over a range of
+/// elements: the same formulas as the unfused ops.
+static void runElementwise(void (*run)(const KernelArgs &), int64_t approx,
+                           float *y, const float *x, const float *x2,
+                           int64_t n) {
+  Instr in;
+  in.iattrs = {approx};
+  std::vector<int64_t> shape{n};
+  KernelArgs args{in, {}, {}};
+  args.in.push_back(TensorView{const_cast<float *>(x), DType::F32, &shape, n});
+  if (x2)
+    args.in.push_back(
+        TensorView{const_cast<float *>(x2), DType::F32, &shape, n});
+  args.out.push_back(TensorView{y, DType::F32, &shape, n});
+  run(args);
+}
+
+/// The element-wise part of the epilogue on rows [r0, r1) of a block that
+/// starts at row `base` of D (C = D + base * n, already holding acc + bias).
+static void epilogueRows(const GemmEpilogueInfo &e, const KernelArgs &args,
+                         int64_t base, int64_t n, int64_t r0, int64_t r1) {
+  float *c = args.out[0].f32() + (base + r0) * n;
+  int64_t count = (r1 - r0) * n;
+  if (e.preactOut)
+    std::memcpy(args.out[1].f32() + (base + r0) * n, c,
+                static_cast<size_t>(count) * sizeof(float));
+  switch (e.act) {
+  case GemmAct::Relu:
+    runElementwise(run_relu, 0, c, c, nullptr, count);
+    break;
+  case GemmAct::GeluTanh:
+    runElementwise(run_gelu, 1, c, c, nullptr, count);
+    break;
+  case GemmAct::DgeluTanh: // D = gelu_grad(dy = acc, x = preact)
+    runElementwise(run_gelu_grad, 1, c, c, args.in[2].f32() + (base + r0) * n,
+                   count);
+    break;
+  case GemmAct::None:
+    break;
+  }
+}
+
+void run_matmul_epilogue(const KernelArgs &args) {
+  const GemmEpilogueInfo &e = *gemmEpilogueByCode(args.instr.iattrs[2]);
+  const TensorView &A = args.in[0], &B = args.in[1], &D = args.out[0];
+  EpilogueDims d{args.instr.iattrs[0] != 0, args.instr.iattrs[1] != 0, 0, 0, 0};
+  d.n = D.dim(D.rank() - 1);
+  d.rows = d.n ? D.numel / d.n : 0;
+  d.k = d.transA ? A.dim(0) : A.dim(A.rank() - 1);
+  float *c = D.f32();
+  const float *a = A.f32(), *b = B.f32();
+  float *bgrad = e.bgrad != GemmBiasGrad::None ? args.out[1].f32() : nullptr;
+  if (bgrad)
+    std::fill(bgrad, bgrad + args.out[1].numel, 0.0f);
+  // Operand sums (the GEMM's inputs, whatever D's size).
+  if (e.bgrad == GemmBiasGrad::Lhs) // A [K, M]: sum its rows
+    addColumnSums(a, d.k, d.rows, d.rows, bgrad);
+  else if (e.bgrad == GemmBiasGrad::Rhs) // B [K, N]
+    addColumnSums(b, d.k, d.n, d.n, bgrad);
+  if (D.numel == 0)
+    return;
+
+  const float *bias = e.bias ? args.in[2].f32() : nullptr;
+  bool perElement =
+      e.act != GemmAct::None || e.preactOut || e.bgrad == GemmBiasGrad::Out;
+  // Rows per block: about half the L2 cache of D, so the epilogue finds
+  // the block's rows there; one block when nothing follows the GEMM.
+  constexpr int64_t kBlockBytes = 512 << 10;
+  int64_t blockRows =
+      perElement ? std::max<int64_t>(8, kBlockBytes / (d.n * 4)) : d.rows;
+  int64_t cost =
+      e.act == GemmAct::GeluTanh || e.act == GemmAct::DgeluTanh ? 16 : 1;
+  for (int64_t r0 = 0; r0 < d.rows; r0 += blockRows) {
+    int64_t rows = std::min(blockRows, d.rows - r0);
+    float *cb = c + r0 * d.n;
+    if (bias)
+      parallelRows(rows, rows * d.n, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i)
+          std::memcpy(cb + i * d.n, bias, static_cast<size_t>(d.n) * 4);
+      });
+    if (d.k == 0) { // BLAS rejects lda = 0; the empty sum is zero.
+      if (!bias)
+        std::fill(cb, cb + rows * d.n, 0.0f);
+    } else {
+      // A block of rows of op(A): A is not transposed when rows flatten.
+      const float *ab = d.transA ? a : a + r0 * d.k;
+      sgemm(d, rows, ab, b, bias ? 1.0f : 0.0f, cb);
+    }
+    if (e.act != GemmAct::None || e.preactOut)
+      parallelRows(rows, rows * d.n * cost, [&](int64_t i0, int64_t i1) {
+        epilogueRows(e, args, r0, d.n, i0, i1);
+      });
+    if (e.bgrad == GemmBiasGrad::Out)
+      addColumnSums(cb, rows, d.n, d.n, bgrad);
+  }
+}
+
+} // namespace tcc::rt::kernels

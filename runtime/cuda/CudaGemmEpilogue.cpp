@@ -1,0 +1,92 @@
+//===- CudaGemmEpilogue.cpp - matmul_epilogue's checks and fallback -------===//
+//
+// The `matmul_epilogue` kernel on the GPU is one cuBLASLt call with the
+// epilogue (launch_matmul_epilogue, CudaGemm.cpp). When cuBLASLt has no
+// algorithm for an epilogue (a pre-activation whose row length is not a
+// multiple of 8, a bias gradient type it does not take, ...), it runs a
+// plain GEMM into D and then this fallback: the registry's own kernels for
+// what the epilogue adds (add, copy, relu, gelu, gelu_grad, reduce_sum), so
+// the result is that of the unfused ops. No cuBLASLt here: the emulator
+// tests (tests/unit/CudaKernelEmuTest.cpp) run this file on CPU threads.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/GemmEpilogue.h"
+#include "runtime/cuda/CudaKernels.h"
+
+namespace tcc::rt::cuda {
+
+int64_t prepare_matmul_epilogue(const Instr &in,
+                                const std::vector<TensorInfo> &t) {
+  const GemmEpilogueInfo &e = *gemmEpilogueByCode(in.iattrs[2]);
+  DType ab = t[in.inputs[0]].dtype, d = t[in.outputs[0]].dtype;
+  auto name = [&](int32_t id) { return "'" + t[id].name + "'"; };
+  // checkInstr took any float mix (the CPU widens everything); cuBLASLt
+  // takes one type for A, B, D, the bias and the pre-activation.
+  for (int32_t id : in.inputs)
+    if (t[id].dtype != ab)
+      throw Error("the CUDA matmul_epilogue needs one element type for its "
+                  "inputs; " +
+                  name(id) + " is " + dtypeName(t[id].dtype) + ", " +
+                  name(in.inputs[0]) + " " + dtypeName(ab));
+  if (d != ab)
+    throw Error("the CUDA matmul_epilogue writes D in its inputs' type " +
+                std::string(dtypeName(ab)) + ", not " + dtypeName(d));
+  if (e.hasAux()) {
+    DType aux = t[in.outputs[1]].dtype;
+    bool ok = e.preactOut ? aux == d : aux == d || aux == DType::F32;
+    if (!ok)
+      throw Error("the CUDA matmul_epilogue's second output " +
+                  name(in.outputs[1]) + " is " + dtypeName(aux) + "; " +
+                  (e.preactOut ? "the pre-activation has D's type"
+                               : "a bias gradient is D's type or f32"));
+  }
+  // The fallback's broadcast add indexes with at most kCudaMaxRank dims.
+  if (t[in.outputs[0]].shape.size() > static_cast<size_t>(kCudaMaxRank))
+    throw Error("no CUDA kernel for rank " +
+                std::to_string(t[in.outputs[0]].shape.size()) +
+                " GEMM results; the CUDA kernels take rank <= " +
+                std::to_string(kCudaMaxRank));
+  return 0;
+}
+
+/// Runs a registry kernel on views of `a`'s operands.
+static void run(void (*launch)(const CudaArgs &), const CudaArgs &a,
+                const char *kernel, std::vector<TensorView> in,
+                std::vector<TensorView> out, std::vector<int64_t> iattrs = {}) {
+  Instr instr{kernel, {}, {}, std::move(iattrs), {}};
+  CudaArgs args{instr, std::move(in), std::move(out)};
+  args.stream = a.stream;
+  args.err = a.err;
+  args.scratch = a.scratch;
+  args.smCount = a.smCount;
+  launch(args);
+}
+
+void epilogueFallback(const CudaArgs &a) {
+  const GemmEpilogueInfo &e = *gemmEpilogueByCode(a.instr.iattrs[2]);
+  const TensorView &D = a.out[0];
+  if (e.bias) // D += bias, broadcast over the rows
+    run(launch_binary, a, "add", {D, a.in[2]}, {D});
+  if (e.preactOut)
+    run(launch_copy, a, "copy", {D}, {a.out[1]});
+  if (e.act == GemmAct::Relu)
+    run(launch_unary, a, "relu", {D}, {D});
+  else if (e.act == GemmAct::GeluTanh)
+    run(launch_unary, a, "gelu", {D}, {D}, {1});
+  else if (e.act == GemmAct::DgeluTanh)
+    run(launch_unary_grad, a, "gelu_grad", {D, a.in[2]}, {D}, {1});
+  // Bias gradients: sums over the leading axis of the [K, M] / [K, N]
+  // operand, or over every leading axis of D.
+  if (e.bgrad == GemmBiasGrad::Lhs)
+    run(launch_reduce, a, "reduce_sum", {a.in[0]}, {a.out[1]}, {0});
+  else if (e.bgrad == GemmBiasGrad::Rhs)
+    run(launch_reduce, a, "reduce_sum", {a.in[1]}, {a.out[1]}, {0});
+  else if (e.bgrad == GemmBiasGrad::Out) {
+    std::vector<int64_t> axes;
+    for (size_t i = 0; i + 1 < D.rank(); ++i)
+      axes.push_back(static_cast<int64_t>(i));
+    run(launch_reduce, a, "reduce_sum", {D}, {a.out[1]}, axes);
+  }
+}
+
+} // namespace tcc::rt::cuda

@@ -1,0 +1,159 @@
+// RUN: tcc-opt %s --tcc-gemm-epilogue --split-input-file | FileCheck %s
+// RUN: tcc-opt %s --split-input-file | FileCheck %s --check-prefix=OFF
+
+// A linear + ReLU layer in f32 and its backward (the MLP's step).
+
+// CHECK-LABEL: func.func @linear_relu
+// CHECK-SAME:    %[[X:[a-z0-9]+]]: tensor<8x4xf32>, %[[W:[a-z0-9]+]]: tensor<16x4xf32>, %[[B:[a-z0-9]+]]: tensor<16xf32>, %[[DY:[a-z0-9]+]]: tensor<8x16xf32>
+// CHECK:         %[[Y:.+]] = tcc.matmul_epilogue %[[X]], %[[W]] bias %[[B]] {epilogue = "bias_relu", transpose_rhs = true} : (tensor<8x4xf32>, tensor<16x4xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+// The backward reads the ReLU's output, so the pre-activation is not kept.
+// CHECK-NEXT:    %[[DZ:.+]] = tcc.relu_grad %[[DY]], %[[Y]] : tensor<8x16xf32>
+// CHECK-NEXT:    %[[DW:.+]], %[[DB:.+]] = tcc.matmul_epilogue %[[DZ]], %[[X]] {epilogue = "bgrad_lhs", transpose_lhs = true} : (tensor<8x16xf32>, tensor<8x4xf32>) -> (tensor<16x4xf32>, tensor<16xf32>)
+// CHECK-NEXT:    return %[[Y]], %[[DZ]], %[[DW]], %[[DB]]
+// OFF-LABEL:   func.func @linear_relu
+// OFF-NOT:     matmul_epilogue
+func.func @linear_relu(%x: tensor<8x4xf32>, %w: tensor<16x4xf32>, %b: tensor<16xf32>, %dy: tensor<8x16xf32>)
+    -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x4xf32>, tensor<16xf32>) {
+  %h = tcc.matmul %x, %w {transpose_rhs = true} : (tensor<8x4xf32>, tensor<16x4xf32>) -> tensor<8x16xf32>
+  %s = tcc.add %h, %b : (tensor<8x16xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+  %y = tcc.relu %s : tensor<8x16xf32>
+  %dz = tcc.relu_grad %dy, %s : tensor<8x16xf32>
+  %db = tcc.reduce_sum %dz {axes = array<i64: 0>} : tensor<8x16xf32> -> tensor<16xf32>
+  %dw = tcc.matmul %dz, %x {transpose_lhs = true} : (tensor<8x16xf32>, tensor<8x4xf32>) -> tensor<16x4xf32>
+  return %y, %dz, %dw, %db : tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x4xf32>, tensor<16xf32>
+}
+
+// -----
+
+// bf16 (as tcc-mixed-precision leaves it): the bias is the add's lhs, the
+// product batched; the weight gradient reads a reshape of dy and the bias
+// gradient sums its exact f32 widening.
+
+// CHECK-LABEL: func.func @bf16_bias
+// CHECK-SAME:    %[[X:[a-z0-9]+]]: tensor<2x8x4xbf16>, %[[W:[a-z0-9]+]]: tensor<4x16xbf16>, %[[B:[a-z0-9]+]]: tensor<16xf32>, %[[DY:[a-z0-9]+]]: tensor<2x8x16xbf16>
+// CHECK:         %[[BH:.+]] = tcc.cast %[[B]] : tensor<16xf32> -> tensor<16xbf16>
+// CHECK-NEXT:    %[[Y:.+]] = tcc.matmul_epilogue %[[X]], %[[W]] bias %[[BH]] {epilogue = "bias"} : (tensor<2x8x4xbf16>, tensor<4x16xbf16>, tensor<16xbf16>) -> tensor<2x8x16xbf16>
+// CHECK-NOT:     tcc.reduce_sum
+// CHECK-DAG:     %[[X2:.+]] = tcc.reshape %[[X]] : tensor<2x8x4xbf16> -> tensor<16x4xbf16>
+// CHECK-DAG:     %[[DY2:.+]] = tcc.reshape %[[DY]] : tensor<2x8x16xbf16> -> tensor<16x16xbf16>
+// CHECK:         %[[DW:.+]], %[[DB:.+]] = tcc.matmul_epilogue %[[X2]], %[[DY2]] {epilogue = "bgrad_rhs", transpose_lhs = true} : (tensor<16x4xbf16>, tensor<16x16xbf16>) -> (tensor<4x16xbf16>, tensor<16xf32>)
+// CHECK-NEXT:    return %[[Y]], %[[DW]], %[[DB]]
+func.func @bf16_bias(%x: tensor<2x8x4xbf16>, %w: tensor<4x16xbf16>, %b: tensor<16xf32>, %dy: tensor<2x8x16xbf16>)
+    -> (tensor<2x8x16xbf16>, tensor<4x16xbf16>, tensor<16xf32>) {
+  %bh = tcc.cast %b : tensor<16xf32> -> tensor<16xbf16>
+  %h = tcc.matmul %x, %w : (tensor<2x8x4xbf16>, tensor<4x16xbf16>) -> tensor<2x8x16xbf16>
+  %y = tcc.add %bh, %h : (tensor<16xbf16>, tensor<2x8x16xbf16>) -> tensor<2x8x16xbf16>
+  %dyf = tcc.cast %dy : tensor<2x8x16xbf16> -> tensor<2x8x16xf32>
+  %db = tcc.reduce_sum %dyf {axes = array<i64: 0, 1>} : tensor<2x8x16xf32> -> tensor<16xf32>
+  %x2 = tcc.reshape %x : tensor<2x8x4xbf16> -> tensor<16x4xbf16>
+  %dy2 = tcc.reshape %dy : tensor<2x8x16xbf16> -> tensor<16x16xbf16>
+  %dw = tcc.matmul %x2, %dy2 {transpose_lhs = true} : (tensor<16x4xbf16>, tensor<16x16xbf16>) -> tensor<4x16xbf16>
+  return %y, %dw, %db : tensor<2x8x16xbf16>, tensor<4x16xbf16>, tensor<16xf32>
+}
+
+// -----
+
+// The bias gradient and its update come before the weight-gradient GEMM
+// (as autodiff orders them): the fused op replaces the GEMM and the update
+// moves after it.
+
+// CHECK-LABEL: func.func @update_first
+// CHECK-SAME:    %[[X:[a-z0-9]+]]: tensor<8x4xf32>, %[[DY:[a-z0-9]+]]: tensor<8x16xf32>, %[[B:[a-z0-9]+]]: tensor<16xf32>
+// CHECK-NEXT:    %[[DW:.+]], %[[DB:.+]] = tcc.matmul_epilogue %[[X]], %[[DY]] {epilogue = "bgrad_rhs", transpose_lhs = true} : (tensor<8x4xf32>, tensor<8x16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>)
+// CHECK-NEXT:    %[[B1:.+]] = tcc.sgd_update %[[B]], %[[DB]]
+// CHECK-NEXT:    return %[[DW]], %[[B1]]
+func.func @update_first(%x: tensor<8x4xf32>, %dy: tensor<8x16xf32>, %b: tensor<16xf32>)
+    -> (tensor<4x16xf32>, tensor<16xf32>) {
+  %db = tcc.reduce_sum %dy {axes = array<i64: 0>} : tensor<8x16xf32> -> tensor<16xf32>
+  %b1 = tcc.sgd_update %b, %db {lr = 0.1 : f64, weight_decay = 0.0 : f64} : tensor<16xf32>
+  %dw = tcc.matmul %x, %dy {transpose_lhs = true} : (tensor<8x4xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  return %dw, %b1 : tensor<4x16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// tanh GELU whose backward reads the pre-activation: GELU_AUX forward;
+// the backward's gelu_grad of a matmul and its bias gradient: DGELU_BGRAD.
+
+// CHECK-LABEL: func.func @gelu
+// CHECK-SAME:    %[[X:[a-z0-9]+]]: tensor<8x4xf32>, %[[W:[a-z0-9]+]]: tensor<4x16xf32>, %[[B:[a-z0-9]+]]: tensor<16xf32>, %[[G:[a-z0-9]+]]: tensor<8x32xf32>, %[[W2:[a-z0-9]+]]: tensor<16x32xf32>
+// CHECK:         %[[Y:.+]], %[[PRE:.+]] = tcc.matmul_epilogue %[[X]], %[[W]] bias %[[B]] {epilogue = "bias_gelu_tanh_aux"} : (tensor<8x4xf32>, tensor<4x16xf32>, tensor<16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>)
+// CHECK-NEXT:    %[[DS:.+]], %[[DB:.+]] = tcc.matmul_epilogue %[[G]], %[[W2]] preact %[[PRE]] {epilogue = "dgelu_tanh_bgrad", transpose_rhs = true} : (tensor<8x32xf32>, tensor<16x32xf32>, tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>)
+// CHECK-NEXT:    return %[[Y]], %[[DS]], %[[DB]]
+func.func @gelu(%x: tensor<8x4xf32>, %w: tensor<4x16xf32>, %b: tensor<16xf32>, %g: tensor<8x32xf32>, %w2: tensor<16x32xf32>)
+    -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<16xf32>) {
+  %h = tcc.matmul %x, %w : (tensor<8x4xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+  %s = tcc.add %h, %b : (tensor<8x16xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+  %y = tcc.gelu %s {approximate = "tanh"} : tensor<8x16xf32>
+  %dh = tcc.matmul %g, %w2 {transpose_rhs = true} : (tensor<8x32xf32>, tensor<16x32xf32>) -> tensor<8x16xf32>
+  %ds = tcc.gelu_grad %dh, %s {approximate = "tanh"} : tensor<8x16xf32>
+  %db = tcc.reduce_sum %ds {axes = array<i64: 0>} : tensor<8x16xf32> -> tensor<16xf32>
+  return %y, %ds, %db : tensor<8x16xf32>, tensor<8x16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// tcc-pad-shapes' slice between the product and the bias add: the op runs
+// on the padded shape and its result is sliced.
+
+// CHECK-LABEL: func.func @padded
+// CHECK:         %[[P:.+]] = tcc.matmul_epilogue %{{.+}}, %{{.+}} bias %{{.+}} {epilogue = "bias_relu"} : (tensor<8x4xf32>, tensor<4x16xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+// CHECK-NEXT:    %[[Y:.+]] = tcc.slice %[[P]] {sizes = array<i64: 5, 16>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<8x16xf32> -> tensor<5x16xf32>
+// CHECK-NEXT:    return %[[Y]]
+func.func @padded(%x: tensor<8x4xf32>, %w: tensor<4x16xf32>, %b: tensor<16xf32>) -> tensor<5x16xf32> {
+  %h = tcc.matmul %x, %w : (tensor<8x4xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+  %hs = tcc.slice %h {sizes = array<i64: 5, 16>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<8x16xf32> -> tensor<5x16xf32>
+  %s = tcc.add %hs, %b : (tensor<5x16xf32>, tensor<16xf32>) -> tensor<5x16xf32>
+  %y = tcc.relu %s : tensor<5x16xf32>
+  return %y : tensor<5x16xf32>
+}
+
+// -----
+
+// Left alone: erf GELU (only the bias folds), a product with another user,
+// a [1, N] bias, a batched rhs, a transposed lhs, a ReLU whose
+// pre-activation has another user (the bias folds, the ReLU stays), and a
+// bias gradient of f32 values the GEMM reads rounded to bf16.
+
+// CHECK-LABEL: func.func @negative
+// CHECK:         %[[S1:.+]] = tcc.matmul_epilogue %{{.+}}, %{{.+}} bias %{{.+}} {epilogue = "bias"}
+// CHECK-NEXT:    tcc.gelu %[[S1]] : tensor<8x16xf32>
+// CHECK-NEXT:    %[[H2:.+]] = tcc.matmul
+// CHECK-NEXT:    tcc.add %[[H2]]
+// CHECK-NEXT:    %[[H3:.+]] = tcc.matmul
+// CHECK-NEXT:    tcc.add %[[H3]], %{{.+}} : (tensor<8x16xf32>, tensor<1x16xf32>)
+// CHECK-NEXT:    %[[H4:.+]] = tcc.matmul
+// CHECK-NEXT:    tcc.add %[[H4]]
+// CHECK-NEXT:    %[[H5:.+]] = tcc.matmul %{{.+}}, %{{.+}} {transpose_lhs = true}
+// CHECK-NEXT:    tcc.add %[[H5]]
+// CHECK-NEXT:    %[[S6:.+]] = tcc.matmul_epilogue %{{.+}}, %{{.+}} bias %{{.+}} {epilogue = "bias"}
+// CHECK-NEXT:    tcc.relu %[[S6]]
+// CHECK-NEXT:    tcc.reduce_sum
+// CHECK-NEXT:    tcc.cast
+// CHECK-NEXT:    tcc.cast
+// CHECK-NEXT:    tcc.matmul %{{.+}}, %{{.+}} {transpose_lhs = true} : (tensor<8x4xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+// CHECK-NEXT:    return
+func.func @negative(%x: tensor<8x4xf32>, %w: tensor<4x16xf32>, %b: tensor<16xf32>, %b2: tensor<1x16xf32>,
+                    %xb: tensor<2x8x4xf32>, %wb: tensor<2x4x16xf32>, %xt: tensor<4x8xf32>, %dy: tensor<8x16xf32>)
+    -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<2x8x16xf32>, tensor<8x16xf32>,
+        tensor<8x16xf32>, tensor<8x16xf32>, tensor<4x16xbf16>, tensor<16xf32>) {
+  %h1 = tcc.matmul %x, %w : (tensor<8x4xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+  %s1 = tcc.add %h1, %b : (tensor<8x16xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+  %y1 = tcc.gelu %s1 : tensor<8x16xf32>
+  %h2 = tcc.matmul %x, %w : (tensor<8x4xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+  %s2 = tcc.add %h2, %b : (tensor<8x16xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+  %h3 = tcc.matmul %x, %w : (tensor<8x4xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+  %s3 = tcc.add %h3, %b2 : (tensor<8x16xf32>, tensor<1x16xf32>) -> tensor<8x16xf32>
+  %h4 = tcc.matmul %xb, %wb : (tensor<2x8x4xf32>, tensor<2x4x16xf32>) -> tensor<2x8x16xf32>
+  %s4 = tcc.add %h4, %b : (tensor<2x8x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
+  %h5 = tcc.matmul %xt, %w {transpose_lhs = true} : (tensor<4x8xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+  %s5 = tcc.add %h5, %b : (tensor<8x16xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+  %h6 = tcc.matmul %x, %w : (tensor<8x4xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+  %s6 = tcc.add %h6, %b : (tensor<8x16xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+  %y6 = tcc.relu %s6 : tensor<8x16xf32>
+  %db = tcc.reduce_sum %dy {axes = array<i64: 0>} : tensor<8x16xf32> -> tensor<16xf32>
+  %dyh = tcc.cast %dy : tensor<8x16xf32> -> tensor<8x16xbf16>
+  %xh = tcc.cast %x : tensor<8x4xf32> -> tensor<8x4xbf16>
+  %dw = tcc.matmul %xh, %dyh {transpose_lhs = true} : (tensor<8x4xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+  return %y1, %h2, %s2, %s3, %s4, %s5, %s6, %y6, %dw, %db : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<2x8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<4x16xbf16>, tensor<16xf32>
+}

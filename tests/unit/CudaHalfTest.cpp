@@ -1,0 +1,306 @@
+//===- CudaHalfTest.cpp - Generated CUDA kernels with bf16/f16 operands ---===//
+//
+// Regions with bf16/f16 values go through both code generators. The CUDA C
+// must carry the operand dtypes in its launch table (16-bit operands are
+// unsigned short words), compile with NVRTC for sm_90a and sm_80, and -
+// run on the CPU by CudaEmulator.h - compute what the host library
+// computes: bit for bit for element-wise regions (the same conversions,
+// the same f32 formulas, libm's functions for 16-bit results, which are
+// the device's functions in the emulator), to one 16-bit ulp where f32 row
+// reductions sit between the casts (lane order and the fast f32 exp of the
+// host differ). Inputs are 16-bit words of every class.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/CudaCodegen.h"
+#include "compiler/codegen/FusedCodegen.h"
+#include "compiler/codegen/HostCompile.h"
+#include "compiler/codegen/NvrtcCompile.h"
+#include "dialects/tcc/TccDialect.h"
+#include "dialects/tcc/TccOps.h"
+#include "passes/Passes.h"
+#include "runtime/cpu/FusedLibrary.h"
+#include "runtime/cpu/Half.h"
+#include "tests/unit/CudaEmulator.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+using namespace mlir;
+namespace rt = ::tcc::rt;
+
+namespace {
+
+struct Case {
+  std::string name, signature, body;
+  std::string mapping;
+  bool exact = true;
+};
+
+std::vector<Case> cases() {
+  return {
+      {"bf16_elements",
+       "(%x: tensor<4x8x40xbf16>, %b: tensor<40xbf16>, %y: tensor<4x8x40xf32>) "
+       "-> (tensor<4x8x40xbf16>, tensor<4x8x40xbf16>, tensor<4x8x40xf32>)",
+       R"(%c = tcc.constant dense<0.3> : tensor<bf16>
+  %0 = tcc.add %x, %b : (tensor<4x8x40xbf16>, tensor<40xbf16>) -> tensor<4x8x40xbf16>
+  %1 = tcc.gelu %0 {approximate = "none"} : tensor<4x8x40xbf16>
+  %2 = tcc.mul %1, %c : (tensor<4x8x40xbf16>, tensor<bf16>) -> tensor<4x8x40xbf16>
+  %3 = tcc.cast %2 : tensor<4x8x40xbf16> -> tensor<4x8x40xf32>
+  %4 = tcc.add %3, %y : (tensor<4x8x40xf32>, tensor<4x8x40xf32>) -> tensor<4x8x40xf32>
+  %5 = tcc.cast %4 : tensor<4x8x40xf32> -> tensor<4x8x40xbf16>
+  %6 = tcc.tanh %5 : tensor<4x8x40xbf16>
+  %7 = tcc.sigmoid %6 : tensor<4x8x40xbf16>
+  %r0 = tcc.erf %7 : tensor<4x8x40xbf16>
+  %r1 = tcc.gelu_grad %x, %0 {approximate = "tanh"} : tensor<4x8x40xbf16>
+  return %r0, %r1, %4 : tensor<4x8x40xbf16>, tensor<4x8x40xbf16>, tensor<4x8x40xf32>)",
+       "elements"},
+      {"f16_elements",
+       "(%x: tensor<6x40xf16>, %y: tensor<6x40xf16>, %k: tensor<6x1xi1>) -> "
+       "(tensor<6x40xf16>, tensor<6x40xbf16>)",
+       R"(%big = tcc.constant dense<300.0> : tensor<f16>
+  %0 = tcc.mul %x, %big : (tensor<6x40xf16>, tensor<f16>) -> tensor<6x40xf16>
+  %1 = tcc.div %0, %y : (tensor<6x40xf16>, tensor<6x40xf16>) -> tensor<6x40xf16>
+  %2 = tcc.exp %y : tensor<6x40xf16>
+  %3 = tcc.where %k, %1, %2 : (tensor<6x1xi1>, tensor<6x40xf16>, tensor<6x40xf16>) -> tensor<6x40xf16>
+  %4 = tcc.erf_grad %3, %x : tensor<6x40xf16>
+  %5 = tcc.cast %4 : tensor<6x40xf16> -> tensor<6x40xbf16>
+  return %3, %5 : tensor<6x40xf16>, tensor<6x40xbf16>)",
+       "elements"},
+      // A 16-bit value read again after a row reduction (kept as floats
+      // in the lanes' arrays besides its output words), a layer norm and a
+      // softmax between casts.
+      {"bf16_rows",
+       "(%x: tensor<4x6x48xbf16>, %r: tensor<4x6x48xbf16>, %g: tensor<48xf32>, "
+       "%be: tensor<48xf32>) -> (tensor<4x6x48xbf16>, tensor<4x6x48xbf16>, "
+       "tensor<4x6x48xf16>, tensor<4x6x48xbf16>)",
+       R"(%0 = tcc.add %x, %r : (tensor<4x6x48xbf16>, tensor<4x6x48xbf16>) -> tensor<4x6x48xbf16>
+  %1 = tcc.cast %0 : tensor<4x6x48xbf16> -> tensor<4x6x48xf32>
+  %y, %mean, %rstd = tcc.layer_norm %1, %g, %be {axis = 2 : i64, epsilon = 1.0e-05 : f64} : (tensor<4x6x48xf32>, tensor<48xf32>, tensor<48xf32>) -> (tensor<4x6x48xf32>, tensor<4x6x1xf32>, tensor<4x6x1xf32>)
+  %2 = tcc.cast %y : tensor<4x6x48xf32> -> tensor<4x6x48xbf16>
+  %3 = tcc.softmax %1 {axis = 2 : i64} : tensor<4x6x48xf32>
+  %4 = tcc.cast %3 : tensor<4x6x48xf32> -> tensor<4x6x48xf16>
+  %5 = tcc.cast %mean : tensor<4x6x1xf32> -> tensor<4x6x1xbf16>
+  %6 = tcc.sub %0, %5 : (tensor<4x6x48xbf16>, tensor<4x6x1xbf16>) -> tensor<4x6x48xbf16>
+  return %0, %2, %4, %6 : tensor<4x6x48xbf16>, tensor<4x6x48xbf16>, tensor<4x6x48xf16>, tensor<4x6x48xbf16>)",
+       "rows", /*exact=*/false},
+  };
+}
+
+rt::DType dtypeOf(Type t) {
+  Type e = cast<ShapedType>(t).getElementType();
+  return e.isF32()    ? rt::DType::F32
+         : e.isBF16() ? rt::DType::BF16
+         : e.isF16()  ? rt::DType::F16
+                      : rt::DType::I64;
+}
+
+struct CudaHalf : ::testing::Test {
+  static void SetUpTestSuite() {
+    ctx = new MLIRContext();
+    ctx->loadDialect<mlir::tcc::TccDialect, func::FuncDialect>();
+    std::string text = "module {\n";
+    for (const Case &c : cases())
+      text +=
+          "func.func @" + c.name + c.signature + " {\n  " + c.body + "\n}\n";
+    module = new OwningOpRef<ModuleOp>(
+        parseSourceString<ModuleOp>(text + "}\n", ctx));
+    ASSERT_TRUE(*module);
+    PassManager pm(ctx);
+    pm.addNestedPass<func::FuncOp>(mlir::tcc::createFusePass());
+    ASSERT_TRUE(succeeded(pm.run(**module)));
+    for (const Case &c : cases())
+      (*module)->lookupSymbol<func::FuncOp>(c.name).walk(
+          [&](mlir::tcc::FusedOp f) {
+            ops.push_back(f);
+            caseOf.push_back(c);
+          });
+    auto host = ::tcc::generateFusedSource(ops);
+    auto cuda = ::tcc::generateCudaSource(ops);
+    ASSERT_TRUE(succeeded(host) && succeeded(cuda));
+    hostSource = new std::string(*host);
+    cudaSource = new ::tcc::CudaSource(*cuda);
+  }
+  static void TearDownTestSuite() {
+    delete cudaSource;
+    delete hostSource;
+    delete module;
+    delete ctx;
+    ops.clear();
+    caseOf.clear();
+  }
+  static MLIRContext *ctx;
+  static OwningOpRef<ModuleOp> *module;
+  static std::vector<Operation *> ops;
+  static std::vector<Case> caseOf;
+  static std::string *hostSource;
+  static ::tcc::CudaSource *cudaSource;
+};
+MLIRContext *CudaHalf::ctx;
+OwningOpRef<ModuleOp> *CudaHalf::module;
+std::vector<Operation *> CudaHalf::ops;
+std::vector<Case> CudaHalf::caseOf;
+std::string *CudaHalf::hostSource;
+::tcc::CudaSource *CudaHalf::cudaSource;
+
+TEST_F(CudaHalf, LaunchTableCarriesTheDtypes) {
+  ASSERT_EQ(ops.size(), cases().size()) << "one region per case";
+  ASSERT_EQ(cudaSource->kernels.size(), ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    auto f = cast<mlir::tcc::FusedOp>(ops[i]);
+    const rt::DeviceKernel &k = cudaSource->kernels[i];
+    SCOPED_TRACE(caseOf[i].name);
+    EXPECT_EQ(k.mapping, caseOf[i].mapping);
+    ASSERT_EQ(k.inputs.size(), f.getInputs().size());
+    ASSERT_EQ(k.outputs.size(), f.getNumResults());
+    int halves = 0;
+    for (auto [v, t] : llvm::zip(f.getInputs(), k.inputs)) {
+      EXPECT_EQ(t.first, dtypeOf(v.getType()));
+      halves += t.first == rt::DType::BF16 || t.first == rt::DType::F16;
+    }
+    for (auto [v, t] : llvm::zip(f.getResults(), k.outputs)) {
+      EXPECT_EQ(t.first, dtypeOf(v.getType()));
+      halves += t.first == rt::DType::BF16 || t.first == rt::DType::F16;
+    }
+    EXPECT_GT(halves, 0);
+  }
+  const std::string &src = cudaSource->source;
+  EXPECT_NE(src.find("const unsigned short *__restrict__ in0"),
+            std::string::npos);
+  EXPECT_NE(src.find("tcc_f32_to_bf16("), std::string::npos);
+  EXPECT_NE(src.find("tcc_f32_to_f16("), std::string::npos);
+}
+
+TEST_F(CudaHalf, NvrtcCompilesForSm90aAndSm80) {
+  for (const char *arch : {"sm_90a", "sm_80"}) {
+    ::tcc::DeviceBinary bin;
+    std::string err;
+    EXPECT_TRUE(::tcc::compileCudaSource(cudaSource->source, arch, bin, err))
+        << arch << ": " << err;
+    EXPECT_GT(bin.cubin.size(), 4u) << arch;
+  }
+}
+
+/// One operand's bytes, filled by dtype.
+struct Operand {
+  rt::DType type;
+  int64_t n;
+  std::vector<uint8_t> bytes;
+  float at(int64_t i) const {
+    if (type == rt::DType::F32)
+      return reinterpret_cast<const float *>(bytes.data())[i];
+    uint16_t h = reinterpret_cast<const uint16_t *>(bytes.data())[i];
+    return type == rt::DType::BF16 ? rt::bf16ToF32(h) : rt::f16ToF32(h);
+  }
+};
+
+std::vector<Operand> makeOperands(const rt::DeviceKernel &k,
+                                  std::mt19937 &rng) {
+  std::vector<Operand> ops;
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  for (const auto &[t, n] : k.inputs) {
+    Operand o{t, n, std::vector<uint8_t>(n * rt::dtypeSize(t))};
+    for (int64_t i = 0; i < n; ++i) {
+      if (t == rt::DType::F32) {
+        reinterpret_cast<float *>(o.bytes.data())[i] = u(rng);
+      } else if (t == rt::DType::I64) {
+        reinterpret_cast<int64_t *>(o.bytes.data())[i] = rng() & 1;
+      } else {
+        // A raw word (any class) or a moderate value.
+        float f = u(rng);
+        uint16_t w = rng() % 4 == 0         ? static_cast<uint16_t>(rng())
+                     : t == rt::DType::BF16 ? rt::f32ToBf16(f)
+                                            : rt::f32ToF16(f);
+        reinterpret_cast<uint16_t *>(o.bytes.data())[i] = w;
+      }
+    }
+    ops.push_back(std::move(o));
+  }
+  for (const auto &[t, n] : k.outputs) // 0xff: NaN, unwritten never matches
+    ops.push_back({t, n, std::vector<uint8_t>(n * rt::dtypeSize(t), 0xff)});
+  return ops;
+}
+
+TEST_F(CudaHalf, EmulatedKernelsMatchTheHostLibrary) {
+  using namespace ::tcc::test;
+  ::tcc::HostLibrary hostLib, emuLib;
+  std::string err;
+  ASSERT_TRUE(::tcc::compileHostLibrary(*hostSource, hostLib, err)) << err;
+  rt::FusedLibrary host(hostLib.bytes.data(), hostLib.bytes.size(),
+                        hostLib.isa);
+  std::string emu = std::string(cudaEmulatorShim()) + cudaSource->source;
+  for (const rt::DeviceKernel &k : cudaSource->kernels)
+    emu += cudaEmulatorWrappers(k);
+  ASSERT_TRUE(::tcc::compileHostLibrary(emu, emuLib, err)) << err;
+  SharedObject so(emuLib.bytes);
+  ASSERT_TRUE(so.handle) << dlerror();
+  auto launch = reinterpret_cast<EmuLaunch>(so.sym("tcc_emu_launch"));
+  ASSERT_TRUE(launch);
+
+  std::mt19937 rng(5);
+  for (size_t i = 0; i < host.size(); ++i) {
+    const rt::DeviceKernel &k = cudaSource->kernels[i];
+    const rt::FusedLibrary::Kernel &h = host.kernel(i);
+    const Case &c = caseOf[i];
+    SCOPED_TRACE(c.name);
+    ASSERT_EQ(h.inputs, k.inputs);
+    ASSERT_EQ(h.outputs, k.outputs);
+    std::vector<Operand> want = makeOperands(k, rng), got = want;
+    auto args = [](std::vector<Operand> &ops) {
+      std::vector<void *> a;
+      for (Operand &o : ops)
+        a.push_back(o.bytes.data());
+      return a;
+    };
+    std::vector<void *> hostArgs = args(want), emuArgs = args(got);
+    std::vector<float> scratch(h.scratchFloats + 1);
+    int64_t hostErr[3] = {0, 0, 0};
+    ASSERT_EQ(
+        0, h.fn(hostArgs.data(), 0, k.rows, scratch.data(), nullptr, hostErr));
+    long long emuErr[4] = {0, 0, 0, 0};
+    emuArgs.push_back(nullptr); // no partials
+    emuArgs.push_back(emuErr);
+    auto fn = reinterpret_cast<EmuWrapper>(so.sym("emu_" + k.symbol));
+    ASSERT_TRUE(fn);
+    launch(fn, emuArgs.data(), abiGrid(k), (unsigned)k.block);
+
+    for (size_t o = k.inputs.size(); o < want.size(); ++o) {
+      const Operand &w = want[o], &g = got[o];
+      SCOPED_TRACE("output " + std::to_string(o - k.inputs.size()) + " (" +
+                   rt::dtypeName(w.type) + ")");
+      size_t size = rt::dtypeSize(w.type);
+      for (int64_t e = 0; e < w.n; ++e) {
+        float wv = w.at(e), gv = g.at(e);
+        if (std::isnan(wv) || std::isnan(gv)) {
+          ASSERT_TRUE(std::isnan(wv) && std::isnan(gv)) << "element " << e;
+          continue;
+        }
+        if (c.exact) {
+          ASSERT_EQ(0, std::memcmp(w.bytes.data() + e * size,
+                                   g.bytes.data() + e * size, size))
+              << "element " << e << ": host " << wv << ", emulated " << gv;
+          continue;
+        }
+        if (std::isinf(wv) || std::isinf(gv)) {
+          ASSERT_EQ(wv, gv) << "element " << e;
+          continue;
+        }
+        int ex = std::ilogb(std::max(std::fabs(wv), 1e-30f));
+        int bits = w.type == rt::DType::F16    ? 10
+                   : w.type == rt::DType::BF16 ? 7
+                                               : 20;
+        ASSERT_LE(std::fabs(gv - wv), std::ldexp(1.0f, ex - bits))
+            << "element " << e << ": host " << wv << ", emulated " << gv;
+      }
+    }
+  }
+}
+
+} // namespace
