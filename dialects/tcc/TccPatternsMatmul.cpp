@@ -58,9 +58,9 @@ struct FoldOperandTranspose final : OpRewritePattern<MatmulOp> {
       ta = !ta;
     if (rhs)
       tb = !tb;
-    rewriter.replaceOpWithNewOp<MatmulOp>(
-        op, op.getType(), lhs ? lhs : op.getLhs(), rhs ? rhs : op.getRhs(),
-        ta, tb);
+    rewriter.replaceOpWithNewOp<MatmulOp>(op, op.getType(),
+                                          lhs ? lhs : op.getLhs(),
+                                          rhs ? rhs : op.getRhs(), ta, tb);
     return success();
   }
 };

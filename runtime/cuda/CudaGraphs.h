@@ -1,4 +1,4 @@
-//===- CudaGraphs.h - A program's launches replayed as a CUDA graph -*- C++ -*-===//
+//===- CudaGraphs.h - Launches replayed as a CUDA graph ---------*- C++ -*-===//
 //
 // A compiled step is a few hundred kernel launches whose arguments never
 // change: the arena plan fixes every temporary's address, weights and

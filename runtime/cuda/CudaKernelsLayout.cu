@@ -422,8 +422,8 @@ namespace {
 struct ReducePlan {
   std::vector<int64_t> keptShape, keptSt, redShape, redSt;
   int64_t count = 1, outputs = 1;
-  bool rows = false;       // reduced elements contiguous per output
-  int64_t chunks = 1;      // column path: row chunks summed separately
+  bool rows = false;  // reduced elements contiguous per output
+  int64_t chunks = 1; // column path: row chunks summed separately
   int64_t chunkLen = 0;
 };
 

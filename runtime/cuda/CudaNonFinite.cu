@@ -29,8 +29,7 @@ __global__ void countNonFiniteKernel(const void *x, int tx, long long n,
 
 void countNonFinite(const TensorView &t, unsigned long long *count,
                     cudaStream_t stream, int smCount) {
-  if (t.dtype != DType::F32 && t.dtype != DType::BF16 &&
-      t.dtype != DType::F16)
+  if (t.dtype != DType::F32 && t.dtype != DType::BF16 && t.dtype != DType::F16)
     throw Error("countNonFinite: tensor of dtype " +
                 std::string(dtypeName(t.dtype)) + " is not a float tensor");
   if (t.numel == 0)

@@ -280,7 +280,7 @@ private:
 
   float prevSkipped_ = 0, lastLoss_ = 0;
   int64_t scannedStep_ = -1, checkpointedStep_ = -1, mirrorStep_ = -1;
-  std::vector<int32_t> scanIds_; // f32 parameters and state
+  std::vector<int32_t> scanIds_;         // f32 parameters and state
   std::unique_ptr<DeviceBuffer> counts_; // one counter per scanned tensor
   std::unique_ptr<Pinned> countsHost_;
   int smCount_ = 1;
@@ -419,10 +419,10 @@ void GpuTrainer::checkFinite(int64_t step) {
     bad = "a parameter or state tensor has non-finite values on the GPU "
           "but not in its downloaded copy";
   throw Error("step " + std::to_string(step) + ": " + bad +
-                "; lower the learning rate or check the data" +
-                (opts_.checkpointDir.empty()
-                     ? ""
-                     : " (no checkpoint written for this step)"));
+              "; lower the learning rate or check the data" +
+              (opts_.checkpointDir.empty()
+                   ? ""
+                   : " (no checkpoint written for this step)"));
 }
 
 void GpuTrainer::checkpoint(int64_t step, float loss) {

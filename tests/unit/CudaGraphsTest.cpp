@@ -22,7 +22,8 @@ struct StepProgram {
     x = p.tensor(DType::F32, {8, 16}, {}, TensorKind::Input);
     w = p.random(DType::F32, {16, 32});
     b = p.random(DType::F32, {32});
-    int32_t gw = p.random(DType::F32, {16, 32}), gb = p.random(DType::F32, {32});
+    int32_t gw = p.random(DType::F32, {16, 32}),
+            gb = p.random(DType::F32, {32});
     int32_t mw = p.floats(DType::F32, {16, 32}, std::vector<float>(512, 0.f));
     int32_t vw = p.floats(DType::F32, {16, 32}, std::vector<float>(512, 0.f));
     int32_t mb = p.floats(DType::F32, {32}, std::vector<float>(32, 0.f));
