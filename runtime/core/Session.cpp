@@ -58,6 +58,36 @@ static TensorView viewOf(const TensorInfo &t) {
   return TensorView{nullptr, t.dtype, &t.shape, t.numElements()};
 }
 
+EagerLifetimes eagerLifetimes(const Program &p,
+                              const std::vector<TensorInfo> &tensors) {
+  const int64_t n = static_cast<int64_t>(p.instrs.size());
+  std::vector<int64_t> firstDef(tensors.size(), -1),
+      lastUse(tensors.size(), -1);
+  for (int64_t i = 0; i < n; ++i) {
+    const Instr &in = p.instrs[i];
+    for (int32_t id : in.outputs)
+      if (firstDef[id] < 0)
+        firstDef[id] = i;
+    for (const auto *ids : {&in.inputs, &in.outputs})
+      for (int32_t id : *ids)
+        lastUse[id] = i;
+  }
+  for (int32_t id : p.outputs)
+    lastUse[id] = n; // survives the run
+  EagerLifetimes L;
+  L.allocBefore.resize(n);
+  L.freeAfter.resize(n);
+  for (size_t id = 0; id < tensors.size(); ++id) {
+    if (tensors[id].kind != TensorKind::Temp || firstDef[id] < 0)
+      continue;
+    L.temps.push_back(static_cast<int32_t>(id));
+    L.allocBefore[firstDef[id]].push_back(static_cast<int32_t>(id));
+    if (lastUse[id] < n)
+      L.freeAfter[lastUse[id]].push_back(static_cast<int32_t>(id));
+  }
+  return L;
+}
+
 Session::Session(const Artifact &artifact, ExecMode mode)
     : mode_(mode), tensors_(artifact.tensors) {
   validateArtifact(artifact);
@@ -72,8 +102,6 @@ Session::Session(const Artifact &artifact, ExecMode mode)
     auto ps = std::make_unique<ProgramState>();
     ps->program = p;
     const auto &instrs = ps->program.instrs;
-    std::vector<int64_t> firstDef(tensors_.size(), -1),
-        lastUse(tensors_.size(), -1);
     for (size_t i = 0; i < instrs.size(); ++i) {
       const Instr &in = instrs[i];
       try {
@@ -97,28 +125,14 @@ Session::Session(const Artifact &artifact, ExecMode mode)
       args.fused = fused_.get();
       for (int32_t id : in.inputs)
         args.in.push_back(viewOf(tensors_[id]));
-      for (int32_t id : in.outputs) {
+      for (int32_t id : in.outputs)
         args.out.push_back(viewOf(tensors_[id]));
-        if (firstDef[id] < 0)
-          firstDef[id] = static_cast<int64_t>(i);
-      }
       ps->args.push_back(std::move(args));
-      for (const auto *ids : {&in.inputs, &in.outputs})
-        for (int32_t id : *ids)
-          lastUse[id] = static_cast<int64_t>(i);
     }
-    for (int32_t id : p.outputs)
-      lastUse[id] = static_cast<int64_t>(instrs.size()); // survives the run
-    ps->allocBefore.resize(instrs.size());
-    ps->freeAfter.resize(instrs.size());
-    for (size_t id = 0; id < tensors_.size(); ++id) {
-      if (tensors_[id].kind != TensorKind::Temp || firstDef[id] < 0)
-        continue;
-      ps->temps.push_back(static_cast<int32_t>(id));
-      ps->allocBefore[firstDef[id]].push_back(static_cast<int32_t>(id));
-      if (lastUse[id] < static_cast<int64_t>(instrs.size()))
-        ps->freeAfter[lastUse[id]].push_back(static_cast<int32_t>(id));
-    }
+    EagerLifetimes life = eagerLifetimes(p, tensors_);
+    ps->temps = std::move(life.temps);
+    ps->allocBefore = std::move(life.allocBefore);
+    ps->freeAfter = std::move(life.freeAfter);
     programs_.push_back(std::move(ps));
   }
 
@@ -235,9 +249,9 @@ void Session::record(const std::string &kernel,
   KernelTime &k = profile_[kernel];
   k.kernel = kernel;
   k.calls++;
-  k.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                             t0)
-                   .count();
+  k.seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
 }
 
 std::vector<Session::KernelTime> Session::profile() const {
@@ -257,9 +271,9 @@ void Session::runEager(ProgramState &ps) {
     std::free(buffers_[id]);
     buffers_[id] = nullptr;
     liveTempBytes_ -= tensors_[id].byteSize();
-    allocatedBytes_ -= (std::max<int64_t>(tensors_[id].byteSize(), 1) +
-                        kArtifactAlign - 1) /
-                       kArtifactAlign * kArtifactAlign;
+    allocatedBytes_ -=
+        (std::max<int64_t>(tensors_[id].byteSize(), 1) + kArtifactAlign - 1) /
+        kArtifactAlign * kArtifactAlign;
   };
   // Outputs of the previous run, or temps left by a run that threw.
   for (int32_t id : ps.temps)

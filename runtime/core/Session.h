@@ -42,6 +42,17 @@ struct MemoryStats {
   int64_t scratchBytes = 0; // kernel scratch held now
 };
 
+/// Eager execution's temporaries of one program: every temp its instrs
+/// touch, and per instr the temps to allocate before it runs (first write)
+/// and to free after it (last read; program outputs survive the run).
+/// Shared by the CPU and the CUDA session.
+struct EagerLifetimes {
+  std::vector<int32_t> temps;
+  std::vector<std::vector<int32_t>> allocBefore, freeAfter;
+};
+EagerLifetimes eagerLifetimes(const Program &p,
+                              const std::vector<TensorInfo> &tensors);
+
 class Session {
 public:
   /// Validates the artifact and every instr (unknown kernels, shapes, dtypes,

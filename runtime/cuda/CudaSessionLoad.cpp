@@ -48,7 +48,6 @@ bool archRunsOn(const std::string &arch, int major, int minor,
   return ok;
 }
 
-
 /// A `fused` instr against the kernel table of the artifact's GPU code
 /// (index, operand counts, dtypes, element counts), like FusedLibrary::check.
 static void checkFused(const Instr &in, const std::vector<TensorInfo> &tensors,
@@ -78,8 +77,6 @@ void CudaSession::Impl::validate(const Artifact &a) {
     auto ps = std::make_unique<ProgramState>();
     ps->program = p;
     const auto &instrs = ps->program.instrs; // args refer to these
-    std::vector<int64_t> firstDef(tensors.size(), -1),
-        lastUse(tensors.size(), -1);
     for (size_t i = 0; i < instrs.size(); ++i) {
       const Instr &in = instrs[i];
       const CudaKernelDef *def = nullptr;
@@ -108,33 +105,19 @@ void CudaSession::Impl::validate(const Artifact &a) {
       CudaArgs args{in, {}, {}};
       for (int32_t id : in.inputs)
         args.in.push_back(viewOf(tensors[id]));
-      for (int32_t id : in.outputs) {
+      for (int32_t id : in.outputs)
         args.out.push_back(viewOf(tensors[id]));
-        if (firstDef[id] < 0)
-          firstDef[id] = static_cast<int64_t>(i);
-      }
       ps->args.push_back(std::move(args));
       ps->errSlot.push_back(-1);
       if (def->err != CudaErrKind::None) {
         ps->errSlot.back() = static_cast<int>(slots.size());
         slots.push_back({ps.get(), i, def->err});
       }
-      for (const auto *ids : {&in.inputs, &in.outputs})
-        for (int32_t id : *ids)
-          lastUse[id] = static_cast<int64_t>(i);
     }
-    for (int32_t id : p.outputs)
-      lastUse[id] = static_cast<int64_t>(instrs.size()); // survives the run
-    ps->allocBefore.resize(instrs.size());
-    ps->freeAfter.resize(instrs.size());
-    for (size_t id = 0; id < tensors.size(); ++id) {
-      if (tensors[id].kind != TensorKind::Temp || firstDef[id] < 0)
-        continue;
-      ps->temps.push_back(static_cast<int32_t>(id));
-      ps->allocBefore[firstDef[id]].push_back(static_cast<int32_t>(id));
-      if (lastUse[id] < static_cast<int64_t>(instrs.size()))
-        ps->freeAfter[lastUse[id]].push_back(static_cast<int32_t>(id));
-    }
+    EagerLifetimes life = eagerLifetimes(p, tensors);
+    ps->temps = std::move(life.temps);
+    ps->allocBefore = std::move(life.allocBefore);
+    ps->freeAfter = std::move(life.freeAfter);
     ps->group.assign(instrs.size(), -1);
     programs.push_back(std::move(ps));
   }
