@@ -33,3 +33,14 @@ bool resetPeakRss() {
 }
 
 } // namespace tcc::rt
+
+std::string tcc::rt::formatBytes(int64_t bytes) {
+  char buf[64];
+  if (bytes >= (1 << 20))
+    std::snprintf(buf, sizeof(buf), "%.1f MiB", bytes / 1048576.0);
+  else if (bytes >= 1024)
+    std::snprintf(buf, sizeof(buf), "%.1f KiB", bytes / 1024.0);
+  else
+    std::snprintf(buf, sizeof(buf), "%lld B", (long long)bytes);
+  return buf;
+}

@@ -10,6 +10,7 @@
 #define TCC_RUNTIME_CORE_PROCESSMEMORY_H
 
 #include <cstdint>
+#include <string>
 
 namespace tcc::rt {
 
@@ -25,6 +26,9 @@ ProcessMemory readProcessMemory();
 /// /proc/self/clear_refs). Returns false where that is not possible; the
 /// peak then covers the whole life of the process.
 bool resetPeakRss();
+
+/// "512 B", "3.0 KiB", "12.5 MiB": the tools' memory figures.
+std::string formatBytes(int64_t bytes);
 
 } // namespace tcc::rt
 

@@ -103,7 +103,7 @@ def crash_at_chosen_step(c):
                  "dropped 7 line(s) past step 30"]:
         if want not in p.stderr:
             fail(f"resume should say '{want}':\n{p.stderr}")
-    if "trained 30 steps (compiled, resumed at step 30)" not in p.stdout:
+    if "trained 30 steps (compiled, cpu, resumed at step 30)" not in p.stdout:
         fail("unexpected summary:\n" + p.stdout)
     c.same_as_reference("crash", "ref")
     if ckpts(d) != ["ckpt-00000040.tcckpt", "ckpt-00000050.tcckpt", "ckpt-00000060.tcckpt"]:

@@ -19,6 +19,7 @@
 #include "passes/Passes.h"
 #include "runtime/cpu/FusedLibrary.h"
 #include "tests/unit/CudaEmulator.h"
+#include "tests/unit/FusedTestModule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -131,24 +132,22 @@ std::vector<Case> cases() {
 struct CudaCodegen : ::testing::Test {
   static void SetUpTestSuite() {
     ctx = new MLIRContext();
-    ctx->loadDialect<mlir::tcc::TccDialect, func::FuncDialect>();
     std::string text = "module {\n";
-    for (const Case &c : cases())
+    std::vector<std::string> names;
+    for (const Case &c : cases()) {
       text +=
           "func.func @" + c.name + c.signature + " {\n  " + c.body + "\n}\n";
-    module = new OwningOpRef<ModuleOp>(
-        parseSourceString<ModuleOp>(text + "}\n", ctx));
-    ASSERT_TRUE(*module);
-    PassManager pm(ctx);
-    pm.addNestedPass<func::FuncOp>(mlir::tcc::createFusePass());
-    ASSERT_TRUE(succeeded(pm.run(**module)));
-    for (const Case &c : cases())
-      (*module)->lookupSymbol<func::FuncOp>(c.name).walk(
-          [&](mlir::tcc::FusedOp f) {
-            ops.push_back(f);
-            caseOf.push_back(c.name);
-            mappingOf.push_back(c.mapping);
-          });
+      names.push_back(c.name);
+    }
+    auto parsed = ::tcc::test::parseFused(*ctx, text + "}\n", /*fuse=*/true);
+    ASSERT_TRUE(parsed);
+    module = new OwningOpRef<ModuleOp>(std::move(parsed));
+    std::vector<size_t> index;
+    ops = ::tcc::test::fusedOpsOf(**module, names, index);
+    for (size_t i : index) {
+      caseOf.push_back(cases()[i].name);
+      mappingOf.push_back(cases()[i].mapping);
+    }
     auto host = ::tcc::generateFusedSource(ops);
     auto cuda = ::tcc::generateCudaSource(ops);
     ASSERT_TRUE(succeeded(host) && succeeded(cuda));

@@ -18,6 +18,7 @@
 #include "runtime/core/Session.h"
 #include "runtime/cpu/FusedLibrary.h"
 #include "runtime/cpu/ThreadPool.h"
+#include "tests/unit/FusedTestModule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -189,40 +190,18 @@ std::string moduleText(const std::vector<Case> &cs) {
 /// Lowers every case; with `fuse`, runs tcc-fuse and builds the host library.
 rt::Artifact lowerAll(MLIRContext &ctx, bool fuse, std::string &source) {
   std::vector<Case> cs = cases();
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(moduleText(cs), &ctx);
-  EXPECT_TRUE(module);
-  rt::Artifact a;
-  if (!module)
-    return a;
-  if (fuse) {
-    PassManager pm(&ctx);
-    pm.addNestedPass<func::FuncOp>(mlir::tcc::createFusePass());
-    EXPECT_TRUE(succeeded(pm.run(*module)));
-    auto src = ::tcc::generateFusedSource(*module);
-    EXPECT_TRUE(succeeded(src));
-    if (failed(src))
-      return a;
-    source = *src;
-    ::tcc::HostLibrary lib;
-    std::string err;
-    EXPECT_TRUE(::tcc::compileHostLibrary(source, lib, err)) << err;
-    a.hostLibOffset = a.addBlob(lib.bytes.data(), lib.bytes.size());
-    a.hostLibSize = (int64_t)lib.bytes.size();
-    a.hostLibIsa = lib.isa;
-    for (const Case &c : cs) {
-      int n = 0;
-      module->lookupSymbol<func::FuncOp>(c.name).walk(
-          [&](mlir::tcc::FusedOp) { ++n; });
-      EXPECT_GE(n, c.minFused) << c.name << ": expected fused regions";
-    }
-  }
-  std::map<std::string, std::vector<float>> init;
-  ::tcc::ScheduleBuilder builder(a, init);
+  std::vector<std::string> names;
   for (const Case &c : cs)
-    EXPECT_TRUE(succeeded(
-        builder.lower(module->lookupSymbol<func::FuncOp>(c.name), c.name)));
-  return a;
+    names.push_back(c.name);
+  return ::tcc::test::lowerCases(
+      ctx, moduleText(cs), names, fuse, &source, [&](ModuleOp module) {
+        for (const Case &c : cs) {
+          int n = 0;
+          module.lookupSymbol<func::FuncOp>(c.name).walk(
+              [&](mlir::tcc::FusedOp) { ++n; });
+          EXPECT_GE(n, c.minFused) << c.name << ": expected fused regions";
+        }
+      });
 }
 
 /// Fills the inputs of every program from a fixed seed.
@@ -265,7 +244,6 @@ std::vector<std::vector<float>> outputs(const rt::Artifact &a, rt::Session &s,
 struct Fixture : ::testing::Test {
   static void SetUpTestSuite() {
     ctx = new MLIRContext();
-    ctx->loadDialect<mlir::tcc::TccDialect, func::FuncDialect>();
     std::string unfusedSource; // empty: nothing is generated without fusion
     ref = new rt::Artifact(lowerAll(*ctx, false, unfusedSource));
     source = new std::string();

@@ -13,21 +13,11 @@
 // fast exp of f32 regions.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/codegen/FusedCodegen.h"
-#include "compiler/codegen/HostCompile.h"
-#include "compiler/codegen/ScheduleBuilder.h"
-#include "dialects/tcc/TccDialect.h"
-#include "dialects/tcc/TccOps.h"
-#include "passes/Passes.h"
 #include "runtime/core/Session.h"
 #include "runtime/cpu/FusedLibrary.h"
 #include "runtime/cpu/Half.h"
 #include "runtime/cpu/ThreadPool.h"
-
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
+#include "tests/unit/FusedTestModule.h"
 
 #include <gtest/gtest.h>
 
@@ -207,33 +197,10 @@ std::string moduleText() {
 
 /// Lowers every case; with `fuse`, runs tcc-fuse and builds the library.
 rt::Artifact lowerAll(MLIRContext &ctx, bool fuse) {
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(moduleText(), &ctx);
-  EXPECT_TRUE(module);
-  rt::Artifact a;
-  if (!module)
-    return a;
-  if (fuse) {
-    PassManager pm(&ctx);
-    pm.addNestedPass<func::FuncOp>(mlir::tcc::createFusePass());
-    EXPECT_TRUE(succeeded(pm.run(*module)));
-    auto src = ::tcc::generateFusedSource(*module);
-    EXPECT_TRUE(succeeded(src));
-    if (failed(src))
-      return a;
-    ::tcc::HostLibrary lib;
-    std::string err;
-    EXPECT_TRUE(::tcc::compileHostLibrary(*src, lib, err)) << err;
-    a.hostLibOffset = a.addBlob(lib.bytes.data(), lib.bytes.size());
-    a.hostLibSize = (int64_t)lib.bytes.size();
-    a.hostLibIsa = lib.isa;
-  }
-  std::map<std::string, std::vector<float>> init;
-  ::tcc::ScheduleBuilder builder(a, init);
+  std::vector<std::string> names;
   for (const Case &c : cases())
-    EXPECT_TRUE(succeeded(
-        builder.lower(module->lookupSymbol<func::FuncOp>(c.name), c.name)));
-  return a;
+    names.push_back(c.name);
+  return ::tcc::test::lowerCases(ctx, moduleText(), names, fuse);
 }
 
 /// f32 values at the conversions' edges, else uniform in [-4, 4].
@@ -311,7 +278,6 @@ float valueAt(const rt::TensorInfo &t, const uint8_t *p, int64_t i) {
 struct FusedHalf : ::testing::Test {
   static void SetUpTestSuite() {
     ctx = new MLIRContext();
-    ctx->loadDialect<mlir::tcc::TccDialect, func::FuncDialect>();
     ref = new rt::Artifact(lowerAll(*ctx, false));
     fused = new rt::Artifact(lowerAll(*ctx, true));
   }

@@ -173,14 +173,3 @@ std::string Args::help() const {
   s += "  --help                  this text\n";
   return s;
 }
-
-std::string tcc::run::formatBytes(int64_t bytes) {
-  char buf[64];
-  if (bytes >= (1 << 20))
-    std::snprintf(buf, sizeof(buf), "%.1f MiB", bytes / 1048576.0);
-  else if (bytes >= 1024)
-    std::snprintf(buf, sizeof(buf), "%.1f KiB", bytes / 1024.0);
-  else
-    std::snprintf(buf, sizeof(buf), "%lld B", (long long)bytes);
-  return buf;
-}

@@ -8,6 +8,8 @@
 #ifndef TCC_TOOLS_TCC_RUN_ARGS_H
 #define TCC_TOOLS_TCC_RUN_ARGS_H
 
+#include "runtime/core/ProcessMemory.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -59,8 +61,7 @@ private:
   std::vector<std::pair<std::string *, std::string>> positionals_;
 };
 
-/// "12.3 MiB" and friends.
-std::string formatBytes(int64_t bytes);
+using rt::formatBytes; // "12.3 MiB" and friends
 
 } // namespace tcc::run
 

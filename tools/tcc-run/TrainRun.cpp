@@ -8,51 +8,17 @@
 #include "tools/tcc-run/Commands.h"
 
 #include "runtime/core/ProcessMemory.h"
-#include "runtime/core/Session.h"
-#include "runtime/cuda/CudaTrainLoop.h"
-#include "runtime/cuda/DeviceSelect.h"
-#include "runtime/train/TrainLoop.h"
+#include "runtime/cuda/DeviceTrain.h"
+#include "runtime/train/StopSignal.h"
 #include "tools/tcc-run/Args.h"
 
-#include <atomic>
-#include <csignal>
 #include <cstdio>
-#include <cstring>
-#include <memory>
-#include <unistd.h>
 
 using namespace tcc;
 
-/// The signal that asked the run to stop (SIGINT, SIGTERM), 0 while none
-/// has; the loop polls it between steps (see tools/tcc/TrainCommand.cpp).
-static std::atomic<int> stopRequested{0};
-static_assert(std::atomic<int>::is_always_lock_free,
-              "the signal handler needs a lock-free atomic");
-
-static void onStopSignal(int sig) {
-  int none = 0; // the first signal wins
-  stopRequested.compare_exchange_strong(none, sig);
-}
-
-static void installStopHandlers() {
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_handler = onStopSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
-
 namespace {
-struct Flags {
-  std::string artifact, device = "auto", tokens, tokenType = "u8", metrics;
-  std::string checkpointDir, resume, onNonfinite = "stop";
-  std::vector<std::string> data, evalData;
-  int64_t steps = -1, epochs = -1, prefetch = 4, seed = 0;
-  int64_t checkpointEvery = 0, keepCheckpoints = 3;
-  bool eager = false, tf32 = false, noShuffle = false, noProgress = false;
-  bool noGraphs = false;
+struct Flags : rt::TrainFlags {
+  std::string artifact;
 };
 } // namespace
 
@@ -107,47 +73,6 @@ static run::Args trainArgs(Flags &f) {
   return a;
 }
 
-static rt::TrainOptions trainOptions(const Flags &f) {
-  rt::TrainOptions o;
-  o.data = rt::parseDataBindings(f.data);
-  o.steps = f.steps;
-  o.epochs = f.epochs;
-  o.seed = static_cast<uint64_t>(f.seed);
-  o.shuffle = !f.noShuffle;
-  o.metricsPath = f.metrics;
-  o.progress = !f.noProgress;
-  o.prefetch = static_cast<size_t>(f.prefetch);
-  o.tokensPath = f.tokens;
-  if (f.tokenType != "u8" && f.tokenType != "u16")
-    throw rt::Error("--token-type must be u8 or u16, got '" + f.tokenType +
-                    "'");
-  o.tokenBytes = f.tokenType == "u16" ? 2 : 1;
-  o.checkpointDir = f.checkpointDir;
-  o.checkpointEvery = f.checkpointEvery;
-  o.keepCheckpoints = f.keepCheckpoints;
-  o.resumeFrom = f.resume;
-  if (f.onNonfinite != "stop" && f.onNonfinite != "skip")
-    throw rt::Error("--on-nonfinite must be 'stop' or 'skip', got '" +
-                    f.onNonfinite + "'");
-  o.skipNonfinite = f.onNonfinite == "skip";
-  o.stopSignal = &stopRequested;
-  return o;
-}
-
-/// Tokens per optimizer step when the data is a token corpus: N x T of the
-/// model's token input per micro-batch.
-static int64_t tokensPerStep(const rt::Artifact &a, const rt::TrainResult &r) {
-  const rt::Program *p = a.findProgram("accumulate");
-  if (!p)
-    p = a.findProgram("train_step");
-  for (int32_t id : p->inputs) {
-    const rt::TensorInfo &t = a.tensors[id];
-    if (t.name != "labels" && t.dtype == rt::DType::I64 && t.shape.size() == 2)
-      return t.shape[0] * t.shape[1] * r.gradAccum;
-  }
-  return 0;
-}
-
 int run::runTrain(int argc, char **argv) {
   Flags f;
   try {
@@ -155,7 +80,7 @@ int run::runTrain(int argc, char **argv) {
     if (!args.parse(argc, argv, 2))
       return 0;
     rt::DeviceRequest req = rt::parseDeviceRequest(f.device);
-    rt::TrainOptions o = trainOptions(f);
+    rt::TrainOptions o = trainOptionsOf(f, rt::installStopHandlers());
     auto evalBindings = rt::parseDataBindings(f.evalData);
     // Without a GPU, --device cuda fails before anything is read.
     rt::DeviceProbe probe;
@@ -173,66 +98,15 @@ int run::runTrain(int argc, char **argv) {
     if (gpu)
       std::fprintf(stderr, "tcc-run: GPU %s\n",
                    rt::cuda::deviceDescription().c_str());
-    installStopHandlers();
     rt::ExecMode mode = f.eager ? rt::ExecMode::Eager : rt::ExecMode::Compiled;
     rt::resetPeakRss();
     int64_t rssBefore = rt::readProcessMemory().rssBytes;
-    std::unique_ptr<rt::Session> cpu;
-    std::unique_ptr<rt::cuda::CudaSession> cuda;
-    rt::TrainResult r;
-    if (gpu) {
-      rt::cuda::CudaOptions co;
-      co.tf32 = f.tf32;
-      co.graphs = !f.noGraphs;
-      cuda = std::make_unique<rt::cuda::CudaSession>(a, mode, co);
-      r = rt::cuda::trainOnGpu(*cuda, a, o);
-    } else {
-      cpu = std::make_unique<rt::Session>(a, mode);
-      r = rt::train(*cpu, a, o);
-    }
-    if (r.interruptedBy) {
-      std::string where = r.checkpointsWritten
-                              ? "checkpoint written to " + r.lastCheckpoint
-                              : std::string("no checkpoint (no "
-                                            "--checkpoint-dir)");
-      std::fflush(stdout);
-      std::fprintf(stderr, "%sinterrupted at step %lld; %s\n",
-                   o.progress && isatty(2) ? "\n" : "", (long long)r.steps,
-                   where.c_str());
-      return 128 + r.interruptedBy;
-    }
-    rt::MemoryStats m = gpu ? cuda->memory() : cpu->memory();
-    double ms = rt::median(r.stepSeconds) * 1e3;
-    double sps = ms > 0 ? r.batchSize / (ms / 1e3) : 0.0;
-    std::string resumed =
-        r.resumedFrom.empty()
-            ? ""
-            : ", resumed at step " + std::to_string(r.startStep);
-    std::string tokens;
-    if (int64_t t = o.tokensPath.empty() ? 0 : tokensPerStep(a, r))
-      tokens = " (" + std::to_string((long long)(sps * t / r.batchSize)) +
-               " tokens/s)";
-    std::string copyWait;
-    if (gpu) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, ", GPU input-copy wait %.3f s",
-                    r.copyWaitSeconds);
-      copyWait = buf;
-    }
-    std::printf("trained %lld steps (%s, %s%s) in %.2f s: final loss %.4f, "
-                "median step %.3f ms, %.0f samples/s%s, tensor memory peak "
-                "%s, data wait %.2f s%s\n",
-                (long long)(r.steps - r.startStep),
-                f.eager ? "eager" : "compiled", rt::deviceName(choice.device),
-                resumed.c_str(), r.totalSeconds,
-                r.losses.empty() ? r.resumedLoss : r.losses.back(), ms, sps,
-                tokens.c_str(), formatBytes(m.peakBytes).c_str(),
-                r.dataWaitSeconds, copyWait.c_str());
-    if (rt::lossScaleSkippedTensor(a) >= 0)
-      std::printf("fp16 loss scaling: %lld of %lld steps skipped (Inf/NaN "
-                  "gradients), loss scale now %g\n",
-                  (long long)r.skippedSteps, (long long)(r.steps - r.startStep),
-                  r.lossScale);
+    rt::DeviceTrainRun run(a, choice.device, mode, rt::cudaOptionsOf(f));
+    rt::TrainResult r = run.train(o);
+    if (r.interruptedBy)
+      return rt::reportInterrupted(r, o);
+    rt::MemoryStats m = run.memory();
+    rt::printTrainSummary(a, o, r, m, mode, choice.device);
     int64_t rssGrowth = rt::readProcessMemory().peakRssBytes - rssBefore;
     std::printf("memory: %s persistent %s, temporaries peak %s, measured peak "
                 "%s; process peak RSS +%s since the session was built\n",
@@ -245,8 +119,7 @@ int run::runTrain(int argc, char **argv) {
                   (long long)r.checkpointsWritten, r.checkpointSeconds,
                   r.lastCheckpoint.c_str());
     if (!evalBindings.empty()) {
-      rt::EvalResult e = gpu ? rt::cuda::evaluateOnGpu(*cuda, a, evalBindings)
-                             : rt::evaluate(*cpu, a, evalBindings);
+      rt::EvalResult e = run.evaluate(evalBindings);
       std::printf("eval: %lld samples, accuracy %.2f%%, loss %.4f\n",
                   (long long)e.samples, e.accuracy * 100, e.loss);
     }

@@ -3,6 +3,7 @@
 #define TCC_TOOLS_TCC_COMMANDS_H
 
 #include "compiler/Compiler.h"
+#include "runtime/core/ProcessMemory.h"
 
 #include "llvm/Support/CommandLine.h"
 
@@ -25,8 +26,7 @@ int runBench();
 /// returns false on an invalid value.
 bool compileOptionsFromFlags(CompileOptions &o, const char *cmd);
 
-/// "12.3 MiB" and friends.
-std::string formatBytes(int64_t bytes);
+using rt::formatBytes; // "12.3 MiB" and friends
 /// Peak resident set size of this process, in bytes (0 if unknown).
 int64_t peakRssBytes();
 

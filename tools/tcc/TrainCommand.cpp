@@ -2,22 +2,15 @@
 #include "compiler/OnnxModelIO.h"
 #include "compiler/codegen/MemoryReport.h"
 #include "runtime/core/ProcessMemory.h"
-#include "runtime/core/Session.h"
-#include "runtime/cuda/CudaTrainLoop.h"
-#include "runtime/cuda/DeviceSelect.h"
-#include "runtime/train/TrainLoop.h"
+#include "runtime/cuda/DeviceTrain.h"
+#include "runtime/train/StopSignal.h"
 #include "tools/tcc/Commands.h"
 
 #include "llvm/Support/raw_ostream.h"
 
-#include <atomic>
-#include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <map>
-#include <memory>
-#include <unistd.h>
 
 using namespace llvm;
 using namespace tcc;
@@ -107,32 +100,11 @@ static cl::opt<bool>
          cl::desc("GPU: fp32 matrix products on TF32 tensor cores (ignored on "
                   "the CPU)"),
          cl::sub(tool::trainCmd));
-
-/// The signal that asked the run to stop (SIGINT, SIGTERM), 0 while none
-/// has. The loop polls it between steps; the handler only stores into it,
-/// which is async-signal-safe for a lock-free atomic.
-static std::atomic<int> stopRequested{0};
-static_assert(std::atomic<int>::is_always_lock_free,
-              "the signal handler needs a lock-free atomic");
-
-static void onStopSignal(int sig) {
-  // The first signal wins; later ones (a second Ctrl-C while the last
-  // checkpoint is written) are ignored, so the checkpoint is completed.
-  int none = 0;
-  stopRequested.compare_exchange_strong(none, sig);
-}
-
-/// Installs the handler for SIGINT and SIGTERM for the whole command.
-/// SA_RESTART: a checkpoint write in progress is not cut by EINTR.
-static void installStopHandlers() {
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_handler = onStopSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
+static cl::opt<bool> noCudaGraphs(
+    "no-cuda-graphs",
+    cl::desc("GPU: launch every kernel of a compiled step on its own instead "
+             "of replaying the step as a CUDA graph"),
+    cl::sub(tool::trainCmd));
 
 /// Writes the artifact's ONNX model with the session's current parameters
 /// and running statistics (state tensors named after an initializer; the
@@ -163,130 +135,77 @@ static void exportTrained(const rt::Artifact &a,
     throw rt::Error(err);
 }
 
+/// The flags as the runtime's shared TrainFlags.
+static rt::TrainFlags trainFlags() {
+  rt::TrainFlags f;
+  f.device = device;
+  f.tokens = tokens;
+  f.tokenType = tokenType;
+  f.metrics = metrics;
+  f.checkpointDir = checkpointDir;
+  f.resume = resume;
+  f.onNonfinite = onNonfinite;
+  f.data.assign(data.begin(), data.end());
+  f.evalData.assign(evalData.begin(), evalData.end());
+  f.steps = steps;
+  f.epochs = epochs;
+  f.prefetch = prefetch;
+  f.checkpointEvery = checkpointEvery;
+  f.keepCheckpoints = keepCheckpoints;
+  f.seed = static_cast<int64_t>(seed);
+  f.eager = eager;
+  f.tf32 = tf32;
+  f.noShuffle = noShuffle;
+  f.noProgress = noProgress;
+  f.noGraphs = noCudaGraphs;
+  return f;
+}
+
 int tool::runTrain() {
   try {
-    rt::DeviceRequest req = rt::parseDeviceRequest(device);
+    rt::TrainFlags f = trainFlags();
+    rt::DeviceRequest req = rt::parseDeviceRequest(f.device);
+    rt::TrainOptions o = rt::trainOptionsOf(f, rt::installStopHandlers());
+    auto evalBindings = rt::parseDataBindings(f.evalData);
     rt::Artifact a = rt::readArtifact(input);
     rt::DeviceChoice choice = rt::selectDevice(req, a, input);
-    bool gpu = choice.device == rt::Device::Cuda;
     if (!choice.note.empty())
       errs() << "tcc train: " << choice.note << "\n";
-    rt::TrainOptions o;
-    o.data = rt::parseDataBindings(data);
-    o.steps = steps;
-    o.epochs = epochs;
-    o.seed = seed;
-    o.shuffle = !noShuffle;
-    o.metricsPath = metrics;
-    o.progress = !noProgress;
-    o.prefetch = prefetch;
-    o.tokensPath = tokens;
-    if (tokenType != "u8" && tokenType != "u16")
-      throw rt::Error("--token-type must be u8 or u16, got '" + tokenType +
-                      "'");
-    o.tokenBytes = tokenType == "u16" ? 2 : 1;
-    o.checkpointDir = checkpointDir;
-    o.checkpointEvery = checkpointEvery;
-    o.keepCheckpoints = keepCheckpoints;
-    o.resumeFrom = resume;
-    if (onNonfinite != "stop" && onNonfinite != "skip")
-      throw rt::Error("--on-nonfinite must be 'stop' or 'skip', got '" +
-                      onNonfinite + "'");
-    o.skipNonfinite = onNonfinite == "skip";
-    o.stopSignal = &stopRequested;
-    installStopHandlers();
-    auto evalBindings = rt::parseDataBindings(evalData);
     // RSS growth from here covers the session, the feeder and OpenBLAS.
     rt::resetPeakRss();
     int64_t rssBefore = rt::readProcessMemory().rssBytes;
-    rt::ExecMode mode = eager ? rt::ExecMode::Eager : rt::ExecMode::Compiled;
-    std::unique_ptr<rt::Session> cpu;
-    std::unique_ptr<rt::cuda::CudaSession> cuda;
-    rt::TrainResult r;
-    if (gpu) {
-      rt::cuda::CudaOptions co;
-      co.tf32 = tf32;
-      cuda = std::make_unique<rt::cuda::CudaSession>(a, mode, co);
-      r = rt::cuda::trainOnGpu(*cuda, a, o);
-    } else {
-      cpu = std::make_unique<rt::Session>(a, mode);
-      r = rt::train(*cpu, a, o);
-    }
-    if (r.interruptedBy) {
-      // No evaluation or export of a run cut short: it resumes from the
-      // checkpoint instead.
-      std::string where = r.checkpointsWritten
-                              ? "checkpoint written to " + r.lastCheckpoint
-                              : std::string("no checkpoint (no "
-                                            "--checkpoint-dir)");
-      std::fflush(stdout);
-      std::fprintf(stderr, "%sinterrupted at step %lld; %s\n",
-                   o.progress && isatty(2) ? "\n" : "", (long long)r.steps,
-                   where.c_str());
-      return 128 + r.interruptedBy;
-    }
-    rt::MemoryStats m = gpu ? cuda->memory() : cpu->memory();
-    double ms = rt::median(r.stepSeconds) * 1e3;
-    std::string resumed =
-        r.resumedFrom.empty()
-            ? ""
-            : ", resumed at step " + std::to_string(r.startStep);
-    std::string copyWait;
-    if (gpu) {
-      resumed = ", cuda" + resumed;
-      char buf[64];
-      std::snprintf(buf, sizeof buf, ", GPU input-copy wait %.3f s",
-                    r.copyWaitSeconds);
-      copyWait = buf;
-    }
-    std::printf("trained %lld steps (%s%s) in %.2f s: final loss %.4f, median "
-                "step %.3f ms, %.0f samples/s, tensor memory peak %s, data "
-                "wait %.2f s%s\n",
-                (long long)(r.steps - r.startStep),
-                eager ? "eager" : "compiled", resumed.c_str(), r.totalSeconds,
-                r.losses.empty() ? r.resumedLoss : r.losses.back(), ms,
-                ms > 0 ? r.batchSize / (ms / 1e3) : 0.0,
-                formatBytes(m.peakBytes).c_str(), r.dataWaitSeconds,
-                copyWait.c_str());
-    if (rt::lossScaleSkippedTensor(a) >= 0)
-      std::printf("fp16 loss scaling: %lld of %lld steps skipped (Inf/NaN "
-                  "gradients), loss scale now %g\n",
-                  (long long)r.skippedSteps,
-                  (long long)(r.steps - r.startStep), r.lossScale);
+    rt::ExecMode mode = f.eager ? rt::ExecMode::Eager : rt::ExecMode::Compiled;
+    rt::DeviceTrainRun run(a, choice.device, mode, rt::cudaOptionsOf(f));
+    rt::TrainResult r = run.train(o);
+    // No evaluation or export of a run cut short: it resumes from the
+    // checkpoint instead.
+    if (r.interruptedBy)
+      return rt::reportInterrupted(r, o);
+    rt::MemoryStats m = run.memory();
+    rt::printTrainSummary(a, o, r, m, mode, choice.device);
     MemoryReport predicted = analyzeMemory(a);
     int64_t rssGrowth = rt::readProcessMemory().peakRssBytes - rssBefore;
-    std::printf("memory: predicted peak %s (compiled plan), measured peak %s "
-                "(session allocations + kernel scratch), process peak RSS "
-                "+%s since the session was built\n",
-                formatBytes(predicted.predictedPeak(
-                                predicted.trainingPrograms()))
-                    .c_str(),
-                formatBytes(m.measuredPeakBytes).c_str(),
-                formatBytes(rssGrowth).c_str());
+    std::printf(
+        "memory: predicted peak %s (compiled plan), measured peak %s "
+        "(session allocations + kernel scratch), process peak RSS "
+        "+%s since the session was built\n",
+        formatBytes(predicted.predictedPeak(predicted.trainingPrograms()))
+            .c_str(),
+        formatBytes(m.measuredPeakBytes).c_str(),
+        formatBytes(rssGrowth).c_str());
     if (r.checkpointsWritten)
       std::printf("wrote %lld checkpoint(s) in %.2f s, the last %s\n",
                   (long long)r.checkpointsWritten, r.checkpointSeconds,
                   r.lastCheckpoint.c_str());
     if (!evalBindings.empty()) {
-      rt::EvalResult e = gpu ? rt::cuda::evaluateOnGpu(*cuda, a, evalBindings)
-                             : rt::evaluate(*cpu, a, evalBindings);
+      rt::EvalResult e = run.evaluate(evalBindings);
       std::printf("eval: %lld samples, accuracy %.2f%%, loss %.4f\n",
                   (long long)e.samples, e.accuracy * 100, e.loss);
     }
     if (!exportPath.empty()) {
       // On a GPU, each tensor the export reads is downloaded once.
-      std::map<int32_t, std::vector<uint8_t>> host;
-      auto data = [&](int32_t id) -> const void * {
-        if (!gpu)
-          return cpu->data(id);
-        std::vector<uint8_t> &v = host[id];
-        if (v.empty()) {
-          v.resize(static_cast<size_t>(a.tensors[id].byteSize()));
-          cuda->download(id, v.data());
-        }
-        return v.data();
-      };
-      exportTrained(a, data, exportPath);
+      exportTrained(
+          a, [&](int32_t id) { return run.hostData(id); }, exportPath);
       std::printf("exported %s\n", exportPath.c_str());
     }
   } catch (const rt::Error &e) {

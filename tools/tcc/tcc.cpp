@@ -27,17 +27,6 @@ llvm::cl::SubCommand tcc::tool::trainCmd("train",
 llvm::cl::SubCommand tcc::tool::benchCmd(
     "bench", "Time eager and compiled training steps side by side");
 
-std::string tcc::tool::formatBytes(int64_t bytes) {
-  char buf[64];
-  if (bytes >= (1 << 20))
-    std::snprintf(buf, sizeof(buf), "%.1f MiB", bytes / 1048576.0);
-  else if (bytes >= 1024)
-    std::snprintf(buf, sizeof(buf), "%.1f KiB", bytes / 1024.0);
-  else
-    std::snprintf(buf, sizeof(buf), "%lld B", (long long)bytes);
-  return buf;
-}
-
 int64_t tcc::tool::peakRssBytes() {
   // VmHWM belongs to this program's address space. getrusage's ru_maxrss
   // would also count the parent's peak when it forked us (Linux keeps it
