@@ -163,6 +163,7 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   pipe.padVocabMultiple = opts.padMultiple >= 0 ? 0 : pad.vocabMultiple;
   pipe.optimize = opts.emit != EmitKind::Train;
   pipe.fuse = opts.fuse;
+  pipe.fuseAttention = opts.fuseAttention;
   pipe.gemmEpilogue =
       opts.gemmEpilogue >= 0 ? opts.gemmEpilogue == 1 : opts.target == "cuda";
   PassManager pm(&ctx);
@@ -248,6 +249,7 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   artifact.meta["grad_accum"] = std::to_string(std::max<int64_t>(opts.gradAccum, 1));
   artifact.meta["pad_multiple"] = std::to_string(pipe.padMultiple);
   artifact.meta["gemm_epilogue"] = pipe.gemmEpilogue ? "on" : "off";
+  artifact.meta["fuse_attention"] = pipe.fuseAttention ? "on" : "off";
   artifact.meta["precision"] = opts.precision;
   artifact.meta["target"] = opts.target;
   if (opts.target == "cuda")

@@ -42,6 +42,10 @@ struct CompileOptions {
   bool report = false;
   /// tcc-fuse and generated kernels (--no-fuse: one library kernel per op).
   bool fuse = true;
+  /// tcc-fuse-attention: matmul(softmax(q k^T), v) becomes tcc.attention
+  /// before autodiff, so P is recomputed in the backward, not saved
+  /// (--fuse-attention=false: the unfused graph).
+  bool fuseAttention = true;
   /// tcc-gemm-epilogue (bias, activation and bias gradient folded into
   /// GEMMs): 1 on, 0 off, -1 the target's default (on for cuda only; see
   /// docs/ARCHITECTURE.md for the CPU measurements).

@@ -218,6 +218,10 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp step) {
              << "' lies between a param and the loss but has no gradient rule "
                 "(GradientOpInterface)";
     SmallVector<Value> grads = rule.buildGradients(b, resultGrads);
+    // A rule that cannot differentiate this use reports why and returns
+    // no gradients.
+    if (grads.empty() && op->getNumOperands() != 0)
+      return failure();
     if (grads.size() != op->getNumOperands())
       return op->emitError("tcc-autodiff: the gradient rule of '")
              << op->getName() << "' returned " << grads.size()
@@ -225,10 +229,18 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp step) {
     for (auto [idx, operand, g] : llvm::enumerate(op->getOperands(), grads)) {
       if (!activity.isActive(operand))
         continue;
-      if (!g)
-        return op->emitError("tcc-autodiff: the gradient rule of '")
-               << op->getName() << "' gives no gradient for operand #" << idx
-               << ", which depends on a param";
+      if (!g) {
+        InFlightDiagnostic diag =
+            op->emitError("tcc-autodiff: the gradient rule of '")
+            << op->getName() << "' gives no gradient for operand #" << idx
+            << ", which depends on a param";
+        if (isa<AttentionOp>(op) && idx == 3)
+          diag.attachNote() << "tcc.attention has no gradient for its mask: "
+                               "a mask computed from a parameter must stay "
+                               "unfused (tcc-fuse-attention leaves such "
+                               "graphs alone), or freeze it (--freeze)";
+        return diag;
+      }
       if (g.getType() != operand.getType())
         return op->emitError("tcc-autodiff: the gradient rule of '")
                << op->getName() << "' built a gradient of type " << g.getType()

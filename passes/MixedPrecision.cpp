@@ -140,6 +140,21 @@ private:
   }
 };
 
+/// Fused attention: q, k, v (and the backward's out and dout) in the low
+/// type, like a GEMM's operands; the mask and the log-sum-exp stay f32
+/// (the ops' contract, TccOpsAttention.td); the results follow q except
+/// the forward's lse.
+void lowerAttention(Operation *op, Caster &caster, FloatType low) {
+  unsigned f32Operands = isa<AttentionOp>(op) ? 0b1000 : 0b1010000;
+  for (OpOperand &use : op->getOpOperands())
+    use.set((f32Operands >> use.getOperandNumber()) & 1
+                ? caster.toF32(use.get())
+                : caster.toLow(use.get()));
+  for (OpResult r : op->getResults())
+    if (!(isa<AttentionOp>(op) && r.getResultNumber() == 1))
+      r.setType(withElement(r.getType(), low));
+}
+
 /// Stage 1 on one function.
 void lowerPrecision(func::FuncOp fn, FloatType low) {
   Caster caster(low);
@@ -147,6 +162,10 @@ void lowerPrecision(func::FuncOp fn, FloatType low) {
   // Casts are inserted after definitions that were already visited, so the
   // walk only meets the original ops.
   for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+    if (isa<AttentionOp, AttentionGradOp>(op)) {
+      lowerAttention(&op, caster, low);
+      continue;
+    }
     Policy p = policyOf(&op);
     if (p == Policy::Follow) {
       bool anyLow = llvm::any_of(op.getOperands(), [&](Value v) {

@@ -71,6 +71,12 @@ struct TrainPipelineOptions
                     llvm::cl::desc("group element-wise and row ops into "
                                    "tcc.fused regions (tcc-fuse)"),
                     llvm::cl::init(true)};
+  Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("replace matmul(softmax(q k^T), v) with tcc.attention "
+                     "before autodiff (tcc-fuse-attention), so the backward "
+                     "recomputes the probabilities instead of saving them"),
+      llvm::cl::init(false)};
   Option<bool> gemmEpilogue{
       *this, "gemm-epilogue",
       llvm::cl::desc("fold bias adds, activations and bias gradients into "

@@ -132,8 +132,8 @@ def RematerializePass : Pass<"tcc-rematerialize", "mlir::func::FuncOp"> {
     from kept values, parameters, inputs and constants. The set is chosen by
     a parametric minimum cut over the forward that minimizes the recompute
     cost (element-wise, data movement, normalization and dropout are cheap;
-    matmul and convolution cost their FLOPs, and are never recomputed with
-    `recompute=cheap`). A budget below what any plan can keep is an error
+    matmul, convolution and tcc.attention cost their FLOPs, and are never
+    recomputed with `recompute=cheap`). A budget below what any plan can keep is an error
     naming the budget, that minimum and the activation total. `tcc.dropout` is recomputed from the same seed and
     `rng.step`, so its mask is the original's. 0 turns the pass off. Runs
     after the last CSE, which would merge the clones back.
@@ -270,6 +270,34 @@ def GemmEpiloguePass : Pass<"tcc-gemm-epilogue", "mlir::func::FuncOp"> {
     `%y = tcc.matmul_epilogue %x, %w bias %b {epilogue = "bias_relu"}`.
   }];
   let dependentDialects = ["mlir::tcc::TccDialect"];
+}
+
+def FuseAttentionPass : Pass<"tcc-fuse-attention", "mlir::func::FuncOp"> {
+  let summary = "Replaces matmul(softmax(q k^T * scale + mask), v) with tcc.attention";
+  let description = [{
+    Runs before autodiff, so the backward is tcc.attention_grad, which
+    recomputes the attention probabilities from the saved row log-sum-exp
+    instead of saving them ([..., Tq, Tk] per layer). Scalar constant
+    factors on q, k or the scores fold into `scale`; a k^T written as a
+    transpose is transposed back (two transposes compose into one); a
+    constant causal mask (0 on and below the diagonal, -inf above) becomes
+    `causal = true` and an all-zero one is dropped. Graphs whose
+    probabilities or scores have other users, whose operands broadcast
+    against each other, or whose mask depends on a `param` argument (it
+    would need a gradient) are left as they are.
+    ```mlir
+    %s = tcc.matmul %q, %k {transpose_rhs = true} : (tensor<8x16x32xf32>, tensor<8x16x32xf32>) -> tensor<8x16x16xf32>
+    %c = tcc.constant dense<0.17677669> : tensor<f32>
+    %t = tcc.mul %s, %c : (tensor<8x16x16xf32>, tensor<f32>) -> tensor<8x16x16xf32>
+    %p = tcc.softmax %t {axis = 2 : i64} : tensor<8x16x16xf32>
+    %o = tcc.matmul %p, %v : (tensor<8x16x16xf32>, tensor<8x16x32xf32>) -> tensor<8x16x32xf32>
+    ```
+    becomes `%o, %lse = tcc.attention %q, %k, %v {scale = 0.17677669...}`.
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect"];
+  let statistics = [
+    Statistic<"numFused", "fused-attention", "Attention subgraphs fused">,
+  ];
 }
 
 #endif // TCC_PASSES_TD

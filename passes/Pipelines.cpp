@@ -20,6 +20,10 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
   // constant; see dialects/tcc/TccPatternsMath.cpp) and folds apply once.
   if (opts.optimize)
     pm.addPass(createCanonicalizerPass());
+  // Attention before anything is differentiated (its gradient rule is the
+  // point), after the canonicalizer has folded exporters' `* 1.0`s.
+  if (opts.fuseAttention)
+    pm.addNestedPass<func::FuncOp>(createFuseAttentionPass());
   pm.addPass(createBuildLossPass(BuildLossPassOptions{opts.loss}));
   pm.addPass(createAutodiffPass());
   if (opts.gradAccum > 1)

@@ -15,7 +15,7 @@
 // op is on the source side and whose node is on the sink side is kept. An
 // infinite edge source->o bans recomputing o: ops with side effects or
 // regions, ops the cost model does not know, and with `recompute=cheap`
-// matmul and convolution. A finite cut is a valid plan (every value the
+// matmul, convolution and fused attention. A finite cut is a valid plan (every value the
 // backward reads is kept or recomputable from kept values, parameters,
 // inputs and constants) and its value is
 //   Sb * kept bytes + Sc * recompute cost,
@@ -31,7 +31,8 @@
 //
 // Cost per op: about its time in ns on one CPU thread (see recomputeCost),
 // from ~1 per element for data movement and arithmetic to ~26 for softmax;
-// matmul and convolution cost their FLOPs / 26. The cut therefore takes the
+// matmul, convolution and fused attention cost their FLOPs / 26 (attention
+// plus its softmax-like row pass). The cut therefore takes the
 // cheap ops first and a GEMM only when that is cheaper than the alternative
 // (on the GPT example, half the activations cannot be reached without
 // recomputing attention scores: every other kept value is a GEMM output).
@@ -195,7 +196,7 @@ constexpr int64_t kGemmFlopsPerUnit = 26;
 
 /// Relative cost of recomputing `op` (see above), or -1 when it is never
 /// recomputed: ops with side effects or regions, ops not listed here, and
-/// matmul and convolution unless `gemms`.
+/// matmul, convolution and attention unless `gemms`.
 static int64_t recomputeCost(Operation *op, bool gemms) {
   if (op->getNumRegions() != 0 || !isPure(op) || op->getNumResults() == 0)
     return -1;
@@ -219,6 +220,18 @@ static int64_t recomputeCost(Operation *op, bool gemms) {
       return -1;
     int64_t k = dim(mm.getLhs(), mm.getTransposeLhs() ? 2 : 1);
     return std::max<int64_t>(1, 2 * out * k / kGemmFlopsPerUnit);
+  }
+  if (auto attn = dyn_cast<AttentionOp>(op)) {
+    // Two GEMMs per batch entry (q k^T and P v) and a softmax-like pass
+    // over the [Tq, Tk] scores, which a GEMM-priced recomputation is.
+    if (!gemms)
+      return -1;
+    auto q = cast<RankedTensorType>(attn.getQuery().getType());
+    int64_t rows = q.getNumElements() / q.getShape().back(); // batch * Tq
+    int64_t tk = dim(attn.getKey(), 2), d = dim(attn.getKey(), 1);
+    int64_t dv = dim(attn.getValue(), 1);
+    int64_t flops = 2 * rows * tk * (d + dv);
+    return std::max<int64_t>(1, flops / kGemmFlopsPerUnit + 26 * rows * tk);
   }
   if (auto conv = dyn_cast<Conv2dOp>(op)) {
     if (!gemms)

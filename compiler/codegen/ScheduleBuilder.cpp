@@ -271,6 +271,13 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
             in.iattrs = {m.getTransposeLhs(), m.getTransposeRhs(), e->code};
             return success();
           })
+      // in [q, k, v (, mask)] / [q, k, v, out, lse, dout (, mask)]: the
+      // operand order of the ops (runtime/cpu/Kernels.h).
+      .Case<mlir::tcc::AttentionOp, mlir::tcc::AttentionGradOp>([&](auto a) {
+        in.iattrs = {a.getCausal() ? 1 : 0};
+        in.fattrs = {a.getScale().convertToDouble()};
+        return success();
+      })
       .Case<mlir::tcc::ReduceSumOp, mlir::tcc::ReduceMeanOp>([&](auto r) {
         axes(r.getAxes());
         return success();

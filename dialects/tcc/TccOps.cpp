@@ -195,6 +195,31 @@ TCC_BINARY_INFER(MulOp, "mul")
 TCC_BINARY_INFER(DivOp, "div")
 #undef TCC_BINARY_INFER
 
+/// Whether `a` is a splat float constant exactly 1.0.
+static bool isSplatOne(Attribute a) {
+  auto dense = dyn_cast_or_null<DenseFPElementsAttr>(a);
+  return dense && dense.isSplat() &&
+         dense.getSplatValue<APFloat>().isExactlyValue(1.0);
+}
+
+// x * 1 and x / 1 are exactly x in IEEE arithmetic (NaN, infinities and
+// signed zeros included), so these folds change no bit. The type check
+// keeps a broadcasting 1 (which widens x) from folding. torch.onnx.export
+// writes them for baddbmm's alpha and beta in nn.MultiheadAttention.
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  if (isSplatOne(adaptor.getRhs()) && getLhs().getType() == getType())
+    return getLhs();
+  if (isSplatOne(adaptor.getLhs()) && getRhs().getType() == getType())
+    return getRhs();
+  return {};
+}
+
+OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  if (isSplatOne(adaptor.getRhs()) && getLhs().getType() == getType())
+    return getLhs();
+  return {};
+}
+
 /// Ops whose single result has the type of their first operand.
 #define TCC_SAME_AS_FIRST_INFER(OP)                                            \
   LogicalResult OP::inferReturnTypes(                                          \

@@ -139,8 +139,9 @@ class Tcc_BinaryOp<string mnemonic, string expr> : Tcc_DiffOp<mnemonic> {
 
 def Tcc_AddOp : Tcc_BinaryOp<"add", "lhs + rhs">;
 def Tcc_SubOp : Tcc_BinaryOp<"sub", "lhs - rhs">;
-def Tcc_MulOp : Tcc_BinaryOp<"mul", "lhs * rhs">;
-def Tcc_DivOp : Tcc_BinaryOp<"div", "lhs / rhs">;
+// x * 1 and x / 1 fold to x (exact; TccOps.cpp).
+def Tcc_MulOp : Tcc_BinaryOp<"mul", "lhs * rhs"> { let hasFolder = 1; }
+def Tcc_DivOp : Tcc_BinaryOp<"div", "lhs / rhs"> { let hasFolder = 1; }
 
 class Tcc_UnaryOp<string mnemonic, string expr, list<Trait> traits = []>
     : Tcc_InferOp<mnemonic, traits> {
@@ -359,5 +360,6 @@ include "dialects/tcc/TccOpsMath.td"
 include "dialects/tcc/TccOpsConv.td"
 include "dialects/tcc/TccOpsFused.td"
 include "dialects/tcc/TccOpsGemm.td"
+include "dialects/tcc/TccOpsAttention.td"
 
 #endif // TCC_OPS_TD

@@ -23,6 +23,8 @@ struct KernelDef {
 static const KernelDef kKernels[] = {
     {"adamw_update", run_adamw_update, check_adamw_update, true},
     {"add", run_add, check_binary, true},
+    {"attention", run_attention, check_attention, false},
+    {"attention_grad", run_attention_grad, check_attention_grad, false},
     {"avg_pool2d", run_avg_pool2d, check_avg_pool2d, false},
     {"avg_pool2d_grad", run_avg_pool2d_grad, check_avg_pool2d_grad, false},
     {"batch_norm_train", run_batch_norm_train, check_batch_norm_train, false},

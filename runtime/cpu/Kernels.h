@@ -54,7 +54,8 @@
 //                     NaN -> 0, saturating); to_bool: y = x != 0.
 //
 // bf16 / f16: any kernel takes 16-bit float tensors wherever it takes f32
-// ones; it computes in f32 and rounds its 16-bit outputs once (KernelsHalf.cpp).
+// ones; it computes in f32 and rounds its 16-bit outputs once (KernelsHalf.cpp;
+// attention and fused handle 16-bit operands themselves).
 // `cast` also converts between f32, bf16 and f16 (to_bool 0).
 //
 // Convolution, pooling, batch norm (NCHW; pads are [top, left, bottom,
@@ -97,6 +98,18 @@
 //                     f [ratio]: mask = 0 or 1/(1-ratio) from a counter-based
 //                     hash of (seed, step, index); y = x * mask.
 //   increment         in [s i64 []] out [s + 1].
+//
+// Fused attention (KernelsAttention.cpp; tcc.attention's semantics). q
+// [..., Tq, D], k [..., Tk, D], v [..., Tk, Dv], equal batch dims (rank >=
+// 3); q, k, v, out, dout and the gradients share one float type, lse
+// [..., Tq] and mask are f32. The mask (rank 2 or q's) broadcasts to
+// [..., Tq, Tk]: batch dims all 1 or q's, each of the last two 1 or full.
+// 16-bit: P and dS are rounded to the type before their GEMMs. Not in-place.
+//   attention         in [q, k, v (, mask)] out [out, lse], i [causal],
+//                     f [scale]: out = softmax(scale q k^T + mask) v, keys
+//                     j > i masked when causal; lse = the rows' logsumexp.
+//   attention_grad    in [q, k, v, out, lse, dout (, mask)] out [dq, dk, dv],
+//                     i [causal], f [scale]: P recomputed from lse.
 //
 // Generated kernels (runtime/cpu/FusedLibrary.h):
 //   fused             in [...] out [...], i [kernel]: kernel `kernel` of the

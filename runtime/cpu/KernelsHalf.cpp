@@ -76,9 +76,15 @@ static bool isFloatCast(const std::string &kernel, DType in, DType out) {
   return kernel == "cast" && isFloatDType(in) && isFloatDType(out);
 }
 
-// Generated kernels (`fused`) load and store 16-bit words themselves.
+/// Kernels that load and store 16-bit words themselves: the generated ones
+/// (`fused`) and attention, which rounds its intermediate P and dS.
+static bool handlesHalf(const std::string &kernel) {
+  return kernel == "fused" || kernel == "attention" ||
+         kernel == "attention_grad";
+}
+
 bool needsHalfAdapter(const KernelSig &s) {
-  return anyHalf(s) && s.instr.kernel != "fused";
+  return anyHalf(s) && !handlesHalf(s.instr.kernel);
 }
 
 void checkAsF32(const KernelSig &s, CheckFn check) {
@@ -203,7 +209,7 @@ KernelFn kernelFor(const Instr &instr, const std::vector<TensorInfo> &tensors) {
   for (const auto *ids : {&instr.inputs, &instr.outputs})
     for (int32_t id : *ids)
       half = half || isHalfDType(tensors.at(id).dtype);
-  if (!half || instr.kernel == "fused")
+  if (!half || kernels::handlesHalf(instr.kernel))
     return *fn;
   if (instr.inputs.size() == 1 && instr.outputs.size() == 1 &&
       kernels::isFloatCast(instr.kernel, tensors.at(instr.inputs[0]).dtype,

@@ -209,6 +209,9 @@ TCC_KERNEL(layer_norm)
 TCC_KERNEL(layer_norm_grad)
 // Generated kernels (FusedLibrary.cpp).
 TCC_KERNEL(fused)
+// Fused attention (KernelsAttention.cpp); bf16/f16 handled natively.
+TCC_KERNEL(attention)
+TCC_KERNEL(attention_grad)
 #undef TCC_KERNEL
 
 } // namespace tcc::rt::kernels

@@ -3,6 +3,7 @@
 
 #include "runtime/cpu/GemmEpilogue.h"
 #include "runtime/cpu/KernelsInternal.h"
+#include "runtime/cuda/CudaAttention.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaKernels.h"
 
@@ -398,6 +399,14 @@ int64_t prepare_matmul(const Instr &in, const std::vector<TensorInfo> &t) {
                 dtypeName(b) + ", C " + dtypeName(c) +
                 " (A and B must share f32, bf16 or f16; C theirs, or f32)");
   return 0;
+}
+
+// The attention chunk loops' GEMMs (CudaAttention.cpp): here, so the
+// emulator tests, which run those loops with a host GEMM, need no cuBLASLt.
+AttentionGemm attentionGemm(const CudaArgs &a) {
+  CudaGemm *g = a.gemm;
+  return [g](const CudaGemm::Problem &p, const void *x, const void *y,
+             void *c) { g->gemm(p, x, y, c); };
 }
 
 void launch_matmul(const CudaArgs &a) {

@@ -43,6 +43,8 @@ using K = CudaErrKind;
 static const CudaKernelDef kCudaKernels[] = {
     {"adamw_update", launch_adamw_update, prepare_adamw_update, K::None},
     {"add", launch_binary, prepareRank, K::None},
+    {"attention", launch_attention, prepare_attention, K::None},
+    {"attention_grad", launch_attention_grad, prepare_attention, K::None},
     {"broadcast_to", launch_broadcast_to, prepareRank, K::None},
     {"cast", launch_cast, nullptr, K::None},
     {"concat", launch_concat, nullptr, K::None},

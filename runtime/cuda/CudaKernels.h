@@ -14,7 +14,9 @@
 // norm: one block per row), CudaKernelsOptim.cu (SGD, AdamW single and
 // multi-tensor), CudaGemm.cpp (matmul, matmul_epilogue),
 // CudaGemmEpilogue.cpp (matmul_epilogue's checks and fallback),
-// CudaKernels.cpp (the table, the generated `fused` kernels).
+// CudaAttention.cpp + CudaKernelsAttention.cu (attention, attention_grad:
+// chunked, see CudaAttention.h), CudaKernels.cpp (the table, the generated
+// `fused` kernels).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_RUNTIME_CUDA_CUDAKERNELS_H
@@ -123,6 +125,9 @@ TCC_CUDA_KERNEL(layer_norm_grad)
 TCC_CUDA_KERNEL(sgd_update)
 TCC_CUDA_KERNEL(sgd_momentum_update)
 TCC_CUDA_KERNEL(adamw_update)
+// CudaAttention.cpp (chunk loops) and CudaKernelsAttention.cu (row passes)
+TCC_CUDA_KERNEL(attention)
+TCC_CUDA_KERNEL(attention_grad)
 // CudaGemm.cpp, CudaKernels.cpp
 TCC_CUDA_KERNEL(matmul)
 TCC_CUDA_KERNEL(matmul_epilogue) // cuBLASLt epilogue, else the fallback
@@ -142,6 +147,8 @@ int64_t prepare_adamw_update(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_matmul(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_reduce(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_matmul_epilogue(const Instr &, const std::vector<TensorInfo> &);
+/// attention and attention_grad: one chunk's scores (CudaAttention.h).
+int64_t prepare_attention(const Instr &, const std::vector<TensorInfo> &);
 
 // --- Multi-tensor AdamW (CudaKernelsOptim.cu) -----------------------------
 /// One tensor of a multi-tensor AdamW launch: inputs p, g, m, v and outputs

@@ -395,6 +395,69 @@ inline void gemmEpilogueCases(std::vector<KernelCase> &cases) {
   }
 }
 
+/// attention -> attention_grad of q [batch.., tq, d], k [.., tk, d], v
+/// [.., tk, dv] in type t (an f32 mask of shape `mask` unless empty, with
+/// some -inf, never a whole row); appends out, lse, dq, dk, dv to `outs`.
+inline void attentionPair(OneProgram &p, DType t, std::vector<int64_t> batch,
+                          int64_t tq, int64_t tk, int64_t d, int64_t dv,
+                          std::vector<int64_t> mask, bool causal,
+                          std::vector<int32_t> &outs) {
+  auto sh = [&](std::initializer_list<int64_t> tail) {
+    std::vector<int64_t> s = batch;
+    s.insert(s.end(), tail);
+    return s;
+  };
+  std::vector<int32_t> in = {p.random(t, sh({tq, d}), -1, 1),
+                             p.random(t, sh({tk, d}), -1, 1),
+                             p.random(t, sh({tk, dv}))};
+  int32_t dout = p.random(t, sh({tq, dv}));
+  int32_t m = -1;
+  if (!mask.empty()) {
+    int64_t n = 1;
+    for (int64_t x : mask)
+      n *= x;
+    std::vector<float> v(static_cast<size_t>(n));
+    std::mt19937 rng(static_cast<unsigned>(n));
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = mask.back() > 1 && i % 3 == 1 ? -INFINITY : u(rng);
+    m = p.floats(DType::F32, mask, v);
+  }
+  int32_t out = p.out(t, sh({tq, dv})), lse = p.out(DType::F32, sh({tq}));
+  std::vector<int32_t> grads = {p.out(t, sh({tq, d})), p.out(t, sh({tk, d})),
+                                p.out(t, sh({tk, dv}))};
+  double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  std::vector<int32_t> fin = in, gin = in;
+  gin.insert(gin.end(), {out, lse, dout});
+  if (m >= 0) {
+    fin.push_back(m);
+    gin.push_back(m);
+  }
+  p.instr("attention", fin, {out, lse}, {causal ? 1 : 0}, {scale});
+  p.instr("attention_grad", gin, grads, {causal ? 1 : 0}, {scale});
+  outs.insert(outs.end(), {out, lse});
+  outs.insert(outs.end(), grads.begin(), grads.end());
+}
+
+/// attention and attention_grad (CudaAttention.h; in the emulator with a
+/// host GEMM): no mask, causal with a shared mask, a rank-2 mask with
+/// Tq < Tk, and rows of 300 keys (block rows) with a per-entry mask that
+/// broadcasts over rows. 16-bit dS differs from the CPU's by the rounding
+/// of the P it is computed from (the GPU keeps only the rounded P).
+inline void attentionCases(std::vector<KernelCase> &cases) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    KernelCase c{std::string("attention_") + dtypeName(t)};
+    if (t == DType::F32)
+      c.rtol = c.atol = 1e-4; // f32 GEMMs and sums in another order
+    OneProgram &p = c.prog;
+    attentionPair(p, t, {2, 3}, 5, 7, 8, 6, {}, false, c.outs);
+    attentionPair(p, t, {2, 3}, 7, 7, 8, 8, {1, 1, 7, 7}, true, c.outs);
+    attentionPair(p, t, {4}, 5, 7, 4, 4, {5, 7}, true, c.outs);
+    attentionPair(p, t, {2, 3}, 4, 300, 8, 8, {2, 3, 1, 300}, false, c.outs);
+    cases.push_back(std::move(c));
+  }
+}
+
 /// Every case above.
 inline std::vector<KernelCase> kernelCases() {
   std::vector<KernelCase> cases;
@@ -407,6 +470,7 @@ inline std::vector<KernelCase> kernelCases() {
   layerNormCases(cases);
   optimizerCases(cases);
   gemmEpilogueCases(cases);
+  attentionCases(cases);
   return cases;
 }
 

@@ -4,7 +4,7 @@
 // launchers with the kernels compiled for the CPU (CudaKernelEmu.h): no GPU
 // is needed, so CI checks the kernels' logic (indexing, broadcasting,
 // reductions, barriers, error reporting). matmul (cuBLASLt) and fused (the
-// artifact's cubin) are not emulated.
+// artifact's cubin) are not emulated; attention's GEMMs run on the host.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernelCases.h"
@@ -38,6 +38,8 @@ void launch_matmul_epilogue(const CudaArgs &a) {
             infos, buffers);
   epilogueFallback(a);
 }
+// attention / attention_grad run their real chunk loops and row kernels
+// with a host GEMM (attentionGemm, CudaAttentionEmuTest.cpp).
 } // namespace tcc::rt::cuda
 cudaError_t cudaLaunchKernel(const void *, dim3, dim3, void **, size_t,
                              cudaStream_t) {

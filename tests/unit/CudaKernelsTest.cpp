@@ -2,12 +2,14 @@
 //
 // On a GPU: the programs of CudaKernelCases.h through CudaSession (the same
 // ones the emulator runs in CudaKernelEmuTest.cpp), matmul on cuBLASLt in
-// every type, transpose and batch layout, and the GEMM epilogues (each
-// cuBLASLt epilogue and the fallback). All of them skip without a GPU.
+// every type, transpose and batch layout, the GEMM epilogues (each
+// cuBLASLt epilogue and the fallback) and attention at T 1024 in several
+// chunks. All of them skip without a GPU.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernelCases.h"
 
+#include "runtime/cuda/CudaAttention.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaGemm.h"
 
@@ -66,6 +68,37 @@ TEST(CudaKernels, AdamWRunsAsOneMultiTensorLaunch) {
   }
   EXPECT_EQ(multi, 1);
   EXPECT_EQ(single, 1); // the one with other hyper-parameters
+}
+
+// attention / attention_grad at GPT-like sizes (T 1024, D 64: rows of
+// 1024 keys, 128 threads each), f32 and bf16, causal and masked; then 36
+// f32 entries of 1024 x 1024 (8 MiB of scratch each), which the 256 MiB
+// budget splits into two chunks of 18. Compiled mode runs three times, so
+// the CUDA graph of the chunk loop is captured and replayed.
+TEST(CudaKernels, AttentionLongRowsAndChunks) {
+  TCC_REQUIRE_GPU();
+  for (DType t : {DType::F32, DType::BF16}) {
+    OneProgram p;
+    std::vector<int32_t> outs;
+    attentionPair(p, t, {2, 2}, 1024, 1024, 64, 64, {}, true, outs);
+    attentionPair(p, t, {2, 2}, 1024, 1024, 64, 64, {1024, 1024}, false, outs);
+    auto cpu = p.runCpu();
+    double tol = t == DType::F32 ? 1e-4 : rtolFor(t);
+    for (ExecMode mode : {ExecMode::Compiled, ExecMode::Eager}) {
+      auto gpu = p.runGpu(mode, {}, mode == ExecMode::Compiled ? 3 : 1);
+      for (int32_t id : outs)
+        expectClose(p, cpu, gpu, id, tol, tol);
+    }
+  }
+  OneProgram p;
+  std::vector<int32_t> outs;
+  attentionPair(p, DType::F32, {36}, 1024, 1024, 32, 32, {}, true, outs);
+  const auto &q = p.info(p.artifact().programs[0].instrs[0].inputs[0]).shape;
+  EXPECT_EQ(cuda::planAttention(q, q, q, DType::F32).chunk, 18);
+  auto cpu = p.runCpu();
+  auto gpu = p.runGpu(ExecMode::Compiled, {}, 2);
+  for (int32_t id : outs)
+    expectClose(p, cpu, gpu, id, 1e-4, 1e-4);
 }
 
 TEST(CudaKernels, MatmulTypesTransposesAndBatches) {

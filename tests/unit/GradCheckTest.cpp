@@ -187,6 +187,24 @@ std::vector<Case> cases() {
        "  %c = tcc.equal %labels, %one : (tensor<3x4xi64>, tensor<i64>) -> tensor<3x4xi1>\n"
        "  %y = tcc.where %c, %a, %b : (tensor<3x4xi1>, tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>",
        "3x4xf32", "3x4xi64", 2},
+      // Fused attention (TccGradientsAttention.cpp): the backward kernel
+      // recomputes the probabilities from the saved log-sum-exp. Causal
+      // with D != Dv; a constant mask (one -inf per row, never a whole
+      // row) with Tq != Tk; rank 4 with a mask broadcast over rows.
+      {"tcc.attention", "attention_causal",
+       {{"q", "2x3x4xf32"}, {"k", "2x3x4xf32"}, {"v", "2x3x5xf32"}},
+       "%y, %lse = tcc.attention %q, %k, %v {scale = 0.5 : f64, causal = true} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x5xf32>) -> (tensor<2x3x5xf32>, tensor<2x3xf32>)",
+       "2x3x5xf32"},
+      {"tcc.attention", "attention_mask",
+       {{"q", "2x3x4xf32"}, {"k", "2x5x4xf32"}, {"v", "2x5x3xf32"}},
+       "%mask = tcc.constant dense<[[0.0, 0xFF800000, 0.5, -1.0, 0.0], [0.25, 0.0, 0xFF800000, 0.0, 1.0], [0.0, 0.0, 0.0, 0.0, 0xFF800000]]> : tensor<3x5xf32>\n"
+       "  %y, %lse = tcc.attention %q, %k, %v, %mask {scale = 0.7 : f64} : (tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x3xf32>, tensor<3x5xf32>) -> (tensor<2x3x3xf32>, tensor<2x3xf32>)",
+       "2x3x3xf32"},
+      {"tcc.attention", "attention_rank4_row_mask",
+       {{"q", "2x2x3x4xf32"}, {"k", "2x2x4x4xf32"}, {"v", "2x2x4x2xf32"}},
+       "%mask = tcc.constant dense<[[[[0.0, -0.5, 0xFF800000, 0.5]], [[0.0, 0.0, 1.0, 0xFF800000]]], [[[0xFF800000, 0.0, 0.0, 0.0]], [[0.0, 0.5, 0.0, -1.0]]]]> : tensor<2x2x1x4xf32>\n"
+       "  %y, %lse = tcc.attention %q, %k, %v, %mask {scale = 1.0 : f64} : (tensor<2x2x3x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x2xf32>, tensor<2x2x1x4xf32>) -> (tensor<2x2x3x2xf32>, tensor<2x2x3xf32>)",
+       "2x2x3x2xf32"},
       // Convolution, pooling, batch norm (TccGradientsConv.cpp).
       {"tcc.conv2d", "conv2d_bias_groups",
        {{"x", "2x4x5x6xf32"}, {"k", "6x2x3x2xf32"}, {"b", "6xf32"}},

@@ -210,6 +210,7 @@ static std::vector<Variant> variants(const CompileOptions &base) {
                  o.planMemory = false;
                  o.padMultiple = 0;
                  o.memoryBudget = 0;
+                 o.fuseAttention = false;
                }});
   v.push_back({"compiled (all passes)", rt::ExecMode::Compiled,
                [](CompileOptions &) {}});
@@ -233,6 +234,12 @@ static std::vector<Variant> variants(const CompileOptions &base) {
   else
     v.push_back({"compiled --gemm-epilogue", rt::ExecMode::Compiled,
                  [](CompileOptions &o) { o.gemmEpilogue = 1; }});
+  if (base.fuseAttention)
+    v.push_back({"compiled --fuse-attention=false", rt::ExecMode::Compiled,
+                 [](CompileOptions &o) { o.fuseAttention = false; }});
+  else
+    v.push_back({"compiled --fuse-attention", rt::ExecMode::Compiled,
+                 [](CompileOptions &o) { o.fuseAttention = true; }});
   if (base.memoryBudget > 0)
     v.push_back({"compiled, no --memory-budget", rt::ExecMode::Compiled,
                  [](CompileOptions &o) { o.memoryBudget = 0; }});

@@ -82,6 +82,14 @@ static cl::opt<bool> gemmEpilogue(
              "default on for --target cuda, off for the CPU; "
              "--gemm-epilogue=false turns it off)"),
     cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
+static cl::opt<bool> fuseAttention(
+    "fuse-attention",
+    cl::desc("Replace attention (matmul(softmax(q k^T * scale + mask), v)) "
+             "with one fused op whose backward recomputes the probabilities "
+             "from the saved row log-sum-exp instead of saving them "
+             "(tcc-fuse-attention; default on, --fuse-attention=false turns "
+             "it off)"),
+    cl::init(true), cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
 static cl::opt<bool> report(
     "report",
     cl::desc("Print the predicted memory anatomy (weights, optimizer state, "
@@ -235,6 +243,7 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
   o.precision = precision;
   o.planMemory = !noPlanMemory;
   o.fuse = !noFuse;
+  o.fuseAttention = fuseAttention;
   if (gemmEpilogue.getNumOccurrences())
     o.gemmEpilogue = gemmEpilogue ? 1 : 0;
   return true;

@@ -75,3 +75,30 @@ func.func @train_step(%p: tensor<4x3xf32> {tcc.kind = "param", tcc.name = "p"},
   %l = tcc.mse_loss %y, %t : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// tcc.attention has no mask gradient: a mask computed from a param is an
+// error (tcc-fuse-attention never builds one).
+func.func @train_step(%q: tensor<2x3x4xf32> {tcc.kind = "param", tcc.name = "q"},
+                      %m: tensor<3x3xf32> {tcc.kind = "param", tcc.name = "m"},
+                      %t: tensor<2x3x4xf32> {tcc.kind = "input", tcc.name = "labels"})
+    -> (tensor<f32> {tcc.kind = "loss"}) {
+  // expected-error @+2 {{tcc-autodiff: the gradient rule of 'tcc.attention' gives no gradient for operand #3, which depends on a param}}
+  // expected-note @+1 {{tcc.attention has no gradient for its mask: a mask computed from a parameter must stay unfused (tcc-fuse-attention leaves such graphs alone), or freeze it (--freeze)}}
+  %o, %lse = tcc.attention %q, %q, %q, %m {scale = 0.5 : f64} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<3x3xf32>) -> (tensor<2x3x4xf32>, tensor<2x3xf32>)
+  %l = tcc.mse_loss %o, %t : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// ... and none for its log-sum-exp.
+func.func @train_step(%q: tensor<2x3x4xf32> {tcc.kind = "param", tcc.name = "q"},
+                      %t: tensor<2x3xf32> {tcc.kind = "input", tcc.name = "labels"})
+    -> (tensor<f32> {tcc.kind = "loss"}) {
+  // expected-error @+1 {{tcc.attention: the loss depends on the log-sum-exp result, which has no gradient rule (only the attention output is differentiable)}}
+  %o, %lse = tcc.attention %q, %q, %q {scale = 0.5 : f64, causal = true} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3xf32>)
+  %l = tcc.mse_loss %lse, %t : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -162,3 +162,34 @@ module attributes {tcc.batch = 4 : i64} {
 // The accumulator is reset whatever happens.
 // FP16-NOT:     tcc.where %{{.+}}, %{{.+}}, %{{.+}} : (tensor<i1>, tensor<4x3xf32>
 // FP16:         return %[[KEEP]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} :
+
+// -----
+
+// Fused attention computes like a GEMM: query, key, value (and the
+// backward's out and dout) in the low type; the mask and the log-sum-exp
+// stay f32; the output and the gradients are low.
+module attributes {tcc.batch = 2 : i64} {
+  func.func @forward(%q: tensor<2x4x8xf32> {tcc.kind = "input", tcc.name = "q"},
+                     %m: tensor<4x4xf32> {tcc.kind = "input", tcc.name = "m"},
+                     %w: tensor<8x8xf32> {tcc.kind = "param", tcc.name = "w"})
+      -> (tensor<2x4x8xf32> {tcc.name = "o"}, tensor<2x4xf32> {tcc.name = "lse"},
+          tensor<2x4x8xf32> {tcc.name = "dq"}) {
+    %k = tcc.matmul %q, %w : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+    %o, %lse = tcc.attention %q, %k, %q, %m {scale = 0.5 : f64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<4x4xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
+    %dq, %dk, %dv = tcc.attention_grad %q, %k, %q, %o, %lse, %o, %m {scale = 0.5 : f64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4x8xf32>, tensor<4x4xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>)
+    return %o, %lse, %dq : tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4x8xf32>
+  }
+}
+
+// BF16-LABEL: func.func @forward
+// BF16-SAME:    (%[[Q:[^:]+]]: tensor<2x4x8xf32> {{.*}}, %[[M:[^:]+]]: tensor<4x4xf32>
+// BF16:         %[[QL:.+]] = tcc.cast %[[Q]] : tensor<2x4x8xf32> -> tensor<2x4x8xbf16>
+// BF16:         %[[K:.+]] = tcc.matmul %[[QL]], {{.*}} -> tensor<2x4x8xbf16>
+// BF16:         %[[O:.+]], %[[L:.+]] = tcc.attention %[[QL]], %[[K]], %[[QL]], %[[M]] {scale = 5.000000e-01 : f64} : (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<4x4xf32>) -> (tensor<2x4x8xbf16>, tensor<2x4xf32>)
+// BF16:         %[[OF:.+]] = tcc.cast %[[O]] : tensor<2x4x8xbf16> -> tensor<2x4x8xf32>
+// BF16:         %[[DQ:.+]], %{{.+}}, %{{.+}} = tcc.attention_grad %[[QL]], %[[K]], %[[QL]], %[[O]], %[[L]], %[[O]], %[[M]] {scale = 5.000000e-01 : f64} : (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4xf32>, tensor<2x4x8xbf16>, tensor<4x4xf32>) -> (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>)
+// BF16:         %[[DQF:.+]] = tcc.cast %[[DQ]] : tensor<2x4x8xbf16> -> tensor<2x4x8xf32>
+// BF16:         return %[[OF]], %[[L]], %[[DQF]]
+// FP16-LABEL: func.func @forward
+// FP16:         tcc.attention {{.*}} : (tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<4x4xf32>) -> (tensor<2x4x8xf16>, tensor<2x4xf32>)
+// FP16:         tcc.attention_grad {{.*}} : (tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4xf32>, tensor<2x4x8xf16>, tensor<4x4xf32>) -> (tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4x8xf16>)

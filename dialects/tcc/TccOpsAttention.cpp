@@ -1,0 +1,146 @@
+//===- TccOpsAttention.cpp - Fused attention: shapes and verifiers --------===//
+//
+// The ops of TccOpsAttention.td. Both ops check the same operand contract
+// (the one the runtime kernels check again at load, runtime/cpu/
+// KernelsAttention.cpp): query/key/value of one float type and equal batch
+// dimensions, an f32 mask that broadcasts to the scores, an f32 lse.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/tcc/TccOps.h"
+#include "dialects/tcc/TccOpsUtils.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tcc;
+using mlir::tcc::detail::adaptorFor;
+using mlir::tcc::detail::rankedType;
+using mlir::tcc::detail::shapeStr;
+
+namespace {
+/// The result types every check leads to: the forward's output and lse.
+struct AttentionTypes {
+  RankedTensorType out, lse;
+};
+} // namespace
+
+/// Checks query, key, value and the optional mask of the op named `op`
+/// ("attention" or "attention_grad") and returns the forward's result types.
+static FailureOr<AttentionTypes> checkOperands(StringRef op,
+                                               std::optional<Location> loc,
+                                               Value q, Value k, Value v,
+                                               Value mask) {
+  auto qt = rankedType(q), kt = rankedType(k), vt = rankedType(v);
+  ArrayRef<int64_t> qs = qt.getShape(), ks = kt.getShape(), vs = vt.getShape();
+  auto fail = [&](auto &&...parts) -> FailureOr<AttentionTypes> {
+    (void)emitOptionalError(loc, "tcc.", op, ": ", parts...);
+    return failure();
+  };
+  if (qs.size() < 3 || ks.size() != qs.size() || vs.size() != qs.size())
+    return fail("query, key and value need one rank >= 3 ([batch..., rows, "
+                "features]), got ",
+                shapeStr(qs), ", ", shapeStr(ks), " and ", shapeStr(vs));
+  Type e = qt.getElementType();
+  if (kt.getElementType() != e || vt.getElementType() != e ||
+      !(e.isF32() || e.isBF16() || e.isF16()))
+    return fail("query, key and value must share one element type (f32, "
+                "bf16 or f16), got ",
+                e, ", ", kt.getElementType(), " and ", vt.getElementType());
+  size_t r = qs.size();
+  ArrayRef<int64_t> batch = qs.drop_back(2);
+  if (ks.drop_back(2) != batch || vs.drop_back(2) != batch)
+    return fail("query ", shapeStr(qs), ", key ", shapeStr(ks), " and value ",
+                shapeStr(vs),
+                " must have equal batch dimensions (all but the last two)");
+  int64_t tq = qs[r - 2], d = qs[r - 1], tk = ks[r - 2];
+  if (ks[r - 1] != d)
+    return fail("query ", shapeStr(qs), " and key ", shapeStr(ks),
+                " differ in the feature size (last dimension): ", d, " vs ",
+                ks[r - 1]);
+  if (vs[r - 2] != tk)
+    return fail("key ", shapeStr(ks), " and value ", shapeStr(vs),
+                " differ in the key length (second-to-last dimension): ", tk,
+                " vs ", vs[r - 2]);
+  if (mask) {
+    auto mt = rankedType(mask);
+    ArrayRef<int64_t> ms = mt.getShape();
+    if (!mt.getElementType().isF32())
+      return fail("the mask must be f32, got ", mt.getElementType());
+    if (ms.size() != 2 && ms.size() != r)
+      return fail("the mask ", shapeStr(ms),
+                  " must have rank 2 or the query's rank ", r);
+    ArrayRef<int64_t> mb = ms.drop_back(2);
+    if (!llvm::all_of(mb, [](int64_t x) { return x == 1; }) && mb != batch)
+      return fail("the mask ", shapeStr(ms),
+                  " must have batch dimensions all 1 or equal to the query's ",
+                  shapeStr(batch));
+    int64_t mq = ms[ms.size() - 2], mk = ms.back();
+    if ((mq != 1 && mq != tq) || (mk != 1 && mk != tk))
+      return fail("the mask ", shapeStr(ms),
+                  " does not broadcast to the scores [..., ", tq, ", ", tk,
+                  "]: each of its last two dimensions must be 1 or full");
+  }
+  SmallVector<int64_t> outShape(batch), lseShape(batch);
+  outShape.append({tq, vs[r - 1]});
+  lseShape.push_back(tq);
+  return AttentionTypes{
+      RankedTensorType::get(outShape, e),
+      RankedTensorType::get(lseShape, Float32Type::get(q.getContext()))};
+}
+
+static LogicalResult verifyScale(Operation *op, double scale) {
+  if (!std::isfinite(scale))
+    return op->emitOpError("scale must be finite, got ") << scale;
+  return success();
+}
+
+LogicalResult
+AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                              ValueRange operands, DictionaryAttr attrs,
+                              OpaqueProperties props, RegionRange regions,
+                              SmallVectorImpl<Type> &results) {
+  auto adaptor = adaptorFor<AttentionOp>(operands, attrs, props, regions);
+  auto types =
+      checkOperands("attention", loc, adaptor.getQuery(), adaptor.getKey(),
+                    adaptor.getValue(), adaptor.getMask());
+  if (failed(types))
+    return failure();
+  results.push_back(types->out);
+  results.push_back(types->lse);
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  return verifyScale(*this, getScale().convertToDouble());
+}
+
+LogicalResult
+AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  ValueRange operands, DictionaryAttr attrs,
+                                  OpaqueProperties props, RegionRange regions,
+                                  SmallVectorImpl<Type> &results) {
+  auto adaptor = adaptorFor<AttentionGradOp>(operands, attrs, props, regions);
+  auto types =
+      checkOperands("attention_grad", loc, adaptor.getQuery(), adaptor.getKey(),
+                    adaptor.getValue(), adaptor.getMask());
+  if (failed(types))
+    return failure();
+  for (auto [v, name, want] :
+       {std::tuple{adaptor.getOut(), "out", types->out},
+        std::tuple{adaptor.getGrad(), "grad", types->out},
+        std::tuple{adaptor.getLse(), "lse", types->lse}})
+    if (v.getType() != want)
+      return emitOptionalError(loc, "tcc.attention_grad: ", name, " is ",
+                               v.getType(), ", expected ", want,
+                               " (from query, key and value)");
+  for (Value v : {adaptor.getQuery(), adaptor.getKey(), adaptor.getValue()})
+    results.push_back(v.getType());
+  return success();
+}
+
+LogicalResult AttentionGradOp::verify() {
+  return verifyScale(*this, getScale().convertToDouble());
+}

@@ -1,0 +1,76 @@
+//===- TccOpsAttention.td - Fused scaled dot-product attention -*- tablegen -*-===//
+//
+// Included from TccOps.td. tcc-fuse-attention (passes/FuseAttention.cpp)
+// forms tcc.attention from matmul(softmax(scale * q k^T + mask), v) before
+// autodiff; its gradient rule builds tcc.attention_grad, which recomputes the
+// probabilities from the saved log-sum-exp instead of saving them, so no
+// [..., Tq, Tk] tensor outlives a kernel (runtime/cpu/KernelsAttention.cpp).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_OPS_ATTENTION_TD
+#define TCC_OPS_ATTENTION_TD
+
+def Tcc_AttentionOp : Tcc_DiffOp<"attention"> {
+  let summary = "Scaled dot-product attention with its row log-sum-exp";
+  let description = [{
+    Leading dimensions of `query`, `key` and `value` are batch dimensions
+    (equal in all three, rank >= 3). Per batch entry, with
+    `query` `[Tq, D]`, `key` `[Tk, D]` and `value` `[Tk, Dv]`:
+
+        s[i, j]  = scale * sum_d query[i, d] key[j, d] + mask[i, j]
+                   (-inf where causal and j > i)
+        lse[i]   = log(sum_j exp(s[i, j]))        (max-shifted, f32)
+        result   = softmax(s) value               [Tq, Dv]
+
+    `mask` (optional, always f32) has rank 2 or the rank of `query`; it
+    broadcasts to `[..., Tq, Tk]`: its batch dimensions are all 1 or all
+    equal to the query's, each of its last two is 1 or full. `query`, `key`,
+    `value` and `result` share one element type (f32, bf16 or f16); `lse`
+    is always f32. A row whose scores are all -inf gives NaN, as softmax of
+    it does. The backward (tcc.attention_grad) reads `lse` and recomputes
+    the probabilities; `lse` itself has no gradient and neither has `mask`.
+    ```mlir
+    %o, %lse = tcc.attention %q, %k, %v {scale = 0.125 : f64, causal = true} : (tensor<16x64x32xf32>, tensor<16x64x32xf32>, tensor<16x64x32xf32>) -> (tensor<16x64x32xf32>, tensor<16x64xf32>)
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$query, Tcc_FloatTensor:$key,
+                   Tcc_FloatTensor:$value, Optional<Tcc_FloatTensor>:$mask,
+                   F64Attr:$scale,
+                   DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Tcc_FloatTensor:$result, Tcc_FloatTensor:$lse);
+  let assemblyFormat = "$query `,` $key `,` $value (`,` $mask^)? attr-dict "
+                       "`:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tcc_AttentionGradOp : Tcc_InferOp<"attention_grad"> {
+  let summary = "Backward of tcc.attention from its output and log-sum-exp";
+  let description = [{
+    Recomputes `P = exp(s - lse)` per batch entry (`s` as tcc.attention
+    defines it, same `scale`, `causal` and `mask`), then with
+    `D[i] = sum_d grad[i, d] out[i, d]`:
+
+        value_grad = P^T grad
+        dS         = P * (grad value^T - D[i]) * scale
+        query_grad = dS key,   key_grad = dS^T query
+
+    `out` and `grad` have the forward result's type, `lse` is f32
+    `[..., Tq]`; the results have the types of `query`, `key`, `value`.
+    ```mlir
+    %dq, %dk, %dv = tcc.attention_grad %q, %k, %v, %o, %lse, %do {scale = 0.125 : f64, causal = true} : (tensor<16x64x32xf32>, tensor<16x64x32xf32>, tensor<16x64x32xf32>, tensor<16x64x32xf32>, tensor<16x64xf32>, tensor<16x64x32xf32>) -> (tensor<16x64x32xf32>, tensor<16x64x32xf32>, tensor<16x64x32xf32>)
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$query, Tcc_FloatTensor:$key,
+                   Tcc_FloatTensor:$value, Tcc_FloatTensor:$out,
+                   Tcc_FloatTensor:$lse, Tcc_FloatTensor:$grad,
+                   Optional<Tcc_FloatTensor>:$mask, F64Attr:$scale,
+                   DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Tcc_FloatTensor:$query_grad, Tcc_FloatTensor:$key_grad,
+                      Tcc_FloatTensor:$value_grad);
+  let assemblyFormat = "$query `,` $key `,` $value `,` $out `,` $lse `,` $grad "
+                       "(`,` $mask^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+#endif // TCC_OPS_ATTENTION_TD

@@ -1,0 +1,539 @@
+//===- KernelsAttention.cpp - Fused attention and its gradient ------------===//
+//
+// `attention` and `attention_grad` (tcc.attention / tcc.attention_grad):
+// softmax(scale * Q K^T + mask, causal) V without materializing the
+// probabilities P for the backward, which recomputes them from the saved
+// row log-sum-exp. Batch entries (the flattened leading dims) are split
+// across the ThreadPool; each worker computes one entry at a time in its
+// own scratch, in blocks of query rows:
+//
+//   forward   S = Q_blk K^T (sgemm), row pass (scale, mask, causal, max,
+//             P = exp(s - max) / sum, lse), O_blk = P V (sgemm).
+//   backward  S = Q_blk K^T and dP = dO_blk V^T (sgemm), row pass (P from
+//             lse, dS = P * (dP - rowsum(dO * O)) * scale), dV += P^T dO_blk,
+//             dQ_blk = dS K, dK += dS^T Q_blk (sgemm).
+//
+// A block holds at most kBlockFloats scores, so the scratch stays in cache
+// and bounded for long sequences; dK and dV are summed over an entry's
+// blocks in a fixed order, never across entries (each entry belongs to one
+// worker), so the results do not depend on the thread count. With `causal`
+// a block of rows [i0, i1) only needs keys j < i1: the GEMMs skip the
+// columns above the diagonal (causal rows come in at least 4 blocks).
+// The row passes use a vectorized exp (FastExp.h, within 2 ulp): with
+// libm's scalar expf they took as long as the GEMMs.
+//
+// While workers run, OpenBLAS is held to one thread (each GEMM of one entry
+// is small; the batch is the parallelism, and two levels of threads would
+// oversubscribe the cores); with one entry or one thread the entries run on
+// the calling thread with OpenBLAS's threads.
+//
+// bf16/f16 are handled here, not by KernelsHalf.cpp's adapter: operands are
+// widened to f32 per entry, the GEMMs accumulate in f32, P is rounded to the
+// 16-bit type before it is a GEMM operand (P V, P^T dO) and so is dS (dS K,
+// dS^T Q), as a 16-bit GEMM operand would be on a GPU; dS itself is computed
+// from the unrounded P. Outputs are rounded once. lse and mask are f32.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/FastExp.h"
+#include "runtime/cpu/Half.h"
+#include "runtime/cpu/KernelsInternal.h"
+#include "runtime/cpu/ThreadPool.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+namespace tcc::rt::kernels {
+
+//===----------------------------------------------------------------------===//
+// Checks
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Operand positions of one of the two kernels.
+struct AttnOperands {
+  const KernelSig *s;
+  bool grad;
+  size_t nIn; // inputs without the mask
+  const TensorInfo &q() const { return *s->in[0]; }
+  const TensorInfo &k() const { return *s->in[1]; }
+  const TensorInfo &v() const { return *s->in[2]; }
+  const TensorInfo *mask() const {
+    return s->in.size() > nIn ? s->in[nIn] : nullptr;
+  }
+};
+} // namespace
+
+static std::vector<int64_t> leading(const std::vector<int64_t> &shape,
+                                    size_t drop) {
+  return {shape.begin(), shape.end() - drop};
+}
+
+static std::vector<int64_t> withTail(std::vector<int64_t> batch,
+                                     std::initializer_list<int64_t> tail) {
+  batch.insert(batch.end(), tail);
+  return batch;
+}
+
+static void expectShape(const KernelSig &s, bool isInput, size_t i,
+                        const std::vector<int64_t> &shape) {
+  const TensorInfo *t = isInput ? s.in[i] : s.out[i];
+  if (t->shape != shape)
+    throw Error(operandName(s, isInput, i) + " has shape " +
+                formatShape(t->shape) + ", expected " + formatShape(shape));
+}
+
+static void expectDType(const KernelSig &s, bool isInput, size_t i, DType t,
+                        const char *why) {
+  const TensorInfo *info = isInput ? s.in[i] : s.out[i];
+  if (info->dtype != t)
+    throw Error(operandName(s, isInput, i) + " is " + dtypeName(info->dtype) +
+                ", expected " + dtypeName(t) + " (" + why + ")");
+}
+
+/// Everything both kernels share: attributes, q/k/v and the mask.
+static void checkAttentionCommon(const AttnOperands &ops) {
+  const KernelSig &s = *ops.s;
+  const char *names =
+      ops.grad ? "q, k, v, out, lse, dout[, mask]" : "q, k, v[, mask]";
+  if (s.in.size() != ops.nIn && s.in.size() != ops.nIn + 1)
+    throw Error("expects " + std::to_string(ops.nIn) + " or " +
+                std::to_string(ops.nIn + 1) + " inputs (" + names + "), got " +
+                std::to_string(s.in.size()));
+  expectArity(s, s.in.size(), ops.grad ? 3 : 2);
+  expectIAttrs(s, 1);
+  expectFAttrs(s, 1);
+  if (s.instr.iattrs[0] != 0 && s.instr.iattrs[0] != 1)
+    throw Error("the causal attribute must be 0 or 1, got " +
+                std::to_string(s.instr.iattrs[0]));
+  if (!std::isfinite(s.instr.fattrs[0]))
+    throw Error("the scale attribute must be finite, got " +
+                std::to_string(s.instr.fattrs[0]));
+
+  const TensorInfo &q = ops.q();
+  if (!isFloatDType(q.dtype))
+    throw Error(operandName(s, true, 0) + " is " + dtypeName(q.dtype) +
+                "; attention takes f32, bf16 or f16");
+  size_t rank = q.shape.size();
+  if (rank < 3)
+    throw Error(operandName(s, true, 0) + " has shape " + formatShape(q.shape) +
+                "; attention needs rank >= 3");
+  for (size_t i = 1; i < 3; ++i) {
+    expectDType(s, true, i, q.dtype, "q, k and v share one type");
+    if (s.in[i]->shape.size() != rank ||
+        leading(s.in[i]->shape, 2) != leading(q.shape, 2))
+      throw Error(operandName(s, true, i) + " has shape " +
+                  formatShape(s.in[i]->shape) + "; expected q's batch dims " +
+                  formatShape(leading(q.shape, 2)) + " and 2 more");
+  }
+  const auto &k = ops.k().shape, &v = ops.v().shape;
+  if (k[rank - 1] != q.shape[rank - 1])
+    throw Error("q " + formatShape(q.shape) + " and k " + formatShape(k) +
+                " differ in their last (head) dim");
+  if (v[rank - 2] != k[rank - 2])
+    throw Error("k " + formatShape(k) + " and v " + formatShape(v) +
+                " differ in their key count (dim -2)");
+  // OpenBLAS takes 32-bit sizes.
+  for (int64_t d : {q.shape[rank - 2], k[rank - 2], k[rank - 1], v[rank - 1]})
+    if (d > INT_MAX)
+      throw Error("attention dimension " + std::to_string(d) +
+                  " is too large for BLAS");
+
+  const TensorInfo *m = ops.mask();
+  if (!m)
+    return;
+  size_t mi = ops.nIn;
+  expectDType(s, true, mi, DType::F32, "the mask is always f32");
+  size_t mr = m->shape.size();
+  int64_t tq = q.shape[rank - 2], tk = k[rank - 2];
+  bool ok = mr == 2 || mr == rank;
+  if (ok && mr == rank) {
+    auto mb = leading(m->shape, 2), qb = leading(q.shape, 2);
+    bool ones =
+        std::all_of(mb.begin(), mb.end(), [](int64_t d) { return d == 1; });
+    ok = ones || mb == qb;
+  }
+  ok = ok && (m->shape[mr - 2] == 1 || m->shape[mr - 2] == tq) &&
+       (m->shape[mr - 1] == 1 || m->shape[mr - 1] == tk);
+  if (!ok)
+    throw Error("mask " + operandName(s, true, mi) + " has shape " +
+                formatShape(m->shape) + ", which does not broadcast to " +
+                formatShape(withTail(leading(q.shape, 2), {tq, tk})) +
+                " (rank 2 or q's rank; batch dims all 1 or q's; each of the "
+                "last two 1 or full)");
+}
+
+void check_attention(const KernelSig &s) {
+  AttnOperands ops{&s, false, 3};
+  checkAttentionCommon(ops);
+  const auto &q = ops.q().shape;
+  size_t rank = q.size();
+  auto batch = leading(q, 2);
+  int64_t tq = q[rank - 2], dv = ops.v().shape[rank - 1];
+  expectDType(s, false, 0, ops.q().dtype, "out has q's type");
+  expectShape(s, false, 0, withTail(batch, {tq, dv}));
+  expectDType(s, false, 1, DType::F32, "lse is always f32");
+  expectShape(s, false, 1, withTail(batch, {tq}));
+}
+
+void check_attention_grad(const KernelSig &s) {
+  AttnOperands ops{&s, true, 6};
+  checkAttentionCommon(ops);
+  const auto &q = ops.q().shape;
+  size_t rank = q.size();
+  auto batch = leading(q, 2);
+  int64_t tq = q[rank - 2], dv = ops.v().shape[rank - 1];
+  DType t = ops.q().dtype;
+  expectDType(s, true, 3, t, "out has q's type");
+  expectShape(s, true, 3, withTail(batch, {tq, dv}));
+  expectDType(s, true, 4, DType::F32, "lse is always f32");
+  expectShape(s, true, 4, withTail(batch, {tq}));
+  expectDType(s, true, 5, t, "dout has q's type");
+  expectShape(s, true, 5, withTail(batch, {tq, dv}));
+  for (size_t o = 0; o < 3; ++o) {
+    expectDType(s, false, o, t, "gradients have q's type");
+    expectShape(s, false, o, s.in[o]->shape);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Shared run-time pieces
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// One call's geometry, read from checked operands.
+struct AttnGeom {
+  int64_t batch, tq, tk, d, dv;
+  float scale;
+  bool causal;
+  DType dtype;
+  const float *mask = nullptr;
+  int64_t mB = 0, mR = 0, mC = 0; // mask element strides: entry, row, col
+  int64_t rowsPerBlock;
+};
+
+enum Slot {
+  SlotS,
+  SlotDP,
+  SlotQ,
+  SlotK,
+  SlotV,
+  SlotO,
+  SlotDO,
+  SlotDQ,
+  SlotDK,
+  SlotDV,
+  SlotRow,
+  NumSlots
+};
+
+/// Per-thread f32 scratch, one buffer per slot, reallocated at exactly the
+/// size asked for when it must grow and kept for the next call; counted in
+/// kernelScratchBytes() like the convolution's.
+struct AttnScratch {
+  std::vector<float> v[NumSlots];
+  ~AttnScratch() {
+    for (auto &b : v)
+      noteKernelScratch(-(int64_t)(b.capacity() * sizeof(float)));
+  }
+  float *get(Slot s, int64_t n) {
+    std::vector<float> &b = v[s];
+    if ((int64_t)b.size() < n) {
+      noteKernelScratch(-(int64_t)(b.capacity() * sizeof(float)));
+      std::vector<float>().swap(b);
+      b.resize(n);
+      noteKernelScratch((int64_t)(b.capacity() * sizeof(float)));
+    }
+    return b.data();
+  }
+};
+} // namespace
+
+static AttnScratch &scratch() {
+  thread_local AttnScratch s;
+  return s;
+}
+
+/// Scores per block of query rows: 256 KiB of f32, a block of at least 32
+/// rows unless the keys are so many that this would pass 64 MiB.
+static constexpr int64_t kBlockFloats = 1 << 16;
+static constexpr int64_t kMinBlockRows = 32;
+static constexpr int64_t kMaxBlockFloats = 1 << 24;
+
+static AttnGeom geometry(const KernelArgs &a, size_t nIn) {
+  const TensorView &Q = a.in[0], &K = a.in[1], &V = a.in[2];
+  size_t r = Q.rank();
+  AttnGeom g;
+  g.tq = Q.dim(r - 2);
+  g.d = Q.dim(r - 1);
+  g.tk = K.dim(r - 2);
+  g.dv = V.dim(r - 1);
+  g.batch = 1;
+  for (size_t i = 0; i + 2 < r; ++i)
+    g.batch *= Q.dim(i);
+  g.scale = static_cast<float>(a.instr.fattrs[0]);
+  g.causal = a.instr.iattrs[0] != 0;
+  g.dtype = Q.dtype;
+  if (a.in.size() > nIn) {
+    const TensorView &M = a.in[nIn];
+    size_t mr = M.rank();
+    int64_t rows = M.dim(mr - 2), cols = M.dim(mr - 1);
+    g.mask = M.f32();
+    g.mC = cols == 1 ? 0 : 1;
+    g.mR = rows == 1 ? 0 : cols;
+    g.mB = M.numel == rows * cols ? 0 : rows * cols;
+  }
+  int64_t tk = std::max<int64_t>(g.tk, 1);
+  int64_t rows = std::max(kBlockFloats / tk, kMinBlockRows);
+  rows = std::min(rows, std::max<int64_t>(kMaxBlockFloats / tk, 1));
+  // Causal: at least 4 blocks (of 16 rows or more), so that the GEMMs skip
+  // about 3/8 of the keys; measured ~30% faster at T = 64 and 256.
+  if (g.causal)
+    rows = std::min(rows, std::max<int64_t>(16, (g.tq + 3) / 4));
+  g.rowsPerBlock = std::max<int64_t>(std::min(rows, g.tq), 1);
+  return g;
+}
+
+/// C[m, n] = beta * C + op(A) op(B), row-major, any size (BLAS rejects a
+/// zero leading dimension; an empty sum is zero).
+static void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                  const float *a, int64_t lda, const float *b, int64_t ldb,
+                  float beta, float *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    if (beta == 0.0f)
+      for (int64_t i = 0; i < m; ++i)
+        std::fill_n(c + i * ldc, n, 0.0f);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+              tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a,
+              (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+/// Entry `b` of operand `t` (`per` elements per entry) as f32: the tensor
+/// itself, or widened into the slot.
+static const float *entryF32(const TensorView &t, int64_t b, int64_t per,
+                             Slot slot) {
+  if (t.dtype == DType::F32)
+    return t.f32() + b * per;
+  float *dst = scratch().get(slot, per);
+  widenToF32(static_cast<const uint16_t *>(t.data) + b * per, t.dtype, dst,
+             per);
+  return dst;
+}
+
+/// Where entry `b` of output `t` is computed: in place for f32, else in
+/// the slot (stored by storeEntry).
+static float *outF32(const TensorView &t, int64_t b, int64_t per, Slot slot) {
+  return t.dtype == DType::F32 ? t.f32() + b * per : scratch().get(slot, per);
+}
+
+static void storeEntry(const TensorView &t, int64_t b, int64_t per,
+                       const float *v) {
+  if (t.dtype != DType::F32)
+    narrowFromF32(v, t.dtype, static_cast<uint16_t *>(t.data) + b * per, per);
+}
+
+/// Rounds f32 values to the 16-bit type t (a 16-bit GEMM operand).
+static void roundTo(DType t, float *x, int64_t n) {
+  if (t == DType::BF16)
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = bf16ToF32(f32ToBf16(x[i]));
+  else if (t == DType::F16)
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = f16ToF32(f32ToF16(x[i]));
+}
+
+/// Row i of entry b, columns [0, n): s = scale * S + mask, -inf above the
+/// diagonal when causal.
+static void scoresRow(const AttnGeom &g, int64_t b, int64_t i, float *s,
+                      int64_t n) {
+  float scale = g.scale;
+  const float *m = g.mask ? g.mask + b * g.mB + i * g.mR : nullptr;
+  if (!m) {
+    for (int64_t j = 0; j < n; ++j)
+      s[j] *= scale;
+  } else if (g.mC) {
+    for (int64_t j = 0; j < n; ++j)
+      s[j] = s[j] * scale + m[j];
+  } else {
+    float mv = m[0];
+    for (int64_t j = 0; j < n; ++j)
+      s[j] = s[j] * scale + mv;
+  }
+  if (g.causal)
+    for (int64_t j = i + 1; j < n; ++j)
+      s[j] = -INFINITY;
+}
+
+/// Lane-wise reductions of a row (8 lanes, combined in a fixed order), so
+/// GCC vectorizes them without reassociating float sums by itself.
+static constexpr int kLanes = 8;
+
+static float rowMax(const float *x, int64_t n) {
+  float lane[kLanes];
+  std::fill_n(lane, kLanes, -INFINITY);
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l)
+      lane[l] = lane[l] < x[j + l] ? x[j + l] : lane[l];
+  for (; j < n; ++j)
+    lane[0] = lane[0] < x[j] ? x[j] : lane[0];
+  float mx = lane[0];
+  for (int l = 1; l < kLanes; ++l)
+    mx = mx < lane[l] ? lane[l] : mx;
+  return mx;
+}
+
+static float rowSum(const float *x, int64_t n) {
+  float lane[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l)
+      lane[l] += x[j + l];
+  for (; j < n; ++j)
+    lane[0] += x[j];
+  float sum = lane[0];
+  for (int l = 1; l < kLanes; ++l)
+    sum += lane[l];
+  return sum;
+}
+
+/// The key columns rows [i0, i1) can see: all, or j < i1 when causal.
+static int64_t visibleKeys(const AttnGeom &g, int64_t i1) {
+  return g.causal ? std::min(g.tk, i1) : g.tk;
+}
+
+/// Runs entry(b) for every batch entry: on the ThreadPool with OpenBLAS
+/// held to one thread, or on the calling thread.
+template <class F> static void forEachEntry(const AttnGeom &g, F &&entry) {
+  ThreadPool &pool = ThreadPool::global();
+  // Work below this (multiply-adds) is not worth waking the pool.
+  constexpr int64_t kMinParallelWork = 1 << 18;
+  double work = (double)g.batch * g.tq * g.tk * (g.d + g.dv);
+  if (g.batch < 2 || pool.size() < 2 || work < kMinParallelWork) {
+    for (int64_t b = 0; b < g.batch; ++b)
+      entry(b);
+    return;
+  }
+  struct BlasThreads {
+    int saved = openblas_get_num_threads();
+    BlasThreads() {
+      if (saved != 1)
+        openblas_set_num_threads(1);
+    }
+    ~BlasThreads() {
+      if (saved != 1)
+        openblas_set_num_threads(saved);
+    }
+  } single;
+  pool.parallelFor(g.batch, [&](int64_t b) { entry(b); });
+}
+
+//===----------------------------------------------------------------------===//
+// attention: in [q, k, v (, mask)] out [out, lse]
+//===----------------------------------------------------------------------===//
+
+/// One entry of the forward.
+static void forwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
+  const float *q = entryF32(a.in[0], b, g.tq * g.d, SlotQ);
+  const float *k = entryF32(a.in[1], b, g.tk * g.d, SlotK);
+  const float *v = entryF32(a.in[2], b, g.tk * g.dv, SlotV);
+  float *o = outF32(a.out[0], b, g.tq * g.dv, SlotO);
+  float *lse = a.out[1].f32() + b * g.tq;
+  float *s = scratch().get(SlotS, g.rowsPerBlock * g.tk);
+  for (int64_t i0 = 0; i0 < g.tq; i0 += g.rowsPerBlock) {
+    int64_t i1 = std::min(g.tq, i0 + g.rowsPerBlock), rows = i1 - i0;
+    int64_t n = visibleKeys(g, i1);
+    sgemm(false, true, rows, n, g.d, q + i0 * g.d, g.d, k, g.d, 0.0f, s, n);
+    for (int64_t i = i0; i < i1; ++i) {
+      float *row = s + (i - i0) * n;
+      scoresRow(g, b, i, row, n);
+      float mx = rowMax(row, n);
+      for (int64_t j = 0; j < n; ++j)
+        row[j] = fastExp(row[j] - mx);
+      float sum = rowSum(row, n);
+      lse[i] = mx + std::log(sum); // NaN for a fully masked row
+      // P = exp(s - max) / sum; the backward's exp(s - lse) is the same
+      // up to rounding.
+      float inv = 1.0f / sum;
+      for (int64_t j = 0; j < n; ++j)
+        row[j] *= inv;
+    }
+    roundTo(g.dtype, s, rows * n);
+    sgemm(false, false, rows, g.dv, n, s, n, v, g.dv, 0.0f, o + i0 * g.dv,
+          g.dv);
+  }
+  storeEntry(a.out[0], b, g.tq * g.dv, o);
+}
+
+void run_attention(const KernelArgs &a) {
+  AttnGeom g = geometry(a, 3);
+  forEachEntry(g, [&](int64_t b) { forwardEntry(a, g, b); });
+}
+
+//===----------------------------------------------------------------------===//
+// attention_grad: in [q, k, v, out, lse, dout (, mask)] out [dq, dk, dv]
+//===----------------------------------------------------------------------===//
+
+/// One entry of the backward.
+static void backwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
+  int64_t qn = g.tq * g.d, kn = g.tk * g.d, vn = g.tk * g.dv, on = g.tq * g.dv;
+  const float *q = entryF32(a.in[0], b, qn, SlotQ);
+  const float *k = entryF32(a.in[1], b, kn, SlotK);
+  const float *v = entryF32(a.in[2], b, vn, SlotV);
+  const float *o = entryF32(a.in[3], b, on, SlotO);
+  const float *lse = a.in[4].f32() + b * g.tq;
+  const float *dout = entryF32(a.in[5], b, on, SlotDO);
+  float *dq = outF32(a.out[0], b, qn, SlotDQ);
+  float *dk = outF32(a.out[1], b, kn, SlotDK);
+  float *dv = outF32(a.out[2], b, vn, SlotDV);
+  std::fill_n(dk, kn, 0.0f);
+  std::fill_n(dv, vn, 0.0f);
+  // rowDot[i] = sum_d dout[i, d] out[i, d] (the softmax gradient's row sum).
+  float *rowDot = scratch().get(SlotRow, g.tq);
+  for (int64_t i = 0; i < g.tq; ++i) {
+    float acc = 0.0f;
+    for (int64_t d = 0; d < g.dv; ++d)
+      acc += dout[i * g.dv + d] * o[i * g.dv + d];
+    rowDot[i] = acc;
+  }
+  float *p = scratch().get(SlotS, g.rowsPerBlock * g.tk);
+  float *ds = scratch().get(SlotDP, g.rowsPerBlock * g.tk);
+  for (int64_t i0 = 0; i0 < g.tq; i0 += g.rowsPerBlock) {
+    int64_t i1 = std::min(g.tq, i0 + g.rowsPerBlock), rows = i1 - i0;
+    int64_t n = visibleKeys(g, i1);
+    const float *qb = q + i0 * g.d, *dob = dout + i0 * g.dv;
+    sgemm(false, true, rows, n, g.d, qb, g.d, k, g.d, 0.0f, p, n);
+    sgemm(false, true, rows, n, g.dv, dob, g.dv, v, g.dv, 0.0f, ds, n);
+    for (int64_t i = i0; i < i1; ++i) {
+      float *pr = p + (i - i0) * n, *dr = ds + (i - i0) * n;
+      scoresRow(g, b, i, pr, n);
+      float l = lse[i], dot = rowDot[i];
+      for (int64_t j = 0; j < n; ++j) {
+        float pj = fastExp(pr[j] - l);
+        pr[j] = pj;
+        dr[j] = pj * (dr[j] - dot) * g.scale;
+      }
+    }
+    roundTo(g.dtype, p, rows * n);
+    roundTo(g.dtype, ds, rows * n);
+    sgemm(true, false, n, g.dv, rows, p, n, dob, g.dv, 1.0f, dv, g.dv);
+    sgemm(false, false, rows, g.d, n, ds, n, k, g.d, 0.0f, dq + i0 * g.d, g.d);
+    sgemm(true, false, n, g.d, rows, ds, n, qb, g.d, 1.0f, dk, g.d);
+  }
+  storeEntry(a.out[0], b, qn, dq);
+  storeEntry(a.out[1], b, kn, dk);
+  storeEntry(a.out[2], b, vn, dv);
+}
+
+void run_attention_grad(const KernelArgs &a) {
+  AttnGeom g = geometry(a, 6);
+  forEachEntry(g, [&](int64_t b) { backwardEntry(a, g, b); });
+}
+
+} // namespace tcc::rt::kernels

@@ -1,0 +1,116 @@
+//===- CudaAttention.h - Memory-efficient attention on the GPU --*- C++ -*-===//
+//
+// The `attention` and `attention_grad` kernels of runtime/cpu/Kernels.h
+// without a [B, Tq, Tk] tensor: the B batch entries (q's leading dims,
+// flattened) are processed in chunks of `chunk` entries, and only one
+// chunk's scores live in the kernel scratch (CudaArgs::scratch):
+//
+//   S  f32 [chunk, Tq, Tk]   Q K^T (forward and backward), then dP = dO V^T
+//   P  q's dtype [chunk, Tq, Tk]   exp(scale S + mask - lse), then dS
+//
+// Forward per chunk: S = Q K^T (cuBLASLt, f32 out), the row pass
+// (attentionRows: scale, mask, causal, max, sum, lse, P), O = P V.
+// Backward per chunk: S = Q K^T, P from the saved lse, dV = P^T dO,
+// dP = dO V^T (f32, over S), the dS row pass (D = rowsum(dO O) in f32,
+// dS = P (dP - D) scale, over P), dQ = dS K, dK = dS^T Q. Every batch entry
+// belongs to one chunk and nothing accumulates across chunks: results are
+// deterministic and do not depend on the chunk size.
+//
+// cuBLASLt has no alpha here (CudaGemm::Problem): `scale` is applied in the
+// row passes. 16-bit P and dS are rounded once, as 16-bit GEMM operands (as
+// on the CPU). dS is computed from the stored P, which for 16-bit types is
+// the rounded one (the CPU uses the f32 P): S and dP share one f32 buffer,
+// so the scratch is 6 bytes a score for bf16 instead of 10, and dS then
+// differs from the CPU's by at most about one 16-bit rounding.
+//
+// The GEMMs go through an AttentionGemm: CudaGemm::gemm on the GPU
+// (attentionGemm, CudaGemm.cpp); the emulator tests pass a host GEMM, so
+// the chunk loop and the row kernels run without a GPU.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_RUNTIME_CUDA_CUDAATTENTION_H
+#define TCC_RUNTIME_CUDA_CUDAATTENTION_H
+
+#include "runtime/cuda/CudaGemm.h"
+#include "runtime/cuda/CudaKernels.h"
+
+#include <functional>
+
+namespace tcc::rt::cuda {
+
+/// Scratch the chunks aim to stay within (at least one batch entry is
+/// always processed at a time, whatever it needs).
+constexpr int64_t kAttentionScratchBudget = 256ll << 20;
+
+/// The sizes of one attention instr and how its batch is chunked.
+struct AttentionPlan {
+  int64_t batch = 0, tq = 0, tk = 0, d = 0, dv = 0;
+  /// Batch entries per chunk (>= 1 when batch > 0; the last may be
+  /// smaller).
+  int64_t chunk = 0;
+  /// Elements from one entry's [Tq, Tk] scores to the next in the scratch:
+  /// Tq * Tk rounded up to 128 elements, so every entry starts 256-byte
+  /// aligned for cuBLASLt.
+  int64_t entryStride = 0;
+  /// Byte offset of P in the scratch (S starts at 0), and the total.
+  int64_t pOffset = 0, scratchBytes = 0;
+};
+
+/// The plan for q [..., Tq, D], k [..., Tk, D], v [..., Tk, Dv] of dtype
+/// `t`: as many entries per chunk as kAttentionScratchBudget holds (at
+/// least one), spread evenly over the chunks. `chunkCap` > 0 caps the
+/// chunk (tests use it to run several chunks on small shapes).
+AttentionPlan planAttention(const std::vector<int64_t> &q,
+                            const std::vector<int64_t> &k,
+                            const std::vector<int64_t> &v, DType t,
+                            int64_t chunkCap = 0);
+
+/// One strided-batched row-major GEMM of the chunk loop (CudaGemm::gemm's
+/// contract: m, n, k >= 1; 16-bit A and B may give an f32 C).
+using AttentionGemm = std::function<void(
+    const CudaGemm::Problem &, const void *a, const void *b, void *c)>;
+
+/// CudaGemm::gemm on a.gemm (defined in CudaGemm.cpp; the emulator tests
+/// define a host GEMM instead).
+AttentionGemm attentionGemm(const CudaArgs &a);
+
+/// The chunk loops (operands as checkInstr accepts them, device pointers;
+/// a.scratch holds plan.scratchBytes).
+void runAttention(const CudaArgs &a, const AttentionPlan &plan,
+                  const AttentionGemm &gemm);
+void runAttentionGrad(const CudaArgs &a, const AttentionPlan &plan,
+                      const AttentionGemm &gemm);
+
+// --- The row kernels (CudaKernelsAttention.cu) ----------------------------
+
+/// Where one chunk's rows are and how the mask broadcasts over them.
+struct AttentionRows {
+  long long rows = 0; // chunk entries * Tq
+  long long tq = 0, tk = 0;
+  long long entryStride = 0; // of S and P in the scratch (elements)
+  long long firstRow = 0;    // the chunk's first row in lse/out: b0 * Tq
+  long long firstEntry = 0;  // b0
+  /// mask[e * mEntry + i * mRow + j * mCol] (f32), or none.
+  const float *mask = nullptr;
+  long long mEntry = 0, mRow = 0, mCol = 0;
+  bool causal = false;
+  float scale = 1.0f;
+};
+
+/// Forward row pass: s = scale S + mask (-inf where causal and j > i);
+/// lse = max + log(sum exp(s - max)) into lse[firstRow + r]; P =
+/// exp(s - lse) in dtype `tp`. With `fromLse` the saved lse is read instead
+/// (the backward's recomputation).
+void attentionRows(const AttentionRows &r, const float *s, void *p, int tp,
+                   float *lse, bool fromLse, cudaStream_t stream);
+
+/// Backward row pass: D = sum_d dO O (rows firstRow + r of dO and O, Dv
+/// elements of dtype `to`), dS = P (dP - D) scale written over P (dtype
+/// `tp`).
+void attentionGradRows(const AttentionRows &r, const float *dp, void *p, int tp,
+                       const void *dout, const void *out, int to, long long dv,
+                       cudaStream_t stream);
+
+} // namespace tcc::rt::cuda
+
+#endif // TCC_RUNTIME_CUDA_CUDAATTENTION_H

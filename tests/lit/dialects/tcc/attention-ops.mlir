@@ -1,0 +1,33 @@
+// RUN: tcc-opt %s | tcc-opt | FileCheck %s
+
+// tcc.attention and tcc.attention_grad round-trip with and without a mask,
+// causal, at rank 3 and 4, with D != Dv and Tq != Tk, in f32 and bf16 (the
+// mask and lse stay f32).
+
+// CHECK-LABEL: func.func @forward
+// CHECK: %{{.+}}, %{{.+}} = tcc.attention %{{.+}}, %{{.+}}, %{{.+}} {causal = true, scale = 1.250000e-01 : f64} : (tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>)
+// CHECK: %{{.+}}, %{{.+}} = tcc.attention %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {scale = 5.000000e-01 : f64} : (tensor<2x3x5x4xf32>, tensor<2x3x7x4xf32>, tensor<2x3x7x6xf32>, tensor<2x3x1x7xf32>) -> (tensor<2x3x5x6xf32>, tensor<2x3x5xf32>)
+// CHECK: %{{.+}}, %{{.+}} = tcc.attention %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {scale = 1.000000e+00 : f64} : (tensor<4x8x16xbf16>, tensor<4x8x16xbf16>, tensor<4x8x16xbf16>, tensor<8x8xf32>) -> (tensor<4x8x16xbf16>, tensor<4x8xf32>)
+func.func @forward(%q: tensor<4x8x16xf32>, %q4: tensor<2x3x5x4xf32>,
+                   %k4: tensor<2x3x7x4xf32>, %v4: tensor<2x3x7x6xf32>,
+                   %m4: tensor<2x3x1x7xf32>, %qh: tensor<4x8x16xbf16>,
+                   %m: tensor<8x8xf32>)
+    -> (tensor<4x8x16xf32>, tensor<2x3x5x6xf32>, tensor<4x8x16xbf16>) {
+  %o, %lse = tcc.attention %q, %q, %q {scale = 0.125 : f64, causal = true} : (tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>)
+  %o4, %lse4 = tcc.attention %q4, %k4, %v4, %m4 {scale = 0.5 : f64} : (tensor<2x3x5x4xf32>, tensor<2x3x7x4xf32>, tensor<2x3x7x6xf32>, tensor<2x3x1x7xf32>) -> (tensor<2x3x5x6xf32>, tensor<2x3x5xf32>)
+  %oh, %lseh = tcc.attention %qh, %qh, %qh, %m {scale = 1.0 : f64, causal = false} : (tensor<4x8x16xbf16>, tensor<4x8x16xbf16>, tensor<4x8x16xbf16>, tensor<8x8xf32>) -> (tensor<4x8x16xbf16>, tensor<4x8xf32>)
+  return %o, %o4, %oh : tensor<4x8x16xf32>, tensor<2x3x5x6xf32>, tensor<4x8x16xbf16>
+}
+
+// CHECK-LABEL: func.func @backward
+// CHECK: %{{.+}}, %{{.+}}, %{{.+}} = tcc.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {causal = true, scale = 1.250000e-01 : f64} : (tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8x16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>)
+// CHECK: %{{.+}}, %{{.+}}, %{{.+}} = tcc.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {scale = 5.000000e-01 : f64} : (tensor<2x3x5x4xf16>, tensor<2x3x7x4xf16>, tensor<2x3x7x6xf16>, tensor<2x3x5x6xf16>, tensor<2x3x5xf32>, tensor<2x3x5x6xf16>, tensor<1x1x5x7xf32>) -> (tensor<2x3x5x4xf16>, tensor<2x3x7x4xf16>, tensor<2x3x7x6xf16>)
+func.func @backward(%q: tensor<4x8x16xf32>, %lse: tensor<4x8xf32>,
+                    %q4: tensor<2x3x5x4xf16>, %k4: tensor<2x3x7x4xf16>,
+                    %v4: tensor<2x3x7x6xf16>, %o4: tensor<2x3x5x6xf16>,
+                    %lse4: tensor<2x3x5xf32>, %m4: tensor<1x1x5x7xf32>)
+    -> (tensor<4x8x16xf32>, tensor<2x3x7x4xf16>) {
+  %dq, %dk, %dv = tcc.attention_grad %q, %q, %q, %q, %lse, %q {scale = 0.125 : f64, causal = true} : (tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8x16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>)
+  %dq4, %dk4, %dv4 = tcc.attention_grad %q4, %k4, %v4, %o4, %lse4, %o4, %m4 {scale = 0.5 : f64} : (tensor<2x3x5x4xf16>, tensor<2x3x7x4xf16>, tensor<2x3x7x6xf16>, tensor<2x3x5x6xf16>, tensor<2x3x5xf32>, tensor<2x3x5x6xf16>, tensor<1x1x5x7xf32>) -> (tensor<2x3x5x4xf16>, tensor<2x3x7x4xf16>, tensor<2x3x7x6xf16>)
+  return %dq, %dk4 : tensor<4x8x16xf32>, tensor<2x3x7x4xf16>
+}

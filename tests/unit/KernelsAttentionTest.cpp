@@ -1,0 +1,670 @@
+//===- KernelsAttentionTest.cpp - attention kernels vs a naive reference --===//
+//
+// `attention` and `attention_grad` in f32, bf16 and f16 against a reference
+// in double that materializes the scores (mask shapes, causal, D != Dv,
+// Tq != Tk, rank-4 batches, fully masked rows); where the 16-bit kernels
+// round P and dS; a finite-difference check of the gradient against the
+// forward; row blocks and the thread pool; and the checks on malformed
+// instrs (artifacts are untrusted).
+//
+//===----------------------------------------------------------------------===//
+#include "KernelTestUtil.h"
+#include "runtime/cpu/FastExp.h"
+#include "runtime/cpu/ThreadPool.h"
+
+#include <cblas.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+
+using namespace tcc::rt;
+using tcc::rt::test::broadcastIndex;
+using tcc::rt::test::unravel;
+
+namespace {
+/// Tensors of any float dtype, given and read as f32 values.
+struct Tensors {
+  std::vector<TensorInfo> infos;
+  std::vector<std::vector<uint8_t>> store;
+
+  int32_t add(DType t, std::vector<int64_t> shape,
+              const std::vector<float> &values = {}) {
+    TensorInfo info;
+    info.name = "t" + std::to_string(infos.size());
+    info.dtype = t;
+    info.shape = std::move(shape);
+    info.kind = TensorKind::Input;
+    store.emplace_back(static_cast<size_t>(info.byteSize()) + 8, 0x7f);
+    if (!values.empty())
+      narrowFromF32(values.data(), t, store.back().data(), info.numElements());
+    infos.push_back(std::move(info));
+    return static_cast<int32_t>(infos.size() - 1);
+  }
+  std::vector<float> get(int32_t id) const {
+    std::vector<float> v(infos[id].numElements());
+    widenToF32(store[id].data(), infos[id].dtype, v.data(), v.size());
+    return v;
+  }
+  void run(const std::string &kernel, std::vector<int32_t> in,
+           std::vector<int32_t> out, int64_t causal, double scale) {
+    std::vector<void *> buffers;
+    for (auto &s : store)
+      buffers.push_back(s.data());
+    runKernel(Instr{kernel, std::move(in), std::move(out), {causal}, {scale}},
+              infos, buffers);
+  }
+};
+
+std::vector<float> randomValues(int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0, 1);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(rng);
+  return v;
+}
+
+/// What a value becomes stored as type t.
+double roundTo(double x, DType t) {
+  float f = static_cast<float>(x);
+  if (t == DType::F32)
+    return f;
+  uint16_t h;
+  narrowFromF32(&f, t, &h, 1);
+  widenToF32(&h, t, &f, 1);
+  return f;
+}
+
+std::vector<float> rounded(std::vector<float> v, DType t) {
+  for (float &x : v)
+    x = static_cast<float>(roundTo(x, t));
+  return v;
+}
+
+std::vector<int64_t> cat(std::vector<int64_t> a, std::vector<int64_t> b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+/// One attention problem; an empty maskShape means no mask.
+struct Problem {
+  std::vector<int64_t> batch;
+  int64_t tq, tk, d, dv;
+  bool causal = false;
+  std::vector<int64_t> maskShape = {};
+  double scale = 0.5;
+  int64_t entries() const { return test::numel(batch); }
+};
+
+/// Inputs of one problem, already representable in the tested type.
+struct Data {
+  std::vector<float> q, k, v, mask, dout;
+};
+
+Data makeData(const Problem &p, DType t, unsigned seed) {
+  Data d;
+  int64_t b = p.entries();
+  d.q = rounded(randomValues(b * p.tq * p.d, seed), t);
+  d.k = rounded(randomValues(b * p.tk * p.d, seed + 1), t);
+  d.v = rounded(randomValues(b * p.tk * p.dv, seed + 2), t);
+  d.dout = rounded(randomValues(b * p.tq * p.dv, seed + 3), t);
+  if (!p.maskShape.empty()) {
+    d.mask = randomValues(test::numel(p.maskShape), seed + 4);
+    // Some keys masked out (key padding), never a whole row.
+    if (p.maskShape.back() > 1)
+      for (size_t i = 0; i < d.mask.size(); ++i)
+        if (i % 5 == 3)
+          d.mask[i] = -INFINITY;
+  }
+  return d;
+}
+
+/// Reference results in double, with the magnitudes (sums of |terms|) that
+/// bound f32 accumulation errors.
+struct Ref {
+  std::vector<double> out, lse, dq, dk, dv;
+  std::vector<double> outMag, dqMag, dkMag, dvMag;
+};
+
+/// Materializes S and P per entry. `round16` rounds P and dS to `t` before
+/// they are GEMM operands (what the 16-bit kernels must do); the backward
+/// takes `out` as given (the kernel's own forward result, as in training).
+Ref reference(const Problem &p, const Data &x, DType t, bool round16,
+              const std::vector<float> &outGiven) {
+  int64_t B = p.entries(), tq = p.tq, tk = p.tk, D = p.d, Dv = p.dv;
+  Ref r;
+  r.out.assign(B * tq * Dv, 0), r.outMag.assign(B * tq * Dv, 0);
+  r.lse.assign(B * tq, 0);
+  r.dq.assign(B * tq * D, 0), r.dqMag.assign(B * tq * D, 0);
+  r.dk.assign(B * tk * D, 0), r.dkMag.assign(B * tk * D, 0);
+  r.dv.assign(B * tk * Dv, 0), r.dvMag.assign(B * tk * Dv, 0);
+  auto rnd = [&](double v) { return round16 ? roundTo(v, t) : v; };
+  std::vector<double> P(tq * tk), P16(tq * tk), dS16(tq * tk), dSMag(tq * tk);
+  for (int64_t b = 0; b < B; ++b) {
+    std::vector<int64_t> bidx = unravel(b, p.batch);
+    const float *q = x.q.data() + b * tq * D, *k = x.k.data() + b * tk * D,
+                *v = x.v.data() + b * tk * Dv,
+                *dout = x.dout.data() + b * tq * Dv,
+                *o = outGiven.data() + b * tq * Dv;
+    for (int64_t i = 0; i < tq; ++i) {
+      std::vector<double> s(tk);
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < tk; ++j) {
+        double acc = 0;
+        for (int64_t c = 0; c < D; ++c)
+          acc += double(q[i * D + c]) * k[j * D + c];
+        s[j] = p.scale * acc;
+        if (!p.maskShape.empty())
+          s[j] += x.mask[broadcastIndex(cat(bidx, {i, j}), p.maskShape)];
+        if (p.causal && j > i)
+          s[j] = -INFINITY;
+        mx = std::max(mx, s[j]);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < tk; ++j)
+        sum += std::exp(s[j] - mx);
+      double lse = mx + std::log(sum); // NaN when every key is masked
+      r.lse[b * tq + i] = lse;
+      for (int64_t j = 0; j < tk; ++j) {
+        P[i * tk + j] = std::exp(s[j] - lse);
+        P16[i * tk + j] = rnd(P[i * tk + j]);
+      }
+      for (int64_t c = 0; c < Dv; ++c) {
+        double acc = 0, mag = 0;
+        for (int64_t j = 0; j < tk; ++j) {
+          acc += P16[i * tk + j] * v[j * Dv + c];
+          mag += std::fabs(P[i * tk + j] * v[j * Dv + c]);
+        }
+        r.out[(b * tq + i) * Dv + c] = acc;
+        r.outMag[(b * tq + i) * Dv + c] = mag;
+      }
+      // Backward: dS = P * (dout v^T - rowsum(dout * out)) * scale.
+      double dot = 0, dotMag = 0;
+      for (int64_t c = 0; c < Dv; ++c) {
+        dot += double(dout[i * Dv + c]) * o[i * Dv + c];
+        dotMag += std::fabs(double(dout[i * Dv + c]) * o[i * Dv + c]);
+      }
+      for (int64_t j = 0; j < tk; ++j) {
+        double dp = 0, dpMag = 0;
+        for (int64_t c = 0; c < Dv; ++c) {
+          dp += double(dout[i * Dv + c]) * v[j * Dv + c];
+          dpMag += std::fabs(double(dout[i * Dv + c]) * v[j * Dv + c]);
+        }
+        double pij = P[i * tk + j];
+        double ds = pij * (dp - dot) * p.scale;
+        dS16[i * tk + j] = rnd(ds);
+        dSMag[i * tk + j] =
+            std::fabs(ds) + std::fabs(pij * p.scale) * (dpMag + dotMag);
+      }
+    }
+    for (int64_t i = 0; i < tq; ++i)
+      for (int64_t c = 0; c < D; ++c) {
+        double acc = 0, mag = 0;
+        for (int64_t j = 0; j < tk; ++j) {
+          acc += dS16[i * tk + j] * k[j * D + c];
+          mag += dSMag[i * tk + j] * std::fabs(k[j * D + c]);
+        }
+        r.dq[(b * tq + i) * D + c] = acc;
+        r.dqMag[(b * tq + i) * D + c] = mag;
+      }
+    for (int64_t j = 0; j < tk; ++j) {
+      for (int64_t c = 0; c < D; ++c) {
+        double acc = 0, mag = 0;
+        for (int64_t i = 0; i < tq; ++i) {
+          acc += dS16[i * tk + j] * q[i * D + c];
+          mag += dSMag[i * tk + j] * std::fabs(q[i * D + c]);
+        }
+        r.dk[(b * tk + j) * D + c] = acc;
+        r.dkMag[(b * tk + j) * D + c] = mag;
+      }
+      for (int64_t c = 0; c < Dv; ++c) {
+        double acc = 0, mag = 0;
+        for (int64_t i = 0; i < tq; ++i) {
+          acc += P16[i * tk + j] * dout[i * Dv + c];
+          mag += std::fabs(P[i * tk + j] * dout[i * Dv + c]);
+        }
+        r.dv[(b * tk + j) * Dv + c] = acc;
+        r.dvMag[(b * tk + j) * Dv + c] = mag;
+      }
+    }
+  }
+  return r;
+}
+
+/// The kernels' results for one problem.
+struct Got {
+  std::vector<float> out, lse, dq, dk, dv;
+};
+
+Got runKernels(const Problem &p, const Data &x, DType t) {
+  Tensors ts;
+  int32_t q = ts.add(t, cat(p.batch, {p.tq, p.d}), x.q);
+  int32_t k = ts.add(t, cat(p.batch, {p.tk, p.d}), x.k);
+  int32_t v = ts.add(t, cat(p.batch, {p.tk, p.dv}), x.v);
+  int32_t dout = ts.add(t, cat(p.batch, {p.tq, p.dv}), x.dout);
+  int32_t out = ts.add(t, cat(p.batch, {p.tq, p.dv}));
+  int32_t lse = ts.add(DType::F32, cat(p.batch, {p.tq}));
+  int32_t dq = ts.add(t, cat(p.batch, {p.tq, p.d}));
+  int32_t dk = ts.add(t, cat(p.batch, {p.tk, p.d}));
+  int32_t dv = ts.add(t, cat(p.batch, {p.tk, p.dv}));
+  std::vector<int32_t> fin{q, k, v}, bin{q, k, v, out, lse, dout};
+  if (!p.maskShape.empty()) {
+    int32_t m = ts.add(DType::F32, p.maskShape, x.mask);
+    fin.push_back(m);
+    bin.push_back(m);
+  }
+  ts.run("attention", fin, {out, lse}, p.causal, p.scale);
+  ts.run("attention_grad", bin, {dq, dk, dv}, p.causal, p.scale);
+  return {ts.get(out), ts.get(lse), ts.get(dq), ts.get(dk), ts.get(dv)};
+}
+
+/// Relative precision of one rounding to t.
+double epsOf(DType t) {
+  return t == DType::BF16 ? 1.0 / 128 : t == DType::F16 ? 1.0 / 1024 : 0;
+}
+
+void expectClose(const char *what, const std::vector<float> &got,
+                 const std::vector<double> &ref, const std::vector<double> &mag,
+                 DType t) {
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  double eps = epsOf(t);
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(ref[i])) {
+      ASSERT_TRUE(std::isnan(got[i])) << what << " at " << i;
+      continue;
+    }
+    // f32 accumulation, then (16-bit) one rounding of the result and an
+    // intermediate rounding of P or dS that f32 and double may place on
+    // different sides of a tie.
+    double tol = 2e-5 * mag[i] + eps * (std::fabs(ref[i]) + mag[i]) + 1e-6;
+    ASSERT_NEAR(got[i], ref[i], tol) << what << " at " << i;
+  }
+}
+
+void checkProblem(const Problem &p, DType t, unsigned seed = 7) {
+  SCOPED_TRACE(std::string(dtypeName(t)) + " batch " + formatShape(p.batch) +
+               " Tq " + std::to_string(p.tq) + " Tk " + std::to_string(p.tk) +
+               " D " + std::to_string(p.d) + " Dv " + std::to_string(p.dv) +
+               (p.causal ? " causal" : "") + " mask " +
+               formatShape(p.maskShape));
+  Data x = makeData(p, t, seed);
+  Got got = runKernels(p, x, t);
+  Ref r = reference(p, x, t, true, got.out);
+  std::vector<double> lseMag(r.lse.size());
+  for (size_t i = 0; i < lseMag.size(); ++i)
+    lseMag[i] = 10 * (1 + std::fabs(r.lse[i]));
+  expectClose("out", got.out, r.out, r.outMag, t);
+  expectClose("lse", got.lse, r.lse, lseMag, DType::F32);
+  expectClose("dq", got.dq, r.dq, r.dqMag, t);
+  expectClose("dk", got.dk, r.dk, r.dkMag, t);
+  expectClose("dv", got.dv, r.dv, r.dvMag, t);
+}
+
+const DType kTypes[] = {DType::F32, DType::BF16, DType::F16};
+} // namespace
+
+TEST(KernelsAttention, Registered) {
+  EXPECT_NE(findKernel("attention"), nullptr);
+  EXPECT_NE(findKernel("attention_grad"), nullptr);
+  EXPECT_FALSE(kernelAllowsInPlace("attention"));
+  EXPECT_FALSE(kernelAllowsInPlace("attention_grad"));
+}
+
+TEST(KernelsAttention, PlainAndCausal) {
+  for (DType t : kTypes) {
+    // D != Dv and Tq != Tk both ways.
+    checkProblem({{3}, 5, 7, 4, 6}, t);
+    checkProblem({{2}, 6, 3, 5, 2}, t);
+    checkProblem({{3}, 5, 7, 4, 6, true}, t);
+    checkProblem({{2}, 6, 3, 5, 2, true}, t);
+    checkProblem({{2}, 4, 4, 3, 3, true, {}, 1.0}, t);
+    // Causal rows in several blocks, each seeing only the keys up to its
+    // last row.
+    checkProblem({{2}, 40, 40, 3, 2, true}, t);
+    checkProblem({{2}, 50, 20, 3, 2, true, {50, 20}}, t);
+  }
+}
+
+TEST(KernelsAttention, MaskShapes) {
+  for (DType t : kTypes) {
+    checkProblem({{3}, 5, 7, 4, 6, false, {5, 7}}, t);
+    checkProblem({{3}, 5, 7, 4, 6, false, {1, 5, 7}}, t);
+    checkProblem({{3}, 5, 7, 4, 6, false, {3, 5, 7}}, t);
+    checkProblem({{3}, 5, 7, 4, 6, false, {1, 7}}, t);    // key padding
+    checkProblem({{3}, 5, 7, 4, 6, false, {3, 1, 7}}, t); // per entry
+    checkProblem({{3}, 5, 7, 4, 6, false, {5, 1}}, t);
+    checkProblem({{3}, 5, 7, 4, 6, false, {1, 1}}, t);
+    checkProblem({{3}, 5, 7, 4, 6, true, {1, 5, 7}}, t);
+    checkProblem({{2}, 6, 4, 3, 5, true, {1, 4}}, t);
+  }
+}
+
+TEST(KernelsAttention, Rank4Batches) {
+  for (DType t : kTypes) {
+    checkProblem({{2, 3}, 4, 5, 3, 2}, t);
+    checkProblem({{2, 3}, 4, 5, 3, 2, false, {2, 3, 4, 5}}, t);
+    checkProblem({{2, 3}, 4, 5, 3, 2, true, {1, 1, 1, 5}}, t);
+    checkProblem({{2, 3}, 4, 5, 3, 2, true, {4, 5}}, t);
+  }
+}
+
+// Longer keys than one block of scores holds: several row blocks, causal
+// blocks that skip keys, and enough work for the thread pool.
+TEST(KernelsAttention, RowBlocksAndThreads) {
+  Problem causal{{3}, 70, 2100, 4, 3, true, {1, 2100}};
+  Problem plain{{2}, 40, 3000, 3, 5};
+  for (DType t : {DType::F32, DType::BF16}) {
+    checkProblem(causal, t);
+    checkProblem(plain, t);
+  }
+  // The result does not depend on the thread count, and OpenBLAS gets its
+  // thread count back.
+  Data x = makeData(causal, DType::F32, 11);
+  int blas = openblas_get_num_threads();
+  openblas_set_num_threads(2);
+  ThreadPool::setGlobalThreads(1);
+  Got one = runKernels(causal, x, DType::F32);
+  ThreadPool::setGlobalThreads(3);
+  Got three = runKernels(causal, x, DType::F32);
+  ThreadPool::setGlobalThreads(ThreadPool::defaultThreads());
+  EXPECT_EQ(openblas_get_num_threads(), 2);
+  openblas_set_num_threads(blas);
+  EXPECT_EQ(one.out, three.out);
+  EXPECT_EQ(one.lse, three.lse);
+  EXPECT_EQ(one.dq, three.dq);
+  EXPECT_EQ(one.dk, three.dk);
+  EXPECT_EQ(one.dv, three.dv);
+}
+
+// A row whose keys are all masked is NaN (softmax of all -inf), in the
+// forward and wherever it flows in the backward; other rows are finite.
+TEST(KernelsAttention, FullyMaskedRowIsNaN) {
+  for (DType t : kTypes) {
+    Problem p{{2}, 3, 4, 2, 2, false, {1, 3, 4}};
+    Data x = makeData(p, t, 3);
+    for (int64_t j = 0; j < 4; ++j)
+      x.mask[1 * 4 + j] = -INFINITY; // row 1
+    for (int64_t j = 0; j < 4; ++j)
+      x.mask[0 * 4 + j] = j == 2 ? 0.0f : -INFINITY; // row 0: one key
+    x.mask[2 * 4 + 0] = 0.0f;
+    Got got = runKernels(p, x, t);
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(std::isnan(got.lse[b * 3 + i]), i == 1) << b << " " << i;
+        for (int64_t c = 0; c < 2; ++c)
+          EXPECT_EQ(std::isnan(got.out[(b * 3 + i) * 2 + c]), i == 1);
+      }
+    // Row 0 sees only key 2: its output is that key's value.
+    EXPECT_EQ(got.out[0], x.v[2 * 2 + 0]);
+    Ref r = reference(p, x, t, true, got.out);
+    expectClose("out", got.out, r.out, r.outMag, t);
+    expectClose("dq", got.dq, r.dq, r.dqMag, t);
+    expectClose("dk", got.dk, r.dk, r.dkMag, t);
+    expectClose("dv", got.dv, r.dv, r.dvMag, t);
+  }
+}
+
+// Empty dims: no keys (zero output, lse -inf), no head dim (scores are the
+// mask alone), no queries.
+TEST(KernelsAttention, EmptyDims) {
+  for (DType t : kTypes) {
+    checkProblem({{2}, 3, 4, 0, 2, false, {3, 4}}, t);
+    checkProblem({{2}, 0, 4, 3, 2}, t);
+    checkProblem({{2}, 3, 4, 3, 0}, t);
+    Problem p{{2}, 3, 0, 2, 2};
+    Got got = runKernels(p, makeData(p, t, 1), t);
+    for (float o : got.out)
+      EXPECT_EQ(o, 0.0f);
+    for (float l : got.lse)
+      EXPECT_EQ(l, -INFINITY);
+    for (float g : got.dq)
+      EXPECT_EQ(g, 0.0f);
+  }
+}
+
+// The gradient kernel against central differences of the forward (f32).
+TEST(KernelsAttention, GradientMatchesFiniteDifferences) {
+  for (bool causal : {false, true}) {
+    Problem p{{2}, 3, 4, 3, 2, causal, {1, 4}, 0.7};
+    Data x = makeData(p, DType::F32, 21);
+    x.mask[1] = -INFINITY;                  // one padded key
+    Got got = runKernels(p, x, DType::F32); // dout is the loss weights
+    auto loss = [&](const Data &d) {
+      Got g = runKernels(p, d, DType::F32);
+      double l = 0;
+      for (size_t i = 0; i < g.out.size(); ++i)
+        l += double(g.out[i]) * d.dout[i];
+      return l;
+    };
+    const double h = 1e-2;
+    auto check = [&](std::vector<float> Data::*field,
+                     const std::vector<float> &grad, const char *name) {
+      for (size_t i = 0; i < (x.*field).size(); ++i) {
+        Data plus = x, minus = x;
+        (plus.*field)[i] += h;
+        (minus.*field)[i] -= h;
+        double fd = (loss(plus) - loss(minus)) / (2 * h);
+        EXPECT_NEAR(grad[i], fd, 2e-3 * (1 + std::fabs(fd)))
+            << name << "[" << i << "] causal " << causal;
+      }
+    };
+    check(&Data::q, got.dq, "dq");
+    check(&Data::k, got.dk, "dk");
+    check(&Data::v, got.dv, "dv");
+  }
+}
+
+// 16-bit kernels round P before P v and P^T dout and dS before dS k and
+// dS^T q: their results are far closer to a reference that does so than to
+// one that keeps P and dS exact (the values v cancel, so the rounding of
+// the weights shows through the rounding of the outputs).
+TEST(KernelsAttention, RoundsPAndDSLikeA16BitGemm) {
+  for (DType t : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtypeName(t));
+    Problem p{{4}, 16, 64, 8, 8};
+    Data x = makeData(p, t, 5);
+    Got got = runKernels(p, x, t);
+    Ref rounding = reference(p, x, t, true, got.out);
+    Ref exact = reference(p, x, t, false, got.out);
+    auto meanErr = [&](const std::vector<float> &g,
+                       const std::vector<double> &ref,
+                       const std::vector<double> &mag) {
+      double e = 0;
+      for (size_t i = 0; i < g.size(); ++i)
+        e += std::fabs(g[i] - roundTo(ref[i], t)) / mag[i];
+      return e / g.size();
+    };
+    struct Out {
+      const char *name;
+      const std::vector<float> &got;
+      std::vector<double> Ref::*ref, Ref::*mag;
+    } outs[] = {{"out", got.out, &Ref::out, &Ref::outMag},
+                {"dq", got.dq, &Ref::dq, &Ref::dqMag},
+                {"dk", got.dk, &Ref::dk, &Ref::dkMag},
+                {"dv", got.dv, &Ref::dv, &Ref::dvMag}};
+    for (const Out &o : outs) {
+      double toRounding = meanErr(o.got, rounding.*o.ref, rounding.*o.mag);
+      double toExact = meanErr(o.got, exact.*o.ref, exact.*o.mag);
+      EXPECT_LT(toRounding * 4, toExact)
+          << o.name << ": mean error " << toRounding
+          << " against the rounding reference, " << toExact
+          << " against the exact one";
+    }
+  }
+}
+
+// The row passes' exp against libm's in double: a million points of the
+// range where results are normal, and the special values.
+TEST(KernelsAttention, FastExpIsWithinTwoUlp) {
+  double worst = 0;
+  const int n = 1 << 20;
+  for (int i = 0; i <= n; ++i) {
+    float x = static_cast<float>(-87.3 + 176.0 * i / n);
+    double ref = std::exp(double(x));
+    double ulp = std::nextafter(float(ref), INFINITY) - float(ref);
+    worst = std::max(worst, std::fabs(fastExp(x) - ref) / ulp);
+  }
+  EXPECT_LE(worst, 2.0);
+  EXPECT_EQ(fastExp(0.0f), 1.0f);
+  EXPECT_EQ(fastExp(-INFINITY), 0.0f);
+  EXPECT_EQ(fastExp(-100.0f), 0.0f);
+  EXPECT_EQ(fastExp(89.0f), INFINITY);
+  EXPECT_EQ(fastExp(INFINITY), INFINITY);
+  EXPECT_TRUE(std::isnan(fastExp(NAN)));
+  RecordProperty("worst_ulp", std::to_string(worst));
+}
+
+//===----------------------------------------------------------------------===//
+// Checks
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A well-formed call of `kernel` that `edit` then breaks; expects checkInstr
+/// to throw a message containing `expected`.
+void expectCheckError(
+    const std::string &kernel,
+    const std::function<void(std::vector<TensorInfo> &, Instr &)> &edit,
+    const std::string &expected) {
+  auto info = [](DType t, std::vector<int64_t> shape) {
+    TensorInfo i;
+    i.name = "x";
+    i.dtype = t;
+    i.shape = std::move(shape);
+    i.kind = TensorKind::Input;
+    return i;
+  };
+  DType h = DType::BF16;
+  // q k v mask out lse dout | dq dk dv   (B 2, Tq 3, Tk 5, D 4, Dv 6)
+  std::vector<TensorInfo> ts = {info(h, {2, 3, 4}), info(h, {2, 5, 4}),
+                                info(h, {2, 5, 6}), info(DType::F32, {1, 3, 5}),
+                                info(h, {2, 3, 6}), info(DType::F32, {2, 3}),
+                                info(h, {2, 3, 6}), info(h, {2, 3, 4}),
+                                info(h, {2, 5, 4}), info(h, {2, 5, 6})};
+  const char *names[] = {"q",   "k",    "v",  "mask", "out",
+                         "lse", "dout", "dq", "dk",   "dv"};
+  for (size_t i = 0; i < ts.size(); ++i)
+    ts[i].name = names[i];
+  Instr in = kernel == "attention"
+                 ? Instr{kernel, {0, 1, 2, 3}, {4, 5}, {0}, {0.5}}
+                 : Instr{kernel, {0, 1, 2, 4, 5, 6, 3}, {7, 8, 9}, {0}, {0.5}};
+  EXPECT_NO_THROW(checkInstr(in, ts)) << "the unedited call";
+  edit(ts, in);
+  try {
+    checkInstr(in, ts);
+    ADD_FAILURE() << "no error; expected '" << expected << "'";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos)
+        << "got: " << e.what() << "\nexpected: " << expected;
+  }
+}
+
+using Edit = std::function<void(std::vector<TensorInfo> &, Instr &)>;
+} // namespace
+
+TEST(KernelsAttention, CheckErrors) {
+  enum { Q, K, V, M, O, L, DO, DQ, DK, DV };
+  for (const char *kernel : {"attention", "attention_grad"}) {
+    SCOPED_TRACE(kernel);
+    auto bad = [&](Edit e, const std::string &msg) {
+      expectCheckError(kernel, e, msg);
+    };
+    bad([](auto &ts, auto &) { ts[L].dtype = DType::BF16; },
+        "'lse' is bf16, expected f32 (lse is always f32)");
+    bad([](auto &ts, auto &) { ts[M].dtype = DType::BF16; },
+        "'mask' is bf16, expected f32 (the mask is always f32)");
+    bad([](auto &ts, auto &) { ts[K].dtype = DType::F16; },
+        "'k' is f16, expected bf16 (q, k and v share one type)");
+    bad([](auto &ts, auto &) { ts[Q].dtype = DType::I64; },
+        "'q' is i64; attention takes f32, bf16 or f16");
+    bad(
+        [](auto &ts, auto &) {
+          ts[K].shape = {2, 5, 3};
+        },
+        "differ in their last (head) dim");
+    bad(
+        [](auto &ts, auto &) {
+          ts[V].shape = {2, 4, 6};
+        },
+        "differ in their key count");
+    bad(
+        [](auto &ts, auto &) {
+          ts[K].shape = {3, 5, 4};
+        },
+        "'k' has shape [3,5,4]; expected q's batch dims [2]");
+    bad(
+        [](auto &ts, auto &) {
+          ts[Q].shape = {3, 4};
+        },
+        "attention needs rank >= 3");
+    bad(
+        [](auto &ts, auto &) {
+          ts[M].shape = {3, 3, 5};
+        },
+        "which does not broadcast to [2,3,5]");
+    bad(
+        [](auto &ts, auto &) {
+          ts[M].shape = {1, 1, 3, 5};
+        },
+        "which does not broadcast");
+    bad(
+        [](auto &ts, auto &) {
+          ts[M].shape = {3, 4};
+        },
+        "which does not broadcast");
+    bad(
+        [](auto &ts, auto &) {
+          ts[L].shape = {2, 5};
+        },
+        "'lse' has shape [2,5], expected [2,3]");
+    bad([](auto &, auto &in) { in.iattrs = {2}; },
+        "the causal attribute must be 0 or 1, got 2");
+    bad([](auto &, auto &in) { in.iattrs = {}; },
+        "expects 1 integer attributes, got 0");
+    bad([](auto &, auto &in) { in.fattrs = {}; },
+        "expects 1 float attributes, got 0");
+    bad([](auto &, auto &in) { in.fattrs = {NAN}; },
+        "the scale attribute must be finite");
+    bad([](auto &, auto &in) { in.inputs.resize(2); }, "inputs (q, k, v");
+    bad([](auto &, auto &in) { in.outputs.pop_back(); }, "outputs, got");
+  }
+  // Only the forward has out as its output, only the backward dout and the
+  // gradients.
+  expectCheckError(
+      "attention",
+      [](auto &ts, auto &) {
+        ts[O].shape = {2, 3, 4};
+      },
+      "'out' has shape [2,3,4], expected [2,3,6]");
+  expectCheckError(
+      "attention", [](auto &ts, auto &) { ts[O].dtype = DType::F32; },
+      "'out' is f32, expected bf16");
+  expectCheckError(
+      "attention_grad",
+      [](auto &ts, auto &) {
+        ts[DO].shape = {2, 3, 4};
+      },
+      "'dout' has shape [2,3,4], expected [2,3,6]");
+  expectCheckError(
+      "attention_grad",
+      [](auto &ts, auto &) {
+        ts[DK].shape = {2, 5, 6};
+      },
+      "'dk' has shape [2,5,6], expected [2,5,4]");
+  expectCheckError(
+      "attention_grad", [](auto &ts, auto &) { ts[DV].dtype = DType::F32; },
+      "'dv' is f32, expected bf16 (gradients have q's type)");
+  expectCheckError(
+      "attention_grad", [](auto &ts, auto &) { ts[O].dtype = DType::F16; },
+      "'out' is f16, expected bf16");
+  expectCheckError(
+      "attention_grad", [](auto &ts, auto &) { ts[DO].dtype = DType::F32; },
+      "'dout' is f32, expected bf16 (dout has q's type)");
+  expectCheckError(
+      "attention_grad",
+      [](auto &ts, auto &) {
+        ts[O].shape = {2, 3, 5};
+      },
+      "'out' has shape [2,3,5], expected [2,3,6]");
+}
