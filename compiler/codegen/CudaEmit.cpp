@@ -13,8 +13,14 @@
 //    lane l only ever touches its own columns l, l + 32, ..., so no lane
 //    reads another's entries except through a shuffle. k is a constant
 //    trip count, unrolled for short rows, so those arrays stay in
-//    registers. Reductions: each lane in column order, then a fixed
-//    butterfly (prelude), so results are deterministic.
+//    registers. Rows wider than kMaxLaneSlots * 32 columns (a vocabulary's
+//    logits) keep no arrays: a later slot recomputes such a vector from the
+//    inputs (or reads it back from its output), since an array of C / 32
+//    floats per thread would be local memory that the driver reserves for
+//    every resident thread (50257 columns: 6 KiB a thread, ~1.7 GB on an
+//    H100) and that costs more traffic than reading the inputs again.
+//    Reductions: each lane in column order, then a fixed butterfly
+//    (prelude), so results are deterministic.
 // Per-row partials (losses) are written by lane 0; the `_fin` kernel sums
 // them in row order as the host library's fin does. bf16/f16 operands are
 // unsigned short words, converted and rounded as in the host library
@@ -42,12 +48,16 @@ static std::string toCuda(std::string s) {
   return s;
 }
 
+/// The most per-lane array entries a rows kernel keeps (see above).
+static constexpr int64_t kMaxLaneSlots = 64;
+
 namespace {
 class CudaEmitter {
 public:
   explicit CudaEmitter(const KernelGraph &g)
       : g(g), op(g.op), C(std::to_string(g.d.cols)),
-        R(std::to_string(g.d.rows)), rows(g.hasRowNodes()) {}
+        R(std::to_string(g.d.rows)), rows(g.hasRowNodes()),
+        wide((g.d.cols + 31) / 32 > kMaxLaneSlots) {}
   LogicalResult emit(std::string &code, rt::DeviceKernel &k);
 
 private:
@@ -57,6 +67,7 @@ private:
   std::string stored(int n) const;
   std::string subst(const Node &n, int loopTime) const;
   std::string vecIndex(int n, StringRef col, StringRef slot = "tcc_k") const;
+  std::string recompute(int n, StringRef col) const;
   std::string columnLoop(StringRef indent) const;
   void signature(std::ostream &os, const std::string &symbol) const;
   void emitElements(std::ostream &os) const;
@@ -68,6 +79,7 @@ private:
   mutable FusedOp op; // a handle; its accessors are not const
   std::string C, R;
   bool rows;
+  bool wide; // rows too wide for per-lane arrays: recompute instead
 };
 } // namespace
 
@@ -80,10 +92,48 @@ std::string CudaEmitter::vecIndex(int n, StringRef col, StringRef slot) const {
   if (x.kind == NodeKind::Load)
     return "in" + std::to_string(x.input) + "[" + x.tmpl + " + " + col.str() +
            "]";
+  if (wide)
+    return recompute(n, col);
   if (x.scratch >= 0)
     return "s" + std::to_string(x.scratch) + "[" + slot.str() + "]";
   return "out" + std::to_string(x.output) + "[r * " + C + " + " + col.str() +
          "]";
+}
+
+/// The f32 value of vector node `n` at column `col` in a wide rows kernel,
+/// where no lane keeps it: read back from its output when it has one (the
+/// same bits: a 16-bit node's value is its stored word widened), else its
+/// expression again over its arguments' values at `col`. Same expression,
+/// same rounding (no contraction), so the same bits as when it was defined.
+std::string CudaEmitter::recompute(int n, StringRef col) const {
+  const Node &x = g.nodes[n];
+  if (x.kind == NodeKind::Const)
+    return x.tmpl;
+  if (!x.vec)
+    return "v" + std::to_string(n);
+  if (x.kind == NodeKind::Load)
+    return load(x, x.tmpl + " + " + col.str());
+  if (x.output >= 0) {
+    std::string e = "out" + std::to_string(x.output) + "[r * " + C + " + " +
+                    col.str() + "]";
+    return x.half == Half::None ? e : widenFn(x.half) + "(" + e + ")";
+  }
+  std::string e;
+  const std::string &t = x.tmpl;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] == '$' && i + 1 < t.size() && t[i + 1] == 'j') {
+      e += "(" + col.str() + ")";
+      ++i;
+    } else if (t[i] == '$' && i + 1 < t.size() && isdigit(t[i + 1])) {
+      e += recompute(x.args[t[i + 1] - '0'], col);
+      ++i;
+    } else {
+      e += t[i];
+    }
+  }
+  if (x.half != Half::None)
+    e = widenFn(x.half) + "(" + narrowFn(x.half) + "(" + e + "))";
+  return "(" + e + ")";
 }
 
 /// The f32 value of input element `index` of Load node `n`.
@@ -250,6 +300,9 @@ void CudaEmitter::emitRowScalar(std::ostream &os, int i) const {
     if (x.kind == NodeKind::Load)
       os << "    const float " << v << " = " << vecIndex(n.args[0], idx)
          << ";\n";
+    else if (wide) // every lane recomputes it (or reads it back) at idx
+      os << "    __syncwarp();\n    const float " << v << " = "
+         << vecIndex(n.args[0], idx) << ";\n";
     else if (x.scratch < 0) // in its output
       os << "    __syncwarp();\n    const float " << v << " = "
          << vecIndex(n.args[0], idx) << ";\n";
@@ -282,7 +335,7 @@ void CudaEmitter::emitRows(std::ostream &os) const {
      << "  const int lane = threadIdx.x & 31;\n  (void)lane;\n"
      << "  const long long tcc_warps = ((long long)gridDim.x * blockDim.x) >> "
         "5;\n";
-  for (int s = 0; s < g.scratch; ++s)
+  for (int s = 0; s < (wide ? 0 : g.scratch); ++s)
     os << "  float s" << s << "[" << (g.d.cols + 31) / 32 << "];\n";
   os << "  for (long long r = ((long long)blockIdx.x * blockDim.x + "
         "threadIdx.x) >> 5; r < "
@@ -312,7 +365,7 @@ void CudaEmitter::emitRows(std::ostream &os) const {
       if (n.output >= 0)
         os << "      out" << n.output << "[r * " << C
            << " + j] = " << stored((int)i) << ";\n";
-      if (n.scratch >= 0)
+      if (n.scratch >= 0 && !wide)
         os << "      s" << n.scratch << "[tcc_k] = v" << i << ";\n";
     }
     os << "    }\n";

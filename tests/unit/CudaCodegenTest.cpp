@@ -115,6 +115,28 @@ std::vector<Case> cases() {
   %r1 = tcc.softmax_cross_entropy %0, %labels : (tensor<9x300xf32>, tensor<9xi64>) -> tensor<f32>
   return %0, %r1 : tensor<9x300xf32>, tensor<f32>)",
        "rows"},
+      // Rows wider than the per-lane arrays allow (2100 columns, 66 slots):
+      // later slots recompute the biased logits from the inputs, and the
+      // pick recomputes its one column; the gradient reads nothing back.
+      {"cross_entropy_vocab",
+       "(%l: tensor<3x2100xf32>, %bias: tensor<2100xf32>, %labels: "
+       "tensor<3xi64>) -> (tensor<f32>, tensor<3x2100xf32>)",
+       R"(%one = tcc.constant dense<1.0> : tensor<f32>
+  %half = tcc.constant dense<0.5> : tensor<f32>
+  %0 = tcc.add %l, %bias : (tensor<3x2100xf32>, tensor<2100xf32>) -> tensor<3x2100xf32>
+  %1 = tcc.mul %0, %half : (tensor<3x2100xf32>, tensor<f32>) -> tensor<3x2100xf32>
+  %r0 = tcc.softmax_cross_entropy %1, %labels : (tensor<3x2100xf32>, tensor<3xi64>) -> tensor<f32>
+  %r1 = tcc.softmax_cross_entropy_grad %one, %1, %labels : (tensor<f32>, tensor<3x2100xf32>, tensor<3xi64>) -> tensor<3x2100xf32>
+  return %r0, %r1 : tensor<f32>, tensor<3x2100xf32>)",
+       "rows"},
+      // Wide rows whose vector is also an output: read back from it.
+      {"cross_entropy_vocab_out",
+       "(%l: tensor<3x2100xf32>, %bias: tensor<2100xf32>, %labels: "
+       "tensor<3xi64>) -> (tensor<3x2100xf32>, tensor<f32>)",
+       R"(%0 = tcc.add %l, %bias : (tensor<3x2100xf32>, tensor<2100xf32>) -> tensor<3x2100xf32>
+  %r1 = tcc.softmax_cross_entropy %0, %labels : (tensor<3x2100xf32>, tensor<3xi64>) -> tensor<f32>
+  return %0, %r1 : tensor<3x2100xf32>, tensor<f32>)",
+       "rows"},
       {"reductions",
        "(%x: tensor<5x7x19xf32>) -> (tensor<5x7xf32>, tensor<5x7x19xf32>, "
        "tensor<5x7x1xf32>)",
