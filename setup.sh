@@ -8,7 +8,9 @@
 #   ./setup.sh build  install and build only
 #   ./setup.sh sanitize  ASan+UBSan build (build-asan) running the unit, lit
 #                     and e2e tests, and a ThreadSanitizer runtime-only build
-#                     (build-tsan) running the feeder tests
+#                     (build-tsan) running the feeder, thread-pool and
+#                     attention-kernel tests (the kernels that share work
+#                     across the pool's threads with per-thread scratch)
 #   ./setup.sh fuzz   libFuzzer targets (clang, build-fuzz): replay the seed
 #                     corpora and regressions, then fuzz each for a short time
 #
@@ -86,12 +88,12 @@ sanitize() {
   cmake --build "$ASAN_DIR"
   ctest --test-dir "$ASAN_DIR" --output-on-failure -j "$(nproc)" \
     -E '^e2e_resnet_parity$'
-  echo "== ThreadSanitizer runtime-only build ($TSAN_DIR): feeder and thread-pool tests"
+  echo "== ThreadSanitizer runtime-only build ($TSAN_DIR): feeder, thread-pool and attention tests"
   cmake -S . -B "$TSAN_DIR" -G Ninja "${SAN_FLAGS[@]}" -DTCC_RUNTIME_ONLY=ON \
     -DTCC_ENABLE_CUDA=OFF -DTCC_SANITIZE=thread >/dev/null
   cmake --build "$TSAN_DIR" --target tcc_unit_tests
   TSAN_OPTIONS="halt_on_error=1" \
-    "$TSAN_DIR/tests/unit/tcc_unit_tests" --gtest_filter='*Feeder*:ThreadPool.*'
+    "$TSAN_DIR/tests/unit/tcc_unit_tests" --gtest_filter='*Feeder*:ThreadPool.*:KernelsAttention.*'
 }
 
 fuzz() {
