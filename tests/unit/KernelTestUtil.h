@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace tcc::rt::test {
@@ -105,6 +106,71 @@ inline std::vector<float> randomValues(int64_t n, uint32_t seed,
   std::vector<float> v(n);
   for (float &x : v)
     x = dist(rng);
+  return v;
+}
+
+/// Tensors of any dtype, given and read as f32 values (16-bit ones rounded
+/// on the way in, widened on the way out), for the kernels that take
+/// f32, bf16 and f16 alike. Buffers are int64 words (8-byte aligned) with at
+/// least 8 bytes of slack, pre-filled with 0x7f bytes so kernels must write.
+struct DTypeTensors {
+  std::vector<TensorInfo> infos;
+  std::vector<std::vector<int64_t>> store;
+
+  int32_t add(DType t, std::vector<int64_t> shape,
+              const std::vector<float> &values = {}) {
+    TensorInfo info;
+    info.name = "t" + std::to_string(infos.size());
+    info.dtype = t;
+    info.shape = std::move(shape);
+    info.kind = TensorKind::Input;
+    store.emplace_back((info.byteSize() + 7) / 8 + 1, 0x7f7f7f7f7f7f7f7fll);
+    if (!values.empty())
+      narrowFromF32(values.data(), t, store.back().data(), info.numElements());
+    infos.push_back(std::move(info));
+    return static_cast<int32_t>(infos.size() - 1);
+  }
+  /// The same values as tensor `id` in dtype `t` (rounded).
+  int32_t as(DType t, int32_t id) { return add(t, infos[id].shape, get(id)); }
+  std::vector<float> get(int32_t id) const {
+    std::vector<float> v(infos[id].numElements());
+    widenToF32(store[id].data(), infos[id].dtype, v.data(), v.size());
+    return v;
+  }
+  std::vector<void *> buffers() {
+    std::vector<void *> b;
+    for (auto &s : store)
+      b.push_back(s.data());
+    return b;
+  }
+  void run(const Instr &in) { runKernel(in, infos, buffers()); }
+  void run(const std::string &kernel, std::vector<int32_t> in,
+           std::vector<int32_t> out, std::vector<int64_t> iattrs = {},
+           std::vector<double> fattrs = {}) {
+    run(Instr{kernel, std::move(in), std::move(out), std::move(iattrs),
+              std::move(fattrs)});
+  }
+};
+
+/// Normally distributed values (mean 0, standard deviation `scale`).
+inline std::vector<float> normalValues(size_t n, unsigned seed,
+                                       float scale = 1) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0, scale);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(rng);
+  return v;
+}
+
+/// The values a tensor of dtype `t` holds for `v` (as a 16-bit kernel's
+/// output is rounded).
+inline std::vector<float> roundedTo(std::vector<float> v, DType t) {
+  if (t == DType::F32)
+    return v;
+  std::vector<uint16_t> h(v.size());
+  narrowFromF32(v.data(), t, h.data(), v.size());
+  widenToF32(h.data(), t, v.data(), v.size());
   return v;
 }
 

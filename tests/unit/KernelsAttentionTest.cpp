@@ -24,47 +24,7 @@ using tcc::rt::test::broadcastIndex;
 using tcc::rt::test::unravel;
 
 namespace {
-/// Tensors of any float dtype, given and read as f32 values.
-struct Tensors {
-  std::vector<TensorInfo> infos;
-  std::vector<std::vector<uint8_t>> store;
-
-  int32_t add(DType t, std::vector<int64_t> shape,
-              const std::vector<float> &values = {}) {
-    TensorInfo info;
-    info.name = "t" + std::to_string(infos.size());
-    info.dtype = t;
-    info.shape = std::move(shape);
-    info.kind = TensorKind::Input;
-    store.emplace_back(static_cast<size_t>(info.byteSize()) + 8, 0x7f);
-    if (!values.empty())
-      narrowFromF32(values.data(), t, store.back().data(), info.numElements());
-    infos.push_back(std::move(info));
-    return static_cast<int32_t>(infos.size() - 1);
-  }
-  std::vector<float> get(int32_t id) const {
-    std::vector<float> v(infos[id].numElements());
-    widenToF32(store[id].data(), infos[id].dtype, v.data(), v.size());
-    return v;
-  }
-  void run(const std::string &kernel, std::vector<int32_t> in,
-           std::vector<int32_t> out, int64_t causal, double scale) {
-    std::vector<void *> buffers;
-    for (auto &s : store)
-      buffers.push_back(s.data());
-    runKernel(Instr{kernel, std::move(in), std::move(out), {causal}, {scale}},
-              infos, buffers);
-  }
-};
-
-std::vector<float> randomValues(int64_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0, 1);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(rng);
-  return v;
-}
+using Tensors = test::DTypeTensors;
 
 /// What a value becomes stored as type t.
 double roundTo(double x, DType t) {
@@ -75,12 +35,6 @@ double roundTo(double x, DType t) {
   narrowFromF32(&f, t, &h, 1);
   widenToF32(&h, t, &f, 1);
   return f;
-}
-
-std::vector<float> rounded(std::vector<float> v, DType t) {
-  for (float &x : v)
-    x = static_cast<float>(roundTo(x, t));
-  return v;
 }
 
 std::vector<int64_t> cat(std::vector<int64_t> a, std::vector<int64_t> b) {
@@ -106,12 +60,12 @@ struct Data {
 Data makeData(const Problem &p, DType t, unsigned seed) {
   Data d;
   int64_t b = p.entries();
-  d.q = rounded(randomValues(b * p.tq * p.d, seed), t);
-  d.k = rounded(randomValues(b * p.tk * p.d, seed + 1), t);
-  d.v = rounded(randomValues(b * p.tk * p.dv, seed + 2), t);
-  d.dout = rounded(randomValues(b * p.tq * p.dv, seed + 3), t);
+  d.q = test::roundedTo(test::normalValues(b * p.tq * p.d, seed), t);
+  d.k = test::roundedTo(test::normalValues(b * p.tk * p.d, seed + 1), t);
+  d.v = test::roundedTo(test::normalValues(b * p.tk * p.dv, seed + 2), t);
+  d.dout = test::roundedTo(test::normalValues(b * p.tq * p.dv, seed + 3), t);
   if (!p.maskShape.empty()) {
-    d.mask = randomValues(test::numel(p.maskShape), seed + 4);
+    d.mask = test::normalValues(test::numel(p.maskShape), seed + 4);
     // Some keys masked out (key padding), never a whole row.
     if (p.maskShape.back() > 1)
       for (size_t i = 0; i < d.mask.size(); ++i)
@@ -255,8 +209,8 @@ Got runKernels(const Problem &p, const Data &x, DType t) {
     fin.push_back(m);
     bin.push_back(m);
   }
-  ts.run("attention", fin, {out, lse}, p.causal, p.scale);
-  ts.run("attention_grad", bin, {dq, dk, dv}, p.causal, p.scale);
+  ts.run("attention", fin, {out, lse}, {p.causal}, {p.scale});
+  ts.run("attention_grad", bin, {dq, dk, dv}, {p.causal}, {p.scale});
   return {ts.get(out), ts.get(lse), ts.get(dq), ts.get(dk), ts.get(dv)};
 }
 

@@ -10,6 +10,7 @@
 #include "runtime/cpu/GemmEpilogue.h"
 #include "runtime/cpu/Half.h"
 #include "runtime/cpu/Kernels.h"
+#include "tests/unit/KernelTestUtil.h"
 
 #include <gtest/gtest.h>
 
@@ -21,59 +22,12 @@
 using namespace tcc::rt;
 
 namespace {
-/// Tensors of any float dtype, given and read as f32 values.
-struct Tensors {
-  std::vector<TensorInfo> infos;
-  std::vector<std::vector<uint8_t>> store;
+using Tensors = test::DTypeTensors;
 
-  int32_t add(DType t, std::vector<int64_t> shape,
-              const std::vector<float> &values = {}) {
-    TensorInfo info;
-    info.name = "t" + std::to_string(infos.size());
-    info.dtype = t;
-    info.shape = std::move(shape);
-    info.kind = TensorKind::Input;
-    store.emplace_back(static_cast<size_t>(info.byteSize()) + 8, 0x7f);
-    if (!values.empty())
-      narrowFromF32(values.data(), t, store.back().data(), info.numElements());
-    infos.push_back(std::move(info));
-    return static_cast<int32_t>(infos.size() - 1);
-  }
-  std::vector<float> get(int32_t id) const {
-    std::vector<float> v(infos[id].numElements());
-    widenToF32(store[id].data(), infos[id].dtype, v.data(), v.size());
-    return v;
-  }
-  Instr instr(std::vector<int32_t> in, std::vector<int32_t> out,
-              std::vector<int64_t> iattrs,
-              const std::string &kernel = "matmul_epilogue") {
-    return Instr{kernel, std::move(in), std::move(out), std::move(iattrs), {}};
-  }
-  void run(const Instr &in) {
-    std::vector<void *> buffers;
-    for (auto &s : store)
-      buffers.push_back(s.data());
-    runKernel(in, infos, buffers);
-  }
-};
-
-std::vector<float> randomValues(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0, 1);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(rng);
-  return v;
-}
-
-/// The values a tensor of type t holds for v.
-std::vector<float> rounded(std::vector<float> v, DType t) {
-  std::vector<uint16_t> h(v.size());
-  if (t == DType::F32)
-    return v;
-  narrowFromF32(v.data(), t, h.data(), v.size());
-  widenToF32(h.data(), t, v.data(), v.size());
-  return v;
+Instr instr(std::vector<int32_t> in, std::vector<int32_t> out,
+            std::vector<int64_t> iattrs,
+            const std::string &kernel = "matmul_epilogue") {
+  return Instr{kernel, std::move(in), std::move(out), std::move(iattrs), {}};
 }
 
 double geluTanh(double x) {
@@ -107,9 +61,11 @@ void checkEpilogue(const GemmEpilogueInfo &e, const Problem &p, DType t,
     if (i != (p.ta ? 0 : p.aShape.size() - 1))
       m *= p.aShape[i];
   int64_t n = p.tb ? p.bShape[0] : p.bShape[1];
-  std::vector<float> a = rounded(randomValues(na, seed), t);
-  std::vector<float> b = rounded(randomValues(k * n, seed + 1), t);
-  std::vector<float> x = rounded(randomValues(m * n, seed + 2), t);
+  std::vector<float> a = test::roundedTo(test::normalValues(na, seed), t);
+  std::vector<float> b =
+      test::roundedTo(test::normalValues(k * n, seed + 1), t);
+  std::vector<float> x =
+      test::roundedTo(test::normalValues(m * n, seed + 2), t);
   Tensors ts;
   int32_t A = ts.add(t, p.aShape, a), B = ts.add(t, p.bShape, b);
   std::vector<int64_t> dShape =
@@ -127,7 +83,7 @@ void checkEpilogue(const GemmEpilogueInfo &e, const Problem &p, DType t,
     out.push_back(ts.add(t, dShape));
   else if (e.bgrad != GemmBiasGrad::None)
     out.push_back(ts.add(DType::F32, {e.bgrad == GemmBiasGrad::Lhs ? m : n}));
-  ts.run(ts.instr(in, out, {p.ta, p.tb, e.code}));
+  ts.run(instr(in, out, {p.ta, p.tb, e.code}));
 
   auto aAt = [&](int64_t i, int64_t kk) {
     return p.ta ? a[kk * m + i] : a[i * k + kk];
@@ -239,15 +195,15 @@ TEST(GemmEpilogueKernel, RowBlocksAndThreads) {
 // order), so fusing it changes no weight update on the CPU.
 TEST(GemmEpilogueKernel, BiasGradientIsReduceSumBitForBit) {
   Tensors ts;
-  std::vector<float> x = randomValues(300 * 40, 3),
-                     w = randomValues(300 * 24, 4);
+  std::vector<float> x = test::normalValues(300 * 40, 3),
+                     w = test::normalValues(300 * 24, 4);
   int32_t X = ts.add(DType::F32, {300, 40}, x),
           DY = ts.add(DType::F32, {300, 24}, w);
   int32_t DW = ts.add(DType::F32, {40, 24}), DB = ts.add(DType::F32, {24});
   int32_t DB2 = ts.add(DType::F32, {24});
-  ts.run(ts.instr({X, DY}, {DW, DB},
-                  {1, 0, gemmEpilogueByName("bgrad_rhs")->code}));
-  ts.run(ts.instr({DY}, {DB2}, {0}, "reduce_sum"));
+  ts.run(
+      instr({X, DY}, {DW, DB}, {1, 0, gemmEpilogueByName("bgrad_rhs")->code}));
+  ts.run(instr({DY}, {DB2}, {0}, "reduce_sum"));
   std::vector<float> fused = ts.get(DB), plain = ts.get(DB2);
   for (size_t i = 0; i < fused.size(); ++i)
     ASSERT_EQ(floatBits(fused[i]), floatBits(plain[i])) << i;
@@ -271,49 +227,49 @@ TEST(GemmEpilogueKernel, MalformedInstrsAreRejected) {
           D3 = ts.add(DType::F32, {2, 4, 5});
   int32_t I = ts.add(DType::I64, {5});
   int64_t biasCode = gemmEpilogueByName("bias")->code;
-  EXPECT_EQ(checkError(ts, ts.instr({A, B, bias}, {D}, {0, 0, biasCode})), "");
-  EXPECT_NE(checkError(ts, ts.instr({A, B, bias}, {D}, {0, 0, 99}))
+  EXPECT_EQ(checkError(ts, instr({A, B, bias}, {D}, {0, 0, biasCode})), "");
+  EXPECT_NE(checkError(ts, instr({A, B, bias}, {D}, {0, 0, 99}))
                 .find("unknown GEMM epilogue code 99"),
             std::string::npos);
-  EXPECT_NE(checkError(ts, ts.instr({A, B}, {D}, {0, 0, biasCode}))
+  EXPECT_NE(checkError(ts, instr({A, B}, {D}, {0, 0, biasCode}))
                 .find("expects 3 inputs"),
             std::string::npos);
-  EXPECT_NE(checkError(ts, ts.instr({A, B, bad}, {D}, {0, 0, biasCode}))
+  EXPECT_NE(checkError(ts, instr({A, B, bad}, {D}, {0, 0, biasCode}))
                 .find("expected [5]"),
             std::string::npos);
-  EXPECT_NE(checkError(ts, ts.instr({A, B, I}, {D}, {0, 0, biasCode}))
+  EXPECT_NE(checkError(ts, instr({A, B, I}, {D}, {0, 0, biasCode}))
                 .find("must be f32"),
             std::string::npos);
-  EXPECT_NE(checkError(ts, ts.instr({A, B3, bias}, {D3}, {0, 0, biasCode}))
+  EXPECT_NE(checkError(ts, instr({A, B3, bias}, {D3}, {0, 0, biasCode}))
                 .find("needs a 2-D right operand"),
             std::string::npos);
-  EXPECT_NE(checkError(ts, ts.instr({A, B, bias}, {D}, {1, 0, biasCode}))
+  EXPECT_NE(checkError(ts, instr({A, B, bias}, {D}, {1, 0, biasCode}))
                 .find("non-transposed left operand"),
             std::string::npos);
-  EXPECT_NE(checkError(ts, ts.instr({A, B, bias}, {D}, {0, 2, biasCode}))
+  EXPECT_NE(checkError(ts, instr({A, B, bias}, {D}, {0, 2, biasCode}))
                 .find("transpose flags must be 0 or 1"),
             std::string::npos);
-  EXPECT_NE(checkError(ts, ts.instr({A, B, bias}, {bias}, {0, 0, biasCode}))
+  EXPECT_NE(checkError(ts, instr({A, B, bias}, {bias}, {0, 0, biasCode}))
                 .find("do not agree"),
             std::string::npos);
   // bgrad_lhs sums the transposed left operand only.
   int32_t At = ts.add(DType::F32, {3, 4}), M = ts.add(DType::F32, {4});
   int64_t lhs = gemmEpilogueByName("bgrad_lhs")->code;
-  EXPECT_EQ(checkError(ts, ts.instr({At, B}, {D, M}, {1, 0, lhs})), "");
-  EXPECT_NE(checkError(ts, ts.instr({A, B}, {D, M}, {0, 0, lhs}))
+  EXPECT_EQ(checkError(ts, instr({At, B}, {D, M}, {1, 0, lhs})), "");
+  EXPECT_NE(checkError(ts, instr({A, B}, {D, M}, {0, 0, lhs}))
                 .find("transpose_lhs is 0"),
             std::string::npos);
-  EXPECT_NE(checkError(ts, ts.instr({At, B}, {D, bias}, {1, 0, lhs}))
+  EXPECT_NE(checkError(ts, instr({At, B}, {D, bias}, {1, 0, lhs}))
                 .find("expected [4]"),
             std::string::npos);
   int64_t rhs = gemmEpilogueByName("bgrad_rhs")->code;
   int32_t Bt = ts.add(DType::F32, {5, 3});
-  EXPECT_NE(checkError(ts, ts.instr({A, Bt}, {D, bias}, {0, 1, rhs}))
+  EXPECT_NE(checkError(ts, instr({A, Bt}, {D, bias}, {0, 1, rhs}))
                 .find("transpose_rhs is 1"),
             std::string::npos);
   // dgelu needs its pre-activation in D's shape.
   int64_t dgelu = gemmEpilogueByName("dgelu_tanh")->code;
-  EXPECT_NE(checkError(ts, ts.instr({A, B, bias}, {D}, {0, 0, dgelu}))
+  EXPECT_NE(checkError(ts, instr({A, B, bias}, {D}, {0, 0, dgelu}))
                 .find("expected [4,5]"),
             std::string::npos);
 }

@@ -10,6 +10,7 @@
 #include "runtime/core/Session.h"
 #include "runtime/cpu/Half.h"
 #include "runtime/cpu/Kernels.h"
+#include "tests/unit/KernelTestUtil.h"
 
 #include <gtest/gtest.h>
 
@@ -161,57 +162,7 @@ TEST(Half, RoundingMatchesReferenceOnRandomAndTieValues) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Tensors of any dtype, filled from f32 values (rounded to the dtype).
-struct Tensors {
-  std::vector<TensorInfo> infos;
-  std::vector<std::vector<int64_t>> store; // int64 words: 8-byte aligned
-
-  int32_t add(DType t, std::vector<int64_t> shape,
-              const std::vector<float> &values = {}) {
-    TensorInfo info;
-    info.name = "t" + std::to_string(infos.size());
-    info.dtype = t;
-    info.shape = std::move(shape);
-    info.kind = TensorKind::Input;
-    store.emplace_back((info.byteSize() + 7) / 8 + 1, 0x7f7f7f7f7f7f7f7fll);
-    if (!values.empty())
-      narrowFromF32(values.data(), t, store.back().data(), info.numElements());
-    infos.push_back(std::move(info));
-    return static_cast<int32_t>(infos.size() - 1);
-  }
-  std::vector<float> get(int32_t id) const {
-    std::vector<float> v(infos[id].numElements());
-    widenToF32(store[id].data(), infos[id].dtype, v.data(), v.size());
-    return v;
-  }
-  void run(const std::string &kernel, std::vector<int32_t> in,
-           std::vector<int32_t> out, std::vector<int64_t> iattrs = {},
-           std::vector<double> fattrs = {}) {
-    std::vector<void *> buffers;
-    for (auto &s : store)
-      buffers.push_back(s.data());
-    runKernel(Instr{kernel, in, out, iattrs, fattrs}, infos, buffers);
-  }
-  /// Same tensor with another dtype, same values (rounded).
-  int32_t as(DType t, int32_t id) { return add(t, infos[id].shape, get(id)); }
-};
-
-std::vector<float> randomValues(size_t n, unsigned seed, float scale = 1) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0, scale);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(rng);
-  return v;
-}
-
-/// Rounds every element to `t` (as a 16-bit kernel's output is).
-std::vector<float> rounded(std::vector<float> v, DType t) {
-  std::vector<uint16_t> h(v.size());
-  narrowFromF32(v.data(), t, h.data(), v.size());
-  widenToF32(h.data(), t, v.data(), v.size());
-  return v;
-}
+using Tensors = test::DTypeTensors;
 
 class HalfKernels : public ::testing::TestWithParam<DType> {};
 } // namespace
@@ -236,7 +187,7 @@ static void expectSameAsF32(Tensors &ts, const std::string &kernel,
   for (size_t o = 0; o < out.size(); ++o) {
     std::vector<float> want = ts.get(out32[o]);
     if (isHalfDType(ts.infos[out[o]].dtype))
-      want = rounded(want, ts.infos[out[o]].dtype);
+      want = test::roundedTo(want, ts.infos[out[o]].dtype);
     std::vector<float> got = ts.get(out[o]);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i)
@@ -248,8 +199,8 @@ static void expectSameAsF32(Tensors &ts, const std::string &kernel,
 TEST_P(HalfKernels, MatmulAccumulatesInF32) {
   DType t = GetParam();
   Tensors ts;
-  std::vector<float> a = randomValues(3 * 40 * 70, 1),
-                     b = randomValues(70 * 50, 2);
+  std::vector<float> a = test::normalValues(3 * 40 * 70, 1),
+                     b = test::normalValues(70 * 50, 2);
   int32_t A = ts.add(t, {3, 40, 70}, a), B = ts.add(t, {70, 50}, b);
   int32_t C = ts.add(t, {3, 40, 50}), C32 = ts.add(DType::F32, {3, 40, 50});
   expectSameAsF32(ts, "matmul", {A, B}, {C}, {0, 0});
@@ -275,9 +226,9 @@ TEST_P(HalfKernels, MatmulAccumulatesInF32) {
 TEST_P(HalfKernels, ElementwiseOpsComputeInF32AndRoundOnce) {
   DType t = GetParam();
   Tensors ts;
-  int32_t x = ts.add(t, {4, 8, 16}, randomValues(512, 3, 2));
-  int32_t y = ts.add(t, {16}, randomValues(16, 4));
-  int32_t bias32 = ts.add(DType::F32, {8, 1}, randomValues(8, 5));
+  int32_t x = ts.add(t, {4, 8, 16}, test::normalValues(512, 3, 2));
+  int32_t y = ts.add(t, {16}, test::normalValues(16, 4));
+  int32_t bias32 = ts.add(DType::F32, {8, 1}, test::normalValues(8, 5));
   for (const char *k : {"add", "sub", "mul", "div"})
     expectSameAsF32(ts, k, {x, y}, {ts.add(t, {4, 8, 16})});
   // A 16-bit activation plus an f32 operand (mixed dtypes).
@@ -301,8 +252,9 @@ TEST_P(HalfKernels, ElementwiseOpsComputeInF32AndRoundOnce) {
 TEST_P(HalfKernels, InPlaceOnA16BitTensor) {
   DType t = GetParam();
   Tensors ts;
-  std::vector<float> v = randomValues(100, 6);
-  int32_t x = ts.add(t, {100}, v), y = ts.add(t, {100}, randomValues(100, 7));
+  std::vector<float> v = test::normalValues(100, 6);
+  int32_t x = ts.add(t, {100}, v),
+          y = ts.add(t, {100}, test::normalValues(100, 7));
   std::vector<float> xs = ts.get(x), ys = ts.get(y);
   ts.infos[x].kind = TensorKind::Temp;
   // Output aliases input 0: the runtime passes the same buffer.
@@ -313,7 +265,7 @@ TEST_P(HalfKernels, InPlaceOnA16BitTensor) {
   std::vector<float> want(100);
   for (int i = 0; i < 100; ++i)
     want[i] = xs[i] * ys[i];
-  want = rounded(want, t);
+  want = test::roundedTo(want, t);
   std::vector<float> got = ts.get(x);
   for (int i = 0; i < 100; ++i)
     ASSERT_EQ(floatBits(got[i]), floatBits(want[i])) << i;
@@ -323,7 +275,7 @@ TEST_P(HalfKernels, CastConvertsBetweenFloatTypes) {
   DType t = GetParam();
   DType other = t == DType::BF16 ? DType::F16 : DType::BF16;
   Tensors ts;
-  std::vector<float> v = randomValues(3000, 8, 100);
+  std::vector<float> v = test::normalValues(3000, 8, 100);
   v[0] = 1e6f;  // beyond f16: Inf
   v[1] = 3e-7f; // an f16 subnormal
   v[2] = NAN;
@@ -334,7 +286,7 @@ TEST_P(HalfKernels, CastConvertsBetweenFloatTypes) {
   ts.run("cast", {x}, {h}, {0});
   ts.run("cast", {h}, {back}, {0});
   ts.run("cast", {h}, {o}, {0});
-  std::vector<float> want = rounded(v, t), got = ts.get(back);
+  std::vector<float> want = test::roundedTo(v, t), got = ts.get(back);
   for (size_t i = 0; i < v.size(); ++i) {
     if (std::isnan(v[i])) {
       ASSERT_TRUE(std::isnan(got[i]));
@@ -343,7 +295,7 @@ TEST_P(HalfKernels, CastConvertsBetweenFloatTypes) {
     ASSERT_EQ(floatBits(got[i]), floatBits(want[i])) << i;
   }
   EXPECT_EQ(got[0], t == DType::F16 ? INFINITY : want[0]);
-  std::vector<float> twice = rounded(want, other), gotO = ts.get(o);
+  std::vector<float> twice = test::roundedTo(want, other), gotO = ts.get(o);
   for (size_t i = 4; i < v.size(); ++i)
     ASSERT_EQ(floatBits(gotO[i]), floatBits(twice[i])) << i;
   // A float -> int cast of a 16-bit tensor truncates its value.
@@ -356,7 +308,7 @@ TEST_P(HalfKernels, CastConvertsBetweenFloatTypes) {
 TEST_P(HalfKernels, IntegerOperandsStayIntegers) {
   DType t = GetParam();
   Tensors ts;
-  int32_t logits = ts.add(t, {4, 5}, randomValues(20, 9));
+  int32_t logits = ts.add(t, {4, 5}, test::normalValues(20, 9));
   int32_t labels = ts.add(t, {4}, {0, 1, 2, 3});
   int32_t loss = ts.add(DType::F32, {});
   try {
