@@ -122,18 +122,10 @@ rt::DType dtypeOf(Type t) {
 struct CudaHalf : ::testing::Test {
   static void SetUpTestSuite() {
     ctx = new MLIRContext();
-    std::string text = "module {\n";
-    std::vector<std::string> names;
-    for (const Case &c : cases()) {
-      text +=
-          "func.func @" + c.name + c.signature + " {\n  " + c.body + "\n}\n";
-      names.push_back(c.name);
-    }
-    auto parsed = ::tcc::test::parseFused(*ctx, text + "}\n", /*fuse=*/true);
-    ASSERT_TRUE(parsed);
-    module = new OwningOpRef<ModuleOp>(std::move(parsed));
+    module = new OwningOpRef<ModuleOp>();
     std::vector<size_t> index;
-    ops = ::tcc::test::fusedOpsOf(**module, names, index);
+    ops = ::tcc::test::fuseCases(*ctx, cases(), *module, index);
+    ASSERT_TRUE(*module);
     for (size_t i : index)
       caseOf.push_back(cases()[i]);
     auto host = ::tcc::generateFusedSource(ops);

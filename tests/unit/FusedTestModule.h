@@ -63,6 +63,32 @@ fusedOpsOf(mlir::ModuleOp module, const std::vector<std::string> &names,
   return ops;
 }
 
+/// Cases with a name, a signature "(%a: ...) -> (...)" and a body that
+/// ends with its return: one function each, in one module.
+template <typename Case>
+inline std::string caseModuleText(const std::vector<Case> &cases) {
+  std::string text = "module {\n";
+  for (const Case &c : cases)
+    text += "func.func @" + c.name + c.signature + " {\n  " + c.body + "\n}\n";
+  return text + "}\n";
+}
+
+/// The fused ops of `cases` (caseModuleText, tcc-fuse run on it, kept in
+/// `module`), with the index of each one's case.
+template <typename Case>
+inline std::vector<mlir::Operation *>
+fuseCases(mlir::MLIRContext &ctx, const std::vector<Case> &cases,
+          mlir::OwningOpRef<mlir::ModuleOp> &module,
+          std::vector<size_t> &caseOf) {
+  module = parseFused(ctx, caseModuleText(cases), /*fuse=*/true);
+  if (!module)
+    return {};
+  std::vector<std::string> names;
+  for (const Case &c : cases)
+    names.push_back(c.name);
+  return fusedOpsOf(*module, names, caseOf);
+}
+
 /// Lowers the functions `names` of `text` into one artifact, each into the
 /// program of its name. With `fuse`: tcc-fuse first, `checkFused(module)`
 /// then, and the host library compiled into the artifact (its source in
