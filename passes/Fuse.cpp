@@ -18,6 +18,12 @@
 // bf16/f16 values join like f32 ones (element-wise ops and float casts; row
 // ops read and write f32), so a mixed-precision chain "cast up, op, cast
 // down" is one region.
+// Data movement at a region's edges joins it: a slice with zero starts and
+// a unit last-axis step is a view of a region input (the loss region reads
+// the vocabulary-padded logits through it, no sliced copy), and a zero pad
+// of the last axis (slice_grad) is a padded output store (the loss region
+// writes the padded logits gradient itself). A region of nothing but data
+// movement and conversions is not generated: copy kernels do as well.
 // Not handled: sibling fusion of independent consumers of one value, column
 // reductions (they stay reduce_sum kernels).
 //
@@ -182,11 +188,11 @@ struct Clusters {
 } // namespace
 
 /// Whether a region is worth a generated kernel: anything but pure data
-/// movement and conversion (e.g. a weight cast to bf16 for its GEMM), which
-/// the copy and cast kernels do as well.
+/// movement and conversion (e.g. a weight cast to bf16 for its GEMM, a lone
+/// slice or pad), which the copy, slice and cast kernels do as well.
 static bool worthGenerating(ArrayRef<Operation *> ops) {
   return llvm::any_of(ops, [](Operation *op) {
-    return !isa<ReshapeOp, BroadcastToOp, CastOp>(op);
+    return !isa<ReshapeOp, BroadcastToOp, CastOp, SliceOp, SliceGradOp>(op);
   });
 }
 

@@ -79,11 +79,55 @@ bool View::isConstant() const {
       return false;
   return true;
 }
+std::optional<int64_t> View::rowScale() const {
+  if (isConstant())
+    return 0;
+  // The innermost dimension that moves sets the scale; the others must
+  // continue it.
+  for (size_t k = rowShape.size(); k-- > 0;)
+    if (rowShape[k] != 1) {
+      int64_t s = rowStrides[k];
+      if (s > 0 && isContiguousTimes(*this, s))
+        return s;
+      break;
+    }
+  return std::nullopt;
+}
 
 /// The last-axis attribute check shared by the softmax family.
 static bool lastAxis(int64_t axis, Value v) {
   int64_t rank = (int64_t)shapeOf(v).size();
   return rank >= 1 && (axis == rank - 1 || axis == -1);
+}
+
+/// A slice that is a view (View) of its operand: zero starts, positive
+/// steps, a unit step along the last axis (so the columns stay contiguous).
+static bool isViewSlice(SliceOp s) {
+  int64_t rank = (int64_t)shapeOf(s.getInput()).size();
+  if (rank < 1 || (int64_t)s.getStarts().size() != rank ||
+      (int64_t)s.getSteps().size() != rank || s.getSteps().back() != 1)
+    return false;
+  return llvm::all_of(s.getStarts(), [](int64_t v) { return v == 0; }) &&
+         llvm::all_of(s.getSteps(), [](int64_t v) { return v > 0; });
+}
+
+int64_t fusion::padOf(Operation *op) {
+  auto p = dyn_cast<SliceGradOp>(op);
+  if (!p)
+    return 0;
+  ArrayRef<int64_t> gs = shapeOf(p.getGrad()), rs = shapeOf(p.getResult());
+  size_t rank = gs.size();
+  if (rank < 1 || rs.size() != rank || p.getStarts().size() != rank ||
+      p.getSteps().size() != rank ||
+      !llvm::all_of(p.getStarts(), [](int64_t v) { return v == 0; }) ||
+      !llvm::all_of(p.getSteps(), [](int64_t v) { return v == 1; }) ||
+      gs.drop_back() != rs.drop_back())
+    return 0;
+  // pad <= cols: the element-wise CUDA mapping has the thread of column j
+  // also zero column cols + j. Rows of one column stay kernels (their
+  // values are row scalars, not vectors, in generated code).
+  int64_t cols = gs.back(), pad = rs.back() - cols;
+  return cols >= 2 && pad > 0 && pad <= cols ? pad : 0;
 }
 
 OpKind fusion::classify(Operation *op) {
@@ -112,6 +156,15 @@ OpKind fusion::classify(Operation *op) {
       })
       .Case<WhereOp>([](WhereOp w) {
         return isFloatValue(w.getResult()) ? OpKind::Elementwise : OpKind::None;
+      })
+      .Case<SliceOp>([](SliceOp s) {
+        return isFloatValue(s.getInput()) && isViewSlice(s)
+                   ? OpKind::Elementwise
+                   : OpKind::None;
+      })
+      .Case<SliceGradOp>([](SliceGradOp p) {
+        return isFloatValue(p.getGrad()) && padOf(p) > 0 ? OpKind::Elementwise
+                                                         : OpKind::None;
       })
       // Conversions between the float types (integer casts stay kernels).
       .Case<CastOp>([](CastOp c) {
@@ -154,6 +207,8 @@ static Domain domainOfShape(ArrayRef<int64_t> s) {
 Domain fusion::ownDomain(Operation *op) {
   if (classify(op) == OpKind::Row)
     return domainOfShape(shapeOf(rowInput(op)));
+  if (padOf(op)) // the unpadded rows; the pad is written with them
+    return domainOfShape(shapeOf(op->getOperand(0)));
   return domainOfShape(shapeOf(op->getResult(0)));
 }
 
@@ -190,6 +245,12 @@ FailureOr<Layout> fusion::resultLayout(Operation *op, unsigned i, Domain d) {
     if (isa<ReduceSumOp, ReduceMeanOp>(op) || (isa<LayerNormOp>(op) && i > 0))
       return Layout::Row;
     return Layout::Full;
+  }
+  if (padOf(op)) {
+    ArrayRef<int64_t> in = shapeOf(op->getOperand(0));
+    if (d.cols > 1 && fullShaped(in, d))
+      return Layout::Padded;
+    return failure();
   }
   if (fullShaped(s, d))
     return Layout::Full;
@@ -237,15 +298,33 @@ FailureOr<View> fusion::operandView(Operation *op, unsigned i, Domain d) {
       return failure();
     return nativeFull(os, d);
   }
-  // Element-wise: NumPy broadcasting against the result's shape.
+  if (padOf(op)) { // the unpadded value, over the region's domain
+    if (failed(resultLayout(op, 0, d)))
+      return failure();
+    return nativeFull(os, d);
+  }
+  // Element-wise: NumPy broadcasting against the result's shape; a slice
+  // reads its operand's row-major positions times its steps.
   auto res = resultLayout(op, 0, d);
   if (failed(res))
     return failure();
   ArrayRef<int64_t> rs = shapeOf(op->getResult(0));
-  if (os.size() > rs.size())
-    return failure();
+  SmallVector<int64_t> st;
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    if (!isViewSlice(slice) || os.size() != rs.size())
+      return failure();
+    st.assign(os.size(), 0);
+    int64_t stride = 1;
+    for (size_t k = os.size(); k-- > 0;) {
+      st[k] = stride * slice.getSteps()[k];
+      stride *= os[k];
+    }
+  } else {
+    if (os.size() > rs.size())
+      return failure();
+    st = broadcastStrides(os, rs.size());
+  }
   View v;
-  SmallVector<int64_t> st = broadcastStrides(os, rs.size());
   if (*res == Layout::Full && !rs.empty() && d.cols > 1) {
     v.rowShape.assign(rs.begin(), rs.end() - 1);
     v.rowStrides.assign(st.begin(), st.end() - 1);
@@ -294,6 +373,8 @@ bool fusion::regionIsLegal(ArrayRef<Operation *> ops, Domain d,
       Layout produced = *resultLayout(def, idx, d);
       if (produced == Layout::Scalar)
         return fail(op, "reads a whole-region result");
+      if (produced == Layout::Padded)
+        return fail(op, "reads a padded value (it may only leave the region)");
       if (produced == Layout::Full && !view->isFullNative(d.cols))
         return fail(op, "reads a full value through a broadcast");
       if (produced == Layout::Row && !view->isRowNative())

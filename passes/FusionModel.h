@@ -9,6 +9,16 @@
 //            per-position values, [..., 1] shaped results.
 // Region inputs may be read through any broadcast (a View): per row, an
 // offset computed from the row index, then stride 1 or 0 along the columns.
+// A tcc.slice with zero starts, positive steps and a unit last-axis step is
+// such a view of its operand (an element-wise op over its result's domain),
+// so a region reads e.g. a vocabulary-padded logits tensor directly instead
+// of a sliced copy; the view is not native, so only a region input may be
+// read through it (a slice of a value computed inside stays out).
+// A tcc.slice_grad that zero-pads only the last axis (zero starts, unit
+// steps, 0 < pad <= cols) runs over its operand's domain and produces a
+// padded value: row r at r*(cols+pad), zeros in columns [cols, cols+pad).
+// Nothing inside a region may read it; the region stores it as an output
+// with the wider row stride and fills the pad columns itself.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_PASSES_FUSIONMODEL_H
@@ -17,6 +27,8 @@
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
+
+#include <optional>
 
 namespace mlir::tcc::fusion {
 
@@ -38,11 +50,15 @@ struct View {
   bool isFullNative(int64_t cols) const;
   bool isRowNative() const;
   bool isConstant() const; // the same offset for every row
+  /// The s with offset = r * s, if there is one (0 for a constant view);
+  /// e.g. s = cols + pad for a slice that drops a last-axis pad.
+  std::optional<int64_t> rowScale() const;
 };
 
 enum class OpKind {
   None,        // not fusible
-  Elementwise, // incl. broadcast_to, where, reshape (a no-op on rows)
+  Elementwise, // incl. broadcast_to, where, reshape (a no-op on rows),
+               // slice (a view) and a last-axis zero pad (slice_grad)
   Row,         // softmax family, last-axis reductions, layer_norm, losses
 };
 
@@ -57,13 +73,22 @@ Domain ownDomain(Operation *op);
 FailureOr<View> operandView(Operation *op, unsigned i, Domain d);
 
 /// Whether result `i` of `op` is full or row under `d` (failure: neither).
-enum class Layout { Full, Row, Scalar /* one value for the whole region */ };
+enum class Layout {
+  Full,
+  Row,
+  Scalar, // one value for the whole region
+  Padded, // full with `padOf` zero columns after each row; output only
+};
 FailureOr<Layout> resultLayout(Operation *op, unsigned i, Domain d);
+
+/// The zero columns a last-axis pad (tcc.slice_grad) adds to each row; 0
+/// for any other op, or a slice_grad that is not such a pad.
+int64_t padOf(Operation *op);
 
 /// Checks that `ops` (in block order) can form one region over `d`: each op
 /// runs over d, and every operand produced inside the set is read in the
-/// layout it was produced in. Whole-region scalars (a loss) must not be read
-/// inside. `why` gets the reason on failure.
+/// layout it was produced in. Whole-region scalars (a loss) and padded
+/// values must not be read inside. `why` gets the reason on failure.
 bool regionIsLegal(ArrayRef<Operation *> ops, Domain d, std::string *why);
 
 /// The domain of a set: the largest own domain (by elements, then columns).

@@ -29,10 +29,11 @@
 //      tcc-pad-shapes adds) commutes with the row-wise epilogue, so the op
 //      computes on the padded shape and its results are sliced.
 //   4. Bias gradients: reduce_sum(dy) over all leading axes (of dy or its
-//      exact f32 widening), where dy (up to reshapes) is the operand a 2-D
-//      matmul sums over K - the non-transposed rhs (bgrad_rhs) or the
-//      transposed lhs (bgrad_lhs), i.e. a weight gradient - becomes that
-//      matmul's second result.
+//      exact f32 widening), where dy (up to reshapes, and up to a zero pad
+//      of the last axis whose columns the op sums too and a slice drops) is
+//      the operand a 2-D matmul sums over K - the non-transposed rhs
+//      (bgrad_rhs) or the transposed lhs (bgrad_lhs), i.e. a weight
+//      gradient - becomes that matmul's second result.
 //
 // Shapes follow the op's restrictions: a forward GEMM has a 2-D rhs and a
 // non-transposed lhs whose leading dimensions flatten into rows; anything
@@ -354,21 +355,43 @@ void GemmEpiloguePass::fuseForward(MatmulOp mm) {
     o->erase();
 }
 
+/// Whether `p` is a zero pad of the last axis only (tcc-pad-shapes' GEMM
+/// operands): zero starts, unit steps, every other dimension kept.
+static bool padsLastAxisOnly(SliceGradOp p) {
+  auto in = typeOf(p.getGrad()), out = typeOf(p.getResult());
+  int64_t rank = in.getRank();
+  if (rank < 1)
+    return false;
+  for (int64_t i = 0; i < rank; ++i)
+    if (p.getStarts()[i] != 0 || p.getSteps()[i] != 1 ||
+        (i + 1 < rank && in.getShape()[i] != out.getShape()[i]))
+      return false;
+  return true;
+}
+
 void GemmEpiloguePass::fuseBiasGrad(ReduceSumOp r) {
   Value dy = stripReshapes(stripWidening(r.getInput()));
   auto rt = typeOf(r.getResult());
-  // dy and its reshapes with the same last dimension, as a 2-D GEMM reads
-  // them.
+  // dy, its zero pads of the last axis (whose padded columns sum to zero:
+  // the op sums them too and the result is sliced back) and the reshapes of
+  // either with the same last dimension, as a 2-D GEMM reads them.
   SmallVector<Value> views{dy};
   for (Operation *u : dy.getUsers())
-    if (auto re = dyn_cast<ReshapeOp>(u))
-      if (stripReshapes(re.getResult()) == dy)
-        views.push_back(re.getResult());
+    if (auto p = dyn_cast<SliceGradOp>(u); p && padsLastAxisOnly(p))
+      views.push_back(p.getResult());
+  for (size_t i = 0, e = views.size(); i < e; ++i)
+    for (Operation *u : views[i].getUsers())
+      if (auto re = dyn_cast<ReshapeOp>(u))
+        if (typeOf(re.getResult()).getRank() >= 1 &&
+            stripReshapes(re.getResult()) == views[i])
+          views.push_back(re.getResult());
   for (Value v : views) {
     auto vt = typeOf(v);
     if (vt.getRank() != 2 || (rt.getElementType() != vt.getElementType() &&
                               !rt.getElementType().isF32()))
       continue;
+    int64_t cols = vt.getShape().back();
+    bool padded = cols != rt.getShape().back();
     for (Operation *u : v.getUsers()) {
       auto mm = dyn_cast<MatmulOp>(u);
       if (!mm || mm->getBlock() != r->getBlock() ||
@@ -387,15 +410,24 @@ void GemmEpiloguePass::fuseBiasGrad(ReduceSumOp r) {
       // optimizer update) follow it.
       OpBuilder b(mm);
       auto op = MatmulEpilogueOp::create(
-          b, mm.getLoc(), mm.getType(), rt, mm.getLhs(), mm.getRhs(), Value(),
-          Value(), name, mm.getTransposeLhs(), mm.getTransposeRhs());
+          b, mm.getLoc(), mm.getType(), rt.clone({cols}), mm.getLhs(),
+          mm.getRhs(), Value(), Value(), name, mm.getTransposeLhs(),
+          mm.getTransposeRhs());
       LLVM_DEBUG(llvm::dbgs() << "bias gradient: " << op << "\n");
       if (!sinkUsersAfter(r.getResult(), op)) {
         op->erase();
         continue;
       }
+      Value sum = op.getAux();
+      if (padded) {
+        b.setInsertionPointAfter(op);
+        int64_t n = rt.getShape().back();
+        sum = SliceOp::create(b, op.getLoc(), rt, sum, ArrayRef<int64_t>{0},
+                              ArrayRef<int64_t>{n}, ArrayRef<int64_t>{1})
+                  .getResult();
+      }
       mm.getResult().replaceAllUsesWith(op.getResult());
-      r.getResult().replaceAllUsesWith(op.getAux());
+      r.getResult().replaceAllUsesWith(sum);
       mm->erase();
       eraseWithDeadOperands(r);
       return;

@@ -21,6 +21,9 @@
 //    H100) and that costs more traffic than reading the inputs again.
 //    Reductions: each lane in column order, then a fixed butterfly
 //    (prelude), so results are deterministic.
+// Padded outputs (a last-axis zero pad, KernelGraph::outPad) have rows of
+// cols + pad elements; "elements" threads of columns j < pad also zero
+// column cols + j, "rows" lanes zero the pad columns of their row.
 // Per-row partials (losses) are written by lane 0; the `_fin` kernel sums
 // them in row order as the host library's fin does. bf16/f16 operands are
 // unsigned short words, converted and rounded as in the host library
@@ -96,8 +99,8 @@ std::string CudaEmitter::vecIndex(int n, StringRef col, StringRef slot) const {
     return recompute(n, col);
   if (x.scratch >= 0)
     return "s" + std::to_string(x.scratch) + "[" + slot.str() + "]";
-  return "out" + std::to_string(x.output) + "[r * " + C + " + " + col.str() +
-         "]";
+  return "out" + std::to_string(x.output) + "[r * " +
+         std::to_string(g.outStride(x.output)) + " + " + col.str() + "]";
 }
 
 /// The f32 value of vector node `n` at column `col` in a wide rows kernel,
@@ -114,8 +117,9 @@ std::string CudaEmitter::recompute(int n, StringRef col) const {
   if (x.kind == NodeKind::Load)
     return load(x, x.tmpl + " + " + col.str());
   if (x.output >= 0) {
-    std::string e = "out" + std::to_string(x.output) + "[r * " + C + " + " +
-                    col.str() + "]";
+    std::string e = "out" + std::to_string(x.output) + "[r * " +
+                    std::to_string(g.outStride(x.output)) + " + " + col.str() +
+                    "]";
     return x.half == Half::None ? e : widenFn(x.half) + "(" + e + ")";
   }
   std::string e;
@@ -243,13 +247,20 @@ void CudaEmitter::emitElements(std::ostream &os) const {
     else
       continue;
     if (n.output >= 0)
-      os << "    out" << n.output << "[r * " << C
+      os << "    out" << n.output << "[r * " << g.outStride(n.output)
          << " + j] = " << stored((int)i) << ";\n";
     for (auto [node, k] : g.rowStores)
       if (node == (int)i)
         os << "    if (j == 0)\n      out" << k << "[r] = " << stored((int)i)
            << ";\n";
   }
+  // Padded outputs: the thread of column j < pad also zeroes column
+  // cols + j of its row (pad <= cols, FusionModel.h), so every pad column
+  // has a thread whatever the grid.
+  for (size_t k = 0; k < g.outPad.size(); ++k)
+    if (g.outPad[k])
+      os << "    if (j < " << g.outPad[k] << ")\n      out" << k << "[r * "
+         << g.outStride((int)k) << " + " << C << " + j] = 0;\n";
   os << "  }\n}\n";
 }
 
@@ -342,6 +353,13 @@ void CudaEmitter::emitRows(std::ostream &os) const {
      << R << "; r += tcc_warps) {\n";
   for (const ViewVar &v : g.views)
     os << v.code;
+  // Padded outputs: the lanes zero the row's pad columns (other columns
+  // than any read back, so no __syncwarp is needed).
+  for (size_t k = 0; k < g.outPad.size(); ++k)
+    if (g.outPad[k])
+      os << "    for (int j = " << C << " + lane; j < " << g.outStride((int)k)
+         << "; j += 32)\n      out" << k << "[r * " << g.outStride((int)k)
+         << " + j] = 0;\n";
   for (int t = 0; t <= g.maxTime; ++t) {
     if (t % 2 == 0) {
       for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -363,7 +381,7 @@ void CudaEmitter::emitRows(std::ostream &os) const {
         continue;
       os << "      " << define((int)i, subst(n, t)) << "\n";
       if (n.output >= 0)
-        os << "      out" << n.output << "[r * " << C
+        os << "      out" << n.output << "[r * " << g.outStride(n.output)
            << " + j] = " << stored((int)i) << ";\n";
       if (n.scratch >= 0 && !wide)
         os << "      s" << n.scratch << "[tcc_k] = v" << i << ";\n";

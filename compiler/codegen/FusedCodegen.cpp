@@ -19,6 +19,9 @@
 // words; so a region computes what the unfused kernels do (each converts
 // up, computes in f32 and rounds its result once), bit for bit, including
 // libm's exp/erf/tanh for 16-bit results. A cast up is the value itself.
+// A slice is a Load through its view (FusionModel.h); a last-axis zero pad
+// is its operand's node, stored to an output whose rows are wider
+// (KernelGraph::outPad) and whose pad columns the emitters zero.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/FusedCodegen.h"
@@ -121,6 +124,9 @@ std::string KernelGen::viewOffset(int input, const View &v) {
     return "(r * " + std::to_string(d.cols) + ")";
   if (v.isRowNative())
     return "r";
+  // offset = r * s (e.g. a slice dropping a pad): no index arithmetic.
+  if (auto s = v.rowScale(); s && *s > 0)
+    return "(r * " + std::to_string(*s) + ")";
   std::string key = std::to_string(input) + ":";
   for (size_t k = 0; k < v.rowShape.size(); ++k)
     key += std::to_string(v.rowShape[k]) + "/" +
@@ -198,6 +204,15 @@ LogicalResult KernelGen::lower(Operation *o) {
   auto set = [&](unsigned r, int n) { valueNode[o->getResult(r)] = n; };
   // Element-wise results of type bf16/f16 are rounded (Node::half).
   Half H = halfOf(cast<ShapedType>(o->getResult(0).getType()).getElementType());
+  // A last-axis pad: the values are its operand's; the output is padded.
+  // A slice: its Load (through the view) already is the value, in the
+  // layout the result has (no 16-bit round trip per element).
+  if (*layout == Layout::Padded ||
+      (isa<SliceOp>(o) && nodes[a[0]].vec == (V && d.cols > 1) &&
+       nodes[a[0]].half == H)) {
+    set(0, a[0]);
+    return success();
+  }
   auto elementwise = [&](std::string t) {
     if (H != Half::None)
       t = libmMath(t);
@@ -353,6 +368,7 @@ LogicalResult KernelGen::analyze() {
 
   // Outputs.
   auto yield = cast<YieldOp>(body.getTerminator());
+  outPad.assign(yield.getValues().size(), 0);
   for (auto [k, v] : llvm::enumerate(yield.getValues())) {
     Type elem = cast<ShapedType>(v.getType()).getElementType();
     if (!(elem.isF32() || elem.isBF16() || elem.isF16()))
@@ -372,7 +388,9 @@ LogicalResult KernelGen::analyze() {
         }
       continue;
     }
-    bool vec = l == Layout::Full && d.cols > 1;
+    if (l == Layout::Padded)
+      outPad[k] = padOf(res.getOwner());
+    bool vec = (l == Layout::Full || l == Layout::Padded) && d.cols > 1;
     Node &x = nodes[n];
     if (x.kind == NodeKind::Load || x.kind == NodeKind::Const || x.vec != vec ||
         x.output >= 0 || x.half != halfOf(elem)) {
@@ -416,7 +434,8 @@ std::string regionName(FusedOp f) {
   llvm::SmallVector<StringRef> seen;
   for (Operation &inner : f.getBody().front().without_terminator()) {
     StringRef n = inner.getName().stripDialect();
-    if (isa<ConstantOp, ReshapeOp, BroadcastToOp>(inner) ||
+    if (isa<ConstantOp, ReshapeOp, BroadcastToOp, SliceOp, SliceGradOp>(
+            inner) ||
         llvm::is_contained(seen, n))
       continue;
     seen.push_back(n);

@@ -98,6 +98,11 @@ struct KernelGraph {
   int partials = 0;           // per-row partials (losses)
   std::vector<std::pair<int, int>> partialOut; // (output, slot)
   std::vector<std::pair<int, int>> rowStores;  // (node, output): row results
+  /// Per output: the zero columns after each row (a last-axis pad,
+  /// Layout::Padded), 0 for the others. Row r of output k is at
+  /// r * outStride(k); columns [cols, cols + pad) are written as zeros.
+  std::vector<int64_t> outPad;
+  int64_t outStride(int k) const { return d.cols + outPad[k]; }
   int scratch = 0; // vectors stored in scratch rows (Node::scratch)
   int maxTime = 0;
   /// Whether a node needs a whole row at once (a reduction, a pick or a

@@ -4,7 +4,8 @@
 // broadcast inputs, then for each time slot either straight-line scalar code
 // (even) or one loop over the columns (odd) that loads each vector it reads
 // once, computes its expressions and stores what later slots or the outputs
-// need.
+// need. A padded output's rows are cols + pad wide; each row zeroes its pad
+// columns first.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/FusedCodegenInternal.h"
@@ -37,8 +38,8 @@ std::string KernelGen::ref(int n, int loopTime, StringRef j) const {
     return v;
   if (x.scratch >= 0)
     return "s" + std::to_string(x.scratch) + "[" + j.str() + "]";
-  return "out" + std::to_string(x.output) + "[r * " + std::to_string(d.cols) +
-         " + " + j.str() + "]";
+  return "out" + std::to_string(x.output) + "[r * " +
+         std::to_string(outStride(x.output)) + " + " + j.str() + "]";
 }
 
 std::string KernelGen::ptr(int n) const {
@@ -48,7 +49,7 @@ std::string KernelGen::ptr(int n) const {
   if (x.scratch >= 0)
     return "s" + std::to_string(x.scratch);
   return "(out" + std::to_string(x.output) + " + r * " +
-         std::to_string(d.cols) + ")";
+         std::to_string(outStride(x.output)) + ")";
 }
 
 std::string KernelGen::define(int n, const std::string &value) const {
@@ -125,6 +126,12 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
   os << "  for (int64_t r = tcc_r0; r < tcc_r1; ++r) {\n";
   for (const ViewVar &v : views)
     os << v.code;
+  // Padded outputs: the pad columns of the row are zeros.
+  for (size_t k = 0; k < outPad.size(); ++k)
+    if (outPad[k])
+      os << "    for (int64_t j = " << C << "; j < " << outStride((int)k)
+         << "; ++j)\n      out" << k << "[r * " << outStride((int)k)
+         << " + j] = 0;\n";
   for (int t = 0; t <= maxTime; ++t) {
     if (t % 2 == 0) {
       for (size_t i = 0; i < nodes.size(); ++i) {
@@ -194,7 +201,7 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
         continue;
       os << "      " << define((int)i, subst(n, t, "j")) << "\n";
       if (n.output >= 0)
-        os << "      out" << n.output << "[r * " << C
+        os << "      out" << n.output << "[r * " << outStride(n.output)
            << " + j] = " << stored((int)i) << ";\n";
       if (n.scratch >= 0)
         os << "      s" << n.scratch << "[j] = v" << i << ";\n";
@@ -223,7 +230,7 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
   // A rough cost per element, for the runtime's choice of threads.
   int64_t work = 0;
   for (Operation &o : body.without_terminator()) {
-    if (isa<ConstantOp, ReshapeOp, BroadcastToOp>(o))
+    if (isa<ConstantOp, ReshapeOp, BroadcastToOp, SliceOp, SliceGradOp>(o))
       continue;
     bool heavy =
         isa<ExpOp, LogOp, TanhOp, SigmoidOp, ErfOp, ErfGradOp, PowOp,

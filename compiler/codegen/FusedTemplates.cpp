@@ -48,7 +48,8 @@ std::string elementwiseTemplate(Operation *o) {
         return g.getApproximate() == "tanh" ? "tcc_gelu_tanh_grad($0, $1)"
                                             : "tcc_gelu_erf_grad($0, $1)";
       })
-      .Case<BroadcastToOp, ReshapeOp, CastOp>([](auto) { return "$0"; })
+      .Case<BroadcastToOp, ReshapeOp, CastOp, SliceOp>(
+          [](auto) { return "$0"; })
       .Case<WhereOp>([](auto) { return "($0 != 0 ? $1 : $2)"; })
       .Default([](Operation *) { return ""; });
 }

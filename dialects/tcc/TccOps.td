@@ -137,7 +137,9 @@ class Tcc_BinaryOp<string mnemonic, string expr> : Tcc_DiffOp<mnemonic> {
       "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def Tcc_AddOp : Tcc_BinaryOp<"add", "lhs + rhs">;
+// A sum of zero pads that tile one axis becomes a concat
+// (TccPatternsCast.cpp).
+def Tcc_AddOp : Tcc_BinaryOp<"add", "lhs + rhs"> { let hasCanonicalizer = 1; }
 def Tcc_SubOp : Tcc_BinaryOp<"sub", "lhs - rhs">;
 // x * 1 and x / 1 fold to x (exact; TccOps.cpp).
 def Tcc_MulOp : Tcc_BinaryOp<"mul", "lhs * rhs"> { let hasFolder = 1; }
@@ -193,7 +195,9 @@ class Tcc_ReduceOp<string mnemonic, string what> : Tcc_DiffOp<mnemonic> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def Tcc_ReduceSumOp : Tcc_ReduceOp<"reduce_sum", "Sum">;
+def Tcc_ReduceSumOp : Tcc_ReduceOp<"reduce_sum", "Sum"> {
+  let hasCanonicalizer = 1;
+}
 def Tcc_ReduceMeanOp : Tcc_ReduceOp<"reduce_mean", "Mean">;
 
 //===----------------------------------------------------------------------===//

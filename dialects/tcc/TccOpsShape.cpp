@@ -273,5 +273,14 @@ LogicalResult CastOp::verify() {
 OpFoldResult CastOp::fold(FoldAdaptor) {
   if (getInput().getType() == getType())
     return getInput();
+  // narrow(widen(x)) with x's type back: widening a bf16 or f16 value to
+  // f32 is exact, so rounding it back gives x.
+  if (auto up = getInput().getDefiningOp<CastOp>()) {
+    Type x = rankedType(up.getInput()).getElementType();
+    Type mid = rankedType(up.getResult()).getElementType();
+    if (up.getInput().getType() == getType() && (x.isBF16() || x.isF16()) &&
+        mid.isF32())
+      return up.getInput();
+  }
   return {};
 }

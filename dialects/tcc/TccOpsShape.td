@@ -116,6 +116,7 @@ def Tcc_SliceGradOp : Tcc_InferOp<"slice_grad"> {
   let results = (outs Tcc_FloatTensor:$result);
   let assemblyFormat = "$grad attr-dict `:` type($grad) `->` type($result)";
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -173,6 +174,7 @@ def Tcc_CastOp : Tcc_Op<"cast", [Pure]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 #endif // TCC_OPS_SHAPE_TD

@@ -102,6 +102,26 @@ def main():
                       ["--batch", "32", f"--pad-multiple={m}"] + adamw,
                       digits, 10), 1e-4, 1e-5)
 
+    # bf16 with GEMM epilogues (what --target cuda does): the head's 10
+    # classes pad to 16, its bf16 loss gradient is padded inside the loss's
+    # fused region and the weight-gradient GEMM sums the head's bias gradient
+    # from it (tcc-mixed-precision, tcc-gemm-epilogue). Padding changes the
+    # GEMMs' summation order and bf16 rounds it, so parameters drift apart by
+    # ~1e-2 in 10 AdamW steps; losses agree to ~5e-4 and the head's bias,
+    # whose gradient is the rewritten sum, to ~5e-5 (a wrong sum moves it by
+    # the learning rate, 3e-3, per step).
+    bf = ["--batch", "32", "--precision", "bf16", "--gemm-epilogue"] + adamw
+    (bl, bp, _), (pl, pp, _) = (
+        train(tcc, work, "mlpbf0", mlp, bf + ["--pad-multiple=0"], digits, 10),
+        train(tcc, work, "mlpbf8", mlp, bf + ["--pad-multiple=8"], digits, 10))
+    np.testing.assert_allclose(pl, bl, rtol=5e-3,
+                               err_msg="mlp bf16: losses differ")
+    np.testing.assert_allclose(pp["4.bias"], bp["4.bias"], rtol=0, atol=1e-3,
+                               err_msg="mlp bf16: the head's bias differs")
+    print(f"mlp bf16, multiple 8: max |loss diff| "
+          f"{float(np.max(np.abs(pl - bl))):.2e}, head bias "
+          f"{float(np.max(np.abs(pp['4.bias'] - bp['4.bias']))):.2e}")
+
     # 784-1024-1024-10 on synthetic data.
     torch.manual_seed(0)
     big = os.path.join(work, "mlp784.onnx")

@@ -108,6 +108,42 @@ std::vector<Case> cases() {
   %4 = tcc.cast %3 : tensor<3x2100xf32> -> tensor<3x2100xbf16>
   return %2, %4 : tensor<3x2100xf32>, tensor<3x2100xbf16>)",
        "rows", /*exact=*/false, /*finite=*/true},
+      // bf16 through a slice view into a padded output (grid-stride: the
+      // threads of columns 0..3 zero the pad).
+      {"bf16_slice_padded_elements",
+       "(%x: tensor<4x8x40xbf16>, %b: tensor<36xbf16>) -> "
+       "tensor<4x8x40xbf16>",
+       R"(%0 = tcc.slice %x {starts = array<i64: 0, 0, 0>, sizes = array<i64: 4, 8, 36>, steps = array<i64: 1, 1, 1>} : tensor<4x8x40xbf16> -> tensor<4x8x36xbf16>
+  %1 = tcc.add %0, %b : (tensor<4x8x36xbf16>, tensor<36xbf16>) -> tensor<4x8x36xbf16>
+  %2 = tcc.gelu %1 {approximate = "tanh"} : tensor<4x8x36xbf16>
+  %3 = tcc.slice_grad %2 {shape = array<i64: 4, 8, 40>, starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 1>} : tensor<4x8x36xbf16> -> tensor<4x8x40xbf16>
+  return %3 : tensor<4x8x40xbf16>)",
+       "elements"},
+      // A warp per row: a sliced bf16 input, a softmax between casts, the
+      // bf16 result padded by 36 columns (more than the 32 lanes).
+      {"bf16_slice_padded_rows",
+       "(%x: tensor<4x6x52xbf16>) -> tensor<4x6x84xbf16>",
+       R"(%0 = tcc.slice %x {starts = array<i64: 0, 0, 0>, sizes = array<i64: 4, 6, 48>, steps = array<i64: 1, 1, 1>} : tensor<4x6x52xbf16> -> tensor<4x6x48xbf16>
+  %1 = tcc.cast %0 : tensor<4x6x48xbf16> -> tensor<4x6x48xf32>
+  %2 = tcc.softmax %1 {axis = 2 : i64} : tensor<4x6x48xf32>
+  %3 = tcc.cast %2 : tensor<4x6x48xf32> -> tensor<4x6x48xbf16>
+  %4 = tcc.slice_grad %3 {shape = array<i64: 4, 6, 84>, starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 1>} : tensor<4x6x48xbf16> -> tensor<4x6x84xbf16>
+  return %4 : tensor<4x6x84xbf16>)",
+       "rows", /*exact=*/false, /*finite=*/true},
+      // The mixed-precision loss gradient of a padded vocabulary: bf16
+      // logits read through the slice over a wide row (recomputed in each
+      // slot), the bf16 gradient stored padded.
+      {"bf16_vocab_grad_padded",
+       "(%l: tensor<3x2112xbf16>, %labels: tensor<3xi64>) -> "
+       "tensor<3x2112xbf16>",
+       R"(%one = tcc.constant dense<1.0> : tensor<f32>
+  %0 = tcc.slice %l {starts = array<i64: 0, 0>, sizes = array<i64: 3, 2100>, steps = array<i64: 1, 1>} : tensor<3x2112xbf16> -> tensor<3x2100xbf16>
+  %1 = tcc.cast %0 : tensor<3x2100xbf16> -> tensor<3x2100xf32>
+  %2 = tcc.softmax_cross_entropy_grad %one, %1, %labels : (tensor<f32>, tensor<3x2100xf32>, tensor<3xi64>) -> tensor<3x2100xf32>
+  %3 = tcc.cast %2 : tensor<3x2100xf32> -> tensor<3x2100xbf16>
+  %4 = tcc.slice_grad %3 {shape = array<i64: 3, 2112>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<3x2100xbf16> -> tensor<3x2112xbf16>
+  return %4 : tensor<3x2112xbf16>)",
+       "rows", /*exact=*/false, /*finite=*/true},
   };
 }
 
@@ -251,6 +287,7 @@ TEST_F(CudaHalf, EmulatedKernelsMatchTheHostLibrary) {
   ASSERT_TRUE(launch);
 
   std::mt19937 rng(5);
+  int padded = 0;
   for (size_t i = 0; i < host.size(); ++i) {
     const rt::DeviceKernel &k = cudaSource->kernels[i];
     const rt::FusedLibrary::Kernel &h = host.kernel(i);
@@ -277,6 +314,23 @@ TEST_F(CudaHalf, EmulatedKernelsMatchTheHostLibrary) {
     ASSERT_TRUE(fn);
     launch(fn, emuArgs.data(), abiGrid(k), (unsigned)k.block);
 
+    // Padded outputs (rows wider than the domain's): the pad columns are
+    // zero words in both, written over 0xff.
+    for (size_t o = k.inputs.size(); o < want.size(); ++o) {
+      if (want[o].n <= k.rows * k.cols)
+        continue;
+      int64_t stride = want[o].n / k.rows;
+      size_t size = rt::dtypeSize(want[o].type);
+      ASSERT_EQ(stride * k.rows, want[o].n);
+      for (const std::vector<Operand> *ops : {&want, &got})
+        for (int64_t r = 0; r < k.rows; ++r)
+          for (int64_t j = k.cols; j < stride; ++j)
+            for (size_t b = 0; b < size; ++b)
+              ASSERT_EQ((*ops)[o].bytes[(r * stride + j) * size + b], 0)
+                  << (ops == &want ? "host" : "emulated") << " row " << r
+                  << " column " << j;
+      ++padded;
+    }
     for (size_t o = k.inputs.size(); o < want.size(); ++o) {
       const Operand &w = want[o], &g = got[o];
       SCOPED_TRACE("output " + std::to_string(o - k.inputs.size()) + " (" +
@@ -307,6 +361,7 @@ TEST_F(CudaHalf, EmulatedKernelsMatchTheHostLibrary) {
       }
     }
   }
+  EXPECT_EQ(padded, 3) << "padded outputs checked";
 }
 
 } // namespace

@@ -29,6 +29,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 
 using namespace mlir;
@@ -47,6 +48,11 @@ struct Case {
   std::string body;                 // ops; returns %r0, %r1, ...
   std::vector<std::string> results; // result types
   int minFused = 1;                 // tcc.fused ops tcc-fuse must form
+  /// Results that are last-axis zero pads: (result, unpadded columns). The
+  /// case must become one generated kernel and nothing else (no slice,
+  /// slice_grad or copy kernels around it).
+  std::vector<std::pair<int, int64_t>> padded = {};
+  bool oneKernel = false;
 };
 
 std::vector<Case> cases() {
@@ -148,6 +154,70 @@ std::vector<Case> cases() {
   %r0 = tcc.mul %0, %1 : (tensor<192x400xf32>, tensor<192x400xf32>) -> tensor<192x400xf32>
   %r1 = tcc.softmax_cross_entropy %1, %labels : (tensor<192x400xf32>, tensor<192xi64>) -> tensor<f32>)",
        {"192x400xf32", "f32"}},
+      // Slices with zero starts are views of region inputs: a vocabulary
+      // pad dropped, and every other row of a leading axis.
+      {"slice_view_elementwise",
+       {{"x", "3x5x40xf32"}, {"b", "36xf32"}, {"s", "6x10x40xf32"}},
+       R"(%0 = tcc.slice %x {starts = array<i64: 0, 0, 0>, sizes = array<i64: 3, 5, 36>, steps = array<i64: 1, 1, 1>} : tensor<3x5x40xf32> -> tensor<3x5x36xf32>
+  %1 = tcc.add %0, %b : (tensor<3x5x36xf32>, tensor<36xf32>) -> tensor<3x5x36xf32>
+  %2 = tcc.slice %s {starts = array<i64: 0, 0, 0>, sizes = array<i64: 3, 5, 36>, steps = array<i64: 2, 2, 1>} : tensor<6x10x40xf32> -> tensor<3x5x36xf32>
+  %3 = tcc.mul %1, %2 : (tensor<3x5x36xf32>, tensor<3x5x36xf32>) -> tensor<3x5x36xf32>
+  %r0 = tcc.exp %3 : tensor<3x5x36xf32>)",
+       {"3x5x36xf32"},
+       /*minFused=*/1,
+       /*padded=*/{},
+       /*oneKernel=*/true},
+      // The loss region of a padded vocabulary: logits read through the
+      // slice, the gradient written padded.
+      {"slice_view_ce_padded",
+       {{"l", "3x5x48xf32", -3, 3},
+        {"bias", "44xf32"},
+        {"labels", "3x5xi64", 0, 44}},
+       R"(%one = tcc.constant dense<1.0> : tensor<f32>
+  %0 = tcc.slice %l {starts = array<i64: 0, 0, 0>, sizes = array<i64: 3, 5, 44>, steps = array<i64: 1, 1, 1>} : tensor<3x5x48xf32> -> tensor<3x5x44xf32>
+  %1 = tcc.add %0, %bias : (tensor<3x5x44xf32>, tensor<44xf32>) -> tensor<3x5x44xf32>
+  %r0 = tcc.softmax_cross_entropy %1, %labels : (tensor<3x5x44xf32>, tensor<3x5xi64>) -> tensor<f32>
+  %2 = tcc.softmax_cross_entropy_grad %one, %1, %labels : (tensor<f32>, tensor<3x5x44xf32>, tensor<3x5xi64>) -> tensor<3x5x44xf32>
+  %r1 = tcc.slice_grad %2 {shape = array<i64: 3, 5, 48>, starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 1>} : tensor<3x5x44xf32> -> tensor<3x5x48xf32>)",
+       {"f32", "3x5x48xf32"},
+       /*minFused=*/1,
+       /*padded=*/{{1, 44}},
+       /*oneKernel=*/true},
+      // An element-wise value written padded (pad 12 of 20 columns) and
+      // unpadded.
+      {"padded_elementwise",
+       {{"x", "4x6x20xf32"}},
+       R"(%0 = tcc.tanh %x : tensor<4x6x20xf32>
+  %r1 = tcc.mul %0, %x : (tensor<4x6x20xf32>, tensor<4x6x20xf32>) -> tensor<4x6x20xf32>
+  %r0 = tcc.slice_grad %r1 {shape = array<i64: 4, 6, 32>, starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 1>} : tensor<4x6x20xf32> -> tensor<4x6x32xf32>)",
+       {"4x6x32xf32", "4x6x20xf32"},
+       /*minFused=*/1,
+       /*padded=*/{{0, 20}},
+       /*oneKernel=*/true},
+      // A padded output that row reductions read back (from the output,
+      // with the padded row stride), and a padded softmax.
+      {"padded_rows_readback",
+       {{"x", "5x70xf32"}, {"b", "70xf32"}},
+       R"(%0 = tcc.add %x, %b : (tensor<5x70xf32>, tensor<70xf32>) -> tensor<5x70xf32>
+  %r0 = tcc.slice_grad %0 {shape = array<i64: 5, 80>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<5x70xf32> -> tensor<5x80xf32>
+  %1 = tcc.softmax %0 {axis = 1 : i64} : tensor<5x70xf32>
+  %r1 = tcc.slice_grad %1 {shape = array<i64: 5, 80>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<5x70xf32> -> tensor<5x80xf32>
+  %r2 = tcc.reduce_mean %0 {axes = array<i64: 1>, keepdims = true} : tensor<5x70xf32> -> tensor<5x1xf32>)",
+       {"5x80xf32", "5x80xf32", "5x1xf32"},
+       /*minFused=*/1,
+       /*padded=*/{{0, 70}, {1, 70}},
+       /*oneKernel=*/true},
+      // Row reductions and the loss's pick read a strided slice of an
+      // input directly (every other row, a pad dropped).
+      {"slice_view_rows",
+       {{"x", "6x4x40xf32", -3, 3}, {"labels", "3x4xi64", 0, 33}},
+       R"(%0 = tcc.slice %x {starts = array<i64: 0, 0, 0>, sizes = array<i64: 3, 4, 33>, steps = array<i64: 2, 1, 1>} : tensor<6x4x40xf32> -> tensor<3x4x33xf32>
+  %r0 = tcc.softmax %0 {axis = 2 : i64} : tensor<3x4x33xf32>
+  %r1 = tcc.softmax_cross_entropy %0, %labels : (tensor<3x4x33xf32>, tensor<3x4xi64>) -> tensor<f32>)",
+       {"3x4x33xf32", "f32"},
+       /*minFused=*/1,
+       /*padded=*/{},
+       /*oneKernel=*/true},
       // The prelude's exp, erf and tanh over a wide range (checked
       // against libm below, not only against the reference kernels).
       {"special_functions",
@@ -232,6 +302,11 @@ void fill(const rt::Artifact &a, rt::Session &s) {
 
 std::vector<std::vector<float>> outputs(const rt::Artifact &a, rt::Session &s,
                                         const std::string &program) {
+  // NaN: an element a kernel does not write (a pad column) never matches.
+  // (The first run allocates the program's arena, where its outputs live.)
+  s.run(program);
+  for (int32_t id : a.findProgram(program)->outputs)
+    std::memset(s.data(id), 0xff, a.tensors[id].numElements() * sizeof(float));
   s.run(program);
   std::vector<std::vector<float>> out;
   for (int32_t id : a.findProgram(program)->outputs) {
@@ -310,6 +385,37 @@ TEST_F(Fixture, ThreadCountDoesNotChangeResults) {
     ASSERT_EQ(0, std::memcmp(runs[0][k].data(), runs[1][k].data(),
                              runs[0][k].size() * sizeof(float)))
         << "output " << k << " differs between 1 and 3 threads";
+}
+
+// Slices and pads at a region's edges leave no kernel of their own, and a
+// padded output's pad columns are zeros (written over NaN).
+TEST_F(Fixture, SliceViewsAndPaddedOutputs) {
+  rt::Session f(*fused, rt::ExecMode::Compiled);
+  fill(*fused, f);
+  int checked = 0;
+  for (const Case &c : cases()) {
+    if (!c.oneKernel)
+      continue;
+    SCOPED_TRACE(c.name);
+    const rt::Program *p = fused->findProgram(c.name);
+    ASSERT_TRUE(p);
+    ASSERT_EQ(p->instrs.size(), 1u);
+    EXPECT_EQ(p->instrs[0].kernel, "fused");
+    auto out = outputs(*fused, f, c.name);
+    for (auto [k, cols] : c.padded) {
+      const rt::TensorInfo &t = fused->tensors[p->outputs[k]];
+      int64_t stride = t.shape.back(), rows = t.numElements() / stride;
+      ASSERT_GT(stride, cols);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = cols; j < stride; ++j) {
+          uint32_t bits;
+          std::memcpy(&bits, &out[k][r * stride + j], 4);
+          ASSERT_EQ(bits, 0u) << "result " << k << " row " << r << " pad " << j;
+          ++checked;
+        }
+    }
+  }
+  EXPECT_EQ(checked, 15 * 4 + 24 * 12 + 5 * 10 * 2);
 }
 
 TEST_F(Fixture, PreludeFunctionsAreAccurate) {

@@ -157,3 +157,43 @@ func.func @negative(%x: tensor<8x4xf32>, %w: tensor<4x16xf32>, %b: tensor<16xf32
   %dw = tcc.matmul %xh, %dyh {transpose_lhs = true} : (tensor<8x4xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
   return %y1, %h2, %s2, %s3, %s4, %s5, %s6, %y6, %dw, %db : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<2x8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<4x16xbf16>, tensor<16xf32>
 }
+
+// -----
+
+// A padded head's backward (tcc-pad-shapes and tcc-mixed-precision): the
+// weight-gradient GEMM reads the zero-padded bf16 loss gradient, reshaped;
+// the bias gradient sums the unpadded one. The op sums the padded columns
+// too (zeros) and a slice takes the bias gradient back.
+
+// CHECK-LABEL: func.func @padded_bias_grad
+// CHECK-SAME:    %[[X:[a-z0-9]+]]: tensor<8x4xbf16>, %[[G:[a-z0-9]+]]: tensor<2x4x10xbf16>
+// CHECK:         %[[GP:.+]] = tcc.slice_grad %[[G]]
+// CHECK:         %[[G2:.+]] = tcc.reshape %[[GP]] : tensor<2x4x16xbf16> -> tensor<8x16xbf16>
+// CHECK:         %[[DW:.+]], %[[DBP:.+]] = tcc.matmul_epilogue %[[G2]], %[[X]] {epilogue = "bgrad_lhs", transpose_lhs = true} : (tensor<8x16xbf16>, tensor<8x4xbf16>) -> (tensor<16x4xbf16>, tensor<16xf32>)
+// CHECK-NEXT:    %[[DB:.+]] = tcc.slice %[[DBP]] {sizes = array<i64: 10>, starts = array<i64: 0>, steps = array<i64: 1>} : tensor<16xf32> -> tensor<10xf32>
+// CHECK-NOT:     tcc.reduce_sum
+// CHECK:         return %[[DW]], %[[DB]]
+func.func @padded_bias_grad(%x: tensor<8x4xbf16>, %g: tensor<2x4x10xbf16>) -> (tensor<16x4xbf16>, tensor<10xf32>) {
+  %gw = tcc.cast %g : tensor<2x4x10xbf16> -> tensor<2x4x10xf32>
+  %db = tcc.reduce_sum %gw {axes = array<i64: 0, 1>} : tensor<2x4x10xf32> -> tensor<10xf32>
+  %gp = tcc.slice_grad %g {shape = array<i64: 2, 4, 16>, starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 1>} : tensor<2x4x10xbf16> -> tensor<2x4x16xbf16>
+  %g2 = tcc.reshape %gp : tensor<2x4x16xbf16> -> tensor<8x16xbf16>
+  %dw = tcc.matmul %g2, %x {transpose_lhs = true} : (tensor<8x16xbf16>, tensor<8x4xbf16>) -> tensor<16x4xbf16>
+  return %dw, %db : tensor<16x4xbf16>, tensor<10xf32>
+}
+
+// -----
+
+// A pad with a non-zero start (not a zero pad at the end) is not summed
+// through: the sum stays.
+
+// CHECK-LABEL: func.func @offset_pad_bias_grad
+// CHECK:         tcc.reduce_sum
+// CHECK:         tcc.matmul %
+func.func @offset_pad_bias_grad(%x: tensor<8x4xbf16>, %g: tensor<8x10xbf16>) -> (tensor<16x4xbf16>, tensor<10xf32>) {
+  %gw = tcc.cast %g : tensor<8x10xbf16> -> tensor<8x10xf32>
+  %db = tcc.reduce_sum %gw {axes = array<i64: 0>} : tensor<8x10xf32> -> tensor<10xf32>
+  %gp = tcc.slice_grad %g {shape = array<i64: 8, 16>, starts = array<i64: 0, 3>, steps = array<i64: 1, 1>} : tensor<8x10xbf16> -> tensor<8x16xbf16>
+  %dw = tcc.matmul %gp, %x {transpose_lhs = true} : (tensor<8x16xbf16>, tensor<8x4xbf16>) -> tensor<16x4xbf16>
+  return %dw, %db : tensor<16x4xbf16>, tensor<10xf32>
+}

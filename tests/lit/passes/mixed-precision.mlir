@@ -193,3 +193,46 @@ module attributes {tcc.batch = 2 : i64} {
 // FP16-LABEL: func.func @forward
 // FP16:         tcc.attention {{.*}} : (tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<4x4xf32>) -> (tensor<2x4x8xf16>, tensor<2x4xf32>)
 // FP16:         tcc.attention_grad {{.*}} : (tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4xf32>, tensor<2x4x8xf16>, tensor<4x4xf32>) -> (tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4x8xf16>)
+
+// -----
+
+// A padded head (as tcc-pad-shapes leaves it): the bias gradient of the
+// layer before the loss sums the bf16 loss gradient the weight-gradient GEMM
+// reads (as every other bias gradient does), so tcc-gemm-epilogue can take
+// it into that GEMM. Other column sums (of x, of a gradient no GEMM reads)
+// stay f32.
+module attributes {tcc.batch = 4 : i64} {
+  func.func @train_step(%x: tensor<4x8xf32> {tcc.kind = "input", tcc.name = "x"},
+                        %w: tensor<10x8xf32> {tcc.kind = "param", tcc.name = "w"},
+                        %b: tensor<10xf32> {tcc.kind = "param", tcc.name = "b"},
+                        %labels: tensor<4xi64> {tcc.kind = "input", tcc.name = "labels"})
+      -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"}, tensor<16x8xf32>, tensor<10xf32>, tensor<8xf32>, tensor<3xf32>) {
+    %one = tcc.constant dense<1.000000e+00> : tensor<f32>
+    %wp = tcc.slice_grad %w {shape = array<i64: 16, 8>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<10x8xf32> -> tensor<16x8xf32>
+    %h = tcc.matmul %x, %wp {transpose_rhs = true} : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+    %hs = tcc.slice %h {sizes = array<i64: 4, 10>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<4x16xf32> -> tensor<4x10xf32>
+    %y = tcc.add %hs, %b : (tensor<4x10xf32>, tensor<10xf32>) -> tensor<4x10xf32>
+    %l = tcc.softmax_cross_entropy %y, %labels : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+    %g = tcc.softmax_cross_entropy_grad %one, %y, %labels : (tensor<f32>, tensor<4x10xf32>, tensor<4xi64>) -> tensor<4x10xf32>
+    %db = tcc.reduce_sum %g {axes = array<i64: 0>} : tensor<4x10xf32> -> tensor<10xf32>
+    %gp = tcc.slice_grad %g {shape = array<i64: 4, 16>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<4x10xf32> -> tensor<4x16xf32>
+    %dw = tcc.matmul %gp, %x {transpose_lhs = true} : (tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+    %xs = tcc.reduce_sum %x {axes = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
+    %z = tcc.constant dense<1.000000e+00> : tensor<4x3xf32>
+    %lz = tcc.softmax_cross_entropy %z, %labels : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
+    %gz = tcc.softmax_cross_entropy_grad %one, %z, %labels : (tensor<f32>, tensor<4x3xf32>, tensor<4xi64>) -> tensor<4x3xf32>
+    %zs = tcc.reduce_sum %gz {axes = array<i64: 0>} : tensor<4x3xf32> -> tensor<3xf32>
+    return %l, %dw, %db, %xs, %zs : tensor<f32>, tensor<16x8xf32>, tensor<10xf32>, tensor<8xf32>, tensor<3xf32>
+  }
+}
+
+// BF16-LABEL: func.func @train_step
+// BF16-SAME:    (%[[X:[^:]+]]: tensor<4x8xf32>
+// BF16:         %[[G:.+]] = tcc.softmax_cross_entropy_grad %{{.+}} -> tensor<4x10xf32>
+// BF16-DAG:     %[[GL:.+]] = tcc.cast %[[G]] : tensor<4x10xf32> -> tensor<4x10xbf16>
+// BF16-DAG:     %[[GW:.+]] = tcc.cast %[[GL]] : tensor<4x10xbf16> -> tensor<4x10xf32>
+// BF16-DAG:     %[[DB:.+]] = tcc.reduce_sum %[[GW]] {axes = array<i64: 0>} : tensor<4x10xf32> -> tensor<10xf32>
+// BF16-DAG:     %[[XS:.+]] = tcc.reduce_sum %[[X]] {axes = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
+// BF16-DAG:     %[[GZ:.+]] = tcc.softmax_cross_entropy_grad %{{.+}} -> tensor<4x3xf32>
+// BF16-DAG:     %[[ZS:.+]] = tcc.reduce_sum %[[GZ]] {axes = array<i64: 0>} : tensor<4x3xf32> -> tensor<3xf32>
+// BF16:         return %{{.+}}, %{{.+}}, %[[DB]], %[[XS]], %[[ZS]]
