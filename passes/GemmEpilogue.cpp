@@ -33,7 +33,9 @@
 //      of the last axis whose columns the op sums too and a slice drops) is
 //      the operand a 2-D matmul sums over K - the non-transposed rhs
 //      (bgrad_rhs) or the transposed lhs (bgrad_lhs), i.e. a weight
-//      gradient - becomes that matmul's second result.
+//      gradient - becomes that matmul's second result. The op keeps the
+//      matmul's result type: f32 for 16-bit operands where
+//      tcc-mixed-precision made the weight gradient's GEMM write f32.
 //
 // Shapes follow the op's restrictions: a forward GEMM has a 2-D rhs and a
 // non-transposed lhs whose leading dimensions flatten into rows; anything
@@ -68,11 +70,14 @@ static RankedTensorType typeOf(Value v) {
 static bool isGemmType(Type t) { return t.isF32() || t.isBF16() || t.isF16(); }
 
 /// A matmul the forward and dgelu epilogues take: rows of a non-transposed
-/// lhs times a 2-D rhs.
+/// lhs times a 2-D rhs, the result in the operands' type (an f32 result
+/// from 16-bit operands is a weight gradient; only the bias-gradient forms
+/// take it).
 static bool isRowGemm(MatmulOp mm) {
+  Type elem = typeOf(mm.getResult()).getElementType();
   return !mm.getTransposeLhs() && typeOf(mm.getRhs()).getRank() == 2 &&
-         typeOf(mm.getLhs()).getRank() >= 2 &&
-         isGemmType(typeOf(mm.getResult()).getElementType());
+         typeOf(mm.getLhs()).getRank() >= 2 && isGemmType(elem) &&
+         typeOf(mm.getLhs()).getElementType() == elem;
 }
 
 /// The single user of `v`, or null.

@@ -22,7 +22,12 @@
 // master weights (cast down where a GEMM reads them), parameter gradients
 // are cast up before the optimizer, and @forward's outputs stay f32. Casts
 // are made once per value, right after its definition; casts of constants
-// are folded into low constants.
+// are folded into low constants. Last, with bf16, a weight gradient whose
+// low GEMM feeds only its cast to f32 for the optimizer becomes a GEMM with
+// an f32 result (16-bit operands, f32 accumulator written as is): one
+// rounding and one cast kernel fewer (gemmsWriteF32Gradients). It is done
+// here, as policy, because it is not exact; tcc-gemm-epilogue, which runs
+// later and folds bias gradients into these GEMMs, keeps their f32 result.
 //
 // Stage 2, dynamic loss scaling (fp16 only; bf16 has f32's range). State
 // `loss_scale` (f32 scalar, `tcc.init` 65536), `loss_scale.good_steps` and
@@ -212,6 +217,78 @@ void biasGradsFromLow(Block &body, Caster &caster, FloatType low) {
   }
 }
 
+/// Whether `u` reads a parameter gradient as the optimizer's input or
+/// returns it (a program output, stored in f32 whatever computes it).
+bool readsGradientInF32(Operation *u, Value grad) {
+  if (isa<func::ReturnOp>(u))
+    return true;
+  if (auto s = dyn_cast<SgdUpdateOp>(u))
+    return s.getGrad() == grad && s.getParam() != grad;
+  if (auto s = dyn_cast<SgdMomentumUpdateOp>(u))
+    return s.getGrad() == grad && s.getParam() != grad;
+  if (auto s = dyn_cast<AdamWUpdateOp>(u))
+    return s.getGrad() == grad && s.getParam() != grad;
+  return false;
+}
+
+/// Weight gradients straight from their GEMM in f32 (stage 1's last step,
+/// on the final casts; bf16 only). cast_f32(matmul_low(a, b)) becomes
+/// matmul(a, b) with an f32 result when the cast is the matmul's only user
+/// and only optimizer updates (as their gradient) or the return read the
+/// cast.
+/// cuBLASLt and the CPU kernel accumulate in f32 anyway, so the gradient is
+/// no longer rounded to 16 bits on the way (not exact: one rounding fewer,
+/// hence a precision-policy choice here and not a canonicalization), and
+/// the cast kernel and the 16-bit copy's store and load go away. Casts read
+/// by other f32 ops are left alone on purpose: the loss of an unpadded
+/// head, a reduction or a normalization takes the cast into its fused
+/// region, so only the 16-bit product is stored, half the bytes of an f32
+/// one. tcc-gemm-epilogue keeps the f32 result when it folds a bias
+/// gradient into the GEMM (matmul_epilogue's bgrad_lhs / bgrad_rhs take
+/// 16-bit operands with an f32 result). Not for fp16: there a weight
+/// gradient that overflows f16 must reach the optimizer as Inf, so that
+/// the loss scaler skips the step and halves the scale as PyTorch's
+/// GradScaler does with autocast's f16 gradients (an f32 product would not
+/// overflow, and tcc would apply steps PyTorch skips).
+void gemmsWriteF32Gradients(Block &body, FloatType low) {
+  if (!low.isBF16())
+    return;
+  SmallVector<CastOp> casts;
+  for (Operation &op : body)
+    if (auto c = dyn_cast<CastOp>(op))
+      casts.push_back(c);
+  for (CastOp c : casts) {
+    auto mm = c.getInput().getDefiningOp<MatmulOp>();
+    if (!mm || !mm.getResult().hasOneUse() ||
+        floatElement(mm.getType()) != low ||
+        floatElement(mm.getLhs().getType()) != low ||
+        !floatElement(c.getType()) || !floatElement(c.getType()).isF32() ||
+        !llvm::all_of(c->getUsers(), [&](Operation *u) {
+          return readsGradientInF32(u, c.getResult());
+        }))
+      continue;
+    mm.getResult().setType(c.getType());
+    c.getResult().replaceAllUsesWith(mm.getResult());
+    c->erase();
+  }
+}
+
+/// Whether `op` adds into a gradient accumulator (`<p>.grad_acc`, the f32
+/// state tcc-accumulate-gradients sums the micro-batches' gradients in):
+/// that sum stays f32, as the master weights do, or every micro-step would
+/// round the running sum to 16 bits.
+bool addsToAccumulator(func::FuncOp fn, Operation *op) {
+  if (!isa<AddOp>(op))
+    return false;
+  return llvm::any_of(op->getOperands(), [&](Value v) {
+    auto a = dyn_cast<BlockArgument>(v);
+    if (!a || a.getOwner()->getParentOp() != fn)
+      return false;
+    auto name = fn.getArgAttrOfType<StringAttr>(a.getArgNumber(), "tcc.name");
+    return name && name.getValue().ends_with(".grad_acc");
+  });
+}
+
 /// Stage 1 on one function.
 void lowerPrecision(func::FuncOp fn, FloatType low) {
   Caster caster(low);
@@ -228,7 +305,7 @@ void lowerPrecision(func::FuncOp fn, FloatType low) {
       bool anyLow = llvm::any_of(op.getOperands(), [&](Value v) {
         return floatElement(v.getType()) == low;
       });
-      p = anyLow ? Policy::Low : Policy::F32;
+      p = anyLow && !addsToAccumulator(fn, &op) ? Policy::Low : Policy::F32;
     }
     for (OpOperand &use : op.getOpOperands()) {
       FloatType e = floatElement(use.get().getType());
@@ -247,6 +324,7 @@ void lowerPrecision(func::FuncOp fn, FloatType low) {
   for (OpOperand &use : ret->getOpOperands())
     if (use.get().getType() != fn.getResultTypes()[use.getOperandNumber()])
       use.set(caster.toF32(use.get()));
+  gemmsWriteF32Gradients(body, low);
 }
 
 StringRef attrString(func::FuncOp fn, bool result, unsigned i, StringRef name) {

@@ -2,6 +2,7 @@
 #include "compiler/codegen/MemoryReport.h"
 
 #include "compiler/codegen/MemoryPlanner.h"
+#include "runtime/core/AttentionPlan.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -187,6 +188,17 @@ MemoryReport tcc::analyzeMemory(const rt::Artifact &a) {
       tmp = std::max(tmp, t);
     }
     pr.convScratch = (col + tmp) * (int64_t)sizeof(float);
+    if (a.device.present())
+      for (const rt::Instr &in : p.instrs)
+        if ((in.kernel == "attention" || in.kernel == "attention_grad") &&
+            in.inputs.size() >= 3) {
+          const rt::TensorInfo &q = a.tensors[in.inputs[0]];
+          pr.attentionScratch =
+              std::max(pr.attentionScratch,
+                       rt::planAttention(q.shape, a.tensors[in.inputs[1]].shape,
+                                         a.tensors[in.inputs[2]].shape, q.dtype)
+                           .scratchBytes);
+        }
     r.programs.push_back(pr);
   }
   return r;
@@ -212,7 +224,7 @@ int64_t MemoryReport::scratch(const std::vector<std::string> &names) const {
   int64_t most = 0;
   for (const std::string &n : names)
     if (const Program *p = find(n))
-      most = std::max(most, p->convScratch);
+      most = std::max({most, p->convScratch, p->attentionScratch});
   return most;
 }
 
@@ -262,7 +274,8 @@ void tcc::printMemoryReport(const MemoryReport &r, std::ostream &os) {
       line("  gradients total", p.gradientTotal, "");
   }
   if (!training.empty()) {
-    line("kernel scratch", r.scratch(training), "convolution unfold buffers");
+    line("kernel scratch", r.scratch(training),
+         "convolution unfold buffers; with GPU code, attention score chunks");
     std::string note = "persistent + arena";
     for (size_t i = 1; i < training.size(); ++i)
       note += "s";

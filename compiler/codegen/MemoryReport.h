@@ -43,6 +43,9 @@ struct MemoryReport {
     int64_t savedActivations = 0, gradientTotal = 0;
     /// Largest unfold buffers of its convolutions (kernel scratch).
     int64_t convScratch = 0;
+    /// With GPU code: the largest attention score chunk of its attention
+    /// instrs (the CUDA kernels' scratch, runtime/core/AttentionPlan.h).
+    int64_t attentionScratch = 0;
   };
   std::vector<Program> programs;
 
@@ -52,7 +55,8 @@ struct MemoryReport {
   }
   /// Kernel scratch outside the arenas, kept by the runtime for the process:
   /// the convolution unfold buffers sized for the largest convolution of
-  /// the given programs.
+  /// the given programs, or for an artifact with GPU code the CUDA
+  /// attention kernels' score chunks (whichever is larger).
   int64_t scratch(const std::vector<std::string> &programNames) const;
   /// Predicted peak of a compiled session that runs `programNames`:
   /// persistent + their arenas + scratch.

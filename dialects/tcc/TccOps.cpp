@@ -131,7 +131,9 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   auto adaptor = adaptorFor<MatmulOp>(operands, attrs, props, regions);
   auto lhs = rankedType(adaptor.getLhs()), rhs = rankedType(adaptor.getRhs());
   if (lhs.getElementType() != rhs.getElementType())
-    return emitOptionalError(loc, "tcc.matmul: element types differ");
+    return emitOptionalError(loc, "tcc.matmul: element types differ (",
+                             lhs.getElementType(), " vs ", rhs.getElementType(),
+                             ")");
   if (lhs.getRank() < 2 || rhs.getRank() < 2)
     return emitOptionalError(loc, "tcc.matmul: operands need rank >= 2, got ",
                              lhs.getRank(), " and ", rhs.getRank());
@@ -158,6 +160,23 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   shape.push_back(n);
   results.push_back(RankedTensorType::get(shape, lhs.getElementType()));
   return success();
+}
+
+// The inferred result has the operands' element type; 16-bit operands may
+// instead write the f32 accumulator (weight gradients for the optimizer).
+// Anything else (another shape, f16 from bf16, bf16 from f32) is refused by
+// the verifier's "inferred type(s) ... are incompatible" check.
+bool MatmulOp::isCompatibleReturnTypes(TypeRange inferred, TypeRange actual) {
+  if (inferred == actual)
+    return true;
+  if (inferred.size() != 1 || actual.size() != 1)
+    return false;
+  auto want = dyn_cast<RankedTensorType>(inferred[0]);
+  auto got = dyn_cast<RankedTensorType>(actual[0]);
+  if (!want || !got || want.getShape() != got.getShape())
+    return false;
+  Type w = want.getElementType();
+  return (w.isBF16() || w.isF16()) && got.getElementType().isF32();
 }
 
 //===----------------------------------------------------------------------===//

@@ -105,8 +105,15 @@ def Tcc_MatmulOp : Tcc_DiffOp<"matmul"> {
     `lhs` is `[..., M, K]` (`[..., K, M]` with `transpose_lhs`), `rhs` is
     `[..., K, N]` (`[..., N, K]` with `transpose_rhs`); leading batch
     dimensions broadcast. Both operands have rank 2 or more.
+
+    Both operands have one element type, and the result (inferred when not
+    given) has it too, except that bf16 or f16 operands may produce an f32
+    result: the f32 accumulator written without rounding to 16 bits
+    (cuBLASLt's "16-bit in, f32 out"). tcc-mixed-precision makes such
+    GEMMs for weight gradients, which the optimizer reads in f32.
     ```mlir
     %y = tcc.matmul %x, %w {transpose_rhs = true} : (tensor<32x64xf32>, tensor<10x64xf32>) -> tensor<32x10xf32>
+    %dw = tcc.matmul %dy, %x {transpose_lhs = true} : (tensor<32x10xbf16>, tensor<32x64xbf16>) -> tensor<10x64xf32>
     ```
   }];
   let arguments = (ins Tcc_FloatTensor:$lhs, Tcc_FloatTensor:$rhs,
@@ -116,6 +123,12 @@ def Tcc_MatmulOp : Tcc_DiffOp<"matmul"> {
   let assemblyFormat =
       "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
   let hasCanonicalizer = 1;
+  let extraClassDeclaration = [{
+    /// The inferred type, or f32 in place of an inferred bf16/f16 element
+    /// type (TccOps.cpp).
+    static bool isCompatibleReturnTypes(::mlir::TypeRange inferred,
+                                        ::mlir::TypeRange actual);
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -28,13 +28,23 @@ LogicalResult MatmulEpilogueOp::verify() {
   }
   auto lhs = rankedType(getLhs()), rhs = rankedType(getRhs());
   auto result = rankedType(getResult());
-  Type elem = result.getElementType();
-  if (!elem.isF32() && !elem.isBF16() && !elem.isF16())
-    return emitOpError("element type must be f32, bf16 or f16, got ") << elem;
-  if (lhs.getElementType() != elem || rhs.getElementType() != elem)
-    return emitOpError("lhs, rhs and result must share an element type, got ")
-           << lhs.getElementType() << ", " << rhs.getElementType() << " and "
-           << elem;
+  // `in` is the operands' type, `elem` the result's: the same, or f32 from
+  // 16-bit operands for the plain GEMMs of the bias-gradient forms.
+  Type in = lhs.getElementType(), elem = result.getElementType();
+  if (!in.isF32() && !in.isBF16() && !in.isF16())
+    return emitOpError("element type must be f32, bf16 or f16, got ") << in;
+  if (rhs.getElementType() != in)
+    return emitOpError("lhs and rhs must share an element type, got ")
+           << in << " and " << rhs.getElementType();
+  bool bgradForm = e->bgrad == ::tcc::rt::GemmBiasGrad::Lhs ||
+                   e->bgrad == ::tcc::rt::GemmBiasGrad::Rhs;
+  if (elem != in && !(bgradForm && !in.isF32() && elem.isF32()))
+    return emitOpError("the result's element type must be the operands' ")
+           << in
+           << (in.isF32() ? ""
+                          : " (or f32 with the bgrad_lhs and bgrad_rhs "
+                            "epilogues)")
+           << ", got " << elem;
   bool ta = getTransposeLhs(), tb = getTransposeRhs();
   ArrayRef<int64_t> ls = lhs.getShape(), rs = rhs.getShape();
   if (rs.size() != 2)
@@ -106,9 +116,9 @@ LogicalResult MatmulEpilogueOp::verify() {
     } else {
       int64_t len = e->bgrad == ::tcc::rt::GemmBiasGrad::Lhs ? m : n;
       if (t.getShape() != ArrayRef<int64_t>{len} ||
-          (t.getElementType() != elem && !t.getElementType().isF32()))
+          (t.getElementType() != in && !t.getElementType().isF32()))
         return emitOpError("the bias gradient must be ")
-               << RankedTensorType::get({len}, elem) << " or "
+               << RankedTensorType::get({len}, in) << " or "
                << RankedTensorType::get({len}, Float32Type::get(getContext()))
                << ", got " << t;
     }

@@ -41,13 +41,18 @@ def Tcc_MatmulEpilogueOp : Tcc_Op<"matmul_epilogue",
 
     Operands and `result` share one element type (f32, bf16 or f16), so do
     `bias`, `preact` and a pre-activation `aux`; a bias gradient is that
-    type or f32. 16-bit results are rounded once, after the epilogue
+    type or f32. The bias-gradient forms (`bgrad_lhs`, `bgrad_rhs`: a
+    plain GEMM whose `result` is the accumulator) may also have an f32
+    `result` for bf16 or f16 operands, as `tcc.matmul` may: a weight
+    gradient the optimizer reads in f32, written without a 16-bit
+    rounding. 16-bit results are rounded once, after the epilogue
     (cuBLASLt's behaviour). The op is produced after autodiff and is not
     differentiable.
 
     ```mlir
     %y = tcc.matmul_epilogue %x, %w bias %b {epilogue = "bias_relu", transpose_rhs = true} : (tensor<64x784xf32>, tensor<128x784xf32>, tensor<128xf32>) -> tensor<64x128xf32>
     %dw, %db = tcc.matmul_epilogue %x, %dy {epilogue = "bgrad_rhs", transpose_lhs = true} : (tensor<256x128xbf16>, tensor<256x512xbf16>) -> (tensor<128x512xbf16>, tensor<512xf32>)
+    %dw32, %db32 = tcc.matmul_epilogue %x, %dy {epilogue = "bgrad_rhs", transpose_lhs = true} : (tensor<256x128xbf16>, tensor<256x512xbf16>) -> (tensor<128x512xf32>, tensor<512xf32>)
     ```
   }];
   let arguments = (ins Tcc_FloatTensor:$lhs, Tcc_FloatTensor:$rhs,

@@ -99,6 +99,10 @@ void checkAsF32(const KernelSig &s, CheckFn check) {
     expectNumel(s, false, 0, s.in[0]->numElements());
     return;
   }
+  // GEMMs take one operand type and write it or (16-bit in) f32: a mix
+  // the widening below would hide.
+  if (s.instr.kernel == "matmul" || s.instr.kernel == "matmul_epilogue")
+    checkGemmDTypes(s);
   // The f32 check sees each 16-bit operand as the f32 tensor the kernel
   // will be given; an operand that must be an integer is still refused.
   std::vector<TensorInfo> widened;

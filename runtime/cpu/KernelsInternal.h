@@ -50,6 +50,11 @@ bool needsHalfAdapter(const KernelSig &s);
 /// Runs `check` on the signature with every 16-bit operand seen as f32 (or
 /// checks a float-to-float cast).
 void checkAsF32(const KernelSig &s, CheckFn check);
+/// The element types of a `matmul` / `matmul_epilogue` call with a 16-bit
+/// operand, which the widened f32 check no longer sees (KernelsMatmul.cpp):
+/// A and B share a type, D is theirs or, for a plain GEMM (matmul or a
+/// bias-gradient epilogue) of 16-bit operands, f32.
+void checkGemmDTypes(const KernelSig &s);
 
 // --- Strided loop nest ------------------------------------------------------
 /// Row-major element strides of `shape`, right-aligned in `rank` dims, with

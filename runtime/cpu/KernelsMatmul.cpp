@@ -1,4 +1,5 @@
 //===- KernelsMatmul.cpp - (Batched) matrix multiplication via OpenBLAS ---===//
+#include "runtime/cpu/GemmEpilogue.h"
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <cblas.h>
@@ -54,6 +55,47 @@ void check_matmul(const KernelSig &s) {
     if (d > INT_MAX)
       throw Error("matrix dimension " + std::to_string(d) +
                   " is too large for BLAS");
+}
+
+void checkGemmDTypes(const KernelSig &s) {
+  // Arity and attributes are the f32 check's; only what is there is read.
+  if (s.in.size() < 2 || s.out.empty())
+    return;
+  DType ab = s.in[0]->dtype, d = s.out[0]->dtype;
+  if (s.in[1]->dtype != ab)
+    throw Error("the GEMM's operands must share one element type; " +
+                operandName(s, true, 0) + " is " + dtypeName(ab) + ", " +
+                operandName(s, true, 1) + " " + dtypeName(s.in[1]->dtype));
+  const GemmEpilogueInfo *e = nullptr;
+  if (s.instr.kernel == "matmul_epilogue" && s.instr.iattrs.size() == 3)
+    e = gemmEpilogueByCode(s.instr.iattrs[2]);
+  // A plain GEMM: the product is the result (matmul, bias gradients).
+  bool plain =
+      s.instr.kernel == "matmul" ||
+      (e && (e->bgrad == GemmBiasGrad::Lhs || e->bgrad == GemmBiasGrad::Rhs));
+  if (d != ab && !(plain && isHalfDType(ab) && d == DType::F32))
+    throw Error(operandName(s, false, 0) + " is " + dtypeName(d) + "; a " +
+                dtypeName(ab) + " GEMM" +
+                (e ? std::string(" with the ") + e->name + " epilogue" : "") +
+                " writes " + dtypeName(ab) +
+                (plain && isHalfDType(ab) ? " or f32" : ""));
+  if (!e)
+    return;
+  for (size_t i = 2; i < s.in.size(); ++i)
+    if (s.in[i]->dtype != ab)
+      throw Error(operandName(s, true, i) + " is " + dtypeName(s.in[i]->dtype) +
+                  "; the " + e->name +
+                  " epilogue reads it in the operands' type " + dtypeName(ab));
+  if (s.out.size() > 1) {
+    DType aux = s.out[1]->dtype;
+    bool ok = e->preactOut ? aux == d : aux == ab || aux == DType::F32;
+    if (!ok)
+      throw Error(operandName(s, false, 1) + " is " + dtypeName(aux) + "; " +
+                  (e->preactOut ? "the pre-activation has the output's type " +
+                                      std::string(dtypeName(d))
+                                : "a bias gradient has the operands' type " +
+                                      std::string(dtypeName(ab)) + " or f32"));
+  }
 }
 
 static void gemm(const MatmulDims &d, int64_t m, const float *a, const float *b,

@@ -31,6 +31,7 @@
 #ifndef TCC_RUNTIME_CUDA_CUDAATTENTION_H
 #define TCC_RUNTIME_CUDA_CUDAATTENTION_H
 
+#include "runtime/core/AttentionPlan.h"
 #include "runtime/cuda/CudaGemm.h"
 #include "runtime/cuda/CudaKernels.h"
 
@@ -38,32 +39,11 @@
 
 namespace tcc::rt::cuda {
 
-/// Scratch the chunks aim to stay within (at least one batch entry is
-/// always processed at a time, whatever it needs).
-constexpr int64_t kAttentionScratchBudget = 256ll << 20;
-
-/// The sizes of one attention instr and how its batch is chunked.
-struct AttentionPlan {
-  int64_t batch = 0, tq = 0, tk = 0, d = 0, dv = 0;
-  /// Batch entries per chunk (>= 1 when batch > 0; the last may be
-  /// smaller).
-  int64_t chunk = 0;
-  /// Elements from one entry's [Tq, Tk] scores to the next in the scratch:
-  /// Tq * Tk rounded up to 128 elements, so every entry starts 256-byte
-  /// aligned for cuBLASLt.
-  int64_t entryStride = 0;
-  /// Byte offset of P in the scratch (S starts at 0), and the total.
-  int64_t pOffset = 0, scratchBytes = 0;
-};
-
-/// The plan for q [..., Tq, D], k [..., Tk, D], v [..., Tk, Dv] of dtype
-/// `t`: as many entries per chunk as kAttentionScratchBudget holds (at
-/// least one), spread evenly over the chunks. `chunkCap` > 0 caps the
-/// chunk (tests use it to run several chunks on small shapes).
-AttentionPlan planAttention(const std::vector<int64_t> &q,
-                            const std::vector<int64_t> &k,
-                            const std::vector<int64_t> &v, DType t,
-                            int64_t chunkCap = 0);
+// The chunk plan (runtime/core/AttentionPlan.h, shared with the compiler's
+// memory report).
+using rt::AttentionPlan;
+using rt::kAttentionScratchBudget;
+using rt::planAttention;
 
 /// One strided-batched row-major GEMM of the chunk loop (CudaGemm::gemm's
 /// contract: m, n, k >= 1; 16-bit A and B may give an f32 C).

@@ -20,25 +20,30 @@ int64_t prepare_matmul_epilogue(const Instr &in,
   const GemmEpilogueInfo &e = *gemmEpilogueByCode(in.iattrs[2]);
   DType ab = t[in.inputs[0]].dtype, d = t[in.outputs[0]].dtype;
   auto name = [&](int32_t id) { return "'" + t[id].name + "'"; };
-  // checkInstr took any float mix (the CPU widens everything); cuBLASLt
-  // takes one type for A, B, D, the bias and the pre-activation.
+  // cuBLASLt takes one type for A, B, D, the bias and the pre-activation,
+  // except that a plain GEMM (the bias-gradient forms, whose fallback is a
+  // plain GEMM and a sum of an operand) may write an f32 D from 16-bit A
+  // and B (checkInstr's checkGemmDTypes says the same).
   for (int32_t id : in.inputs)
     if (t[id].dtype != ab)
       throw Error("the CUDA matmul_epilogue needs one element type for its "
                   "inputs; " +
                   name(id) + " is " + dtypeName(t[id].dtype) + ", " +
                   name(in.inputs[0]) + " " + dtypeName(ab));
-  if (d != ab)
+  bool plain = e.bgrad == GemmBiasGrad::Lhs || e.bgrad == GemmBiasGrad::Rhs;
+  if (d != ab && !(plain && isHalfDType(ab) && d == DType::F32))
     throw Error("the CUDA matmul_epilogue writes D in its inputs' type " +
-                std::string(dtypeName(ab)) + ", not " + dtypeName(d));
+                std::string(dtypeName(ab)) +
+                (plain && isHalfDType(ab) ? " or f32" : "") + ", not " +
+                dtypeName(d));
   if (e.hasAux()) {
     DType aux = t[in.outputs[1]].dtype;
-    bool ok = e.preactOut ? aux == d : aux == d || aux == DType::F32;
+    bool ok = e.preactOut ? aux == d : aux == ab || aux == DType::F32;
     if (!ok)
       throw Error("the CUDA matmul_epilogue's second output " +
                   name(in.outputs[1]) + " is " + dtypeName(aux) + "; " +
                   (e.preactOut ? "the pre-activation has D's type"
-                               : "a bias gradient is D's type or f32"));
+                               : "a bias gradient is A's type or f32"));
   }
   // The fallback's broadcast add indexes with at most kCudaMaxRank dims.
   if (t[in.outputs[0]].shape.size() > static_cast<size_t>(kCudaMaxRank))

@@ -393,6 +393,31 @@ inline void gemmEpilogueCases(std::vector<KernelCase> &cases) {
     }
     cases.push_back(std::move(c));
   }
+  // Weight gradients in f32 from 16-bit operands (tcc-mixed-precision's):
+  // D and the bias gradient f32. cuBLASLt's BGRAD epilogues or, where it
+  // declines, a plain 16-bit-in f32-out GEMM and the sum of the operand. D
+  // is the f32 accumulator on both sides, so the tolerance is f32's (no
+  // 16-bit rounding of D).
+  for (DType t : {DType::BF16, DType::F16}) {
+    KernelCase c{std::string("matmul_epilogue_") + dtypeName(t) + "_f32out"};
+    c.rtol = c.atol = 1e-4;
+    OneProgram &p = c.prog;
+    for (const char *name : {"bgrad_lhs", "bgrad_rhs"}) {
+      const GemmEpilogueInfo &e = *gemmEpilogueByName(name);
+      bool lhs = e.bgrad == GemmBiasGrad::Lhs;
+      // [37, 24]^T x [37, 16] (bgrad_lhs: D [24, 16], sum [24]) and
+      // [37, 16]^T x [37, 24] (bgrad_rhs: D [16, 24], sum [24]).
+      int32_t a = p.random(t, {37, lhs ? 24 : 16}, -1, 1);
+      int32_t b = p.random(t, {37, lhs ? 16 : 24}, -1, 1);
+      std::vector<int32_t> out{
+          p.out(DType::F32, lhs ? std::vector<int64_t>{24, 16}
+                                : std::vector<int64_t>{16, 24}),
+          p.out(DType::F32, {24})};
+      p.instr("matmul_epilogue", {a, b}, out, {1, 0, e.code});
+      c.outs.insert(c.outs.end(), out.begin(), out.end());
+    }
+    cases.push_back(std::move(c));
+  }
 }
 
 /// attention -> attention_grad of q [batch.., tq, d], k [.., tk, d], v

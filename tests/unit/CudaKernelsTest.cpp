@@ -121,8 +121,8 @@ TEST(CudaKernels, MatmulTypesTransposesAndBatches) {
   };
   for (auto [ab, c] :
        {std::pair{DType::F32, DType::F32}, std::pair{DType::BF16, DType::BF16},
-        std::pair{DType::F16, DType::F16},
-        std::pair{DType::BF16, DType::F32}}) {
+        std::pair{DType::F16, DType::F16}, std::pair{DType::BF16, DType::F32},
+        std::pair{DType::F16, DType::F32}}) {
     OneProgram p;
     std::vector<int32_t> outs;
     for (const Case &k : cases) {

@@ -156,13 +156,14 @@ TEST(CudaSession, UnknownKernelIsRefused) {
 
 TEST(CudaSession, UnsupportedCasesAreRefused) {
   {
-    OneProgram p; // f32 x bf16: cuBLASLt needs one type for A and B
+    OneProgram p; // f32 x bf16: a GEMM takes one type for A and B
     int32_t a = p.random(DType::F32, {2, 3});
     int32_t b = p.random(DType::BF16, {3, 4});
     int32_t c = p.out(DType::F32, {2, 4});
     p.instr("matmul", {a, b}, {c}, {0, 0});
     expectError([&] { cuda::CudaSession s(p.artifact(), ExecMode::Compiled); },
-                "instr 0 (matmul): no cuBLASLt GEMM for A f32, B bf16, C f32");
+                "instr 0 (matmul): the GEMM's operands must share one element "
+                "type; input 0 't0' is f32, input 1 't1' bf16");
   }
   {
     OneProgram p;
@@ -173,9 +174,10 @@ TEST(CudaSession, UnsupportedCasesAreRefused) {
     expectError([&] { cuda::CudaSession s(p.artifact(), ExecMode::Compiled); },
                 "instr 0 (add): no CUDA kernel for rank 9 operands");
   }
-  // matmul_epilogue: the CPU widens any float mix, cuBLASLt takes one type
-  // (codes: runtime/cpu/GemmEpilogue.h; 1 bias, 6 gelu_tanh_aux, 9
-  // bgrad_rhs).
+  // matmul_epilogue: one type for the inputs and D (f32 D from 16-bit
+  // inputs for the bias-gradient forms only), checked by checkInstr before
+  // the CUDA kernel's own check (codes: runtime/cpu/GemmEpilogue.h; 1 bias,
+  // 6 gelu_tanh_aux, 9 bgrad_rhs).
   {
     OneProgram p;
     int32_t a = p.random(DType::BF16, {2, 3}), b = p.random(DType::BF16, {3, 4});
@@ -183,8 +185,8 @@ TEST(CudaSession, UnsupportedCasesAreRefused) {
     int32_t d = p.out(DType::BF16, {2, 4});
     p.instr("matmul_epilogue", {a, b, bias}, {d}, {0, 0, 1});
     expectError([&] { cuda::CudaSession s(p.artifact(), ExecMode::Compiled); },
-                "instr 0 (matmul_epilogue): the CUDA matmul_epilogue needs one "
-                "element type for its inputs; 't2' is f32, 't0' bf16");
+                "instr 0 (matmul_epilogue): input 2 't2' is f32; the bias "
+                "epilogue reads it in the operands' type bf16");
   }
   {
     OneProgram p;
@@ -192,8 +194,8 @@ TEST(CudaSession, UnsupportedCasesAreRefused) {
     int32_t d = p.out(DType::F32, {2, 8}), pre = p.out(DType::F32, {2, 8});
     p.instr("matmul_epilogue", {a, b}, {d, pre}, {0, 0, 6});
     expectError([&] { cuda::CudaSession s(p.artifact(), ExecMode::Compiled); },
-                "instr 0 (matmul_epilogue): the CUDA matmul_epilogue writes D "
-                "in its inputs' type bf16, not f32");
+                "instr 0 (matmul_epilogue): output 0 't2' is f32; a bf16 GEMM "
+                "with the gelu_tanh_aux epilogue writes bf16");
   }
   {
     OneProgram p;
@@ -201,8 +203,8 @@ TEST(CudaSession, UnsupportedCasesAreRefused) {
     int32_t d = p.out(DType::F16, {3, 8}), db = p.out(DType::BF16, {8});
     p.instr("matmul_epilogue", {a, b}, {d, db}, {1, 0, 9});
     expectError([&] { cuda::CudaSession s(p.artifact(), ExecMode::Compiled); },
-                "instr 0 (matmul_epilogue): the CUDA matmul_epilogue's second "
-                "output 't3' is bf16; a bias gradient is D's type or f32");
+                "instr 0 (matmul_epilogue): output 1 't3' is bf16; a bias "
+                "gradient has the operands' type f16 or f32");
   }
 }
 

@@ -46,12 +46,15 @@ struct Problem {
   bool ta, tb;
 };
 
-/// Runs `e` on `p` in dtype `t` and compares with the double reference.
+/// Runs `e` on `p` in dtype `t` and compares with the double reference;
+/// with `f32Out`, D is f32 (16-bit operands of a bias-gradient form) and
+/// is not rounded.
 void checkEpilogue(const GemmEpilogueInfo &e, const Problem &p, DType t,
-                   unsigned seed) {
-  SCOPED_TRACE(std::string(e.name) + " " + dtypeName(t) + " A " +
-               formatShape(p.aShape) + (p.ta ? "^T" : "") + " B " +
-               formatShape(p.bShape) + (p.tb ? "^T" : ""));
+                   unsigned seed, bool f32Out = false) {
+  SCOPED_TRACE(std::string(e.name) + " " + dtypeName(t) +
+               (f32Out ? " -> f32" : "") + " A " + formatShape(p.aShape) +
+               (p.ta ? "^T" : "") + " B " + formatShape(p.bShape) +
+               (p.tb ? "^T" : ""));
   int64_t na = 1;
   for (int64_t d : p.aShape)
     na *= d;
@@ -73,7 +76,7 @@ void checkEpilogue(const GemmEpilogueInfo &e, const Problem &p, DType t,
           ? std::vector<int64_t>(p.aShape.begin(), p.aShape.end() - 1)
           : std::vector<int64_t>{m};
   dShape.push_back(n);
-  std::vector<int32_t> in{A, B}, out{ts.add(t, dShape)};
+  std::vector<int32_t> in{A, B}, out{ts.add(f32Out ? DType::F32 : t, dShape)};
   if (e.bias)
     in.push_back(ts.add(t, {n}, std::vector<float>(x.begin(), x.begin() + n)));
   if (e.act == GemmAct::DgeluTanh)
@@ -131,11 +134,12 @@ void checkEpilogue(const GemmEpilogueInfo &e, const Problem &p, DType t,
   // f32 accumulation error, plus one rounding of the output; gelu's slope
   // is below 1.2, dgelu's below ~1.2 * |preact| + 1.
   double eps = t == DType::BF16 ? 1.0 / 256 : t == DType::F16 ? 1.0 / 2048 : 0;
+  double epsD = f32Out ? 0 : eps;
   std::vector<float> got = ts.get(out[0]);
   for (int64_t i = 0; i < m * n; ++i) {
     double slope =
         e.act == GemmAct::DgeluTanh ? 1.5 * (1 + std::fabs(x[i]) * 2) : 1.2;
-    double tol = 1e-5 * mag[i] * slope + eps * std::fabs(d[i]) + 1e-6;
+    double tol = 1e-5 * mag[i] * slope + epsD * std::fabs(d[i]) + 1e-6;
     ASSERT_NEAR(got[i], d[i], tol) << "D at " << i;
   }
   if (e.preactOut) {
@@ -209,6 +213,49 @@ TEST(GemmEpilogueKernel, BiasGradientIsReduceSumBitForBit) {
     ASSERT_EQ(floatBits(fused[i]), floatBits(plain[i])) << i;
 }
 
+// Weight gradients in f32 from 16-bit operands (what tcc-mixed-precision
+// makes for the optimizer): against the double reference with no output
+// rounding, and bit for bit the f32 kernel on the widened operands (the CPU
+// computes exactly that), so D equals the plain matmul's f32 output.
+TEST(GemmEpilogueKernel, WeightGradientsInF32From16BitOperands) {
+  const Problem lhsP{{37, 12}, {37, 20}, true, false};
+  const Problem rhsP{{37, 12}, {37, 20}, true, false};
+  unsigned seed = 500;
+  for (DType t : {DType::BF16, DType::F16}) {
+    checkEpilogue(*gemmEpilogueByName("bgrad_lhs"), lhsP, t, seed += 10, true);
+    checkEpilogue(*gemmEpilogueByName("bgrad_rhs"), rhsP, t, seed += 10, true);
+    for (const char *name : {"bgrad_lhs", "bgrad_rhs"}) {
+      SCOPED_TRACE(std::string(name) + " " + dtypeName(t));
+      const GemmEpilogueInfo &e = *gemmEpilogueByName(name);
+      Tensors ts;
+      int32_t A = ts.add(t, {37, 12}, test::normalValues(37 * 12, seed += 10));
+      int32_t B = ts.add(t, {37, 20}, test::normalValues(37 * 20, seed += 10));
+      int64_t len = e.bgrad == GemmBiasGrad::Lhs ? 12 : 20;
+      int32_t D = ts.add(DType::F32, {12, 20}), S = ts.add(DType::F32, {len});
+      ts.run(instr({A, B}, {D, S}, {1, 0, e.code}));
+      int32_t A32 = ts.as(DType::F32, A), B32 = ts.as(DType::F32, B);
+      int32_t D32 = ts.add(DType::F32, {12, 20}),
+              S32 = ts.add(DType::F32, {len});
+      ts.run(instr({A32, B32}, {D32, S32}, {1, 0, e.code}));
+      int32_t P = ts.add(DType::F32, {12, 20});
+      ts.run(instr({A, B}, {P}, {1, 0}, "matmul"));
+      std::vector<float> d = ts.get(D), d32 = ts.get(D32), pl = ts.get(P);
+      std::vector<float> sg = ts.get(S), s32 = ts.get(S32);
+      for (size_t i = 0; i < d.size(); ++i) {
+        ASSERT_EQ(floatBits(d[i]), floatBits(d32[i])) << "D at " << i;
+        ASSERT_EQ(floatBits(d[i]), floatBits(pl[i])) << "matmul at " << i;
+      }
+      // Not the 16-bit product widened: some element keeps more bits.
+      bool wider = false;
+      for (float v : d)
+        wider = wider || test::roundedTo({v}, t)[0] != v;
+      EXPECT_TRUE(wider);
+      for (size_t i = 0; i < sg.size(); ++i)
+        ASSERT_EQ(floatBits(sg[i]), floatBits(s32[i])) << "sum at " << i;
+    }
+  }
+}
+
 static std::string checkError(Tensors &ts, const Instr &in) {
   try {
     checkInstr(in, ts.infos);
@@ -271,5 +318,61 @@ TEST(GemmEpilogueKernel, MalformedInstrsAreRejected) {
   int64_t dgelu = gemmEpilogueByName("dgelu_tanh")->code;
   EXPECT_NE(checkError(ts, instr({A, B, bias}, {D}, {0, 0, dgelu}))
                 .find("expected [4,5]"),
+            std::string::npos);
+}
+
+// GEMMs with a 16-bit operand: the widened f32 check cannot see a mix, so
+// the element types are checked first (artifacts are untrusted). Only a
+// plain GEMM (matmul, bgrad_lhs, bgrad_rhs) of 16-bit operands may write f32.
+TEST(GemmEpilogueKernel, MixedElementTypesAreRejected) {
+  Tensors ts;
+  int32_t Ab = ts.add(DType::BF16, {4, 3}), Bb = ts.add(DType::BF16, {3, 5});
+  int32_t Bh = ts.add(DType::F16, {3, 5});
+  int32_t A = ts.add(DType::F32, {4, 3}), B = ts.add(DType::F32, {3, 5});
+  int32_t Db = ts.add(DType::BF16, {4, 5}), Dh = ts.add(DType::F16, {4, 5});
+  int32_t D = ts.add(DType::F32, {4, 5});
+  auto mm = [](std::vector<int32_t> in, std::vector<int32_t> out) {
+    return instr(in, out, {0, 0}, "matmul");
+  };
+  EXPECT_EQ(checkError(ts, mm({Ab, Bb}, {Db})), "");
+  EXPECT_EQ(checkError(ts, mm({Ab, Bb}, {D})), "");
+  EXPECT_EQ(checkError(ts, mm({A, B}, {D})), "");
+  EXPECT_NE(checkError(ts, mm({Ab, Bh}, {D}))
+                .find("the GEMM's operands must share one element type; input "
+                      "0 't0' is bf16, input 1 't2' f16"),
+            std::string::npos)
+      << checkError(ts, mm({Ab, Bh}, {D}));
+  EXPECT_NE(checkError(ts, mm({Ab, B}, {D})).find("must share one element"),
+            std::string::npos);
+  EXPECT_NE(checkError(ts, mm({Ab, Bb}, {Dh}))
+                .find("is f16; a bf16 GEMM writes bf16 or f32"),
+            std::string::npos)
+      << checkError(ts, mm({Ab, Bb}, {Dh}));
+  EXPECT_NE(checkError(ts, mm({A, B}, {Db})).find("a f32 GEMM writes f32"),
+            std::string::npos)
+      << checkError(ts, mm({A, B}, {Db}));
+
+  int64_t lhs = gemmEpilogueByName("bgrad_lhs")->code;
+  int64_t relu = gemmEpilogueByName("relu")->code;
+  int64_t bias = gemmEpilogueByName("bias")->code;
+  int32_t At = ts.add(DType::BF16, {3, 4});
+  int32_t S = ts.add(DType::F32, {4}), Sb = ts.add(DType::BF16, {4}),
+          Sh = ts.add(DType::F16, {4});
+  EXPECT_EQ(checkError(ts, instr({At, Bb}, {D, S}, {1, 0, lhs})), "");
+  EXPECT_EQ(checkError(ts, instr({At, Bb}, {D, Sb}, {1, 0, lhs})), "");
+  EXPECT_NE(checkError(ts, instr({At, Bb}, {D, Sh}, {1, 0, lhs}))
+                .find("a bias gradient has the operands' type bf16 or f32"),
+            std::string::npos);
+  EXPECT_NE(checkError(ts, instr({At, Bb}, {Dh, S}, {1, 0, lhs}))
+                .find("a bf16 GEMM with the bgrad_lhs epilogue writes bf16 "
+                      "or f32"),
+            std::string::npos);
+  EXPECT_NE(checkError(ts, instr({Ab, Bb}, {D}, {0, 0, relu}))
+                .find("a bf16 GEMM with the relu epilogue writes bf16"),
+            std::string::npos)
+      << checkError(ts, instr({Ab, Bb}, {D}, {0, 0, relu}));
+  int32_t biasF = ts.add(DType::F32, {5});
+  EXPECT_NE(checkError(ts, instr({Ab, Bb, biasF}, {Db}, {0, 0, bias}))
+                .find("the bias epilogue reads it in the operands' type bf16"),
             std::string::npos);
 }

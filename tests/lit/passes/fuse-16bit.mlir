@@ -91,3 +91,34 @@ func.func @stays_out(%x: tensor<4x32xbf16>, %i: tensor<4x32xi64>, %y: tensor<4x3
   %2 = tcc.cast %y : tensor<4x32xf32> -> tensor<4x32xf16>
   return %0, %1, %2 : tensor<4x32xbf16>, tensor<4x32xf32>, tensor<4x32xf16>
 }
+
+// -----
+
+// The forward widens the bf16 residual for its layer norm; the backward
+// (after the loss) reads the widening again: it gets its own cast inside its
+// region and reads the bf16 value, so that is what is kept across the loss.
+// A column sum (not fusible) keeps the f32 output.
+// CHECK-LABEL: func.func @widen_after_loss
+// CHECK: %[[F:.+]]:3 = tcc.fused({{.*}}) : {{.*}} -> (tensor<4x8xbf16>, tensor<4x8xf32>, tensor<4x8xbf16>)
+// CHECK: tcc.fused(%{{.+}}, %[[F]]#0) : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xf32>
+// CHECK-DAG: tcc.cast %{{.+}} : tensor<4x8xbf16> -> tensor<4x8xf32>
+// CHECK-DAG: tcc.mul
+// CHECK: tcc.reduce_sum %[[F]]#1
+func.func @widen_after_loss(%a: tensor<4x8xbf16>, %b: tensor<4x8xbf16>, %w: tensor<8xf32>, %bias: tensor<8xf32>, %m: tensor<8x8xbf16>, %labels: tensor<4xi64>)
+    -> (tensor<f32> {tcc.kind = "loss"}, tensor<4x8xf32>, tensor<8xf32>) {
+  %one = tcc.constant dense<1.000000e+00> : tensor<f32>
+  %x16 = tcc.add %a, %b : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
+  %x = tcc.cast %x16 : tensor<4x8xbf16> -> tensor<4x8xf32>
+  %y, %mean, %rstd = tcc.layer_norm %x, %w, %bias {axis = 1 : i64, epsilon = 1.0e-05 : f64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+  %y16 = tcc.cast %y : tensor<4x8xf32> -> tensor<4x8xbf16>
+  %p = tcc.matmul %y16, %m : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
+  %pf = tcc.cast %p : tensor<4x8xbf16> -> tensor<4x8xf32>
+  %l = tcc.softmax_cross_entropy %pf, %labels : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
+  %g = tcc.softmax_cross_entropy_grad %one, %pf, %labels : (tensor<f32>, tensor<4x8xf32>, tensor<4xi64>) -> tensor<4x8xf32>
+  %g16 = tcc.cast %g : tensor<4x8xf32> -> tensor<4x8xbf16>
+  %d = tcc.matmul %g16, %m : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
+  %df = tcc.cast %d : tensor<4x8xbf16> -> tensor<4x8xf32>
+  %z = tcc.mul %df, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %s = tcc.reduce_sum %x {axes = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
+  return %l, %z, %s : tensor<f32>, tensor<4x8xf32>, tensor<8xf32>
+}

@@ -197,3 +197,26 @@ func.func @offset_pad_bias_grad(%x: tensor<8x4xbf16>, %g: tensor<8x10xbf16>) -> 
   %dw = tcc.matmul %gp, %x {transpose_lhs = true} : (tensor<8x16xbf16>, tensor<8x4xbf16>) -> tensor<16x4xbf16>
   return %dw, %db : tensor<16x4xbf16>, tensor<10xf32>
 }
+
+// -----
+
+// Weight gradients that tcc-mixed-precision made write f32 from bf16
+// operands: the bias gradient folds in and the op keeps the f32 result. A
+// forward form does not take such a GEMM (its epilogue would run on the
+// 16-bit type): the f32 product and its f32 bias add stay as they are.
+
+// CHECK-LABEL: func.func @f32_weight_gradient
+// CHECK-SAME:    %[[X:[a-z0-9]+]]: tensor<8x4xbf16>, %[[W:[a-z0-9]+]]: tensor<16x4xbf16>, %[[B:[a-z0-9]+]]: tensor<16xf32>, %[[DZ:[a-z0-9]+]]: tensor<8x16xbf16>
+// CHECK:         %[[H:.+]] = tcc.matmul %[[X]], %[[W]] {transpose_rhs = true} : (tensor<8x4xbf16>, tensor<16x4xbf16>) -> tensor<8x16xf32>
+// CHECK-NEXT:    %[[S:.+]] = tcc.add %[[H]], %[[B]]
+// CHECK-NEXT:    %[[DW:.+]], %[[DB:.+]] = tcc.matmul_epilogue %[[DZ]], %[[X]] {epilogue = "bgrad_lhs", transpose_lhs = true} : (tensor<8x16xbf16>, tensor<8x4xbf16>) -> (tensor<16x4xf32>, tensor<16xf32>)
+// CHECK-NEXT:    return %[[S]], %[[DW]], %[[DB]]
+func.func @f32_weight_gradient(%x: tensor<8x4xbf16>, %w: tensor<16x4xbf16>, %b: tensor<16xf32>, %dz: tensor<8x16xbf16>)
+    -> (tensor<8x16xf32>, tensor<16x4xf32>, tensor<16xf32>) {
+  %h = tcc.matmul %x, %w {transpose_rhs = true} : (tensor<8x4xbf16>, tensor<16x4xbf16>) -> tensor<8x16xf32>
+  %s = tcc.add %h, %b : (tensor<8x16xf32>, tensor<16xf32>) -> tensor<8x16xf32>
+  %dzf = tcc.cast %dz : tensor<8x16xbf16> -> tensor<8x16xf32>
+  %db = tcc.reduce_sum %dzf {axes = array<i64: 0>} : tensor<8x16xf32> -> tensor<16xf32>
+  %dw = tcc.matmul %dz, %x {transpose_lhs = true} : (tensor<8x16xbf16>, tensor<8x4xbf16>) -> tensor<16x4xf32>
+  return %s, %dw, %db : tensor<8x16xf32>, tensor<16x4xf32>, tensor<16xf32>
+}

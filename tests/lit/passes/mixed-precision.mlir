@@ -51,8 +51,8 @@ module attributes {tcc.batch = 4 : i64} {
 // @train_step: parameters stay f32 and are cast where a GEMM reads them;
 // the constant a bf16 mul reads is rounded at compile time; the loss and
 // its gradient are f32; the backward's ReLU gradient and GEMM are bf16; the
-// bias gradient's reduction is f32; the weight gradient is cast up before
-// AdamW. No loss scaling for bf16.
+// bias gradient's reduction is f32; the weight gradient's GEMM writes f32
+// for AdamW (bf16 operands, no cast). No loss scaling for bf16.
 // BF16-LABEL: func.func @train_step
 // BF16-NOT:     loss_scale
 // BF16-DAG:     %[[HALFL:.+]] = tcc.constant dense<5.000000e-01> : tensor<4x3xbf16>
@@ -69,9 +69,9 @@ module attributes {tcc.batch = 4 : i64} {
 // BF16:         %[[DR:.+]] = tcc.relu_grad %[[DSL]], %[[ADD]] : tensor<4x3xbf16>
 // BF16:         %[[DRF:.+]] = tcc.cast %[[DR]] : tensor<4x3xbf16> -> tensor<4x3xf32>
 // BF16:         %[[DB:.+]] = tcc.reduce_sum %[[DRF]] {{.*}} : tensor<4x3xf32> -> tensor<3xf32>
-// BF16:         %[[DW:.+]] = tcc.matmul %[[DR]], {{.*}} -> tensor<3x8xbf16>
-// BF16:         %[[DWF:.+]] = tcc.cast %[[DW]] : tensor<3x8xbf16> -> tensor<3x8xf32>
-// BF16:         tcc.adamw_update %{{.+}}, %[[DWF]], {{.*}} : tensor<3x8xf32>, tensor<f32>
+// BF16:         %[[DW:.+]] = tcc.matmul %[[DR]], {{.*}} : (tensor<4x3xbf16>, tensor<4x8xbf16>) -> tensor<3x8xf32>
+// BF16-NOT:     tcc.cast %[[DW]]
+// BF16:         tcc.adamw_update %{{.+}}, %[[DW]], {{.*}} : tensor<3x8xf32>, tensor<f32>
 // BF16:         tcc.adamw_update %{{.+}}, %[[DB]], {{.*}} : tensor<3xf32>, tensor<f32>
 
 // fp16: the same casts to f16, plus dynamic loss scaling. The seed of the
@@ -236,3 +236,78 @@ module attributes {tcc.batch = 4 : i64} {
 // BF16-DAG:     %[[GZ:.+]] = tcc.softmax_cross_entropy_grad %{{.+}} -> tensor<4x3xf32>
 // BF16-DAG:     %[[ZS:.+]] = tcc.reduce_sum %[[GZ]] {axes = array<i64: 0>} : tensor<4x3xf32> -> tensor<3xf32>
 // BF16:         return %{{.+}}, %{{.+}}, %[[DB]], %[[XS]], %[[ZS]]
+
+// -----
+
+// Weight gradients straight from the GEMM in f32 (bf16) only where the
+// 16-bit product is read by nothing but its cast for an optimizer update or
+// the return: %dw1 (SGD) and %y (returned) are; %dw2's product also feeds
+// a 16-bit op (the cast stays), and %h's cast feeds the loss (the cast
+// joins the loss's fused region; an f32 product would be stored at twice
+// the bytes). fp16 keeps f16 products (an overflow must skip the step).
+module attributes {tcc.batch = 4 : i64} {
+  func.func @train_step(%x: tensor<4x8xf32> {tcc.kind = "input", tcc.name = "x"},
+                        %w: tensor<3x8xf32> {tcc.kind = "param", tcc.name = "w"},
+                        %v: tensor<3x8xf32> {tcc.kind = "param", tcc.name = "v"},
+                        %labels: tensor<4xi64> {tcc.kind = "input", tcc.name = "labels"})
+      -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"},
+          tensor<3x8xf32> {tcc.kind = "update", tcc.name = "w"},
+          tensor<3x8xf32> {tcc.kind = "update", tcc.name = "v"},
+          tensor<3x8xf32> {tcc.name = "dw2_relu"},
+          tensor<4x3xf32> {tcc.name = "y"}) {
+    %one = tcc.constant dense<1.000000e+00> : tensor<f32>
+    %h = tcc.matmul %x, %w {transpose_rhs = true} : (tensor<4x8xf32>, tensor<3x8xf32>) -> tensor<4x3xf32>
+    %l = tcc.softmax_cross_entropy %h, %labels : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
+    %g = tcc.softmax_cross_entropy_grad %one, %h, %labels : (tensor<f32>, tensor<4x3xf32>, tensor<4xi64>) -> tensor<4x3xf32>
+    %gr = tcc.relu %g : tensor<4x3xf32>
+    %dw1 = tcc.matmul %gr, %x {transpose_lhs = true} : (tensor<4x3xf32>, tensor<4x8xf32>) -> tensor<3x8xf32>
+    %dw2 = tcc.matmul %gr, %x {transpose_lhs = true} : (tensor<4x3xf32>, tensor<4x8xf32>) -> tensor<3x8xf32>
+    %r = tcc.relu %dw2 : tensor<3x8xf32>
+    %nw = tcc.sgd_update %w, %dw1 {lr = 1.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : tensor<3x8xf32>
+    %nv = tcc.sgd_update %v, %dw2 {lr = 1.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : tensor<3x8xf32>
+    %y = tcc.matmul %x, %v {transpose_rhs = true} : (tensor<4x8xf32>, tensor<3x8xf32>) -> tensor<4x3xf32>
+    return %l, %nw, %nv, %r, %y : tensor<f32>, tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>, tensor<4x3xf32>
+  }
+}
+
+// BF16-LABEL: func.func @train_step
+// BF16:         %[[H:.+]] = tcc.matmul {{.*}} -> tensor<4x3xbf16>
+// BF16:         %[[HF:.+]] = tcc.cast %[[H]] : tensor<4x3xbf16> -> tensor<4x3xf32>
+// BF16:         tcc.softmax_cross_entropy %[[HF]]
+// BF16:         %[[DW1:.+]] = tcc.matmul {{.*}} : (tensor<4x3xbf16>, tensor<4x8xbf16>) -> tensor<3x8xf32>
+// BF16:         %[[DW2:.+]] = tcc.matmul {{.*}} : (tensor<4x3xbf16>, tensor<4x8xbf16>) -> tensor<3x8xbf16>
+// BF16:         %[[DW2F:.+]] = tcc.cast %[[DW2]] : tensor<3x8xbf16> -> tensor<3x8xf32>
+// BF16:         tcc.relu %[[DW2]] : tensor<3x8xbf16>
+// BF16:         tcc.sgd_update %{{.+}}, %[[DW1]] {{.*}} : tensor<3x8xf32>
+// BF16:         tcc.sgd_update %{{.+}}, %[[DW2F]] {{.*}} : tensor<3x8xf32>
+// BF16:         %[[Y:.+]] = tcc.matmul {{.*}} : (tensor<4x8xbf16>, tensor<3x8xbf16>) -> tensor<4x3xf32>
+// BF16-NOT:     tcc.cast %[[Y]]
+// BF16:         return %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[Y]] :
+// FP16-LABEL: func.func @train_step
+// FP16:         %[[DW1:.+]] = tcc.matmul {{.*}} : (tensor<4x3xf16>, tensor<4x8xf16>) -> tensor<3x8xf16>
+// FP16:         tcc.cast %[[DW1]] : tensor<3x8xf16> -> tensor<3x8xf32>
+// FP16:         %[[Y:.+]] = tcc.matmul {{.*}} : (tensor<4x8xf16>, tensor<3x8xf16>) -> tensor<4x3xf16>
+// FP16:         tcc.cast %[[Y]] : tensor<4x3xf16> -> tensor<4x3xf32>
+
+// -----
+
+// Gradient accumulation: the micro-batch's weight gradient comes out of a
+// bf16 GEMM, but the sum into the f32 accumulator stays f32 (a bf16 running
+// sum would round every micro-step).
+module attributes {tcc.batch = 4 : i64} {
+  func.func @accumulate_step(%x: tensor<4x8xf32> {tcc.kind = "input", tcc.name = "x"},
+                             %dy: tensor<4x3xf32> {tcc.kind = "input", tcc.name = "dy"},
+                             %acc: tensor<3x8xf32> {tcc.kind = "state", tcc.name = "w.grad_acc"})
+      -> (tensor<3x8xf32> {tcc.kind = "update", tcc.name = "w.grad_acc"}) {
+    %g = tcc.matmul %dy, %x {transpose_lhs = true} : (tensor<4x3xf32>, tensor<4x8xf32>) -> tensor<3x8xf32>
+    %a = tcc.add %acc, %g : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+    return %a : tensor<3x8xf32>
+  }
+}
+
+// BF16-LABEL: func.func @accumulate_step
+// BF16-SAME:    %[[ACC:[^:]+]]: tensor<3x8xf32> {tcc.kind = "state", tcc.name = "w.grad_acc"}
+// BF16:         %[[G:.+]] = tcc.matmul {{.*}} -> tensor<3x8xbf16>
+// BF16:         %[[GF:.+]] = tcc.cast %[[G]] : tensor<3x8xbf16> -> tensor<3x8xf32>
+// BF16:         %[[A:.+]] = tcc.add %[[ACC]], %[[GF]] : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+// BF16:         return %[[A]]

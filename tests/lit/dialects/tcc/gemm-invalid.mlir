@@ -64,10 +64,43 @@ func.func @result_shape(%x: tensor<2x8x4xf32>, %w: tensor<4x16xf32>) -> tensor<1
 
 // -----
 
+// An f32 result from 16-bit operands is for the bias-gradient forms only.
 func.func @element_types(%x: tensor<8x4xbf16>, %w: tensor<4x16xbf16>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{'tcc.matmul_epilogue' op lhs, rhs and result must share an element type, got 'bf16', 'bf16' and 'f32'}}
+  // expected-error @+1 {{'tcc.matmul_epilogue' op the result's element type must be the operands' 'bf16' (or f32 with the bgrad_lhs and bgrad_rhs epilogues), got 'f32'}}
   %y = tcc.matmul_epilogue %x, %w {epilogue = "relu"} : (tensor<8x4xbf16>, tensor<4x16xbf16>) -> tensor<8x16xf32>
   return %y : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @bgrad_mixed_operands(%x: tensor<32x4xbf16>, %dy: tensor<32x16xf16>) -> (tensor<4x16xf32>, tensor<16xf32>) {
+  // expected-error @+1 {{'tcc.matmul_epilogue' op lhs and rhs must share an element type, got 'bf16' and 'f16'}}
+  %dw, %db = tcc.matmul_epilogue %x, %dy {epilogue = "bgrad_rhs", transpose_lhs = true} : (tensor<32x4xbf16>, tensor<32x16xf16>) -> (tensor<4x16xf32>, tensor<16xf32>)
+  return %dw, %db : tensor<4x16xf32>, tensor<16xf32>
+}
+
+// -----
+
+func.func @bgrad_f16_from_bf16(%x: tensor<32x4xbf16>, %dy: tensor<32x16xbf16>) -> (tensor<4x16xf16>, tensor<16xf32>) {
+  // expected-error @+1 {{'tcc.matmul_epilogue' op the result's element type must be the operands' 'bf16' (or f32 with the bgrad_lhs and bgrad_rhs epilogues), got 'f16'}}
+  %dw, %db = tcc.matmul_epilogue %x, %dy {epilogue = "bgrad_rhs", transpose_lhs = true} : (tensor<32x4xbf16>, tensor<32x16xbf16>) -> (tensor<4x16xf16>, tensor<16xf32>)
+  return %dw, %db : tensor<4x16xf16>, tensor<16xf32>
+}
+
+// -----
+
+func.func @bgrad_bf16_from_f32(%x: tensor<32x4xf32>, %dy: tensor<32x16xf32>) -> (tensor<4x16xbf16>, tensor<16xf32>) {
+  // expected-error @+1 {{'tcc.matmul_epilogue' op the result's element type must be the operands' 'f32', got 'bf16'}}
+  %dw, %db = tcc.matmul_epilogue %x, %dy {epilogue = "bgrad_rhs", transpose_lhs = true} : (tensor<32x4xf32>, tensor<32x16xf32>) -> (tensor<4x16xbf16>, tensor<16xf32>)
+  return %dw, %db : tensor<4x16xbf16>, tensor<16xf32>
+}
+
+// -----
+
+func.func @bgrad_f16_aux(%x: tensor<32x4xbf16>, %dy: tensor<32x16xbf16>) -> (tensor<4x16xf32>, tensor<16xf16>) {
+  // expected-error @+1 {{'tcc.matmul_epilogue' op the bias gradient must be 'tensor<16xbf16>' or 'tensor<16xf32>', got 'tensor<16xf16>'}}
+  %dw, %db = tcc.matmul_epilogue %x, %dy {epilogue = "bgrad_rhs", transpose_lhs = true} : (tensor<32x4xbf16>, tensor<32x16xbf16>) -> (tensor<4x16xf32>, tensor<16xf16>)
+  return %dw, %db : tensor<4x16xf32>, tensor<16xf16>
 }
 
 // -----

@@ -20,12 +20,20 @@ func.func @forward(%x: tensor<2x8x4xf32>, %w: tensor<16x4xf32>, %b: tensor<16xf3
 // CHECK: %{{.+}}, %{{.+}} = tcc.matmul_epilogue %{{.+}}, %{{.+}} {epilogue = "bgrad_rhs", transpose_lhs = true} : (tensor<32x4xbf16>, tensor<32x16xbf16>) -> (tensor<4x16xbf16>, tensor<16xf32>)
 // CHECK: %{{.+}}, %{{.+}} = tcc.matmul_epilogue %{{.+}}, %{{.+}} {epilogue = "bgrad_lhs", transpose_lhs = true} : (tensor<32x16xf32>, tensor<32x4xf32>) -> (tensor<16x4xf32>, tensor<16xf32>)
 // CHECK: %{{.+}}, %{{.+}} = tcc.matmul_epilogue %{{.+}}, %{{.+}} preact %{{.+}} {epilogue = "dgelu_tanh_bgrad", transpose_rhs = true} : (tensor<2x8x4xf32>, tensor<16x4xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<16xf32>)
+// CHECK: %{{.+}}, %{{.+}} = tcc.matmul_epilogue %{{.+}}, %{{.+}} {epilogue = "bgrad_rhs", transpose_lhs = true} : (tensor<32x4xbf16>, tensor<32x16xbf16>) -> (tensor<4x16xf32>, tensor<16xf32>)
+// CHECK: %{{.+}}, %{{.+}} = tcc.matmul_epilogue %{{.+}}, %{{.+}} {epilogue = "bgrad_lhs", transpose_lhs = true} : (tensor<32x16xf16>, tensor<32x4xf16>) -> (tensor<16x4xf32>, tensor<16xf16>)
 func.func @backward(%x: tensor<32x4xbf16>, %dy: tensor<32x16xbf16>,
                     %x2: tensor<32x4xf32>, %dy2: tensor<32x16xf32>,
                     %g: tensor<2x8x4xf32>, %w: tensor<16x4xf32>, %z: tensor<2x8x16xf32>)
-    -> (tensor<4x16xbf16>, tensor<16xf32>, tensor<16x4xf32>, tensor<16xf32>, tensor<2x8x16xf32>, tensor<16xf32>) {
+    -> (tensor<4x16xbf16>, tensor<16xf32>, tensor<16x4xf32>, tensor<16xf32>, tensor<2x8x16xf32>, tensor<16xf32>,
+        tensor<4x16xf32>, tensor<16xf32>, tensor<16x4xf32>, tensor<16xf16>) {
   %dw, %db = tcc.matmul_epilogue %x, %dy {epilogue = "bgrad_rhs", transpose_lhs = true} : (tensor<32x4xbf16>, tensor<32x16xbf16>) -> (tensor<4x16xbf16>, tensor<16xf32>)
   %dw2, %db2 = tcc.matmul_epilogue %dy2, %x2 {epilogue = "bgrad_lhs", transpose_lhs = true} : (tensor<32x16xf32>, tensor<32x4xf32>) -> (tensor<16x4xf32>, tensor<16xf32>)
   %dx, %db3 = tcc.matmul_epilogue %g, %w preact %z {epilogue = "dgelu_tanh_bgrad", transpose_rhs = true} : (tensor<2x8x4xf32>, tensor<16x4xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<16xf32>)
-  return %dw, %db, %dw2, %db2, %dx, %db3 : tensor<4x16xbf16>, tensor<16xf32>, tensor<16x4xf32>, tensor<16xf32>, tensor<2x8x16xf32>, tensor<16xf32>
+  // Weight gradients in f32 from 16-bit operands.
+  %dw4, %db4 = tcc.matmul_epilogue %x, %dy {epilogue = "bgrad_rhs", transpose_lhs = true} : (tensor<32x4xbf16>, tensor<32x16xbf16>) -> (tensor<4x16xf32>, tensor<16xf32>)
+  %dyh = tcc.cast %dy2 : tensor<32x16xf32> -> tensor<32x16xf16>
+  %xh = tcc.cast %x2 : tensor<32x4xf32> -> tensor<32x4xf16>
+  %dw5, %db5 = tcc.matmul_epilogue %dyh, %xh {epilogue = "bgrad_lhs", transpose_lhs = true} : (tensor<32x16xf16>, tensor<32x4xf16>) -> (tensor<16x4xf32>, tensor<16xf16>)
+  return %dw, %db, %dw2, %db2, %dx, %db3, %dw4, %db4, %dw5, %db5 : tensor<4x16xbf16>, tensor<16xf32>, tensor<16x4xf32>, tensor<16xf32>, tensor<2x8x16xf32>, tensor<16xf32>, tensor<4x16xf32>, tensor<16xf32>, tensor<16x4xf32>, tensor<16xf16>
 }

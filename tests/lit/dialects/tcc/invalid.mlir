@@ -27,6 +27,43 @@ func.func @matmul_wrong_result(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>) -> tens
 
 // -----
 
+// Only 16-bit operands may have an f32 result; nothing else changes type.
+func.func @matmul_f16_from_bf16(%a: tensor<4x8xbf16>, %b: tensor<8x3xbf16>) -> tensor<4x3xf16> {
+  // expected-error @+2 {{inferred type(s) 'tensor<4x3xbf16>' are incompatible with return type(s) of operation 'tensor<4x3xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tcc.matmul %a, %b : (tensor<4x8xbf16>, tensor<8x3xbf16>) -> tensor<4x3xf16>
+  return %0 : tensor<4x3xf16>
+}
+
+// -----
+
+func.func @matmul_bf16_from_f32(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>) -> tensor<4x3xbf16> {
+  // expected-error @+2 {{inferred type(s) 'tensor<4x3xf32>' are incompatible with return type(s) of operation 'tensor<4x3xbf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tcc.matmul %a, %b : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xbf16>
+  return %0 : tensor<4x3xbf16>
+}
+
+// -----
+
+func.func @matmul_f32_result_shape(%a: tensor<4x8xbf16>, %b: tensor<8x3xbf16>) -> tensor<4x4xf32> {
+  // expected-error @+2 {{inferred type(s) 'tensor<4x3xbf16>' are incompatible with return type(s) of operation 'tensor<4x4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tcc.matmul %a, %b : (tensor<4x8xbf16>, tensor<8x3xbf16>) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @matmul_mixed_operands(%a: tensor<4x8xbf16>, %b: tensor<8x3xf16>) -> tensor<4x3xf32> {
+  // expected-error @+2 {{tcc.matmul: element types differ ('bf16' vs 'f16')}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tcc.matmul %a, %b : (tensor<4x8xbf16>, tensor<8x3xf16>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
 func.func @add_not_broadcastable(%a: tensor<4x8xf32>, %b: tensor<3xf32>) -> tensor<4x8xf32> {
   // expected-error @+2 {{tcc.add: shapes [4,8] and [3] do not broadcast}}
   // expected-error @+1 {{failed to infer returned types}}

@@ -32,6 +32,18 @@ func.func @matmul(%x: tensor<32x64xf32>, %w: tensor<10x64xf32>,
   return %y, %g, %z : tensor<32x10xf32>, tensor<64x64xf32>, tensor<2x3x5xf32>
 }
 
+// 16-bit operands may write the f32 accumulator (weight gradients).
+// CHECK-LABEL: func.func @matmul_f32_result
+// CHECK: tcc.matmul %{{.+}}, %{{.+}} {transpose_lhs = true} : (tensor<32x10xbf16>, tensor<32x64xbf16>) -> tensor<10x64xf32>
+// CHECK: tcc.matmul %{{.+}}, %{{.+}} : (tensor<2x3x4xf16>, tensor<4x5xf16>) -> tensor<2x3x5xf32>
+func.func @matmul_f32_result(%dy: tensor<32x10xbf16>, %x: tensor<32x64xbf16>,
+                             %a: tensor<2x3x4xf16>, %b: tensor<4x5xf16>)
+    -> (tensor<10x64xf32>, tensor<2x3x5xf32>) {
+  %dw = tcc.matmul %dy, %x {transpose_lhs = true} : (tensor<32x10xbf16>, tensor<32x64xbf16>) -> tensor<10x64xf32>
+  %z = tcc.matmul %a, %b : (tensor<2x3x4xf16>, tensor<4x5xf16>) -> tensor<2x3x5xf32>
+  return %dw, %z : tensor<10x64xf32>, tensor<2x3x5xf32>
+}
+
 // CHECK-LABEL: func.func @elementwise
 // CHECK-SAME: (%[[A:.+]]: tensor<32x10xf32>, %[[B:.+]]: tensor<10xf32>)
 func.func @elementwise(%a: tensor<32x10xf32>, %b: tensor<10xf32>) -> tensor<32x10xf32> {
