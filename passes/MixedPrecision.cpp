@@ -258,7 +258,13 @@ void gemmsWriteF32Gradients(Block &body, FloatType low) {
     if (auto c = dyn_cast<CastOp>(op))
       casts.push_back(c);
   for (CastOp c : casts) {
-    auto mm = c.getInput().getDefiningOp<MatmulOp>();
+    // A padded weight's gradient reaches its cast through the slice that
+    // drops tcc-pad-shapes' rows: the slice moves f32 then.
+    auto slice = c.getInput().getDefiningOp<SliceOp>();
+    if (slice && !slice.getResult().hasOneUse())
+      slice = nullptr;
+    auto mm =
+        (slice ? slice.getInput() : c.getInput()).getDefiningOp<MatmulOp>();
     if (!mm || !mm.getResult().hasOneUse() ||
         floatElement(mm.getType()) != low ||
         floatElement(mm.getLhs().getType()) != low ||
@@ -267,8 +273,11 @@ void gemmsWriteF32Gradients(Block &body, FloatType low) {
           return readsGradientInF32(u, c.getResult());
         }))
       continue;
-    mm.getResult().setType(c.getType());
-    c.getResult().replaceAllUsesWith(mm.getResult());
+    Type f32 = floatElement(c.getType());
+    mm.getResult().setType(withElement(mm.getType(), f32));
+    if (slice)
+      slice.getResult().setType(c.getType());
+    c.getResult().replaceAllUsesWith(c.getInput());
     c->erase();
   }
 }

@@ -311,3 +311,24 @@ module attributes {tcc.batch = 4 : i64} {
 // BF16:         %[[GF:.+]] = tcc.cast %[[G]] : tensor<3x8xbf16> -> tensor<3x8xf32>
 // BF16:         %[[A:.+]] = tcc.add %[[ACC]], %[[GF]] : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
 // BF16:         return %[[A]]
+
+// -----
+
+// A padded weight's gradient (tcc-pad-shapes' rows dropped by a slice) is
+// written in f32 by its GEMM too; the slice then moves f32.
+module attributes {tcc.batch = 4 : i64} {
+  func.func @train_step(%x: tensor<4x8xf32> {tcc.kind = "input", tcc.name = "x"},
+                        %g: tensor<4x16xf32> {tcc.kind = "input", tcc.name = "g"},
+                        %w: tensor<10x8xf32> {tcc.kind = "param", tcc.name = "w"})
+      -> (tensor<10x8xf32> {tcc.kind = "update", tcc.name = "w"}) {
+    %dwp = tcc.matmul %g, %x {transpose_lhs = true} : (tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
+    %dw = tcc.slice %dwp {sizes = array<i64: 10, 8>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<16x8xf32> -> tensor<10x8xf32>
+    %new = tcc.sgd_update %w, %dw {lr = 1.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : tensor<10x8xf32>
+    return %new : tensor<10x8xf32>
+  }
+}
+
+// BF16-LABEL: func.func @train_step
+// BF16:         %[[DWP:.+]] = tcc.matmul %{{.+}}, %{{.+}} {transpose_lhs = true} : (tensor<4x16xbf16>, tensor<4x8xbf16>) -> tensor<16x8xf32>
+// BF16-NEXT:    %[[DW:.+]] = tcc.slice %[[DWP]] {{.*}} : tensor<16x8xf32> -> tensor<10x8xf32>
+// BF16-NEXT:    tcc.sgd_update %{{.+}}, %[[DW]]
