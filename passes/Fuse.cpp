@@ -195,7 +195,7 @@ struct Clusters {
 /// slice or pad), which the copy, slice and cast kernels do as well.
 static bool worthGenerating(ArrayRef<Operation *> ops) {
   return llvm::any_of(ops, [](Operation *op) {
-    return !isa<ReshapeOp, BroadcastToOp, CastOp, SliceOp, SliceGradOp>(op);
+    return !isDataMovement(op) && !isa<CastOp>(op);
   });
 }
 
@@ -303,13 +303,6 @@ static void dropEscapingReshapes(SmallVector<Operation *> &members) {
   });
 }
 
-/// Whether `c` widens bf16 or f16 to f32 (exact).
-static bool isExactWidening(CastOp c) {
-  Type from = cast<RankedTensorType>(c.getInput().getType()).getElementType();
-  Type to = cast<RankedTensorType>(c.getResult().getType()).getElementType();
-  return (from.isBF16() || from.isF16()) && to.isF32();
-}
-
 /// An exact widening of a 16-bit value that the forward computes in a
 /// fusible op and the backward reads again is recomputed right before each
 /// fusible reader after the loss, so it fuses into that reader's region:
@@ -326,7 +319,7 @@ static void widenAtEachReader(func::FuncOp fn, Operation *lossOp,
   SmallVector<CastOp> casts;
   fn.walk([&](CastOp c) {
     Operation *def = c.getInput().getDefiningOp();
-    if (isExactWidening(c) && def && classify(def) != OpKind::None &&
+    if (c.isExactWidening() && def && classify(def) != OpKind::None &&
         c->getBlock() == lossOp->getBlock() && c->isBeforeInBlock(lossOp))
       casts.push_back(c);
   });

@@ -74,15 +74,6 @@ static RankedTensorType typeOf(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
 
-/// The value of a splat float constant, or nullopt.
-static std::optional<double> splatValue(Value v) {
-  DenseElementsAttr attr;
-  if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.isSplat() ||
-      !isa<FloatType>(attr.getElementType()))
-    return std::nullopt;
-  return attr.getSplatValue<APFloat>().convertToDouble();
-}
-
 /// If `v` is `x * c`, `c * x` or `x / c` with a finite, non-zero splat
 /// constant c that does not widen x, returns x and multiplies `scale` by c
 /// (or 1/c). Null otherwise.
@@ -91,14 +82,14 @@ static Value peelFactor(Value v, double &scale) {
   if (auto mul = dyn_cast_or_null<MulOp>(def)) {
     for (auto [x, c] : {std::pair{mul.getLhs(), mul.getRhs()},
                         std::pair{mul.getRhs(), mul.getLhs()}}) {
-      std::optional<double> f = splatValue(c);
+      std::optional<double> f = splatFloat(c);
       if (f && std::isfinite(*f) && *f != 0 && x.getType() == v.getType()) {
         scale *= *f;
         return x;
       }
     }
   } else if (auto div = dyn_cast_or_null<DivOp>(def)) {
-    std::optional<double> f = splatValue(div.getRhs());
+    std::optional<double> f = splatFloat(div.getRhs());
     if (f && std::isfinite(*f) && *f != 0 &&
         div.getLhs().getType() == v.getType()) {
       scale /= *f;

@@ -111,18 +111,15 @@ static bool isViewSlice(SliceOp s) {
          llvm::all_of(s.getSteps(), [](int64_t v) { return v > 0; });
 }
 
+bool fusion::isDataMovement(Operation *op) {
+  return isa<ReshapeOp, BroadcastToOp, SliceOp, SliceGradOp>(op);
+}
+
 int64_t fusion::padOf(Operation *op) {
   auto p = dyn_cast<SliceGradOp>(op);
-  if (!p)
+  if (!p || !p.padsLastAxisOnly())
     return 0;
   ArrayRef<int64_t> gs = shapeOf(p.getGrad()), rs = shapeOf(p.getResult());
-  size_t rank = gs.size();
-  if (rank < 1 || rs.size() != rank || p.getStarts().size() != rank ||
-      p.getSteps().size() != rank ||
-      !llvm::all_of(p.getStarts(), [](int64_t v) { return v == 0; }) ||
-      !llvm::all_of(p.getSteps(), [](int64_t v) { return v == 1; }) ||
-      gs.drop_back() != rs.drop_back())
-    return 0;
   // pad <= cols: the element-wise CUDA mapping has the thread of column j
   // also zero column cols + j. Rows of one column stay kernels (their
   // values are row scalars, not vectors, in generated code).

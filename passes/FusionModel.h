@@ -81,6 +81,11 @@ enum class Layout {
 };
 FailureOr<Layout> resultLayout(Operation *op, unsigned i, Domain d);
 
+/// Pure data movement in a region (reshape, broadcast_to, slice and a pad):
+/// no arithmetic of its own, so it neither names a region nor makes one
+/// worth a generated kernel.
+bool isDataMovement(Operation *op);
+
 /// The zero columns a last-axis pad (tcc.slice_grad) adds to each row; 0
 /// for any other op, or a slice_grad that is not such a pad.
 int64_t padOf(Operation *op);

@@ -92,11 +92,8 @@ static bool isTanhGelu(Operation *op) {
 
 /// `v` without exact f32 widenings (bf16/f16 -> f32 casts).
 static Value stripWidening(Value v) {
-  if (auto c = v.getDefiningOp<CastOp>())
-    if (typeOf(v).getElementType().isF32() &&
-        (typeOf(c.getInput()).getElementType().isBF16() ||
-         typeOf(c.getInput()).getElementType().isF16()))
-      return c.getInput();
+  if (auto c = v.getDefiningOp<CastOp>(); c && c.isExactWidening())
+    return c.getInput();
   return v;
 }
 
@@ -115,17 +112,8 @@ static Value stripReshapes(Value v) {
 /// Whether `r` is a bias gradient: a sum over every axis but the last,
 /// without keepdims, of an f32 or GEMM-typed tensor.
 static bool isBiasGradSum(ReduceSumOp r) {
-  auto in = typeOf(r.getInput());
-  if (r.getKeepdims() || in.getRank() < 2 ||
-      !isGemmType(typeOf(r.getResult()).getElementType()))
-    return false;
-  ArrayRef<int64_t> axes = r.getAxes();
-  if ((int64_t)axes.size() != in.getRank() - 1)
-    return false;
-  for (auto [i, a] : llvm::enumerate(axes))
-    if (a != (int64_t)i)
-      return false;
-  return true;
+  return r.sumsAllButLastAxis() &&
+         isGemmType(typeOf(r.getResult()).getElementType());
 }
 
 /// Erases `op` and then every op that fed only it, as far as they are
@@ -360,20 +348,6 @@ void GemmEpiloguePass::fuseForward(MatmulOp mm) {
     o->erase();
 }
 
-/// Whether `p` is a zero pad of the last axis only (tcc-pad-shapes' GEMM
-/// operands): zero starts, unit steps, every other dimension kept.
-static bool padsLastAxisOnly(SliceGradOp p) {
-  auto in = typeOf(p.getGrad()), out = typeOf(p.getResult());
-  int64_t rank = in.getRank();
-  if (rank < 1)
-    return false;
-  for (int64_t i = 0; i < rank; ++i)
-    if (p.getStarts()[i] != 0 || p.getSteps()[i] != 1 ||
-        (i + 1 < rank && in.getShape()[i] != out.getShape()[i]))
-      return false;
-  return true;
-}
-
 void GemmEpiloguePass::fuseBiasGrad(ReduceSumOp r) {
   Value dy = stripReshapes(stripWidening(r.getInput()));
   auto rt = typeOf(r.getResult());
@@ -382,7 +356,7 @@ void GemmEpiloguePass::fuseBiasGrad(ReduceSumOp r) {
   // either with the same last dimension, as a 2-D GEMM reads them.
   SmallVector<Value> views{dy};
   for (Operation *u : dy.getUsers())
-    if (auto p = dyn_cast<SliceGradOp>(u); p && padsLastAxisOnly(p))
+    if (auto p = dyn_cast<SliceGradOp>(u); p && p.padsLastAxisOnly())
       views.push_back(p.getResult());
   for (size_t i = 0, e = views.size(); i < e; ++i)
     for (Operation *u : views[i].getUsers())

@@ -205,30 +205,28 @@ bool isLossGradient(Value v) {
 void biasGradsFromLow(Block &body, Caster &caster, FloatType low) {
   for (Operation &op : body) {
     auto r = dyn_cast<ReduceSumOp>(op);
-    if (!r || r.getKeepdims() || !isLossGradient(r.getInput()))
+    if (!r || !isLossGradient(r.getInput()))
       continue;
-    auto in = cast<RankedTensorType>(r.getInput().getType());
-    if (in.getRank() < 2 || !in.getElementType().isF32() ||
-        r.getAxes().size() != static_cast<size_t>(in.getRank() - 1) ||
-        r.getAxes().back() != in.getRank() - 2 ||
+    if (!r.sumsAllButLastAxis() ||
+        !floatElement(r.getInput().getType()).isF32() ||
         !readLowByGemm(r.getInput(), low))
       continue;
     r.getInputMutable().assign(caster.toF32(caster.toLow(r.getInput())));
   }
 }
 
-/// Whether `u` reads a parameter gradient as the optimizer's input or
-/// returns it (a program output, stored in f32 whatever computes it).
+bool isOptimizerUpdate(Operation *op) {
+  return isa<SgdUpdateOp, SgdMomentumUpdateOp, AdamWUpdateOp>(op);
+}
+
+/// Whether `u` reads a parameter gradient as the optimizer's input (operand
+/// 1 of every update op, the parameter being operand 0) or returns it (a
+/// program output, stored in f32 whatever computes it).
 bool readsGradientInF32(Operation *u, Value grad) {
   if (isa<func::ReturnOp>(u))
     return true;
-  if (auto s = dyn_cast<SgdUpdateOp>(u))
-    return s.getGrad() == grad && s.getParam() != grad;
-  if (auto s = dyn_cast<SgdMomentumUpdateOp>(u))
-    return s.getGrad() == grad && s.getParam() != grad;
-  if (auto s = dyn_cast<AdamWUpdateOp>(u))
-    return s.getGrad() == grad && s.getParam() != grad;
-  return false;
+  return isOptimizerUpdate(u) && u->getOperand(1) == grad &&
+         u->getOperand(0) != grad;
 }
 
 /// Weight gradients straight from their GEMM in f32 (stage 1's last step,
@@ -282,6 +280,15 @@ void gemmsWriteF32Gradients(Block &body, FloatType low) {
   }
 }
 
+StringRef attrString(func::FuncOp fn, bool result, unsigned i, StringRef name) {
+  DictionaryAttr d = result ? fn.getResultAttrDict(i) : fn.getArgAttrDict(i);
+  if (!d)
+    return {};
+  if (auto s = d.getAs<StringAttr>(name))
+    return s.getValue();
+  return {};
+}
+
 /// Whether `op` adds into a gradient accumulator (`<p>.grad_acc`, the f32
 /// state tcc-accumulate-gradients sums the micro-batches' gradients in):
 /// that sum stays f32, as the master weights do, or every micro-step would
@@ -291,10 +298,9 @@ bool addsToAccumulator(func::FuncOp fn, Operation *op) {
     return false;
   return llvm::any_of(op->getOperands(), [&](Value v) {
     auto a = dyn_cast<BlockArgument>(v);
-    if (!a || a.getOwner()->getParentOp() != fn)
-      return false;
-    auto name = fn.getArgAttrOfType<StringAttr>(a.getArgNumber(), "tcc.name");
-    return name && name.getValue().ends_with(".grad_acc");
+    return a && a.getOwner()->getParentOp() == fn &&
+           attrString(fn, false, a.getArgNumber(), "tcc.name")
+               .ends_with(".grad_acc");
   });
 }
 
@@ -334,15 +340,6 @@ void lowerPrecision(func::FuncOp fn, FloatType low) {
     if (use.get().getType() != fn.getResultTypes()[use.getOperandNumber()])
       use.set(caster.toF32(use.get()));
   gemmsWriteF32Gradients(body, low);
-}
-
-StringRef attrString(func::FuncOp fn, bool result, unsigned i, StringRef name) {
-  DictionaryAttr d = result ? fn.getResultAttrDict(i) : fn.getArgAttrDict(i);
-  if (!d)
-    return {};
-  if (auto s = d.getAs<StringAttr>(name))
-    return s.getValue();
-  return {};
 }
 
 /// Appends a scalar f32 state argument named `name` (starting at `init`
@@ -412,10 +409,6 @@ LogicalResult scaleSeed(func::FuncOp fn, double initScale) {
   Value seed = grad->getOperand(0);
   grad->setOperand(0, MulOp::create(b, grad->getLoc(), seed, scale));
   return success();
-}
-
-bool isOptimizerUpdate(Operation *op) {
-  return isa<SgdUpdateOp, SgdMomentumUpdateOp, AdamWUpdateOp>(op);
 }
 
 /// Stage 2b: unscales the gradients the optimizer reads, skips the update of

@@ -434,8 +434,7 @@ std::string regionName(FusedOp f) {
   llvm::SmallVector<StringRef> seen;
   for (Operation &inner : f.getBody().front().without_terminator()) {
     StringRef n = inner.getName().stripDialect();
-    if (isa<ConstantOp, ReshapeOp, BroadcastToOp, SliceOp, SliceGradOp>(
-            inner) ||
+    if (isa<ConstantOp>(inner) || isDataMovement(&inner) ||
         llvm::is_contained(seen, n))
       continue;
     seen.push_back(n);

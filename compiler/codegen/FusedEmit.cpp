@@ -230,7 +230,7 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
   // A rough cost per element, for the runtime's choice of threads.
   int64_t work = 0;
   for (Operation &o : body.without_terminator()) {
-    if (isa<ConstantOp, ReshapeOp, BroadcastToOp, SliceOp, SliceGradOp>(o))
+    if (isa<ConstantOp>(o) || isDataMovement(&o))
       continue;
     bool heavy =
         isa<ExpOp, LogOp, TanhOp, SigmoidOp, ErfOp, ErfGradOp, PowOp,

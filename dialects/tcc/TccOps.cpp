@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -409,3 +410,23 @@ LogicalResult MseLossGradOp::inferReturnTypes(
 
 #define GET_OP_CLASSES
 #include "dialects/tcc/TccOps.cpp.inc"
+
+bool ReduceSumOp::sumsAllButLastAxis() {
+  int64_t rank = cast<RankedTensorType>(getInput().getType()).getRank();
+  ArrayRef<int64_t> axes = getAxes();
+  if (getKeepdims() || rank < 2 ||
+      static_cast<int64_t>(axes.size()) != rank - 1)
+    return false;
+  for (auto [i, a] : llvm::enumerate(axes))
+    if (a != static_cast<int64_t>(i))
+      return false;
+  return true;
+}
+
+std::optional<double> mlir::tcc::splatFloat(Value v) {
+  DenseElementsAttr attr;
+  if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.isSplat() ||
+      !isa<FloatType>(attr.getElementType()))
+    return std::nullopt;
+  return attr.getSplatValue<APFloat>().convertToDouble();
+}

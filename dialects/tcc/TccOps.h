@@ -11,6 +11,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <optional>
+
 #define GET_OP_CLASSES
 #include "dialects/tcc/TccOps.h.inc"
 
@@ -25,6 +27,10 @@ FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
 /// `target` exactly (gradient rules of broadcasting ops).
 Value reduceToType(OpBuilder &b, Location loc, Value grad,
                    RankedTensorType target);
+
+/// The value of a splat float constant, or nullopt (pattern matching of
+/// scale factors and exporters' constants).
+std::optional<double> splatFloat(Value v);
 
 } // namespace mlir::tcc
 

@@ -210,6 +210,11 @@ class Tcc_ReduceOp<string mnemonic, string what> : Tcc_DiffOp<mnemonic> {
 
 def Tcc_ReduceSumOp : Tcc_ReduceOp<"reduce_sum", "Sum"> {
   let hasCanonicalizer = 1;
+  let extraClassDeclaration = [{
+    /// Whether it sums every axis but the last, without keepdims: a column
+    /// sum, such as a bias gradient (TccOps.cpp).
+    bool sumsAllButLastAxis();
+  }];
 }
 def Tcc_ReduceMeanOp : Tcc_ReduceOp<"reduce_mean", "Mean">;
 

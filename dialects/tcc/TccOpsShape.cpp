@@ -227,6 +227,16 @@ OpFoldResult SliceGradOp::fold(FoldAdaptor) {
   return {};
 }
 
+bool SliceGradOp::padsLastAxisOnly() {
+  ArrayRef<int64_t> in = rankedType(getGrad()).getShape(),
+                    out = rankedType(getResult()).getShape();
+  if (in.empty() || out.size() != in.size())
+    return false;
+  return llvm::all_of(getStarts(), [](int64_t v) { return v == 0; }) &&
+         llvm::all_of(getSteps(), [](int64_t v) { return v == 1; }) &&
+         in.drop_back() == out.drop_back();
+}
+
 //===----------------------------------------------------------------------===//
 // Where, equal, cast
 //===----------------------------------------------------------------------===//
@@ -270,17 +280,19 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
+bool CastOp::isExactWidening() {
+  Type from = rankedType(getInput()).getElementType();
+  Type to = rankedType(getResult()).getElementType();
+  return (from.isBF16() || from.isF16()) && to.isF32();
+}
+
 OpFoldResult CastOp::fold(FoldAdaptor) {
   if (getInput().getType() == getType())
     return getInput();
-  // narrow(widen(x)) with x's type back: widening a bf16 or f16 value to
-  // f32 is exact, so rounding it back gives x.
-  if (auto up = getInput().getDefiningOp<CastOp>()) {
-    Type x = rankedType(up.getInput()).getElementType();
-    Type mid = rankedType(up.getResult()).getElementType();
-    if (up.getInput().getType() == getType() && (x.isBF16() || x.isF16()) &&
-        mid.isF32())
+  // narrow(widen(x)) with x's type back: the widening is exact, so rounding
+  // it back gives x.
+  if (auto up = getInput().getDefiningOp<CastOp>())
+    if (up.isExactWidening() && up.getInput().getType() == getType())
       return up.getInput();
-  }
   return {};
 }

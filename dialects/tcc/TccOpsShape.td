@@ -117,6 +117,11 @@ def Tcc_SliceGradOp : Tcc_InferOp<"slice_grad"> {
   let assemblyFormat = "$grad attr-dict `:` type($grad) `->` type($result)";
   let hasFolder = 1;
   let hasCanonicalizer = 1;
+  let extraClassDeclaration = [{
+    /// Whether it is a zero pad at the end of the last axis only: zero
+    /// starts, unit steps, every other dimension kept (TccOpsShape.cpp).
+    bool padsLastAxisOnly();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -175,6 +180,11 @@ def Tcc_CastOp : Tcc_Op<"cast", [Pure]> {
   let hasVerifier = 1;
   let hasFolder = 1;
   let hasCanonicalizer = 1;
+  let extraClassDeclaration = [{
+    /// Whether it widens bf16 or f16 to f32, which is exact
+    /// (TccOpsShape.cpp).
+    bool isExactWidening();
+  }];
 }
 
 #endif // TCC_OPS_SHAPE_TD

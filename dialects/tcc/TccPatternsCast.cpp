@@ -29,15 +29,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/tcc/TccOps.h"
+#include "dialects/tcc/TccOpsUtils.h"
 
 #include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
 using namespace mlir::tcc;
-
-static RankedTensorType rankedOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
+using mlir::tcc::detail::rankedType;
 
 static unsigned floatWidth(Type t) {
   auto f = dyn_cast<FloatType>(t);
@@ -46,8 +44,8 @@ static unsigned floatWidth(Type t) {
 
 /// Whether `c` converts a float type to a narrower float type.
 static bool isNarrowingFloatCast(CastOp c) {
-  unsigned from = floatWidth(rankedOf(c.getInput()).getElementType());
-  unsigned to = floatWidth(rankedOf(c.getResult()).getElementType());
+  unsigned from = floatWidth(rankedType(c.getInput()).getElementType());
+  unsigned to = floatWidth(rankedType(c.getResult()).getElementType());
   return from && to && to < from;
 }
 
@@ -56,7 +54,7 @@ static bool isNarrowingFloatCast(CastOp c) {
 static bool onlyCastsTo(Value v, Type elem) {
   return llvm::all_of(v.getUsers(), [&](Operation *u) {
     auto c = dyn_cast<CastOp>(u);
-    return c && rankedOf(c.getResult()).getElementType() == elem;
+    return c && rankedType(c.getResult()).getElementType() == elem;
   });
 }
 
@@ -72,9 +70,9 @@ struct CastBeforeDataMovement : OpRewritePattern<CastOp> {
     if (!def || !isa<ReshapeOp, TransposeOp, BroadcastToOp, SliceGradOp>(def) ||
         def->getNumOperands() != 1)
       return failure();
-    Type elem = rankedOf(c.getResult()).getElementType();
+    Type elem = rankedType(c.getResult()).getElementType();
     Value x = def->getOperand(0);
-    auto xt = rankedOf(x);
+    auto xt = rankedType(x);
     if (!isa<FloatType>(xt.getElementType()) ||
         !onlyCastsTo(c.getInput(), elem))
       return failure();
@@ -94,14 +92,10 @@ struct SumThroughRowPermutation : OpRewritePattern<ReduceSumOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ReduceSumOp r,
                                 PatternRewriter &rewriter) const override {
-    auto in = rankedOf(r.getInput());
-    int64_t rank = in.getRank();
-    if (rank < 2 || r.getKeepdims() ||
-        r.getAxes().size() != static_cast<size_t>(rank - 1))
+    if (!r.sumsAllButLastAxis())
       return failure();
-    for (int64_t i = 0; i < rank - 1; ++i)
-      if (r.getAxes()[i] != i)
-        return failure();
+    auto in = rankedType(r.getInput());
+    int64_t rank = in.getRank();
     Operation *def = r.getInput().getDefiningOp();
     Value x;
     if (auto t = dyn_cast_or_null<TransposeOp>(def)) {
@@ -113,7 +107,7 @@ struct SumThroughRowPermutation : OpRewritePattern<ReduceSumOp> {
     } else {
       return failure();
     }
-    auto xt = rankedOf(x);
+    auto xt = rankedType(x);
     if (xt.getRank() < 2 || xt.getShape().back() != in.getShape().back() ||
         xt.getElementType() != in.getElementType())
       return failure();
@@ -133,19 +127,10 @@ struct PadBeforeReshape : OpRewritePattern<SliceGradOp> {
   LogicalResult matchAndRewrite(SliceGradOp p,
                                 PatternRewriter &rewriter) const override {
     auto s = p.getGrad().getDefiningOp<ReshapeOp>();
-    if (!s)
+    if (!s || !p.padsLastAxisOnly())
       return failure();
-    auto gt = rankedOf(p.getGrad()), rt = rankedOf(p.getResult());
-    int64_t rank = gt.getRank();
-    if (rank < 1)
-      return failure();
-    for (int64_t i = 0; i < rank; ++i) {
-      if (p.getStarts()[i] != 0 || p.getSteps()[i] != 1)
-        return failure();
-      if (i + 1 < rank && gt.getShape()[i] != rt.getShape()[i])
-        return failure();
-    }
-    auto xt = rankedOf(s.getInput());
+    auto gt = rankedType(p.getGrad()), rt = rankedType(p.getResult());
+    auto xt = rankedType(s.getInput());
     if (xt.getRank() < 1 || xt.getShape().back() != gt.getShape().back())
       return failure();
     SmallVector<int64_t> shape(xt.getShape());
@@ -188,7 +173,7 @@ struct SumOfPadsIsConcat : OpRewritePattern<AddOp> {
     auto p = v.getDefiningOp<SliceGradOp>();
     if (!p || root)
       return false;
-    auto in = rankedOf(p.getGrad()), out = rankedOf(p.getResult());
+    auto in = rankedType(p.getGrad()), out = rankedType(p.getResult());
     int64_t padded = -1;
     for (int64_t i = 0; i < in.getRank(); ++i) {
       if (p.getSteps()[i] != 1)
@@ -222,7 +207,7 @@ struct SumOfPadsIsConcat : OpRewritePattern<AddOp> {
         return failure(); // a gap or an overlap
       at += p.size;
     }
-    if (at != rankedOf(add.getResult()).getShape()[axis])
+    if (at != rankedType(add.getResult()).getShape()[axis])
       return failure();
     SmallVector<Value> inputs;
     for (const Piece &p : pieces)

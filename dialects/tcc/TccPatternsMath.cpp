@@ -24,18 +24,9 @@
 using namespace mlir;
 using namespace mlir::tcc;
 
-/// The value of a splat float constant, or nullopt.
-static std::optional<double> splatValue(Value v) {
-  DenseElementsAttr attr;
-  if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.isSplat() ||
-      !isa<FloatType>(attr.getElementType()))
-    return std::nullopt;
-  return attr.getSplatValue<APFloat>().convertToDouble();
-}
-
 /// Whether `v` is a splat constant equal to `expected` to float precision.
 static bool isConstant(Value v, double expected) {
-  std::optional<double> c = splatValue(v);
+  std::optional<double> c = splatFloat(v);
   return c && std::fabs(*c - expected) <= 1e-6 * std::fabs(expected);
 }
 
@@ -156,7 +147,7 @@ struct PowByConstant final : OpRewritePattern<PowOp> {
 
   LogicalResult matchAndRewrite(PowOp op,
                                 PatternRewriter &rewriter) const override {
-    std::optional<double> c = splatValue(op.getRhs());
+    std::optional<double> c = splatFloat(op.getRhs());
     if (!c || op.getLhs().getType() != op.getType())
       return rewriter.notifyMatchFailure(op, "exponent is not a constant");
     rewriter.replaceOpWithNewOp<PowScalarOp>(op, op.getLhs(),

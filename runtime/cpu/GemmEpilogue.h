@@ -26,6 +26,8 @@
 #ifndef TCC_RUNTIME_CPU_GEMMEPILOGUE_H
 #define TCC_RUNTIME_CPU_GEMMEPILOGUE_H
 
+#include "runtime/core/Artifact.h"
+
 #include <cstdint>
 #include <cstring>
 
@@ -67,6 +69,15 @@ inline constexpr GemmEpilogueInfo kGemmEpilogues[] = {
     {"dgelu_tanh_bgrad", 11, false, GemmAct::DgeluTanh, false,
      GemmBiasGrad::Out},
 };
+
+/// Whether a GEMM of `ab` operands (`e`: its epilogue, null for a plain
+/// matmul) may write D of type `d`: the operands' type, or f32 from 16-bit
+/// operands for a plain product (matmul and the bias-gradient forms, whose
+/// accumulator is then written without rounding).
+inline bool gemmWritesDType(DType ab, DType d, const GemmEpilogueInfo *e) {
+  bool plain = !e || !e->rowsFlatten();
+  return d == ab || (plain && isHalfDType(ab) && d == DType::F32);
+}
 
 /// The epilogue with this code / name, or null.
 inline const GemmEpilogueInfo *gemmEpilogueByCode(int64_t code) {

@@ -70,10 +70,9 @@ void checkGemmDTypes(const KernelSig &s) {
   if (s.instr.kernel == "matmul_epilogue" && s.instr.iattrs.size() == 3)
     e = gemmEpilogueByCode(s.instr.iattrs[2]);
   // A plain GEMM: the product is the result (matmul, bias gradients).
-  bool plain =
-      s.instr.kernel == "matmul" ||
-      (e && (e->bgrad == GemmBiasGrad::Lhs || e->bgrad == GemmBiasGrad::Rhs));
-  if (d != ab && !(plain && isHalfDType(ab) && d == DType::F32))
+  bool isMatmul = s.instr.kernel == "matmul";
+  bool plain = isMatmul || (e && !e->rowsFlatten());
+  if ((isMatmul || e) ? !gemmWritesDType(ab, d, e) : d != ab)
     throw Error(operandName(s, false, 0) + " is " + dtypeName(d) + "; a " +
                 dtypeName(ab) + " GEMM" +
                 (e ? std::string(" with the ") + e->name + " epilogue" : "") +

@@ -30,8 +30,8 @@ int64_t prepare_matmul_epilogue(const Instr &in,
                   "inputs; " +
                   name(id) + " is " + dtypeName(t[id].dtype) + ", " +
                   name(in.inputs[0]) + " " + dtypeName(ab));
-  bool plain = e.bgrad == GemmBiasGrad::Lhs || e.bgrad == GemmBiasGrad::Rhs;
-  if (d != ab && !(plain && isHalfDType(ab) && d == DType::F32))
+  bool plain = !e.rowsFlatten();
+  if (!gemmWritesDType(ab, d, &e))
     throw Error("the CUDA matmul_epilogue writes D in its inputs' type " +
                 std::string(dtypeName(ab)) +
                 (plain && isHalfDType(ab) ? " or f32" : "") + ", not " +
