@@ -416,10 +416,31 @@ void FuseAttentionPass::rewrite(Match &m) {
     }
   }
 
+  // Sequence-major: when q, k and v are all [..., T, H, D] values with
+  // dims -3 and -2 swapped (the head split torch.onnx.export writes), the
+  // op reads them as they are and its result goes back through one
+  // transpose, which the canonicalizer composes with the graph's own
+  // transpose back to the tokens' layout.
+  SmallVector<int64_t> headSwap(identity);
+  std::swap(headSwap[rank - 3], headSwap[rank - 2]);
+  auto unswapped = [&](Value x) -> Value {
+    auto t = x.getDefiningOp<TransposeOp>();
+    return t && t.getPerm() == ArrayRef<int64_t>(headSwap) ? t.getInput()
+                                                           : Value();
+  };
+  Value qs = unswapped(m.q), ks = unswapped(k), vs = unswapped(v);
+  bool seqMajor = qs && ks && vs;
   auto attn =
-      AttentionOp::create(b, loc, m.q, k, v, mask, b.getF64FloatAttr(m.scale),
-                          b.getBoolAttr(m.causal));
+      AttentionOp::create(b, loc, seqMajor ? qs : m.q, seqMajor ? ks : k,
+                          seqMajor ? vs : v, mask, b.getF64FloatAttr(m.scale),
+                          b.getBoolAttr(m.causal), b.getBoolAttr(seqMajor));
   LLVM_DEBUG(llvm::dbgs() << "fused " << attn << "\n");
-  m.root.getResult().replaceAllUsesWith(attn.getResult());
-  eraseDead({m.root});
+  Value out = attn.getResult();
+  if (seqMajor)
+    out = TransposeOp::create(b, loc, out, headSwap);
+  m.root.getResult().replaceAllUsesWith(out);
+  SmallVector<Operation *> dead{m.root};
+  for (Value x : {m.q, k, v})
+    dead.push_back(x.getDefiningOp());
+  eraseDead(dead);
 }

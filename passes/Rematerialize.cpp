@@ -15,9 +15,9 @@
 // op is on the source side and whose node is on the sink side is kept. An
 // infinite edge source->o bans recomputing o: ops with side effects or
 // regions, ops the cost model does not know, and with `recompute=cheap`
-// matmul, convolution and fused attention. A finite cut is a valid plan (every value the
-// backward reads is kept or recomputable from kept values, parameters,
-// inputs and constants) and its value is
+// matmul, convolution and fused attention. A finite cut is a valid plan (every
+// value the backward reads is kept or recomputable from kept values,
+// parameters, inputs and constants) and its value is
 //   Sb * kept bytes + Sc * recompute cost,
 // so the minimum cut is the plan minimizing bytes + lambda * cost with
 // lambda = Sc / Sb. lambda = 0 gives the fewest bytes any plan can keep (the
@@ -228,7 +228,8 @@ static int64_t recomputeCost(Operation *op, bool gemms) {
       return -1;
     auto q = cast<RankedTensorType>(attn.getQuery().getType());
     int64_t rows = q.getNumElements() / q.getShape().back(); // batch * Tq
-    int64_t tk = dim(attn.getKey(), 2), d = dim(attn.getKey(), 1);
+    int64_t tk = dim(attn.getKey(), attn.getSeqMajor() ? 3 : 2),
+            d = dim(attn.getKey(), 1);
     int64_t dv = dim(attn.getValue(), 1);
     int64_t flops = 2 * rows * tk * (d + dv);
     return std::max<int64_t>(1, flops / kGemmFlopsPerUnit + 26 * rows * tk);

@@ -196,7 +196,8 @@ MemoryReport tcc::analyzeMemory(const rt::Artifact &a) {
           pr.attentionScratch =
               std::max(pr.attentionScratch,
                        rt::planAttention(q.shape, a.tensors[in.inputs[1]].shape,
-                                         a.tensors[in.inputs[2]].shape, q.dtype)
+                                         a.tensors[in.inputs[2]].shape, q.dtype,
+                                         in.iattrs.size() > 1 && in.iattrs[1])
                            .scratchBytes);
         }
     r.programs.push_back(pr);

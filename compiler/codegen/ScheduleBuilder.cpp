@@ -274,7 +274,7 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
       // in [q, k, v (, mask)] / [q, k, v, out, lse, dout (, mask)]: the
       // operand order of the ops (runtime/cpu/Kernels.h).
       .Case<mlir::tcc::AttentionOp, mlir::tcc::AttentionGradOp>([&](auto a) {
-        in.iattrs = {a.getCausal() ? 1 : 0};
+        in.iattrs = {a.getCausal() ? 1 : 0, a.getSeqMajor() ? 1 : 0};
         in.fattrs = {a.getScale().convertToDouble()};
         return success();
       })

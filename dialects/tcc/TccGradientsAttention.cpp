@@ -26,9 +26,9 @@ SmallVector<Value> AttentionOp::buildGradients(OpBuilder &b, ValueRange grads) {
   }
   if (!grads[0])
     return SmallVector<Value>(getNumOperands(), Value());
-  auto g = AttentionGradOp::create(b, getLoc(), getQuery(), getKey(),
-                                   getValue(), getResult(), getLse(), grads[0],
-                                   getMask(), getScaleAttr(), getCausalAttr());
+  auto g = AttentionGradOp::create(
+      b, getLoc(), getQuery(), getKey(), getValue(), getResult(), getLse(),
+      grads[0], getMask(), getScaleAttr(), getCausalAttr(), getSeqMajorAttr());
   SmallVector<Value> out{g.getQueryGrad(), g.getKeyGrad(), g.getValueGrad()};
   if (getMask())
     out.push_back(Value()); // no mask gradient (see the file comment)

@@ -27,21 +27,38 @@ struct AttentionTypes {
 };
 } // namespace
 
+/// The batch-entry dimensions of an operand of rank >= 3: all but the last
+/// two when packed ([B..., T, D]); B... and H when sequence-major
+/// ([B..., T, H, D]).
+static SmallVector<int64_t> entryDims(ArrayRef<int64_t> s, bool seqMajor) {
+  SmallVector<int64_t> dims(s.drop_back(seqMajor ? 3 : 2));
+  if (seqMajor)
+    dims.push_back(s[s.size() - 2]);
+  return dims;
+}
+
+/// The row (sequence) count of an operand of rank >= 3.
+static int64_t rowCount(ArrayRef<int64_t> s, bool seqMajor) {
+  return s[s.size() - (seqMajor ? 3 : 2)];
+}
+
 /// Checks query, key, value and the optional mask of the op named `op`
-/// ("attention" or "attention_grad") and returns the forward's result types.
+/// ("attention" or "attention_grad") in the layout `seqMajor` and returns
+/// the forward's result types.
 static FailureOr<AttentionTypes> checkOperands(StringRef op,
                                                std::optional<Location> loc,
                                                Value q, Value k, Value v,
-                                               Value mask) {
+                                               Value mask, bool seqMajor) {
   auto qt = rankedType(q), kt = rankedType(k), vt = rankedType(v);
   ArrayRef<int64_t> qs = qt.getShape(), ks = kt.getShape(), vs = vt.getShape();
   auto fail = [&](auto &&...parts) -> FailureOr<AttentionTypes> {
     (void)emitOptionalError(loc, "tcc.", op, ": ", parts...);
     return failure();
   };
+  const char *layout = seqMajor ? "[batch..., rows, heads, features]"
+                                : "[batch..., rows, features]";
   if (qs.size() < 3 || ks.size() != qs.size() || vs.size() != qs.size())
-    return fail("query, key and value need one rank >= 3 ([batch..., rows, "
-                "features]), got ",
+    return fail("query, key and value need one rank >= 3 (", layout, "), got ",
                 shapeStr(qs), ", ", shapeStr(ks), " and ", shapeStr(vs));
   Type e = qt.getElementType();
   if (kt.getElementType() != e || vt.getElementType() != e ||
@@ -50,30 +67,36 @@ static FailureOr<AttentionTypes> checkOperands(StringRef op,
                 "bf16 or f16), got ",
                 e, ", ", kt.getElementType(), " and ", vt.getElementType());
   size_t r = qs.size();
-  ArrayRef<int64_t> batch = qs.drop_back(2);
-  if (ks.drop_back(2) != batch || vs.drop_back(2) != batch)
+  SmallVector<int64_t> batch = entryDims(qs, seqMajor);
+  if (entryDims(ks, seqMajor) != batch || entryDims(vs, seqMajor) != batch)
     return fail("query ", shapeStr(qs), ", key ", shapeStr(ks), " and value ",
-                shapeStr(vs),
-                " must have equal batch dimensions (all but the last two)");
-  int64_t tq = qs[r - 2], d = qs[r - 1], tk = ks[r - 2];
+                shapeStr(vs), " must have equal batch dimensions (",
+                seqMajor ? "all but the last three, and the heads"
+                         : "all but the last two",
+                ")");
+  int64_t tq = rowCount(qs, seqMajor), d = qs[r - 1],
+          tk = rowCount(ks, seqMajor);
   if (ks[r - 1] != d)
     return fail("query ", shapeStr(qs), " and key ", shapeStr(ks),
                 " differ in the feature size (last dimension): ", d, " vs ",
                 ks[r - 1]);
-  if (vs[r - 2] != tk)
+  if (rowCount(vs, seqMajor) != tk)
     return fail("key ", shapeStr(ks), " and value ", shapeStr(vs),
-                " differ in the key length (second-to-last dimension): ", tk,
-                " vs ", vs[r - 2]);
+                " differ in the key length (dimension ", seqMajor ? -3 : -2,
+                "): ", tk, " vs ", rowCount(vs, seqMajor));
   if (mask) {
     auto mt = rankedType(mask);
     ArrayRef<int64_t> ms = mt.getShape();
+    size_t want = batch.size() + 2;
     if (!mt.getElementType().isF32())
       return fail("the mask must be f32, got ", mt.getElementType());
-    if (ms.size() != 2 && ms.size() != r)
-      return fail("the mask ", shapeStr(ms),
-                  " must have rank 2 or the query's rank ", r);
+    if (ms.size() != 2 && ms.size() != want)
+      return fail("the mask ", shapeStr(ms), " must have rank 2 or ", want,
+                  " (the batch entries' dimensions ", shapeStr(batch),
+                  " and two more)");
     ArrayRef<int64_t> mb = ms.drop_back(2);
-    if (!llvm::all_of(mb, [](int64_t x) { return x == 1; }) && mb != batch)
+    if (!llvm::all_of(mb, [](int64_t x) { return x == 1; }) &&
+        mb != ArrayRef<int64_t>(batch))
       return fail("the mask ", shapeStr(ms),
                   " must have batch dimensions all 1 or equal to the query's ",
                   shapeStr(batch));
@@ -83,8 +106,8 @@ static FailureOr<AttentionTypes> checkOperands(StringRef op,
                   " does not broadcast to the scores [..., ", tq, ", ", tk,
                   "]: each of its last two dimensions must be 1 or full");
   }
-  SmallVector<int64_t> outShape(batch), lseShape(batch);
-  outShape.append({tq, vs[r - 1]});
+  SmallVector<int64_t> outShape(qs), lseShape(batch);
+  outShape.back() = vs[r - 1];
   lseShape.push_back(tq);
   return AttentionTypes{
       RankedTensorType::get(outShape, e),
@@ -103,9 +126,9 @@ AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                               OpaqueProperties props, RegionRange regions,
                               SmallVectorImpl<Type> &results) {
   auto adaptor = adaptorFor<AttentionOp>(operands, attrs, props, regions);
-  auto types =
-      checkOperands("attention", loc, adaptor.getQuery(), adaptor.getKey(),
-                    adaptor.getValue(), adaptor.getMask());
+  auto types = checkOperands("attention", loc, adaptor.getQuery(),
+                             adaptor.getKey(), adaptor.getValue(),
+                             adaptor.getMask(), adaptor.getSeqMajor());
   if (failed(types))
     return failure();
   results.push_back(types->out);
@@ -123,9 +146,9 @@ AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                   OpaqueProperties props, RegionRange regions,
                                   SmallVectorImpl<Type> &results) {
   auto adaptor = adaptorFor<AttentionGradOp>(operands, attrs, props, regions);
-  auto types =
-      checkOperands("attention_grad", loc, adaptor.getQuery(), adaptor.getKey(),
-                    adaptor.getValue(), adaptor.getMask());
+  auto types = checkOperands("attention_grad", loc, adaptor.getQuery(),
+                             adaptor.getKey(), adaptor.getValue(),
+                             adaptor.getMask(), adaptor.getSeqMajor());
   if (failed(types))
     return failure();
   for (auto [v, name, want] :

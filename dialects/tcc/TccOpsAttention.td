@@ -22,9 +22,21 @@ def Tcc_AttentionOp : Tcc_DiffOp<"attention"> {
         lse[i]   = log(sum_j exp(s[i, j]))        (max-shifted, f32)
         result   = softmax(s) value               [Tq, Dv]
 
-    `mask` (optional, always f32) has rank 2 or the rank of `query`; it
-    broadcasts to `[..., Tq, Tk]`: its batch dimensions are all 1 or all
-    equal to the query's, each of its last two is 1 or full. `query`, `key`,
+    With `seq_major`, the operands keep the layout attention's inputs have
+    before the usual head transposes: `query` `[B..., Tq, H, D]`, `key`
+    `[B..., Tk, H, D]`, `value` `[B..., Tk, H, Dv]`, `result`
+    `[B..., Tq, H, Dv]` (B... may be empty: nn.MultiheadAttention's
+    `[T, N*H, D]`). The batch entries are then `(B..., H)`: the op computes
+    exactly what the packed form does on the operands transposed to
+    `[B..., H, T, D]`, with the result transposed back; `lse` is
+    `[B..., H, Tq]` and the mask's batch dimensions are `(B..., H)`. The
+    kernels read and write the strided rows in place, so no transpose is
+    materialized (tcc-fuse-attention folds them into this attribute).
+
+    `mask` (optional, always f32) has rank 2 or the rank of `lse` plus one;
+    it broadcasts to `[batch..., Tq, Tk]`: its batch dimensions are all 1
+    or all equal to the batch entries' dimensions, each of its last two is
+    1 or full. `query`, `key`,
     `value` and `result` share one element type (f32, bf16 or f16); `lse`
     is always f32. A row whose scores are all -inf gives NaN, as softmax of
     it does. The backward (tcc.attention_grad) reads `lse` and recomputes
@@ -36,7 +48,8 @@ def Tcc_AttentionOp : Tcc_DiffOp<"attention"> {
   let arguments = (ins Tcc_FloatTensor:$query, Tcc_FloatTensor:$key,
                    Tcc_FloatTensor:$value, Optional<Tcc_FloatTensor>:$mask,
                    F64Attr:$scale,
-                   DefaultValuedAttr<BoolAttr, "false">:$causal);
+                   DefaultValuedAttr<BoolAttr, "false">:$causal,
+                   DefaultValuedAttr<BoolAttr, "false">:$seq_major);
   let results = (outs Tcc_FloatTensor:$result, Tcc_FloatTensor:$lse);
   let assemblyFormat = "$query `,` $key `,` $value (`,` $mask^)? attr-dict "
                        "`:` functional-type(operands, results)";
@@ -55,7 +68,8 @@ def Tcc_AttentionGradOp : Tcc_InferOp<"attention_grad"> {
         query_grad = dS key,   key_grad = dS^T query
 
     `out` and `grad` have the forward result's type, `lse` is f32
-    `[..., Tq]`; the results have the types of `query`, `key`, `value`.
+    `[batch..., Tq]`; the results have the types of `query`, `key`,
+    `value`. `seq_major` is the forward's layout (see tcc.attention).
     ```mlir
     %dq, %dk, %dv = tcc.attention_grad %q, %k, %v, %o, %lse, %do {scale = 0.125 : f64, causal = true} : (tensor<16x64x32xf32>, tensor<16x64x32xf32>, tensor<16x64x32xf32>, tensor<16x64x32xf32>, tensor<16x64xf32>, tensor<16x64x32xf32>) -> (tensor<16x64x32xf32>, tensor<16x64x32xf32>, tensor<16x64x32xf32>)
     ```
@@ -64,7 +78,8 @@ def Tcc_AttentionGradOp : Tcc_InferOp<"attention_grad"> {
                    Tcc_FloatTensor:$value, Tcc_FloatTensor:$out,
                    Tcc_FloatTensor:$lse, Tcc_FloatTensor:$grad,
                    Optional<Tcc_FloatTensor>:$mask, F64Attr:$scale,
-                   DefaultValuedAttr<BoolAttr, "false">:$causal);
+                   DefaultValuedAttr<BoolAttr, "false">:$causal,
+                   DefaultValuedAttr<BoolAttr, "false">:$seq_major);
   let results = (outs Tcc_FloatTensor:$query_grad, Tcc_FloatTensor:$key_grad,
                       Tcc_FloatTensor:$value_grad);
   let assemblyFormat = "$query `,` $key `,` $value `,` $out `,` $lse `,` $grad "

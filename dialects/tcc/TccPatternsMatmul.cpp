@@ -80,6 +80,31 @@ struct FoldResultTranspose final : OpRewritePattern<TransposeOp> {
     return success();
   }
 };
+/// transpose(transpose(x, p1), p2) -> transpose(x, p1 o p2) (folded away
+/// when that is the identity): tcc-fuse-attention leaves a transpose back
+/// to the heads' layout after a sequence-major tcc.attention, which meets
+/// the graph's own transpose to the tokens' layout here. The inner
+/// transpose stays for its other users; no copy is added either way.
+struct ComposeTransposes final : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto inner = op.getInput().getDefiningOp<TransposeOp>();
+    if (!inner)
+      return rewriter.notifyMatchFailure(op, "input is not a transpose");
+    // Result dim i is the inner result's dim p2[i], which is x's p1[p2[i]].
+    ArrayRef<int64_t> p1 = inner.getPerm(), p2 = op.getPerm();
+    SmallVector<int64_t> perm;
+    for (int64_t i : p2)
+      perm.push_back(p1[i]);
+    if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+      rewriter.replaceOp(op, inner.getInput());
+    else
+      rewriter.replaceOpWithNewOp<TransposeOp>(op, inner.getInput(), perm);
+    return success();
+  }
+};
 } // namespace
 
 void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
@@ -89,5 +114,5 @@ void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
 
 void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                               MLIRContext *ctx) {
-  patterns.add<FoldResultTranspose>(ctx);
+  patterns.add<FoldResultTranspose, ComposeTransposes>(ctx);
 }

@@ -7,19 +7,29 @@ namespace tcc::rt {
 
 static int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
+AttentionPlan attentionDims(const std::vector<int64_t> &q,
+                            const std::vector<int64_t> &k,
+                            const std::vector<int64_t> &v, bool seqMajor) {
+  AttentionPlan p;
+  size_t r = q.size();
+  // Packed [B..., T, D]; sequence-major [B..., T, H, D].
+  size_t rowDim = seqMajor ? r - 3 : r - 2;
+  p.heads = seqMajor ? q[r - 2] : 1;
+  p.tq = q[rowDim];
+  p.d = q[r - 1];
+  p.tk = k[rowDim];
+  p.dv = v[r - 1];
+  p.batch = p.heads;
+  for (size_t i = 0; i < rowDim; ++i)
+    p.batch *= q[i];
+  return p;
+}
+
 AttentionPlan planAttention(const std::vector<int64_t> &q,
                             const std::vector<int64_t> &k,
                             const std::vector<int64_t> &v, DType t,
-                            int64_t chunkCap) {
-  AttentionPlan p;
-  size_t r = q.size();
-  p.tq = q[r - 2];
-  p.d = q[r - 1];
-  p.tk = k[r - 2];
-  p.dv = v[r - 1];
-  p.batch = 1;
-  for (size_t i = 0; i + 2 < r; ++i)
-    p.batch *= q[i];
+                            bool seqMajor, int64_t chunkCap) {
+  AttentionPlan p = attentionDims(q, k, v, seqMajor);
   // 128 elements: 256 bytes of a 16-bit P, 512 of S.
   p.entryStride = roundUp(p.tq * p.tk, 128);
   int64_t perEntry =
@@ -32,10 +42,15 @@ AttentionPlan planAttention(const std::vector<int64_t> &q,
   if (chunkCap > 0)
     most = std::min(most, chunkCap);
   most = std::min(most, p.batch);
+  // Sequence-major entries sharing an outer index are one strided-batched
+  // GEMM on the GPU: a chunk of whole groups of heads keeps those calls
+  // equal and full (when a group fits at all).
+  int64_t unit = p.heads > 1 && most >= p.heads ? p.heads : 1;
+  int64_t units = p.batch / unit, mostUnits = most / unit;
   // As few chunks as the budget allows, of (nearly) equal size: no small
   // last chunk that would cost its own cuBLASLt plan for little work.
-  int64_t chunks = (p.batch + most - 1) / most;
-  p.chunk = (p.batch + chunks - 1) / chunks;
+  int64_t chunks = (units + mostUnits - 1) / mostUnits;
+  p.chunk = (units + chunks - 1) / chunks * unit;
   p.pOffset = p.chunk * p.entryStride * static_cast<int64_t>(sizeof(float));
   p.scratchBytes =
       p.pOffset + p.chunk * p.entryStride * static_cast<int64_t>(dtypeSize(t));

@@ -22,8 +22,21 @@ namespace tcc::rt {
 constexpr int64_t kAttentionScratchBudget = 256ll << 20;
 
 /// The sizes of one attention instr and how its batch is chunked.
+///
+/// Layouts (the kernels' iattrs[1], tcc.attention's `seq_major`): packed,
+/// q [B..., Tq, D], or sequence-major, q [B..., Tq, H, D] (what
+/// nn.MultiheadAttention's [T, N·H, D] and a [B, T, H, D] head split are
+/// before their transposes). Either way the batch entries are e = (o, h),
+/// o over B... and h over H (H = 1 when packed), numbered e = o * H + h;
+/// k, v, out, dout and the gradients share the layout, lse is always
+/// [entries, Tq] and the mask indexes entries the same way. Row i of entry
+/// e of an operand with `cols` columns and `rows` rows per entry starts at
+/// attentionRowOffset(e, i, heads, rows, cols); rows are `heads * cols`
+/// elements apart.
 struct AttentionPlan {
   int64_t batch = 0, tq = 0, tk = 0, d = 0, dv = 0;
+  /// H: entries per outer index (1 when packed).
+  int64_t heads = 1;
   /// Batch entries per chunk (>= 1 when batch > 0; the last may be
   /// smaller).
   int64_t chunk = 0;
@@ -35,15 +48,29 @@ struct AttentionPlan {
   int64_t pOffset = 0, scratchBytes = 0;
 };
 
-/// The plan for q [..., Tq, D], k [..., Tk, D], v [..., Tk, Dv] of dtype
-/// `t` (rank >= 3, one rank): as many entries per chunk as
-/// kAttentionScratchBudget holds (at least one), spread evenly over the
-/// chunks. `chunkCap` > 0 caps the chunk (tests use it to run several
-/// chunks on small shapes).
+/// Element offset of row `i` of entry `e` in an operand of `rows` rows and
+/// `cols` columns per entry, in the layout of `heads` (see AttentionPlan).
+inline int64_t attentionRowOffset(int64_t e, int64_t i, int64_t heads,
+                                  int64_t rows, int64_t cols) {
+  return ((e / heads) * rows + i) * heads * cols + (e % heads) * cols;
+}
+
+/// The sizes (batch, heads, tq, tk, d, dv; no chunking) of q, k and v of
+/// one rank >= 3 (>= 3 also when `seqMajor`: B... may be empty), shapes as
+/// the kernels' checks accept them.
+AttentionPlan attentionDims(const std::vector<int64_t> &q,
+                            const std::vector<int64_t> &k,
+                            const std::vector<int64_t> &v, bool seqMajor);
+
+/// The plan for q, k, v (see attentionDims) of dtype `t`: as many entries
+/// per chunk as kAttentionScratchBudget holds (at least one), spread evenly
+/// over the chunks; sequence-major chunks are whole groups of `heads`
+/// entries when one group fits. `chunkCap` > 0 caps the chunk (tests use it
+/// to run several chunks on small shapes).
 AttentionPlan planAttention(const std::vector<int64_t> &q,
                             const std::vector<int64_t> &k,
                             const std::vector<int64_t> &v, DType t,
-                            int64_t chunkCap = 0);
+                            bool seqMajor, int64_t chunkCap = 0);
 
 } // namespace tcc::rt
 

@@ -101,15 +101,20 @@
 //
 // Fused attention (KernelsAttention.cpp; tcc.attention's semantics). q
 // [..., Tq, D], k [..., Tk, D], v [..., Tk, Dv], equal batch dims (rank >=
-// 3); q, k, v, out, dout and the gradients share one float type, lse
-// [..., Tq] and mask are f32. The mask (rank 2 or q's) broadcasts to
-// [..., Tq, Tk]: batch dims all 1 or q's, each of the last two 1 or full.
-// 16-bit: P and dS are rounded to the type before their GEMMs. Not in-place.
-//   attention         in [q, k, v (, mask)] out [out, lse], i [causal],
-//                     f [scale]: out = softmax(scale q k^T + mask) v, keys
-//                     j > i masked when causal; lse = the rows' logsumexp.
+// 3), or with seq_major q [B..., Tq, H, D], k [B..., Tk, H, D], v [B..., Tk,
+// H, Dv] whose batch entries are (B..., H) (runtime/core/AttentionPlan.h);
+// q, k, v, out, dout and the gradients share one float type and layout, lse
+// [entries..., Tq] and mask are f32. The mask (rank 2 or lse's + 1)
+// broadcasts to [entries..., Tq, Tk]: batch dims all 1 or the entries',
+// each of the last two 1 or full. 16-bit: P and dS are rounded to the type
+// before their GEMMs. Not in-place.
+//   attention         in [q, k, v (, mask)] out [out, lse], i [causal,
+//                     seq_major], f [scale]: out = softmax(scale q k^T +
+//                     mask) v, keys j > i masked when causal; lse = the
+//                     rows' logsumexp.
 //   attention_grad    in [q, k, v, out, lse, dout (, mask)] out [dq, dk, dv],
-//                     i [causal], f [scale]: P recomputed from lse.
+//                     i [causal, seq_major], f [scale]: P recomputed from
+//                     lse.
 //
 // Generated kernels (runtime/cpu/FusedLibrary.h):
 //   fused             in [...] out [...], i [kernel]: kernel `kernel` of the

@@ -27,6 +27,11 @@
 // oversubscribe the cores); with one entry or one thread the entries run on
 // the calling thread with OpenBLAS's threads.
 //
+// Sequence-major operands (seq_major, [B..., T, H, D]: the layout before
+// the head transposes) are read and written in place: an f32 entry is a
+// strided matrix (leading dim H*D) that BLAS takes as it is; 16-bit rows
+// are widened into the scratch row by row anyway.
+//
 // bf16/f16 are handled here, not by KernelsHalf.cpp's adapter: operands are
 // widened to f32 per entry, the GEMMs accumulate in f32, P is rounded to the
 // 16-bit type before it is a GEMM operand (P V, P^T dO) and so is dS (dS K,
@@ -34,6 +39,7 @@
 // from the unrounded P. Outputs are rounded once. lse and mask are f32.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/core/AttentionPlan.h"
 #include "runtime/cpu/FastExp.h"
 #include "runtime/cpu/Half.h"
 #include "runtime/cpu/KernelsInternal.h"
@@ -66,15 +72,25 @@ struct AttnOperands {
 };
 } // namespace
 
-static std::vector<int64_t> leading(const std::vector<int64_t> &shape,
-                                    size_t drop) {
-  return {shape.begin(), shape.end() - drop};
-}
-
 static std::vector<int64_t> withTail(std::vector<int64_t> batch,
                                      std::initializer_list<int64_t> tail) {
   batch.insert(batch.end(), tail);
   return batch;
+}
+
+/// The batch-entry dims of an operand of rank >= 3: all but the last two
+/// when packed ([B..., T, D]), B... and H when sequence-major ([B..., T, H,
+/// D]); and its row (sequence) count.
+static std::vector<int64_t> entryDims(const std::vector<int64_t> &shape,
+                                      bool seqMajor) {
+  std::vector<int64_t> dims(shape.begin(), shape.end() - (seqMajor ? 3 : 2));
+  if (seqMajor)
+    dims.push_back(shape[shape.size() - 2]);
+  return dims;
+}
+
+static int64_t rowCount(const std::vector<int64_t> &shape, bool seqMajor) {
+  return shape[shape.size() - (seqMajor ? 3 : 2)];
 }
 
 static void expectShape(const KernelSig &s, bool isInput, size_t i,
@@ -93,8 +109,9 @@ static void expectDType(const KernelSig &s, bool isInput, size_t i, DType t,
                 ", expected " + dtypeName(t) + " (" + why + ")");
 }
 
-/// Everything both kernels share: attributes, q/k/v and the mask.
-static void checkAttentionCommon(const AttnOperands &ops) {
+/// Everything both kernels share: attributes, q/k/v and the mask. Returns
+/// the layout (seq_major).
+static bool checkAttentionCommon(const AttnOperands &ops) {
   const KernelSig &s = *ops.s;
   const char *names =
       ops.grad ? "q, k, v, out, lse, dout[, mask]" : "q, k, v[, mask]";
@@ -103,14 +120,17 @@ static void checkAttentionCommon(const AttnOperands &ops) {
                 std::to_string(ops.nIn + 1) + " inputs (" + names + "), got " +
                 std::to_string(s.in.size()));
   expectArity(s, s.in.size(), ops.grad ? 3 : 2);
-  expectIAttrs(s, 1);
+  expectIAttrs(s, 2);
   expectFAttrs(s, 1);
-  if (s.instr.iattrs[0] != 0 && s.instr.iattrs[0] != 1)
-    throw Error("the causal attribute must be 0 or 1, got " +
-                std::to_string(s.instr.iattrs[0]));
+  for (auto [i, name] : {std::pair{0, "causal"}, std::pair{1, "seq_major"}})
+    if (s.instr.iattrs[i] != 0 && s.instr.iattrs[i] != 1)
+      throw Error(std::string("the ") + name +
+                  " attribute must be 0 or 1, got " +
+                  std::to_string(s.instr.iattrs[i]));
   if (!std::isfinite(s.instr.fattrs[0]))
     throw Error("the scale attribute must be finite, got " +
                 std::to_string(s.instr.fattrs[0]));
+  bool seqMajor = s.instr.iattrs[1] != 0;
 
   const TensorInfo &q = ops.q();
   if (!isFloatDType(q.dtype))
@@ -120,78 +140,87 @@ static void checkAttentionCommon(const AttnOperands &ops) {
   if (rank < 3)
     throw Error(operandName(s, true, 0) + " has shape " + formatShape(q.shape) +
                 "; attention needs rank >= 3");
+  auto batch = entryDims(q.shape, seqMajor);
   for (size_t i = 1; i < 3; ++i) {
     expectDType(s, true, i, q.dtype, "q, k and v share one type");
     if (s.in[i]->shape.size() != rank ||
-        leading(s.in[i]->shape, 2) != leading(q.shape, 2))
+        entryDims(s.in[i]->shape, seqMajor) != batch)
       throw Error(operandName(s, true, i) + " has shape " +
-                  formatShape(s.in[i]->shape) + "; expected q's batch dims " +
-                  formatShape(leading(q.shape, 2)) + " and 2 more");
+                  formatShape(s.in[i]->shape) + "; expected q's rank and " +
+                  (seqMajor ? "sequence-major " : "") + "batch dims " +
+                  formatShape(batch));
   }
   const auto &k = ops.k().shape, &v = ops.v().shape;
   if (k[rank - 1] != q.shape[rank - 1])
     throw Error("q " + formatShape(q.shape) + " and k " + formatShape(k) +
                 " differ in their last (head) dim");
-  if (v[rank - 2] != k[rank - 2])
+  int64_t tq = rowCount(q.shape, seqMajor), tk = rowCount(k, seqMajor);
+  if (rowCount(v, seqMajor) != tk)
     throw Error("k " + formatShape(k) + " and v " + formatShape(v) +
-                " differ in their key count (dim -2)");
-  // OpenBLAS takes 32-bit sizes.
-  for (int64_t d : {q.shape[rank - 2], k[rank - 2], k[rank - 1], v[rank - 1]})
+                " differ in their key count (dim " + (seqMajor ? "-3" : "-2") +
+                ")");
+  // OpenBLAS takes 32-bit sizes (leading dims included).
+  int64_t heads = seqMajor ? q.shape[rank - 2] : 1;
+  for (int64_t d : {tq, tk, heads * k[rank - 1], heads * v[rank - 1]})
     if (d > INT_MAX)
       throw Error("attention dimension " + std::to_string(d) +
                   " is too large for BLAS");
 
   const TensorInfo *m = ops.mask();
   if (!m)
-    return;
+    return seqMajor;
   size_t mi = ops.nIn;
   expectDType(s, true, mi, DType::F32, "the mask is always f32");
   size_t mr = m->shape.size();
-  int64_t tq = q.shape[rank - 2], tk = k[rank - 2];
-  bool ok = mr == 2 || mr == rank;
-  if (ok && mr == rank) {
-    auto mb = leading(m->shape, 2), qb = leading(q.shape, 2);
+  bool ok = mr == 2 || mr == batch.size() + 2;
+  if (ok && mr != 2) {
+    std::vector<int64_t> mb(m->shape.begin(), m->shape.end() - 2);
     bool ones =
         std::all_of(mb.begin(), mb.end(), [](int64_t d) { return d == 1; });
-    ok = ones || mb == qb;
+    ok = ones || mb == batch;
   }
   ok = ok && (m->shape[mr - 2] == 1 || m->shape[mr - 2] == tq) &&
        (m->shape[mr - 1] == 1 || m->shape[mr - 1] == tk);
   if (!ok)
     throw Error("mask " + operandName(s, true, mi) + " has shape " +
                 formatShape(m->shape) + ", which does not broadcast to " +
-                formatShape(withTail(leading(q.shape, 2), {tq, tk})) +
-                " (rank 2 or q's rank; batch dims all 1 or q's; each of the "
-                "last two 1 or full)");
+                formatShape(withTail(batch, {tq, tk})) +
+                " (rank 2 or the batch dims' + 2; batch dims all 1 or the "
+                "entries'; each of the last two 1 or full)");
+  return seqMajor;
+}
+
+/// out's shape: q's with v's last dim; lse [entries..., Tq].
+static std::vector<int64_t> outShape(const AttnOperands &ops) {
+  std::vector<int64_t> out = ops.q().shape;
+  out.back() = ops.v().shape.back();
+  return out;
+}
+
+static std::vector<int64_t> lseShape(const AttnOperands &ops, bool seqMajor) {
+  return withTail(entryDims(ops.q().shape, seqMajor),
+                  {rowCount(ops.q().shape, seqMajor)});
 }
 
 void check_attention(const KernelSig &s) {
   AttnOperands ops{&s, false, 3};
-  checkAttentionCommon(ops);
-  const auto &q = ops.q().shape;
-  size_t rank = q.size();
-  auto batch = leading(q, 2);
-  int64_t tq = q[rank - 2], dv = ops.v().shape[rank - 1];
+  bool seqMajor = checkAttentionCommon(ops);
   expectDType(s, false, 0, ops.q().dtype, "out has q's type");
-  expectShape(s, false, 0, withTail(batch, {tq, dv}));
+  expectShape(s, false, 0, outShape(ops));
   expectDType(s, false, 1, DType::F32, "lse is always f32");
-  expectShape(s, false, 1, withTail(batch, {tq}));
+  expectShape(s, false, 1, lseShape(ops, seqMajor));
 }
 
 void check_attention_grad(const KernelSig &s) {
   AttnOperands ops{&s, true, 6};
-  checkAttentionCommon(ops);
-  const auto &q = ops.q().shape;
-  size_t rank = q.size();
-  auto batch = leading(q, 2);
-  int64_t tq = q[rank - 2], dv = ops.v().shape[rank - 1];
+  bool seqMajor = checkAttentionCommon(ops);
   DType t = ops.q().dtype;
   expectDType(s, true, 3, t, "out has q's type");
-  expectShape(s, true, 3, withTail(batch, {tq, dv}));
+  expectShape(s, true, 3, outShape(ops));
   expectDType(s, true, 4, DType::F32, "lse is always f32");
-  expectShape(s, true, 4, withTail(batch, {tq}));
+  expectShape(s, true, 4, lseShape(ops, seqMajor));
   expectDType(s, true, 5, t, "dout has q's type");
-  expectShape(s, true, 5, withTail(batch, {tq, dv}));
+  expectShape(s, true, 5, outShape(ops));
   for (size_t o = 0; o < 3; ++o) {
     expectDType(s, false, o, t, "gradients have q's type");
     expectShape(s, false, o, s.in[o]->shape);
@@ -206,6 +235,7 @@ namespace {
 /// One call's geometry, read from checked operands.
 struct AttnGeom {
   int64_t batch, tq, tk, d, dv;
+  int64_t heads; // 1 when packed (see runtime/core/AttentionPlan.h)
   float scale;
   bool causal;
   DType dtype;
@@ -263,19 +293,18 @@ static constexpr int64_t kMinBlockRows = 32;
 static constexpr int64_t kMaxBlockFloats = 1 << 24;
 
 static AttnGeom geometry(const KernelArgs &a, size_t nIn) {
-  const TensorView &Q = a.in[0], &K = a.in[1], &V = a.in[2];
-  size_t r = Q.rank();
+  AttentionPlan dims = attentionDims(*a.in[0].shape, *a.in[1].shape,
+                                     *a.in[2].shape, a.instr.iattrs[1] != 0);
   AttnGeom g;
-  g.tq = Q.dim(r - 2);
-  g.d = Q.dim(r - 1);
-  g.tk = K.dim(r - 2);
-  g.dv = V.dim(r - 1);
-  g.batch = 1;
-  for (size_t i = 0; i + 2 < r; ++i)
-    g.batch *= Q.dim(i);
+  g.tq = dims.tq;
+  g.d = dims.d;
+  g.tk = dims.tk;
+  g.dv = dims.dv;
+  g.batch = dims.batch;
+  g.heads = dims.heads;
   g.scale = static_cast<float>(a.instr.fattrs[0]);
   g.causal = a.instr.iattrs[0] != 0;
-  g.dtype = Q.dtype;
+  g.dtype = a.in[0].dtype;
   if (a.in.size() > nIn) {
     const TensorView &M = a.in[nIn];
     size_t mr = M.rank();
@@ -314,28 +343,59 @@ static void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
               (int)lda, b, (int)ldb, beta, c, (int)ldc);
 }
 
-/// Entry `b` of operand `t` (`per` elements per entry) as f32: the tensor
-/// itself, or widened into the slot.
-static const float *entryF32(const TensorView &t, int64_t b, int64_t per,
-                             Slot slot) {
+/// An entry's rows as f32: `ld` elements from one row to the next.
+struct Rows {
+  float *p;
+  int64_t ld;
+  const float *row(int64_t i) const { return p + i * ld; }
+};
+
+/// Entry `b` of operand `t` (`rows` x `cols` per entry, in g's layout) as
+/// f32: the tensor itself, strided, or its rows widened into the slot.
+static Rows entryF32(const AttnGeom &g, const TensorView &t, int64_t b,
+                     int64_t rows, int64_t cols, Slot slot) {
+  int64_t at = attentionRowOffset(b, 0, g.heads, rows, cols);
+  int64_t ld = g.heads * cols;
   if (t.dtype == DType::F32)
-    return t.f32() + b * per;
-  float *dst = scratch().get(slot, per);
-  widenToF32(static_cast<const uint16_t *>(t.data) + b * per, t.dtype, dst,
-             per);
-  return dst;
+    return {t.f32() + at, ld};
+  float *dst = scratch().get(slot, rows * cols);
+  const uint16_t *src = static_cast<const uint16_t *>(t.data) + at;
+  if (g.heads == 1)
+    widenToF32(src, t.dtype, dst, rows * cols);
+  else
+    for (int64_t i = 0; i < rows; ++i)
+      widenToF32(src + i * ld, t.dtype, dst + i * cols, cols);
+  return {dst, cols};
 }
 
 /// Where entry `b` of output `t` is computed: in place for f32, else in
 /// the slot (stored by storeEntry).
-static float *outF32(const TensorView &t, int64_t b, int64_t per, Slot slot) {
-  return t.dtype == DType::F32 ? t.f32() + b * per : scratch().get(slot, per);
+static Rows outF32(const AttnGeom &g, const TensorView &t, int64_t b,
+                   int64_t rows, int64_t cols, Slot slot) {
+  if (t.dtype == DType::F32)
+    return {t.f32() + attentionRowOffset(b, 0, g.heads, rows, cols),
+            g.heads * cols};
+  return {scratch().get(slot, rows * cols), cols};
 }
 
-static void storeEntry(const TensorView &t, int64_t b, int64_t per,
-                       const float *v) {
-  if (t.dtype != DType::F32)
-    narrowFromF32(v, t.dtype, static_cast<uint16_t *>(t.data) + b * per, per);
+static void storeEntry(const AttnGeom &g, const TensorView &t, int64_t b,
+                       int64_t rows, int64_t cols, const Rows &v) {
+  if (t.dtype == DType::F32)
+    return;
+  uint16_t *dst = static_cast<uint16_t *>(t.data) +
+                  attentionRowOffset(b, 0, g.heads, rows, cols);
+  int64_t ld = g.heads * cols;
+  if (g.heads == 1)
+    narrowFromF32(v.p, t.dtype, dst, rows * cols);
+  else
+    for (int64_t i = 0; i < rows; ++i)
+      narrowFromF32(v.row(i), t.dtype, dst + i * ld, cols);
+}
+
+/// Zeroes `rows` rows of `cols` elements.
+static void zeroRows(const Rows &r, int64_t rows, int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i)
+    std::fill_n(r.p + i * r.ld, cols, 0.0f);
 }
 
 /// Rounds f32 values to the 16-bit type t (a 16-bit GEMM operand).
@@ -440,16 +500,16 @@ template <class F> static void forEachEntry(const AttnGeom &g, F &&entry) {
 
 /// One entry of the forward.
 static void forwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
-  const float *q = entryF32(a.in[0], b, g.tq * g.d, SlotQ);
-  const float *k = entryF32(a.in[1], b, g.tk * g.d, SlotK);
-  const float *v = entryF32(a.in[2], b, g.tk * g.dv, SlotV);
-  float *o = outF32(a.out[0], b, g.tq * g.dv, SlotO);
+  Rows q = entryF32(g, a.in[0], b, g.tq, g.d, SlotQ);
+  Rows k = entryF32(g, a.in[1], b, g.tk, g.d, SlotK);
+  Rows v = entryF32(g, a.in[2], b, g.tk, g.dv, SlotV);
+  Rows o = outF32(g, a.out[0], b, g.tq, g.dv, SlotO);
   float *lse = a.out[1].f32() + b * g.tq;
   float *s = scratch().get(SlotS, g.rowsPerBlock * g.tk);
   for (int64_t i0 = 0; i0 < g.tq; i0 += g.rowsPerBlock) {
     int64_t i1 = std::min(g.tq, i0 + g.rowsPerBlock), rows = i1 - i0;
     int64_t n = visibleKeys(g, i1);
-    sgemm(false, true, rows, n, g.d, q + i0 * g.d, g.d, k, g.d, 0.0f, s, n);
+    sgemm(false, true, rows, n, g.d, q.row(i0), q.ld, k.p, k.ld, 0.0f, s, n);
     for (int64_t i = i0; i < i1; ++i) {
       float *row = s + (i - i0) * n;
       scoresRow(g, b, i, row, n);
@@ -465,10 +525,10 @@ static void forwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
         row[j] *= inv;
     }
     roundTo(g.dtype, s, rows * n);
-    sgemm(false, false, rows, g.dv, n, s, n, v, g.dv, 0.0f, o + i0 * g.dv,
-          g.dv);
+    sgemm(false, false, rows, g.dv, n, s, n, v.p, v.ld, 0.0f, o.p + i0 * o.ld,
+          o.ld);
   }
-  storeEntry(a.out[0], b, g.tq * g.dv, o);
+  storeEntry(g, a.out[0], b, g.tq, g.dv, o);
 }
 
 void run_attention(const KernelArgs &a) {
@@ -482,24 +542,24 @@ void run_attention(const KernelArgs &a) {
 
 /// One entry of the backward.
 static void backwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
-  int64_t qn = g.tq * g.d, kn = g.tk * g.d, vn = g.tk * g.dv, on = g.tq * g.dv;
-  const float *q = entryF32(a.in[0], b, qn, SlotQ);
-  const float *k = entryF32(a.in[1], b, kn, SlotK);
-  const float *v = entryF32(a.in[2], b, vn, SlotV);
-  const float *o = entryF32(a.in[3], b, on, SlotO);
+  Rows q = entryF32(g, a.in[0], b, g.tq, g.d, SlotQ);
+  Rows k = entryF32(g, a.in[1], b, g.tk, g.d, SlotK);
+  Rows v = entryF32(g, a.in[2], b, g.tk, g.dv, SlotV);
+  Rows o = entryF32(g, a.in[3], b, g.tq, g.dv, SlotO);
   const float *lse = a.in[4].f32() + b * g.tq;
-  const float *dout = entryF32(a.in[5], b, on, SlotDO);
-  float *dq = outF32(a.out[0], b, qn, SlotDQ);
-  float *dk = outF32(a.out[1], b, kn, SlotDK);
-  float *dv = outF32(a.out[2], b, vn, SlotDV);
-  std::fill_n(dk, kn, 0.0f);
-  std::fill_n(dv, vn, 0.0f);
+  Rows dout = entryF32(g, a.in[5], b, g.tq, g.dv, SlotDO);
+  Rows dq = outF32(g, a.out[0], b, g.tq, g.d, SlotDQ);
+  Rows dk = outF32(g, a.out[1], b, g.tk, g.d, SlotDK);
+  Rows dv = outF32(g, a.out[2], b, g.tk, g.dv, SlotDV);
+  zeroRows(dk, g.tk, g.d);
+  zeroRows(dv, g.tk, g.dv);
   // rowDot[i] = sum_d dout[i, d] out[i, d] (the softmax gradient's row sum).
   float *rowDot = scratch().get(SlotRow, g.tq);
   for (int64_t i = 0; i < g.tq; ++i) {
+    const float *dr = dout.row(i), *orow = o.row(i);
     float acc = 0.0f;
     for (int64_t d = 0; d < g.dv; ++d)
-      acc += dout[i * g.dv + d] * o[i * g.dv + d];
+      acc += dr[d] * orow[d];
     rowDot[i] = acc;
   }
   float *p = scratch().get(SlotS, g.rowsPerBlock * g.tk);
@@ -507,9 +567,9 @@ static void backwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
   for (int64_t i0 = 0; i0 < g.tq; i0 += g.rowsPerBlock) {
     int64_t i1 = std::min(g.tq, i0 + g.rowsPerBlock), rows = i1 - i0;
     int64_t n = visibleKeys(g, i1);
-    const float *qb = q + i0 * g.d, *dob = dout + i0 * g.dv;
-    sgemm(false, true, rows, n, g.d, qb, g.d, k, g.d, 0.0f, p, n);
-    sgemm(false, true, rows, n, g.dv, dob, g.dv, v, g.dv, 0.0f, ds, n);
+    const float *qb = q.row(i0), *dob = dout.row(i0);
+    sgemm(false, true, rows, n, g.d, qb, q.ld, k.p, k.ld, 0.0f, p, n);
+    sgemm(false, true, rows, n, g.dv, dob, dout.ld, v.p, v.ld, 0.0f, ds, n);
     for (int64_t i = i0; i < i1; ++i) {
       float *pr = p + (i - i0) * n, *dr = ds + (i - i0) * n;
       scoresRow(g, b, i, pr, n);
@@ -522,13 +582,14 @@ static void backwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
     }
     roundTo(g.dtype, p, rows * n);
     roundTo(g.dtype, ds, rows * n);
-    sgemm(true, false, n, g.dv, rows, p, n, dob, g.dv, 1.0f, dv, g.dv);
-    sgemm(false, false, rows, g.d, n, ds, n, k, g.d, 0.0f, dq + i0 * g.d, g.d);
-    sgemm(true, false, n, g.d, rows, ds, n, qb, g.d, 1.0f, dk, g.d);
+    sgemm(true, false, n, g.dv, rows, p, n, dob, dout.ld, 1.0f, dv.p, dv.ld);
+    sgemm(false, false, rows, g.d, n, ds, n, k.p, k.ld, 0.0f, dq.p + i0 * dq.ld,
+          dq.ld);
+    sgemm(true, false, n, g.d, rows, ds, n, qb, q.ld, 1.0f, dk.p, dk.ld);
   }
-  storeEntry(a.out[0], b, qn, dq);
-  storeEntry(a.out[1], b, kn, dk);
-  storeEntry(a.out[2], b, vn, dv);
+  storeEntry(g, a.out[0], b, g.tq, g.d, dq);
+  storeEntry(g, a.out[1], b, g.tk, g.d, dk);
+  storeEntry(g, a.out[2], b, g.tk, g.dv, dv);
 }
 
 void run_attention_grad(const KernelArgs &a) {

@@ -14,6 +14,11 @@
 
 namespace tcc::rt::cuda {
 
+/// iattrs [causal, seq_major] (checkInstr holds them to 0 or 1).
+static bool seqMajor(const Instr &in) {
+  return in.iattrs.size() > 1 && in.iattrs[1] != 0;
+}
+
 /// Checks what the chunk loops rely on beyond checkInstr (which validated
 /// the operands against Kernels.h) and returns the plan.
 static AttentionPlan planOf(const Instr &in, const std::vector<TensorInfo> &t) {
@@ -35,7 +40,7 @@ static AttentionPlan planOf(const Instr &in, const std::vector<TensorInfo> &t) {
   if (q.dtype != DType::F32 && !isHalfDType(q.dtype))
     throw Error("no CUDA " + in.kernel + " kernel for " + dtypeName(q.dtype) +
                 " operands ('" + q.name + "'); it takes f32, bf16 or f16");
-  return planAttention(q.shape, k.shape, v.shape, q.dtype);
+  return planAttention(q.shape, k.shape, v.shape, q.dtype, seqMajor(in));
 }
 
 int64_t prepare_attention(const Instr &in, const std::vector<TensorInfo> &t) {
@@ -43,38 +48,99 @@ int64_t prepare_attention(const Instr &in, const std::vector<TensorInfo> &t) {
 }
 
 /// One GEMM of the loop; an empty C is skipped and an empty sum (k = 0)
-/// is zeros.
+/// is zeros: only C's rows, which between the heads of a sequence-major
+/// operand are other entries' rows.
 static void gemmOrZero(const AttentionGemm &gemm, const CudaGemm::Problem &p,
                        const void *a, const void *b, void *c,
                        cudaStream_t stream) {
   if (p.m == 0 || p.n == 0 || p.batch == 0)
     return;
   if (p.k == 0) {
-    int64_t n = (p.batch - 1) * p.strideC + p.m * p.n;
-    TCC_CUDA_CHECK(
-        cudaMemsetAsync(c, 0, static_cast<size_t>(n) * dtypeSize(p.c), stream));
+    size_t es = dtypeSize(p.c);
+    int64_t ldc = CudaGemm::ldOf(p).c;
+    if (ldc == p.n) {
+      int64_t n = (p.batch - 1) * p.strideC + p.m * p.n;
+      TCC_CUDA_CHECK(
+          cudaMemsetAsync(c, 0, static_cast<size_t>(n) * es, stream));
+    } else if (p.strideC == p.n) { // a run of heads: their rows are adjacent
+      TCC_CUDA_CHECK(cudaMemset2DAsync(c, static_cast<size_t>(ldc) * es, 0,
+                                       static_cast<size_t>(p.batch * p.n) * es,
+                                       static_cast<size_t>(p.m), stream));
+    } else {
+      for (int64_t e = 0; e < p.batch; ++e)
+        TCC_CUDA_CHECK(cudaMemset2DAsync(
+            static_cast<char *>(c) + e * p.strideC * static_cast<int64_t>(es),
+            static_cast<size_t>(ldc) * es, 0, static_cast<size_t>(p.n) * es,
+            static_cast<size_t>(p.m), stream));
+    }
     return;
   }
   gemm(p, a, b, c);
 }
 
-static CudaGemm::Problem problem(DType ab, DType c, bool transA, bool transB,
-                                 int64_t m, int64_t n, int64_t k, int64_t batch,
-                                 int64_t strideA, int64_t strideB,
-                                 int64_t strideC) {
+namespace {
+/// A GEMM operand from one entry on: where it starts, the batch stride
+/// and the leading dim (0: packed), in elements.
+struct Mat {
+  char *p;
+  int64_t stride, ld;
+};
+} // namespace
+
+/// Entries e0, e0 + 1, ... of operand `t` (`rows` x `cols` per entry) in
+/// the plan's layout; within a run the next entry is the next head.
+static Mat operand(const TensorView &t, const AttentionPlan &pl, int64_t e0,
+                   int64_t rows, int64_t cols) {
+  char *base = static_cast<char *>(t.data);
+  int64_t es = static_cast<int64_t>(dtypeSize(t.dtype));
+  if (pl.heads == 1)
+    return {base + e0 * rows * cols * es, rows * cols, 0};
+  return {base + attentionRowOffset(e0, 0, pl.heads, rows, cols) * es, cols,
+          pl.heads * cols};
+}
+
+/// Entry `i` of the chunk in the scratch array at `base` of type `t`.
+static Mat scratch(void *base, DType t, const AttentionPlan &pl, int64_t i) {
+  return {static_cast<char *>(base) +
+              i * pl.entryStride * static_cast<int64_t>(dtypeSize(t)),
+          pl.entryStride, 0};
+}
+
+/// C = op(A) op(B), m x n x k, for `batch` entries.
+static void gemmOf(const AttentionGemm &gemm, DType ab, DType ct, bool transA,
+                   bool transB, int64_t m, int64_t n, int64_t k, int64_t batch,
+                   const Mat &a, const Mat &b, const Mat &c,
+                   cudaStream_t stream) {
   CudaGemm::Problem p;
   p.ab = ab;
-  p.c = c;
+  p.c = ct;
   p.transA = transA;
   p.transB = transB;
   p.m = m;
   p.n = n;
   p.k = k;
   p.batch = batch;
-  p.strideA = strideA;
-  p.strideB = strideB;
-  p.strideC = strideC;
-  return p;
+  p.strideA = a.stride;
+  p.strideB = b.stride;
+  p.strideC = c.stride;
+  p.lda = a.ld;
+  p.ldb = b.ld;
+  p.ldc = c.ld;
+  gemmOrZero(gemm, p, a.p, b.p, c.p, stream);
+}
+
+/// Calls f(e0, count) for the runs of chunk [b0, b0 + n) that one
+/// strided-batched GEMM covers: the whole chunk when packed, else the
+/// entries of one outer index each (one stride between heads; the next
+/// outer index is rows * heads * cols further on, not one more stride).
+template <class F>
+static void forEachRun(const AttentionPlan &pl, int64_t b0, int64_t n, F f) {
+  for (int64_t e = b0, end = b0 + n; e < end;) {
+    int64_t next =
+        pl.heads == 1 ? end : std::min(end, (e / pl.heads + 1) * pl.heads);
+    f(e, next - e);
+    e = next;
+  }
 }
 
 /// The row passes' view of chunk [b0, b0 + n): scale, causal and how the
@@ -89,6 +155,7 @@ static AttentionRows rowsOf(const CudaArgs &a, const AttentionPlan &pl,
   r.entryStride = pl.entryStride;
   r.firstRow = b0 * pl.tq;
   r.firstEntry = b0;
+  r.heads = pl.heads;
   r.causal = a.instr.iattrs[0] != 0;
   r.scale = static_cast<float>(a.instr.fattrs[0]);
   if (mask) {
@@ -103,11 +170,6 @@ static AttentionRows rowsOf(const CudaArgs &a, const AttentionPlan &pl,
   return r;
 }
 
-static char *at(const TensorView &t, int64_t elements) {
-  return static_cast<char *>(t.data) +
-         elements * static_cast<int64_t>(dtypeSize(t.dtype));
-}
-
 void runAttention(const CudaArgs &a, const AttentionPlan &pl,
                   const AttentionGemm &gemm) {
   const TensorView &Q = a.in[0], &K = a.in[1], &V = a.in[2];
@@ -120,17 +182,19 @@ void runAttention(const CudaArgs &a, const AttentionPlan &pl,
   for (int64_t b0 = 0; b0 < pl.batch; b0 += pl.chunk) {
     int64_t n = std::min(pl.chunk, pl.batch - b0);
     // S = Q K^T (f32).
-    gemmOrZero(gemm,
-               problem(t, DType::F32, false, true, tq, tk, d, n, tq * d, tk * d,
-                       pl.entryStride),
-               at(Q, b0 * tq * d), at(K, b0 * tk * d), S, a.stream);
+    forEachRun(pl, b0, n, [&](int64_t e0, int64_t cnt) {
+      gemmOf(gemm, t, DType::F32, false, true, tq, tk, d, cnt,
+             operand(Q, pl, e0, tq, d), operand(K, pl, e0, tk, d),
+             scratch(S, DType::F32, pl, e0 - b0), a.stream);
+    });
     attentionRows(rowsOf(a, pl, mask, b0, n), S, P, static_cast<int>(t),
                   L.f32(), false, a.stream);
     // O = P V.
-    gemmOrZero(gemm,
-               problem(t, O.dtype, false, false, tq, dv, tk, n, pl.entryStride,
-                       tk * dv, tq * dv),
-               P, at(V, b0 * tk * dv), at(O, b0 * tq * dv), a.stream);
+    forEachRun(pl, b0, n, [&](int64_t e0, int64_t cnt) {
+      gemmOf(gemm, t, O.dtype, false, false, tq, dv, tk, cnt,
+             scratch(P, t, pl, e0 - b0), operand(V, pl, e0, tk, dv),
+             operand(O, pl, e0, tq, dv), a.stream);
+    });
   }
 }
 
@@ -146,43 +210,43 @@ void runAttentionGrad(const CudaArgs &a, const AttentionPlan &pl,
   const int64_t tq = pl.tq, tk = pl.tk, d = pl.d, dv = pl.dv;
   for (int64_t b0 = 0; b0 < pl.batch; b0 += pl.chunk) {
     int64_t n = std::min(pl.chunk, pl.batch - b0);
-    const char *q = at(Q, b0 * tq * d), *k = at(K, b0 * tk * d),
-               *v = at(V, b0 * tk * dv), *dout = at(dO, b0 * tq * dv);
     AttentionRows rows = rowsOf(a, pl, mask, b0, n);
     // S = Q K^T, then P = exp(scale S + mask - lse) from the saved lse.
-    gemmOrZero(gemm,
-               problem(t, DType::F32, false, true, tq, tk, d, n, tq * d, tk * d,
-                       pl.entryStride),
-               q, k, S, a.stream);
+    forEachRun(pl, b0, n, [&](int64_t e0, int64_t cnt) {
+      gemmOf(gemm, t, DType::F32, false, true, tq, tk, d, cnt,
+             operand(Q, pl, e0, tq, d), operand(K, pl, e0, tk, d),
+             scratch(S, DType::F32, pl, e0 - b0), a.stream);
+    });
     attentionRows(rows, S, P, static_cast<int>(t), L.f32(), true, a.stream);
-    // dV = P^T dO.
-    gemmOrZero(gemm,
-               problem(t, dV.dtype, true, false, tk, dv, tq, n, pl.entryStride,
-                       tq * dv, tk * dv),
-               P, dout, at(dV, b0 * tk * dv), a.stream);
-    // dP = dO V^T (f32, over S).
-    gemmOrZero(gemm,
-               problem(t, DType::F32, false, true, tq, tk, dv, n, tq * dv,
-                       tk * dv, pl.entryStride),
-               dout, v, S, a.stream);
-    // dS = P (dP - rowsum(dO O)) scale, over P (the pass offsets dO, O).
+    forEachRun(pl, b0, n, [&](int64_t e0, int64_t cnt) {
+      Mat dout = operand(dO, pl, e0, tq, dv);
+      // dV = P^T dO.
+      gemmOf(gemm, t, dV.dtype, true, false, tk, dv, tq, cnt,
+             scratch(P, t, pl, e0 - b0), dout, operand(dV, pl, e0, tk, dv),
+             a.stream);
+      // dP = dO V^T (f32, over S).
+      gemmOf(gemm, t, DType::F32, false, true, tq, tk, dv, cnt, dout,
+             operand(V, pl, e0, tk, dv), scratch(S, DType::F32, pl, e0 - b0),
+             a.stream);
+    });
+    // dS = P (dP - rowsum(dO O)) scale, over P (the pass finds the rows of
+    // dO and O).
     attentionGradRows(rows, S, P, static_cast<int>(t), dO.data, O.data,
                       static_cast<int>(O.dtype), dv, a.stream);
     // dQ = dS K, dK = dS^T Q.
-    gemmOrZero(gemm,
-               problem(t, dQ.dtype, false, false, tq, d, tk, n, pl.entryStride,
-                       tk * d, tq * d),
-               P, k, at(dQ, b0 * tq * d), a.stream);
-    gemmOrZero(gemm,
-               problem(t, dK.dtype, true, false, tk, d, tq, n, pl.entryStride,
-                       tq * d, tk * d),
-               P, q, at(dK, b0 * tk * d), a.stream);
+    forEachRun(pl, b0, n, [&](int64_t e0, int64_t cnt) {
+      Mat ds = scratch(P, t, pl, e0 - b0);
+      gemmOf(gemm, t, dQ.dtype, false, false, tq, d, tk, cnt, ds,
+             operand(K, pl, e0, tk, d), operand(dQ, pl, e0, tq, d), a.stream);
+      gemmOf(gemm, t, dK.dtype, true, false, tk, d, tq, cnt, ds,
+             operand(Q, pl, e0, tq, d), operand(dK, pl, e0, tk, d), a.stream);
+    });
   }
 }
 
 static AttentionPlan planOfViews(const CudaArgs &a) {
   return planAttention(*a.in[0].shape, *a.in[1].shape, *a.in[2].shape,
-                       a.in[0].dtype);
+                       a.in[0].dtype, seqMajor(a.instr));
 }
 
 void launch_attention(const CudaArgs &a) {

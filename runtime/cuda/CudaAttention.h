@@ -2,8 +2,9 @@
 //
 // The `attention` and `attention_grad` kernels of runtime/cpu/Kernels.h
 // without a [B, Tq, Tk] tensor: the B batch entries (q's leading dims,
-// flattened) are processed in chunks of `chunk` entries, and only one
-// chunk's scores live in the kernel scratch (CudaArgs::scratch):
+// flattened, and its heads when sequence-major) are processed in chunks of
+// `chunk` entries, and only one chunk's scores live in the kernel scratch
+// (CudaArgs::scratch):
 //
 //   S  f32 [chunk, Tq, Tk]   Q K^T (forward and backward), then dP = dO V^T
 //   P  q's dtype [chunk, Tq, Tk]   exp(scale S + mask - lse), then dS
@@ -15,6 +16,15 @@
 // dS = P (dP - D) scale, over P), dQ = dS K, dK = dS^T Q. Every batch entry
 // belongs to one chunk and nothing accumulates across chunks: results are
 // deterministic and do not depend on the chunk size.
+//
+// Layouts (iattrs [causal, seq_major]; runtime/core/AttentionPlan.h): the
+// GEMMs read and write q, k, v, out, dout and the gradients where they are.
+// Packed ([B..., T, D]), a chunk is one strided-batched call per GEMM.
+// Sequence-major ([B..., T, H, D]), the chunk splits into runs of entries
+// that share their outer index: one call per run, batch stride D between
+// heads and leading dim H * D between rows (as Megatron-LM's attention
+// calls strided-batched GEMMs on [s, b * np, hn]), so no transposes. S and
+// P stay packed per entry in the scratch.
 //
 // cuBLASLt has no alpha here (CudaGemm::Problem): `scale` is applied in the
 // row passes. 16-bit P and dS are rounded once, as 16-bit GEMM operands (as
@@ -68,8 +78,11 @@ struct AttentionRows {
   long long rows = 0; // chunk entries * Tq
   long long tq = 0, tk = 0;
   long long entryStride = 0; // of S and P in the scratch (elements)
-  long long firstRow = 0;    // the chunk's first row in lse/out: b0 * Tq
+  long long firstRow = 0;    // the chunk's first row in lse: b0 * Tq
   long long firstEntry = 0;  // b0
+  /// Entries per outer index of dO and O (AttentionPlan::heads): row i of
+  /// entry e at attentionRowOffset(e, i, heads, tq, dv).
+  long long heads = 1;
   /// mask[e * mEntry + i * mRow + j * mCol] (f32), or none.
   const float *mask = nullptr;
   long long mEntry = 0, mRow = 0, mCol = 0;
@@ -84,9 +97,9 @@ struct AttentionRows {
 void attentionRows(const AttentionRows &r, const float *s, void *p, int tp,
                    float *lse, bool fromLse, cudaStream_t stream);
 
-/// Backward row pass: D = sum_d dO O (rows firstRow + r of dO and O, Dv
-/// elements of dtype `to`), dS = P (dP - D) scale written over P (dtype
-/// `tp`).
+/// Backward row pass: D = sum_d dO O (the rows of dO and O in the layout
+/// of r.heads, Dv elements of dtype `to`), dS = P (dP - D) scale written
+/// over P (dtype `tp`).
 void attentionGradRows(const AttentionRows &r, const float *dp, void *p, int tp,
                        const void *dout, const void *out, int to, long long dv,
                        cudaStream_t stream);

@@ -145,6 +145,8 @@ static cublasLtMatrixLayout_t layout(cudaDataType_t t, int64_t rows,
 CudaGemm::Plan *CudaGemm::plan(const Problem &p, Epilogue ep, DType biasType,
                                int alignA, int alignB, int alignC,
                                int alignBias, int alignAux) {
+  // Explicit packed leading dims share the plan of 0.
+  Lds ld = ldOf(p);
   Key key{static_cast<int>(p.ab),
           static_cast<int>(p.c),
           p.transA,
@@ -156,6 +158,9 @@ CudaGemm::Plan *CudaGemm::plan(const Problem &p, Epilogue ep, DType biasType,
           p.strideA,
           p.strideB,
           p.strideC,
+          ld.a,
+          ld.b,
+          ld.c,
           static_cast<int>(ep),
           static_cast<int>(biasType),
           alignA,
@@ -167,10 +172,10 @@ CudaGemm::Plan *CudaGemm::plan(const Problem &p, Epilogue ep, DType biasType,
   if (it != plans_.end())
     return it->second.get();
   // An epilogue cuBLASLt cannot run is remembered as a null plan: the
-  // caller falls back. The aux matrix's leading dimension (N) must be a
+  // caller falls back. The aux matrix's leading dimension (C's) must be a
   // multiple of 8.
   bool epilogue = ep != Epilogue::None;
-  if (epilogue && hasAux(ep) && p.n % 8 != 0) {
+  if (epilogue && hasAux(ep) && ld.c % 8 != 0) {
     plans_.emplace(key, nullptr);
     return nullptr;
   }
@@ -203,11 +208,11 @@ CudaGemm::Plan *CudaGemm::plan(const Problem &p, Epilogue ep, DType biasType,
           pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &fake, sizeof fake);
   }
   if (s == CUBLAS_STATUS_SUCCESS && hasAux(ep)) {
-    int64_t ld = p.n; // C's layout: N rows of cuBLASLt's column-major D
+    int64_t auxLd = ld.c; // C's layout: cuBLASLt's column-major D
     const void *fake =
         reinterpret_cast<const void *>(static_cast<uintptr_t>(alignAux));
     s = cublasLtMatmulDescSetAttribute(
-        pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld);
+        pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &auxLd, sizeof auxLd);
     if (s == CUBLAS_STATUS_SUCCESS)
       s = cublasLtMatmulDescSetAttribute(
           pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &fake,
@@ -219,11 +224,12 @@ CudaGemm::Plan *CudaGemm::plan(const Problem &p, Epilogue ep, DType biasType,
   }
 
   cudaDataType_t tab = cudaType(p.ab), tc = cudaType(p.c);
-  pl->x = p.transB ? layout(tab, p.k, p.n, p.k, p.batch, p.strideB)
-                   : layout(tab, p.n, p.k, p.n, p.batch, p.strideB);
-  pl->y = p.transA ? layout(tab, p.m, p.k, p.m, p.batch, p.strideA)
-                   : layout(tab, p.k, p.m, p.k, p.batch, p.strideA);
-  pl->c = layout(tc, p.n, p.m, p.n, p.batch, p.strideC);
+  // A row-major ld is the column-major one of the transposed view.
+  pl->x = p.transB ? layout(tab, p.k, p.n, ld.b, p.batch, p.strideB)
+                   : layout(tab, p.n, p.k, ld.b, p.batch, p.strideB);
+  pl->y = p.transA ? layout(tab, p.m, p.k, ld.a, p.batch, p.strideA)
+                   : layout(tab, p.k, p.m, ld.a, p.batch, p.strideA);
+  pl->c = layout(tc, p.n, p.m, ld.c, p.batch, p.strideC);
 
   cublasLtMatmulPreference_t pref = nullptr;
   TCC_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -271,6 +277,14 @@ static void checkProblem(const CudaGemm::Problem &p) {
     throw Error("GEMM " + std::to_string(p.m) + "x" + std::to_string(p.n) +
                 "x" + std::to_string(p.k) + " batch " +
                 std::to_string(p.batch) + " is outside what cuBLASLt takes");
+  // Rows that would overlap: name the problem, not a cuBLASLt status.
+  CudaGemm::Lds ld = CudaGemm::ldOf(p);
+  if (ld.a < (p.transA ? p.m : p.k) || ld.b < (p.transB ? p.k : p.n) ||
+      ld.c < p.n)
+    throw Error("GEMM " + std::to_string(p.m) + "x" + std::to_string(p.n) +
+                "x" + std::to_string(p.k) + " with leading dims " +
+                std::to_string(ld.a) + ", " + std::to_string(ld.b) + ", " +
+                std::to_string(ld.c) + " shorter than its rows");
 }
 
 bool CudaGemm::tryGemm(const Problem &p, const void *a, const void *b, void *c,

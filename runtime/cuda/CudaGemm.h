@@ -24,11 +24,11 @@
 //   BgradRhs: sum over K of op(B), N elements = CUBLASLT_EPILOGUE_BGRADA,
 //   BgradLhs: sum over K of op(A), M elements = CUBLASLT_EPILOGUE_BGRADB,
 //   DgeluBgrad: D summed over its M rows, N elements (DGELU_BGRAD),
-// and the aux matrix has C's layout (leading dimension N, which cuBLASLt
-// needs to be a multiple of 8). cuBLASLt's GELU is the tanh approximation
-// (tcc's gelu with approximate = 1). When cuBLASLt offers no algorithm for
-// an epilogue, tryGemm says so and the caller runs a plain GEMM and the
-// element-wise kernels instead (launch_matmul_epilogue).
+// and the aux matrix has C's layout (leading dimension ldc, N when packed,
+// which cuBLASLt needs to be a multiple of 8). cuBLASLt's GELU is the tanh
+// approximation (tcc's gelu with approximate = 1). When cuBLASLt offers no
+// algorithm for an epilogue, tryGemm says so and the caller runs a plain GEMM
+// and the element-wise kernels instead (launch_matmul_epilogue).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_RUNTIME_CUDA_CUDAGEMM_H
@@ -77,7 +77,11 @@ public:
 
   /// One (strided-batched) row-major GEMM: C[b] = op(A[b]) op(B[b]) for
   /// b < batch, A[b] at A + b * strideA elements (likewise B, C; a stride
-  /// of 0 repeats the matrix).
+  /// of 0 repeats the matrix). lda, ldb, ldc: elements from one stored row
+  /// to the next (>= its length), 0 = packed (ldOf). Rows further apart
+  /// than their length address a matrix inside a wider one, such as one
+  /// head of a [T, H, D] tensor: ld H * D and batch stride D make the heads
+  /// batch entries whose rows interleave without overlapping.
   struct Problem {
     DType ab = DType::F32; // A and B
     DType c = DType::F32;
@@ -85,7 +89,19 @@ public:
     int64_t m = 0, n = 0, k = 0;
     int64_t batch = 1;
     int64_t strideA = 0, strideB = 0, strideC = 0;
+    int64_t lda = 0, ldb = 0, ldc = 0;
   };
+
+  /// The leading dims `p` stands for: its lda, ldb, ldc, or where 0 the
+  /// packed ones (stored A is [m, k], or [k, m] with transA: k or m; B
+  /// likewise; C n).
+  struct Lds {
+    int64_t a, b, c;
+  };
+  static Lds ldOf(const Problem &p) {
+    int64_t a = p.transA ? p.m : p.k, b = p.transB ? p.k : p.n;
+    return {p.lda ? p.lda : a, p.ldb ? p.ldb : b, p.ldc ? p.ldc : p.n};
+  }
 
   CudaGemm(cudaStream_t stream, bool tf32);
   ~CudaGemm();
@@ -121,10 +137,11 @@ public:
 
 private:
   struct Plan;
-  /// Problem, epilogue, bias type and the alignments of A, B, C, bias, aux.
-  using Key =
-      std::tuple<int, int, bool, bool, int64_t, int64_t, int64_t, int64_t,
-                 int64_t, int64_t, int64_t, int, int, int, int, int, int, int>;
+  /// Problem (leading dims as ldOf gives them), epilogue, bias type and
+  /// the alignments of A, B, C, bias, aux.
+  using Key = std::tuple<int, int, bool, bool, int64_t, int64_t, int64_t,
+                         int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                         int64_t, int, int, int, int, int, int, int>;
   /// tryGemm whatever setEpilogues says.
   bool enqueue(const Problem &p, const void *a, const void *b, void *c,
                Epilogue ep, const EpilogueArgs &args);

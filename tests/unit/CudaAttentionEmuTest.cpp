@@ -9,8 +9,11 @@
 //  - forward + backward through several chunks (an uneven last one)
 //    against a naive double reference and the CPU kernel; results must not
 //    depend on the chunk size; scratch operands of every GEMM 256-byte
-//    aligned;
-//  - the chunk policy (planAttention).
+//    aligned, and every GEMM row inside an operand;
+//  - sequence-major operands ([B..., T, H, D]) in chunks that split an
+//    outer index's heads, bit for bit the packed kernels on the permuted
+//    data;
+//  - the chunk policy (planAttention) and the sizes of both layouts.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernelCases.h"
@@ -42,22 +45,52 @@ void expectScratchAligned(const void *p, int64_t strideBytes, int64_t batch) {
   }
 }
 
+/// The tensors and scratch of the current chunk-loop test: a GEMM row
+/// outside all of them is a bad offset (an error, not a crash).
+std::vector<std::pair<const char *, const char *>> gBuffers;
+
+void checkInside(const char *p, int64_t bytes) {
+  if (gBuffers.empty())
+    return;
+  for (auto [begin, end] : gBuffers)
+    if (p >= begin && p + bytes <= end)
+      return;
+  throw Error("a GEMM row outside every operand");
+}
+
+/// Widens `rows` rows of `cols` elements, `ld` apart, into `to` (packed).
+void widenRows(const void *from, DType t, int64_t rows, int64_t cols,
+               int64_t ld, float *to) {
+  size_t es = dtypeSize(t);
+  for (int64_t r = 0; r < rows; ++r) {
+    const char *row = static_cast<const char *>(from) + r * ld * es;
+    checkInside(row, cols * (int64_t)es);
+    widenToF32(row, t, to + r * cols, cols);
+  }
+}
+
 /// C = op(A) op(B) per batch entry, f32 accumulation, C rounded once: what
-/// cuBLASLt computes with CUBLAS_COMPUTE_32F.
+/// cuBLASLt computes with CUBLAS_COMPUTE_32F. Rows are read and written
+/// at the problem's leading dims, and nothing between them is touched.
 void hostGemm(const cuda::CudaGemm::Problem &p, const void *a, const void *b,
               void *c) {
   if (p.m < 1 || p.n < 1 || p.k < 1 || p.batch < 1)
     throw Error("GEMM with an empty dimension (CudaGemm::gemm needs >= 1)");
+  cuda::CudaGemm::Lds ld = cuda::CudaGemm::ldOf(p);
+  int64_t rowsA = p.transA ? p.k : p.m, colsA = p.transA ? p.m : p.k;
+  int64_t rowsB = p.transB ? p.n : p.k, colsB = p.transB ? p.k : p.n;
+  if (ld.a < colsA || ld.b < colsB || ld.c < p.n)
+    throw Error("GEMM leading dims shorter than their rows");
   size_t ea = dtypeSize(p.ab), ec = dtypeSize(p.c);
   expectScratchAligned(a, p.strideA * (int64_t)ea, p.batch);
   expectScratchAligned(b, p.strideB * (int64_t)ea, p.batch);
   expectScratchAligned(c, p.strideC * (int64_t)ec, p.batch);
   std::vector<float> A(p.m * p.k), B(p.k * p.n), C(p.m * p.n);
   for (int64_t e = 0; e < p.batch; ++e) {
-    widenToF32(static_cast<const char *>(a) + e * p.strideA * ea, p.ab,
-               A.data(), p.m * p.k);
-    widenToF32(static_cast<const char *>(b) + e * p.strideB * ea, p.ab,
-               B.data(), p.k * p.n);
+    widenRows(static_cast<const char *>(a) + e * p.strideA * ea, p.ab, rowsA,
+              colsA, ld.a, A.data());
+    widenRows(static_cast<const char *>(b) + e * p.strideB * ea, p.ab, rowsB,
+              colsB, ld.b, B.data());
     for (int64_t i = 0; i < p.m; ++i)
       for (int64_t j = 0; j < p.n; ++j) {
         float acc = 0.0f;
@@ -66,8 +99,11 @@ void hostGemm(const cuda::CudaGemm::Problem &p, const void *a, const void *b,
                  (p.transB ? B[j * p.k + k] : B[k * p.n + j]);
         C[i * p.n + j] = acc;
       }
-    narrowFromF32(C.data(), p.c, static_cast<char *>(c) + e * p.strideC * ec,
-                  p.m * p.n);
+    for (int64_t i = 0; i < p.m; ++i) {
+      char *row = static_cast<char *>(c) + (e * p.strideC + i * ld.c) * ec;
+      checkInside(row, p.n * (int64_t)ec);
+      narrowFromF32(C.data() + i * p.n, p.c, row, p.n);
+    }
   }
 }
 
@@ -313,20 +349,21 @@ std::unique_ptr<LoopProgram> build(const LoopCase &c) {
   std::vector<int32_t> fin = in;
   if (lp->mask >= 0)
     fin.push_back(lp->mask);
-  p.instr("attention", fin, {lp->out, lp->lse}, {c.causal}, {scale});
+  p.instr("attention", fin, {lp->out, lp->lse}, {c.causal, 0}, {scale});
   std::vector<int32_t> gin = {lp->q, lp->k, lp->v, lp->out, lp->lse, lp->dout};
   if (lp->mask >= 0)
     gin.push_back(lp->mask);
-  p.instr("attention_grad", gin, {lp->dq, lp->dk, lp->dv}, {c.causal}, {scale});
+  p.instr("attention_grad", gin, {lp->dq, lp->dk, lp->dv}, {c.causal, 0},
+          {scale});
   return lp;
 }
 
 /// Runs the program's two instrs through the chunk loops, at most
 /// `chunkCap` entries per chunk; returns every tensor's bytes.
 std::vector<std::vector<uint8_t>>
-runLoops(const LoopProgram &lp, int64_t chunkCap, int64_t *chunks = nullptr) {
-  const Artifact &art = const_cast<OneProgram &>(lp.p).artifact();
-  std::vector<std::vector<uint8_t>> store = lp.p.initial();
+runLoops(const OneProgram &prog, int64_t chunkCap, int64_t *chunks = nullptr) {
+  const Artifact &art = const_cast<OneProgram &>(prog).artifact();
+  std::vector<std::vector<uint8_t>> store = prog.initial();
   for (const Instr &in : art.programs[0].instrs) {
     checkInstr(in, art.tensors);
     const cuda::CudaKernelDef *def = cuda::findCudaKernel(in.kernel);
@@ -341,8 +378,9 @@ runLoops(const LoopProgram &lp, int64_t chunkCap, int64_t *chunks = nullptr) {
                                     &art.tensors[id].shape,
                                     art.tensors[id].numElements()});
     const auto &sh = [&](int i) { return art.tensors[in.inputs[i]].shape; };
-    AttentionPlan plan = cuda::planAttention(
-        sh(0), sh(1), sh(2), art.tensors[in.inputs[0]].dtype, chunkCap);
+    AttentionPlan plan = cuda::planAttention(sh(0), sh(1), sh(2),
+                                             art.tensors[in.inputs[0]].dtype,
+                                             in.iattrs[1] != 0, chunkCap);
     if (chunks && plan.chunk)
       *chunks = (plan.batch + plan.chunk - 1) / plan.chunk;
     // The registry's prepare asks for the uncapped plan's scratch: at
@@ -354,12 +392,17 @@ runLoops(const LoopProgram &lp, int64_t chunkCap, int64_t *chunks = nullptr) {
         &std::free);
     gScratchBegin = scratch.get();
     gScratchEnd = scratch.get() + plan.scratchBytes;
+    gBuffers = {{gScratchBegin, gScratchEnd}};
+    for (const auto &t : store)
+      gBuffers.push_back({reinterpret_cast<const char *>(t.data()),
+                          reinterpret_cast<const char *>(t.data()) + t.size()});
     args.scratch = scratch.get();
     if (in.kernel == "attention")
       cuda::runAttention(args, plan, cuda::attentionGemm(args));
     else
       cuda::runAttentionGrad(args, plan, cuda::attentionGemm(args));
     gScratchBegin = gScratchEnd = nullptr;
+    gBuffers.clear();
   }
   return store;
 }
@@ -490,10 +533,10 @@ TEST_P(CudaAttentionLoop, MatchesReferenceInEveryChunking) {
   const LoopCase &c = GetParam();
   std::unique_ptr<LoopProgram> lp = build(c);
   int64_t chunks = 0;
-  auto whole = runLoops(*lp, 0, &chunks);
+  auto whole = runLoops(lp->p, 0, &chunks);
   EXPECT_EQ(chunks, 1);
   for (int64_t cap : {1, 2}) {
-    auto chunked = runLoops(*lp, cap, &chunks);
+    auto chunked = runLoops(lp->p, cap, &chunks);
     EXPECT_TRUE(chunks > 1 || c.tk == 0) << "no scores, no chunks";
     for (int32_t id : {lp->out, lp->lse, lp->dq, lp->dk, lp->dv})
       EXPECT_EQ(chunked[id], whole[id])
@@ -524,13 +567,262 @@ INSTANTIATE_TEST_SUITE_P(Cases, CudaAttentionLoop,
                            return i.param.name;
                          });
 
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Sequence-major operands
+//===----------------------------------------------------------------------===//
+
+struct SeqCase {
+  std::string name;
+  DType t;
+  std::vector<int64_t> outer; // B... (may be empty)
+  int64_t heads, tq, tk, d, dv;
+  std::vector<int64_t> mask; // empty: none
+  bool causal;
+};
+
+/// [O, A, B, C] -> [O, B, A, C] of `es`-byte elements.
+std::vector<uint8_t> swapMiddle(const std::vector<uint8_t> &x, size_t es,
+                                int64_t o, int64_t a, int64_t b, int64_t c) {
+  std::vector<uint8_t> y(x.size());
+  size_t row = static_cast<size_t>(c) * es;
+  for (int64_t i = 0; i < o; ++i)
+    for (int64_t j = 0; j < a; ++j)
+      for (int64_t k = 0; k < b; ++k)
+        std::memcpy(y.data() + ((i * b + k) * a + j) * row,
+                    x.data() + ((i * a + j) * b + k) * row, row);
+  return y;
+}
+
+/// The case's attention -> attention_grad, sequence-major ([B..., T, H, C]
+/// operands, random) or packed ([B..., H, T, C], those values permuted),
+/// with the same lse, mask and attributes.
+struct SeqProgram {
+  OneProgram p;
+  int32_t out, lse, dq, dk, dv;
+  // [rows, cols] per entry of out, dq, dk, dv.
+  std::vector<std::pair<int64_t, int64_t>> sizes;
+};
+
+std::unique_ptr<SeqProgram> buildSeq(const SeqCase &c,
+                                     const SeqProgram *permuteFrom) {
+  auto sp = std::make_unique<SeqProgram>();
+  OneProgram &p = sp->p;
+  int64_t o = 1;
+  for (int64_t x : c.outer)
+    o *= x;
+  auto shape = [&](int64_t rows, int64_t cols) {
+    return permuteFrom ? cat(c.outer, {c.heads, rows, cols})
+                       : cat(c.outer, {rows, c.heads, cols});
+  };
+  // Operands: random when sequence-major; else the sequence-major ones
+  // (q, k, v, dout: tensors 0-3 of `permuteFrom`) permuted.
+  auto operand = [&](int index, int64_t rows, int64_t cols, float lo,
+                     float hi) {
+    if (!permuteFrom)
+      return p.random(c.t, shape(rows, cols), lo, hi);
+    std::vector<uint8_t> bytes =
+        swapMiddle(permuteFrom->p.initial()[index], dtypeSize(c.t), o, rows,
+                   c.heads, cols);
+    return p.tensor(c.t, shape(rows, cols), bytes);
+  };
+  int32_t q = operand(0, c.tq, c.d, -1.5f, 1.5f);
+  int32_t k = operand(1, c.tk, c.d, -1.5f, 1.5f);
+  int32_t v = operand(2, c.tk, c.dv, -2, 2);
+  int32_t dout = operand(3, c.tq, c.dv, -2, 2);
+  int32_t mask = -1;
+  if (!c.mask.empty()) {
+    int64_t n = 1;
+    for (int64_t x : c.mask)
+      n *= x;
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> u(-2, 2);
+    std::vector<float> m(n);
+    for (int64_t i = 0; i < n; ++i)
+      m[i] = c.mask.back() > 1 && i % 5 == 2 ? -INFINITY : u(rng);
+    mask = p.floats(DType::F32, c.mask, m);
+  }
+  sp->out = p.out(c.t, shape(c.tq, c.dv));
+  sp->lse = p.out(DType::F32, cat(c.outer, {c.heads, c.tq}));
+  sp->dq = p.out(c.t, shape(c.tq, c.d));
+  sp->dk = p.out(c.t, shape(c.tk, c.d));
+  sp->dv = p.out(c.t, shape(c.tk, c.dv));
+  sp->sizes = {{c.tq, c.dv}, {c.tq, c.d}, {c.tk, c.d}, {c.tk, c.dv}};
+  std::vector<int32_t> fin = {q, k, v};
+  std::vector<int32_t> gin = {q, k, v, sp->out, sp->lse, dout};
+  if (mask >= 0) {
+    fin.push_back(mask);
+    gin.push_back(mask);
+  }
+  std::vector<int64_t> attrs = {c.causal, permuteFrom ? 0 : 1};
+  double scale = 1.0 / std::sqrt((double)std::max<int64_t>(c.d, 1));
+  p.instr("attention", fin, {sp->out, sp->lse}, attrs, {scale});
+  p.instr("attention_grad", gin, {sp->dq, sp->dk, sp->dv}, attrs, {scale});
+  return sp;
+}
+
+std::vector<SeqCase> seqCases() {
+  std::vector<SeqCase> cs;
+  for (DType t : {DType::F32, DType::BF16}) {
+    std::string n = dtypeName(t);
+    // nn.MultiheadAttention's [T, N * H, D]: one outer index.
+    cs.push_back({"rank3_mask_" + n, t, {}, 6, 5, 7, 8, 6, {6, 5, 7}, false});
+    cs.push_back({"rank3_causal_" + n, t, {}, 5, 7, 7, 4, 4, {}, true});
+    // [B, T, H, D]: 8 entries, runs of 4.
+    cs.push_back(
+        {"rank4_mask_" + n, t, {2}, 4, 6, 9, 8, 5, {2, 4, 6, 9}, false});
+    cs.push_back(
+        {"rank4_mask_causal_" + n, t, {2}, 4, 6, 9, 8, 5, {2, 4, 6, 9}, true});
+    cs.push_back({"rank4_causal_" + n, t, {3}, 3, 7, 5, 4, 6, {}, true});
+  }
+  DType f = DType::F32;
+  cs.push_back({"rank4_mask_keys",
+                DType::BF16,
+                {2},
+                4,
+                6,
+                9,
+                4,
+                4,
+                {2, 4, 1, 9},
+                false});
+  cs.push_back({"rank4_mask_2d", f, {2}, 4, 6, 9, 4, 4, {6, 9}, true});
+  cs.push_back(
+      {"rank5_shared_mask", f, {2, 2}, 3, 5, 6, 4, 3, {1, 1, 1, 5, 6}, false});
+  cs.push_back({"block_rows", DType::BF16, {2}, 3, 4, 300, 8, 8, {}, true});
+  // Empty sums: O and dQ (no keys), dK and dV (no queries) are zeros,
+  // written head by head.
+  cs.push_back({"no_keys", f, {2}, 3, 4, 0, 4, 4, {}, false});
+  cs.push_back({"no_queries", f, {2}, 3, 0, 5, 4, 4, {}, false});
+  cs.push_back({"no_head_dim", f, {2}, 3, 4, 5, 0, 3, {}, false});
+  return cs;
+}
+
+void PrintTo(const SeqCase &c, std::ostream *os) { *os << c.name; }
+
+class CudaAttentionSeqMajor : public ::testing::TestWithParam<SeqCase> {};
+
+} // namespace
+
+// Sequence-major forward and backward, in chunks that begin and end inside
+// an outer index's heads, are bit for bit the packed kernels' on the same
+// data permuted to [B..., H, T, D] (outputs permuted back): the GEMMs read
+// and write the heads in place, with the packed ones' sums.
+TEST_P(CudaAttentionSeqMajor, MatchesPackedBitForBit) {
+  const SeqCase &c = GetParam();
+  std::unique_ptr<SeqProgram> seq = buildSeq(c, nullptr);
+  std::unique_ptr<SeqProgram> packed = buildSeq(c, seq.get());
+  int64_t o = 1;
+  for (int64_t x : c.outer)
+    o *= x;
+  auto want = runLoops(packed->p, 0);
+  bool straddled = false;
+  for (int64_t cap : {0, 1, 2, 3, 5}) {
+    SCOPED_TRACE("chunks of at most " + std::to_string(cap));
+    int64_t chunks = 0;
+    auto got = runLoops(seq->p, cap, &chunks);
+    AttentionPlan pl =
+        cuda::planAttention(seq->p.info(0).shape, seq->p.info(1).shape,
+                            seq->p.info(2).shape, c.t, true, cap);
+    for (int64_t b0 = 0; pl.chunk > 0 && b0 < pl.batch; b0 += pl.chunk)
+      straddled |=
+          b0 / c.heads != (std::min(b0 + pl.chunk, pl.batch) - 1) / c.heads;
+    EXPECT_EQ(got[seq->lse], want[packed->lse]) << "lse";
+    int32_t ids[] = {seq->out, seq->dq, seq->dk, seq->dv};
+    int32_t pids[] = {packed->out, packed->dq, packed->dk, packed->dv};
+    const char *names[] = {"out", "dq", "dk", "dv"};
+    for (int i = 0; i < 4; ++i) {
+      auto [rows, cols] = seq->sizes[i];
+      EXPECT_EQ(swapMiddle(got[ids[i]], dtypeSize(c.t), o, rows, c.heads, cols),
+                want[pids[i]])
+          << names[i];
+    }
+  }
+  EXPECT_TRUE(straddled || o == 1 || c.tq * c.tk == 0)
+      << "no chunk crossed an outer index";
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CudaAttentionSeqMajor,
+                         ::testing::ValuesIn(seqCases()),
+                         [](const ::testing::TestParamInfo<SeqCase> &i) {
+                           return i.param.name;
+                         });
+
+// The sizes of sequence-major shapes: entries (B..., H), numbered o * H +
+// h; rows are dim -3.
+TEST(CudaAttentionEmu, SequenceMajorPlan) {
+  // nn.MultiheadAttention: [T, N * H, D] with N * H = 16, no outer dims.
+  AttentionPlan p =
+      attentionDims({1024, 16, 64}, {512, 16, 64}, {512, 16, 32}, true);
+  EXPECT_EQ(p.heads, 16);
+  EXPECT_EQ(p.batch, 16);
+  EXPECT_EQ(p.tq, 1024);
+  EXPECT_EQ(p.tk, 512);
+  EXPECT_EQ(p.d, 64);
+  EXPECT_EQ(p.dv, 32);
+  // [B, T, H, D]; the same shape packed is [B, T] entries of [H, D].
+  p = attentionDims({8, 1024, 12, 64}, {8, 256, 12, 64}, {8, 256, 12, 48},
+                    true);
+  EXPECT_EQ(p.heads, 12);
+  EXPECT_EQ(p.batch, 96);
+  EXPECT_EQ(p.tq, 1024);
+  EXPECT_EQ(p.tk, 256);
+  EXPECT_EQ(p.dv, 48);
+  p = attentionDims({8, 1024, 12, 64}, {8, 1024, 12, 64}, {8, 1024, 12, 64},
+                    false);
+  EXPECT_EQ(p.heads, 1);
+  EXPECT_EQ(p.batch, 8 * 1024);
+  EXPECT_EQ(p.tq, 12);
+  // Rank 5: B... = [2, 3].
+  p = attentionDims({2, 3, 7, 4, 5}, {2, 3, 9, 4, 5}, {2, 3, 9, 4, 6}, true);
+  EXPECT_EQ(p.heads, 4);
+  EXPECT_EQ(p.batch, 24);
+  EXPECT_EQ(p.tq, 7);
+  EXPECT_EQ(p.tk, 9);
+  // GPT-2 small at batch 8 as [B, T, H, D]: the budget holds 42 entries,
+  // so chunks are whole groups of the 12 heads (3 groups, 36 entries;
+  // packed it would be 3 chunks of 32): each run is one full GEMM of 12.
+  p = cuda::planAttention({8, 1024, 12, 64}, {8, 1024, 12, 64},
+                          {8, 1024, 12, 64}, DType::BF16, true);
+  EXPECT_EQ(p.batch, 96);
+  EXPECT_EQ(p.heads, 12);
+  EXPECT_EQ(p.chunk, 36);
+  EXPECT_EQ(p.scratchBytes, 36ll * 6 << 20);
+  // As nn.MultiheadAttention exports it ([T, B*H, D]: 96 heads, one outer
+  // index), a group does not fit: chunks as packed, each one GEMM.
+  p = cuda::planAttention({1024, 96, 64}, {1024, 96, 64}, {1024, 96, 64},
+                          DType::BF16, true);
+  EXPECT_EQ(p.chunk, 32);
+  EXPECT_EQ(p.scratchBytes, 32ll * 6 << 20);
+  // A cap below the heads splits groups (the runs then straddle chunks).
+  p = cuda::planAttention({2, 5, 4, 3}, {2, 5, 4, 3}, {2, 5, 4, 3}, DType::F32,
+                          true, 3);
+  EXPECT_EQ(p.chunk, 3);
+  p = cuda::planAttention({2, 5, 4, 3}, {2, 5, 4, 3}, {2, 5, 4, 3}, DType::F32,
+                          true, 5);
+  EXPECT_EQ(p.chunk, 4);
+  // No heads: no entries, no scratch.
+  p = cuda::planAttention({5, 0, 3}, {5, 0, 3}, {5, 0, 2}, DType::F32, true);
+  EXPECT_EQ(p.batch, 0);
+  EXPECT_EQ(p.chunk, 0);
+  EXPECT_EQ(p.scratchBytes, 0);
+  // The row rule: heads `cols` apart, rows heads * cols apart, outer
+  // indices rows * heads * cols apart.
+  EXPECT_EQ(attentionRowOffset(0, 0, 4, 6, 5), 0);
+  EXPECT_EQ(attentionRowOffset(1, 0, 4, 6, 5), 5);
+  EXPECT_EQ(attentionRowOffset(0, 1, 4, 6, 5), 20);
+  EXPECT_EQ(attentionRowOffset(4, 0, 4, 6, 5), 120);
+  EXPECT_EQ(attentionRowOffset(7, 2, 1, 6, 5), 7 * 30 + 10);
+}
+
 // The chunk policy: as many entries as 256 MiB of S (f32) and P (q's type)
 // hold, spread evenly; one entry even when it alone needs more.
 TEST(CudaAttentionEmu, ChunkPlan) {
   // GPT-2 small at batch 8: 96 entries of 1024 x 1024, bf16: 6 MiB each,
   // 42 fit, 3 chunks of 32.
   AttentionPlan p = cuda::planAttention({8, 12, 1024, 64}, {8, 12, 1024, 64},
-                                        {8, 12, 1024, 64}, DType::BF16);
+                                        {8, 12, 1024, 64}, DType::BF16, false);
   EXPECT_EQ(p.batch, 96);
   EXPECT_EQ(p.chunk, 32);
   EXPECT_EQ(p.entryStride, 1024 * 1024);
@@ -538,26 +830,27 @@ TEST(CudaAttentionEmu, ChunkPlan) {
   EXPECT_EQ(p.scratchBytes, 32ll * 6 << 20);
   // f32: 8 MiB an entry, 32 fit: 3 chunks of 32.
   p = cuda::planAttention({96, 1024, 64}, {96, 1024, 64}, {96, 1024, 64},
-                          DType::F32);
+                          DType::F32, false);
   EXPECT_EQ(p.chunk, 32);
   EXPECT_EQ(p.scratchBytes, 256ll << 20);
   // 8192 x 8192 in bf16 is 384 MiB an entry: one at a time.
   p = cuda::planAttention({2, 8192, 64}, {2, 8192, 64}, {2, 8192, 64},
-                          DType::BF16);
+                          DType::BF16, false);
   EXPECT_EQ(p.chunk, 1);
   EXPECT_EQ(p.scratchBytes, 384ll << 20);
   // Small problems in one chunk; odd sizes padded to 128 elements an entry.
-  p = cuda::planAttention({5, 7, 3}, {5, 9, 3}, {5, 9, 2}, DType::F16);
+  p = cuda::planAttention({5, 7, 3}, {5, 9, 3}, {5, 9, 2}, DType::F16, false);
   EXPECT_EQ(p.chunk, 5);
   EXPECT_EQ(p.entryStride, 128);
   EXPECT_EQ(p.pOffset, 5 * 128 * 4);
   EXPECT_EQ(p.scratchBytes, 5 * 128 * 6);
   EXPECT_EQ(p.pOffset % 256, 0);
   // The cap: 5 entries, at most 2 a chunk: 3 chunks of 2 (the last 1).
-  p = cuda::planAttention({5, 7, 3}, {5, 9, 3}, {5, 9, 2}, DType::F16, 2);
+  p = cuda::planAttention({5, 7, 3}, {5, 9, 3}, {5, 9, 2}, DType::F16, false,
+                          2);
   EXPECT_EQ(p.chunk, 2);
   // Nothing to score: no scratch.
-  p = cuda::planAttention({5, 7, 3}, {5, 0, 3}, {5, 0, 2}, DType::F32);
+  p = cuda::planAttention({5, 7, 3}, {5, 0, 3}, {5, 0, 2}, DType::F32, false);
   EXPECT_EQ(p.scratchBytes, 0);
 }
 
@@ -566,7 +859,7 @@ TEST(CudaAttentionEmu, PrepareRejectsI64) {
   OneProgram p;
   int32_t q = p.i64({1, 2, 2}, {1, 2, 3, 4});
   int32_t out = p.out(DType::I64, {1, 2, 2}), lse = p.out(DType::F32, {1, 2});
-  p.instr("attention", {q, q, q}, {out, lse}, {0}, {1.0});
+  p.instr("attention", {q, q, q}, {out, lse}, {0, 0}, {1.0});
   const Artifact &a = p.artifact();
   try {
     cuda::findCudaKernel("attention")

@@ -366,14 +366,14 @@ inline void gemmEpilogueCases(std::vector<KernelCase> &cases) {
         // (bgrad_lhs, whose D is [n, 16]).
         std::vector<int64_t> as = rows ? std::vector<int64_t>{2, 9, 13}
                                        : std::vector<int64_t>{37, 16};
-        std::vector<int64_t> bs = rows ? std::vector<int64_t>{n, 13}
-                                       : std::vector<int64_t>{37, n};
+        std::vector<int64_t> bs =
+            rows ? std::vector<int64_t>{n, 13} : std::vector<int64_t>{37, n};
         if (e.bgrad == GemmBiasGrad::Lhs)
           std::swap(as, bs);
         std::vector<int64_t> ds = rows ? std::vector<int64_t>{2, 9, n}
-                                       : e.bgrad == GemmBiasGrad::Lhs
-                                             ? std::vector<int64_t>{n, 16}
-                                             : std::vector<int64_t>{16, n};
+                                  : e.bgrad == GemmBiasGrad::Lhs
+                                      ? std::vector<int64_t>{n, 16}
+                                      : std::vector<int64_t>{16, n};
         int32_t a = p.random(t, as, -1, 1), b = p.random(t, bs, -1, 1);
         std::vector<int32_t> in{a, b};
         if (e.bias)
@@ -384,10 +384,10 @@ inline void gemmEpilogueCases(std::vector<KernelCase> &cases) {
         if (e.preactOut)
           out.push_back(p.out(t, ds));
         else if (e.bgrad != GemmBiasGrad::None) // f32, as the compiler makes
-          out.push_back(p.out(DType::F32, {e.bgrad == GemmBiasGrad::Lhs
-                                               ? ds[0]
-                                               : ds.back()}));
-        p.instr("matmul_epilogue", in, out, {rows ? 0 : 1, rows ? 1 : 0, e.code});
+          out.push_back(p.out(
+              DType::F32, {e.bgrad == GemmBiasGrad::Lhs ? ds[0] : ds.back()}));
+        p.instr("matmul_epilogue", in, out,
+                {rows ? 0 : 1, rows ? 1 : 0, e.code});
         c.outs.insert(c.outs.end(), out.begin(), out.end());
       }
     }
@@ -423,19 +423,24 @@ inline void gemmEpilogueCases(std::vector<KernelCase> &cases) {
 /// attention -> attention_grad of q [batch.., tq, d], k [.., tk, d], v
 /// [.., tk, dv] in type t (an f32 mask of shape `mask` unless empty, with
 /// some -inf, never a whole row); appends out, lse, dq, dk, dv to `outs`.
+/// heads > 0: sequence-major, q [batch.., tq, heads, d] and so on, lse
+/// [batch.., heads, tq].
 inline void attentionPair(OneProgram &p, DType t, std::vector<int64_t> batch,
                           int64_t tq, int64_t tk, int64_t d, int64_t dv,
                           std::vector<int64_t> mask, bool causal,
-                          std::vector<int32_t> &outs) {
-  auto sh = [&](std::initializer_list<int64_t> tail) {
+                          std::vector<int32_t> &outs, int64_t heads = 0) {
+  auto sh = [&](int64_t rows, int64_t cols) {
     std::vector<int64_t> s = batch;
-    s.insert(s.end(), tail);
+    if (heads > 0)
+      s.insert(s.end(), {rows, heads, cols});
+    else
+      s.insert(s.end(), {rows, cols});
     return s;
   };
-  std::vector<int32_t> in = {p.random(t, sh({tq, d}), -1, 1),
-                             p.random(t, sh({tk, d}), -1, 1),
-                             p.random(t, sh({tk, dv}))};
-  int32_t dout = p.random(t, sh({tq, dv}));
+  std::vector<int32_t> in = {p.random(t, sh(tq, d), -1, 1),
+                             p.random(t, sh(tk, d), -1, 1),
+                             p.random(t, sh(tk, dv))};
+  int32_t dout = p.random(t, sh(tq, dv));
   int32_t m = -1;
   if (!mask.empty()) {
     int64_t n = 1;
@@ -448,9 +453,13 @@ inline void attentionPair(OneProgram &p, DType t, std::vector<int64_t> batch,
       v[i] = mask.back() > 1 && i % 3 == 1 ? -INFINITY : u(rng);
     m = p.floats(DType::F32, mask, v);
   }
-  int32_t out = p.out(t, sh({tq, dv})), lse = p.out(DType::F32, sh({tq}));
-  std::vector<int32_t> grads = {p.out(t, sh({tq, d})), p.out(t, sh({tk, d})),
-                                p.out(t, sh({tk, dv}))};
+  std::vector<int64_t> lseShape = batch;
+  if (heads > 0)
+    lseShape.push_back(heads);
+  lseShape.push_back(tq);
+  int32_t out = p.out(t, sh(tq, dv)), lse = p.out(DType::F32, lseShape);
+  std::vector<int32_t> grads = {p.out(t, sh(tq, d)), p.out(t, sh(tk, d)),
+                                p.out(t, sh(tk, dv))};
   double scale = 1.0 / std::sqrt(static_cast<double>(d));
   std::vector<int32_t> fin = in, gin = in;
   gin.insert(gin.end(), {out, lse, dout});
@@ -458,8 +467,9 @@ inline void attentionPair(OneProgram &p, DType t, std::vector<int64_t> batch,
     fin.push_back(m);
     gin.push_back(m);
   }
-  p.instr("attention", fin, {out, lse}, {causal ? 1 : 0}, {scale});
-  p.instr("attention_grad", gin, grads, {causal ? 1 : 0}, {scale});
+  std::vector<int64_t> attrs = {causal ? 1 : 0, heads > 0 ? 1 : 0};
+  p.instr("attention", fin, {out, lse}, attrs, {scale});
+  p.instr("attention_grad", gin, grads, attrs, {scale});
   outs.insert(outs.end(), {out, lse});
   outs.insert(outs.end(), grads.begin(), grads.end());
 }
@@ -469,6 +479,8 @@ inline void attentionPair(OneProgram &p, DType t, std::vector<int64_t> batch,
 /// Tq < Tk, and rows of 300 keys (block rows) with a per-entry mask that
 /// broadcasts over rows. 16-bit dS differs from the CPU's by the rounding
 /// of the P it is computed from (the GPU keeps only the rounded P).
+/// Sequence-major: nn.MultiheadAttention's [T, N * H, D] (no outer dims)
+/// with a per-entry mask, and [B, T, H, D] causal with Tq < Tk.
 inline void attentionCases(std::vector<KernelCase> &cases) {
   for (DType t : {DType::F32, DType::BF16}) {
     KernelCase c{std::string("attention_") + dtypeName(t)};
@@ -479,6 +491,16 @@ inline void attentionCases(std::vector<KernelCase> &cases) {
     attentionPair(p, t, {2, 3}, 7, 7, 8, 8, {1, 1, 7, 7}, true, c.outs);
     attentionPair(p, t, {4}, 5, 7, 4, 4, {5, 7}, true, c.outs);
     attentionPair(p, t, {2, 3}, 4, 300, 8, 8, {2, 3, 1, 300}, false, c.outs);
+    cases.push_back(std::move(c));
+  }
+  for (DType t : {DType::F32, DType::BF16}) {
+    KernelCase c{std::string("attention_seq_major_") + dtypeName(t)};
+    if (t == DType::F32)
+      c.rtol = c.atol = 1e-4;
+    OneProgram &p = c.prog;
+    attentionPair(p, t, {}, 5, 7, 8, 6, {6, 5, 7}, false, c.outs, 6);
+    attentionPair(p, t, {2}, 5, 9, 8, 4, {}, true, c.outs, 3);
+    attentionPair(p, t, {2}, 4, 300, 8, 8, {2, 3, 1, 300}, false, c.outs, 3);
     cases.push_back(std::move(c));
   }
 }

@@ -229,6 +229,13 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t) {
   return cudaSuccess;
 }
 
+cudaError_t cudaMemset2DAsync(void *p, size_t pitch, int value, size_t width,
+                              size_t height, cudaStream_t) {
+  for (size_t r = 0; r < height; ++r)
+    std::memset(static_cast<char *>(p) + r * pitch, value, width);
+  return cudaSuccess;
+}
+
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
                             cudaMemcpyKind, cudaStream_t) {
   std::memmove(dst, src, n);

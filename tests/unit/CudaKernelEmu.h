@@ -14,8 +14,8 @@
 // aborts the test with a message. Device math is the host libm's and
 // 16-bit conversions are runtime/cpu/Half.h's.
 //
-// The CUDA runtime calls the launchers make (memset, memcpy, 2-D copies on
-// "device" memory, which is host memory here) are defined by
+// The CUDA runtime calls the launchers make (memsets and copies, 1-D and
+// 2-D, on "device" memory, which is host memory here) are defined by
 // CudaKernelEmu.cpp; cudart is not linked.
 //
 //===----------------------------------------------------------------------===//

@@ -4,7 +4,7 @@
 // ones the emulator runs in CudaKernelEmuTest.cpp), matmul on cuBLASLt in
 // every type, transpose and batch layout, the GEMM epilogues (each
 // cuBLASLt epilogue and the fallback) and attention at T 1024 in several
-// chunks. All of them skip without a GPU.
+// chunks, packed and sequence-major. All of them skip without a GPU.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernelCases.h"
@@ -94,7 +94,42 @@ TEST(CudaKernels, AttentionLongRowsAndChunks) {
   std::vector<int32_t> outs;
   attentionPair(p, DType::F32, {36}, 1024, 1024, 32, 32, {}, true, outs);
   const auto &q = p.info(p.artifact().programs[0].instrs[0].inputs[0]).shape;
-  EXPECT_EQ(cuda::planAttention(q, q, q, DType::F32).chunk, 18);
+  EXPECT_EQ(cuda::planAttention(q, q, q, DType::F32, false).chunk, 18);
+  auto cpu = p.runCpu();
+  auto gpu = p.runGpu(ExecMode::Compiled, {}, 2);
+  for (int32_t id : outs)
+    expectClose(p, cpu, gpu, id, 1e-4, 1e-4);
+}
+
+// Sequence-major attention at GPT-like sizes, GEMMs on the heads in place
+// (leading dim H * D): nn.MultiheadAttention's [T, N * H, D] in bf16 (one
+// outer index, a chunk is one run of heads), then [B, T, H, D] in f32 with
+// 96 entries of 8 MiB, three chunks of 32 with 48 heads an outer index (a
+// group of heads is more than a chunk holds), so runs of heads begin and
+// end inside chunks.
+TEST(CudaKernels, AttentionSequenceMajor) {
+  TCC_REQUIRE_GPU();
+  {
+    OneProgram p;
+    std::vector<int32_t> outs;
+    attentionPair(p, DType::BF16, {}, 1024, 1024, 64, 64, {}, true, outs, 16);
+    attentionPair(p, DType::BF16, {}, 512, 1024, 64, 32, {16, 1, 1024}, false,
+                  outs, 16);
+    auto cpu = p.runCpu();
+    for (ExecMode mode : {ExecMode::Compiled, ExecMode::Eager}) {
+      auto gpu = p.runGpu(mode, {}, mode == ExecMode::Compiled ? 3 : 1);
+      for (int32_t id : outs)
+        expectClose(p, cpu, gpu, id, rtolFor(DType::BF16),
+                    rtolFor(DType::BF16));
+    }
+  }
+  OneProgram p;
+  std::vector<int32_t> outs;
+  attentionPair(p, DType::F32, {2}, 1024, 1024, 32, 32, {}, true, outs, 48);
+  const auto &q = p.info(p.artifact().programs[0].instrs[0].inputs[0]).shape;
+  AttentionPlan plan = cuda::planAttention(q, q, q, DType::F32, true);
+  EXPECT_EQ(plan.heads, 48);
+  EXPECT_EQ(plan.chunk, 32);
   auto cpu = p.runCpu();
   auto gpu = p.runGpu(ExecMode::Compiled, {}, 2);
   for (int32_t id : outs)
@@ -190,20 +225,21 @@ TEST(CudaKernels, GemmEpilogues) {
           args.biasType = art.tensors[in.outputs[1]].dtype;
         }
         using Ep = cuda::CudaGemm::Epilogue;
-        Ep ep = e.act == GemmAct::DgeluTanh
-                    ? (e.bgrad == GemmBiasGrad::Out ? Ep::DgeluBgrad : Ep::Dgelu)
-                : e.bgrad == GemmBiasGrad::Lhs ? Ep::BgradLhs
-                : e.bgrad == GemmBiasGrad::Rhs ? Ep::BgradRhs
-                : e.act == GemmAct::Relu       ? (e.bias ? Ep::ReluBias : Ep::Relu)
-                : e.act == GemmAct::GeluTanh
-                    ? (e.preactOut ? (e.bias ? Ep::GeluAuxBias : Ep::GeluAux)
-                                   : (e.bias ? Ep::GeluBias : Ep::Gelu))
-                    : Ep::Bias;
+        Ep ep =
+            e.act == GemmAct::DgeluTanh
+                ? (e.bgrad == GemmBiasGrad::Out ? Ep::DgeluBgrad : Ep::Dgelu)
+            : e.bgrad == GemmBiasGrad::Lhs ? Ep::BgradLhs
+            : e.bgrad == GemmBiasGrad::Rhs ? Ep::BgradRhs
+            : e.act == GemmAct::Relu       ? (e.bias ? Ep::ReluBias : Ep::Relu)
+            : e.act == GemmAct::GeluTanh
+                ? (e.preactOut ? (e.bias ? Ep::GeluAuxBias : Ep::GeluAux)
+                               : (e.bias ? Ep::GeluBias : Ep::Gelu))
+                : Ep::Bias;
         bool fused = gemm.tryGemm(p, dev[in.inputs[0]], dev[in.inputs[1]],
                                   dev[in.outputs[0]], ep, args);
         if (!fused) {
-          declined += std::string(" ") + e.name + "(n=" +
-                      std::to_string(p.n) + ")";
+          declined +=
+              std::string(" ") + e.name + "(n=" + std::to_string(p.n) + ")";
           // Keep the CPU's values: only the fused ones are compared.
           for (int32_t id : in.outputs)
             TCC_CUDA_CHECK(cudaMemcpy(dev[id], cpu[id].data(), cpu[id].size(),

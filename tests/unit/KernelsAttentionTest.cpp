@@ -4,8 +4,9 @@
 // in double that materializes the scores (mask shapes, causal, D != Dv,
 // Tq != Tk, rank-4 batches, fully masked rows); where the 16-bit kernels
 // round P and dS; a finite-difference check of the gradient against the
-// forward; row blocks and the thread pool; and the checks on malformed
-// instrs (artifacts are untrusted).
+// forward; row blocks and the thread pool; the sequence-major layout
+// against the packed one; and the checks on malformed instrs (artifacts are
+// untrusted).
 //
 //===----------------------------------------------------------------------===//
 #include "KernelTestUtil.h"
@@ -209,8 +210,8 @@ Got runKernels(const Problem &p, const Data &x, DType t) {
     fin.push_back(m);
     bin.push_back(m);
   }
-  ts.run("attention", fin, {out, lse}, {p.causal}, {p.scale});
-  ts.run("attention_grad", bin, {dq, dk, dv}, {p.causal}, {p.scale});
+  ts.run("attention", fin, {out, lse}, {p.causal, 0}, {p.scale});
+  ts.run("attention_grad", bin, {dq, dk, dv}, {p.causal, 0}, {p.scale});
   return {ts.get(out), ts.get(lse), ts.get(dq), ts.get(dk), ts.get(dv)};
 }
 
@@ -500,9 +501,10 @@ void expectCheckError(
                          "lse", "dout", "dq", "dk",   "dv"};
   for (size_t i = 0; i < ts.size(); ++i)
     ts[i].name = names[i];
-  Instr in = kernel == "attention"
-                 ? Instr{kernel, {0, 1, 2, 3}, {4, 5}, {0}, {0.5}}
-                 : Instr{kernel, {0, 1, 2, 4, 5, 6, 3}, {7, 8, 9}, {0}, {0.5}};
+  Instr in =
+      kernel == "attention"
+          ? Instr{kernel, {0, 1, 2, 3}, {4, 5}, {0, 0}, {0.5}}
+          : Instr{kernel, {0, 1, 2, 4, 5, 6, 3}, {7, 8, 9}, {0, 0}, {0.5}};
   EXPECT_NO_THROW(checkInstr(in, ts)) << "the unedited call";
   edit(ts, in);
   try {
@@ -546,7 +548,7 @@ TEST(KernelsAttention, CheckErrors) {
         [](auto &ts, auto &) {
           ts[K].shape = {3, 5, 4};
         },
-        "'k' has shape [3,5,4]; expected q's batch dims [2]");
+        "'k' has shape [3,5,4]; expected q's rank and batch dims [2]");
     bad(
         [](auto &ts, auto &) {
           ts[Q].shape = {3, 4};
@@ -572,10 +574,25 @@ TEST(KernelsAttention, CheckErrors) {
           ts[L].shape = {2, 5};
         },
         "'lse' has shape [2,5], expected [2,3]");
-    bad([](auto &, auto &in) { in.iattrs = {2}; },
+    bad(
+        [](auto &, auto &in) {
+          in.iattrs = {2, 0};
+        },
         "the causal attribute must be 0 or 1, got 2");
-    bad([](auto &, auto &in) { in.iattrs = {}; },
-        "expects 1 integer attributes, got 0");
+    bad(
+        [](auto &, auto &in) {
+          in.iattrs = {0, 3};
+        },
+        "the seq_major attribute must be 0 or 1, got 3");
+    bad([](auto &, auto &in) { in.iattrs = {0}; },
+        "expects 2 integer attributes, got 1");
+    // Sequence-major: q [2, 3, 4] is then T 2, H 3, D 4; k [2, 5, 4] has
+    // 5 heads, not 3.
+    bad(
+        [](auto &, auto &in) {
+          in.iattrs = {0, 1};
+        },
+        "expected q's rank and sequence-major batch dims [3]");
     bad([](auto &, auto &in) { in.fattrs = {}; },
         "expects 1 float attributes, got 0");
     bad([](auto &, auto &in) { in.fattrs = {NAN}; },
@@ -621,4 +638,88 @@ TEST(KernelsAttention, CheckErrors) {
         ts[O].shape = {2, 3, 5};
       },
       "'out' has shape [2,3,5], expected [2,3,6]");
+}
+
+namespace {
+/// [O, T, H, C] (sequence-major) <-> [O, H, T, C] (packed), in either
+/// direction (`toPacked`).
+std::vector<float> swapHeads(const std::vector<float> &x, int64_t outer,
+                             int64_t t, int64_t h, int64_t c, bool toPacked) {
+  std::vector<float> y(x.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < t; ++i)
+      for (int64_t j = 0; j < h; ++j)
+        for (int64_t e = 0; e < c; ++e) {
+          int64_t sm = ((o * t + i) * h + j) * c + e;
+          int64_t pk = ((o * h + j) * t + i) * c + e;
+          if (toPacked)
+            y[pk] = x[sm];
+          else
+            y[sm] = x[pk];
+        }
+  return y;
+}
+
+/// Runs p (entries = outer * heads) in the sequence-major layout on the
+/// data of the packed problem permuted to [outer..., T, H, C], and expects
+/// the packed kernels' results bit for bit once permuted back: the same
+/// entries with the same arithmetic, read through strides.
+void checkSeqMajor(const Problem &p, int64_t heads, DType t) {
+  std::vector<int64_t> outerDims(p.batch.begin(), p.batch.end() - 1);
+  ASSERT_EQ(p.batch.back(), heads);
+  int64_t outer = test::numel(outerDims);
+  SCOPED_TRACE(std::string("seq-major ") + dtypeName(t) + " batch " +
+               formatShape(p.batch) + (p.causal ? " causal" : "") + " mask " +
+               formatShape(p.maskShape));
+  Data x = makeData(p, t, 5);
+  Got packed = runKernels(p, x, t);
+
+  auto sm = [&](const std::vector<float> &v, int64_t rows, int64_t cols) {
+    return swapHeads(v, outer, rows, heads, cols, false);
+  };
+  auto shape = [&](int64_t rows, int64_t cols) {
+    return cat(outerDims, {rows, heads, cols});
+  };
+  Tensors ts;
+  int32_t q = ts.add(t, shape(p.tq, p.d), sm(x.q, p.tq, p.d));
+  int32_t k = ts.add(t, shape(p.tk, p.d), sm(x.k, p.tk, p.d));
+  int32_t v = ts.add(t, shape(p.tk, p.dv), sm(x.v, p.tk, p.dv));
+  int32_t dout = ts.add(t, shape(p.tq, p.dv), sm(x.dout, p.tq, p.dv));
+  int32_t out = ts.add(t, shape(p.tq, p.dv));
+  int32_t lse = ts.add(DType::F32, cat(p.batch, {p.tq}));
+  int32_t dq = ts.add(t, shape(p.tq, p.d));
+  int32_t dk = ts.add(t, shape(p.tk, p.d));
+  int32_t dv = ts.add(t, shape(p.tk, p.dv));
+  std::vector<int32_t> fin{q, k, v}, bin{q, k, v, out, lse, dout};
+  if (!p.maskShape.empty()) {
+    int32_t m = ts.add(DType::F32, p.maskShape, x.mask);
+    fin.push_back(m);
+    bin.push_back(m);
+  }
+  ts.run("attention", fin, {out, lse}, {p.causal, 1}, {p.scale});
+  ts.run("attention_grad", bin, {dq, dk, dv}, {p.causal, 1}, {p.scale});
+  auto back = [&](int32_t id, int64_t rows, int64_t cols) {
+    return swapHeads(ts.get(id), outer, rows, heads, cols, true);
+  };
+  EXPECT_EQ(back(out, p.tq, p.dv), packed.out);
+  EXPECT_EQ(ts.get(lse), packed.lse);
+  EXPECT_EQ(back(dq, p.tq, p.d), packed.dq);
+  EXPECT_EQ(back(dk, p.tk, p.d), packed.dk);
+  EXPECT_EQ(back(dv, p.tk, p.dv), packed.dv);
+}
+} // namespace
+
+// Sequence-major operands ([B..., T, H, D], tcc.attention's seq_major: the
+// layout before the head transposes) give the packed results bit for bit:
+// rank 3 (nn.MultiheadAttention's [T, N*H, D]) and rank 4 ([B, T, H, D]),
+// causal blocks, masks per entry, and entries on the thread pool.
+TEST(KernelsAttention, SeqMajorMatchesPacked) {
+  for (DType t : kTypes) {
+    checkSeqMajor({{3}, 5, 7, 4, 6}, 3, t);
+    checkSeqMajor({{4}, 6, 6, 3, 5, true}, 4, t);
+    checkSeqMajor({{2, 3}, 4, 5, 3, 2, false, {2, 3, 4, 5}}, 3, t);
+    checkSeqMajor({{2, 3}, 40, 40, 3, 2, true, {1, 1, 1, 40}}, 3, t);
+  }
+  checkSeqMajor({{4}, 70, 2100, 4, 3, true, {1, 2100}}, 4, DType::F32);
+  checkSeqMajor({{2, 2}, 64, 64, 8, 8, true}, 2, DType::BF16);
 }

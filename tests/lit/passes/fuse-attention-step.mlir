@@ -7,12 +7,18 @@
 // (--fuse-attention is on by default in `tcc compile`; the pipeline option
 // defaults to off.)
 
+// Q, K and V are [T, B*H, D] head splits, so the op reads them
+// sequence-major (no transposes of its operands), and the gradients come
+// back in that layout too: the backward transposes only the loss gradient
+// (dO) into it.
 // CHECK-LABEL: func.func @forward
-// CHECK: tcc.attention {{.*}} {causal = true, scale = 5.000000e-01 : f64}
+// CHECK: tcc.attention {{.*}} {causal = true, scale = 5.000000e-01 : f64, seq_major = true}
 // CHECK-NOT: tcc.softmax
 // CHECK-LABEL: func.func @train_step
-// CHECK: %[[O:.+]], %[[L:.+]] = tcc.attention %[[Q:[^,]+]], %[[K:[^,]+]], %[[V:[^ ]+]] {causal = true, scale = 5.000000e-01 : f64}
-// CHECK: tcc.attention_grad %[[Q]], %[[K]], %[[V]], %[[O]], %[[L]], %{{.+}} {causal = true, scale = 5.000000e-01 : f64}
+// CHECK: %[[O:.+]], %[[L:.+]] = tcc.attention %[[X:arg0]], %[[Y:arg1]], %[[Z:arg2]] {causal = true, scale = 5.000000e-01 : f64, seq_major = true}
+// CHECK: %[[DO:.+]] = tcc.transpose %{{.+}} {perm = array<i64: 1, 0, 2>} : tensor<2x4x8xf32> -> tensor<4x2x8xf32>
+// CHECK: tcc.attention_grad %[[X]], %[[Y]], %[[Z]], %[[O]], %[[L]], %[[DO]] {causal = true, scale = 5.000000e-01 : f64, seq_major = true}
+// CHECK-NOT: tcc.transpose
 // CHECK-NOT: softmax_grad
 // CHECK: tcc.adamw_update
 

@@ -7,14 +7,17 @@
 // block, T = 4, B*H = 2, D = 8): Q scaled by 1/sqrt(D) (here 1/2), K as
 // Transpose(x, [1, 2, 0]) of [T, B*H, D], baddbmm's `* 1.0`s and the causal
 // mask buffer, frozen. The two transposes of K compose into [1, 0, 2] and
-// the mask becomes `causal`.
+// the mask becomes `causal`. Q, K and V are then all [T, B*H, D] values
+// with their first two dims swapped: the op reads them sequence-major, with
+// no transpose of its operands, and its result goes back to [B*H, T, D]
+// through one transpose (which meets the graph's own transpose back to
+// tokens in the canonicalizer).
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<4x2x8xf32> {{.*}}, %[[Y:[^:]+]]: tensor<4x2x8xf32> {{.*}}, %[[Z:[^:]+]]: tensor<4x2x8xf32>
-// CHECK-DAG: %[[Q:.+]] = tcc.transpose %[[X]] {perm = array<i64: 1, 0, 2>}
-// CHECK-DAG: %[[V:.+]] = tcc.transpose %[[Z]] {perm = array<i64: 1, 0, 2>}
-// CHECK-DAG: %[[K:.+]] = tcc.transpose %[[Y]] {perm = array<i64: 1, 0, 2>}
-// CHECK: %[[O:.+]], %{{.+}} = tcc.attention %[[Q]], %[[K]], %[[V]] {causal = true, scale = 5.000000e-01 : f64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
-// CHECK-NEXT: return %[[O]]
+// CHECK-NOT: tcc.transpose
+// CHECK: %[[O:.+]], %{{.+}} = tcc.attention %[[X]], %[[Y]], %[[Z]] {causal = true, scale = 5.000000e-01 : f64, seq_major = true} : (tensor<4x2x8xf32>, tensor<4x2x8xf32>, tensor<4x2x8xf32>) -> (tensor<4x2x8xf32>, tensor<2x4xf32>)
+// CHECK-NEXT: %[[T:.+]] = tcc.transpose %[[O]] {perm = array<i64: 1, 0, 2>} : tensor<4x2x8xf32> -> tensor<2x4x8xf32>
+// CHECK-NEXT: return %[[T]]
 // CHECK-NOT: tcc.softmax
 // OFF-LABEL: func.func @forward
 // OFF: tcc.softmax
@@ -37,6 +40,50 @@ func.func @forward(%x: tensor<4x2x8xf32> {tcc.kind = "input", tcc.name = "x"},
   %v = tcc.transpose %z {perm = array<i64: 1, 0, 2>} : tensor<4x2x8xf32> -> tensor<2x4x8xf32>
   %o = tcc.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// A [B, T, H, D] head split (q.view(B, T, H, D).transpose(1, 2)) with a
+// mask per batch entry [B, H, Tq, Tk]: sequence-major at rank 4; the
+// mask's batch dims are the entries' (B, H) either way.
+// CHECK-LABEL: func.func @seq_major_rank4
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<2x4x3x8xf32>, %[[K:[^:]+]]: tensor<2x5x3x8xf32>, %[[V:[^:]+]]: tensor<2x5x3x6xf32>, %[[M:[^:]+]]: tensor<2x3x4x5xf32>)
+// CHECK-NEXT: %[[O:.+]], %{{.+}} = tcc.attention %[[Q]], %[[K]], %[[V]], %[[M]] {scale = 1.000000e+00 : f64, seq_major = true} : (tensor<2x4x3x8xf32>, tensor<2x5x3x8xf32>, tensor<2x5x3x6xf32>, tensor<2x3x4x5xf32>) -> (tensor<2x4x3x6xf32>, tensor<2x3x4xf32>)
+// CHECK-NEXT: %[[T:.+]] = tcc.transpose %[[O]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-NEXT: return %[[T]]
+func.func @seq_major_rank4(%q: tensor<2x4x3x8xf32>, %k: tensor<2x5x3x8xf32>,
+                           %v: tensor<2x5x3x6xf32>, %m: tensor<2x3x4x5xf32>)
+    -> tensor<2x3x4x6xf32> {
+  %qt = tcc.transpose %q {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x3x8xf32> -> tensor<2x3x4x8xf32>
+  %kt = tcc.transpose %k {perm = array<i64: 0, 2, 1, 3>} : tensor<2x5x3x8xf32> -> tensor<2x3x5x8xf32>
+  %vt = tcc.transpose %v {perm = array<i64: 0, 2, 1, 3>} : tensor<2x5x3x6xf32> -> tensor<2x3x5x6xf32>
+  %s = tcc.matmul %qt, %kt {transpose_rhs = true} : (tensor<2x3x4x8xf32>, tensor<2x3x5x8xf32>) -> tensor<2x3x4x5xf32>
+  %s1 = tcc.add %s, %m : (tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>) -> tensor<2x3x4x5xf32>
+  %p = tcc.softmax %s1 {axis = 3 : i64} : tensor<2x3x4x5xf32>
+  %o = tcc.matmul %p, %vt : (tensor<2x3x4x5xf32>, tensor<2x3x5x6xf32>) -> tensor<2x3x4x6xf32>
+  return %o : tensor<2x3x4x6xf32>
+}
+
+// -----
+
+// Packed when any of q, k and v is not a head split (here v is a plain
+// argument): the transposes of q and k stay, the op reads [B, H, T, D].
+// CHECK-LABEL: func.func @seq_major_needs_all_three
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<2x4x3x8xf32>, %[[K:[^:]+]]: tensor<2x5x3x8xf32>, %[[V:[^:]+]]: tensor<2x3x5x6xf32>)
+// CHECK-DAG: %[[QT:.+]] = tcc.transpose %[[Q]]
+// CHECK-DAG: %[[KT:.+]] = tcc.transpose %[[K]]
+// CHECK: %[[O:.+]], %{{.+}} = tcc.attention %[[QT]], %[[KT]], %[[V]] {scale = 1.000000e+00 : f64} :
+// CHECK-NEXT: return %[[O]]
+func.func @seq_major_needs_all_three(%q: tensor<2x4x3x8xf32>, %k: tensor<2x5x3x8xf32>,
+                                     %v: tensor<2x3x5x6xf32>)
+    -> tensor<2x3x4x6xf32> {
+  %qt = tcc.transpose %q {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x3x8xf32> -> tensor<2x3x4x8xf32>
+  %kt = tcc.transpose %k {perm = array<i64: 0, 2, 1, 3>} : tensor<2x5x3x8xf32> -> tensor<2x3x5x8xf32>
+  %s = tcc.matmul %qt, %kt {transpose_rhs = true} : (tensor<2x3x4x8xf32>, tensor<2x3x5x8xf32>) -> tensor<2x3x4x5xf32>
+  %p = tcc.softmax %s {axis = 3 : i64} : tensor<2x3x4x5xf32>
+  %o = tcc.matmul %p, %v : (tensor<2x3x4x5xf32>, tensor<2x3x5x6xf32>) -> tensor<2x3x4x6xf32>
+  return %o : tensor<2x3x4x6xf32>
 }
 
 // -----

@@ -46,7 +46,7 @@ func.func @head_size(%q: tensor<2x8x16xf32>, %k: tensor<2x8x8xf32>) -> tensor<2x
 // -----
 
 func.func @key_length(%q: tensor<2x8x16xf32>, %k: tensor<2x6x16xf32>, %v: tensor<2x5x16xf32>) -> tensor<2x8x16xf32> {
-  // expected-error @+2 {{tcc.attention: key [2,6,16] and value [2,5,16] differ in the key length (second-to-last dimension): 6 vs 5}}
+  // expected-error @+2 {{tcc.attention: key [2,6,16] and value [2,5,16] differ in the key length (dimension -2): 6 vs 5}}
   // expected-error @+1 {{failed to infer returned types}}
   %o, %l = tcc.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x16xf32>, tensor<2x6x16xf32>, tensor<2x5x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>)
   return %o : tensor<2x8x16xf32>
@@ -64,7 +64,7 @@ func.func @mask_bf16(%q: tensor<2x8x16xbf16>, %m: tensor<8x8xbf16>) -> tensor<2x
 // -----
 
 func.func @mask_rank(%q: tensor<2x3x8x16xf32>, %m: tensor<1x8x8xf32>) -> tensor<2x3x8x16xf32> {
-  // expected-error @+2 {{tcc.attention: the mask [1,8,8] must have rank 2 or the query's rank 4}}
+  // expected-error @+2 {{tcc.attention: the mask [1,8,8] must have rank 2 or 4 (the batch entries' dimensions [2,3] and two more)}}
   // expected-error @+1 {{failed to infer returned types}}
   %o, %l = tcc.attention %q, %q, %q, %m {scale = 1.0 : f64} : (tensor<2x3x8x16xf32>, tensor<2x3x8x16xf32>, tensor<2x3x8x16xf32>, tensor<1x8x8xf32>) -> (tensor<2x3x8x16xf32>, tensor<2x3x8xf32>)
   return %o : tensor<2x3x8x16xf32>
@@ -130,4 +130,42 @@ func.func @grad_mask(%q: tensor<2x8x16xf32>, %lse: tensor<2x8xf32>, %m: tensor<3
   // expected-error @+1 {{failed to infer returned types}}
   %dq, %dk, %dv = tcc.attention_grad %q, %q, %q, %q, %lse, %q, %m {scale = 1.0 : f64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8xf32>, tensor<2x8x16xf32>, tensor<3x8x8xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>)
   return %dq : tensor<2x8x16xf32>
+}
+
+// -----
+
+// Sequence-major ([B..., T, H, D]): the heads are a batch dimension.
+func.func @seq_major_heads(%q: tensor<8x4x16xf32>, %k: tensor<6x2x16xf32>) -> tensor<8x4x16xf32> {
+  // expected-error @+2 {{tcc.attention: query [8,4,16], key [6,2,16] and value [6,2,16] must have equal batch dimensions (all but the last three, and the heads)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = tcc.attention %q, %k, %k {scale = 1.0 : f64, seq_major = true} : (tensor<8x4x16xf32>, tensor<6x2x16xf32>, tensor<6x2x16xf32>) -> (tensor<8x4x16xf32>, tensor<4x8xf32>)
+  return %o : tensor<8x4x16xf32>
+}
+
+// -----
+
+func.func @seq_major_key_length(%q: tensor<8x4x16xf32>, %k: tensor<6x4x16xf32>, %v: tensor<5x4x16xf32>) -> tensor<8x4x16xf32> {
+  // expected-error @+2 {{tcc.attention: key [6,4,16] and value [5,4,16] differ in the key length (dimension -3): 6 vs 5}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = tcc.attention %q, %k, %v {scale = 1.0 : f64, seq_major = true} : (tensor<8x4x16xf32>, tensor<6x4x16xf32>, tensor<5x4x16xf32>) -> (tensor<8x4x16xf32>, tensor<4x8xf32>)
+  return %o : tensor<8x4x16xf32>
+}
+
+// -----
+
+// The lse of sequence-major operands is [entries..., Tq]: [H, Tq] here.
+func.func @seq_major_lse(%q: tensor<8x4x16xf32>, %lse: tensor<8x4xf32>) -> tensor<8x4x16xf32> {
+  // expected-error @+2 {{tcc.attention_grad: lse is 'tensor<8x4xf32>', expected 'tensor<4x8xf32>' (from query, key and value)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dq, %dk, %dv = tcc.attention_grad %q, %q, %q, %q, %lse, %q {scale = 1.0 : f64, seq_major = true} : (tensor<8x4x16xf32>, tensor<8x4x16xf32>, tensor<8x4x16xf32>, tensor<8x4x16xf32>, tensor<8x4xf32>, tensor<8x4x16xf32>) -> (tensor<8x4x16xf32>, tensor<8x4x16xf32>, tensor<8x4x16xf32>)
+  return %dq : tensor<8x4x16xf32>
+}
+
+// -----
+
+func.func @seq_major_mask(%q: tensor<2x8x3x16xf32>, %m: tensor<2x1x8x8xf32>) -> tensor<2x8x3x16xf32> {
+  // expected-error @+2 {{tcc.attention: the mask [2,1,8,8] must have batch dimensions all 1 or equal to the query's [2,3]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = tcc.attention %q, %q, %q, %m {scale = 1.0 : f64, seq_major = true} : (tensor<2x8x3x16xf32>, tensor<2x8x3x16xf32>, tensor<2x8x3x16xf32>, tensor<2x1x8x8xf32>) -> (tensor<2x8x3x16xf32>, tensor<2x3x8xf32>)
+  return %o : tensor<2x8x3x16xf32>
 }

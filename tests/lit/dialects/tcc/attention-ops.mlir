@@ -4,6 +4,22 @@
 // causal, at rank 3 and 4, with D != Dv and Tq != Tk, in f32 and bf16 (the
 // mask and lse stay f32).
 
+// Sequence-major operands: [T, N, D] (nn.MultiheadAttention's head split)
+// and [B, T, H, D] with a per-entry mask; lse is [entries..., Tq].
+// CHECK-LABEL: func.func @seq_major
+// CHECK: tcc.attention %{{.+}}, %{{.+}}, %{{.+}} {causal = true, scale = 1.250000e-01 : f64, seq_major = true} : (tensor<8x4x16xf32>, tensor<8x4x16xf32>, tensor<8x4x16xf32>) -> (tensor<8x4x16xf32>, tensor<4x8xf32>)
+// CHECK: tcc.attention %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {scale = 5.000000e-01 : f64, seq_major = true} : (tensor<2x5x3x4xbf16>, tensor<2x7x3x4xbf16>, tensor<2x7x3x6xbf16>, tensor<2x3x5x7xf32>) -> (tensor<2x5x3x6xbf16>, tensor<2x3x5xf32>)
+// CHECK: tcc.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {causal = true, scale = 1.250000e-01 : f64, seq_major = true} : (tensor<8x4x16xf32>, tensor<8x4x16xf32>, tensor<8x4x16xf32>, tensor<8x4x16xf32>, tensor<4x8xf32>, tensor<8x4x16xf32>) -> (tensor<8x4x16xf32>, tensor<8x4x16xf32>, tensor<8x4x16xf32>)
+func.func @seq_major(%q: tensor<8x4x16xf32>, %q4: tensor<2x5x3x4xbf16>,
+                     %k4: tensor<2x7x3x4xbf16>, %v4: tensor<2x7x3x6xbf16>,
+                     %m4: tensor<2x3x5x7xf32>)
+    -> (tensor<8x4x16xf32>, tensor<2x5x3x6xbf16>) {
+  %o, %lse = tcc.attention %q, %q, %q {scale = 0.125 : f64, causal = true, seq_major = true} : (tensor<8x4x16xf32>, tensor<8x4x16xf32>, tensor<8x4x16xf32>) -> (tensor<8x4x16xf32>, tensor<4x8xf32>)
+  %o4, %lse4 = tcc.attention %q4, %k4, %v4, %m4 {scale = 0.5 : f64, seq_major = true} : (tensor<2x5x3x4xbf16>, tensor<2x7x3x4xbf16>, tensor<2x7x3x6xbf16>, tensor<2x3x5x7xf32>) -> (tensor<2x5x3x6xbf16>, tensor<2x3x5xf32>)
+  %dq, %dk, %dv = tcc.attention_grad %q, %q, %q, %o, %lse, %o {scale = 0.125 : f64, causal = true, seq_major = true} : (tensor<8x4x16xf32>, tensor<8x4x16xf32>, tensor<8x4x16xf32>, tensor<8x4x16xf32>, tensor<4x8xf32>, tensor<8x4x16xf32>) -> (tensor<8x4x16xf32>, tensor<8x4x16xf32>, tensor<8x4x16xf32>)
+  return %dq, %o4 : tensor<8x4x16xf32>, tensor<2x5x3x6xbf16>
+}
+
 // CHECK-LABEL: func.func @forward
 // CHECK: %{{.+}}, %{{.+}} = tcc.attention %{{.+}}, %{{.+}}, %{{.+}} {causal = true, scale = 1.250000e-01 : f64} : (tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>)
 // CHECK: %{{.+}}, %{{.+}} = tcc.attention %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {scale = 5.000000e-01 : f64} : (tensor<2x3x5x4xf32>, tensor<2x3x7x4xf32>, tensor<2x3x7x6xf32>, tensor<2x3x1x7xf32>) -> (tensor<2x3x5x6xf32>, tensor<2x3x5xf32>)
