@@ -272,6 +272,28 @@ def GemmEpiloguePass : Pass<"tcc-gemm-epilogue", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::tcc::TccDialect"];
 }
 
+def SinkTransposesPass : Pass<"tcc-sink-transposes", "mlir::func::FuncOp"> {
+  let summary = "Moves transposes and row regroupings down until they cancel";
+  let description = [{
+    Runs on the forward before autodiff. A transpose that keeps the last
+    axis moves below ops that work on rows of it (GEMMs with a 2-D right
+    operand, element-wise ops with a bias-like operand, last-axis slices
+    and reshapes) when every path then meets the inverse transpose; a
+    reshape that only regroups leading axes moves down the same way to a
+    reshape back. A sequence-major tcc.attention over
+    nn.MultiheadAttention's head split of a transposed [B, T, E] value reads
+    [B, T, H, D] instead. For MHA with batch_first this removes the
+    transposes of the block's input and output.
+    ```mlir
+    %t = tcc.transpose %x {perm = array<i64: 1, 0, 2>} : tensor<2x4x8xf32> -> tensor<4x2x8xf32>
+    %y = tcc.matmul %t, %w : (tensor<4x2x8xf32>, tensor<8x8xf32>) -> tensor<4x2x8xf32>
+    %z = tcc.transpose %y {perm = array<i64: 1, 0, 2>} : tensor<4x2x8xf32> -> tensor<2x4x8xf32>
+    ```
+    becomes `%z = tcc.matmul %x, %w`.
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect"];
+}
+
 def FuseAttentionPass : Pass<"tcc-fuse-attention", "mlir::func::FuncOp"> {
   let summary = "Replaces matmul(softmax(q k^T * scale + mask), v) with tcc.attention";
   let description = [{

@@ -24,6 +24,10 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
   // point), after the canonicalizer has folded exporters' `* 1.0`s.
   if (opts.fuseAttention)
     pm.addNestedPass<func::FuncOp>(createFuseAttentionPass());
+  // Layout changes next, on the forward (so the backward has none), after
+  // fused attention took the head transposes it reads sequence-major.
+  if (opts.optimize)
+    pm.addNestedPass<func::FuncOp>(createSinkTransposesPass());
   pm.addPass(createBuildLossPass(BuildLossPassOptions{opts.loss}));
   pm.addPass(createAutodiffPass());
   if (opts.gradAccum > 1)
@@ -48,8 +52,8 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
   // Mixed precision: after the step is complete (it casts the backward and
   // wraps the optimizer for fp16 loss scaling), before the last CSE.
   if (opts.precision != "fp32") {
-    pm.addPass(createMixedPrecisionPass(
-        MixedPrecisionPassOptions{opts.precision}));
+    pm.addPass(
+        createMixedPrecisionPass(MixedPrecisionPassOptions{opts.precision}));
     if (opts.optimize) {
       pm.addPass(createCanonicalizerPass());
       pm.addPass(createCSEPass());
