@@ -43,6 +43,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/Support/Debug.h"
 
+#include <algorithm>
 #include <numeric>
 
 #define DEBUG_TYPE "tcc-sink-transposes"
@@ -102,8 +103,10 @@ enum class RowUse { None, Gemm, Binary, LastSlice, SplitLast, MergeLast };
 
 /// The kind of row-local use `user` makes of `v` (for rewrites 1 and 3).
 /// `mergeOk`: a reshape merging the last two axes counts (only for a
-/// transpose that keeps both).
-static RowUse rowUse(Operation *user, Value v, bool mergeOk) {
+/// transpose that keeps both). `srcRank`: the rank of the value before the
+/// move, which an element-wise op's other operand must not exceed (it would
+/// broadcast the redone op to more axes).
+static RowUse rowUse(Operation *user, Value v, bool mergeOk, int64_t srcRank) {
   int64_t r = typeOf(v).getRank();
   if (auto mm = dyn_cast<MatmulOp>(user))
     return mm.getLhs() == v && mm.getRhs() != v && !mm.getTransposeLhs() &&
@@ -114,7 +117,8 @@ static RowUse rowUse(Operation *user, Value v, bool mergeOk) {
     Value a = user->getOperand(0), b = user->getOperand(1);
     if (a == b || user->getResult(0).getType() != v.getType())
       return RowUse::None;
-    return onlyLastAxis(a == v ? b : a, r) ? RowUse::Binary : RowUse::None;
+    return onlyLastAxis(a == v ? b : a, std::min(r, srcRank)) ? RowUse::Binary
+                                                              : RowUse::None;
   }
   if (auto s = dyn_cast<SliceOp>(user)) {
     ArrayRef<int64_t> shape = typeOf(v).getShape();
@@ -198,7 +202,8 @@ static bool sinksAway(Value v, ArrayRef<int64_t> perm,
       continue; // back to the leading axes it came from
     }
     bool mergeOk = isTranspose && r >= 2 && perm[r - 2] == r - 2;
-    RowUse use = rowUse(user, v, mergeOk);
+    RowUse use =
+        rowUse(user, v, mergeOk, isTranspose ? r : (int64_t)leading.size() + 1);
     if (use == RowUse::None || (!isTranspose && (use == RowUse::SplitLast ||
                                                  use == RowUse::MergeLast)))
       return false;
@@ -225,12 +230,18 @@ static Value redoOnSource(PatternRewriter &rewriter, Operation *user,
       o.set(src);
   n->getResult(0).setType(withShape(user->getResult(0), shape));
   if (use == RowUse::LastSlice) {
+    // Leading axes are whole (starts 0, steps 1); src may have another
+    // number of them (a regrouping reshape moved).
     auto s = cast<SliceOp>(n);
-    SmallVector<int64_t> sizes(s.getSizes());
     ArrayRef<int64_t> in = typeOf(src).getShape();
-    for (size_t d = 0; d + 1 < in.size(); ++d)
-      sizes[d] = in[d]; // leading axes are whole: starts 0, steps 1
+    SmallVector<int64_t> starts(in.size(), 0), steps(in.size(), 1);
+    SmallVector<int64_t> sizes(in);
+    starts.back() = s.getStarts().back();
+    sizes.back() = s.getSizes().back();
+    steps.back() = s.getSteps().back();
+    s.setStarts(starts);
     s.setSizes(sizes);
+    s.setSteps(steps);
   }
   return n->getResult(0);
 }
@@ -253,7 +264,7 @@ struct SinkTranspose final : OpRewritePattern<TransposeOp> {
     SmallVector<Operation *> users(t->getUsers());
     bool changed = false;
     for (Operation *user : users) {
-      RowUse use = rowUse(user, t.getResult(), mergeOk);
+      RowUse use = rowUse(user, t.getResult(), mergeOk, r);
       if (use == RowUse::None)
         continue; // a cancelling transpose or a head split: stays
       SmallVector<int64_t> next(p);
@@ -282,7 +293,7 @@ struct SinkLeadingReshape final : OpRewritePattern<ReshapeOp> {
                                 PatternRewriter &rewriter) const override {
     ArrayRef<int64_t> in = typeOf(rs.getInput()).getShape(),
                       out = rs.getType().getShape();
-    if (in.empty() || out.empty() || in.back() != out.back() ||
+    if (in.size() < 2 || out.size() < 2 || in.back() != out.back() ||
         in.size() == out.size())
       return rewriter.notifyMatchFailure(rs, "not a regrouping of rows");
     int budget = kWalkBudget;
@@ -291,7 +302,7 @@ struct SinkLeadingReshape final : OpRewritePattern<ReshapeOp> {
     SmallVector<Operation *> users(rs->getUsers());
     bool changed = false;
     for (Operation *user : users) {
-      RowUse use = rowUse(user, rs.getResult(), false);
+      RowUse use = rowUse(user, rs.getResult(), false, in.size());
       if (use != RowUse::Gemm && use != RowUse::Binary &&
           use != RowUse::LastSlice)
         continue; // the reshape back: it folds

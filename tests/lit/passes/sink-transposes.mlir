@@ -122,3 +122,39 @@ func.func @mha_entry_mask(%x: tensor<2x4x8xf32>, %wi: tensor<24x8xf32>, %m: tens
   %o, %lse = tcc.attention %qh, %kh, %vh, %m {scale = 0.5 : f64, seq_major = true} : (tensor<4x4x4xf32>, tensor<4x4x4xf32>, tensor<4x4x4xf32>, tensor<4x4x4xf32>) -> (tensor<4x4x4xf32>, tensor<4x4xf32>)
   return %o : tensor<4x4x4xf32>
 }
+
+// -----
+
+// A regrouping of rows ([T, B, E] -> [T*B, E]) moves below a GEMM, a bias
+// add and a last-axis slice (rebuilt for the rank it then has) to the
+// reshape back, which folds; the transpose above it then cancels.
+// CHECK-LABEL: func.func @regrouped_rows
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<2x4x8xf32>, %[[W:[^:]+]]: tensor<8x12xf32>, %[[B:[^:]+]]: tensor<1x12xf32>)
+// CHECK-NEXT: %[[M:.+]] = tcc.matmul %[[X]], %[[W]] : (tensor<2x4x8xf32>, tensor<8x12xf32>) -> tensor<2x4x12xf32>
+// CHECK-NEXT: %[[A:.+]] = tcc.add %[[M]], %[[B]] : (tensor<2x4x12xf32>, tensor<1x12xf32>) -> tensor<2x4x12xf32>
+// CHECK-NEXT: %[[S:.+]] = tcc.slice %[[A]] {sizes = array<i64: 2, 4, 6>, starts = array<i64: 0, 0, 3>, steps = array<i64: 1, 1, 1>} : tensor<2x4x12xf32> -> tensor<2x4x6xf32>
+// CHECK-NEXT: return %[[S]]
+func.func @regrouped_rows(%x: tensor<2x4x8xf32>, %w: tensor<8x12xf32>, %b: tensor<1x12xf32>) -> tensor<2x4x6xf32> {
+  %t = tcc.transpose %x {perm = array<i64: 1, 0, 2>} : tensor<2x4x8xf32> -> tensor<4x2x8xf32>
+  %r = tcc.reshape %t : tensor<4x2x8xf32> -> tensor<8x8xf32>
+  %m = tcc.matmul %r, %w : (tensor<8x8xf32>, tensor<8x12xf32>) -> tensor<8x12xf32>
+  %a = tcc.add %m, %b : (tensor<8x12xf32>, tensor<1x12xf32>) -> tensor<8x12xf32>
+  %s = tcc.slice %a {sizes = array<i64: 8, 6>, starts = array<i64: 0, 3>, steps = array<i64: 1, 1>} : tensor<8x12xf32> -> tensor<8x6xf32>
+  %back = tcc.reshape %s : tensor<8x6xf32> -> tensor<4x2x6xf32>
+  %y = tcc.transpose %back {perm = array<i64: 1, 0, 2>} : tensor<4x2x6xf32> -> tensor<2x4x6xf32>
+  return %y : tensor<2x4x6xf32>
+}
+
+// -----
+
+// Splitting rows ([8, E] -> [4, 2, E]) does not move below an add whose
+// bias has more axes than the rows before the split.
+// CHECK-LABEL: func.func @split_rows_bias_rank
+// CHECK-NEXT: tcc.reshape
+// CHECK-NEXT: tcc.add
+func.func @split_rows_bias_rank(%x: tensor<8x6xf32>, %b: tensor<1x1x6xf32>) -> tensor<8x6xf32> {
+  %r = tcc.reshape %x : tensor<8x6xf32> -> tensor<4x2x6xf32>
+  %a = tcc.add %r, %b : (tensor<4x2x6xf32>, tensor<1x1x6xf32>) -> tensor<4x2x6xf32>
+  %back = tcc.reshape %a : tensor<4x2x6xf32> -> tensor<8x6xf32>
+  return %back : tensor<8x6xf32>
+}
