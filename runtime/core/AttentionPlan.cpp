@@ -42,15 +42,16 @@ AttentionPlan planAttention(const std::vector<int64_t> &q,
   if (chunkCap > 0)
     most = std::min(most, chunkCap);
   most = std::min(most, p.batch);
-  // Sequence-major entries sharing an outer index are one strided-batched
-  // GEMM on the GPU: a chunk of whole groups of heads keeps those calls
-  // equal and full (when a group fits at all).
-  int64_t unit = p.heads > 1 && most >= p.heads ? p.heads : 1;
-  int64_t units = p.batch / unit, mostUnits = most / unit;
   // As few chunks as the budget allows, of (nearly) equal size: no small
   // last chunk that would cost its own cuBLASLt plan for little work.
-  int64_t chunks = (units + mostUnits - 1) / mostUnits;
-  p.chunk = (units + chunks - 1) / chunks * unit;
+  int64_t chunks = (p.batch + most - 1) / most;
+  p.chunk = (p.batch + chunks - 1) / chunks;
+  // Sequence-major entries sharing an outer index are one strided-batched
+  // GEMM on the GPU: chunks of whole groups of heads keep every such call
+  // full and alike (one cuBLASLt plan whatever the chunk), so when a group
+  // fits, round down to groups rather than up (less scratch).
+  if (p.heads > 1 && p.chunk >= p.heads)
+    p.chunk = p.chunk / p.heads * p.heads;
   p.pOffset = p.chunk * p.entryStride * static_cast<int64_t>(sizeof(float));
   p.scratchBytes =
       p.pOffset + p.chunk * p.entryStride * static_cast<int64_t>(dtypeSize(t));

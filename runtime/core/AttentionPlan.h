@@ -64,8 +64,8 @@ AttentionPlan attentionDims(const std::vector<int64_t> &q,
 
 /// The plan for q, k, v (see attentionDims) of dtype `t`: as many entries
 /// per chunk as kAttentionScratchBudget holds (at least one), spread evenly
-/// over the chunks; sequence-major chunks are whole groups of `heads`
-/// entries when one group fits. `chunkCap` > 0 caps the chunk (tests use it
+/// over the chunks; sequence-major chunks are then rounded down to whole
+/// groups of `heads` entries when one group fits. `chunkCap` > 0 caps the chunk (tests use it
 /// to run several chunks on small shapes).
 AttentionPlan planAttention(const std::vector<int64_t> &q,
                             const std::vector<int64_t> &k,

@@ -781,14 +781,15 @@ TEST(CudaAttentionEmu, SequenceMajorPlan) {
   EXPECT_EQ(p.tq, 7);
   EXPECT_EQ(p.tk, 9);
   // GPT-2 small at batch 8 as [B, T, H, D]: the budget holds 42 entries,
-  // so chunks are whole groups of the 12 heads (3 groups, 36 entries;
-  // packed it would be 3 chunks of 32): each run is one full GEMM of 12.
+  // 3 chunks of 32 when packed; sequence-major rounds down to whole groups
+  // of the 12 heads (2 groups, 24 entries, 4 chunks): each run is one full
+  // GEMM of 12, and the scratch shrinks.
   p = cuda::planAttention({8, 1024, 12, 64}, {8, 1024, 12, 64},
                           {8, 1024, 12, 64}, DType::BF16, true);
   EXPECT_EQ(p.batch, 96);
   EXPECT_EQ(p.heads, 12);
-  EXPECT_EQ(p.chunk, 36);
-  EXPECT_EQ(p.scratchBytes, 36ll * 6 << 20);
+  EXPECT_EQ(p.chunk, 24);
+  EXPECT_EQ(p.scratchBytes, 24ll * 6 << 20);
   // As nn.MultiheadAttention exports it ([T, B*H, D]: 96 heads, one outer
   // index), a group does not fit: chunks as packed, each one GEMM.
   p = cuda::planAttention({1024, 96, 64}, {1024, 96, 64}, {1024, 96, 64},
