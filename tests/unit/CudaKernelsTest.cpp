@@ -250,8 +250,9 @@ TEST(CudaKernels, GemmEpilogues) {
         EXPECT_TRUE(fused || !forward)
             << c.name << ": cuBLASLt declined " << e.name;
         // A pre-activation row of 20 elements is not one cuBLASLt takes.
-        if (e.preactOut || e.act == GemmAct::DgeluTanh)
+        if (e.preactOut || e.act == GemmAct::DgeluTanh) {
           EXPECT_TRUE(!fused || p.n % 8 == 0) << c.name << " " << e.name;
+        }
       }
       TCC_CUDA_CHECK(cudaDeviceSynchronize());
     }
