@@ -124,13 +124,6 @@ static SmallVector<int64_t> swapLastTwo(ArrayRef<int64_t> perm) {
   return p;
 }
 
-static bool isIdentity(ArrayRef<int64_t> perm) {
-  for (auto [i, p] : llvm::enumerate(perm))
-    if (p != (int64_t)i)
-      return false;
-  return true;
-}
-
 /// The name of a function argument of kind `param` that `v` is computed
 /// from ("" when there is none; "?" for an unnamed one).
 static std::string paramOf(Value v, func::FuncOp fn) {
@@ -375,7 +368,7 @@ void FuseAttentionPass::rewrite(Match &m) {
   if (m.kIsTransposed) {
     if (auto t = k.getDefiningOp<TransposeOp>()) {
       SmallVector<int64_t> perm = swapLastTwo(t.getPerm());
-      k = isIdentity(perm)
+      k = TransposeOp::isIdentityPerm(perm)
               ? t.getInput()
               : TransposeOp::create(b, loc, t.getInput(), perm).getResult();
     } else {

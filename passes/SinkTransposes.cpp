@@ -44,7 +44,6 @@
 #include "llvm/Support/Debug.h"
 
 #include <algorithm>
-#include <numeric>
 
 #define DEBUG_TYPE "tcc-sink-transposes"
 
@@ -62,13 +61,6 @@ static RankedTensorType typeOf(Value v) {
 
 static RankedTensorType withShape(Value like, ArrayRef<int64_t> shape) {
   return RankedTensorType::get(shape, typeOf(like).getElementType());
-}
-
-static bool isIdentity(ArrayRef<int64_t> perm) {
-  for (auto [i, p] : llvm::enumerate(perm))
-    if (p != (int64_t)i)
-      return false;
-  return true;
 }
 
 /// The shape `s` (of a value in the transposed layout, y = transpose(x, p))
@@ -139,6 +131,19 @@ static RowUse rowUse(Operation *user, Value v, bool mergeOk, int64_t srcRank) {
   return RowUse::None;
 }
 
+/// The permutation a transpose by `perm` of a rank-r value has once it is
+/// moved below `use`: one more trailing axis, kept, after a split of the
+/// last axis; one fewer after a merge of the last two.
+static SmallVector<int64_t> permAfter(ArrayRef<int64_t> perm, RowUse use,
+                                      int64_t r) {
+  SmallVector<int64_t> next(perm);
+  if (use == RowUse::SplitLast)
+    next.push_back(r);
+  else if (use == RowUse::MergeLast)
+    next.pop_back();
+  return next;
+}
+
 /// Whether `rs` has the shapes of MHA's head split: [T, B, E] ->
 /// [T, B*H, D] with E = H*D.
 static bool headSplitShapes(ReshapeOp rs) {
@@ -188,10 +193,8 @@ static bool sinksAway(Value v, ArrayRef<int64_t> perm,
     auto rs = dyn_cast<ReshapeOp>(user);
     if (isTranspose) {
       if (auto t = dyn_cast<TransposeOp>(user)) {
-        SmallVector<int64_t> composed;
-        for (int64_t i : t.getPerm())
-          composed.push_back(perm[i]);
-        if (isIdentity(composed))
+        if (TransposeOp::isIdentityPerm(
+                TransposeOp::composePerms(perm, t.getPerm())))
           continue;
         return false;
       }
@@ -207,12 +210,8 @@ static bool sinksAway(Value v, ArrayRef<int64_t> perm,
     if (use == RowUse::None || (!isTranspose && (use == RowUse::SplitLast ||
                                                  use == RowUse::MergeLast)))
       return false;
-    SmallVector<int64_t> next(perm);
-    if (use == RowUse::SplitLast)
-      next.push_back(r);
-    else if (use == RowUse::MergeLast)
-      next.pop_back();
-    if (!sinksAway(user->getResult(0), next, leading, budget))
+    if (!sinksAway(user->getResult(0), permAfter(perm, use, r), leading,
+                   budget))
       return false;
   }
   return true;
@@ -255,7 +254,7 @@ struct SinkTranspose final : OpRewritePattern<TransposeOp> {
                                 PatternRewriter &rewriter) const override {
     ArrayRef<int64_t> p = t.getPerm();
     int64_t r = p.size();
-    if (r < 2 || p.back() != r - 1 || isIdentity(p))
+    if (r < 2 || p.back() != r - 1 || TransposeOp::isIdentityPerm(p))
       return rewriter.notifyMatchFailure(t, "moves the last axis");
     int budget = kWalkBudget;
     if (!sinksAway(t.getResult(), p, {}, budget))
@@ -267,11 +266,7 @@ struct SinkTranspose final : OpRewritePattern<TransposeOp> {
       RowUse use = rowUse(user, t.getResult(), mergeOk, r);
       if (use == RowUse::None)
         continue; // a cancelling transpose or a head split: stays
-      SmallVector<int64_t> next(p);
-      if (use == RowUse::SplitLast)
-        next.push_back(r);
-      else if (use == RowUse::MergeLast)
-        next.pop_back();
+      SmallVector<int64_t> next = permAfter(p, use, r);
       Value y = redoOnSource(
           rewriter, user, t.getResult(), t.getInput(),
           unpermute(typeOf(user->getResult(0)).getShape(), next), use);

@@ -112,8 +112,20 @@ LogicalResult TransposeOp::inferReturnTypes(
   return success();
 }
 
+bool TransposeOp::isIdentityPerm(ArrayRef<int64_t> perm) {
+  return llvm::equal(perm, llvm::seq<int64_t>(0, perm.size()));
+}
+
+SmallVector<int64_t> TransposeOp::composePerms(ArrayRef<int64_t> first,
+                                               ArrayRef<int64_t> then) {
+  SmallVector<int64_t> perm;
+  for (int64_t i : then)
+    perm.push_back(first[i]);
+  return perm;
+}
+
 OpFoldResult TransposeOp::fold(FoldAdaptor) {
-  if (llvm::equal(getPerm(), llvm::seq<int64_t>(0, getPerm().size())))
+  if (isIdentityPerm(getPerm()))
     return getInput();
   return {};
 }

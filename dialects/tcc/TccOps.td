@@ -93,6 +93,14 @@ def Tcc_TransposeOp : Tcc_DiffOp<"transpose"> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasFolder = 1;
   let hasCanonicalizer = 1;
+  let extraClassDeclaration = [{
+    /// Whether `perm` leaves every dimension in place.
+    static bool isIdentityPerm(::llvm::ArrayRef<int64_t> perm);
+    /// The one permutation of transpose(transpose(x, first), then): its
+    /// dim i is x's dim first[then[i]].
+    static ::llvm::SmallVector<int64_t>
+    composePerms(::llvm::ArrayRef<int64_t> first, ::llvm::ArrayRef<int64_t> then);
+  }];
 }
 
 //===----------------------------------------------------------------------===//

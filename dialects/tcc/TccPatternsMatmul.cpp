@@ -93,12 +93,9 @@ struct ComposeTransposes final : OpRewritePattern<TransposeOp> {
     auto inner = op.getInput().getDefiningOp<TransposeOp>();
     if (!inner)
       return rewriter.notifyMatchFailure(op, "input is not a transpose");
-    // Result dim i is the inner result's dim p2[i], which is x's p1[p2[i]].
-    ArrayRef<int64_t> p1 = inner.getPerm(), p2 = op.getPerm();
-    SmallVector<int64_t> perm;
-    for (int64_t i : p2)
-      perm.push_back(p1[i]);
-    if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    SmallVector<int64_t> perm =
+        TransposeOp::composePerms(inner.getPerm(), op.getPerm());
+    if (TransposeOp::isIdentityPerm(perm))
       rewriter.replaceOp(op, inner.getInput());
     else
       rewriter.replaceOpWithNewOp<TransposeOp>(op, inner.getInput(), perm);
