@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernelCases.h"
+#include "KernelTestUtil.h"
 
 #include "runtime/cuda/CudaAttention.h"
 
@@ -582,19 +583,6 @@ struct SeqCase {
   bool causal;
 };
 
-/// [O, A, B, C] -> [O, B, A, C] of `es`-byte elements.
-std::vector<uint8_t> swapMiddle(const std::vector<uint8_t> &x, size_t es,
-                                int64_t o, int64_t a, int64_t b, int64_t c) {
-  std::vector<uint8_t> y(x.size());
-  size_t row = static_cast<size_t>(c) * es;
-  for (int64_t i = 0; i < o; ++i)
-    for (int64_t j = 0; j < a; ++j)
-      for (int64_t k = 0; k < b; ++k)
-        std::memcpy(y.data() + ((i * b + k) * a + j) * row,
-                    x.data() + ((i * a + j) * b + k) * row, row);
-  return y;
-}
-
 /// The case's attention -> attention_grad, sequence-major ([B..., T, H, C]
 /// operands, random) or packed ([B..., H, T, C], those values permuted),
 /// with the same lse, mask and attributes.
@@ -623,8 +611,8 @@ std::unique_ptr<SeqProgram> buildSeq(const SeqCase &c,
     if (!permuteFrom)
       return p.random(c.t, shape(rows, cols), lo, hi);
     std::vector<uint8_t> bytes =
-        swapMiddle(permuteFrom->p.initial()[index], dtypeSize(c.t), o, rows,
-                   c.heads, cols);
+        test::swapMiddleAxes(permuteFrom->p.initial()[index], o, rows, c.heads,
+                             cols * (int64_t)dtypeSize(c.t));
     return p.tensor(c.t, shape(rows, cols), bytes);
   };
   int32_t q = operand(0, c.tq, c.d, -1.5f, 1.5f);
@@ -734,7 +722,8 @@ TEST_P(CudaAttentionSeqMajor, MatchesPackedBitForBit) {
     const char *names[] = {"out", "dq", "dk", "dv"};
     for (int i = 0; i < 4; ++i) {
       auto [rows, cols] = seq->sizes[i];
-      EXPECT_EQ(swapMiddle(got[ids[i]], dtypeSize(c.t), o, rows, c.heads, cols),
+      EXPECT_EQ(test::swapMiddleAxes(got[ids[i]], o, rows, c.heads,
+                                     cols * (int64_t)dtypeSize(c.t)),
                 want[pids[i]])
           << names[i];
     }

@@ -4,6 +4,7 @@
 
 #include "runtime/cpu/Kernels.h"
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -91,6 +92,20 @@ private:
   std::vector<TensorInfo> infos_;
   std::vector<Storage> store_;
 };
+
+/// `x` of shape [o, a, b, c] with its middle axes swapped: [o, b, a, c]
+/// (attention's sequence-major [B, T, H, D] <-> packed [B, H, T, D]).
+template <class T>
+std::vector<T> swapMiddleAxes(const std::vector<T> &x, int64_t o, int64_t a,
+                              int64_t b, int64_t c) {
+  std::vector<T> y(x.size());
+  for (int64_t i = 0; i < o; ++i)
+    for (int64_t j = 0; j < a; ++j)
+      for (int64_t k = 0; k < b; ++k)
+        std::copy_n(x.begin() + ((i * a + j) * b + k) * c, c,
+                    y.begin() + ((i * b + k) * a + j) * c);
+  return y;
+}
 
 inline int64_t numel(const std::vector<int64_t> &shape) {
   int64_t n = 1;

@@ -193,26 +193,43 @@ struct Got {
   std::vector<float> out, lse, dq, dk, dv;
 };
 
-Got runKernels(const Problem &p, const Data &x, DType t) {
+/// The kernels on p's data: packed, or with `heads` > 0 (p.batch's last
+/// dim) sequence-major, the data permuted to [outer..., T, H, C] and the
+/// results permuted back to p's packed layout.
+Got runKernels(const Problem &p, const Data &x, DType t, int64_t heads = 0) {
+  std::vector<int64_t> outer(p.batch.begin(), p.batch.end() - (heads ? 1 : 0));
+  int64_t o = test::numel(outer);
+  auto shape = [&](int64_t rows, int64_t cols) {
+    return heads ? cat(outer, {rows, heads, cols}) : cat(p.batch, {rows, cols});
+  };
+  auto in = [&](const std::vector<float> &v, int64_t rows, int64_t cols) {
+    return heads ? test::swapMiddleAxes(v, o, heads, rows, cols) : v;
+  };
   Tensors ts;
-  int32_t q = ts.add(t, cat(p.batch, {p.tq, p.d}), x.q);
-  int32_t k = ts.add(t, cat(p.batch, {p.tk, p.d}), x.k);
-  int32_t v = ts.add(t, cat(p.batch, {p.tk, p.dv}), x.v);
-  int32_t dout = ts.add(t, cat(p.batch, {p.tq, p.dv}), x.dout);
-  int32_t out = ts.add(t, cat(p.batch, {p.tq, p.dv}));
+  int32_t q = ts.add(t, shape(p.tq, p.d), in(x.q, p.tq, p.d));
+  int32_t k = ts.add(t, shape(p.tk, p.d), in(x.k, p.tk, p.d));
+  int32_t v = ts.add(t, shape(p.tk, p.dv), in(x.v, p.tk, p.dv));
+  int32_t dout = ts.add(t, shape(p.tq, p.dv), in(x.dout, p.tq, p.dv));
+  int32_t out = ts.add(t, shape(p.tq, p.dv));
   int32_t lse = ts.add(DType::F32, cat(p.batch, {p.tq}));
-  int32_t dq = ts.add(t, cat(p.batch, {p.tq, p.d}));
-  int32_t dk = ts.add(t, cat(p.batch, {p.tk, p.d}));
-  int32_t dv = ts.add(t, cat(p.batch, {p.tk, p.dv}));
+  int32_t dq = ts.add(t, shape(p.tq, p.d));
+  int32_t dk = ts.add(t, shape(p.tk, p.d));
+  int32_t dv = ts.add(t, shape(p.tk, p.dv));
   std::vector<int32_t> fin{q, k, v}, bin{q, k, v, out, lse, dout};
   if (!p.maskShape.empty()) {
     int32_t m = ts.add(DType::F32, p.maskShape, x.mask);
     fin.push_back(m);
     bin.push_back(m);
   }
-  ts.run("attention", fin, {out, lse}, {p.causal, 0}, {p.scale});
-  ts.run("attention_grad", bin, {dq, dk, dv}, {p.causal, 0}, {p.scale});
-  return {ts.get(out), ts.get(lse), ts.get(dq), ts.get(dk), ts.get(dv)};
+  std::vector<int64_t> attrs{p.causal, heads ? 1 : 0};
+  ts.run("attention", fin, {out, lse}, attrs, {p.scale});
+  ts.run("attention_grad", bin, {dq, dk, dv}, attrs, {p.scale});
+  auto got = [&](int32_t id, int64_t rows, int64_t cols) {
+    std::vector<float> r = ts.get(id);
+    return heads ? test::swapMiddleAxes(r, o, rows, heads, cols) : r;
+  };
+  return {got(out, p.tq, p.dv), ts.get(lse), got(dq, p.tq, p.d),
+          got(dk, p.tk, p.d), got(dv, p.tk, p.dv)};
 }
 
 /// Relative precision of one rounding to t.
@@ -641,71 +658,23 @@ TEST(KernelsAttention, CheckErrors) {
 }
 
 namespace {
-/// [O, T, H, C] (sequence-major) <-> [O, H, T, C] (packed), in either
-/// direction (`toPacked`).
-std::vector<float> swapHeads(const std::vector<float> &x, int64_t outer,
-                             int64_t t, int64_t h, int64_t c, bool toPacked) {
-  std::vector<float> y(x.size());
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < t; ++i)
-      for (int64_t j = 0; j < h; ++j)
-        for (int64_t e = 0; e < c; ++e) {
-          int64_t sm = ((o * t + i) * h + j) * c + e;
-          int64_t pk = ((o * h + j) * t + i) * c + e;
-          if (toPacked)
-            y[pk] = x[sm];
-          else
-            y[sm] = x[pk];
-        }
-  return y;
-}
-
-/// Runs p (entries = outer * heads) in the sequence-major layout on the
-/// data of the packed problem permuted to [outer..., T, H, C], and expects
-/// the packed kernels' results bit for bit once permuted back: the same
-/// entries with the same arithmetic, read through strides.
+/// Runs p (entries = outer * heads) in the sequence-major layout and
+/// expects the packed kernels' results bit for bit (runKernels permutes
+/// the data there and back): the same entries with the same arithmetic,
+/// read through strides.
 void checkSeqMajor(const Problem &p, int64_t heads, DType t) {
-  std::vector<int64_t> outerDims(p.batch.begin(), p.batch.end() - 1);
   ASSERT_EQ(p.batch.back(), heads);
-  int64_t outer = test::numel(outerDims);
   SCOPED_TRACE(std::string("seq-major ") + dtypeName(t) + " batch " +
                formatShape(p.batch) + (p.causal ? " causal" : "") + " mask " +
                formatShape(p.maskShape));
   Data x = makeData(p, t, 5);
   Got packed = runKernels(p, x, t);
-
-  auto sm = [&](const std::vector<float> &v, int64_t rows, int64_t cols) {
-    return swapHeads(v, outer, rows, heads, cols, false);
-  };
-  auto shape = [&](int64_t rows, int64_t cols) {
-    return cat(outerDims, {rows, heads, cols});
-  };
-  Tensors ts;
-  int32_t q = ts.add(t, shape(p.tq, p.d), sm(x.q, p.tq, p.d));
-  int32_t k = ts.add(t, shape(p.tk, p.d), sm(x.k, p.tk, p.d));
-  int32_t v = ts.add(t, shape(p.tk, p.dv), sm(x.v, p.tk, p.dv));
-  int32_t dout = ts.add(t, shape(p.tq, p.dv), sm(x.dout, p.tq, p.dv));
-  int32_t out = ts.add(t, shape(p.tq, p.dv));
-  int32_t lse = ts.add(DType::F32, cat(p.batch, {p.tq}));
-  int32_t dq = ts.add(t, shape(p.tq, p.d));
-  int32_t dk = ts.add(t, shape(p.tk, p.d));
-  int32_t dv = ts.add(t, shape(p.tk, p.dv));
-  std::vector<int32_t> fin{q, k, v}, bin{q, k, v, out, lse, dout};
-  if (!p.maskShape.empty()) {
-    int32_t m = ts.add(DType::F32, p.maskShape, x.mask);
-    fin.push_back(m);
-    bin.push_back(m);
-  }
-  ts.run("attention", fin, {out, lse}, {p.causal, 1}, {p.scale});
-  ts.run("attention_grad", bin, {dq, dk, dv}, {p.causal, 1}, {p.scale});
-  auto back = [&](int32_t id, int64_t rows, int64_t cols) {
-    return swapHeads(ts.get(id), outer, rows, heads, cols, true);
-  };
-  EXPECT_EQ(back(out, p.tq, p.dv), packed.out);
-  EXPECT_EQ(ts.get(lse), packed.lse);
-  EXPECT_EQ(back(dq, p.tq, p.d), packed.dq);
-  EXPECT_EQ(back(dk, p.tk, p.d), packed.dk);
-  EXPECT_EQ(back(dv, p.tk, p.dv), packed.dv);
+  Got seq = runKernels(p, x, t, heads);
+  EXPECT_EQ(seq.out, packed.out);
+  EXPECT_EQ(seq.lse, packed.lse);
+  EXPECT_EQ(seq.dq, packed.dq);
+  EXPECT_EQ(seq.dk, packed.dk);
+  EXPECT_EQ(seq.dv, packed.dv);
 }
 } // namespace
 
