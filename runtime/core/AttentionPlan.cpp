@@ -7,10 +7,10 @@ namespace tcc::rt {
 
 static int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-AttentionPlan attentionDims(const std::vector<int64_t> &q,
+AttentionDims attentionDims(const std::vector<int64_t> &q,
                             const std::vector<int64_t> &k,
                             const std::vector<int64_t> &v, bool seqMajor) {
-  AttentionPlan p;
+  AttentionDims p;
   size_t r = q.size();
   // Packed [B..., T, D]; sequence-major [B..., T, H, D].
   size_t rowDim = seqMajor ? r - 3 : r - 2;

@@ -21,7 +21,7 @@ namespace tcc::rt {
 /// always processed at a time, whatever it needs).
 constexpr int64_t kAttentionScratchBudget = 256ll << 20;
 
-/// The sizes of one attention instr and how its batch is chunked.
+/// The sizes of one attention instr.
 ///
 /// Layouts (the kernels' iattrs[1], tcc.attention's `seq_major`): packed,
 /// q [B..., Tq, D], or sequence-major, q [B..., Tq, H, D] (what
@@ -33,10 +33,15 @@ constexpr int64_t kAttentionScratchBudget = 256ll << 20;
 /// e of an operand with `cols` columns and `rows` rows per entry starts at
 /// attentionRowOffset(e, i, heads, rows, cols); rows are `heads * cols`
 /// elements apart.
-struct AttentionPlan {
+struct AttentionDims {
   int64_t batch = 0, tq = 0, tk = 0, d = 0, dv = 0;
   /// H: entries per outer index (1 when packed).
   int64_t heads = 1;
+};
+
+/// The sizes and how the batch is chunked on the GPU.
+struct AttentionPlan : AttentionDims {
+  AttentionPlan(const AttentionDims &dims = {}) : AttentionDims(dims) {}
   /// Batch entries per chunk (>= 1 when batch > 0; the last may be
   /// smaller).
   int64_t chunk = 0;
@@ -49,24 +54,23 @@ struct AttentionPlan {
 };
 
 /// Element offset of row `i` of entry `e` in an operand of `rows` rows and
-/// `cols` columns per entry, in the layout of `heads` (see AttentionPlan).
+/// `cols` columns per entry, in the layout of `heads` (see AttentionDims).
 inline int64_t attentionRowOffset(int64_t e, int64_t i, int64_t heads,
                                   int64_t rows, int64_t cols) {
   return ((e / heads) * rows + i) * heads * cols + (e % heads) * cols;
 }
 
-/// The sizes (batch, heads, tq, tk, d, dv; no chunking) of q, k and v of
-/// one rank >= 3 (>= 3 also when `seqMajor`: B... may be empty), shapes as
-/// the kernels' checks accept them.
-AttentionPlan attentionDims(const std::vector<int64_t> &q,
+/// The sizes of q, k and v of one rank >= 3 (>= 3 also when `seqMajor`:
+/// B... may be empty), shapes as the kernels' checks accept them.
+AttentionDims attentionDims(const std::vector<int64_t> &q,
                             const std::vector<int64_t> &k,
                             const std::vector<int64_t> &v, bool seqMajor);
 
 /// The plan for q, k, v (see attentionDims) of dtype `t`: as many entries
 /// per chunk as kAttentionScratchBudget holds (at least one), spread evenly
 /// over the chunks; sequence-major chunks are then rounded down to whole
-/// groups of `heads` entries when one group fits. `chunkCap` > 0 caps the chunk (tests use it
-/// to run several chunks on small shapes).
+/// groups of `heads` entries when one group fits. `chunkCap` > 0 caps the chunk
+/// (tests use it to run several chunks on small shapes).
 AttentionPlan planAttention(const std::vector<int64_t> &q,
                             const std::vector<int64_t> &k,
                             const std::vector<int64_t> &v, DType t,

@@ -233,15 +233,13 @@ void check_attention_grad(const KernelSig &s) {
 
 namespace {
 /// One call's geometry, read from checked operands.
-struct AttnGeom {
-  int64_t batch, tq, tk, d, dv;
-  int64_t heads; // 1 when packed (see runtime/core/AttentionPlan.h)
-  float scale;
-  bool causal;
-  DType dtype;
+struct AttnGeom : AttentionDims {
+  float scale = 1.0f;
+  bool causal = false;
+  DType dtype = DType::F32;
   const float *mask = nullptr;
   int64_t mB = 0, mR = 0, mC = 0; // mask element strides: entry, row, col
-  int64_t rowsPerBlock;
+  int64_t rowsPerBlock = 1;
 };
 
 enum Slot {
@@ -293,15 +291,8 @@ static constexpr int64_t kMinBlockRows = 32;
 static constexpr int64_t kMaxBlockFloats = 1 << 24;
 
 static AttnGeom geometry(const KernelArgs &a, size_t nIn) {
-  AttentionPlan dims = attentionDims(*a.in[0].shape, *a.in[1].shape,
-                                     *a.in[2].shape, a.instr.iattrs[1] != 0);
-  AttnGeom g;
-  g.tq = dims.tq;
-  g.d = dims.d;
-  g.tk = dims.tk;
-  g.dv = dims.dv;
-  g.batch = dims.batch;
-  g.heads = dims.heads;
+  AttnGeom g{attentionDims(*a.in[0].shape, *a.in[1].shape, *a.in[2].shape,
+                           a.instr.iattrs[1] != 0)};
   g.scale = static_cast<float>(a.instr.fattrs[0]);
   g.causal = a.instr.iattrs[0] != 0;
   g.dtype = a.in[0].dtype;
