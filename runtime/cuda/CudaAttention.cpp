@@ -11,6 +11,7 @@
 #include "runtime/cuda/CudaCheck.h"
 
 #include <algorithm>
+#include <cassert>
 
 namespace tcc::rt::cuda {
 
@@ -62,17 +63,14 @@ static void gemmOrZero(const AttentionGemm &gemm, const CudaGemm::Problem &p,
       int64_t n = (p.batch - 1) * p.strideC + p.m * p.n;
       TCC_CUDA_CHECK(
           cudaMemsetAsync(c, 0, static_cast<size_t>(n) * es, stream));
-    } else if (p.strideC == p.n) { // a run of heads: their rows are adjacent
-      TCC_CUDA_CHECK(cudaMemset2DAsync(c, static_cast<size_t>(ldc) * es, 0,
-                                       static_cast<size_t>(p.batch * p.n) * es,
-                                       static_cast<size_t>(p.m), stream));
-    } else {
-      for (int64_t e = 0; e < p.batch; ++e)
-        TCC_CUDA_CHECK(cudaMemset2DAsync(
-            static_cast<char *>(c) + e * p.strideC * static_cast<int64_t>(es),
-            static_cast<size_t>(ldc) * es, 0, static_cast<size_t>(p.n) * es,
-            static_cast<size_t>(p.m), stream));
+      return;
     }
+    // A run of heads (operand(): batch stride = the row's length): row i
+    // of all its entries is one contiguous stretch.
+    assert(p.strideC == p.n);
+    TCC_CUDA_CHECK(cudaMemset2DAsync(c, static_cast<size_t>(ldc) * es, 0,
+                                     static_cast<size_t>(p.batch * p.n) * es,
+                                     static_cast<size_t>(p.m), stream));
     return;
   }
   gemm(p, a, b, c);
