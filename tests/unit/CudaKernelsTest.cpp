@@ -136,6 +136,28 @@ TEST(CudaKernels, AttentionSequenceMajor) {
     expectClose(p, cpu, gpu, id, 1e-4, 1e-4);
 }
 
+// A leading dim shorter than its row (rows that would overlap) is named
+// before cuBLASLt sees the problem, for each of A, B and C.
+TEST(CudaKernels, GemmRejectsShortLeadingDims) {
+  TCC_REQUIRE_GPU();
+  cuda::CudaGemm gemm(nullptr, false);
+  for (int which = 0; which < 3; ++which) {
+    cuda::CudaGemm::Problem p;
+    p.m = 2;
+    p.n = 4;
+    p.k = 3;
+    (which == 0 ? p.lda : which == 1 ? p.ldb : p.ldc) = 1;
+    try {
+      gemm.gemm(p, nullptr, nullptr, nullptr);
+      ADD_FAILURE() << "no error for operand " << which;
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find("shorter than its rows"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(CudaKernels, MatmulTypesTransposesAndBatches) {
   TCC_REQUIRE_GPU();
   struct Case {
