@@ -160,10 +160,14 @@ def run_torch(args, mode, batch):
     return json.loads(p.stdout.strip().splitlines()[-1]), ""
 
 
-def run_tcc(args, art, device):
+def run_tcc(args, art, device, attention=None):
+    """tcc-run bench; `attention` sets TCC_CUDA_ATTENTION (tiled/chunked)."""
     cmd = [args.tcc_run, "bench", art, "--steps", str(args.steps),
            "--device", device, "--only", "compiled", "--json"]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    env = dict(os.environ)
+    if attention:
+        env["TCC_CUDA_ATTENTION"] = attention
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         return None, (p.stdout + p.stderr)[-2000:]
     lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
@@ -212,6 +216,12 @@ def run(args):
                         torch_batches))
     systems.append(("tcc", lambda b: run_tcc(args, arts[b], args.device),
                     batches))
+    if args.device == "cuda":
+        # The same artifact with attention's chunk loop instead of the tiled
+        # kernels: what keeping the scores on the chip is worth.
+        systems.append(("tcc, chunked attention",
+                        lambda b: run_tcc(args, arts[b], args.device,
+                                          "chunked"), batches))
     device_name = args.device
     for name, measure, bs in systems:
         b, r = largest_fitting(bs, measure, log, name)

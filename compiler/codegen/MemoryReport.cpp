@@ -193,12 +193,11 @@ MemoryReport tcc::analyzeMemory(const rt::Artifact &a) {
         if ((in.kernel == "attention" || in.kernel == "attention_grad") &&
             in.inputs.size() >= 3) {
           const rt::TensorInfo &q = a.tensors[in.inputs[0]];
-          pr.attentionScratch =
-              std::max(pr.attentionScratch,
-                       rt::planAttention(q.shape, a.tensors[in.inputs[1]].shape,
-                                         a.tensors[in.inputs[2]].shape, q.dtype,
-                                         in.iattrs.size() > 1 && in.iattrs[1])
-                           .scratchBytes);
+          pr.attentionScratch = std::max(
+              pr.attentionScratch,
+              rt::attentionScratchBytes(q.shape, a.tensors[in.inputs[1]].shape,
+                                        a.tensors[in.inputs[2]].shape, q.dtype,
+                                        in.iattrs.size() > 1 && in.iattrs[1]));
         }
     r.programs.push_back(pr);
   }
@@ -276,7 +275,7 @@ void tcc::printMemoryReport(const MemoryReport &r, std::ostream &os) {
   }
   if (!training.empty()) {
     line("kernel scratch", r.scratch(training),
-         "convolution unfold buffers; with GPU code, attention score chunks");
+         "convolution unfold buffers; with GPU code, attention scratch");
     std::string note = "persistent + arena";
     for (size_t i = 1; i < training.size(); ++i)
       note += "s";

@@ -43,8 +43,8 @@ struct MemoryReport {
     int64_t savedActivations = 0, gradientTotal = 0;
     /// Largest unfold buffers of its convolutions (kernel scratch).
     int64_t convScratch = 0;
-    /// With GPU code: the largest attention score chunk of its attention
-    /// instrs (the CUDA kernels' scratch, runtime/core/AttentionPlan.h).
+    /// With GPU code: the largest scratch of its attention instrs (the
+    /// CUDA kernels': attentionScratchBytes, runtime/core/AttentionPlan.h).
     int64_t attentionScratch = 0;
   };
   std::vector<Program> programs;

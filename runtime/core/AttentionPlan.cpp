@@ -58,4 +58,14 @@ AttentionPlan planAttention(const std::vector<int64_t> &q,
   return p;
 }
 
+int64_t attentionScratchBytes(const std::vector<int64_t> &q,
+                              const std::vector<int64_t> &k,
+                              const std::vector<int64_t> &v, DType t,
+                              bool seqMajor) {
+  AttentionDims dims = attentionDims(q, k, v, seqMajor);
+  if (attentionTilesFit(dims, t))
+    return attentionTilesScratch(dims);
+  return planAttention(q, k, v, t, seqMajor).scratchBytes;
+}
+
 } // namespace tcc::rt

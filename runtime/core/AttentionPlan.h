@@ -76,6 +76,30 @@ AttentionPlan planAttention(const std::vector<int64_t> &q,
                             const std::vector<int64_t> &v, DType t,
                             bool seqMajor, int64_t chunkCap = 0);
 
+/// Whether the GPU's tiled attention kernels (runtime/cuda/CudaAttention.h:
+/// the scores stay on the chip, no chunk scratch) take these sizes and
+/// dtype: 16-bit operands, D = Dv of 16, 32, 64 or 128 (a kernel each),
+/// rows and keys. Otherwise the chunk loop of planAttention runs.
+inline bool attentionTilesFit(const AttentionDims &dims, DType t) {
+  bool headDim = dims.d == 16 || dims.d == 32 || dims.d == 64 || dims.d == 128;
+  return (t == DType::BF16 || t == DType::F16) && dims.d == dims.dv &&
+         headDim && dims.tq >= 1 && dims.tk >= 1 && dims.batch >= 1;
+}
+
+/// The scratch of the tiled kernels: D = rowsum(dO O) of the backward, one
+/// f32 per row of every entry (256-byte multiple).
+inline int64_t attentionTilesScratch(const AttentionDims &dims) {
+  return (dims.batch * dims.tq * 4 + 255) / 256 * 256;
+}
+
+/// The scratch the GPU's attention takes by default: the tiled kernels' when
+/// they fit, else the chunk plan's (what the compiler's memory report
+/// predicts; TCC_CUDA_ATTENTION=chunked or an older GPU takes the latter).
+int64_t attentionScratchBytes(const std::vector<int64_t> &q,
+                              const std::vector<int64_t> &k,
+                              const std::vector<int64_t> &v, DType t,
+                              bool seqMajor);
+
 } // namespace tcc::rt
 
 #endif // TCC_RUNTIME_CORE_ATTENTIONPLAN_H

@@ -12,6 +12,10 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
 
 namespace tcc::rt::cuda {
 
@@ -44,8 +48,64 @@ static AttentionPlan planOf(const Instr &in, const std::vector<TensorInfo> &t) {
   return planAttention(q.shape, k.shape, v.shape, q.dtype, seqMajor(in));
 }
 
+bool tiledAttentionAllowed(const char *value) {
+  if (!value || !*value || std::string(value) == "tiled")
+    return true;
+  if (std::string(value) == "chunked")
+    return false;
+  throw Error(std::string("TCC_CUDA_ATTENTION is '") + value +
+              "'; it takes 'tiled' or 'chunked'");
+}
+
+static bool tilesAllowed() {
+  static const bool allowed =
+      tiledAttentionAllowed(std::getenv("TCC_CUDA_ATTENTION"));
+  return allowed;
+}
+
+/// WMMA on bf16 needs compute capability 8.0 or later, and the largest
+/// kernel more shared memory than some of those GPUs give a block (A100
+/// and H100 do; the 8.6 and 8.9 parts do not).
+static bool gpuHasTiles() {
+  static const bool has = [] {
+    int dev = 0, major = 0, smem = 0;
+    return cudaGetDevice(&dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                                  dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&smem,
+                                  cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                  dev) == cudaSuccess &&
+           major >= 8 && smem >= attentionTiledSmemBytes();
+  }();
+  return has;
+}
+
+/// Whether the instr runs the tiled kernels (CudaAttention.h): they fit
+/// the sizes, k, v (and dO) have q's dtype, and the GPU and the
+/// environment allow them. `prepare` and the launches decide alike.
+static bool useTiles(const Instr &in, const AttentionDims &dims,
+                     const std::vector<DType> &types) {
+  for (size_t i = 1; i < 3; ++i)
+    if (types[i] != types[0])
+      return false;
+  if (in.kernel == "attention_grad" && types[5] != types[0])
+    return false;
+  return attentionTilesFit(dims, types[0]) && tilesAllowed() && gpuHasTiles();
+}
+
+static std::vector<DType> inputTypes(const Instr &in,
+                                     const std::vector<TensorInfo> &t) {
+  std::vector<DType> types;
+  for (int32_t id : in.inputs)
+    types.push_back(t[id].dtype);
+  return types;
+}
+
 int64_t prepare_attention(const Instr &in, const std::vector<TensorInfo> &t) {
-  return planOf(in, t).scratchBytes;
+  AttentionPlan plan = planOf(in, t);
+  if (useTiles(in, plan, inputTypes(in, t)))
+    return attentionTilesScratch(plan);
+  return plan.scratchBytes;
 }
 
 /// One GEMM of the loop; an empty C is skipped and an empty sum (k = 0)
@@ -247,12 +307,75 @@ static AttentionPlan planOfViews(const CudaArgs &a) {
                        a.in[0].dtype, seqMajor(a.instr));
 }
 
+/// The tiled kernels' view of the instr, or nothing when the chunk loop
+/// runs it.
+static std::optional<AttentionTiles> tilesOf(const CudaArgs &a,
+                                             const AttentionPlan &pl) {
+  std::vector<DType> types;
+  for (const TensorView &v : a.in)
+    types.push_back(v.dtype);
+  if (!useTiles(a.instr, pl, types))
+    return std::nullopt;
+  bool grad = a.instr.kernel == "attention_grad";
+  AttentionTiles t;
+  // 16-byte loads of whole rows (D is a multiple of 16 elements).
+  for (size_t i = 0; i < (grad ? 6u : 3u); ++i)
+    if (i != 3 && i != 4 && reinterpret_cast<uintptr_t>(a.in[i].data) % 16 != 0)
+      throw Error("the tiled CUDA " + a.instr.kernel +
+                  " kernel needs 16-byte aligned operands (input " +
+                  std::to_string(i) + " is not)");
+  t.q = a.in[0].data;
+  t.k = a.in[1].data;
+  t.v = a.in[2].data;
+  t.dtype = static_cast<int>(a.in[0].dtype);
+  t.batch = pl.batch;
+  t.tq = pl.tq;
+  t.tk = pl.tk;
+  t.heads = pl.heads;
+  t.d = static_cast<int>(pl.d);
+  AttentionRows r = rowsOf(
+      a, pl, a.in.size() > (grad ? 6u : 3u) ? &a.in[grad ? 6 : 3] : nullptr, 0,
+      pl.batch);
+  t.mask = r.mask;
+  t.mEntry = r.mEntry;
+  t.mRow = r.mRow;
+  t.mCol = r.mCol;
+  t.causal = r.causal;
+  t.scale = r.scale;
+  if (grad) {
+    t.o = a.in[3].data;
+    t.oType = static_cast<int>(a.in[3].dtype);
+    t.lse = static_cast<float *>(a.in[4].data);
+    t.dout = a.in[5].data;
+    t.dq = a.out[0].data;
+    t.dk = a.out[1].data;
+    t.dv = a.out[2].data;
+    t.dqType = static_cast<int>(a.out[0].dtype);
+    t.dkType = static_cast<int>(a.out[1].dtype);
+    t.dvType = static_cast<int>(a.out[2].dtype);
+    t.rowDot = static_cast<float *>(a.scratch);
+  } else {
+    t.out = a.out[0].data;
+    t.outType = static_cast<int>(a.out[0].dtype);
+    t.lse = static_cast<float *>(a.out[1].data);
+  }
+  return t;
+}
+
 void launch_attention(const CudaArgs &a) {
-  runAttention(a, planOfViews(a), attentionGemm(a));
+  AttentionPlan pl = planOfViews(a);
+  if (auto t = tilesOf(a, pl))
+    attentionTiledForward(*t, a.stream);
+  else
+    runAttention(a, pl, attentionGemm(a));
 }
 
 void launch_attention_grad(const CudaArgs &a) {
-  runAttentionGrad(a, planOfViews(a), attentionGemm(a));
+  AttentionPlan pl = planOfViews(a);
+  if (auto t = tilesOf(a, pl))
+    attentionTiledBackward(*t, a.stream);
+  else
+    runAttentionGrad(a, pl, attentionGemm(a));
 }
 
 } // namespace tcc::rt::cuda

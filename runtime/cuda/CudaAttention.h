@@ -52,6 +52,8 @@ namespace tcc::rt::cuda {
 // The chunk plan (runtime/core/AttentionPlan.h, shared with the compiler's
 // memory report).
 using rt::AttentionPlan;
+using rt::attentionTilesFit;
+using rt::attentionTilesScratch;
 using rt::kAttentionScratchBudget;
 using rt::planAttention;
 
@@ -103,6 +105,55 @@ void attentionRows(const AttentionRows &r, const float *s, void *p, int tp,
 void attentionGradRows(const AttentionRows &r, const float *dp, void *p, int tp,
                        const void *dout, const void *out, int to, long long dv,
                        cudaStream_t stream);
+
+// --- Tiled attention (CudaKernelsAttentionTiled.cu) ------------------------
+//
+// For 16-bit q, k, v with D = Dv of 16, 32, 64 or 128, on a GPU of
+// compute capability 8.0 or later: the scores never leave the chip. A block
+// of 4 warps takes 64 rows of one batch entry (16 per warp) and walks the
+// other side in tiles of 64 through shared memory; the products are WMMA
+// tensor-core tiles (16x16x16, f32 accumulation).
+//  - forward, per query tile: S = Q K^T, the online softmax (running max and
+//    sum per row, O rescaled as the max grows), O += P V; O = O / sum and
+//    lse = max + log(sum) at the end;
+//  - backward, in two kernels so no result is accumulated with atomics (a
+//    run is reproducible bit for bit): per key tile dV = sum P^T dO and
+//    dK = sum dS^T Q; per query tile dQ = sum dS K; both recompute P from
+//    the saved lse, and D = rowsum(dO O) is computed once into the scratch.
+// Causal attention visits only the tiles on or below the diagonal. Rows and
+// keys past Tq / Tk are zeros in shared memory and never written back.
+
+/// One tiled attention or attention_grad launch (device pointers; the
+/// layout is AttentionDims's: heads > 1 is sequence-major).
+struct AttentionTiles {
+  const void *q = nullptr, *k = nullptr, *v = nullptr; // 16-bit, of `dtype`
+  const void *o = nullptr, *dout = nullptr; // backward: O (any float), dO
+  void *out = nullptr;                      // forward: O (dtype `outType`)
+  float *lse = nullptr;                     // [batch, tq]
+  void *dq = nullptr, *dk = nullptr, *dv = nullptr;
+  int dqType = 0, dkType = 0, dvType = 0, outType = 0, oType = 0;
+  float *rowDot = nullptr; // backward: D, [batch, tq] f32 (the scratch)
+  int dtype = 0;           // kDtBF16 or kDtF16
+  long long batch = 0, tq = 0, tk = 0, heads = 1;
+  int d = 0;
+  /// mask[e * mEntry + i * mRow + j * mCol] (f32), or none.
+  const float *mask = nullptr;
+  long long mEntry = 0, mRow = 0, mCol = 0;
+  bool causal = false;
+  float scale = 1.0f;
+};
+
+/// TCC_CUDA_ATTENTION's value: unset, empty or 'tiled' (the tiled kernels
+/// where they fit: true) or 'chunked' (always the chunk loop, to compare
+/// the two on a GPU: false); anything else throws Error naming it.
+bool tiledAttentionAllowed(const char *value);
+
+/// Dynamic shared memory the largest tiled kernel takes (D = 128: about
+/// 110 KiB; the GPU must allow a block that much).
+int attentionTiledSmemBytes();
+
+void attentionTiledForward(const AttentionTiles &t, cudaStream_t stream);
+void attentionTiledBackward(const AttentionTiles &t, cudaStream_t stream);
 
 } // namespace tcc::rt::cuda
 

@@ -14,14 +14,6 @@
 #include "runtime/cuda/CudaAttention.h"
 #include "runtime/cuda/CudaKernelsCommon.cuh"
 
-// Full unrolling keeps a row's cached scores in registers (nvcc); the
-// emulator's compiler does not know the pragma.
-#ifdef TCC_CUDA_EMULATE
-#define TCC_UNROLL
-#else
-#define TCC_UNROLL _Pragma("unroll")
-#endif
-
 namespace tcc::rt::cuda {
 
 /// Scores per thread kept in registers.

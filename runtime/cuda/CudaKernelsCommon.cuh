@@ -33,15 +33,32 @@
 #include "runtime/cpu/Half.h"
 #define TCC_LAUNCH(kernel, grid, block, stream)                                \
   ::tcc_emu::launcher(kernel, grid, block)
+#define TCC_LAUNCH_SMEM(kernel, grid, block, smem, stream)                     \
+  ::tcc_emu::launcher(kernel, grid, block, smem)
+#define TCC_DYNAMIC_SMEM(name) unsigned char *name = ::tcc_emu::dynamicShared()
 #else
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #define TCC_LAUNCH(kernel, grid, block, stream)                                \
   kernel<<<grid, block, 0, stream>>>
+// With `smem` bytes of dynamic shared memory, which the kernel declares
+// with TCC_DYNAMIC_SMEM(name) (an unsigned char *, 128-byte aligned).
+#define TCC_LAUNCH_SMEM(kernel, grid, block, smem, stream)                     \
+  kernel<<<grid, block, smem, stream>>>
+#define TCC_DYNAMIC_SMEM(name)                                                 \
+  extern __shared__ __align__(128) unsigned char name[]
 #endif
 
 #include <array>
 #include <cmath>
+
+// Full unrolling (nvcc) keeps arrays indexed by the loop in registers; the
+// emulator's compiler does not know the pragma.
+#ifdef TCC_CUDA_EMULATE
+#define TCC_UNROLL
+#else
+#define TCC_UNROLL _Pragma("unroll")
+#endif
 
 namespace tcc::rt::cuda {
 

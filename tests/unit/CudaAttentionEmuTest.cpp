@@ -844,6 +844,66 @@ TEST(CudaAttentionEmu, ChunkPlan) {
   EXPECT_EQ(p.scratchBytes, 0);
 }
 
+// Which kernels run: the tiled ones for 16-bit operands with D 16, 32, 64
+// or 128, the chunk loop otherwise; prepare's scratch and the memory
+// report's prediction follow the choice.
+TEST(CudaAttentionEmu, TiledChoice) {
+  auto fits = [](std::vector<int64_t> q, std::vector<int64_t> v, DType t) {
+    return cuda::attentionTilesFit(attentionDims(q, q, v, false), t);
+  };
+  EXPECT_TRUE(fits({96, 1024, 64}, {96, 1024, 64}, DType::BF16));
+  EXPECT_TRUE(fits({2, 5, 16}, {2, 5, 16}, DType::F16));
+  EXPECT_TRUE(fits({2, 5, 128}, {2, 5, 128}, DType::BF16));
+  EXPECT_FALSE(fits({96, 1024, 64}, {96, 1024, 64}, DType::F32));
+  EXPECT_FALSE(fits({2, 5, 48}, {2, 5, 48}, DType::BF16)); // no kernel
+  EXPECT_FALSE(fits({2, 5, 256}, {2, 5, 256}, DType::BF16));
+  EXPECT_FALSE(fits({2, 5, 64}, {2, 5, 32}, DType::BF16)); // D != Dv
+  EXPECT_FALSE(fits({2, 0, 64}, {2, 0, 64}, DType::BF16)); // no rows
+  // GPT-2 small at batch 8, sequence-major: D = rowsum(dO O), 4 bytes a
+  // row, instead of 144 MiB of scores.
+  std::vector<int64_t> gpt = {8, 1024, 12, 64};
+  EXPECT_EQ(attentionScratchBytes(gpt, gpt, gpt, DType::BF16, true),
+            96 * 1024 * 4);
+  EXPECT_EQ(attentionScratchBytes(gpt, gpt, gpt, DType::F32, true),
+            cuda::planAttention(gpt, gpt, gpt, DType::F32, true).scratchBytes);
+  EXPECT_EQ(attentionTilesScratch(
+                attentionDims({3, 5, 16}, {3, 5, 16}, {3, 5, 16}, false)),
+            256); // rounded up to 256 bytes
+  // prepare of the emulated GPU (compute capability 9.0).
+  OneProgram p;
+  int32_t q = p.random(DType::BF16, {3, 5, 16}),
+          dout = p.random(DType::BF16, {3, 5, 16});
+  int32_t out = p.out(DType::BF16, {3, 5, 16}), lse = p.out(DType::F32, {3, 5});
+  std::vector<int32_t> grads = {p.out(DType::BF16, {3, 5, 16}),
+                                p.out(DType::BF16, {3, 5, 16}),
+                                p.out(DType::BF16, {3, 5, 16})};
+  p.instr("attention", {q, q, q}, {out, lse}, {0, 0}, {0.25});
+  p.instr("attention_grad", {q, q, q, out, lse, dout}, grads, {0, 0}, {0.25});
+  const Artifact &a = p.artifact();
+  const cuda::CudaKernelDef *k = cuda::findCudaKernel("attention");
+  EXPECT_EQ(k->prepare(a.programs[0].instrs[0], a.tensors), 256);
+  EXPECT_EQ(cuda::findCudaKernel("attention_grad")
+                ->prepare(a.programs[0].instrs[1], a.tensors),
+            256);
+}
+
+// TCC_CUDA_ATTENTION picks the kernels; a value it does not know is an
+// error that names it.
+TEST(CudaAttentionEmu, TiledAttentionSetting) {
+  EXPECT_TRUE(cuda::tiledAttentionAllowed(nullptr));
+  EXPECT_TRUE(cuda::tiledAttentionAllowed(""));
+  EXPECT_TRUE(cuda::tiledAttentionAllowed("tiled"));
+  EXPECT_FALSE(cuda::tiledAttentionAllowed("chunked"));
+  try {
+    cuda::tiledAttentionAllowed("flash");
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("TCC_CUDA_ATTENTION is 'flash'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // prepare refuses what the kernels do not take, naming the operand.
 TEST(CudaAttentionEmu, PrepareRejectsI64) {
   OneProgram p;

@@ -422,9 +422,9 @@ inline void gemmEpilogueCases(std::vector<KernelCase> &cases) {
 
 /// attention -> attention_grad of q [batch.., tq, d], k [.., tk, d], v
 /// [.., tk, dv] in type t (an f32 mask of shape `mask` unless empty, with
-/// some -inf, never a whole row); appends out, lse, dq, dk, dv to `outs`.
-/// heads > 0: sequence-major, q [batch.., tq, heads, d] and so on, lse
-/// [batch.., heads, tq].
+/// some -inf, never on key 0: no row is all -inf); appends out, lse, dq, dk, dv
+/// to `outs`. heads > 0: sequence-major, q [batch.., tq, heads, d] and so on,
+/// lse [batch.., heads, tq].
 inline void attentionPair(OneProgram &p, DType t, std::vector<int64_t> batch,
                           int64_t tq, int64_t tk, int64_t d, int64_t dv,
                           std::vector<int64_t> mask, bool causal,
@@ -450,7 +450,9 @@ inline void attentionPair(OneProgram &p, DType t, std::vector<int64_t> batch,
     std::mt19937 rng(static_cast<unsigned>(n));
     std::uniform_real_distribution<float> u(-1, 1);
     for (int64_t i = 0; i < n; ++i)
-      v[i] = mask.back() > 1 && i % 3 == 1 ? -INFINITY : u(rng);
+      v[i] = mask.back() > 1 && i % 3 == 1 && i % mask.back() != 0
+                 ? -INFINITY // never key 0, which every causal row sees
+                 : u(rng);
     m = p.floats(DType::F32, mask, v);
   }
   std::vector<int64_t> lseShape = batch;
@@ -501,6 +503,20 @@ inline void attentionCases(std::vector<KernelCase> &cases) {
     attentionPair(p, t, {}, 5, 7, 8, 6, {6, 5, 7}, false, c.outs, 6);
     attentionPair(p, t, {2}, 5, 9, 8, 4, {}, true, c.outs, 3);
     attentionPair(p, t, {2}, 4, 300, 8, 8, {2, 3, 1, 300}, false, c.outs, 3);
+    cases.push_back(std::move(c));
+  }
+  // The tiled kernels (16-bit, D 16, 32, 64 or 128): the tails of 64-row
+  // tiles, causal tiles above and below the diagonal with Tq < Tk and
+  // Tq > Tk, masks of each broadcast, both layouts; D 48 takes the chunk
+  // loop.
+  for (DType t : {DType::BF16, DType::F16}) {
+    KernelCase c{std::string("attention_tiled_") + dtypeName(t)};
+    OneProgram &p = c.prog;
+    attentionPair(p, t, {2}, 70, 130, 32, 32, {}, true, c.outs);
+    attentionPair(p, t, {3}, 130, 70, 16, 16, {3, 130, 70}, true, c.outs);
+    attentionPair(p, t, {}, 65, 65, 64, 64, {1, 65}, false, c.outs, 2);
+    attentionPair(p, t, {2}, 40, 20, 48, 48, {2, 3, 40, 1}, true, c.outs, 3);
+    attentionPair(p, t, {1}, 20, 40, 128, 128, {20, 40}, false, c.outs);
     cases.push_back(std::move(c));
   }
 }

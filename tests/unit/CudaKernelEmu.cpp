@@ -184,7 +184,15 @@ void runBlock(int threads, dim3 block) {
 }
 } // namespace
 
-void launch(dim3 grid, dim3 block, const std::function<void()> &f) {
+namespace {
+std::vector<unsigned char> sharedBytes; // dynamic shared memory (+ alignment)
+unsigned char *sharedBase = nullptr;
+} // namespace
+
+unsigned char *dynamicShared() { return sharedBase; }
+
+void launch(dim3 grid, dim3 block, const std::function<void()> &f,
+            size_t smem) {
   int threads = static_cast<int>(block.x * block.y * block.z);
   if (threads < 1 || threads > 1024 || grid.x < 1 || grid.y < 1 || grid.z < 1) {
     std::fprintf(stderr,
@@ -200,17 +208,24 @@ void launch(dim3 grid, dim3 block, const std::function<void()> &f) {
     fibers.resize(1024);
   groups.assign(1 + (threads + 31) / 32, Group{});
   groups[0].count = threads;
+  sharedBytes.assign(smem + 128, 0);
+  sharedBase = sharedBytes.data() +
+               (128 - reinterpret_cast<uintptr_t>(sharedBytes.data()) % 128);
   for (int w = 0; w * 32 < threads; ++w) // a last, partial warp is smaller
     groups[1 + w].count = std::min(32, threads - 32 * w);
   for (unsigned bz = 0; bz < grid.z; ++bz)
     for (unsigned by = 0; by < grid.y; ++by)
       for (unsigned bx = 0; bx < grid.x; ++bx) {
         blockIndex = {bx, by, bz};
+        if (smem)
+          std::memset(sharedBase, 0xff, smem);
         runBlock(threads, block);
       }
 }
 
 void syncBlock() { wait(0); }
+
+void syncWarp() { wait(1 + linearThread() / 32); }
 
 unsigned long long exchangeXor(unsigned long long bits, int laneMask) {
   int t = linearThread(), warp = t / 32;
@@ -252,5 +267,20 @@ cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
 }
 
 cudaError_t cudaGetLastError() { return cudaSuccess; }
+cudaError_t cudaFuncSetAttribute(const void *, cudaFuncAttribute, int) {
+  return cudaSuccess;
+}
+// The emulated GPU: compute capability 9.0 with an H100's 227 KiB of
+// shared memory a block.
+cudaError_t cudaGetDevice(int *device) {
+  *device = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int) {
+  *value = attr == cudaDevAttrComputeCapabilityMajor         ? 9
+           : attr == cudaDevAttrMaxSharedMemoryPerBlockOptin ? 232448
+                                                             : 0;
+  return cudaSuccess;
+}
 const char *cudaGetErrorName(cudaError_t) { return "cudaErrorEmulated"; }
 const char *cudaGetErrorString(cudaError_t) { return "emulated"; }

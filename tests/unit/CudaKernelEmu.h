@@ -45,22 +45,30 @@ struct Index {
 extern Index threadIndex, blockIndex; // of the running fiber
 extern dim3 blockDims, gridDims;
 
-/// Runs body() as every thread of every block of the launch.
-void launch(dim3 grid, dim3 block, const std::function<void()> &body);
+/// Runs body() as every thread of every block of the launch, with `smem`
+/// bytes of dynamic shared memory (dynamicShared(); all bytes 0xff when a
+/// block starts, so a kernel reading what it did not write sees NaNs).
+void launch(dim3 grid, dim3 block, const std::function<void()> &body,
+            size_t smem = 0);
+unsigned char *dynamicShared();
 void syncBlock();
+void syncWarp();
 /// The value lane (own lane ^ laneMask) of this warp passed in.
 unsigned long long exchangeXor(unsigned long long bits, int laneMask);
 
 template <class K> struct Launcher {
   K kernel;
   dim3 grid, block;
+  size_t smem;
   template <class... A> void operator()(A... args) const {
     K k = kernel;
-    launch(grid, block, [&] { k(args...); });
+    launch(
+        grid, block, [&] { k(args...); }, smem);
   }
 };
-template <class K> Launcher<K> launcher(K kernel, dim3 grid, dim3 block) {
-  return {kernel, grid, block};
+template <class K>
+Launcher<K> launcher(K kernel, dim3 grid, dim3 block, size_t smem = 0) {
+  return {kernel, grid, block, smem};
 }
 
 } // namespace tcc_emu
@@ -71,6 +79,7 @@ template <class K> Launcher<K> launcher(K kernel, dim3 grid, dim3 block) {
 #define gridDim (::tcc_emu::gridDims)
 
 inline void __syncthreads() { tcc_emu::syncBlock(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { tcc_emu::syncWarp(); }
 
 template <class T> T __shfl_xor_sync(unsigned, T v, int laneMask) {
   static_assert(sizeof(T) <= 8, "shuffles move at most 8 bytes");
@@ -104,5 +113,7 @@ inline unsigned long long atomicAdd(unsigned long long *p,
   *p = old + v;
   return old;
 }
+
+#include "CudaWmmaEmu.h"
 
 #endif // TCC_TESTS_UNIT_CUDAKERNELEMU_H

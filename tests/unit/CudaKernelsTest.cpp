@@ -136,6 +136,27 @@ TEST(CudaKernels, AttentionSequenceMajor) {
     expectClose(p, cpu, gpu, id, 1e-4, 1e-4);
 }
 
+// The tiled kernels (CudaKernelsAttentionTiled.cu) at GPT-2 sizes: bf16
+// and f16, [B, T, H, D] causal with D 64, packed and masked with D 128 and
+// Tq < Tk, against the CPU; a second run is the same bit for bit (no
+// atomics: each backward kernel owns the rows it writes).
+TEST(CudaKernels, AttentionTiled) {
+  TCC_REQUIRE_GPU();
+  for (DType t : {DType::BF16, DType::F16}) {
+    OneProgram p;
+    std::vector<int32_t> outs;
+    attentionPair(p, t, {2}, 1024, 1024, 64, 64, {}, true, outs, 12);
+    attentionPair(p, t, {3}, 200, 1000, 128, 128, {3, 200, 1000}, false, outs);
+    auto cpu = p.runCpu();
+    auto first = p.runGpu(ExecMode::Compiled, {}, 2);
+    auto second = p.runGpu(ExecMode::Compiled, {}, 2);
+    for (int32_t id : outs) {
+      expectClose(p, cpu, first, id, rtolFor(t), rtolFor(t));
+      EXPECT_EQ(first[id], second[id]) << "tensor " << id << " run to run";
+    }
+  }
+}
+
 // A leading dim shorter than its row (rows that would overlap) is named
 // before cuBLASLt sees the problem, for each of A, B and C.
 TEST(CudaKernels, GemmRejectsShortLeadingDims) {
