@@ -51,9 +51,20 @@ using namespace mlir;
 using namespace mlir::tcc;
 using namespace mlir::tcc::fusion;
 
-/// layer_norm_grad over the last axis -> element-wise ops, last-axis means
-/// (dx) and leading-axes sums (dscale, dbias); the formulas of
-/// run_layer_norm_grad.
+/// The value an exact widening cast (16-bit -> f32) reads, else `v`.
+static Value beforeWidening(Value v) {
+  if (auto c = v.getDefiningOp<CastOp>(); c && c.isExactWidening())
+    return c.getInput();
+  return v;
+}
+
+/// layer_norm_grad over the last axis -> element-wise ops and last-axis
+/// means (dx: they join a region with their neighbours) and one
+/// layer_norm_param_grad for dscale and dbias (column sums over all rows,
+/// which a region cannot compute: as reduce_sums they would read `dy * xhat`
+/// and `dy` that the region writes out in f32 for them alone; the op reads
+/// dy and x once, as the 16-bit values a bf16 model stores when they reach
+/// the op through exact widenings). The formulas of run_layer_norm_grad.
 static void expandLayerNormGrad(LayerNormGradOp op) {
   auto xt = cast<RankedTensorType>(op.getInput().getType());
   int64_t rank = xt.getRank();
@@ -72,19 +83,14 @@ static void expandLayerNormGrad(LayerNormGradOp op) {
   Value inner = SubOp::create(b, loc, SubOp::create(b, loc, g, meanG),
                               MulOp::create(b, loc, xhat, meanGX));
   Value dx = MulOp::create(b, loc, op.getRstd(), inner);
-  SmallVector<int64_t> lead;
-  for (int64_t i = 0; i < rank - 1; ++i)
-    lead.push_back(i);
-  auto colSum = [&](Value v, Type to) -> Value {
-    Value s = ReduceSumOp::create(b, loc, v, lead, /*keepdims=*/false);
-    return s.getType() == to ? s : ReshapeOp::create(b, loc, to, s);
-  };
-  Value dscale =
-      colSum(MulOp::create(b, loc, dy, xhat), op.getScaleGrad().getType());
-  Value dbias = colSum(dy, op.getBiasGrad().getType());
+  auto params = LayerNormParamGradOp::create(
+      b, loc,
+      TypeRange{op.getScaleGrad().getType(), op.getBiasGrad().getType()},
+      beforeWidening(dy), beforeWidening(x), op.getMean(), op.getRstd(),
+      op.getAxis());
   op.getInputGrad().replaceAllUsesWith(dx);
-  op.getScaleGrad().replaceAllUsesWith(dscale);
-  op.getBiasGrad().replaceAllUsesWith(dbias);
+  op.getScaleGrad().replaceAllUsesWith(params.getScaleGrad());
+  op.getBiasGrad().replaceAllUsesWith(params.getBiasGrad());
   op.erase();
 }
 

@@ -286,8 +286,8 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
         axes(t.getPerm());
         return success();
       })
-      .Case<mlir::tcc::SoftmaxOp, mlir::tcc::LogSoftmaxOp, mlir::tcc::SoftmaxGradOp,
-            mlir::tcc::LogSoftmaxGradOp>([&](auto s) {
+      .Case<mlir::tcc::SoftmaxOp, mlir::tcc::LogSoftmaxOp,
+            mlir::tcc::SoftmaxGradOp, mlir::tcc::LogSoftmaxGradOp>([&](auto s) {
         in.iattrs = {(int64_t)s.getAxis()};
         return success();
       })
@@ -358,10 +358,11 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
         in.fattrs = {l.getEpsilon().convertToDouble()};
         return success();
       })
-      .Case<mlir::tcc::LayerNormGradOp>([&](auto l) {
-        in.iattrs = {(int64_t)l.getAxis()};
-        return success();
-      })
+      .Case<mlir::tcc::LayerNormGradOp, mlir::tcc::LayerNormParamGradOp>(
+          [&](auto l) {
+            in.iattrs = {(int64_t)l.getAxis()};
+            return success();
+          })
       .Case<mlir::tcc::DropoutOp>([&](auto d) {
         in.iattrs = {(int64_t)d.getSeed()};
         in.fattrs = {d.getRatio().convertToDouble()};
@@ -392,10 +393,12 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
                      u.getWeightDecay().convertToDouble()};
         return success();
       })
-      .Case<mlir::tcc::AddOp, mlir::tcc::SubOp, mlir::tcc::MulOp, mlir::tcc::DivOp, mlir::tcc::NegOp,
-            mlir::tcc::ReluOp, mlir::tcc::ReluGradOp, mlir::tcc::BroadcastToOp,
-            mlir::tcc::SoftmaxCrossEntropyOp, mlir::tcc::SoftmaxCrossEntropyGradOp,
-            mlir::tcc::MseLossOp, mlir::tcc::MseLossGradOp>([](auto) { return success(); })
+      .Case<mlir::tcc::AddOp, mlir::tcc::SubOp, mlir::tcc::MulOp,
+            mlir::tcc::DivOp, mlir::tcc::NegOp, mlir::tcc::ReluOp,
+            mlir::tcc::ReluGradOp, mlir::tcc::BroadcastToOp,
+            mlir::tcc::SoftmaxCrossEntropyOp,
+            mlir::tcc::SoftmaxCrossEntropyGradOp, mlir::tcc::MseLossOp,
+            mlir::tcc::MseLossGradOp>([](auto) { return success(); })
       .Default([](Operation *op) {
         return op->emitError("no kernel for '")
                << op->getName() << "' in the CPU code generator";

@@ -154,6 +154,32 @@ LayerNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   return success();
 }
 
+LogicalResult LayerNormParamGradOp::verify() {
+  auto x = rankedType(getInput());
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= x.getRank())
+    return emitOpError("axis ")
+           << axis << " is out of range for rank " << x.getRank();
+  if (rankedType(getGrad()).getShape() != x.getShape())
+    return emitOpError("grad ")
+           << getGrad().getType() << " and input " << x << " differ in shape";
+  Type f32 = Float32Type::get(getContext());
+  RankedTensorType stats = statsType(x, axis).clone(f32);
+  for (auto [v, name] :
+       {std::pair{getMean(), "mean"}, std::pair{getRstd(), "rstd"}})
+    if (v.getType() != stats)
+      return emitOpError() << name << " is " << v.getType() << ", expected "
+                           << stats;
+  auto normalized = RankedTensorType::get(x.getShape().drop_front(axis), f32);
+  for (auto [v, name] : {std::pair{getScaleGrad(), "scale_grad"},
+                         std::pair{getBiasGrad(), "bias_grad"}})
+    if (v.getType() != normalized)
+      return emitOpError() << name << " is " << v.getType()
+                           << ", expected the f32 normalized shape "
+                           << normalized;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Dropout
 //===----------------------------------------------------------------------===//

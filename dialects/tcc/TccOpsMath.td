@@ -204,6 +204,30 @@ def Tcc_LayerNormGradOp : Tcc_InferOp<"layer_norm_grad"> {
       "$grad `,` $input `,` $scale `,` $mean `,` $rstd attr-dict `:` functional-type(operands, results)";
 }
 
+def Tcc_LayerNormParamGradOp : Tcc_Op<"layer_norm_param_grad", [Pure]> {
+  let summary = "The scale and bias gradients of tcc.layer_norm, alone";
+  let description = [{
+    `scale_grad = sum(dy * xhat)` and `bias_grad = sum(dy)` over the
+    dimensions before `axis`, with `xhat = (x - mean) * rstd`: the column
+    sums of tcc.layer_norm_grad without its `dx`. tcc-fuse writes it when it
+    expands a layer norm's backward (dx joins an element-wise region; these
+    sums read dy and x once, where a region would write `dy * xhat` and `dy`
+    out for two reductions). `grad` and `input` may be of any float type
+    (the 16-bit values a bf16 model stores, before their exact f32
+    widening); `mean` and `rstd` are f32, the results f32 of the normalized
+    shape.
+    ```mlir
+    %dscale, %dbias = tcc.layer_norm_param_grad %dy, %x, %mean, %rstd {axis = 1 : i64} : (tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x1xf32>, tensor<8x1xf32>) -> (tensor<16xf32>, tensor<16xf32>)
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$grad, Tcc_FloatTensor:$input,
+                   Tcc_FloatTensor:$mean, Tcc_FloatTensor:$rstd, I64Attr:$axis);
+  let results = (outs Tcc_FloatTensor:$scale_grad, Tcc_FloatTensor:$bias_grad);
+  let assemblyFormat =
+      "$grad `,` $input `,` $mean `,` $rstd attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Dropout and its random-number state
 //===----------------------------------------------------------------------===//

@@ -53,6 +53,8 @@ static const KernelDef kKernels[] = {
     {"increment", run_increment, check_increment, true},
     {"layer_norm", run_layer_norm, check_layer_norm, false},
     {"layer_norm_grad", run_layer_norm_grad, check_layer_norm_grad, false},
+    {"layer_norm_param_grad", run_layer_norm_param_grad,
+     check_layer_norm_param_grad, false},
     {"log", run_log, check_unary, true},
     {"log_softmax", run_log_softmax, check_softmax_like, false},
     {"log_softmax_grad", run_log_softmax_grad, check_softmax_grad_like, false},

@@ -94,6 +94,8 @@
 //                     element per row. Not in-place.
 //   layer_norm_grad   in [dy, x, scale, mean, rstd] out [dx, dscale, dbias],
 //                     i [axis]. Not in-place.
+//   layer_norm_param_grad in [dy, x, mean, rstd] out [dscale, dbias],
+//                     i [axis]: layer_norm_grad's column sums alone.
 //   dropout           in [x, step i64 []] out [y, mask], i [seed],
 //                     f [ratio]: mask = 0 or 1/(1-ratio) from a counter-based
 //                     hash of (seed, step, index); y = x * mask.

@@ -212,6 +212,7 @@ TCC_KERNEL(dropout)
 TCC_KERNEL(increment)
 TCC_KERNEL(layer_norm)
 TCC_KERNEL(layer_norm_grad)
+TCC_KERNEL(layer_norm_param_grad)
 // Generated kernels (FusedLibrary.cpp).
 TCC_KERNEL(fused)
 // Fused attention (KernelsAttention.cpp); bf16/f16 handled natively.

@@ -8,7 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/KernelsInternal.h"
+#include "runtime/cpu/ThreadPool.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tcc::rt::kernels {
@@ -126,6 +128,41 @@ void run_layer_norm_grad(const KernelArgs &a) {
     dgamma[j] = static_cast<float>(accGamma[j]);
     dbeta[j] = static_cast<float>(accBeta[j]);
   }
+}
+
+void check_layer_norm_param_grad(const KernelSig &s) {
+  expectArity(s, 4, 2);
+  expectIAttrs(s, 1);
+  checkNorm(s, *s.in[1], {{false, 0}, {false, 1}}, {{true, 2}, {true, 3}});
+  expectNumel(s, true, 0, s.in[1]->numElements());
+}
+
+// layer_norm_grad's scale_grad and bias_grad alone: sums of dy * xhat and
+// dy over the rows, in double. A task owns a block of columns and sums each
+// in row order, so the result does not depend on the threads.
+void run_layer_norm_param_grad(const KernelArgs &a) {
+  const float *dy = a.in[0].f32(), *x = a.in[1].f32(), *mean = a.in[2].f32(),
+              *rstd = a.in[3].f32();
+  float *dgamma = a.out[0].f32(), *dbeta = a.out[1].f32();
+  RowView v = rowView(*a.in[1].shape, a.instr.iattrs[0]);
+  constexpr int64_t kCols = 64;
+  ThreadPool::global().parallelFor((v.n + kCols - 1) / kCols, [&](int64_t b) {
+    const int64_t j0 = b * kCols, j1 = std::min(v.n, j0 + kCols);
+    double accGamma[kCols] = {}, accBeta[kCols] = {};
+    for (int64_t r = 0; r < v.rows; ++r) {
+      const float *dyr = dy + r * v.n, *xr = x + r * v.n;
+      const float m = mean[r], rs = rstd[r];
+      for (int64_t j = j0; j < j1; ++j) {
+        float xhat = (xr[j] - m) * rs;
+        accGamma[j - j0] += static_cast<double>(dyr[j]) * xhat;
+        accBeta[j - j0] += dyr[j];
+      }
+    }
+    for (int64_t j = j0; j < j1; ++j) {
+      dgamma[j] = static_cast<float>(accGamma[j - j0]);
+      dbeta[j] = static_cast<float>(accBeta[j - j0]);
+    }
+  });
 }
 
 } // namespace tcc::rt::kernels

@@ -64,6 +64,9 @@ static const CudaKernelDef kCudaKernels[] = {
     {"layer_norm", launch_layer_norm, nullptr, K::None},
     {"layer_norm_grad", launch_layer_norm_grad, prepare_layer_norm_grad,
      K::None},
+    // The same scratch: the row slices of the column sums.
+    {"layer_norm_param_grad", launch_layer_norm_param_grad,
+     prepare_layer_norm_grad, K::None},
     {"log", launch_unary, nullptr, K::None},
     {"log_softmax", launch_softmax, nullptr, K::None},
     {"log_softmax_grad", launch_softmax_grad, nullptr, K::None},

@@ -121,6 +121,7 @@ TCC_CUDA_KERNEL(mse_loss)
 TCC_CUDA_KERNEL(mse_loss_grad)
 TCC_CUDA_KERNEL(layer_norm)
 TCC_CUDA_KERNEL(layer_norm_grad)
+TCC_CUDA_KERNEL(layer_norm_param_grad)
 // CudaKernelsOptim.cu
 TCC_CUDA_KERNEL(sgd_update)
 TCC_CUDA_KERNEL(sgd_momentum_update)

@@ -505,6 +505,27 @@ int64_t prepare_layer_norm_grad(const Instr &in,
   return paramSlices(rows) * 2 * n * static_cast<int64_t>(sizeof(double));
 }
 
+/// dscale and dbias into `dgamma` and `dbeta` from dy, x, mean and rstd:
+/// row slices into the scratch, then their sums in slice order.
+static void launchParamGrad(const CudaArgs &a, const TensorView &dy,
+                            const TensorView &x, const TensorView &mean,
+                            const TensorView &rstd, const TensorView &dgamma,
+                            const TensorView &dbeta, long long rows,
+                            long long n, const char *what) {
+  int slices = paramSlices(rows);
+  long long chunk = (rows + slices - 1) / slices;
+  double *parts = static_cast<double *>(a.scratch);
+  dim3 grid(static_cast<unsigned>((n + 31) / 32), slices);
+  TCC_LAUNCH(layerNormParamGradKernel, grid, dim3(32, 8), a.stream)
+  (dy.data, dt(dy), x.data, dt(x), mean.data, dt(mean), rstd.data, dt(rstd),
+   parts, rows, n, chunk);
+  checkLaunch(what);
+  TCC_LAUNCH(layerNormParamFinalKernel, gridFor(n, kBlock, a.smCount), kBlock,
+             a.stream)
+  (parts, slices, dgamma.data, dt(dgamma), dbeta.data, dt(dbeta), n);
+  checkLaunch(what);
+}
+
 void launch_layer_norm_grad(const CudaArgs &a) {
   const TensorView &DY = a.in[0], &X = a.in[1];
   long long rows, n;
@@ -519,18 +540,17 @@ void launch_layer_norm_grad(const CudaArgs &a) {
      n);
     checkLaunch("layer_norm_grad");
   }
-  int slices = paramSlices(rows);
-  long long chunk = (rows + slices - 1) / slices;
-  double *parts = static_cast<double *>(a.scratch);
-  dim3 grid(static_cast<unsigned>((n + 31) / 32), slices);
-  TCC_LAUNCH(layerNormParamGradKernel, grid, dim3(32, 8), a.stream)
-  (DY.data, dt(DY), X.data, dt(X), a.in[3].data, dt(a.in[3]), a.in[4].data,
-   dt(a.in[4]), parts, rows, n, chunk);
-  checkLaunch("layer_norm_grad");
-  TCC_LAUNCH(layerNormParamFinalKernel, gridFor(n, kBlock, a.smCount), kBlock,
-             a.stream)
-  (parts, slices, a.out[1].data, dt(a.out[1]), a.out[2].data, dt(a.out[2]), n);
-  checkLaunch("layer_norm_grad");
+  launchParamGrad(a, DY, X, a.in[3], a.in[4], a.out[1], a.out[2], rows, n,
+                  "layer_norm_grad");
+}
+
+void launch_layer_norm_param_grad(const CudaArgs &a) {
+  long long rows, n;
+  normView(a.in[1], a.instr.iattrs[0], rows, n);
+  if (n == 0)
+    return;
+  launchParamGrad(a, a.in[0], a.in[1], a.in[2], a.in[3], a.out[0], a.out[1],
+                  rows, n, "layer_norm_param_grad");
 }
 
 } // namespace tcc::rt::cuda

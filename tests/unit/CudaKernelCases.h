@@ -300,9 +300,24 @@ inline void layerNormCases(std::vector<KernelCase> &cases) {
             db = p.out(DType::F32, {n});
     p.instr("layer_norm_grad", {dy, x, gamma, mean, rstd}, {dx, dg, db},
             {axis});
-    c.outs = {y, mean, rstd, dx, dg, db};
+    int32_t pg = p.out(DType::F32, {n}), pb = p.out(DType::F32, {n});
+    p.instr("layer_norm_param_grad", {dy, x, mean, rstd}, {pg, pb}, {axis});
+    c.outs = {y, mean, rstd, dx, dg, db, pg, pb};
     cases.push_back(std::move(c));
   }
+  // The column sums alone from the 16-bit dy and x a bf16 model stores
+  // (read directly on the GPU, widened on the CPU).
+  KernelCase c{"layer_norm_param_grad_bf16"};
+  c.rtol = c.atol = 1e-5;
+  OneProgram &p = c.prog;
+  int32_t x = p.random(DType::BF16, {300, 20}, -3, 3);
+  int32_t dy = p.random(DType::BF16, {300, 20});
+  int32_t mean = p.random(DType::F32, {300}, -0.5f, 0.5f);
+  int32_t rstd = p.random(DType::F32, {300}, 0.5f, 2.0f);
+  int32_t pg = p.out(DType::F32, {20}), pb = p.out(DType::F32, {20});
+  p.instr("layer_norm_param_grad", {dy, x, mean, rstd}, {pg, pb}, {1});
+  c.outs = {pg, pb};
+  cases.push_back(std::move(c));
 }
 
 /// Three consecutive AdamW updates (the session makes them one multi-

@@ -116,6 +116,7 @@ TEST(CudaSession, RegistryCoversTheScheduleKernels) {
                           "mse_loss_grad",
                           "layer_norm",
                           "layer_norm_grad",
+                          "layer_norm_param_grad",
                           "sgd_update",
                           "sgd_momentum_update",
                           "dropout",

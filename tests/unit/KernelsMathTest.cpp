@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "KernelTestUtil.h"
 
+#include "runtime/cpu/ThreadPool.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -289,7 +291,40 @@ TEST(KernelsMath, LayerNormForwardAndBackwardEveryAxis) {
     expectClose(h.get(dx), ref.dx, 1e-4, 1e-5);
     expectClose(h.get(ds), ref.dscale, 1e-5, 1e-6);
     expectClose(h.get(db), ref.dbias, 1e-6, 1e-6);
+    // The column sums alone (what tcc-fuse leaves outside a region): the
+    // same sums in the same order.
+    int32_t ps = h.out(normShape), pb = h.out(normShape);
+    h.run("layer_norm_param_grad", {dy, x, m, r}, {ps, pb}, {axis});
+    EXPECT_EQ(h.get(ps), h.get(ds));
+    EXPECT_EQ(h.get(pb), h.get(db));
   }
+}
+
+// layer_norm_param_grad spreads blocks of 64 columns over the pool; each
+// column is summed in row order, so the thread count changes nothing.
+TEST(KernelsMath, LayerNormParamGradDoesNotDependOnThreads) {
+  std::vector<int64_t> shape = {37, 150}; // three column blocks
+  std::vector<float> xv = randomValues(37 * 150, 30, -2.0f, 3.0f),
+                     dyv = randomValues(37 * 150, 31);
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 3}) {
+    ThreadPool::setGlobalThreads(threads);
+    KernelHarness h;
+    int32_t x = h.f32(shape, xv), dy = h.f32(shape, dyv);
+    int32_t s = h.f32({150}, randomValues(150, 32, 0.5f, 1.5f));
+    int32_t b = h.f32({150}, randomValues(150, 33));
+    int32_t y = h.out(shape), m = h.out({37, 1}), r = h.out({37, 1});
+    h.run("layer_norm", {x, s, b}, {y, m, r}, {1}, {1e-5});
+    int32_t dx = h.out(shape), ds = h.out({150}), db = h.out({150});
+    h.run("layer_norm_grad", {dy, x, s, m, r}, {dx, ds, db}, {1});
+    int32_t ps = h.out({150}), pb = h.out({150});
+    h.run("layer_norm_param_grad", {dy, x, m, r}, {ps, pb}, {1});
+    EXPECT_EQ(h.get(ps), h.get(ds)) << threads << " threads";
+    EXPECT_EQ(h.get(pb), h.get(db)) << threads << " threads";
+    results.push_back(h.get(ps));
+  }
+  ThreadPool::setGlobalThreads(ThreadPool::defaultThreads());
+  EXPECT_EQ(results[0], results[1]);
 }
 
 TEST(KernelsMath, LayerNormOfAConstantRowIsBias) {

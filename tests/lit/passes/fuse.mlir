@@ -148,16 +148,36 @@ func.func @train_step(%x: tensor<4x8xf32> {tcc.kind = "input", tcc.name = "x"},
 // -----
 
 // layer_norm_grad over the last axis is expanded: dx joins a region, the
-// scale and bias gradients are column sums outside it.
+// scale and bias gradients are one layer_norm_param_grad outside it, which
+// reads dy and x themselves (no dy * xhat or dy written out for it).
 // CHECK-LABEL: func.func @layer_norm_grad
 // CHECK-NOT:   tcc.layer_norm_grad
-// CHECK:       tcc.fused
+// CHECK-NOT:   tcc.reduce_sum
+// CHECK:       %[[F:.+]] = tcc.fused
 // CHECK:         tcc.reduce_mean
-// CHECK:       tcc.reduce_sum %{{.+}} {axes = array<i64: 0, 1>}
-// CHECK:       tcc.reduce_sum %arg0 {axes = array<i64: 0, 1>}
+// CHECK:         tcc.yield %{{[^,]+}} : tensor<2x3x8xf32>
+// CHECK-NOT:   tcc.reduce_sum
+// CHECK:       %[[S:.+]], %[[B:.+]] = tcc.layer_norm_param_grad %arg0, %arg1, %arg3, %arg4 {axis = 2 : i64}
+// CHECK:       return %[[F]], %[[S]], %[[B]]
 func.func @layer_norm_grad(%dy: tensor<2x3x8xf32>, %x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %mean: tensor<2x3x1xf32>, %rstd: tensor<2x3x1xf32>) -> (tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>) {
   %dx, %dg, %db = tcc.layer_norm_grad %dy, %x, %g, %mean, %rstd {axis = 2 : i64} : (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>) -> (tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>)
   return %dx, %dg, %db : tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// A bf16 model's layer norm runs in f32 on exact widenings of its 16-bit
+// dy and x: the column sums read the 16-bit values, so the region does not
+// write an f32 copy of either for them.
+// CHECK-LABEL: func.func @layer_norm_grad_bf16
+// CHECK:       tcc.fused
+// CHECK:         tcc.yield %{{[^,]+}} : tensor<6x8xf32>
+// CHECK:       tcc.layer_norm_param_grad %arg0, %arg1, %arg3, %arg4 {axis = 1 : i64} : (tensor<6x8xbf16>, tensor<6x8xbf16>, tensor<6x1xf32>, tensor<6x1xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+func.func @layer_norm_grad_bf16(%dy16: tensor<6x8xbf16>, %x16: tensor<6x8xbf16>, %g: tensor<8xf32>, %mean: tensor<6x1xf32>, %rstd: tensor<6x1xf32>) -> (tensor<6x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %dy = tcc.cast %dy16 : tensor<6x8xbf16> -> tensor<6x8xf32>
+  %x = tcc.cast %x16 : tensor<6x8xbf16> -> tensor<6x8xf32>
+  %dx, %dg, %db = tcc.layer_norm_grad %dy, %x, %g, %mean, %rstd {axis = 1 : i64} : (tensor<6x8xf32>, tensor<6x8xf32>, tensor<8xf32>, tensor<6x1xf32>, tensor<6x1xf32>) -> (tensor<6x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return %dx, %dg, %db : tensor<6x8xf32>, tensor<8xf32>, tensor<8xf32>
 }
 
 // -----

@@ -62,6 +62,38 @@ func.func @layer_norm_stats_shape(%x: tensor<2x4xf32>, %s: tensor<4xf32>) -> ten
 
 // -----
 
+func.func @layer_norm_param_grad_axis(%dy: tensor<2x4xf32>, %x: tensor<2x4xf32>, %m: tensor<2x1xf32>, %r: tensor<2x1xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tcc.layer_norm_param_grad' op axis 2 is out of range for rank 2}}
+  %ds, %db = tcc.layer_norm_param_grad %dy, %x, %m, %r {axis = 2 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x1xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return %ds : tensor<4xf32>
+}
+
+// -----
+
+func.func @layer_norm_param_grad_shapes(%dy: tensor<2x5xf32>, %x: tensor<2x4xf32>, %m: tensor<2x1xf32>, %r: tensor<2x1xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tcc.layer_norm_param_grad' op grad 'tensor<2x5xf32>' and input 'tensor<2x4xf32>' differ in shape}}
+  %ds, %db = tcc.layer_norm_param_grad %dy, %x, %m, %r {axis = 1 : i64} : (tensor<2x5xf32>, tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x1xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return %ds : tensor<4xf32>
+}
+
+// -----
+
+func.func @layer_norm_param_grad_stats(%dy: tensor<2x4xbf16>, %x: tensor<2x4xbf16>, %m: tensor<2x1xbf16>, %r: tensor<2x1xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tcc.layer_norm_param_grad' op mean is 'tensor<2x1xbf16>', expected 'tensor<2x1xf32>'}}
+  %ds, %db = tcc.layer_norm_param_grad %dy, %x, %m, %r {axis = 1 : i64} : (tensor<2x4xbf16>, tensor<2x4xbf16>, tensor<2x1xbf16>, tensor<2x1xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return %ds : tensor<4xf32>
+}
+
+// -----
+
+func.func @layer_norm_param_grad_result(%dy: tensor<2x4xf32>, %x: tensor<2x4xf32>, %m: tensor<2x1xf32>, %r: tensor<2x1xf32>) -> tensor<4xbf16> {
+  // expected-error @+1 {{'tcc.layer_norm_param_grad' op bias_grad is 'tensor<4xbf16>', expected the f32 normalized shape 'tensor<4xf32>'}}
+  %ds, %db = tcc.layer_norm_param_grad %dy, %x, %m, %r {axis = 1 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x1xf32>) -> (tensor<4xf32>, tensor<4xbf16>)
+  return %db : tensor<4xbf16>
+}
+
+// -----
+
 func.func @layer_norm_grad_mean(%dy: tensor<2x4xf32>, %x: tensor<2x4xf32>, %s: tensor<4xf32>, %m: tensor<2xf32>, %r: tensor<2x1xf32>) -> tensor<2x4xf32> {
   // expected-error @+2 {{tcc.layer_norm_grad: mean is 'tensor<2xf32>', expected 'tensor<2x1xf32>'}}
   // expected-error @+1 {{failed to infer returned types}}

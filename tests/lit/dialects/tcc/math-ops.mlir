@@ -68,6 +68,14 @@ func.func @layer_norm(%x: tensor<2x3x4xf32>, %s: tensor<3x4xf32>, %b: tensor<3x4
   return %y, %dx, %ds, %db : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>
 }
 
+// The column sums alone, from 16-bit dy and x (f32 statistics and results).
+// CHECK-LABEL: func.func @layer_norm_param_grad
+// CHECK: tcc.layer_norm_param_grad %arg0, %arg1, %arg2, %arg3 {axis = 2 : i64} : (tensor<2x3x4xbf16>, tensor<2x3x4xbf16>, tensor<2x3x1xf32>, tensor<2x3x1xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+func.func @layer_norm_param_grad(%dy: tensor<2x3x4xbf16>, %x: tensor<2x3x4xbf16>, %m: tensor<2x3x1xf32>, %r: tensor<2x3x1xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %ds, %db = tcc.layer_norm_param_grad %dy, %x, %m, %r {axis = 2 : i64} : (tensor<2x3x4xbf16>, tensor<2x3x4xbf16>, tensor<2x3x1xf32>, tensor<2x3x1xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return %ds, %db : tensor<4xf32>, tensor<4xf32>
+}
+
 // CHECK-LABEL: func.func @dropout
 // CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[S:.+]]: tensor<i64>)
 func.func @dropout(%x: tensor<4x8xf32>, %step: tensor<i64>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<i64>) {
