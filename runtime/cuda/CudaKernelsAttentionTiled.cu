@@ -8,10 +8,11 @@
 // score tile in shared memory, where lane l owns row l / 2 and the columns
 // of parity l % 2 (the pair meets with one shuffle per reduction).
 //
-// Shared memory (dynamic; bytes for D = 64: forward 62 KiB, backward 62
-// KiB): 16-bit tiles with rows D + 8 elements apart (WMMA wants multiples
-// of 8; the 16 bytes of padding spread a column's rows over the banks), f32
-// tiles with rows padded by 4. Every WMMA pointer is 32-byte aligned.
+// Shared memory (dynamic; for D = 64: forward 61 KiB, backward 62.5 KiB;
+// D = 128: 101 and 110.5 KiB): 16-bit tiles with rows D + 8 elements apart
+// (WMMA wants multiples of 8; the 16 bytes of padding spread a column's
+// rows over the banks), f32 tiles with rows padded by 4. Every WMMA pointer
+// is 32-byte aligned.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaAttention.h"
@@ -61,10 +62,10 @@ __host__ __device__ constexpr int ldF32(int d) {
   return d + 4 > kLdScore ? d + 4 : kLdScore;
 }
 
-/// Bytes of shared memory: the forward's Q, K, V tiles, a score tile and
-/// an O tile per warp, and m / l / alpha per row; the backward's four
-/// 16-bit tiles, lse and D per row, and per warp an f32 tile and a 16-bit
-/// P / dS tile.
+/// Bytes of shared memory: the forward's Q, K, V tiles and per warp a score
+/// tile (P goes over it) and an f32 O tile (the running max and sum of a
+/// row stay in its lanes' registers); the backward's four 16-bit tiles, lse
+/// and D per row, and per warp an f32 tile and a 16-bit P / dS tile.
 __host__ __device__ constexpr int tileBytes(int d) {
   return kTile * ldTile(d) * 2;
 }
