@@ -78,10 +78,12 @@ AttentionPlan planAttention(const std::vector<int64_t> &q,
 
 /// Whether the GPU's tiled attention kernels (runtime/cuda/CudaAttention.h:
 /// the scores stay on the chip, no chunk scratch) take these sizes and
-/// dtype: 16-bit operands, D = Dv of 16, 32, 64 or 128 (a kernel each),
-/// rows and keys. Otherwise the chunk loop of planAttention runs.
+/// dtype: 16-bit operands, D = Dv of 16, 32, 64, 80, 96 or 128 (a kernel
+/// each: GPT-2, BERT and ViT use 64, Phi-2 80, Phi-3 96, Llama 128), rows
+/// and keys. Otherwise the chunk loop of planAttention runs.
 inline bool attentionTilesFit(const AttentionDims &dims, DType t) {
-  bool headDim = dims.d == 16 || dims.d == 32 || dims.d == 64 || dims.d == 128;
+  bool headDim = dims.d == 16 || dims.d == 32 || dims.d == 64 || dims.d == 80 ||
+                 dims.d == 96 || dims.d == 128;
   return (t == DType::BF16 || t == DType::F16) && dims.d == dims.dv &&
          headDim && dims.tq >= 1 && dims.tk >= 1 && dims.batch >= 1;
 }

@@ -108,7 +108,7 @@ void attentionGradRows(const AttentionRows &r, const float *dp, void *p, int tp,
 
 // --- Tiled attention (CudaKernelsAttentionTiled.cu) ------------------------
 //
-// For 16-bit q, k, v with D = Dv of 16, 32, 64 or 128, on a GPU of
+// For 16-bit q, k, v with D = Dv of 16, 32, 64, 80, 96 or 128, on a GPU of
 // compute capability 8.0 or later: the scores never leave the chip. A block
 // of 4 warps takes 64 rows of one batch entry (16 per warp) and walks the
 // other side in tiles of 64 through shared memory; the products are WMMA

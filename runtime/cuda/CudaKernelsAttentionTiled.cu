@@ -477,11 +477,15 @@ void launchByHeadDim(const AttentionTiles &t, bool grad, cudaStream_t stream) {
     return launchTiles<Dt, 32>(t, grad, stream);
   case 64:
     return launchTiles<Dt, 64>(t, grad, stream);
+  case 80:
+    return launchTiles<Dt, 80>(t, grad, stream);
+  case 96:
+    return launchTiles<Dt, 96>(t, grad, stream);
   case 128:
     return launchTiles<Dt, 128>(t, grad, stream);
   default:
     throw Error("no tiled CUDA attention kernel for head dim " +
-                std::to_string(t.d) + " (it takes 16, 32, 64 or 128)");
+                std::to_string(t.d) + " (it takes 16, 32, 64, 80, 96 or 128)");
   }
 }
 

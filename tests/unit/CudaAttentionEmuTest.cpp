@@ -855,6 +855,8 @@ TEST(CudaAttentionEmu, TiledChoice) {
   EXPECT_TRUE(fits({2, 5, 16}, {2, 5, 16}, DType::F16));
   EXPECT_TRUE(fits({2, 5, 128}, {2, 5, 128}, DType::BF16));
   EXPECT_FALSE(fits({96, 1024, 64}, {96, 1024, 64}, DType::F32));
+  EXPECT_TRUE(fits({2, 5, 80}, {2, 5, 80}, DType::BF16));
+  EXPECT_TRUE(fits({2, 5, 96}, {2, 5, 96}, DType::F16));
   EXPECT_FALSE(fits({2, 5, 48}, {2, 5, 48}, DType::BF16)); // no kernel
   EXPECT_FALSE(fits({2, 5, 256}, {2, 5, 256}, DType::BF16));
   EXPECT_FALSE(fits({2, 5, 64}, {2, 5, 32}, DType::BF16)); // D != Dv

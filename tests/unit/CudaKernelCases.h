@@ -520,10 +520,10 @@ inline void attentionCases(std::vector<KernelCase> &cases) {
     attentionPair(p, t, {2}, 4, 300, 8, 8, {2, 3, 1, 300}, false, c.outs, 3);
     cases.push_back(std::move(c));
   }
-  // The tiled kernels (16-bit, D 16, 32, 64 or 128): the tails of 64-row
-  // tiles, causal tiles above and below the diagonal with Tq < Tk and
-  // Tq > Tk, masks of each broadcast, both layouts; D 48 takes the chunk
-  // loop.
+  // The tiled kernels (16-bit, D 16, 32, 64, 80, 96 or 128): the tails of
+  // 64-row tiles, causal tiles above and below the diagonal with Tq < Tk
+  // and Tq > Tk, masks of each broadcast, both layouts; D 48 takes the
+  // chunk loop.
   for (DType t : {DType::BF16, DType::F16}) {
     KernelCase c{std::string("attention_tiled_") + dtypeName(t)};
     OneProgram &p = c.prog;
@@ -532,6 +532,8 @@ inline void attentionCases(std::vector<KernelCase> &cases) {
     attentionPair(p, t, {}, 65, 65, 64, 64, {1, 65}, false, c.outs, 2);
     attentionPair(p, t, {2}, 40, 20, 48, 48, {2, 3, 40, 1}, true, c.outs, 3);
     attentionPair(p, t, {1}, 20, 40, 128, 128, {20, 40}, false, c.outs);
+    attentionPair(p, t, {2}, 70, 70, 80, 80, {}, true, c.outs);
+    attentionPair(p, t, {}, 33, 90, 96, 96, {2, 1, 90}, false, c.outs, 2);
     cases.push_back(std::move(c));
   }
 }
