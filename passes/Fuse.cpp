@@ -51,13 +51,6 @@ using namespace mlir;
 using namespace mlir::tcc;
 using namespace mlir::tcc::fusion;
 
-/// The value an exact widening cast (16-bit -> f32) reads, else `v`.
-static Value beforeWidening(Value v) {
-  if (auto c = v.getDefiningOp<CastOp>(); c && c.isExactWidening())
-    return c.getInput();
-  return v;
-}
-
 /// layer_norm_grad over the last axis -> element-wise ops and last-axis
 /// means (dx: they join a region with their neighbours) and one
 /// layer_norm_param_grad for dscale and dbias (column sums over all rows,
@@ -86,8 +79,8 @@ static void expandLayerNormGrad(LayerNormGradOp op) {
   auto params = LayerNormParamGradOp::create(
       b, loc,
       TypeRange{op.getScaleGrad().getType(), op.getBiasGrad().getType()},
-      beforeWidening(dy), beforeWidening(x), op.getMean(), op.getRstd(),
-      op.getAxis());
+      CastOp::beforeExactWidening(dy), CastOp::beforeExactWidening(x),
+      op.getMean(), op.getRstd(), op.getAxis());
   op.getInputGrad().replaceAllUsesWith(dx);
   op.getScaleGrad().replaceAllUsesWith(params.getScaleGrad());
   op.getBiasGrad().replaceAllUsesWith(params.getBiasGrad());

@@ -90,13 +90,6 @@ static bool isTanhGelu(Operation *op) {
   return g && g.getApproximate() == "tanh";
 }
 
-/// `v` without exact f32 widenings (bf16/f16 -> f32 casts).
-static Value stripWidening(Value v) {
-  if (auto c = v.getDefiningOp<CastOp>(); c && c.isExactWidening())
-    return c.getInput();
-  return v;
-}
-
 /// `v` without reshapes that keep the last dimension.
 static Value stripReshapes(Value v) {
   while (auto r = v.getDefiningOp<ReshapeOp>()) {
@@ -229,7 +222,8 @@ static ReduceSumOp biasGradOf(Value v) {
         if (isBiasGradSum(r))
           return r;
       if (isa<ReshapeOp, CastOp>(user) &&
-          stripReshapes(stripWidening(user->getResult(0))) == work[i])
+          stripReshapes(CastOp::beforeExactWidening(user->getResult(0))) ==
+              work[i])
         work.push_back(user->getResult(0));
     }
   return {};
@@ -349,7 +343,7 @@ void GemmEpiloguePass::fuseForward(MatmulOp mm) {
 }
 
 void GemmEpiloguePass::fuseBiasGrad(ReduceSumOp r) {
-  Value dy = stripReshapes(stripWidening(r.getInput()));
+  Value dy = stripReshapes(CastOp::beforeExactWidening(r.getInput()));
   auto rt = typeOf(r.getResult());
   // dy, its zero pads of the last axis (whose padded columns sum to zero:
   // the op sums them too and the result is sliced back) and the reshapes of

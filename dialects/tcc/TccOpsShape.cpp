@@ -286,6 +286,12 @@ bool CastOp::isExactWidening() {
   return (from.isBF16() || from.isF16()) && to.isF32();
 }
 
+Value CastOp::beforeExactWidening(Value v) {
+  if (auto c = v.getDefiningOp<CastOp>(); c && c.isExactWidening())
+    return c.getInput();
+  return v;
+}
+
 OpFoldResult CastOp::fold(FoldAdaptor) {
   if (getInput().getType() == getType())
     return getInput();

@@ -184,6 +184,9 @@ def Tcc_CastOp : Tcc_Op<"cast", [Pure]> {
     /// Whether it widens bf16 or f16 to f32, which is exact
     /// (TccOpsShape.cpp).
     bool isExactWidening();
+    /// The 16-bit value `v` widens exactly, if `v` is such a cast; else
+    /// `v` itself.
+    static ::mlir::Value beforeExactWidening(::mlir::Value v);
   }];
 }
 

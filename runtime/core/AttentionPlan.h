@@ -15,6 +15,13 @@
 #include <cstdint>
 #include <vector>
 
+// attentionRowOffset is also the CUDA kernels' (a device function there).
+#ifdef __CUDACC__
+#define TCC_HOST_DEVICE __host__ __device__
+#else
+#define TCC_HOST_DEVICE
+#endif
+
 namespace tcc::rt {
 
 /// Scratch the chunks aim to stay within (at least one batch entry is
@@ -55,8 +62,9 @@ struct AttentionPlan : AttentionDims {
 
 /// Element offset of row `i` of entry `e` in an operand of `rows` rows and
 /// `cols` columns per entry, in the layout of `heads` (see AttentionDims).
-inline int64_t attentionRowOffset(int64_t e, int64_t i, int64_t heads,
-                                  int64_t rows, int64_t cols) {
+TCC_HOST_DEVICE inline int64_t attentionRowOffset(int64_t e, int64_t i,
+                                                  int64_t heads, int64_t rows,
+                                                  int64_t cols) {
   return ((e / heads) * rows + i) * heads * cols + (e % heads) * cols;
 }
 

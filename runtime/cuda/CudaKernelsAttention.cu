@@ -136,16 +136,8 @@ __global__ void __launch_bounds__(1024)
            static_cast<long long>(blockIdx.x) * blockDim.y + threadIdx.y;
        row < r.rows; row += step) {
     long long e = row / r.tq, i = row - e * r.tq;
-    // Row i of entry firstEntry + e of dO and O: attentionRowOffset
-    // (runtime/core/AttentionPlan.h, a host function), which packed is the
-    // row's index times dv.
-    long long o;
-    if (r.heads == 1) {
-      o = (r.firstRow + row) * dv;
-    } else {
-      long long g = r.firstEntry + e, outer = g / r.heads;
-      o = ((outer * r.tq + i) * r.heads + (g - outer * r.heads)) * dv;
-    }
+    // Row i of entry firstEntry + e of dO and O.
+    long long o = attentionRowOffset(r.firstEntry + e, i, r.heads, r.tq, dv);
     float d = 0.0f;
     for (long long c = threadIdx.x; c < dv; c += blockDim.x)
       d += ldf(dout, to, o + c) * ldf(out, to, o + c);

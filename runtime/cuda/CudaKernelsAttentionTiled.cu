@@ -81,11 +81,10 @@ __host__ __device__ constexpr int backwardSmem(int d) {
          kWarps * (warpF32Bytes(d) + 16 * kLdHalf * 2);
 }
 
-/// Element offset of row i of entry g (attentionRowOffset, on the device).
+/// Element offset of row i of entry g (`rows` rows per entry).
 __device__ __forceinline__ long long rowAt(const AttentionTiles &t, long long g,
                                            long long i, long long rows) {
-  long long outer = g / t.heads;
-  return ((outer * rows + i) * t.heads + (g - outer * t.heads)) * t.d;
+  return attentionRowOffset(g, i, t.heads, rows, t.d);
 }
 
 /// Copies rows [r0, r0 + 64) of entry g (`rows` per entry) into a shared
