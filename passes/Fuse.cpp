@@ -302,6 +302,14 @@ static void dropEscapingReshapes(SmallVector<Operation *> &members) {
   });
 }
 
+/// Whether `op` is the gradient of the loss `lossOp` itself, which may share
+/// its region (one pass over the logits for the loss and their gradient).
+static bool isLossGradient(Operation *op, Operation *lossOp) {
+  auto grad = dyn_cast<SoftmaxCrossEntropyGradOp>(op);
+  auto loss = dyn_cast<SoftmaxCrossEntropyOp>(lossOp);
+  return grad && loss && grad.getLogits() == loss.getLogits();
+}
+
 /// An exact widening of a 16-bit value that the forward computes in a
 /// fusible op and the backward reads again is recomputed right before each
 /// fusible reader after the loss, so it fuses into that reader's region:
@@ -310,7 +318,9 @@ static void dropEscapingReshapes(SmallVector<Operation *> &members) {
 /// stream: its f32 copy was saved for the backward beside the bf16 one
 /// (GPT-2 small: 25 MB per norm instead of 12.6). The clones start regions
 /// of their own (`alone`), so they join their reader's region rather than
-/// their producer's; other readers keep the original.
+/// their producer's; other readers keep the original. The loss's own
+/// gradient reads the original: it joins the loss's region, which then
+/// reads the logits once for both.
 static void widenAtEachReader(func::FuncOp fn, Operation *lossOp,
                               llvm::DenseSet<Operation *> &alone) {
   if (!lossOp)
@@ -329,7 +339,8 @@ static void widenAtEachReader(func::FuncOp fn, Operation *lossOp,
     for (OpOperand *u : uses) {
       Operation *reader = u->getOwner();
       if (reader->getBlock() != c->getBlock() ||
-          !lossOp->isBeforeInBlock(reader) || classify(reader) == OpKind::None)
+          !lossOp->isBeforeInBlock(reader) ||
+          classify(reader) == OpKind::None || isLossGradient(reader, lossOp))
         continue;
       OpBuilder b(reader);
       Operation *clone = b.clone(*c);

@@ -25,9 +25,11 @@
 //      order] [-> relu | gelu tanh] becomes one op when each intermediate
 //      has no other user; a GELU's pre-activation may have other users
 //      (its backward), which then read the op's second result (cuBLASLt's
-//      GELU_AUX). A slice that keeps the last dimension whole (the ones
-//      tcc-pad-shapes adds) commutes with the row-wise epilogue, so the op
-//      computes on the padded shape and its results are sliced.
+//      GELU_AUX). A slice (the ones tcc-pad-shapes adds) commutes with the
+//      element-wise epilogue, so the op computes on the padded shape and its
+//      results are sliced; where the slice drops columns (a padded
+//      vocabulary), the bias is zero-padded to match (tcc.slice_grad), so
+//      the loss reads the sliced GEMM output instead of a biased copy.
 //   4. Bias gradients: reduce_sum(dy) over all leading axes (of dy or its
 //      exact f32 widening), where dy (up to reshapes, and up to a zero pad
 //      of the last axis whose columns the op sums too and a slice drops) is
@@ -257,18 +259,15 @@ void GemmEpiloguePass::fuseForward(MatmulOp mm) {
   if (!isRowGemm(mm))
     return;
   Value cur = mm.getResult();
-  int64_t n = typeOf(cur).getShape().back();
   Type elem = typeOf(cur).getElementType();
-  // A slice of the product that keeps rows whole commutes with the epilogue.
+  // A slice of the product commutes with the element-wise epilogue: the op
+  // computes on the whole product and its results are sliced. When the
+  // slice drops columns (tcc-pad-shapes' padded vocabulary), the bias is
+  // placed at the columns the slice keeps, zeros elsewhere.
   SliceOp slice = dyn_cast_or_null<SliceOp>(soleUser(cur));
-  if (slice) {
-    int64_t last = typeOf(cur).getRank() - 1;
-    if (slice.getStarts()[last] != 0 || slice.getSteps()[last] != 1 ||
-        slice.getSizes()[last] != n)
-      slice = {};
-    else
-      cur = slice.getResult();
-  }
+  if (slice)
+    cur = slice.getResult();
+  int64_t n = typeOf(cur).getShape().back();
   Operation *last = nullptr; // the op whose result the epilogue's D replaces
   Value bias;
   SmallVector<Operation *> chain{mm};
@@ -323,6 +322,14 @@ void GemmEpiloguePass::fuseForward(MatmulOp mm) {
         at = u;
   OpBuilder b(at);
   auto full = typeOf(mm.getResult());
+  int64_t fullCols = full.getShape().back();
+  if (bias && fullCols != n) {
+    int64_t last = full.getRank() - 1;
+    bias =
+        SliceGradOp::create(b, bias.getLoc(), bias, ArrayRef<int64_t>{fullCols},
+                            ArrayRef<int64_t>{slice.getStarts()[last]},
+                            ArrayRef<int64_t>{slice.getSteps()[last]});
+  }
   auto op = MatmulEpilogueOp::create(
       b, last->getLoc(), full, aux ? Type(full) : Type(), mm.getLhs(),
       mm.getRhs(), bias, Value(), name, false, mm.getTransposeRhs());

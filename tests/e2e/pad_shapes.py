@@ -6,7 +6,8 @@ Each model is compiled with --pad-multiple=0 and with padding, then trained on
 the same batches (--no-shuffle); the per-step losses and the exported
 parameters are compared.
   * the example MLP (64-128-128-10, digits data, batch 32), multiple 64 (the
-    10 classes and the batch) and 24 (every M, N and K);
+    10 classes and the batch) and 24 (every M, N and K), and 64 with GEMM
+    epilogues (the head's bias in its padded GEMM);
   * a 784-1024-1024-10 MLP on synthetic data, multiple 64 (784, 10 and the
     batch of 32);
   * the GPT-style model (d=128, 4 heads of 32, T=64, vocabulary 256),
@@ -101,6 +102,15 @@ def main():
                 train(tcc, work, f"mlp{m}", mlp,
                       ["--batch", "32", f"--pad-multiple={m}"] + adamw,
                       digits, 10), 1e-4, 1e-5)
+    # With GEMM epilogues: the head's bias is added in the padded GEMM's
+    # epilogue (zero-padded to its 64 columns) and the loss reads the
+    # product through the slice that drops the pad columns.
+    ep = ["--batch", "32", "--gemm-epilogue"] + adamw
+    compare("mlp 64-128-128-10, epilogues, multiple 64",
+            train(tcc, work, "mlpep0", mlp, ep + ["--pad-multiple=0"], digits,
+                  10),
+            train(tcc, work, "mlpep64", mlp, ep + ["--pad-multiple=64"],
+                  digits, 10), 1e-4, 1e-5)
 
     # bf16 with GEMM epilogues (what --target cuda does): the head's 10
     # classes pad to 16, its bf16 loss gradient is padded inside the loss's

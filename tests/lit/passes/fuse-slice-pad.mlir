@@ -36,6 +36,36 @@ func.func @loss_region(%h: tensor<2x4x16xbf16>, %w: tensor<16x64xbf16>, %bias: t
 
 // -----
 
+// The same loss in a training step (a `loss` result) with the vocabulary
+// bias in the GEMM's epilogue (tcc-gemm-epilogue): the widening of the
+// sliced logits is not recomputed for the loss's own gradient, which shares
+// the loss's region: one kernel reads the padded logits once for the loss
+// and the padded gradient.
+// CHECK-LABEL: func.func @loss_region_in_step
+// CHECK:       %[[M:.+]] = tcc.matmul_epilogue %arg0, %arg1 bias %arg2
+// CHECK-NEXT:  %[[F:.+]]:2 = tcc.fused(%[[M]], %arg3) : (tensor<2x4x64xbf16>, tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x64xbf16>) {
+// CHECK:         tcc.slice
+// CHECK-NEXT:    tcc.cast
+// CHECK-NEXT:    tcc.softmax_cross_entropy
+// CHECK-NEXT:    tcc.softmax_cross_entropy_grad
+// CHECK-NOT:     tcc.cast %{{.+}} : tensor<2x4x60xbf16> -> tensor<2x4x60xf32>
+// CHECK:         tcc.yield
+// CHECK-NEXT:  }
+// CHECK-NEXT:  return %[[F]]#0, %[[F]]#1
+func.func @loss_region_in_step(%h: tensor<2x4x16xbf16>, %w: tensor<16x64xbf16>, %bias: tensor<64xbf16>, %labels: tensor<2x4xi64>) -> (tensor<f32> {tcc.kind = "loss"}, tensor<2x4x64xbf16>) {
+  %one = tcc.constant dense<1.0> : tensor<f32>
+  %lp = tcc.matmul_epilogue %h, %w bias %bias {epilogue = "bias"} : (tensor<2x4x16xbf16>, tensor<16x64xbf16>, tensor<64xbf16>) -> tensor<2x4x64xbf16>
+  %l = tcc.slice %lp {starts = array<i64: 0, 0, 0>, sizes = array<i64: 2, 4, 60>, steps = array<i64: 1, 1, 1>} : tensor<2x4x64xbf16> -> tensor<2x4x60xbf16>
+  %1 = tcc.cast %l : tensor<2x4x60xbf16> -> tensor<2x4x60xf32>
+  %loss = tcc.softmax_cross_entropy %1, %labels : (tensor<2x4x60xf32>, tensor<2x4xi64>) -> tensor<f32>
+  %g = tcc.softmax_cross_entropy_grad %one, %1, %labels : (tensor<f32>, tensor<2x4x60xf32>, tensor<2x4xi64>) -> tensor<2x4x60xf32>
+  %g16 = tcc.cast %g : tensor<2x4x60xf32> -> tensor<2x4x60xbf16>
+  %gp = tcc.slice_grad %g16 {shape = array<i64: 2, 4, 64>, starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 1>} : tensor<2x4x60xbf16> -> tensor<2x4x64xbf16>
+  return %loss, %gp : tensor<f32>, tensor<2x4x64xbf16>
+}
+
+// -----
+
 // A softmax over a slice that keeps every other row of a leading axis (steps
 // 2 and 1): the slice is a strided view of the input.
 // CHECK-LABEL: func.func @strided_rows

@@ -110,6 +110,37 @@ func.func @padded(%x: tensor<8x4xf32>, %w: tensor<4x16xf32>, %b: tensor<16xf32>)
 
 // -----
 
+// A padded vocabulary (tcc-pad-shapes, 10 -> 16 columns) whose slice drops
+// the pad columns before the bias add: the bias is zero-padded to the
+// product's columns, the op runs on the padded shape and its result is
+// sliced, so the loss reads the GEMM's output rather than a biased copy.
+
+// CHECK-LABEL: func.func @padded_vocab
+// CHECK:         %[[BP:.+]] = tcc.slice_grad %arg2 {shape = array<i64: 16>, starts = array<i64: 0>, steps = array<i64: 1>} : tensor<10xbf16> -> tensor<16xbf16>
+// CHECK-NEXT:    %[[P:.+]] = tcc.matmul_epilogue %arg0, %arg1 bias %[[BP]] {epilogue = "bias"} : (tensor<2x8x4xbf16>, tensor<4x16xbf16>, tensor<16xbf16>) -> tensor<2x8x16xbf16>
+// CHECK-NEXT:    %[[Y:.+]] = tcc.slice %[[P]] {sizes = array<i64: 2, 8, 10>, starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 1>} : tensor<2x8x16xbf16> -> tensor<2x8x10xbf16>
+// CHECK-NEXT:    return %[[Y]]
+// A slice that takes other columns than a prefix places the bias at them.
+// CHECK-LABEL: func.func @strided_columns
+// CHECK:         %[[BP:.+]] = tcc.slice_grad %arg2 {shape = array<i64: 16>, starts = array<i64: 1>, steps = array<i64: 2>} : tensor<8xf32> -> tensor<16xf32>
+// CHECK-NEXT:    %[[P:.+]] = tcc.matmul_epilogue %arg0, %arg1 bias %[[BP]] {epilogue = "bias_relu"}
+// CHECK-NEXT:    tcc.slice %[[P]] {sizes = array<i64: 8, 8>, starts = array<i64: 0, 1>, steps = array<i64: 1, 2>}
+func.func @padded_vocab(%x: tensor<2x8x4xbf16>, %w: tensor<4x16xbf16>, %b: tensor<10xbf16>) -> tensor<2x8x10xbf16> {
+  %h = tcc.matmul %x, %w : (tensor<2x8x4xbf16>, tensor<4x16xbf16>) -> tensor<2x8x16xbf16>
+  %hs = tcc.slice %h {sizes = array<i64: 2, 8, 10>, starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 1>} : tensor<2x8x16xbf16> -> tensor<2x8x10xbf16>
+  %s = tcc.add %b, %hs : (tensor<10xbf16>, tensor<2x8x10xbf16>) -> tensor<2x8x10xbf16>
+  return %s : tensor<2x8x10xbf16>
+}
+func.func @strided_columns(%x: tensor<8x4xf32>, %w: tensor<4x16xf32>, %b: tensor<8xf32>) -> tensor<8x8xf32> {
+  %h = tcc.matmul %x, %w : (tensor<8x4xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+  %hs = tcc.slice %h {sizes = array<i64: 8, 8>, starts = array<i64: 0, 1>, steps = array<i64: 1, 2>} : tensor<8x16xf32> -> tensor<8x8xf32>
+  %s = tcc.add %hs, %b : (tensor<8x8xf32>, tensor<8xf32>) -> tensor<8x8xf32>
+  %y = tcc.relu %s : tensor<8x8xf32>
+  return %y : tensor<8x8xf32>
+}
+
+// -----
+
 // Left alone: erf GELU (only the bias folds), a product with another user,
 // a [1, N] bias, a batched rhs, a transposed lhs, a ReLU whose
 // pre-activation has another user (the bias folds, the ReLU stays), and a
