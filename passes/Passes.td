@@ -294,6 +294,29 @@ def SinkTransposesPass : Pass<"tcc-sink-transposes", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::tcc::TccDialect"];
 }
 
+def PackAttentionPass : Pass<"tcc-pack-attention", "mlir::func::FuncOp"> {
+  let summary = "Sequence-major attention reads q, k and v inside the QKV projection";
+  let description = [{
+    Runs after autodiff. A sequence-major tcc.attention whose query, key
+    and value are the head splits of the thirds [0, E), [E, 2E), [2E, 3E)
+    of the last axis of one [B..., T, 3E] value (a fused QKV projection)
+    reads reshape(value) : [B..., T, 3H, D] as `fused_qkv` instead; a
+    tcc.attention_grad of the same operands whose three gradients are only
+    concatenated back into the projection's gradient writes that gradient
+    as its one result instead. The slices, copies of the projection, are
+    erased once nothing reads them.
+    ```mlir
+    %q0 = tcc.slice %x {sizes = array<i64: 2, 4, 8>, starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 1>} : tensor<2x4x24xf32> -> tensor<2x4x8xf32>
+    %q = tcc.reshape %q0 : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32>
+    (k and v from columns 8 and 16 alike)
+    %o, %lse = tcc.attention %q, %k, %v {scale = 0.5 : f64, seq_major = true} : ...
+    ```
+    becomes `%p = tcc.reshape %x : tensor<2x4x24xf32> -> tensor<2x4x6x4xf32>`
+    and `tcc.attention %p, %p, %p {fused_qkv = true, ...}`.
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect"];
+}
+
 def FuseAttentionPass : Pass<"tcc-fuse-attention", "mlir::func::FuncOp"> {
   let summary = "Replaces matmul(softmax(q k^T * scale + mask), v) with tcc.attention";
   let description = [{

@@ -68,6 +68,11 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
   // GEMMs fold too), before fusion, which would take the bias adds.
   if (opts.optimize && opts.gemmEpilogue)
     pm.addNestedPass<func::FuncOp>(createGemmEpiloguePass());
+  // Fused-QKV attention: after autodiff (that form has no gradient rule)
+  // and rematerialization (whose recomputed attention packs too), before
+  // fusion and memory planning, which then see no slices of the projection.
+  if (opts.optimize && opts.fuseAttention)
+    pm.addNestedPass<func::FuncOp>(createPackAttentionPass());
   // Fusion: after rematerialization (whose recomputed ops fuse too), before
   // memory planning (which then plans the fused regions' outputs).
   if (opts.optimize && opts.fuse)

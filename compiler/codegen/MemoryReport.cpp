@@ -197,7 +197,8 @@ MemoryReport tcc::analyzeMemory(const rt::Artifact &a) {
               pr.attentionScratch,
               rt::attentionScratchBytes(q.shape, a.tensors[in.inputs[1]].shape,
                                         a.tensors[in.inputs[2]].shape, q.dtype,
-                                        in.iattrs.size() > 1 && in.iattrs[1]));
+                                        in.iattrs.size() > 1 && in.iattrs[1],
+                                        in.iattrs.size() > 2 && in.iattrs[2]));
         }
     r.programs.push_back(pr);
   }

@@ -272,9 +272,11 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
             return success();
           })
       // in [q, k, v (, mask)] / [q, k, v, out, lse, dout (, mask)]: the
-      // operand order of the ops (runtime/cpu/Kernels.h).
+      // operand order of the ops (runtime/cpu/Kernels.h); with fused_qkv, q,
+      // k and v are the one projection tensor.
       .Case<mlir::tcc::AttentionOp, mlir::tcc::AttentionGradOp>([&](auto a) {
-        in.iattrs = {a.getCausal() ? 1 : 0, a.getSeqMajor() ? 1 : 0};
+        in.iattrs = {a.getCausal() ? 1 : 0, a.getSeqMajor() ? 1 : 0,
+                     a.getFusedQkv() ? 1 : 0};
         in.fattrs = {a.getScale().convertToDouble()};
         return success();
       })

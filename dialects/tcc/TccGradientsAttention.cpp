@@ -24,12 +24,17 @@ SmallVector<Value> AttentionOp::buildGradients(OpBuilder &b, ValueRange grads) {
               "differentiable)");
     return {};
   }
+  if (getFusedQkv()) {
+    emitError("tcc.attention: fused_qkv attention has no gradient rule (it is "
+              "formed after autodiff, by tcc-pack-attention)");
+    return {};
+  }
   if (!grads[0])
     return SmallVector<Value>(getNumOperands(), Value());
   auto g = AttentionGradOp::create(
       b, getLoc(), getQuery(), getKey(), getValue(), getResult(), getLse(),
       grads[0], getMask(), getScaleAttr(), getCausalAttr(), getSeqMajorAttr());
-  SmallVector<Value> out{g.getQueryGrad(), g.getKeyGrad(), g.getValueGrad()};
+  SmallVector<Value> out(g.getGrads());
   if (getMask())
     out.push_back(Value()); // no mask gradient (see the file comment)
   return out;

@@ -45,16 +45,30 @@ static int64_t rowCount(ArrayRef<int64_t> s, bool seqMajor) {
 /// Checks query, key, value and the optional mask of the op named `op`
 /// ("attention" or "attention_grad") in the layout `seqMajor` and returns
 /// the forward's result types.
-static FailureOr<AttentionTypes> checkOperands(StringRef op,
-                                               std::optional<Location> loc,
-                                               Value q, Value k, Value v,
-                                               Value mask, bool seqMajor) {
+static FailureOr<AttentionTypes>
+checkOperands(StringRef op, std::optional<Location> loc, Value q, Value k,
+              Value v, Value mask, bool seqMajor, bool fusedQkv) {
   auto qt = rankedType(q), kt = rankedType(k), vt = rankedType(v);
-  ArrayRef<int64_t> qs = qt.getShape(), ks = kt.getShape(), vs = vt.getShape();
   auto fail = [&](auto &&...parts) -> FailureOr<AttentionTypes> {
     (void)emitOptionalError(loc, "tcc.", op, ": ", parts...);
     return failure();
   };
+  // fused_qkv: the three slices of the projection, checked as if apart.
+  SmallVector<int64_t> qs(qt.getShape()), ks(kt.getShape()), vs(vt.getShape());
+  if (fusedQkv) {
+    if (!seqMajor)
+      return fail("fused_qkv operands need the sequence-major layout "
+                  "(seq_major)");
+    if (q != k || q != v)
+      return fail("fused_qkv: query, key and value must be one value, the "
+                  "projection [batch..., rows, 3 * heads, features]");
+    if (qs.size() < 3 || qs[qs.size() - 2] % 3 != 0)
+      return fail("fused_qkv: the projection ", shapeStr(qs),
+                  " needs rank >= 3 and a head dimension (-2) that is a "
+                  "multiple of 3 (query, key and value heads)");
+    for (auto *s : {&qs, &ks, &vs})
+      (*s)[s->size() - 2] /= 3;
+  }
   const char *layout = seqMajor ? "[batch..., rows, heads, features]"
                                 : "[batch..., rows, features]";
   if (qs.size() < 3 || ks.size() != qs.size() || vs.size() != qs.size())
@@ -114,6 +128,10 @@ static FailureOr<AttentionTypes> checkOperands(StringRef op,
       RankedTensorType::get(lseShape, Float32Type::get(q.getContext()))};
 }
 
+/// `fused_qkv` as a builder may leave it: unset (null) is the default,
+/// false.
+static bool isFusedQkv(BoolAttr attr) { return attr && attr.getValue(); }
+
 static LogicalResult verifyScale(Operation *op, double scale) {
   if (!std::isfinite(scale))
     return op->emitOpError("scale must be finite, got ") << scale;
@@ -128,7 +146,8 @@ AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   auto adaptor = adaptorFor<AttentionOp>(operands, attrs, props, regions);
   auto types = checkOperands("attention", loc, adaptor.getQuery(),
                              adaptor.getKey(), adaptor.getValue(),
-                             adaptor.getMask(), adaptor.getSeqMajor());
+                             adaptor.getMask(), adaptor.getSeqMajor(),
+                             isFusedQkv(adaptor.getFusedQkvAttr()));
   if (failed(types))
     return failure();
   results.push_back(types->out);
@@ -148,7 +167,8 @@ AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   auto adaptor = adaptorFor<AttentionGradOp>(operands, attrs, props, regions);
   auto types = checkOperands("attention_grad", loc, adaptor.getQuery(),
                              adaptor.getKey(), adaptor.getValue(),
-                             adaptor.getMask(), adaptor.getSeqMajor());
+                             adaptor.getMask(), adaptor.getSeqMajor(),
+                             isFusedQkv(adaptor.getFusedQkvAttr()));
   if (failed(types))
     return failure();
   for (auto [v, name, want] :
@@ -159,6 +179,11 @@ AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
       return emitOptionalError(loc, "tcc.attention_grad: ", name, " is ",
                                v.getType(), ", expected ", want,
                                " (from query, key and value)");
+  // fused_qkv: one gradient, the projection's.
+  if (isFusedQkv(adaptor.getFusedQkvAttr())) {
+    results.push_back(adaptor.getQuery().getType());
+    return success();
+  }
   for (Value v : {adaptor.getQuery(), adaptor.getKey(), adaptor.getValue()})
     results.push_back(v.getType());
   return success();

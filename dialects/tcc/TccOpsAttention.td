@@ -33,6 +33,13 @@ def Tcc_AttentionOp : Tcc_DiffOp<"attention"> {
     kernels read and write the strided rows in place, so no transpose is
     materialized (tcc-fuse-attention folds them into this attribute).
 
+    With `fused_qkv` (sequence-major only), `query`, `key` and `value` are one
+    value, the fused projection `[B..., Tq, 3 * H, D]` as a QKV GEMM writes
+    it: heads `[0, H)` are the query's, `[H, 2H)` the key's and `[2H, 3H)`
+    the value's (Tk = Tq, Dv = D). The op computes what it computes on the
+    three slices, read in place (tcc-pack-attention forms it after autodiff,
+    so that no slice of the projection is copied).
+
     `mask` (optional, always f32) has rank 2 or the rank of `lse` plus one;
     it broadcasts to `[batch..., Tq, Tk]`: its batch dimensions are all 1
     or all equal to the batch entries' dimensions, each of its last two is
@@ -49,7 +56,8 @@ def Tcc_AttentionOp : Tcc_DiffOp<"attention"> {
                    Tcc_FloatTensor:$value, Optional<Tcc_FloatTensor>:$mask,
                    F64Attr:$scale,
                    DefaultValuedAttr<BoolAttr, "false">:$causal,
-                   DefaultValuedAttr<BoolAttr, "false">:$seq_major);
+                   DefaultValuedAttr<BoolAttr, "false">:$seq_major,
+                   DefaultValuedAttr<BoolAttr, "false">:$fused_qkv);
   let results = (outs Tcc_FloatTensor:$result, Tcc_FloatTensor:$lse);
   let assemblyFormat = "$query `,` $key `,` $value (`,` $mask^)? attr-dict "
                        "`:` functional-type(operands, results)";
@@ -69,7 +77,10 @@ def Tcc_AttentionGradOp : Tcc_InferOp<"attention_grad"> {
 
     `out` and `grad` have the forward result's type, `lse` is f32
     `[batch..., Tq]`; the results have the types of `query`, `key`,
-    `value`. `seq_major` is the forward's layout (see tcc.attention).
+    `value`. `seq_major` and `fused_qkv` are the forward's layout (see
+    tcc.attention); with `fused_qkv` the one result is the projection's
+    gradient, `[B..., Tq, 3 * H, D]` (each third the gradient of that
+    third), written in place of the three and their concatenation.
     ```mlir
     %dq, %dk, %dv = tcc.attention_grad %q, %k, %v, %o, %lse, %do {scale = 0.125 : f64, causal = true} : (tensor<16x64x32xf32>, tensor<16x64x32xf32>, tensor<16x64x32xf32>, tensor<16x64x32xf32>, tensor<16x64xf32>, tensor<16x64x32xf32>) -> (tensor<16x64x32xf32>, tensor<16x64x32xf32>, tensor<16x64x32xf32>)
     ```
@@ -79,9 +90,10 @@ def Tcc_AttentionGradOp : Tcc_InferOp<"attention_grad"> {
                    Tcc_FloatTensor:$lse, Tcc_FloatTensor:$grad,
                    Optional<Tcc_FloatTensor>:$mask, F64Attr:$scale,
                    DefaultValuedAttr<BoolAttr, "false">:$causal,
-                   DefaultValuedAttr<BoolAttr, "false">:$seq_major);
-  let results = (outs Tcc_FloatTensor:$query_grad, Tcc_FloatTensor:$key_grad,
-                      Tcc_FloatTensor:$value_grad);
+                   DefaultValuedAttr<BoolAttr, "false">:$seq_major,
+                   DefaultValuedAttr<BoolAttr, "false">:$fused_qkv);
+  // query_grad, key_grad, value_grad; with fused_qkv, the projection's.
+  let results = (outs Variadic<Tcc_FloatTensor>:$grads);
   let assemblyFormat = "$query `,` $key `,` $value `,` $out `,` $lse `,` $grad "
                        "(`,` $mask^)? attr-dict `:` "
                        "functional-type(operands, results)";

@@ -9,12 +9,14 @@ static int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 AttentionDims attentionDims(const std::vector<int64_t> &q,
                             const std::vector<int64_t> &k,
-                            const std::vector<int64_t> &v, bool seqMajor) {
+                            const std::vector<int64_t> &v, bool seqMajor,
+                            bool fusedQkv) {
   AttentionDims p;
   size_t r = q.size();
-  // Packed [B..., T, D]; sequence-major [B..., T, H, D].
+  // [B..., T, D]; sequence-major [B..., T, H, D]; fused QKV [B..., T, 3H, D].
   size_t rowDim = seqMajor ? r - 3 : r - 2;
-  p.heads = seqMajor ? q[r - 2] : 1;
+  p.fusedQkv = fusedQkv;
+  p.heads = seqMajor ? q[r - 2] / (fusedQkv ? 3 : 1) : 1;
   p.tq = q[rowDim];
   p.d = q[r - 1];
   p.tk = k[rowDim];
@@ -29,7 +31,12 @@ AttentionPlan planAttention(const std::vector<int64_t> &q,
                             const std::vector<int64_t> &k,
                             const std::vector<int64_t> &v, DType t,
                             bool seqMajor, int64_t chunkCap) {
-  AttentionPlan p = attentionDims(q, k, v, seqMajor);
+  return planAttention(attentionDims(q, k, v, seqMajor), t, chunkCap);
+}
+
+AttentionPlan planAttention(const AttentionDims &dims, DType t,
+                            int64_t chunkCap) {
+  AttentionPlan p = dims;
   // 128 elements: 256 bytes of a 16-bit P, 512 of S.
   p.entryStride = roundUp(p.tq * p.tk, 128);
   int64_t perEntry =
@@ -61,11 +68,11 @@ AttentionPlan planAttention(const std::vector<int64_t> &q,
 int64_t attentionScratchBytes(const std::vector<int64_t> &q,
                               const std::vector<int64_t> &k,
                               const std::vector<int64_t> &v, DType t,
-                              bool seqMajor) {
-  AttentionDims dims = attentionDims(q, k, v, seqMajor);
+                              bool seqMajor, bool fusedQkv) {
+  AttentionDims dims = attentionDims(q, k, v, seqMajor, fusedQkv);
   if (attentionTilesFit(dims, t))
     return attentionTilesScratch(dims);
-  return planAttention(q, k, v, t, seqMajor).scratchBytes;
+  return planAttention(dims, t).scratchBytes;
 }
 
 } // namespace tcc::rt

@@ -40,10 +40,28 @@ constexpr int64_t kAttentionScratchBudget = 256ll << 20;
 /// e of an operand with `cols` columns and `rows` rows per entry starts at
 /// attentionRowOffset(e, i, heads, rows, cols); rows are `heads * cols`
 /// elements apart.
+///
+/// Fused QKV (tcc.attention's `fused_qkv`, iattrs[2]; sequence-major only):
+/// q, k
+/// and v are one tensor [B..., T, 3H, D], the QKV projection, whose heads
+/// [0, H), [H, 2H) and [2H, 3H) are q's, k's and v's. Their rows are then
+/// 3 * H * D elements apart and k and v start H * D and 2 * H * D elements
+/// in (inputPitch, inputOffset); out, dout and the gradients are apart.
 struct AttentionDims {
   int64_t batch = 0, tq = 0, tk = 0, d = 0, dv = 0;
-  /// H: entries per outer index (1 when packed).
+  /// H: entries per outer index (1 when not sequence-major).
   int64_t heads = 1;
+  bool fusedQkv = false;
+
+  /// Elements from one row to the next of q, k or v (`cols` per row: d or
+  /// dv).
+  int64_t inputPitch(int64_t cols) const {
+    return (fusedQkv ? 3 : 1) * heads * cols;
+  }
+  /// Where q (0), k (1) or v (2) starts in its tensor, in elements.
+  int64_t inputOffset(int part) const {
+    return fusedQkv ? part * heads * d : 0;
+  }
 };
 
 /// The sizes and how the batch is chunked on the GPU.
@@ -61,18 +79,26 @@ struct AttentionPlan : AttentionDims {
 };
 
 /// Element offset of row `i` of entry `e` in an operand of `rows` rows and
-/// `cols` columns per entry, in the layout of `heads` (see AttentionDims).
+/// `cols` columns per entry, in the layout of `heads` (see AttentionDims),
+/// rows `pitch` elements apart (heads * cols unless fused QKV).
+TCC_HOST_DEVICE inline int64_t attentionRowOffset(int64_t e, int64_t i,
+                                                  int64_t heads, int64_t rows,
+                                                  int64_t cols, int64_t pitch) {
+  return ((e / heads) * rows + i) * pitch + (e % heads) * cols;
+}
 TCC_HOST_DEVICE inline int64_t attentionRowOffset(int64_t e, int64_t i,
                                                   int64_t heads, int64_t rows,
                                                   int64_t cols) {
-  return ((e / heads) * rows + i) * heads * cols + (e % heads) * cols;
+  return attentionRowOffset(e, i, heads, rows, cols, heads * cols);
 }
 
 /// The sizes of q, k and v of one rank >= 3 (>= 3 also when `seqMajor`:
-/// B... may be empty), shapes as the kernels' checks accept them.
+/// B... may be empty), shapes as the kernels' checks accept them. With
+/// `fusedQkv`, q, k and v are the projection [B..., T, 3H, D] each.
 AttentionDims attentionDims(const std::vector<int64_t> &q,
                             const std::vector<int64_t> &k,
-                            const std::vector<int64_t> &v, bool seqMajor);
+                            const std::vector<int64_t> &v, bool seqMajor,
+                            bool fusedQkv = false);
 
 /// The plan for q, k, v (see attentionDims) of dtype `t`: as many entries
 /// per chunk as kAttentionScratchBudget holds (at least one), spread evenly
@@ -83,6 +109,9 @@ AttentionPlan planAttention(const std::vector<int64_t> &q,
                             const std::vector<int64_t> &k,
                             const std::vector<int64_t> &v, DType t,
                             bool seqMajor, int64_t chunkCap = 0);
+/// The same from the sizes.
+AttentionPlan planAttention(const AttentionDims &dims, DType t,
+                            int64_t chunkCap = 0);
 
 /// Whether the GPU's tiled attention kernels (runtime/cuda/CudaAttention.h:
 /// the scores stay on the chip, no chunk scratch) take these sizes and
@@ -108,7 +137,7 @@ inline int64_t attentionTilesScratch(const AttentionDims &dims) {
 int64_t attentionScratchBytes(const std::vector<int64_t> &q,
                               const std::vector<int64_t> &k,
                               const std::vector<int64_t> &v, DType t,
-                              bool seqMajor);
+                              bool seqMajor, bool fusedQkv = false);
 
 } // namespace tcc::rt
 

@@ -109,14 +109,16 @@
 // [entries..., Tq] and mask are f32. The mask (rank 2 or lse's + 1)
 // broadcasts to [entries..., Tq, Tk]: batch dims all 1 or the entries',
 // each of the last two 1 or full. 16-bit: P and dS are rounded to the type
-// before their GEMMs. Not in-place.
+// before their GEMMs. With fused_qkv (i[2], sequence-major only) q, k and v
+// are one tensor [B..., T, 3H, D] (the same id thrice) read as its thirds,
+// and attention_grad writes one gradient of that shape. Not in-place.
 //   attention         in [q, k, v (, mask)] out [out, lse], i [causal,
-//                     seq_major], f [scale]: out = softmax(scale q k^T +
-//                     mask) v, keys j > i masked when causal; lse = the
-//                     rows' logsumexp.
-//   attention_grad    in [q, k, v, out, lse, dout (, mask)] out [dq, dk, dv],
-//                     i [causal, seq_major], f [scale]: P recomputed from
-//                     lse.
+//                     seq_major (, fused_qkv)], f [scale]: out =
+//                     softmax(scale q k^T + mask) v, keys j > i masked when
+//                     causal; lse = the rows' logsumexp.
+//   attention_grad    in [q, k, v, out, lse, dout (, mask)] out [dq, dk, dv]
+//                     (fused_qkv: [dqkv]), i [causal, seq_major (,
+//                     fused_qkv)], f [scale]: P recomputed from lse.
 //
 // Generated kernels (runtime/cpu/FusedLibrary.h):
 //   fused             in [...] out [...], i [kernel]: kernel `kernel` of the

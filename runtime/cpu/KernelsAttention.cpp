@@ -30,7 +30,10 @@
 // Sequence-major operands (seq_major, [B..., T, H, D]: the layout before
 // the head transposes) are read and written in place: an f32 entry is a
 // strided matrix (leading dim H*D) that BLAS takes as it is; 16-bit rows
-// are widened into the scratch row by row anyway.
+// are widened into the scratch row by row anyway. With fused_qkv, q, k and
+// v are the thirds of one [B..., T, 3H, D] projection: leading dim 3*H*D,
+// k and v H*D and 2*H*D elements in (AttentionDims::inputPitch); the
+// backward writes the three gradients into one tensor of that layout.
 //
 // bf16/f16 are handled here, not by KernelsHalf.cpp's adapter: operands are
 // widened to f32 per entry, the GEMMs accumulate in f32, P is rounded to the
@@ -63,9 +66,10 @@ struct AttnOperands {
   const KernelSig *s;
   bool grad;
   size_t nIn; // inputs without the mask
+  /// q's, k's and v's shapes (fused_qkv: each third's, [B..., T, H, D]).
+  std::vector<int64_t> shape[3];
+  bool fusedQkv = false;
   const TensorInfo &q() const { return *s->in[0]; }
-  const TensorInfo &k() const { return *s->in[1]; }
-  const TensorInfo &v() const { return *s->in[2]; }
   const TensorInfo *mask() const {
     return s->in.size() > nIn ? s->in[nIn] : nullptr;
   }
@@ -109,9 +113,9 @@ static void expectDType(const KernelSig &s, bool isInput, size_t i, DType t,
                 ", expected " + dtypeName(t) + " (" + why + ")");
 }
 
-/// Everything both kernels share: attributes, q/k/v and the mask. Returns
-/// the layout (seq_major).
-static bool checkAttentionCommon(const AttnOperands &ops) {
+/// Everything both kernels share: attributes, q/k/v and the mask; sets
+/// ops.shape. Returns the layout (seq_major).
+static bool checkAttentionCommon(AttnOperands &ops) {
   const KernelSig &s = *ops.s;
   const char *names =
       ops.grad ? "q, k, v, out, lse, dout[, mask]" : "q, k, v[, mask]";
@@ -119,11 +123,13 @@ static bool checkAttentionCommon(const AttnOperands &ops) {
     throw Error("expects " + std::to_string(ops.nIn) + " or " +
                 std::to_string(ops.nIn + 1) + " inputs (" + names + "), got " +
                 std::to_string(s.in.size()));
-  expectArity(s, s.in.size(), ops.grad ? 3 : 2);
-  expectIAttrs(s, 2);
+  if (s.instr.iattrs.size() != 3)
+    expectIAttrs(s, 2); // [causal, seq_major (, fused_qkv)]
   expectFAttrs(s, 1);
-  for (auto [i, name] : {std::pair{0, "causal"}, std::pair{1, "seq_major"}})
-    if (s.instr.iattrs[i] != 0 && s.instr.iattrs[i] != 1)
+  for (auto [i, name] : {std::pair{0, "causal"}, std::pair{1, "seq_major"},
+                         std::pair{2, "fused_qkv"}})
+    if (i < (int)s.instr.iattrs.size() && s.instr.iattrs[i] != 0 &&
+        s.instr.iattrs[i] != 1)
       throw Error(std::string("the ") + name +
                   " attribute must be 0 or 1, got " +
                   std::to_string(s.instr.iattrs[i]));
@@ -131,37 +137,63 @@ static bool checkAttentionCommon(const AttnOperands &ops) {
     throw Error("the scale attribute must be finite, got " +
                 std::to_string(s.instr.fattrs[0]));
   bool seqMajor = s.instr.iattrs[1] != 0;
+  bool fusedQkv = s.instr.iattrs.size() > 2 && s.instr.iattrs[2] != 0;
+  ops.fusedQkv = fusedQkv;
+  for (int i = 0; i < 3; ++i)
+    ops.shape[i] = s.in[i]->shape;
+  if (fusedQkv) {
+    // One tensor [B..., T, 3H, D] read as its three thirds.
+    if (!seqMajor)
+      throw Error("fused_qkv: q, k and v need the sequence-major layout "
+                  "(iattrs [causal, 1, 1])");
+    if (s.instr.inputs[1] != s.instr.inputs[0] ||
+        s.instr.inputs[2] != s.instr.inputs[0])
+      throw Error("fused_qkv: " + operandName(s, true, 0) + ", " +
+                  operandName(s, true, 1) + " and " + operandName(s, true, 2) +
+                  " must be one tensor (the QKV projection)");
+    std::vector<int64_t> &qs = ops.shape[0];
+    if (qs.size() < 3 || qs[qs.size() - 2] % 3 != 0)
+      throw Error("fused_qkv: " + operandName(s, true, 0) + " has shape " +
+                  formatShape(qs) +
+                  "; expected [batch..., rows, 3 * heads, features]");
+    qs[qs.size() - 2] /= 3;
+    ops.shape[1] = ops.shape[2] = qs;
+  }
+  // fused_qkv: one gradient, the projection's.
+  expectArity(s, s.in.size(), ops.grad ? (fusedQkv ? 1 : 3) : 2);
 
   const TensorInfo &q = ops.q();
   if (!isFloatDType(q.dtype))
     throw Error(operandName(s, true, 0) + " is " + dtypeName(q.dtype) +
                 "; attention takes f32, bf16 or f16");
-  size_t rank = q.shape.size();
+  const std::vector<int64_t> &qs = ops.shape[0];
+  size_t rank = qs.size();
   if (rank < 3)
-    throw Error(operandName(s, true, 0) + " has shape " + formatShape(q.shape) +
+    throw Error(operandName(s, true, 0) + " has shape " + formatShape(qs) +
                 "; attention needs rank >= 3");
-  auto batch = entryDims(q.shape, seqMajor);
+  auto batch = entryDims(qs, seqMajor);
   for (size_t i = 1; i < 3; ++i) {
     expectDType(s, true, i, q.dtype, "q, k and v share one type");
-    if (s.in[i]->shape.size() != rank ||
-        entryDims(s.in[i]->shape, seqMajor) != batch)
+    if (ops.shape[i].size() != rank ||
+        entryDims(ops.shape[i], seqMajor) != batch)
       throw Error(operandName(s, true, i) + " has shape " +
                   formatShape(s.in[i]->shape) + "; expected q's rank and " +
                   (seqMajor ? "sequence-major " : "") + "batch dims " +
                   formatShape(batch));
   }
-  const auto &k = ops.k().shape, &v = ops.v().shape;
-  if (k[rank - 1] != q.shape[rank - 1])
-    throw Error("q " + formatShape(q.shape) + " and k " + formatShape(k) +
+  const auto &k = ops.shape[1], &v = ops.shape[2];
+  if (k[rank - 1] != qs[rank - 1])
+    throw Error("q " + formatShape(qs) + " and k " + formatShape(k) +
                 " differ in their last (head) dim");
-  int64_t tq = rowCount(q.shape, seqMajor), tk = rowCount(k, seqMajor);
+  int64_t tq = rowCount(qs, seqMajor), tk = rowCount(k, seqMajor);
   if (rowCount(v, seqMajor) != tk)
     throw Error("k " + formatShape(k) + " and v " + formatShape(v) +
                 " differ in their key count (dim " + (seqMajor ? "-3" : "-2") +
                 ")");
   // OpenBLAS takes 32-bit sizes (leading dims included).
-  int64_t heads = seqMajor ? q.shape[rank - 2] : 1;
-  for (int64_t d : {tq, tk, heads * k[rank - 1], heads * v[rank - 1]})
+  int64_t heads = seqMajor ? qs[rank - 2] : 1, lanes = fusedQkv ? 3 : 1;
+  for (int64_t d :
+       {tq, tk, lanes * heads * k[rank - 1], lanes * heads * v[rank - 1]})
     if (d > INT_MAX)
       throw Error("attention dimension " + std::to_string(d) +
                   " is too large for BLAS");
@@ -192,18 +224,18 @@ static bool checkAttentionCommon(const AttnOperands &ops) {
 
 /// out's shape: q's with v's last dim; lse [entries..., Tq].
 static std::vector<int64_t> outShape(const AttnOperands &ops) {
-  std::vector<int64_t> out = ops.q().shape;
-  out.back() = ops.v().shape.back();
+  std::vector<int64_t> out = ops.shape[0];
+  out.back() = ops.shape[2].back();
   return out;
 }
 
 static std::vector<int64_t> lseShape(const AttnOperands &ops, bool seqMajor) {
-  return withTail(entryDims(ops.q().shape, seqMajor),
-                  {rowCount(ops.q().shape, seqMajor)});
+  return withTail(entryDims(ops.shape[0], seqMajor),
+                  {rowCount(ops.shape[0], seqMajor)});
 }
 
 void check_attention(const KernelSig &s) {
-  AttnOperands ops{&s, false, 3};
+  AttnOperands ops{&s, false, 3, {}, false};
   bool seqMajor = checkAttentionCommon(ops);
   expectDType(s, false, 0, ops.q().dtype, "out has q's type");
   expectShape(s, false, 0, outShape(ops));
@@ -212,7 +244,7 @@ void check_attention(const KernelSig &s) {
 }
 
 void check_attention_grad(const KernelSig &s) {
-  AttnOperands ops{&s, true, 6};
+  AttnOperands ops{&s, true, 6, {}, false};
   bool seqMajor = checkAttentionCommon(ops);
   DType t = ops.q().dtype;
   expectDType(s, true, 3, t, "out has q's type");
@@ -221,9 +253,9 @@ void check_attention_grad(const KernelSig &s) {
   expectShape(s, true, 4, lseShape(ops, seqMajor));
   expectDType(s, true, 5, t, "dout has q's type");
   expectShape(s, true, 5, outShape(ops));
-  for (size_t o = 0; o < 3; ++o) {
+  for (size_t o = 0; o < s.out.size(); ++o) {
     expectDType(s, false, o, t, "gradients have q's type");
-    expectShape(s, false, o, s.in[o]->shape);
+    expectShape(s, false, o, ops.fusedQkv ? s.in[0]->shape : ops.shape[o]);
   }
 }
 
@@ -292,7 +324,8 @@ static constexpr int64_t kMaxBlockFloats = 1 << 24;
 
 static AttnGeom geometry(const KernelArgs &a, size_t nIn) {
   AttnGeom g{attentionDims(*a.in[0].shape, *a.in[1].shape, *a.in[2].shape,
-                           a.instr.iattrs[1] != 0)};
+                           a.instr.iattrs[1] != 0,
+                           a.instr.iattrs.size() > 2 && a.instr.iattrs[2])};
   g.scale = static_cast<float>(a.instr.fattrs[0]);
   g.causal = a.instr.iattrs[0] != 0;
   g.dtype = a.in[0].dtype;
@@ -341,17 +374,29 @@ struct Rows {
   const float *row(int64_t i) const { return p + i * ld; }
 };
 
+/// Where row 0 of entry `b` of an operand (`rows` x `cols` per entry)
+/// starts and its row pitch: `part` 0, 1, 2 are q, k, v or their
+/// gradients (with fused_qkv the thirds of one projection), -1 out or dout.
+static std::pair<int64_t, int64_t>
+entryAt(const AttnGeom &g, int64_t b, int64_t rows, int64_t cols, int part) {
+  int64_t ld = part >= 0 ? g.inputPitch(cols) : g.heads * cols;
+  return {attentionRowOffset(b, 0, g.heads, rows, cols, ld) +
+              (part >= 0 ? g.inputOffset(part) : 0),
+          ld};
+}
+
 /// Entry `b` of operand `t` (`rows` x `cols` per entry, in g's layout) as
 /// f32: the tensor itself, strided, or its rows widened into the slot.
+/// `part` 0, 1, 2: q, k or v (fused_qkv: a third of one tensor); -1: out or
+/// dout.
 static Rows entryF32(const AttnGeom &g, const TensorView &t, int64_t b,
-                     int64_t rows, int64_t cols, Slot slot) {
-  int64_t at = attentionRowOffset(b, 0, g.heads, rows, cols);
-  int64_t ld = g.heads * cols;
+                     int64_t rows, int64_t cols, Slot slot, int part) {
+  auto [at, ld] = entryAt(g, b, rows, cols, part);
   if (t.dtype == DType::F32)
     return {t.f32() + at, ld};
   float *dst = scratch().get(slot, rows * cols);
   const uint16_t *src = static_cast<const uint16_t *>(t.data) + at;
-  if (g.heads == 1)
+  if (ld == cols)
     widenToF32(src, t.dtype, dst, rows * cols);
   else
     for (int64_t i = 0; i < rows; ++i)
@@ -359,24 +404,24 @@ static Rows entryF32(const AttnGeom &g, const TensorView &t, int64_t b,
   return {dst, cols};
 }
 
-/// Where entry `b` of output `t` is computed: in place for f32, else in
-/// the slot (stored by storeEntry).
+/// Where entry `b` of output `t` (gradient `part`, or -1: out) is
+/// computed: in place for f32, else in the slot (stored by storeEntry).
 static Rows outF32(const AttnGeom &g, const TensorView &t, int64_t b,
-                   int64_t rows, int64_t cols, Slot slot) {
-  if (t.dtype == DType::F32)
-    return {t.f32() + attentionRowOffset(b, 0, g.heads, rows, cols),
-            g.heads * cols};
+                   int64_t rows, int64_t cols, Slot slot, int part) {
+  if (t.dtype == DType::F32) {
+    auto [at, ld] = entryAt(g, b, rows, cols, part);
+    return {t.f32() + at, ld};
+  }
   return {scratch().get(slot, rows * cols), cols};
 }
 
 static void storeEntry(const AttnGeom &g, const TensorView &t, int64_t b,
-                       int64_t rows, int64_t cols, const Rows &v) {
+                       int64_t rows, int64_t cols, const Rows &v, int part) {
   if (t.dtype == DType::F32)
     return;
-  uint16_t *dst = static_cast<uint16_t *>(t.data) +
-                  attentionRowOffset(b, 0, g.heads, rows, cols);
-  int64_t ld = g.heads * cols;
-  if (g.heads == 1)
+  auto [at, ld] = entryAt(g, b, rows, cols, part);
+  uint16_t *dst = static_cast<uint16_t *>(t.data) + at;
+  if (ld == cols)
     narrowFromF32(v.p, t.dtype, dst, rows * cols);
   else
     for (int64_t i = 0; i < rows; ++i)
@@ -491,10 +536,10 @@ template <class F> static void forEachEntry(const AttnGeom &g, F &&entry) {
 
 /// One entry of the forward.
 static void forwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
-  Rows q = entryF32(g, a.in[0], b, g.tq, g.d, SlotQ);
-  Rows k = entryF32(g, a.in[1], b, g.tk, g.d, SlotK);
-  Rows v = entryF32(g, a.in[2], b, g.tk, g.dv, SlotV);
-  Rows o = outF32(g, a.out[0], b, g.tq, g.dv, SlotO);
+  Rows q = entryF32(g, a.in[0], b, g.tq, g.d, SlotQ, 0);
+  Rows k = entryF32(g, a.in[1], b, g.tk, g.d, SlotK, 1);
+  Rows v = entryF32(g, a.in[2], b, g.tk, g.dv, SlotV, 2);
+  Rows o = outF32(g, a.out[0], b, g.tq, g.dv, SlotO, -1);
   float *lse = a.out[1].f32() + b * g.tq;
   float *s = scratch().get(SlotS, g.rowsPerBlock * g.tk);
   for (int64_t i0 = 0; i0 < g.tq; i0 += g.rowsPerBlock) {
@@ -519,7 +564,7 @@ static void forwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
     sgemm(false, false, rows, g.dv, n, s, n, v.p, v.ld, 0.0f, o.p + i0 * o.ld,
           o.ld);
   }
-  storeEntry(g, a.out[0], b, g.tq, g.dv, o);
+  storeEntry(g, a.out[0], b, g.tq, g.dv, o, -1);
 }
 
 void run_attention(const KernelArgs &a) {
@@ -533,15 +578,18 @@ void run_attention(const KernelArgs &a) {
 
 /// One entry of the backward.
 static void backwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
-  Rows q = entryF32(g, a.in[0], b, g.tq, g.d, SlotQ);
-  Rows k = entryF32(g, a.in[1], b, g.tk, g.d, SlotK);
-  Rows v = entryF32(g, a.in[2], b, g.tk, g.dv, SlotV);
-  Rows o = entryF32(g, a.in[3], b, g.tq, g.dv, SlotO);
+  Rows q = entryF32(g, a.in[0], b, g.tq, g.d, SlotQ, 0);
+  Rows k = entryF32(g, a.in[1], b, g.tk, g.d, SlotK, 1);
+  Rows v = entryF32(g, a.in[2], b, g.tk, g.dv, SlotV, 2);
+  Rows o = entryF32(g, a.in[3], b, g.tq, g.dv, SlotO, -1);
   const float *lse = a.in[4].f32() + b * g.tq;
-  Rows dout = entryF32(g, a.in[5], b, g.tq, g.dv, SlotDO);
-  Rows dq = outF32(g, a.out[0], b, g.tq, g.d, SlotDQ);
-  Rows dk = outF32(g, a.out[1], b, g.tk, g.d, SlotDK);
-  Rows dv = outF32(g, a.out[2], b, g.tk, g.dv, SlotDV);
+  Rows dout = entryF32(g, a.in[5], b, g.tq, g.dv, SlotDO, -1);
+  // fused_qkv: the thirds of one gradient.
+  const TensorView &DQ = a.out[0], &DK = a.out[g.fusedQkv ? 0 : 1],
+                   &DV = a.out[g.fusedQkv ? 0 : 2];
+  Rows dq = outF32(g, DQ, b, g.tq, g.d, SlotDQ, 0);
+  Rows dk = outF32(g, DK, b, g.tk, g.d, SlotDK, 1);
+  Rows dv = outF32(g, DV, b, g.tk, g.dv, SlotDV, 2);
   zeroRows(dk, g.tk, g.d);
   zeroRows(dv, g.tk, g.dv);
   // rowDot[i] = sum_d dout[i, d] out[i, d] (the softmax gradient's row sum).
@@ -578,9 +626,9 @@ static void backwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
           dq.ld);
     sgemm(true, false, n, g.d, rows, ds, n, qb, q.ld, 1.0f, dk.p, dk.ld);
   }
-  storeEntry(g, a.out[0], b, g.tq, g.d, dq);
-  storeEntry(g, a.out[1], b, g.tk, g.d, dk);
-  storeEntry(g, a.out[2], b, g.tk, g.dv, dv);
+  storeEntry(g, DQ, b, g.tq, g.d, dq, 0);
+  storeEntry(g, DK, b, g.tk, g.d, dk, 1);
+  storeEntry(g, DV, b, g.tk, g.dv, dv, 2);
 }
 
 void run_attention_grad(const KernelArgs &a) {

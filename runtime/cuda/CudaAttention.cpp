@@ -19,9 +19,12 @@
 
 namespace tcc::rt::cuda {
 
-/// iattrs [causal, seq_major] (checkInstr holds them to 0 or 1).
+/// iattrs [causal, seq_major (, fused_qkv)] (checkInstr holds them to 0 or 1).
 static bool seqMajor(const Instr &in) {
   return in.iattrs.size() > 1 && in.iattrs[1] != 0;
+}
+static bool fusedQkv(const Instr &in) {
+  return in.iattrs.size() > 2 && in.iattrs[2] != 0;
 }
 
 /// Checks what the chunk loops rely on beyond checkInstr (which validated
@@ -29,11 +32,12 @@ static bool seqMajor(const Instr &in) {
 static AttentionPlan planOf(const Instr &in, const std::vector<TensorInfo> &t) {
   bool grad = in.kernel == "attention_grad";
   size_t nIn = grad ? 6 : 3;
+  size_t nOut = grad ? (fusedQkv(in) ? 1 : 3) : 2;
   if (in.inputs.size() < nIn || in.inputs.size() > nIn + 1 ||
-      in.outputs.size() != (grad ? 3u : 2u))
+      in.outputs.size() != nOut)
     throw Error("the CUDA " + in.kernel + " kernel takes " +
                 std::to_string(nIn) + " or " + std::to_string(nIn + 1) +
-                " inputs and " + (grad ? "3" : "2") + " outputs");
+                " inputs and " + std::to_string(nOut) + " outputs");
   const TensorInfo &q = t[in.inputs[0]], &k = t[in.inputs[1]],
                    &v = t[in.inputs[2]];
   for (const TensorInfo *x : {&q, &k, &v})
@@ -45,7 +49,9 @@ static AttentionPlan planOf(const Instr &in, const std::vector<TensorInfo> &t) {
   if (q.dtype != DType::F32 && !isHalfDType(q.dtype))
     throw Error("no CUDA " + in.kernel + " kernel for " + dtypeName(q.dtype) +
                 " operands ('" + q.name + "'); it takes f32, bf16 or f16");
-  return planAttention(q.shape, k.shape, v.shape, q.dtype, seqMajor(in));
+  return planAttention(
+      attentionDims(q.shape, k.shape, v.shape, seqMajor(in), fusedQkv(in)),
+      q.dtype);
 }
 
 bool tiledAttentionAllowed(const char *value) {
@@ -147,14 +153,18 @@ struct Mat {
 
 /// Entries e0, e0 + 1, ... of operand `t` (`rows` x `cols` per entry) in
 /// the plan's layout; within a run the next entry is the next head.
+/// `part` 0, 1, 2: q, k or v or their gradients (fused_qkv: a third of one
+/// tensor); -1 for the others.
 static Mat operand(const TensorView &t, const AttentionPlan &pl, int64_t e0,
-                   int64_t rows, int64_t cols) {
+                   int64_t rows, int64_t cols, int part = -1) {
   char *base = static_cast<char *>(t.data);
   int64_t es = static_cast<int64_t>(dtypeSize(t.dtype));
   if (pl.heads == 1)
     return {base + e0 * rows * cols * es, rows * cols, 0};
-  return {base + attentionRowOffset(e0, 0, pl.heads, rows, cols) * es, cols,
-          pl.heads * cols};
+  int64_t ld = part >= 0 ? pl.inputPitch(cols) : pl.heads * cols;
+  int64_t at = attentionRowOffset(e0, 0, pl.heads, rows, cols, ld) +
+               (part >= 0 ? pl.inputOffset(part) : 0);
+  return {base + at * es, cols, ld};
 }
 
 /// Entry `i` of the chunk in the scratch array at `base` of type `t`.
@@ -242,7 +252,7 @@ void runAttention(const CudaArgs &a, const AttentionPlan &pl,
     // S = Q K^T (f32).
     forEachRun(pl, b0, n, [&](int64_t e0, int64_t cnt) {
       gemmOf(gemm, t, DType::F32, false, true, tq, tk, d, cnt,
-             operand(Q, pl, e0, tq, d), operand(K, pl, e0, tk, d),
+             operand(Q, pl, e0, tq, d, 0), operand(K, pl, e0, tk, d, 1),
              scratch(S, DType::F32, pl, e0 - b0), a.stream);
     });
     attentionRows(rowsOf(a, pl, mask, b0, n), S, P, static_cast<int>(t),
@@ -250,7 +260,7 @@ void runAttention(const CudaArgs &a, const AttentionPlan &pl,
     // O = P V.
     forEachRun(pl, b0, n, [&](int64_t e0, int64_t cnt) {
       gemmOf(gemm, t, O.dtype, false, false, tq, dv, tk, cnt,
-             scratch(P, t, pl, e0 - b0), operand(V, pl, e0, tk, dv),
+             scratch(P, t, pl, e0 - b0), operand(V, pl, e0, tk, dv, 2),
              operand(O, pl, e0, tq, dv), a.stream);
     });
   }
@@ -260,7 +270,10 @@ void runAttentionGrad(const CudaArgs &a, const AttentionPlan &pl,
                       const AttentionGemm &gemm) {
   const TensorView &Q = a.in[0], &K = a.in[1], &V = a.in[2], &O = a.in[3],
                    &L = a.in[4], &dO = a.in[5];
-  const TensorView &dQ = a.out[0], &dK = a.out[1], &dV = a.out[2];
+  // fused_qkv: the thirds of one gradient (operand()'s parts 0, 1, 2).
+  bool fused = fusedQkv(a.instr);
+  const TensorView &dQ = a.out[0], &dK = a.out[fused ? 0 : 1],
+                   &dV = a.out[fused ? 0 : 2];
   const TensorView *mask = a.in.size() > 6 ? &a.in[6] : nullptr;
   DType t = Q.dtype;
   float *S = static_cast<float *>(a.scratch);            // S, then dP
@@ -272,7 +285,7 @@ void runAttentionGrad(const CudaArgs &a, const AttentionPlan &pl,
     // S = Q K^T, then P = exp(scale S + mask - lse) from the saved lse.
     forEachRun(pl, b0, n, [&](int64_t e0, int64_t cnt) {
       gemmOf(gemm, t, DType::F32, false, true, tq, tk, d, cnt,
-             operand(Q, pl, e0, tq, d), operand(K, pl, e0, tk, d),
+             operand(Q, pl, e0, tq, d, 0), operand(K, pl, e0, tk, d, 1),
              scratch(S, DType::F32, pl, e0 - b0), a.stream);
     });
     attentionRows(rows, S, P, static_cast<int>(t), L.f32(), true, a.stream);
@@ -280,11 +293,11 @@ void runAttentionGrad(const CudaArgs &a, const AttentionPlan &pl,
       Mat dout = operand(dO, pl, e0, tq, dv);
       // dV = P^T dO.
       gemmOf(gemm, t, dV.dtype, true, false, tk, dv, tq, cnt,
-             scratch(P, t, pl, e0 - b0), dout, operand(dV, pl, e0, tk, dv),
+             scratch(P, t, pl, e0 - b0), dout, operand(dV, pl, e0, tk, dv, 2),
              a.stream);
       // dP = dO V^T (f32, over S).
       gemmOf(gemm, t, DType::F32, false, true, tq, tk, dv, cnt, dout,
-             operand(V, pl, e0, tk, dv), scratch(S, DType::F32, pl, e0 - b0),
+             operand(V, pl, e0, tk, dv, 2), scratch(S, DType::F32, pl, e0 - b0),
              a.stream);
     });
     // dS = P (dP - rowsum(dO O)) scale, over P (the pass finds the rows of
@@ -295,16 +308,20 @@ void runAttentionGrad(const CudaArgs &a, const AttentionPlan &pl,
     forEachRun(pl, b0, n, [&](int64_t e0, int64_t cnt) {
       Mat ds = scratch(P, t, pl, e0 - b0);
       gemmOf(gemm, t, dQ.dtype, false, false, tq, d, tk, cnt, ds,
-             operand(K, pl, e0, tk, d), operand(dQ, pl, e0, tq, d), a.stream);
+             operand(K, pl, e0, tk, d, 1), operand(dQ, pl, e0, tq, d, 0),
+             a.stream);
       gemmOf(gemm, t, dK.dtype, true, false, tk, d, tq, cnt, ds,
-             operand(Q, pl, e0, tq, d), operand(dK, pl, e0, tk, d), a.stream);
+             operand(Q, pl, e0, tq, d, 0), operand(dK, pl, e0, tk, d, 1),
+             a.stream);
     });
   }
 }
 
 static AttentionPlan planOfViews(const CudaArgs &a) {
-  return planAttention(*a.in[0].shape, *a.in[1].shape, *a.in[2].shape,
-                       a.in[0].dtype, seqMajor(a.instr));
+  return planAttention(attentionDims(*a.in[0].shape, *a.in[1].shape,
+                                     *a.in[2].shape, seqMajor(a.instr),
+                                     fusedQkv(a.instr)),
+                       a.in[0].dtype);
 }
 
 /// The tiled kernels' view of the instr, or nothing when the chunk loop
@@ -324,9 +341,13 @@ static std::optional<AttentionTiles> tilesOf(const CudaArgs &a,
       throw Error("the tiled CUDA " + a.instr.kernel +
                   " kernel needs 16-byte aligned operands (input " +
                   std::to_string(i) + " is not)");
+  // Fused QKV: k and v start inside the projection (16-byte aligned too: H * D
+  // is a multiple of 16 elements).
+  size_t es = dtypeSize(a.in[0].dtype);
   t.q = a.in[0].data;
-  t.k = a.in[1].data;
-  t.v = a.in[2].data;
+  t.k = static_cast<const char *>(a.in[1].data) + pl.inputOffset(1) * es;
+  t.v = static_cast<const char *>(a.in[2].data) + pl.inputOffset(2) * es;
+  t.inputPitch = pl.inputPitch(pl.d);
   t.dtype = static_cast<int>(a.in[0].dtype);
   t.batch = pl.batch;
   t.tq = pl.tq;
@@ -347,12 +368,17 @@ static std::optional<AttentionTiles> tilesOf(const CudaArgs &a,
     t.oType = static_cast<int>(a.in[3].dtype);
     t.lse = static_cast<float *>(a.in[4].data);
     t.dout = a.in[5].data;
-    t.dq = a.out[0].data;
-    t.dk = a.out[1].data;
-    t.dv = a.out[2].data;
-    t.dqType = static_cast<int>(a.out[0].dtype);
-    t.dkType = static_cast<int>(a.out[1].dtype);
-    t.dvType = static_cast<int>(a.out[2].dtype);
+    // fused_qkv: the thirds of one gradient, rows inputPitch apart.
+    bool fused = fusedQkv(a.instr);
+    const TensorView &dQ = a.out[0], &dK = a.out[fused ? 0 : 1],
+                     &dV = a.out[fused ? 0 : 2];
+    size_t gs = dtypeSize(dQ.dtype);
+    t.dq = dQ.data;
+    t.dk = static_cast<char *>(dK.data) + pl.inputOffset(1) * gs;
+    t.dv = static_cast<char *>(dV.data) + pl.inputOffset(2) * gs;
+    t.dqType = static_cast<int>(dQ.dtype);
+    t.dkType = static_cast<int>(dK.dtype);
+    t.dvType = static_cast<int>(dV.dtype);
     t.rowDot = static_cast<float *>(a.scratch);
   } else {
     t.out = a.out[0].data;

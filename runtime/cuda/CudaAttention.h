@@ -135,6 +135,10 @@ struct AttentionTiles {
   float *rowDot = nullptr; // backward: D, [batch, tq] f32 (the scratch)
   int dtype = 0;           // kDtBF16 or kDtF16
   long long batch = 0, tq = 0, tk = 0, heads = 1;
+  /// Elements from one row of q, k, v or their gradients to the next
+  /// (heads * d, or 3 * heads * d when they are the thirds of one
+  /// projection: fused_qkv; out and dout: heads * d).
+  long long inputPitch = 0;
   int d = 0;
   /// mask[e * mEntry + i * mRow + j * mCol] (f32), or none.
   const float *mask = nullptr;

@@ -81,25 +81,34 @@ __host__ __device__ constexpr int backwardSmem(int d) {
          kWarps * (warpF32Bytes(d) + 16 * kLdHalf * 2);
 }
 
-/// Element offset of row i of entry g (`rows` rows per entry).
+/// Element offset of row i of entry g (`rows` rows per entry) in an
+/// operand whose rows are `pitch` elements apart.
+__device__ __forceinline__ long long rowAt(const AttentionTiles &t, long long g,
+                                           long long i, long long rows,
+                                           long long pitch) {
+  return attentionRowOffset(g, i, t.heads, rows, t.d, pitch);
+}
+/// The same in out and dout (never in the projection).
 __device__ __forceinline__ long long rowAt(const AttentionTiles &t, long long g,
                                            long long i, long long rows) {
-  return attentionRowOffset(g, i, t.heads, rows, t.d);
+  return rowAt(t, g, i, rows, t.heads * t.d);
 }
 
-/// Copies rows [r0, r0 + 64) of entry g (`rows` per entry) into a shared
-/// tile, 16 bytes per thread and step; rows past the end are zeros.
+/// Copies rows [r0, r0 + 64) of entry g (`rows` per entry, `pitch` apart)
+/// into a shared tile, 16 bytes per thread and step; rows past the end are
+/// zeros.
 template <int D>
 __device__ __forceinline__ void
-loadTile(const AttentionTiles &t, const void *src, long long g, long long r0,
-         long long rows, unsigned short *dst) {
+loadTile(const AttentionTiles &t, const void *src, long long pitch, long long g,
+         long long r0, long long rows, unsigned short *dst) {
   constexpr int vecs = D / 8, ld = ldTile(D);
   const unsigned short *s = static_cast<const unsigned short *>(src);
   for (int idx = threadIdx.x; idx < kTile * vecs; idx += kThreads) {
     int r = idx / vecs, c = (idx - r * vecs) * 8;
     uint4 val = {0, 0, 0, 0};
     if (r0 + r < rows)
-      val = *reinterpret_cast<const uint4 *>(s + rowAt(t, g, r0 + r, rows) + c);
+      val = *reinterpret_cast<const uint4 *>(
+          s + rowAt(t, g, r0 + r, rows, pitch) + c);
     *reinterpret_cast<uint4 *>(dst + r * ld + c) = val;
   }
 }
@@ -162,9 +171,9 @@ __device__ __forceinline__ void productAcc(const unsigned short *a,
   }
 }
 
-/// Writes a warp's 16 result rows (f32 accumulators, through its f32
-/// tile) to rows r0.. of entry g of `dst` (dtype `type`, `rows` per entry),
-/// times `mul`.
+/// Writes a warp's 16 gradient rows (f32 accumulators, through its f32
+/// tile) to rows r0.. of entry g of `dst` (dtype `type`, `rows` per entry,
+/// in q's layout: inputPitch apart).
 template <int D>
 __device__ __forceinline__ void
 storeRows(const AttentionTiles &t, Acc *acc, float *tile, long long g,
@@ -179,7 +188,8 @@ storeRows(const AttentionTiles &t, Acc *acc, float *tile, long long g,
   for (int idx = lane; idx < 16 * D; idx += 32) {
     int r = idx / D, c = idx - r * D;
     if (r0 + r < rows)
-      stf(dst, type, rowAt(t, g, r0 + r, rows) + c, tile[r * ld + c]);
+      stf(dst, type, rowAt(t, g, r0 + r, rows, t.inputPitch) + c,
+          tile[r * ld + c]);
   }
 }
 
@@ -204,7 +214,7 @@ __global__ void __launch_bounds__(kThreads)
                  kWarps * 16 * kLdScore + warp * 16 * ldO;
   unsigned short *ptile = reinterpret_cast<unsigned short *>(score);
 
-  loadTile<D>(t, t.q, g, q0, t.tq, qs);
+  loadTile<D>(t, t.q, t.inputPitch, g, q0, t.tq, qs);
   for (int idx = lane; idx < 16 * ldO; idx += 32)
     otile[idx] = 0.0f;
   // Row `row` of the warp: running max m and sum l (the pair agrees).
@@ -213,8 +223,8 @@ __global__ void __launch_bounds__(kThreads)
   long long kEnd = t.causal && q0 + kTile < t.tk ? q0 + kTile : t.tk;
   for (long long k0 = 0; k0 < kEnd; k0 += kTile) {
     __syncthreads(); // the previous step's K and V are no longer read
-    loadTile<D>(t, t.k, g, k0, t.tk, ks);
-    loadTile<D>(t, t.v, g, k0, t.tk, vs);
+    loadTile<D>(t, t.k, t.inputPitch, g, k0, t.tk, ks);
+    loadTile<D>(t, t.v, t.inputPitch, g, k0, t.tk, vs);
     __syncthreads();
     productT<Dt, D>(qs + warp * 16 * ld, ld, ks, ld, score);
     __syncwarp();
@@ -325,8 +335,8 @@ __global__ void __launch_bounds__(kThreads)
   long long k0 = (blockIdx.x - g * tiles) * kTile;
   BackwardSmem sm(smem, d, warp);
   unsigned short *ks = sm.own0, *vs = sm.own1, *qs = sm.step0, *dos = sm.step1;
-  loadTile<D>(t, t.k, g, k0, t.tk, ks);
-  loadTile<D>(t, t.v, g, k0, t.tk, vs);
+  loadTile<D>(t, t.k, t.inputPitch, g, k0, t.tk, ks);
+  loadTile<D>(t, t.v, t.inputPitch, g, k0, t.tk, vs);
   Acc dk[D / 16], dv[D / 16];
   TCC_UNROLL
   for (int n = 0; n < D / 16; ++n) {
@@ -338,8 +348,8 @@ __global__ void __launch_bounds__(kThreads)
   long long qBegin = t.causal ? k0 / kTile * kTile : 0;
   for (long long q0 = qBegin; q0 < t.tq; q0 += kTile) {
     __syncthreads(); // the previous step's Q, dO and row stats are read
-    loadTile<D>(t, t.q, g, q0, t.tq, qs);
-    loadTile<D>(t, t.dout, g, q0, t.tq, dos);
+    loadTile<D>(t, t.q, t.inputPitch, g, q0, t.tq, qs);
+    loadTile<D>(t, t.dout, t.heads * t.d, g, q0, t.tq, dos);
     loadRowStats(t, g, q0, sm.lse, sm.dot);
     __syncthreads();
     // S^T = K Q^T; P^T = exp(score - lse), 0 where there is no score.
@@ -385,8 +395,8 @@ __global__ void __launch_bounds__(kThreads)
   long long q0 = (tiles - 1 - (blockIdx.x - g * tiles)) * kTile;
   BackwardSmem sm(smem, d, warp);
   unsigned short *qs = sm.own0, *dos = sm.own1, *ks = sm.step0, *vs = sm.step1;
-  loadTile<D>(t, t.q, g, q0, t.tq, qs);
-  loadTile<D>(t, t.dout, g, q0, t.tq, dos);
+  loadTile<D>(t, t.q, t.inputPitch, g, q0, t.tq, qs);
+  loadTile<D>(t, t.dout, t.heads * t.d, g, q0, t.tq, dos);
   loadRowStats(t, g, q0, sm.lse, sm.dot);
   Acc dq[D / 16];
   TCC_UNROLL
@@ -397,8 +407,8 @@ __global__ void __launch_bounds__(kThreads)
   long long kEnd = t.causal && q0 + kTile < t.tk ? q0 + kTile : t.tk;
   for (long long k0 = 0; k0 < kEnd; k0 += kTile) {
     __syncthreads();
-    loadTile<D>(t, t.k, g, k0, t.tk, ks);
-    loadTile<D>(t, t.v, g, k0, t.tk, vs);
+    loadTile<D>(t, t.k, t.inputPitch, g, k0, t.tk, ks);
+    loadTile<D>(t, t.v, t.inputPitch, g, k0, t.tk, vs);
     __syncthreads();
     productT<Dt, D>(qs + warp * 16 * ld, ld, ks, ld, sm.f32);
     __syncwarp();

@@ -379,9 +379,10 @@ runLoops(const OneProgram &prog, int64_t chunkCap, int64_t *chunks = nullptr) {
                                     &art.tensors[id].shape,
                                     art.tensors[id].numElements()});
     const auto &sh = [&](int i) { return art.tensors[in.inputs[i]].shape; };
-    AttentionPlan plan = cuda::planAttention(sh(0), sh(1), sh(2),
-                                             art.tensors[in.inputs[0]].dtype,
-                                             in.iattrs[1] != 0, chunkCap);
+    AttentionPlan plan = cuda::planAttention(
+        attentionDims(sh(0), sh(1), sh(2), in.iattrs[1] != 0,
+                      in.iattrs.size() > 2 && in.iattrs[2] != 0),
+        art.tensors[in.inputs[0]].dtype, chunkCap);
     if (chunks && plan.chunk)
       *chunks = (plan.batch + plan.chunk - 1) / plan.chunk;
     // The registry's prepare asks for the uncapped plan's scratch: at
@@ -663,6 +664,10 @@ std::vector<SeqCase> seqCases() {
     cs.push_back(
         {"rank4_mask_causal_" + n, t, {2}, 4, 6, 9, 8, 5, {2, 4, 6, 9}, true});
     cs.push_back({"rank4_causal_" + n, t, {3}, 3, 7, 5, 4, 6, {}, true});
+    cs.push_back({"rank4_square_causal_" + n, t, {3}, 3, 7, 7, 8, 8, {}, true});
+    cs.push_back({"rank3_square_" + n, t, {}, 4, 6, 6, 4, 4, {}, false});
+    cs.push_back(
+        {"rank4_square_mask_" + n, t, {2}, 4, 6, 6, 8, 8, {2, 4, 6, 6}, false});
   }
   DType f = DType::F32;
   cs.push_back({"rank4_mask_keys",
@@ -732,8 +737,101 @@ TEST_P(CudaAttentionSeqMajor, MatchesPackedBitForBit) {
       << "no chunk crossed an outer index";
 }
 
+namespace {
+/// The sequence-major cases a fused projection has: Tq = Tk, D = Dv.
+std::vector<SeqCase> fusedQkvCases() {
+  std::vector<SeqCase> cs;
+  for (const SeqCase &c : seqCases())
+    if (c.tq == c.tk && c.d == c.dv && c.tq > 0 && c.d > 0)
+      cs.push_back(c);
+  return cs;
+}
+
+class CudaAttentionFusedQkv : public ::testing::TestWithParam<SeqCase> {};
+
+/// The case's program again with q, k and v in one [B..., T, 3H, D] tensor
+/// (each row: q's heads, k's, v's: a fused QKV projection) made of the
+/// sequence-major program's q, k, v (its tensors 0-2), dout (3) and mask
+/// (4, if any).
+std::unique_ptr<SeqProgram> buildFusedQkv(const SeqCase &c,
+                                          const SeqProgram &seq) {
+  auto sp = std::make_unique<SeqProgram>();
+  OneProgram &p = sp->p;
+  std::vector<std::vector<uint8_t>> from = seq.p.initial();
+  int64_t rowBytes = c.heads * c.d * (int64_t)dtypeSize(c.t), rows = c.tq;
+  for (int64_t x : c.outer)
+    rows *= x;
+  std::vector<uint8_t> qkv(rows * 3 * rowBytes);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int part = 0; part < 3; ++part)
+      std::memcpy(qkv.data() + (r * 3 + part) * rowBytes,
+                  from[part].data() + r * rowBytes, rowBytes);
+  int32_t x = p.tensor(c.t, cat(c.outer, {c.tq, 3 * c.heads, c.d}), qkv);
+  std::vector<int64_t> shape = cat(c.outer, {c.tq, c.heads, c.d});
+  int32_t dout = p.tensor(c.t, shape, from[3]);
+  std::vector<int32_t> fin = {x, x, x};
+  if (!c.mask.empty())
+    fin.push_back(p.tensor(DType::F32, c.mask, from[4]));
+  sp->out = p.out(c.t, shape);
+  sp->lse = p.out(DType::F32, cat(c.outer, {c.heads, c.tq}));
+  // One gradient, the projection's (dk, dv unused).
+  sp->dq = p.out(c.t, cat(c.outer, {c.tq, 3 * c.heads, c.d}));
+  sp->dk = sp->dv = -1;
+  sp->sizes = seq.sizes;
+  std::vector<int64_t> attrs = {c.causal, 1, 1};
+  double scale = 1.0 / std::sqrt((double)std::max<int64_t>(c.d, 1));
+  std::vector<int32_t> gin = {x, x, x, sp->out, sp->lse, dout};
+  gin.insert(gin.end(), fin.begin() + 3, fin.end());
+  p.instr("attention", fin, {sp->out, sp->lse}, attrs, {scale});
+  p.instr("attention_grad", gin, {sp->dq}, attrs, {scale});
+  return sp;
+}
+
+/// Third `part` of each row of a fused program's gradient `bytes`.
+std::vector<uint8_t> thirdOf(const SeqCase &c,
+                             const std::vector<uint8_t> &bytes, int part) {
+  int64_t rowBytes = c.heads * c.d * (int64_t)dtypeSize(c.t), rows = c.tq;
+  for (int64_t x : c.outer)
+    rows *= x;
+  std::vector<uint8_t> r(rows * rowBytes);
+  for (int64_t i = 0; i < rows; ++i)
+    std::memcpy(r.data() + i * rowBytes,
+                bytes.data() + (i * 3 + part) * rowBytes, rowBytes);
+  return r;
+}
+} // namespace
+
+// q, k and v read inside one fused QKV projection ([B..., T, 3H, D], the
+// kernels' iattrs[2]), and their gradients written into one of that
+// layout, give the sequence-major results bit for bit in every chunking:
+// the GEMMs take a wider leading dimension and k's and v's columns further
+// in.
+TEST_P(CudaAttentionFusedQkv, MatchesSequenceMajorBitForBit) {
+  const SeqCase &c = GetParam();
+  std::unique_ptr<SeqProgram> seq = buildSeq(c, nullptr);
+  std::unique_ptr<SeqProgram> fused = buildFusedQkv(c, *seq);
+  for (int64_t cap : {0, 1, 3}) {
+    SCOPED_TRACE("chunks of at most " + std::to_string(cap));
+    auto want = runLoops(seq->p, cap), got = runLoops(fused->p, cap);
+    EXPECT_EQ(got[fused->out], want[seq->out]) << "out";
+    EXPECT_EQ(got[fused->lse], want[seq->lse]) << "lse";
+    int32_t grads[] = {seq->dq, seq->dk, seq->dv};
+    for (int part = 0; part < 3; ++part) {
+      std::vector<uint8_t> third = thirdOf(c, got[fused->dq], part);
+      std::vector<uint8_t> w = want[grads[part]];
+      w.resize(third.size()); // stores are at least 8 bytes
+      EXPECT_EQ(third, w) << "gradient third " << part;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, CudaAttentionSeqMajor,
                          ::testing::ValuesIn(seqCases()),
+                         [](const ::testing::TestParamInfo<SeqCase> &i) {
+                           return i.param.name;
+                         });
+INSTANTIATE_TEST_SUITE_P(Cases, CudaAttentionFusedQkv,
+                         ::testing::ValuesIn(fusedQkvCases()),
                          [](const ::testing::TestParamInfo<SeqCase> &i) {
                            return i.param.name;
                          });

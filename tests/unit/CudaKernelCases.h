@@ -439,11 +439,14 @@ inline void gemmEpilogueCases(std::vector<KernelCase> &cases) {
 /// [.., tk, dv] in type t (an f32 mask of shape `mask` unless empty, with
 /// some -inf, never on key 0: no row is all -inf); appends out, lse, dq, dk, dv
 /// to `outs`. heads > 0: sequence-major, q [batch.., tq, heads, d] and so on,
-/// lse [batch.., heads, tq].
+/// lse [batch.., heads, tq]. fusedQkv (heads > 0, tq = tk, d = dv): q, k
+/// and v are one random [batch.., tq, 3 * heads, d] projection and the
+/// gradient is one tensor of that shape.
 inline void attentionPair(OneProgram &p, DType t, std::vector<int64_t> batch,
                           int64_t tq, int64_t tk, int64_t d, int64_t dv,
                           std::vector<int64_t> mask, bool causal,
-                          std::vector<int32_t> &outs, int64_t heads = 0) {
+                          std::vector<int32_t> &outs, int64_t heads = 0,
+                          bool fusedQkv = false) {
   auto sh = [&](int64_t rows, int64_t cols) {
     std::vector<int64_t> s = batch;
     if (heads > 0)
@@ -452,9 +455,15 @@ inline void attentionPair(OneProgram &p, DType t, std::vector<int64_t> batch,
       s.insert(s.end(), {rows, cols});
     return s;
   };
-  std::vector<int32_t> in = {p.random(t, sh(tq, d), -1, 1),
-                             p.random(t, sh(tk, d), -1, 1),
-                             p.random(t, sh(tk, dv))};
+  std::vector<int32_t> in;
+  if (fusedQkv) {
+    std::vector<int64_t> s = batch;
+    s.insert(s.end(), {tq, 3 * heads, d});
+    in.assign(3, p.random(t, s, -1, 1));
+  } else {
+    in = {p.random(t, sh(tq, d), -1, 1), p.random(t, sh(tk, d), -1, 1),
+          p.random(t, sh(tk, dv))};
+  }
   int32_t dout = p.random(t, sh(tq, dv));
   int32_t m = -1;
   if (!mask.empty()) {
@@ -475,8 +484,11 @@ inline void attentionPair(OneProgram &p, DType t, std::vector<int64_t> batch,
     lseShape.push_back(heads);
   lseShape.push_back(tq);
   int32_t out = p.out(t, sh(tq, dv)), lse = p.out(DType::F32, lseShape);
-  std::vector<int32_t> grads = {p.out(t, sh(tq, d)), p.out(t, sh(tk, d)),
-                                p.out(t, sh(tk, dv))};
+  // fused_qkv: one gradient, the projection's.
+  std::vector<int32_t> grads =
+      fusedQkv ? std::vector<int32_t>{p.out(t, p.info(in[0]).shape)}
+               : std::vector<int32_t>{p.out(t, sh(tq, d)), p.out(t, sh(tk, d)),
+                                      p.out(t, sh(tk, dv))};
   double scale = 1.0 / std::sqrt(static_cast<double>(d));
   std::vector<int32_t> fin = in, gin = in;
   gin.insert(gin.end(), {out, lse, dout});
@@ -484,7 +496,8 @@ inline void attentionPair(OneProgram &p, DType t, std::vector<int64_t> batch,
     fin.push_back(m);
     gin.push_back(m);
   }
-  std::vector<int64_t> attrs = {causal ? 1 : 0, heads > 0 ? 1 : 0};
+  std::vector<int64_t> attrs = {causal ? 1 : 0, heads > 0 ? 1 : 0,
+                                fusedQkv ? 1 : 0};
   p.instr("attention", fin, {out, lse}, attrs, {scale});
   p.instr("attention_grad", gin, grads, attrs, {scale});
   outs.insert(outs.end(), {out, lse});
@@ -518,6 +531,7 @@ inline void attentionCases(std::vector<KernelCase> &cases) {
     attentionPair(p, t, {}, 5, 7, 8, 6, {6, 5, 7}, false, c.outs, 6);
     attentionPair(p, t, {2}, 5, 9, 8, 4, {}, true, c.outs, 3);
     attentionPair(p, t, {2}, 4, 300, 8, 8, {2, 3, 1, 300}, false, c.outs, 3);
+    attentionPair(p, t, {2}, 9, 9, 8, 8, {2, 3, 9, 9}, true, c.outs, 3, true);
     cases.push_back(std::move(c));
   }
   // The tiled kernels (16-bit, D 16, 32, 64, 80, 96 or 128): the tails of
@@ -534,6 +548,9 @@ inline void attentionCases(std::vector<KernelCase> &cases) {
     attentionPair(p, t, {1}, 20, 40, 128, 128, {20, 40}, false, c.outs);
     attentionPair(p, t, {2}, 70, 70, 80, 80, {}, true, c.outs);
     attentionPair(p, t, {}, 33, 90, 96, 96, {2, 1, 90}, false, c.outs, 2);
+    // q, k and v inside one fused QKV projection (GPT-2's layout).
+    attentionPair(p, t, {2}, 70, 70, 64, 64, {}, true, c.outs, 3, true);
+    attentionPair(p, t, {}, 65, 65, 32, 32, {1, 65}, false, c.outs, 2, true);
     cases.push_back(std::move(c));
   }
 }

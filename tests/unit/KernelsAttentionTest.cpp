@@ -196,7 +196,8 @@ struct Got {
 /// The kernels on p's data: packed, or with `heads` > 0 (p.batch's last
 /// dim) sequence-major, the data permuted to [outer..., T, H, C] and the
 /// results permuted back to p's packed layout.
-Got runKernels(const Problem &p, const Data &x, DType t, int64_t heads = 0) {
+Got runKernels(const Problem &p, const Data &x, DType t, int64_t heads = 0,
+               bool fusedQkv = false) {
   std::vector<int64_t> outer(p.batch.begin(), p.batch.end() - (heads ? 1 : 0));
   int64_t o = test::numel(outer);
   auto shape = [&](int64_t rows, int64_t cols) {
@@ -206,28 +207,58 @@ Got runKernels(const Problem &p, const Data &x, DType t, int64_t heads = 0) {
     return heads ? test::swapMiddleAxes(v, o, heads, rows, cols) : v;
   };
   Tensors ts;
-  int32_t q = ts.add(t, shape(p.tq, p.d), in(x.q, p.tq, p.d));
-  int32_t k = ts.add(t, shape(p.tk, p.d), in(x.k, p.tk, p.d));
-  int32_t v = ts.add(t, shape(p.tk, p.dv), in(x.v, p.tk, p.dv));
+  int32_t q, k, v;
+  if (fusedQkv) {
+    // One [outer..., T, 3H, D] tensor: each row is q's heads, k's, v's.
+    std::vector<float> parts[3] = {in(x.q, p.tq, p.d), in(x.k, p.tk, p.d),
+                                   in(x.v, p.tk, p.dv)};
+    int64_t e = heads * p.d, rows = o * p.tq;
+    std::vector<float> qkv(rows * 3 * e);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int part = 0; part < 3; ++part)
+        std::copy_n(parts[part].begin() + r * e, e,
+                    qkv.begin() + (r * 3 + part) * e);
+    q = k = v = ts.add(t, cat(outer, {p.tq, 3 * heads, p.d}), qkv);
+  } else {
+    q = ts.add(t, shape(p.tq, p.d), in(x.q, p.tq, p.d));
+    k = ts.add(t, shape(p.tk, p.d), in(x.k, p.tk, p.d));
+    v = ts.add(t, shape(p.tk, p.dv), in(x.v, p.tk, p.dv));
+  }
   int32_t dout = ts.add(t, shape(p.tq, p.dv), in(x.dout, p.tq, p.dv));
   int32_t out = ts.add(t, shape(p.tq, p.dv));
   int32_t lse = ts.add(DType::F32, cat(p.batch, {p.tq}));
-  int32_t dq = ts.add(t, shape(p.tq, p.d));
-  int32_t dk = ts.add(t, shape(p.tk, p.d));
-  int32_t dv = ts.add(t, shape(p.tk, p.dv));
+  // fused_qkv: one gradient, the projection's, split below.
+  int32_t dq =
+      fusedQkv ? ts.add(t, ts.infos[q].shape) : ts.add(t, shape(p.tq, p.d));
+  int32_t dk = fusedQkv ? -1 : ts.add(t, shape(p.tk, p.d));
+  int32_t dv = fusedQkv ? -1 : ts.add(t, shape(p.tk, p.dv));
   std::vector<int32_t> fin{q, k, v}, bin{q, k, v, out, lse, dout};
   if (!p.maskShape.empty()) {
     int32_t m = ts.add(DType::F32, p.maskShape, x.mask);
     fin.push_back(m);
     bin.push_back(m);
   }
-  std::vector<int64_t> attrs{p.causal, heads ? 1 : 0};
+  std::vector<int64_t> attrs{p.causal, heads ? 1 : 0, fusedQkv ? 1 : 0};
   ts.run("attention", fin, {out, lse}, attrs, {p.scale});
-  ts.run("attention_grad", bin, {dq, dk, dv}, attrs, {p.scale});
+  ts.run("attention_grad", bin,
+         fusedQkv ? std::vector<int32_t>{dq} : std::vector<int32_t>{dq, dk, dv},
+         attrs, {p.scale});
   auto got = [&](int32_t id, int64_t rows, int64_t cols) {
     std::vector<float> r = ts.get(id);
     return heads ? test::swapMiddleAxes(r, o, rows, heads, cols) : r;
   };
+  if (fusedQkv) {
+    // Third `part` of every row of the projection's gradient.
+    std::vector<float> all = ts.get(dq);
+    int64_t e = heads * p.d, rows = o * p.tq;
+    auto third = [&](int part) {
+      std::vector<float> r(rows * e);
+      for (int64_t i = 0; i < rows; ++i)
+        std::copy_n(all.begin() + (i * 3 + part) * e, e, r.begin() + i * e);
+      return test::swapMiddleAxes(r, o, p.tq, heads, p.d);
+    };
+    return {got(out, p.tq, p.dv), ts.get(lse), third(0), third(1), third(2)};
+  }
   return {got(out, p.tq, p.dv), ts.get(lse), got(dq, p.tq, p.d),
           got(dk, p.tk, p.d), got(dv, p.tk, p.dv)};
 }
@@ -603,6 +634,31 @@ TEST(KernelsAttention, CheckErrors) {
         "the seq_major attribute must be 0 or 1, got 3");
     bad([](auto &, auto &in) { in.iattrs = {0}; },
         "expects 2 integer attributes, got 1");
+    // fused_qkv (iattrs[2]): q, k and v one [B..., T, 3H, D] tensor.
+    bad(
+        [](auto &, auto &in) {
+          in.iattrs = {0, 1, 2};
+        },
+        "the fused_qkv attribute must be 0 or 1, got 2");
+    bad(
+        [](auto &, auto &in) {
+          in.iattrs = {0, 0, 1};
+        },
+        "fused_qkv: q, k and v need the sequence-major layout");
+    bad(
+        [](auto &, auto &in) {
+          in.iattrs = {0, 1, 1};
+        },
+        "fused_qkv: input 0 'q', input 1 'k' and input 2 'v' must be one "
+        "tensor (the QKV projection)");
+    bad(
+        [](auto &ts, auto &in) {
+          in.iattrs = {0, 1, 1};
+          in.inputs[1] = in.inputs[2] = in.inputs[0];
+          ts[Q].shape = {2, 4, 4};
+        },
+        "fused_qkv: input 0 'q' has shape [2,4,4]; expected [batch..., rows, "
+        "3 * heads, features]");
     // Sequence-major: q [2, 3, 4] is then T 2, H 3, D 4; k [2, 5, 4] has
     // 5 heads, not 3.
     bad(
@@ -675,20 +731,35 @@ void checkSeqMajor(const Problem &p, int64_t heads, DType t) {
   EXPECT_EQ(seq.dq, packed.dq);
   EXPECT_EQ(seq.dk, packed.dk);
   EXPECT_EQ(seq.dv, packed.dv);
+  if (p.tq != p.tk || p.d != p.dv)
+    return;
+  // q, k and v read inside one projection (tcc.attention's fused_qkv): the
+  // same entries again, through a wider row pitch.
+  Got qkv = runKernels(p, x, t, heads, /*fusedQkv=*/true);
+  EXPECT_EQ(qkv.out, packed.out);
+  EXPECT_EQ(qkv.lse, packed.lse);
+  EXPECT_EQ(qkv.dq, packed.dq);
+  EXPECT_EQ(qkv.dk, packed.dk);
+  EXPECT_EQ(qkv.dv, packed.dv);
 }
 } // namespace
 
 // Sequence-major operands ([B..., T, H, D], tcc.attention's seq_major: the
-// layout before the head transposes) give the packed results bit for bit:
-// rank 3 (nn.MultiheadAttention's [T, N*H, D]) and rank 4 ([B, T, H, D]),
-// causal blocks, masks per entry, and entries on the thread pool.
+// layout before the head transposes) give the [B..., T, D] results bit for
+// bit: rank 3 (nn.MultiheadAttention's [T, N*H, D]) and rank 4 ([B, T, H,
+// D]), causal blocks, masks per entry, and entries on the thread pool; and
+// so do q, k and v inside one [B..., T, 3H, D] projection where Tq = Tk
+// and D = Dv.
 TEST(KernelsAttention, SeqMajorMatchesPacked) {
   for (DType t : kTypes) {
     checkSeqMajor({{3}, 5, 7, 4, 6}, 3, t);
     checkSeqMajor({{4}, 6, 6, 3, 5, true}, 4, t);
+    checkSeqMajor({{4}, 6, 6, 5, 5, true}, 4, t);
+    checkSeqMajor({{2, 3}, 7, 7, 4, 4, false, {2, 3, 7, 7}}, 3, t);
     checkSeqMajor({{2, 3}, 4, 5, 3, 2, false, {2, 3, 4, 5}}, 3, t);
     checkSeqMajor({{2, 3}, 40, 40, 3, 2, true, {1, 1, 1, 40}}, 3, t);
   }
   checkSeqMajor({{4}, 70, 2100, 4, 3, true, {1, 2100}}, 4, DType::F32);
   checkSeqMajor({{2, 2}, 64, 64, 8, 8, true}, 2, DType::BF16);
+  checkSeqMajor({{3, 2}, 80, 80, 16, 16, true}, 2, DType::F16);
 }

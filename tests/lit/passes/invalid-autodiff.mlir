@@ -102,3 +102,16 @@ func.func @train_step(%q: tensor<2x3x4xf32> {tcc.kind = "param", tcc.name = "q"}
   %l = tcc.mse_loss %lse, %t : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A fused-QKV attention (tcc-pack-attention's, formed after autodiff) is
+// not differentiated.
+func.func @train_step(%x: tensor<2x3x6x4xf32> {tcc.kind = "param", tcc.name = "x"},
+                      %t: tensor<2x3x2x4xf32> {tcc.kind = "input", tcc.name = "labels"})
+    -> (tensor<f32> {tcc.kind = "loss"}) {
+  // expected-error @+1 {{tcc.attention: fused_qkv attention has no gradient rule (it is formed after autodiff, by tcc-pack-attention)}}
+  %o, %lse = tcc.attention %x, %x, %x {scale = 0.5 : f64, seq_major = true, fused_qkv = true} : (tensor<2x3x6x4xf32>, tensor<2x3x6x4xf32>, tensor<2x3x6x4xf32>) -> (tensor<2x3x2x4xf32>, tensor<2x2x3xf32>)
+  %l = tcc.mse_loss %o, %t : (tensor<2x3x2x4xf32>, tensor<2x3x2x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -187,8 +187,8 @@ module attributes {tcc.batch = 2 : i64} {
 // BF16:         %[[K:.+]] = tcc.matmul %[[QL]], {{.*}} -> tensor<2x4x8xbf16>
 // BF16:         %[[O:.+]], %[[L:.+]] = tcc.attention %[[QL]], %[[K]], %[[QL]], %[[M]] {scale = 5.000000e-01 : f64} : (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<4x4xf32>) -> (tensor<2x4x8xbf16>, tensor<2x4xf32>)
 // BF16:         %[[OF:.+]] = tcc.cast %[[O]] : tensor<2x4x8xbf16> -> tensor<2x4x8xf32>
-// BF16:         %[[DQ:.+]], %{{.+}}, %{{.+}} = tcc.attention_grad %[[QL]], %[[K]], %[[QL]], %[[O]], %[[L]], %[[O]], %[[M]] {scale = 5.000000e-01 : f64} : (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4xf32>, tensor<2x4x8xbf16>, tensor<4x4xf32>) -> (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>)
-// BF16:         %[[DQF:.+]] = tcc.cast %[[DQ]] : tensor<2x4x8xbf16> -> tensor<2x4x8xf32>
+// BF16:         %[[G:.+]]:3 = tcc.attention_grad %[[QL]], %[[K]], %[[QL]], %[[O]], %[[L]], %[[O]], %[[M]] {scale = 5.000000e-01 : f64} : (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4xf32>, tensor<2x4x8xbf16>, tensor<4x4xf32>) -> (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>)
+// BF16:         %[[DQF:.+]] = tcc.cast %[[G]]#0 : tensor<2x4x8xbf16> -> tensor<2x4x8xf32>
 // BF16:         return %[[OF]], %[[L]], %[[DQF]]
 // FP16-LABEL: func.func @forward
 // FP16:         tcc.attention {{.*}} : (tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<4x4xf32>) -> (tensor<2x4x8xf16>, tensor<2x4xf32>)

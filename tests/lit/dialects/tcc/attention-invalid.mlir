@@ -169,3 +169,31 @@ func.func @seq_major_mask(%q: tensor<2x8x3x16xf32>, %m: tensor<2x1x8x8xf32>) -> 
   %o, %l = tcc.attention %q, %q, %q, %m {scale = 1.0 : f64, seq_major = true} : (tensor<2x8x3x16xf32>, tensor<2x8x3x16xf32>, tensor<2x8x3x16xf32>, tensor<2x1x8x8xf32>) -> (tensor<2x8x3x16xf32>, tensor<2x3x8xf32>)
   return %o : tensor<2x8x3x16xf32>
 }
+
+// -----
+
+// fused_qkv: one projection [B..., T, 3H, D], sequence-major.
+func.func @fused_qkv_not_seq_major(%x: tensor<2x8x12x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+2 {{tcc.attention: fused_qkv operands need the sequence-major layout (seq_major)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = tcc.attention %x, %x, %x {scale = 1.0 : f64, fused_qkv = true} : (tensor<2x8x12x16xf32>, tensor<2x8x12x16xf32>, tensor<2x8x12x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
+  return %o : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+func.func @fused_qkv_three_values(%x: tensor<2x8x12x16xf32>, %y: tensor<2x8x12x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+2 {{tcc.attention: fused_qkv: query, key and value must be one value, the projection [batch..., rows, 3 * heads, features]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = tcc.attention %x, %y, %x {scale = 1.0 : f64, seq_major = true, fused_qkv = true} : (tensor<2x8x12x16xf32>, tensor<2x8x12x16xf32>, tensor<2x8x12x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
+  return %o : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+func.func @fused_qkv_heads(%x: tensor<2x8x10x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+2 {{tcc.attention_grad: fused_qkv: the projection [2,8,10,16] needs rank >= 3 and a head dimension (-2) that is a multiple of 3 (query, key and value heads)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dq, %dk, %dv = tcc.attention_grad %x, %x, %x, %x, %x, %x {scale = 1.0 : f64, seq_major = true, fused_qkv = true} : (tensor<2x8x10x16xf32>, tensor<2x8x10x16xf32>, tensor<2x8x10x16xf32>, tensor<2x8x10x16xf32>, tensor<2x8x10x16xf32>, tensor<2x8x10x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>)
+  return %dq : tensor<2x8x4x16xf32>
+}

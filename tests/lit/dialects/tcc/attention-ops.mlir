@@ -20,6 +20,17 @@ func.func @seq_major(%q: tensor<8x4x16xf32>, %q4: tensor<2x5x3x4xbf16>,
   return %dq, %o4 : tensor<8x4x16xf32>, tensor<2x5x3x6xbf16>
 }
 
+// q, k and v inside one fused QKV projection [B, T, 3H, D]: the results
+// are those of its thirds [B, T, H, D]; the gradient is the projection's.
+// CHECK-LABEL: func.func @fused_qkv
+// CHECK: tcc.attention %[[X:.+]], %[[X]], %[[X]] {causal = true, fused_qkv = true, scale = 1.250000e-01 : f64, seq_major = true} : (tensor<2x8x12x16xbf16>, tensor<2x8x12x16xbf16>, tensor<2x8x12x16xbf16>) -> (tensor<2x8x4x16xbf16>, tensor<2x4x8xf32>)
+// CHECK: tcc.attention_grad %[[X]], %[[X]], %[[X]], %{{.+}}, %{{.+}}, %{{.+}} {causal = true, fused_qkv = true, scale = 1.250000e-01 : f64, seq_major = true} : {{.+}} -> tensor<2x8x12x16xbf16>
+func.func @fused_qkv(%x: tensor<2x8x12x16xbf16>) -> tensor<2x8x12x16xbf16> {
+  %o, %lse = tcc.attention %x, %x, %x {scale = 0.125 : f64, causal = true, seq_major = true, fused_qkv = true} : (tensor<2x8x12x16xbf16>, tensor<2x8x12x16xbf16>, tensor<2x8x12x16xbf16>) -> (tensor<2x8x4x16xbf16>, tensor<2x4x8xf32>)
+  %dx = tcc.attention_grad %x, %x, %x, %o, %lse, %o {scale = 0.125 : f64, causal = true, seq_major = true, fused_qkv = true} : (tensor<2x8x12x16xbf16>, tensor<2x8x12x16xbf16>, tensor<2x8x12x16xbf16>, tensor<2x8x4x16xbf16>, tensor<2x4x8xf32>, tensor<2x8x4x16xbf16>) -> tensor<2x8x12x16xbf16>
+  return %dx : tensor<2x8x12x16xbf16>
+}
+
 // CHECK-LABEL: func.func @forward
 // CHECK: %{{.+}}, %{{.+}} = tcc.attention %{{.+}}, %{{.+}}, %{{.+}} {causal = true, scale = 1.250000e-01 : f64} : (tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>)
 // CHECK: %{{.+}}, %{{.+}} = tcc.attention %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {scale = 5.000000e-01 : f64} : (tensor<2x3x5x4xf32>, tensor<2x3x7x4xf32>, tensor<2x3x7x6xf32>, tensor<2x3x1x7xf32>) -> (tensor<2x3x5x6xf32>, tensor<2x3x5xf32>)
@@ -36,8 +47,8 @@ func.func @forward(%q: tensor<4x8x16xf32>, %q4: tensor<2x3x5x4xf32>,
 }
 
 // CHECK-LABEL: func.func @backward
-// CHECK: %{{.+}}, %{{.+}}, %{{.+}} = tcc.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {causal = true, scale = 1.250000e-01 : f64} : (tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8x16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>)
-// CHECK: %{{.+}}, %{{.+}}, %{{.+}} = tcc.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {scale = 5.000000e-01 : f64} : (tensor<2x3x5x4xf16>, tensor<2x3x7x4xf16>, tensor<2x3x7x6xf16>, tensor<2x3x5x6xf16>, tensor<2x3x5xf32>, tensor<2x3x5x6xf16>, tensor<1x1x5x7xf32>) -> (tensor<2x3x5x4xf16>, tensor<2x3x7x4xf16>, tensor<2x3x7x6xf16>)
+// CHECK: %{{.+}}:3 = tcc.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {causal = true, scale = 1.250000e-01 : f64} : (tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8x16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>)
+// CHECK: %{{.+}}:3 = tcc.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {scale = 5.000000e-01 : f64} : (tensor<2x3x5x4xf16>, tensor<2x3x7x4xf16>, tensor<2x3x7x6xf16>, tensor<2x3x5x6xf16>, tensor<2x3x5xf32>, tensor<2x3x5x6xf16>, tensor<1x1x5x7xf32>) -> (tensor<2x3x5x4xf16>, tensor<2x3x7x4xf16>, tensor<2x3x7x6xf16>)
 func.func @backward(%q: tensor<4x8x16xf32>, %lse: tensor<4x8xf32>,
                     %q4: tensor<2x3x5x4xf16>, %k4: tensor<2x3x7x4xf16>,
                     %v4: tensor<2x3x7x6xf16>, %o4: tensor<2x3x5x6xf16>,
