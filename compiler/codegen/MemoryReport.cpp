@@ -195,10 +195,10 @@ MemoryReport tcc::analyzeMemory(const rt::Artifact &a) {
           const rt::TensorInfo &q = a.tensors[in.inputs[0]];
           pr.attentionScratch = std::max(
               pr.attentionScratch,
-              rt::attentionScratchBytes(q.shape, a.tensors[in.inputs[1]].shape,
-                                        a.tensors[in.inputs[2]].shape, q.dtype,
-                                        in.iattrs.size() > 1 && in.iattrs[1],
-                                        in.iattrs.size() > 2 && in.iattrs[2]));
+              rt::attentionScratchBytes(
+                  rt::attentionDims(q.shape, a.tensors[in.inputs[1]].shape,
+                                    a.tensors[in.inputs[2]].shape, in),
+                  q.dtype));
         }
     r.programs.push_back(pr);
   }

@@ -27,6 +27,13 @@ AttentionDims attentionDims(const std::vector<int64_t> &q,
   return p;
 }
 
+AttentionDims attentionDims(const std::vector<int64_t> &q,
+                            const std::vector<int64_t> &k,
+                            const std::vector<int64_t> &v, const Instr &in) {
+  auto flag = [&](size_t i) { return in.iattrs.size() > i && in.iattrs[i]; };
+  return attentionDims(q, k, v, flag(1), flag(2));
+}
+
 AttentionPlan planAttention(const std::vector<int64_t> &q,
                             const std::vector<int64_t> &k,
                             const std::vector<int64_t> &v, DType t,
@@ -65,14 +72,17 @@ AttentionPlan planAttention(const AttentionDims &dims, DType t,
   return p;
 }
 
-int64_t attentionScratchBytes(const std::vector<int64_t> &q,
-                              const std::vector<int64_t> &k,
-                              const std::vector<int64_t> &v, DType t,
-                              bool seqMajor, bool fusedQkv) {
-  AttentionDims dims = attentionDims(q, k, v, seqMajor, fusedQkv);
+int64_t attentionScratchBytes(const AttentionDims &dims, DType t) {
   if (attentionTilesFit(dims, t))
     return attentionTilesScratch(dims);
   return planAttention(dims, t).scratchBytes;
+}
+
+int64_t attentionScratchBytes(const std::vector<int64_t> &q,
+                              const std::vector<int64_t> &k,
+                              const std::vector<int64_t> &v, DType t,
+                              bool seqMajor) {
+  return attentionScratchBytes(attentionDims(q, k, v, seqMajor), t);
 }
 
 } // namespace tcc::rt

@@ -42,11 +42,12 @@ constexpr int64_t kAttentionScratchBudget = 256ll << 20;
 /// elements apart.
 ///
 /// Fused QKV (tcc.attention's `fused_qkv`, iattrs[2]; sequence-major only):
-/// q, k
-/// and v are one tensor [B..., T, 3H, D], the QKV projection, whose heads
-/// [0, H), [H, 2H) and [2H, 3H) are q's, k's and v's. Their rows are then
-/// 3 * H * D elements apart and k and v start H * D and 2 * H * D elements
-/// in (inputPitch, inputOffset); out, dout and the gradients are apart.
+/// q, k and v are one tensor [B..., T, 3H, D], the QKV projection, whose
+/// heads [0, H), [H, 2H) and [2H, 3H) are q's, k's and v's, and
+/// attention_grad writes dq, dk and dv into one tensor of that layout. Their
+/// rows are then 3 * H * D elements apart and k and v (dk, dv) start H * D
+/// and 2 * H * D elements in (inputPitch, inputOffset); out and dout keep
+/// H * D.
 struct AttentionDims {
   int64_t batch = 0, tq = 0, tk = 0, d = 0, dv = 0;
   /// H: entries per outer index (1 when not sequence-major).
@@ -62,6 +63,15 @@ struct AttentionDims {
   int64_t inputOffset(int part) const {
     return fusedQkv ? part * heads * d : 0;
   }
+  /// Row pitch and element offset of entry `e` of an operand with `rows`
+  /// rows and `cols` columns per entry: `part` 0, 1, 2 for q, k, v and
+  /// their gradients (the thirds of one tensor when fused QKV), -1 for out
+  /// and dout.
+  int64_t pitch(int64_t cols, int part) const {
+    return part >= 0 ? inputPitch(cols) : heads * cols;
+  }
+  inline int64_t entryOffset(int64_t e, int64_t rows, int64_t cols,
+                             int part) const;
 };
 
 /// The sizes and how the batch is chunked on the GPU.
@@ -92,6 +102,12 @@ TCC_HOST_DEVICE inline int64_t attentionRowOffset(int64_t e, int64_t i,
   return attentionRowOffset(e, i, heads, rows, cols, heads * cols);
 }
 
+inline int64_t AttentionDims::entryOffset(int64_t e, int64_t rows, int64_t cols,
+                                          int part) const {
+  return attentionRowOffset(e, 0, heads, rows, cols, pitch(cols, part)) +
+         (part >= 0 ? inputOffset(part) : 0);
+}
+
 /// The sizes of q, k and v of one rank >= 3 (>= 3 also when `seqMajor`:
 /// B... may be empty), shapes as the kernels' checks accept them. With
 /// `fusedQkv`, q, k and v are the projection [B..., T, 3H, D] each.
@@ -99,6 +115,11 @@ AttentionDims attentionDims(const std::vector<int64_t> &q,
                             const std::vector<int64_t> &k,
                             const std::vector<int64_t> &v, bool seqMajor,
                             bool fusedQkv = false);
+/// The same in the layout of an attention / attention_grad instr's iattrs
+/// [causal, seq_major (, fused_qkv)].
+AttentionDims attentionDims(const std::vector<int64_t> &q,
+                            const std::vector<int64_t> &k,
+                            const std::vector<int64_t> &v, const Instr &in);
 
 /// The plan for q, k, v (see attentionDims) of dtype `t`: as many entries
 /// per chunk as kAttentionScratchBudget holds (at least one), spread evenly
@@ -134,10 +155,11 @@ inline int64_t attentionTilesScratch(const AttentionDims &dims) {
 /// The scratch the GPU's attention takes by default: the tiled kernels' when
 /// they fit, else the chunk plan's (what the compiler's memory report
 /// predicts; TCC_CUDA_ATTENTION=chunked or an older GPU takes the latter).
+int64_t attentionScratchBytes(const AttentionDims &dims, DType t);
 int64_t attentionScratchBytes(const std::vector<int64_t> &q,
                               const std::vector<int64_t> &k,
                               const std::vector<int64_t> &v, DType t,
-                              bool seqMajor, bool fusedQkv = false);
+                              bool seqMajor);
 
 } // namespace tcc::rt
 

@@ -323,9 +323,8 @@ static constexpr int64_t kMinBlockRows = 32;
 static constexpr int64_t kMaxBlockFloats = 1 << 24;
 
 static AttnGeom geometry(const KernelArgs &a, size_t nIn) {
-  AttnGeom g{attentionDims(*a.in[0].shape, *a.in[1].shape, *a.in[2].shape,
-                           a.instr.iattrs[1] != 0,
-                           a.instr.iattrs.size() > 2 && a.instr.iattrs[2])};
+  AttnGeom g{
+      attentionDims(*a.in[0].shape, *a.in[1].shape, *a.in[2].shape, a.instr)};
   g.scale = static_cast<float>(a.instr.fattrs[0]);
   g.causal = a.instr.iattrs[0] != 0;
   g.dtype = a.in[0].dtype;
@@ -374,24 +373,13 @@ struct Rows {
   const float *row(int64_t i) const { return p + i * ld; }
 };
 
-/// Where row 0 of entry `b` of an operand (`rows` x `cols` per entry)
-/// starts and its row pitch: `part` 0, 1, 2 are q, k, v or their
-/// gradients (with fused_qkv the thirds of one projection), -1 out or dout.
-static std::pair<int64_t, int64_t>
-entryAt(const AttnGeom &g, int64_t b, int64_t rows, int64_t cols, int part) {
-  int64_t ld = part >= 0 ? g.inputPitch(cols) : g.heads * cols;
-  return {attentionRowOffset(b, 0, g.heads, rows, cols, ld) +
-              (part >= 0 ? g.inputOffset(part) : 0),
-          ld};
-}
-
 /// Entry `b` of operand `t` (`rows` x `cols` per entry, in g's layout) as
 /// f32: the tensor itself, strided, or its rows widened into the slot.
 /// `part` 0, 1, 2: q, k or v (fused_qkv: a third of one tensor); -1: out or
 /// dout.
 static Rows entryF32(const AttnGeom &g, const TensorView &t, int64_t b,
                      int64_t rows, int64_t cols, Slot slot, int part) {
-  auto [at, ld] = entryAt(g, b, rows, cols, part);
+  int64_t at = g.entryOffset(b, rows, cols, part), ld = g.pitch(cols, part);
   if (t.dtype == DType::F32)
     return {t.f32() + at, ld};
   float *dst = scratch().get(slot, rows * cols);
@@ -408,10 +396,8 @@ static Rows entryF32(const AttnGeom &g, const TensorView &t, int64_t b,
 /// computed: in place for f32, else in the slot (stored by storeEntry).
 static Rows outF32(const AttnGeom &g, const TensorView &t, int64_t b,
                    int64_t rows, int64_t cols, Slot slot, int part) {
-  if (t.dtype == DType::F32) {
-    auto [at, ld] = entryAt(g, b, rows, cols, part);
-    return {t.f32() + at, ld};
-  }
+  if (t.dtype == DType::F32)
+    return {t.f32() + g.entryOffset(b, rows, cols, part), g.pitch(cols, part)};
   return {scratch().get(slot, rows * cols), cols};
 }
 
@@ -419,8 +405,9 @@ static void storeEntry(const AttnGeom &g, const TensorView &t, int64_t b,
                        int64_t rows, int64_t cols, const Rows &v, int part) {
   if (t.dtype == DType::F32)
     return;
-  auto [at, ld] = entryAt(g, b, rows, cols, part);
-  uint16_t *dst = static_cast<uint16_t *>(t.data) + at;
+  int64_t ld = g.pitch(cols, part);
+  uint16_t *dst =
+      static_cast<uint16_t *>(t.data) + g.entryOffset(b, rows, cols, part);
   if (ld == cols)
     narrowFromF32(v.p, t.dtype, dst, rows * cols);
   else

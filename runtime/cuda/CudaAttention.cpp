@@ -19,20 +19,15 @@
 
 namespace tcc::rt::cuda {
 
-/// iattrs [causal, seq_major (, fused_qkv)] (checkInstr holds them to 0 or 1).
-static bool seqMajor(const Instr &in) {
-  return in.iattrs.size() > 1 && in.iattrs[1] != 0;
-}
-static bool fusedQkv(const Instr &in) {
-  return in.iattrs.size() > 2 && in.iattrs[2] != 0;
-}
-
 /// Checks what the chunk loops rely on beyond checkInstr (which validated
 /// the operands against Kernels.h) and returns the plan.
 static AttentionPlan planOf(const Instr &in, const std::vector<TensorInfo> &t) {
   bool grad = in.kernel == "attention_grad";
   size_t nIn = grad ? 6 : 3;
-  size_t nOut = grad ? (fusedQkv(in) ? 1 : 3) : 2;
+  // iattrs [causal, seq_major (, fused_qkv)]: a fused-QKV backward writes
+  // one gradient.
+  bool fused = in.iattrs.size() > 2 && in.iattrs[2] != 0;
+  size_t nOut = grad ? (fused ? 1 : 3) : 2;
   if (in.inputs.size() < nIn || in.inputs.size() > nIn + 1 ||
       in.outputs.size() != nOut)
     throw Error("the CUDA " + in.kernel + " kernel takes " +
@@ -49,9 +44,7 @@ static AttentionPlan planOf(const Instr &in, const std::vector<TensorInfo> &t) {
   if (q.dtype != DType::F32 && !isHalfDType(q.dtype))
     throw Error("no CUDA " + in.kernel + " kernel for " + dtypeName(q.dtype) +
                 " operands ('" + q.name + "'); it takes f32, bf16 or f16");
-  return planAttention(
-      attentionDims(q.shape, k.shape, v.shape, seqMajor(in), fusedQkv(in)),
-      q.dtype);
+  return planAttention(attentionDims(q.shape, k.shape, v.shape, in), q.dtype);
 }
 
 bool tiledAttentionAllowed(const char *value) {
@@ -161,10 +154,8 @@ static Mat operand(const TensorView &t, const AttentionPlan &pl, int64_t e0,
   int64_t es = static_cast<int64_t>(dtypeSize(t.dtype));
   if (pl.heads == 1)
     return {base + e0 * rows * cols * es, rows * cols, 0};
-  int64_t ld = part >= 0 ? pl.inputPitch(cols) : pl.heads * cols;
-  int64_t at = attentionRowOffset(e0, 0, pl.heads, rows, cols, ld) +
-               (part >= 0 ? pl.inputOffset(part) : 0);
-  return {base + at * es, cols, ld};
+  return {base + pl.entryOffset(e0, rows, cols, part) * es, cols,
+          pl.pitch(cols, part)};
 }
 
 /// Entry `i` of the chunk in the scratch array at `base` of type `t`.
@@ -271,7 +262,7 @@ void runAttentionGrad(const CudaArgs &a, const AttentionPlan &pl,
   const TensorView &Q = a.in[0], &K = a.in[1], &V = a.in[2], &O = a.in[3],
                    &L = a.in[4], &dO = a.in[5];
   // fused_qkv: the thirds of one gradient (operand()'s parts 0, 1, 2).
-  bool fused = fusedQkv(a.instr);
+  bool fused = pl.fusedQkv;
   const TensorView &dQ = a.out[0], &dK = a.out[fused ? 0 : 1],
                    &dV = a.out[fused ? 0 : 2];
   const TensorView *mask = a.in.size() > 6 ? &a.in[6] : nullptr;
@@ -318,10 +309,9 @@ void runAttentionGrad(const CudaArgs &a, const AttentionPlan &pl,
 }
 
 static AttentionPlan planOfViews(const CudaArgs &a) {
-  return planAttention(attentionDims(*a.in[0].shape, *a.in[1].shape,
-                                     *a.in[2].shape, seqMajor(a.instr),
-                                     fusedQkv(a.instr)),
-                       a.in[0].dtype);
+  return planAttention(
+      attentionDims(*a.in[0].shape, *a.in[1].shape, *a.in[2].shape, a.instr),
+      a.in[0].dtype);
 }
 
 /// The tiled kernels' view of the instr, or nothing when the chunk loop
@@ -369,7 +359,7 @@ static std::optional<AttentionTiles> tilesOf(const CudaArgs &a,
     t.lse = static_cast<float *>(a.in[4].data);
     t.dout = a.in[5].data;
     // fused_qkv: the thirds of one gradient, rows inputPitch apart.
-    bool fused = fusedQkv(a.instr);
+    bool fused = pl.fusedQkv;
     const TensorView &dQ = a.out[0], &dK = a.out[fused ? 0 : 1],
                      &dV = a.out[fused ? 0 : 2];
     size_t gs = dtypeSize(dQ.dtype);

@@ -379,10 +379,9 @@ runLoops(const OneProgram &prog, int64_t chunkCap, int64_t *chunks = nullptr) {
                                     &art.tensors[id].shape,
                                     art.tensors[id].numElements()});
     const auto &sh = [&](int i) { return art.tensors[in.inputs[i]].shape; };
-    AttentionPlan plan = cuda::planAttention(
-        attentionDims(sh(0), sh(1), sh(2), in.iattrs[1] != 0,
-                      in.iattrs.size() > 2 && in.iattrs[2] != 0),
-        art.tensors[in.inputs[0]].dtype, chunkCap);
+    AttentionPlan plan =
+        cuda::planAttention(attentionDims(sh(0), sh(1), sh(2), in),
+                            art.tensors[in.inputs[0]].dtype, chunkCap);
     if (chunks && plan.chunk)
       *chunks = (plan.batch + plan.chunk - 1) / plan.chunk;
     // The registry's prepare asks for the uncapped plan's scratch: at
