@@ -51,16 +51,13 @@ static std::string toCuda(std::string s) {
   return s;
 }
 
-/// The most per-lane array entries a rows kernel keeps (see above).
-static constexpr int64_t kMaxLaneSlots = 64;
-
 namespace {
 class CudaEmitter {
 public:
   explicit CudaEmitter(const KernelGraph &g)
       : g(g), op(g.op), C(std::to_string(g.d.cols)),
         R(std::to_string(g.d.rows)), rows(g.hasRowNodes()),
-        wide((g.d.cols + 31) / 32 > kMaxLaneSlots) {}
+        wide(g.cudaRecomputes()) {}
   LogicalResult emit(std::string &code, rt::DeviceKernel &k);
 
 private:
@@ -218,10 +215,14 @@ static const char *cudaType(Type t) {
 void CudaEmitter::signature(std::ostream &os, const std::string &symbol) const {
   os << "extern \"C\" __global__ void __launch_bounds__(" << (rows ? 128 : 256)
      << ") " << symbol << "(";
+  // The pointers of an in-place pair may be equal: not __restrict__.
   for (auto [k, v] : llvm::enumerate(op.getInputs()))
-    os << "const " << cudaType(v.getType()) << " *__restrict__ in" << k << ", ";
+    os << "const " << cudaType(v.getType())
+       << (g.readsInPlace((int)k) ? " *in" : " *__restrict__ in") << k << ", ";
   for (auto [k, v] : llvm::enumerate(op.getResults()))
-    os << cudaType(v.getType()) << " *__restrict__ out" << k << ", ";
+    os << cudaType(v.getType())
+       << (g.writesInPlace((int)k) ? " *out" : " *__restrict__ out") << k
+       << ", ";
   os << "double *__restrict__ tcc_partials, long long *__restrict__ tcc_err)";
 }
 
@@ -236,6 +237,8 @@ void CudaEmitter::emitElements(std::ostream &os) const {
   for (const ViewVar &v : g.views)
     os << v.code;
   // Index order is a topological order: every node after its arguments.
+  // An in-place output is stored after every load of the element.
+  std::string inPlaceStores;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node &n = g.nodes[i];
     std::string v = "v" + std::to_string(i);
@@ -246,14 +249,21 @@ void CudaEmitter::emitElements(std::ostream &os) const {
       os << "    " << define((int)i, subst(n, -1)) << "\n";
     else
       continue;
-    if (n.output >= 0)
-      os << "    out" << n.output << "[r * " << g.outStride(n.output)
-         << " + j] = " << stored((int)i) << ";\n";
+    if (n.output >= 0) {
+      std::string st = "    out" + std::to_string(n.output) + "[r * " +
+                       std::to_string(g.outStride(n.output)) +
+                       " + j] = " + stored((int)i) + ";\n";
+      if (g.writesInPlace(n.output))
+        inPlaceStores += st;
+      else
+        os << st;
+    }
     for (auto [node, k] : g.rowStores)
       if (node == (int)i)
         os << "    if (j == 0)\n      out" << k << "[r] = " << stored((int)i)
            << ";\n";
   }
+  os << inPlaceStores;
   // Padded outputs: the thread of column j < pad also zeroes column
   // cols + j of its row (pad <= cols, FusionModel.h), so every pad column
   // has a thread whatever the grid.
@@ -374,19 +384,36 @@ void CudaEmitter::emitRows(std::ostream &os) const {
       any |= n.vec && n.time == t && n.kind == NodeKind::Expr;
     if (!any)
       continue;
+    // A loop that writes an in-place output: every lane has done the
+    // earlier slots' reads of the row (picks read other lanes' columns)
+    // before any lane writes, and within the loop body the output is
+    // stored after everything that reads the input.
+    bool writesInPlace = false;
+    for (const Node &n : g.nodes)
+      writesInPlace |= n.vec && n.time == t && n.kind == NodeKind::Expr &&
+                       n.output >= 0 && g.writesInPlace(n.output);
+    if (writesInPlace)
+      os << "    __syncwarp();\n";
+    std::string inPlaceStores;
     os << columnLoop("    ");
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node &n = g.nodes[i];
       if (!n.vec || n.time != t || n.kind != NodeKind::Expr)
         continue;
       os << "      " << define((int)i, subst(n, t)) << "\n";
-      if (n.output >= 0)
-        os << "      out" << n.output << "[r * " << g.outStride(n.output)
-           << " + j] = " << stored((int)i) << ";\n";
+      if (n.output >= 0) {
+        std::string st = "      out" + std::to_string(n.output) + "[r * " +
+                         std::to_string(g.outStride(n.output)) +
+                         " + j] = " + stored((int)i) + ";\n";
+        if (g.writesInPlace(n.output))
+          inPlaceStores += st;
+        else
+          os << st;
+      }
       if (n.scratch >= 0 && !wide)
         os << "      s" << n.scratch << "[tcc_k] = v" << i << ";\n";
     }
-    os << "    }\n";
+    os << inPlaceStores << "    }\n";
   }
   os << "  }\n}\n";
 }
@@ -445,6 +472,8 @@ LogicalResult CudaEmitter::emit(std::string &code, rt::DeviceKernel &k) {
   k.cols = g.d.cols;
   k.partialsPerRow = g.partials;
   k.block = rows ? 128 : 256;
+  for (auto [o, i] : g.inPlace)
+    k.inPlace.push_back({o, i});
 
   std::ostringstream os;
   os << "// kernel " << K << " (" << k.name << "): mapping " << k.mapping

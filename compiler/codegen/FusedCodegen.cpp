@@ -425,7 +425,95 @@ LogicalResult KernelGen::analyze() {
       n.scratch = scratch++;
     maxTime = std::max(maxTime, n.time);
   }
+  findInPlace();
   return success();
+}
+
+/// Whether a wide CUDA rows kernel, which keeps no vectors between slots,
+/// reads input `input` to recompute vector node `n` (CudaEmit.cpp's
+/// recompute): a Load of it, or an expression over one that is no output
+/// (an output is read back). Row scalars are registers.
+static bool recomputeReads(const std::vector<Node> &nodes, int n, int input) {
+  const Node &x = nodes[n];
+  if (x.kind == NodeKind::Load)
+    return x.input == input;
+  if (x.kind != NodeKind::Expr || !x.vec || x.output >= 0)
+    return false;
+  for (int a : x.args)
+    if (recomputeReads(nodes, a, input))
+      return true;
+  return false;
+}
+
+/// Output `output` may be written over input `input` when, row by row,
+/// every read of an input element comes before the write of the output
+/// element at the same address:
+///  - the output is a vector written in one column loop (time T), and the
+///    input is read only as whole vectors whose row r starts where the
+///    output's row r starts (the same row pitch, so column j of both is one
+///    address; a padded output's pad columns are never read as input);
+///  - every slot that reads the input (a loop, a reduction or a pick, or,
+///    in a wide CUDA rows kernel, a recomputation from it) runs before T,
+///    or is loop T itself, whose reads of column j come before its store
+///    of column j (the emitters store such outputs after everything else
+///    of the loop body). Vectors of earlier slots are otherwise read from
+///    scratch rows, lane arrays or outputs, not from the input.
+/// Each row touches only its own row of both, so rows may run in any order
+/// and in parallel.
+bool KernelGen::inPlaceSafe(int output, int input) const {
+  FusedOp f = op; // a handle; its accessors are not const
+  auto out = cast<ShapedType>(f.getResult(output).getType());
+  auto in = cast<ShapedType>(f.getInputs()[input].getType());
+  if (d.cols <= 1 || out.getElementType() != in.getElementType() ||
+      out.getNumElements() != in.getNumElements() ||
+      !isa<FloatType>(in.getElementType()))
+    return false;
+  int T = -1;
+  for (const Node &n : nodes)
+    if (n.output == output && n.vec)
+      T = n.time;
+  if (T < 0)
+    return false;
+  std::string row = "(r * " + std::to_string(outStride(output)) + ")";
+  for (const Node &n : nodes) {
+    if (n.kind == NodeKind::Load) {
+      if (n.input == input && (!n.vec || n.tmpl != row))
+        return false;
+      continue;
+    }
+    for (int a : n.args) {
+      const Node &x = nodes[a];
+      bool reads = x.kind == NodeKind::Load
+                       ? x.input == input
+                       : cudaRecomputes() && x.vec && x.time < n.time &&
+                             recomputeReads(nodes, a, input);
+      if (!reads)
+        continue;
+      bool inLoopT = n.time == T && n.vec && n.kind == NodeKind::Expr;
+      if (n.time > T || (n.time == T && !inLoopT))
+        return false;
+    }
+  }
+  return true;
+}
+
+void KernelGen::findInPlace() {
+  inPlace.clear();
+  for (unsigned k = 0; k < op.getNumResults(); ++k)
+    for (unsigned i = 0; i < op.getInputs().size(); ++i)
+      if (inPlaceSafe((int)k, (int)i))
+        inPlace.push_back({(int)k, (int)i});
+}
+
+/// The op's `in_place` attribute from the analysed pairs (none: removed).
+static void setInPlace(FusedOp f, const KernelGraph &g) {
+  SmallVector<int64_t> flat;
+  for (auto [o, i] : g.inPlace)
+    flat.append({o, i});
+  if (flat.empty())
+    f.removeInPlaceAttr();
+  else
+    f.setInPlace(flat);
 }
 
 namespace tcc::fusedgen {
@@ -461,6 +549,7 @@ FailureOr<std::string> generateFusedSource(ArrayRef<Operation *> fusedOps) {
     std::vector<int64_t> m;
     if (failed(gen.run(code, m)))
       return failure();
+    setInPlace(f, gen);
     os << code << "\n";
     hasFin.push_back(m[5] > 0);
     names.push_back(regionName(f));

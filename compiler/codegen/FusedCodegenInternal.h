@@ -105,9 +105,33 @@ struct KernelGraph {
   int64_t outStride(int k) const { return d.cols + outPad[k]; }
   int scratch = 0; // vectors stored in scratch rows (Node::scratch)
   int maxTime = 0;
+  /// (output, input) pairs whose bytes may be one buffer (the op's
+  /// `in_place`): both emitters read every element of the input before they
+  /// write that element of the output (KernelGen::findInPlace), drop the
+  /// no-alias qualifiers of the pair and store such outputs last in a loop.
+  std::vector<std::pair<int, int>> inPlace;
+  bool writesInPlace(int output) const {
+    for (auto [o, i] : inPlace)
+      if (o == output)
+        return true;
+    return false;
+  }
+  bool readsInPlace(int input) const {
+    for (auto [o, i] : inPlace)
+      if (i == input)
+        return true;
+    return false;
+  }
   /// Whether a node needs a whole row at once (a reduction, a pick or a
   /// per-row partial); else every element is independent of the others.
   bool hasRowNodes() const;
+  /// The most per-lane array entries a CUDA rows kernel keeps: wider rows
+  /// keep none, and later slots recompute vectors from the inputs
+  /// (CudaEmit.cpp).
+  static constexpr int64_t kMaxLaneSlots = 64;
+  bool cudaRecomputes() const {
+    return hasRowNodes() && (d.cols + 31) / 32 > kMaxLaneSlots;
+  }
 };
 
 /// Element-wise ops' templates (FusedTemplates.cpp): `$0`.. are operands;
@@ -139,6 +163,8 @@ public:
 private:
   void emitCpp(std::string &code, std::vector<int64_t> &meta);
   LogicalResult lower(Operation *o);
+  void findInPlace();
+  bool inPlaceSafe(int output, int input) const;
   FailureOr<int> use(Operation *o, unsigned i);
   int add(Node n);
   int expr(StringRef tmpl, ArrayRef<int> args, bool vec,

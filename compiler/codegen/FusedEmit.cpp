@@ -110,15 +110,17 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
         "float *__restrict tcc_scratch, double *__restrict tcc_partials, "
         "int64_t *tcc_err) {\n";
   os << "  (void)tcc_scratch; (void)tcc_partials; (void)tcc_err;\n";
+  // An in-place pair may be one buffer: neither pointer is __restrict.
   for (auto [k, v] : llvm::enumerate(op.getInputs())) {
     const char *t = cppType(dtypeCode(v.getType()));
-    os << "  const " << t << " *__restrict in" << k << " = static_cast<const "
-       << t << " *>(tcc_buf[" << k << "]);\n";
+    os << "  const " << t << (readsInPlace((int)k) ? " *" : " *__restrict")
+       << " in" << k << " = static_cast<const " << t << " *>(tcc_buf[" << k
+       << "]);\n";
   }
   for (auto [k, v] : llvm::enumerate(op.getResults())) {
     const char *t = cppType(dtypeCode(v.getType()));
-    os << "  " << t << " *__restrict out" << k << " = static_cast<" << t
-       << " *>(tcc_buf[" << nIn + k << "]);\n";
+    os << "  " << t << (writesInPlace((int)k) ? " *" : " *__restrict") << " out"
+       << k << " = static_cast<" << t << " *>(tcc_buf[" << nIn + k << "]);\n";
   }
   for (int s = 0; s < scratch; ++s)
     os << "  float *__restrict s" << s << " = tcc_scratch + " << s * d.cols
@@ -182,6 +184,13 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
       any |= n.vec && n.time == t && n.kind == NodeKind::Expr;
     if (!any)
       continue;
+    // Iteration j reads column j of an in-place input before it stores
+    // column j of the output (inPlaceSafe) and no other column: no
+    // dependence between iterations, which GCC cannot see without
+    // __restrict.
+    if (!inPlace.empty())
+      os << "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC ivdep\n"
+            "#endif\n";
     os << "    for (int64_t j = 0; j < " << C << "; ++j) {\n";
     loopLocals.clear();
     std::set<int> reads;
@@ -245,10 +254,13 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
           (int64_t)op.getNumResults(),
           (int64_t)scratch * d.cols,
           partials,
-          work};
+          work,
+          (int64_t)inPlace.size()};
   for (Value v : llvm::concat<Value>(op.getInputs(), op.getResults())) {
     auto t = cast<ShapedType>(v.getType());
     meta.push_back(dtypeCode(t));
     meta.push_back(t.getNumElements());
   }
+  for (auto [o, i] : inPlace)
+    meta.insert(meta.end(), {(int64_t)o, (int64_t)i});
 }

@@ -4,7 +4,8 @@
 // output stays live to the end. Two steps:
 //
 // 1. In-place chains. When an element-wise kernel (the runtime's
-//    kernelAllowsInPlace list) reads a temp for the last time and writes a
+//    kernelAllowsInPlace list) or a generated kernel for a pair it lists
+//    (rt::instrAllowsInPlace) reads a temp for the last time and writes a
 //    temp of the same dtype and element count, the output takes the input's
 //    bytes: the two become one buffer. Reshapes (copies) and chains of
 //    activations and their gradients then cost nothing extra, which is how
@@ -65,7 +66,6 @@ ProgramLifetimes tcc::analyzeLifetimes(const rt::Artifact &artifact,
   // buffer of an input that dies at the same instruction.
   for (int64_t i = 0; i < end; ++i) {
     const rt::Instr &in = program.instrs[i];
-    bool elementwise = inPlace && rt::kernelAllowsInPlace(in.kernel);
     // A copy between temps of one dtype and size is a reshape: the values
     // are immutable once written, so the output may be the input's bytes
     // even while the input lives on (the copy kernels skip equal pointers).
@@ -73,12 +73,24 @@ ProgramLifetimes tcc::analyzeLifetimes(const rt::Artifact &artifact,
     // writer (step 1 needs a dying buffer) off it meanwhile.
     bool view = inPlace && in.kernel == "copy" && in.inputs.size() == 1;
     std::vector<int32_t> taken; // buffers reused by this instr's outputs
-    for (int32_t out : in.outputs) {
+    // How many of the instr's inputs are in each buffer: a generated kernel
+    // may write over one input (a pair it lists), so the buffer must hold
+    // no other input of the instr.
+    auto inputsIn = [&](int32_t b) {
+      int n = 0;
+      for (int32_t id : in.inputs)
+        n += isTemp(id) && L.bufferOf[id] == b;
+      return n;
+    };
+    for (size_t oi = 0; oi < in.outputs.size(); ++oi) {
+      int32_t out = in.outputs[oi];
       if (!isTemp(out) || L.first[out] != i || L.bufferOf[out] >= 0)
         continue;
       const rt::TensorInfo &o = artifact.tensors[out];
       int32_t join = -1;
-      for (int32_t id : in.inputs) {
+      for (size_t ii = 0; ii < in.inputs.size(); ++ii) {
+        int32_t id = in.inputs[ii];
+        bool elementwise = inPlace && rt::instrAllowsInPlace(in, oi, ii);
         if (!isTemp(id) || !(view || (elementwise && L.last[id] == i)))
           continue;
         const rt::TensorInfo &t = artifact.tensors[id];
@@ -86,6 +98,7 @@ ProgramLifetimes tcc::analyzeLifetimes(const rt::Artifact &artifact,
         if (b < 0 || t.dtype != o.dtype || t.numElements() != o.numElements() ||
             std::find(taken.begin(), taken.end(), b) != taken.end() ||
             (!view && L.buffers[b].last != i) ||
+            (in.kernel == "fused" && inputsIn(b) != 1) ||
             L.buffers[b].size != alignUp(std::max<int64_t>(o.byteSize(), 1)))
           continue;
         join = b;

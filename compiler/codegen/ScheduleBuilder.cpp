@@ -255,6 +255,10 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
           return f.emitError("tcc.fused has no kernel number: the fused "
                              "code generator has not run");
         in.iattrs = {(int64_t)*f.getKernel()};
+        // Pairs the generated code may run in place; the memory plan
+        // decides which share a buffer (MemoryPlanner.cpp).
+        if (auto pairs = f.getInPlace())
+          in.iattrs.insert(in.iattrs.end(), pairs->begin(), pairs->end());
         return success();
       })
       .Case<mlir::tcc::MatmulOp>([&](auto m) {

@@ -38,5 +38,28 @@ LogicalResult FusedOp::verify() {
     return emitOpError("yields ")
            << yield.getValues().size()
            << " values whose types differ from the op's result types";
+  if (auto pairs = getInPlace()) {
+    ArrayRef<int64_t> p = *pairs;
+    if (p.size() % 2)
+      return emitOpError("in_place has ")
+             << p.size() << " entries; it lists (result, operand) pairs";
+    for (size_t k = 0; k < p.size(); k += 2) {
+      int64_t r = p[k], i = p[k + 1];
+      if (r < 0 || r >= (int64_t)getNumResults() || i < 0 ||
+          i >= (int64_t)getInputs().size())
+        return emitOpError("in_place pair (")
+               << r << ", " << i << ") names no result/operand (the op has "
+               << getNumResults() << " results and " << getInputs().size()
+               << " operands)";
+      auto rt = cast<ShapedType>(getResult(r).getType());
+      auto it = cast<ShapedType>(getInputs()[i].getType());
+      if (rt.getElementType() != it.getElementType() ||
+          rt.getNumElements() != it.getNumElements())
+        return emitOpError("in_place pair (")
+               << r << ", " << i << "): result " << rt
+               << " cannot be written over operand " << it
+               << " (element type and count must match)";
+    }
+  }
   return success();
 }

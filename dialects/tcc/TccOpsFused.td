@@ -15,7 +15,11 @@ def Tcc_FusedOp : Tcc_Op<"fused", [IsolatedFromAbove, Pure, SingleBlock]> {
     mirror the operands and its `tcc.yield` gives the results. The op is not
     differentiable: tcc-fuse forms it after autodiff. `kernel`, set by the
     code generator, is the index of the generated function in the artifact's
-    host library.
+    host library. `in_place`, also set by the code generator, lists pairs
+    `[result, operand, ...]`: the generated code may write that result over
+    that operand's bytes (same element type and count, every read of the
+    operand's element before the write of the result's), so the memory plan
+    may give both one buffer when the operand dies at this op.
     ```mlir
     %y = tcc.fused(%x, %b) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
     ^bb0(%a: tensor<4x8xf32>, %c: tensor<8xf32>):
@@ -26,7 +30,8 @@ def Tcc_FusedOp : Tcc_Op<"fused", [IsolatedFromAbove, Pure, SingleBlock]> {
     ```
   }];
   let arguments = (ins Variadic<AnyRankedTensor>:$inputs,
-                   OptionalAttr<I64Attr>:$kernel);
+                   OptionalAttr<I64Attr>:$kernel,
+                   OptionalAttr<DenseI64ArrayAttr>:$in_place);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat =

@@ -269,7 +269,8 @@ static nlohmann::json manifestJson(const Artifact &a) {
                          {"partials", k.partialsPerRow},
                          {"block", k.block},
                          {"inputs", operands(k.inputs)},
-                         {"outputs", operands(k.outputs)}});
+                         {"outputs", operands(k.outputs)},
+                         {"in_place", k.inPlace}});
     root["device_code"] = {{"arch", a.device.arch},
                            {"offset", a.device.offset},
                            {"size", a.device.size},

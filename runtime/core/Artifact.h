@@ -142,6 +142,9 @@ struct DeviceKernel {
   int64_t block = 128;
   /// (dtype, element count) per input and output, as the code was built.
   std::vector<std::pair<DType, int64_t>> inputs, outputs;
+  /// (output, input) pairs whose pointers may be equal (the region's
+  /// `in_place`, as for the host library's kernels).
+  std::vector<std::pair<int64_t, int64_t>> inPlace;
 };
 
 /// The GPU code of an artifact compiled with `tcc compile --target cuda`:

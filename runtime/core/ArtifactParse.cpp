@@ -154,6 +154,16 @@ static DeviceCode parseDeviceCode(const json &j) {
     dk.block = asInt(field(k, "block", kctx), kctx + ".block");
     dk.inputs = parseOperands(field(k, "inputs", kctx), kctx + ".inputs");
     dk.outputs = parseOperands(field(k, "outputs", kctx), kctx + ".outputs");
+    if (k.contains("in_place")) {
+      const json &pairs = asArray(k["in_place"], kctx + ".in_place");
+      for (size_t p = 0; p < pairs.size(); ++p) {
+        std::string pctx = kctx + ".in_place[" + std::to_string(p) + "]";
+        std::vector<int64_t> pair = asInts(pairs[p], pctx);
+        if (pair.size() != 2)
+          throw Error(pctx + ": expected an [output, input] pair");
+        dk.inPlace.push_back({pair[0], pair[1]});
+      }
+    }
     d.kernels.push_back(std::move(dk));
   }
   return d;

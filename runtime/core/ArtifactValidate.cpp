@@ -100,6 +100,12 @@ static void checkDeviceCode(const Artifact &a) {
         if (n < 0 || n > kMaxBytes)
           throw Error(ref + ": invalid operand element count " +
                       std::to_string(n));
+    for (const auto &[o, in] : k.inPlace)
+      if (o < 0 || o >= (int64_t)k.outputs.size() || in < 0 ||
+          in >= (int64_t)k.inputs.size() || k.outputs[o] != k.inputs[in])
+        throw Error(ref + ": in-place pair (" + std::to_string(o) + ", " +
+                    std::to_string(in) +
+                    ") names no output and input of one dtype and size");
   }
 }
 

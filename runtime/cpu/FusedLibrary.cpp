@@ -129,6 +129,9 @@ FusedLibrary::FusedLibrary(const uint8_t *bytes, size_t size,
       auto pair = std::make_pair(types[code], m[kFusedMetaHeader + 2 * i + 1]);
       (i < m[2] ? kern.inputs : kern.outputs).push_back(pair);
     }
+    const int64_t *pairs = m + kFusedMetaHeader + 2 * (m[2] + m[3]);
+    for (int64_t p = 0; p < m[7]; ++p)
+      kern.inPlace.push_back({pairs[2 * p], pairs[2 * p + 1]});
     kernels_.push_back(std::move(kern));
   }
 }
@@ -145,14 +148,15 @@ void FusedLibrary::check(const Instr &instr,
     throw Error("generated kernel " + std::to_string(k) +
                 " does not exist (the library has " +
                 std::to_string(kernels_.size()) + ")");
-  checkFusedOperands(instr, tensors, k, kernels_[k].inputs,
-                     kernels_[k].outputs);
+  checkFusedOperands(instr, tensors, k, kernels_[k].inputs, kernels_[k].outputs,
+                     kernels_[k].inPlace);
 }
 
-void checkFusedOperands(const Instr &instr,
-                        const std::vector<TensorInfo> &tensors, int64_t k,
-                        const std::vector<std::pair<DType, int64_t>> &inputs,
-                        const std::vector<std::pair<DType, int64_t>> &outputs) {
+void checkFusedOperands(
+    const Instr &instr, const std::vector<TensorInfo> &tensors, int64_t k,
+    const std::vector<std::pair<DType, int64_t>> &inputs,
+    const std::vector<std::pair<DType, int64_t>> &outputs,
+    const std::vector<std::pair<int64_t, int64_t>> &inPlace) {
   if (instr.inputs.size() != inputs.size() ||
       instr.outputs.size() != outputs.size())
     throw Error("generated kernel " + std::to_string(k) + " takes " +
@@ -176,17 +180,35 @@ void checkFusedOperands(const Instr &instr,
   };
   expect(instr.inputs, inputs, "input");
   expect(instr.outputs, outputs, "output");
+  for (size_t p = 1; p + 1 < instr.iattrs.size(); p += 2) {
+    std::pair<int64_t, int64_t> pair{instr.iattrs[p], instr.iattrs[p + 1]};
+    if (std::find(inPlace.begin(), inPlace.end(), pair) == inPlace.end())
+      throw Error("output " + std::to_string(pair.first) + " over input " +
+                  std::to_string(pair.second) + " in place: generated kernel " +
+                  std::to_string(k) +
+                  " was not compiled to run that pair in place");
+  }
 }
 
 namespace kernels {
 
 void check_fused(const KernelSig &s) {
-  expectIAttrs(s, 1);
-  if (s.instr.iattrs[0] < 0)
-    throw Error("kernel index " + std::to_string(s.instr.iattrs[0]) +
-                " is negative");
+  const std::vector<int64_t> &a = s.instr.iattrs;
+  if (a.empty() || a.size() % 2 == 0)
+    throw Error("expects the kernel index and (output, input) pairs as "
+                "integer attributes, got " +
+                std::to_string(a.size()));
+  if (a[0] < 0)
+    throw Error("kernel index " + std::to_string(a[0]) + " is negative");
   if (s.out.empty())
     throw Error("expects at least one output");
+  for (size_t k = 1; k < a.size(); k += 2)
+    if (a[k] < 0 || a[k] >= (int64_t)s.out.size() || a[k + 1] < 0 ||
+        a[k + 1] >= (int64_t)s.in.size())
+      throw Error("in-place pair (" + std::to_string(a[k]) + ", " +
+                  std::to_string(a[k + 1]) + ") names no output/input (" +
+                  std::to_string(s.out.size()) + " outputs, " +
+                  std::to_string(s.in.size()) + " inputs)");
 }
 
 /// Work below this (elements times the kernel's work per element) runs on

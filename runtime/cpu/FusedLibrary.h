@@ -23,9 +23,12 @@
 //   const char *const tcc_fused_names[count];       (the regions' ops)
 // Kernel k's meta, from tcc_fused_meta[offsets[k]]: rows, cols, inputs,
 // outputs, scratch floats per thread, partials per row, work per element
-// (a rough cost: cheap ops 1, transcendental ones 4), then (dtype code,
-// element count) per input and per output (dtype codes: 0 f32, 1 i64,
-// 2 bf16, 3 f16; a 16-bit operand is an array of uint16_t words).
+// (a rough cost: cheap ops 1, transcendental ones 4), in-place pairs P,
+// then (dtype code, element count) per input and per output (dtype codes:
+// 0 f32, 1 i64, 2 bf16, 3 f16; a 16-bit operand is an array of uint16_t
+// words), then P (output, input) pairs whose pointers may be equal: the
+// code reads each element of that input before it writes the element at
+// the same address of that output.
 // fn(buffers, r0, r1, scratch, partials, err) computes rows [r0, r1): each
 // row is independent of the others, so rows may be split across threads
 // and the result does not depend on how. It returns 0, or 1 after filling
@@ -45,9 +48,9 @@
 
 namespace tcc::rt {
 
-constexpr int64_t kFusedAbi = 1;
+constexpr int64_t kFusedAbi = 2;
 /// Meta fields before the per-operand pairs.
-constexpr int64_t kFusedMetaHeader = 7;
+constexpr int64_t kFusedMetaHeader = 8;
 
 using FusedFn = int (*)(void *const *buffers, int64_t rowBegin, int64_t rowEnd,
                         float *scratch, double *partials, int64_t *err);
@@ -61,12 +64,15 @@ bool cpuSupportsIsa(const std::string &isa);
 
 /// Checks a `fused` instr's operands against generated kernel `k`'s
 /// signature, (dtype, element count) per input and output, as the code was
-/// compiled: the host library's and the GPU code's kernels are checked
-/// alike. Throws Error naming the first operand that differs.
-void checkFusedOperands(const Instr &instr,
-                        const std::vector<TensorInfo> &tensors, int64_t k,
-                        const std::vector<std::pair<DType, int64_t>> &inputs,
-                        const std::vector<std::pair<DType, int64_t>> &outputs);
+/// compiled, and that every (output, input) pair the instr lists in place
+/// is one the code allows (`inPlace`): the host library's and the GPU
+/// code's kernels are checked alike. Throws Error naming the first operand
+/// or pair that differs.
+void checkFusedOperands(
+    const Instr &instr, const std::vector<TensorInfo> &tensors, int64_t k,
+    const std::vector<std::pair<DType, int64_t>> &inputs,
+    const std::vector<std::pair<DType, int64_t>> &outputs,
+    const std::vector<std::pair<int64_t, int64_t>> &inPlace);
 
 class FusedLibrary {
 public:
@@ -77,6 +83,7 @@ public:
     int64_t workPerElement = 1;
     std::string name; // the region's ops, for profiles
     std::vector<std::pair<DType, int64_t>> inputs, outputs;
+    std::vector<std::pair<int64_t, int64_t>> inPlace; // (output, input)
   };
 
   /// Loads the shared object `bytes` built for `isa`. Throws Error when the

@@ -121,6 +121,18 @@ bool kernelAllowsInPlace(const std::string &name) {
   return d && d->inPlace;
 }
 
+bool instrAllowsInPlace(const Instr &instr, size_t output, size_t input) {
+  if (kernelAllowsInPlace(instr.kernel))
+    return true;
+  if (instr.kernel != "fused")
+    return false;
+  for (size_t k = 1; k + 1 < instr.iattrs.size(); k += 2)
+    if (instr.iattrs[k] == (int64_t)output &&
+        instr.iattrs[k + 1] == (int64_t)input)
+      return true;
+  return false;
+}
+
 static std::atomic<int64_t> scratchHeld{0};
 
 void noteKernelScratch(int64_t deltaBytes) { scratchHeld += deltaBytes; }
@@ -290,10 +302,12 @@ void checkAliasing(const Instr &in, const std::vector<TensorInfo> &tensors) {
       Placement pi = placement(tensors, in.inputs[i]);
       if (!po.overlaps(pi))
         continue;
-      if (!kernelAllowsInPlace(in.kernel))
+      if (!instrAllowsInPlace(in, o, i))
         throw Error(name("output", o, in.outputs[o]) + " overlaps " +
                     name("input", i, in.inputs[i]) + " in memory, but " +
-                    in.kernel + " cannot run in place");
+                    in.kernel +
+                    (in.kernel == "fused" ? " does not list that pair in place"
+                                          : " cannot run in place"));
       if (!po.sameAs(pi))
         throw Error(name("output", o, in.outputs[o]) + " partially overlaps " +
                     name("input", i, in.inputs[i]) + " in memory");

@@ -172,6 +172,11 @@ std::vector<std::string> kernelNames();
 /// Whether `name` is element-wise, i.e. an output may alias an input with the
 /// same element count (in-place update). False for unknown names.
 bool kernelAllowsInPlace(const std::string &name);
+/// Whether output `output` of `instr` may be the same bytes as input
+/// `input`: any pair of an element-wise kernel, or a pair a `fused` instr
+/// lists after its kernel index (iattrs [k, output, input, ...]; the
+/// generated kernel's table must allow it, checkFusedOperands).
+bool instrAllowsInPlace(const Instr &instr, size_t output, size_t input);
 
 /// Kernel scratch outside the arenas (buffers a kernel keeps between calls,
 /// e.g. convolution's unfolded input): kernels report every allocation and
@@ -186,9 +191,9 @@ void checkInstr(const Instr &instr, const std::vector<TensorInfo> &tensors);
 
 /// Checks where `instr`'s operands live in the static layout (own buffers,
 /// arena offsets): outputs never overlap each other and overlap an input
-/// only as exactly the same bytes of an element-wise kernel (each element
-/// is read before it is written). Both the CPU and the CUDA session rely on
-/// it. Throws Error like checkInstr.
+/// only as exactly the same bytes of a pair instrAllowsInPlace accepts (each
+/// element is read before it is written). Both the CPU and the CUDA session
+/// rely on it. Throws Error like checkInstr.
 void checkAliasing(const Instr &instr, const std::vector<TensorInfo> &tensors);
 
 /// The function that runs `instr` (checked by checkInstr): its registered

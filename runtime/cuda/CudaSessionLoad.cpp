@@ -61,7 +61,7 @@ static void checkFused(const Instr &in, const std::vector<TensorInfo> &tensors,
                 " does not exist (the GPU code has " +
                 std::to_string(dc.kernels.size()) + ")");
   checkFusedOperands(in, tensors, k, dc.kernels[k].inputs,
-                     dc.kernels[k].outputs);
+                     dc.kernels[k].outputs, dc.kernels[k].inPlace);
 }
 
 static TensorView viewOf(const TensorInfo &t) {

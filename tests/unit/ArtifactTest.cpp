@@ -411,3 +411,77 @@ TEST(Artifact, BadSeededInitializersAreRejected) {
   EXPECT_EQ(b.tensors[0].init.kind, InitSpec::Kind::Normal);
   EXPECT_EQ(b.tensors[0].init.b, 0.5);
 }
+
+/// sampleArtifact with GPU code: one generated kernel whose output may be
+/// written over its input (in place).
+static Artifact deviceArtifact() {
+  Artifact a = sampleArtifact();
+  const char cubin[] = "not really a cubin";
+  a.device.arch = "sm_90a";
+  a.device.offset = a.addBlob(cubin, sizeof(cubin));
+  a.device.size = sizeof(cubin);
+  DeviceKernel k;
+  k.symbol = "tcc_fused_0";
+  k.mapping = "elements";
+  k.rows = 2;
+  k.cols = 6;
+  k.block = 256;
+  k.inputs = {{DType::F32, 12}, {DType::I64, 12}};
+  k.outputs = {{DType::F32, 12}};
+  k.inPlace = {{0, 0}};
+  a.device.kernels.push_back(k);
+  return a;
+}
+
+static void expectInvalid(const Artifact &a, const std::string &needle) {
+  try {
+    validateArtifact(a);
+    ADD_FAILURE() << "accepted; expected: " << needle;
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Artifact, DeviceKernelTablesAreChecked) {
+  Artifact a = deviceArtifact();
+  auto bytes = format::serialize(a);
+  Artifact back = parseArtifact(bytes.data(), bytes.size(), "model.tcc");
+  ASSERT_EQ(back.device.kernels.size(), 1u);
+  EXPECT_EQ(back.device.kernels[0].inPlace, a.device.kernels[0].inPlace);
+
+  a = deviceArtifact();
+  a.device.kernels[0].mapping = "tiles";
+  expectInvalid(a, "device kernel 0 ('tcc_fused_0'): unknown mapping 'tiles'");
+  a = deviceArtifact();
+  a.device.kernels[0].block = 100;
+  expectInvalid(a, "block of 100 threads is not a multiple of 32");
+  a = deviceArtifact();
+  a.device.kernels[0].symbol.clear();
+  expectInvalid(a, "empty symbol");
+  // In-place pairs name an output and an input of one dtype and size.
+  a = deviceArtifact();
+  a.device.kernels[0].inPlace = {{0, 1}}; // an i64 input
+  expectInvalid(a, "in-place pair (0, 1) names no output and input of one "
+                   "dtype and size");
+  a = deviceArtifact();
+  a.device.kernels[0].inPlace = {{1, 0}}; // no output 1
+  expectInvalid(a, "in-place pair (1, 0)");
+  a = deviceArtifact();
+  a.device.kernels[0].outputs = {{DType::F32, 10}};
+  expectInvalid(a, "in-place pair (0, 0)");
+
+  // A pair in the manifest is two integers.
+  bytes = format::serialize(deviceArtifact());
+  uint64_t m = format::getU64(bytes.data() + 16);
+  std::string manifest(bytes.begin() + format::kHeaderSize,
+                       bytes.begin() + format::kHeaderSize + m);
+  size_t at = manifest.find("\"in_place\":[[0,0]]");
+  ASSERT_NE(at, std::string::npos) << manifest;
+  manifest.replace(at, 18, "\"in_place\":[[0]]");
+  uint64_t start = format::alignUp(format::kHeaderSize + m);
+  std::vector<uint8_t> blob(bytes.begin() + start, bytes.end());
+  expectRejected(withManifest(manifest, blob),
+                 "device_code.kernels[0].in_place[0]: expected an [output, "
+                 "input] pair");
+}

@@ -28,11 +28,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <dlfcn.h>
 #include <elf.h>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 #include <unistd.h>
@@ -586,6 +588,122 @@ TEST_F(CudaCodegen, EmulatedKernelsMatchTheHostLibrary) {
     EXPECT_EQ(got.err[2], k.cols);
   }
   EXPECT_EQ(padded, 6) << "padded outputs checked";
+}
+
+// in_place pairs (output, input): the analysis finds the ones each case
+// allows and refuses the ones whose input is read after the output is
+// written; and every pair it lists computes, with the output written over
+// the input's bytes, bit for bit what it computes in separate buffers, in
+// the host library and in the emulated CUDA kernel (lanes are threads).
+TEST_F(CudaCodegen, InPlacePairsRunOverTheirInputs) {
+  using namespace ::tcc::test;
+  using Pairs = std::vector<std::pair<int64_t, int64_t>>;
+  const std::map<std::string, Pairs> expected = {
+      // Element-wise: every output over the one full input.
+      {"elementwise", {{0, 0}, {1, 0}}},
+      // The loss gradient over the padded logits it reads through a slice.
+      {"cross_entropy_slice_padded", {{1, 0}}},
+      // Wide rows, which keep no vectors between slots: the padded biased
+      // logits (output 1, the first loop) are what later slots read back,
+      // so the logits are read only before; and the gradient (output 2).
+      {"cross_entropy_vocab_padded", {{1, 0}, {2, 0}}},
+      // exp(x - mean) (output 2) in the first loop; the sum of squares
+      // after it reads its vector from a scratch row or lane array, not x.
+      {"reductions", {{2, 0}}},
+      // dy (input 1) is read by the last loop, after the loop that writes
+      // log_softmax (output 0): that pair is refused; x is read by the
+      // first loops only, dy by the last, which writes output 1.
+      {"log_softmax", {{0, 0}, {1, 0}, {1, 1}}},
+      // Padded outputs are wider than the input.
+      {"padded_rows_readback", {}},
+  };
+  for (const auto &[name, pairs] : expected) {
+    size_t i = std::find(caseOf.begin(), caseOf.end(), name) - caseOf.begin();
+    ASSERT_LT(i, caseOf.size()) << name;
+    EXPECT_EQ(cudaSource->kernels[i].inPlace, pairs) << name;
+  }
+
+  ::tcc::HostLibrary hostLib, emuLib;
+  std::string err;
+  ASSERT_TRUE(::tcc::compileHostLibrary(*hostSource, hostLib, err)) << err;
+  rt::FusedLibrary host(hostLib.bytes.data(), hostLib.bytes.size(),
+                        hostLib.isa);
+  std::string emu =
+      std::string(::tcc::test::cudaEmulatorShim()) + cudaSource->source;
+  for (const rt::DeviceKernel &k : cudaSource->kernels)
+    emu += ::tcc::test::cudaEmulatorWrappers(k);
+  ASSERT_TRUE(::tcc::compileHostLibrary(emu, emuLib, err)) << err;
+  SharedObject so(emuLib.bytes);
+  ASSERT_TRUE(so.handle) << dlerror();
+
+  std::mt19937 rng(23);
+  int checked = 0;
+  for (size_t i = 0; i < host.size(); ++i) {
+    const rt::DeviceKernel &k = cudaSource->kernels[i];
+    const rt::FusedLibrary::Kernel &h = host.kernel(i);
+    EXPECT_EQ(h.inPlace, k.inPlace) << "host and CUDA tables differ";
+    for (auto [o, in] : k.inPlace) {
+      SCOPED_TRACE(caseOf[i] + " kernel " + std::to_string(i) + " output " +
+                   std::to_string(o) + " over input " + std::to_string(in));
+      ASSERT_EQ(k.inputs[in].first, rt::DType::F32);
+      std::vector<float> scratch(h.scratchFloats + 1);
+      std::vector<double> partials(k.rows * h.partialsPerRow + 1);
+      int64_t hostErr[3] = {0, 0, 0};
+      // Separate buffers (the reference), then the output's pointer at the
+      // input's floats.
+      Buffers want(k, rng);
+      size_t nIn = k.inputs.size();
+      auto alias = [&](Buffers &b) {
+        b.args[nIn + o] = b.args[in];
+        return static_cast<float *>(b.args[in]);
+      };
+      // Buffers' args point into its own vectors: copy by rebuilding.
+      auto copyOf = [&](const Buffers &from) {
+        Buffers b = from;
+        size_t f = 0, n = 0;
+        b.args.clear();
+        for (const auto &t : k.inputs)
+          b.args.push_back(t.first == rt::DType::F32
+                               ? (void *)b.f32[f++].data()
+                               : (void *)b.i64[n++].data());
+        for (auto &v : b.out)
+          b.args.push_back(v.data());
+        b.args.push_back(k.partialsPerRow ? b.partials.data() : nullptr);
+        b.args.push_back(b.err);
+        return b;
+      };
+      Buffers hostAlias = copyOf(want), emuWant = copyOf(want),
+              emuAlias = copyOf(want);
+      ASSERT_EQ(0, h.fn(want.args.data(), 0, k.rows, scratch.data(),
+                        partials.data(), hostErr));
+      if (h.fin)
+        h.fin(want.args.data(), partials.data());
+      float *over = alias(hostAlias);
+      ASSERT_EQ(0, h.fn(hostAlias.args.data(), 0, k.rows, scratch.data(),
+                        partials.data(), hostErr));
+      if (h.fin)
+        h.fin(hostAlias.args.data(), partials.data());
+      runEmulated(so, k, emuWant, abiGrid(k));
+      float *emuOver = alias(emuAlias);
+      runEmulated(so, k, emuAlias, abiGrid(k));
+      size_t n = want.out[o].size();
+      EXPECT_EQ(0, std::memcmp(over, want.out[o].data(), n * 4)) << "host";
+      EXPECT_EQ(0, std::memcmp(emuOver, emuWant.out[o].data(), n * 4))
+          << "emulated";
+      for (size_t q = 0; q < k.outputs.size(); ++q) {
+        if (q == (size_t)o)
+          continue;
+        EXPECT_EQ(0, std::memcmp(hostAlias.out[q].data(), want.out[q].data(),
+                                 want.out[q].size() * 4))
+            << "host output " << q;
+        EXPECT_EQ(0, std::memcmp(emuAlias.out[q].data(), emuWant.out[q].data(),
+                                 emuWant.out[q].size() * 4))
+            << "emulated output " << q;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 10) << "in-place pairs checked";
 }
 
 } // namespace

@@ -287,7 +287,7 @@ TEST_F(CudaHalf, EmulatedKernelsMatchTheHostLibrary) {
   ASSERT_TRUE(launch);
 
   std::mt19937 rng(5);
-  int padded = 0;
+  int padded = 0, inPlace = 0;
   for (size_t i = 0; i < host.size(); ++i) {
     const rt::DeviceKernel &k = cudaSource->kernels[i];
     const rt::FusedLibrary::Kernel &h = host.kernel(i);
@@ -296,6 +296,7 @@ TEST_F(CudaHalf, EmulatedKernelsMatchTheHostLibrary) {
     ASSERT_EQ(h.inputs, k.inputs);
     ASSERT_EQ(h.outputs, k.outputs);
     std::vector<Operand> want = makeOperands(k, rng, c.finite), got = want;
+    const std::vector<Operand> original = want;
     auto args = [](std::vector<Operand> &ops) {
       std::vector<void *> a;
       for (Operand &o : ops)
@@ -360,8 +361,39 @@ TEST_F(CudaHalf, EmulatedKernelsMatchTheHostLibrary) {
             << "element " << e << ": host " << wv << ", emulated " << gv;
       }
     }
+
+    // Each in-place pair: the output written over its input's words gives
+    // the same words as in its own buffer, on the host and emulated.
+    EXPECT_EQ(h.inPlace, k.inPlace);
+    for (auto [o, in] : k.inPlace) {
+      SCOPED_TRACE("output " + std::to_string(o) + " over input " +
+                   std::to_string(in));
+      size_t out = k.inputs.size() + o;
+      for (bool emulated : {false, true}) {
+        std::vector<Operand> ops = original;
+        std::vector<void *> a = args(ops);
+        a[out] = a[in];
+        if (emulated) {
+          long long e4[4] = {0, 0, 0, 0};
+          a.push_back(nullptr);
+          a.push_back(e4);
+          launch(fn, a.data(), abiGrid(k), (unsigned)k.block);
+        } else {
+          ASSERT_EQ(
+              0, h.fn(a.data(), 0, k.rows, scratch.data(), nullptr, hostErr));
+        }
+        const std::vector<Operand> &ref = emulated ? got : want;
+        for (size_t q = k.inputs.size(); q < ops.size(); ++q) {
+          const Operand &v = q == out ? ops[in] : ops[q];
+          EXPECT_EQ(v.bytes, ref[q].bytes) << (emulated ? "emulated" : "host")
+                                           << " output " << q - k.inputs.size();
+        }
+      }
+      ++inPlace;
+    }
   }
   EXPECT_EQ(padded, 3) << "padded outputs checked";
+  EXPECT_GE(inPlace, 5) << "in-place pairs checked";
 }
 
 } // namespace

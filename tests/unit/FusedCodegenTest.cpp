@@ -467,6 +467,7 @@ TEST_F(Fixture, LibraryChecksOperandsAndIsa) {
   ASSERT_GT(l.size(), 0u);
   // An instr whose operand does not have the compiled element count.
   const rt::Program &p = *fused->findProgram("threaded");
+  int refused = 0;
   for (const rt::Instr &in : p.instrs)
     if (in.kernel == "fused") {
       rt::Instr bad = in;
@@ -475,7 +476,29 @@ TEST_F(Fixture, LibraryChecksOperandsAndIsa) {
       EXPECT_THROW(l.check(bad, tensors), rt::Error);
       bad.iattrs = {(int64_t)l.size()};
       EXPECT_THROW(l.check(bad, fused->tensors), rt::Error);
+      // A pair in place that the kernel was not compiled for.
+      int64_t k = in.iattrs[0];
+      for (size_t o = 0; o < in.outputs.size(); ++o)
+        for (size_t i = 0; i < in.inputs.size(); ++i) {
+          std::pair<int64_t, int64_t> pair{(int64_t)o, (int64_t)i};
+          const auto &allowed = l.kernel(k).inPlace;
+          if (std::find(allowed.begin(), allowed.end(), pair) != allowed.end())
+            continue;
+          bad = in;
+          bad.iattrs = {k, pair.first, pair.second};
+          try {
+            l.check(bad, fused->tensors);
+            ADD_FAILURE() << "pair accepted";
+          } catch (const rt::Error &e) {
+            EXPECT_NE(std::string(e.what()).find(
+                          "was not compiled to run that pair in place"),
+                      std::string::npos)
+                << e.what();
+          }
+          ++refused;
+        }
     }
+  EXPECT_GT(refused, 0);
 }
 
 TEST(HostCompile, BrokenCompilerIsReported) {

@@ -2,6 +2,7 @@
 #include "compiler/codegen/MemoryPlanner.h"
 #include "compiler/codegen/MemoryReport.h"
 #include "runtime/core/Session.h"
+#include "runtime/cpu/Kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -92,6 +93,66 @@ TEST(MemoryPlanner, InPlaceChainsShareBytes) {
   planProgramMemory(b.a, b.p, /*reuse=*/false);
   EXPECT_EQ(b.p.arenaBytes, 4 * 8 * 16 * 4);
   expectNoConflicts(b.a, b.p, analyzeLifetimes(b.a, b.p, false));
+}
+
+// A generated kernel's output takes a dying input's bytes only for a pair
+// its instr lists after the kernel index, and only when no other input of
+// the instr is in that buffer (a reshape view of it).
+TEST(MemoryPlanner, FusedKernelsShareOnlyListedPairs) {
+  Builder b;
+  int32_t x = b.tensor(TensorKind::Input, {8, 16});
+  int32_t w = b.tensor(TensorKind::Param, {16, 16});
+  int32_t h1 = b.op("matmul", {x, w}, {8, 16}, {0, 0});
+  int32_t h2 = b.op("matmul", {x, w}, {8, 16}, {0, 0});
+  int32_t f = b.op("fused", {h1, h2}, {8, 16}, {0, 0, 1}); // over h2 only
+  int32_t g = b.op("fused", {f, x}, {8, 16}, {1});         // no pair
+  int32_t v = b.op("copy", {g}, {128});                    // a view of g
+  int32_t k = b.op("fused", {g, v}, {128}, {2, 0, 0});     // g's buffer
+                                                           // holds v too
+  b.p.name = "train_step";
+  b.p.inputs = {x};
+  b.p.outputs = {k};
+  planProgramMemory(b.a, b.p);
+  auto at = [&](int32_t id) { return b.a.tensors[id].arenaOffset; };
+  EXPECT_EQ(at(f), at(h2));
+  EXPECT_NE(at(f), at(h1));
+  EXPECT_NE(at(g), at(f));
+  EXPECT_EQ(at(v), at(g));
+  EXPECT_NE(at(k), at(g));
+  expectNoConflicts(b.a, b.p, analyzeLifetimes(b.a, b.p, true));
+  for (const rt::Instr &in : b.p.instrs)
+    EXPECT_NO_THROW(rt::checkAliasing(in, b.a.tensors)) << in.kernel;
+
+  // The runtime's checks: an overlap needs a listed pair; the pairs name
+  // an output and an input.
+  rt::Instr in = b.p.instrs[2]; // f over h2
+  in.iattrs = {0, 0, 0};
+  try {
+    rt::checkAliasing(in, b.a.tensors);
+    ADD_FAILURE() << "an unlisted overlap was accepted";
+  } catch (const rt::Error &e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "output 0 't4' overlaps input 1 't3' in memory, but fused "
+                  "does not list that pair in place"),
+              std::string::npos)
+        << e.what();
+  }
+  for (auto [iattrs, needle] :
+       std::vector<std::pair<std::vector<int64_t>, std::string>>{
+           {{0, 0}, "expects the kernel index and (output, input) pairs"},
+           {{0, 1, 0},
+            "in-place pair (1, 0) names no output/input (1 "
+            "outputs, 2 inputs)"},
+           {{0, 0, 2}, "in-place pair (0, 2)"}}) {
+    in.iattrs = iattrs;
+    try {
+      rt::checkInstr(in, b.a.tensors);
+      ADD_FAILURE() << "accepted; expected: " << needle;
+    } catch (const rt::Error &e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 // A reshape (copy between temps of one size) is a view of its input's
