@@ -210,14 +210,19 @@ TEST(MemoryPlanner, RandomProgramsHaveNoConflicts) {
       int32_t lhs = values[rng() % values.size()];
       int32_t rhs = values[rng() % values.size()];
       int64_t rows = 4 << (rng() % 3);
-      const char *k = rng() % 2 ? "add" : "relu";
+      const char *kinds[] = {"add", "relu", "fused", "copy"};
+      std::string k = kinds[rng() % 4];
       if (b.a.tensors[lhs].shape[0] != rows ||
           b.a.tensors[rhs].shape[0] != rows)
         k = "broadcast_to", rhs = -1;
       std::vector<int32_t> in = {lhs};
-      if (std::string(k) == "add")
+      std::vector<int64_t> iattrs;
+      if (k == "add" || (k == "fused" && rhs >= 0))
         in.push_back(rhs);
-      values.push_back(b.op(k, in, {rows, 8}));
+      if (k == "fused") // a generated kernel listing a random pair or none
+        iattrs = rng() % 3 ? std::vector<int64_t>{0, 0, int64_t(rng() % in.size())}
+                           : std::vector<int64_t>{0};
+      values.push_back(b.op(k, in, {rows, 8}, iattrs));
     }
     b.p.name = "train_step";
     b.p.outputs = {values.back()};
@@ -225,6 +230,9 @@ TEST(MemoryPlanner, RandomProgramsHaveNoConflicts) {
     ProgramLifetimes L = analyzeLifetimes(b.a, b.p, true);
     EXPECT_GE(b.p.arenaBytes, L.livePeak);
     expectNoConflicts(b.a, b.p, L);
+    // Every overlap the plan made is one the runtime accepts.
+    for (const rt::Instr &in : b.p.instrs)
+      EXPECT_NO_THROW(rt::checkAliasing(in, b.a.tensors)) << in.kernel;
   }
 }
 
