@@ -65,6 +65,11 @@ private:
   std::string load(const Node &n, const std::string &index) const;
   std::string define(int n, const std::string &value) const;
   std::string stored(int n) const;
+  /// Stores column j of node `n`'s output: to `os`, or, for an output
+  /// written in place over an input, to `deferred`, which the caller emits
+  /// after everything else that reads the input at j.
+  void store(std::ostream &os, std::string &deferred, int n,
+             StringRef indent) const;
   std::string subst(const Node &n, int loopTime) const;
   std::string vecIndex(int n, StringRef col, StringRef slot = "tcc_k") const;
   std::string recompute(int n, StringRef col) const;
@@ -158,6 +163,18 @@ std::string CudaEmitter::stored(int n) const {
   return (g.nodes[n].half == Half::None ? "v" : "h") + std::to_string(n);
 }
 
+void CudaEmitter::store(std::ostream &os, std::string &deferred, int n,
+                        StringRef indent) const {
+  int k = g.nodes[n].output;
+  std::string line = indent.str() + "out" + std::to_string(k) + "[r * " +
+                     std::to_string(g.outStride(k)) + " + j] = " + stored(n) +
+                     ";\n";
+  if (g.writesInPlace(k))
+    deferred += line;
+  else
+    os << line;
+}
+
 /// Opens a loop over the lane's columns: `j` the column, `tcc_k` its slot.
 std::string CudaEmitter::columnLoop(StringRef indent) const {
   int64_t slots = (g.d.cols + 31) / 32;
@@ -249,15 +266,8 @@ void CudaEmitter::emitElements(std::ostream &os) const {
       os << "    " << define((int)i, subst(n, -1)) << "\n";
     else
       continue;
-    if (n.output >= 0) {
-      std::string st = "    out" + std::to_string(n.output) + "[r * " +
-                       std::to_string(g.outStride(n.output)) +
-                       " + j] = " + stored((int)i) + ";\n";
-      if (g.writesInPlace(n.output))
-        inPlaceStores += st;
-      else
-        os << st;
-    }
+    if (n.output >= 0)
+      store(os, inPlaceStores, (int)i, "    ");
     for (auto [node, k] : g.rowStores)
       if (node == (int)i)
         os << "    if (j == 0)\n      out" << k << "[r] = " << stored((int)i)
@@ -401,15 +411,8 @@ void CudaEmitter::emitRows(std::ostream &os) const {
       if (!n.vec || n.time != t || n.kind != NodeKind::Expr)
         continue;
       os << "      " << define((int)i, subst(n, t)) << "\n";
-      if (n.output >= 0) {
-        std::string st = "      out" + std::to_string(n.output) + "[r * " +
-                         std::to_string(g.outStride(n.output)) +
-                         " + j] = " + stored((int)i) + ";\n";
-        if (g.writesInPlace(n.output))
-          inPlaceStores += st;
-        else
-          os << st;
-      }
+      if (n.output >= 0)
+        store(os, inPlaceStores, (int)i, "      ");
       if (n.scratch >= 0 && !wide)
         os << "      s" << n.scratch << "[tcc_k] = v" << i << ";\n";
     }

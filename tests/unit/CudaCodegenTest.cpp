@@ -35,6 +35,7 @@
 #include <elf.h>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <unistd.h>
@@ -468,6 +469,18 @@ struct Buffers {
     args.push_back(k.partialsPerRow ? partials.data() : nullptr);
     args.push_back(err);
   }
+  /// A copy whose args point at its own vectors (`k`: the kernel).
+  Buffers(const Buffers &from, const rt::DeviceKernel &k) : Buffers(from) {
+    size_t f = 0, n = 0;
+    args.clear();
+    for (const auto &in : k.inputs)
+      args.push_back(in.first == rt::DType::F32 ? (void *)f32[f++].data()
+                                                : (void *)i64[n++].data());
+    for (auto &o : out)
+      args.push_back(o.data());
+    args.push_back(k.partialsPerRow ? partials.data() : nullptr);
+    args.push_back(err);
+  }
   void resetOutputs() {
     for (auto &o : out)
       std::fill(o.begin(), o.end(), std::nanf(""));
@@ -491,20 +504,33 @@ void runEmulated(const ::tcc::test::SharedObject &so, const rt::DeviceKernel &k,
   }
 }
 
+/// The host library of the cases' regions and their CUDA C compiled for
+/// the emulator.
+struct Libraries {
+  ::tcc::HostLibrary hostLib, emuLib;
+  std::unique_ptr<rt::FusedLibrary> host;
+  std::unique_ptr<::tcc::test::SharedObject> so;
+};
+void buildLibraries(const std::string &hostSource,
+                    const ::tcc::CudaSource &cuda, Libraries &l) {
+  std::string err;
+  ASSERT_TRUE(::tcc::compileHostLibrary(hostSource, l.hostLib, err)) << err;
+  l.host = std::make_unique<rt::FusedLibrary>(
+      l.hostLib.bytes.data(), l.hostLib.bytes.size(), l.hostLib.isa);
+  std::string emu = std::string(::tcc::test::cudaEmulatorShim()) + cuda.source;
+  for (const rt::DeviceKernel &k : cuda.kernels)
+    emu += ::tcc::test::cudaEmulatorWrappers(k);
+  ASSERT_TRUE(::tcc::compileHostLibrary(emu, l.emuLib, err)) << err;
+  l.so = std::make_unique<::tcc::test::SharedObject>(l.emuLib.bytes);
+  ASSERT_TRUE(l.so->handle) << dlerror();
+}
+
 TEST_F(CudaCodegen, EmulatedKernelsMatchTheHostLibrary) {
   using namespace ::tcc::test;
-  ::tcc::HostLibrary hostLib, emuLib;
-  std::string err;
-  ASSERT_TRUE(::tcc::compileHostLibrary(*hostSource, hostLib, err)) << err;
-  rt::FusedLibrary host(hostLib.bytes.data(), hostLib.bytes.size(),
-                        hostLib.isa);
-  std::string emu =
-      std::string(::tcc::test::cudaEmulatorShim()) + cudaSource->source;
-  for (const rt::DeviceKernel &k : cudaSource->kernels)
-    emu += ::tcc::test::cudaEmulatorWrappers(k);
-  ASSERT_TRUE(::tcc::compileHostLibrary(emu, emuLib, err)) << err;
-  SharedObject so(emuLib.bytes);
-  ASSERT_TRUE(so.handle) << dlerror();
+  Libraries libs;
+  ASSERT_NO_FATAL_FAILURE(buildLibraries(*hostSource, *cudaSource, libs));
+  const rt::FusedLibrary &host = *libs.host;
+  const SharedObject &so = *libs.so;
   ASSERT_EQ(host.size(), cudaSource->kernels.size());
 
   std::mt19937 rng(11);
@@ -514,19 +540,7 @@ TEST_F(CudaCodegen, EmulatedKernelsMatchTheHostLibrary) {
     const rt::FusedLibrary::Kernel &h = host.kernel(i);
     SCOPED_TRACE(caseOf[i] + " kernel " + std::to_string(i) + " (" + k.name +
                  ")");
-    Buffers want(k, rng), got = want;
-    got.args.clear(); // re-point at got's own vectors
-    {
-      size_t f = 0, n = 0;
-      for (const auto &in : k.inputs)
-        got.args.push_back(in.first == rt::DType::F32
-                               ? (void *)got.f32[f++].data()
-                               : (void *)got.i64[n++].data());
-      for (auto &o : got.out)
-        got.args.push_back(o.data());
-      got.args.push_back(k.partialsPerRow ? got.partials.data() : nullptr);
-      got.args.push_back(got.err);
-    }
+    Buffers want(k, rng), got(want, k);
     std::vector<float> scratch(h.scratchFloats + 1);
     std::vector<double> hostPartials(k.rows * h.partialsPerRow + 1);
     int64_t hostErr[3] = {0, 0, 0};
@@ -623,18 +637,10 @@ TEST_F(CudaCodegen, InPlacePairsRunOverTheirInputs) {
     EXPECT_EQ(cudaSource->kernels[i].inPlace, pairs) << name;
   }
 
-  ::tcc::HostLibrary hostLib, emuLib;
-  std::string err;
-  ASSERT_TRUE(::tcc::compileHostLibrary(*hostSource, hostLib, err)) << err;
-  rt::FusedLibrary host(hostLib.bytes.data(), hostLib.bytes.size(),
-                        hostLib.isa);
-  std::string emu =
-      std::string(::tcc::test::cudaEmulatorShim()) + cudaSource->source;
-  for (const rt::DeviceKernel &k : cudaSource->kernels)
-    emu += ::tcc::test::cudaEmulatorWrappers(k);
-  ASSERT_TRUE(::tcc::compileHostLibrary(emu, emuLib, err)) << err;
-  SharedObject so(emuLib.bytes);
-  ASSERT_TRUE(so.handle) << dlerror();
+  Libraries libs;
+  ASSERT_NO_FATAL_FAILURE(buildLibraries(*hostSource, *cudaSource, libs));
+  const rt::FusedLibrary &host = *libs.host;
+  const SharedObject &so = *libs.so;
 
   std::mt19937 rng(23);
   int checked = 0;
@@ -657,23 +663,7 @@ TEST_F(CudaCodegen, InPlacePairsRunOverTheirInputs) {
         b.args[nIn + o] = b.args[in];
         return static_cast<float *>(b.args[in]);
       };
-      // Buffers' args point into its own vectors: copy by rebuilding.
-      auto copyOf = [&](const Buffers &from) {
-        Buffers b = from;
-        size_t f = 0, n = 0;
-        b.args.clear();
-        for (const auto &t : k.inputs)
-          b.args.push_back(t.first == rt::DType::F32
-                               ? (void *)b.f32[f++].data()
-                               : (void *)b.i64[n++].data());
-        for (auto &v : b.out)
-          b.args.push_back(v.data());
-        b.args.push_back(k.partialsPerRow ? b.partials.data() : nullptr);
-        b.args.push_back(b.err);
-        return b;
-      };
-      Buffers hostAlias = copyOf(want), emuWant = copyOf(want),
-              emuAlias = copyOf(want);
+      Buffers hostAlias(want, k), emuWant(want, k), emuAlias(want, k);
       ASSERT_EQ(0, h.fn(want.args.data(), 0, k.rows, scratch.data(),
                         partials.data(), hostErr));
       if (h.fin)
