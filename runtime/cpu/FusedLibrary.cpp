@@ -180,8 +180,7 @@ void checkFusedOperands(
   };
   expect(instr.inputs, inputs, "input");
   expect(instr.outputs, outputs, "output");
-  for (size_t p = 1; p + 1 < instr.iattrs.size(); p += 2) {
-    std::pair<int64_t, int64_t> pair{instr.iattrs[p], instr.iattrs[p + 1]};
+  for (const auto &pair : fusedInPlacePairs(instr)) {
     if (std::find(inPlace.begin(), inPlace.end(), pair) == inPlace.end())
       throw Error("output " + std::to_string(pair.first) + " over input " +
                   std::to_string(pair.second) + " in place: generated kernel " +
@@ -202,11 +201,11 @@ void check_fused(const KernelSig &s) {
     throw Error("kernel index " + std::to_string(a[0]) + " is negative");
   if (s.out.empty())
     throw Error("expects at least one output");
-  for (size_t k = 1; k < a.size(); k += 2)
-    if (a[k] < 0 || a[k] >= (int64_t)s.out.size() || a[k + 1] < 0 ||
-        a[k + 1] >= (int64_t)s.in.size())
-      throw Error("in-place pair (" + std::to_string(a[k]) + ", " +
-                  std::to_string(a[k + 1]) + ") names no output/input (" +
+  for (auto [o, i] : fusedInPlacePairs(s.instr))
+    if (o < 0 || o >= (int64_t)s.out.size() || i < 0 ||
+        i >= (int64_t)s.in.size())
+      throw Error("in-place pair (" + std::to_string(o) + ", " +
+                  std::to_string(i) + ") names no output/input (" +
                   std::to_string(s.out.size()) + " outputs, " +
                   std::to_string(s.in.size()) + " inputs)");
 }

@@ -121,16 +121,21 @@ bool kernelAllowsInPlace(const std::string &name) {
   return d && d->inPlace;
 }
 
+std::vector<std::pair<int64_t, int64_t>> fusedInPlacePairs(const Instr &instr) {
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  if (instr.kernel == "fused")
+    for (size_t k = 1; k + 1 < instr.iattrs.size(); k += 2)
+      pairs.push_back({instr.iattrs[k], instr.iattrs[k + 1]});
+  return pairs;
+}
+
 bool instrAllowsInPlace(const Instr &instr, size_t output, size_t input) {
   if (kernelAllowsInPlace(instr.kernel))
     return true;
-  if (instr.kernel != "fused")
-    return false;
-  for (size_t k = 1; k + 1 < instr.iattrs.size(); k += 2)
-    if (instr.iattrs[k] == (int64_t)output &&
-        instr.iattrs[k + 1] == (int64_t)input)
-      return true;
-  return false;
+  auto pairs = fusedInPlacePairs(instr);
+  return std::find(pairs.begin(), pairs.end(),
+                   std::make_pair((int64_t)output, (int64_t)input)) !=
+         pairs.end();
 }
 
 static std::atomic<int64_t> scratchHeld{0};

@@ -177,6 +177,9 @@ bool kernelAllowsInPlace(const std::string &name);
 /// lists after its kernel index (iattrs [k, output, input, ...]; the
 /// generated kernel's table must allow it, checkFusedOperands).
 bool instrAllowsInPlace(const Instr &instr, size_t output, size_t input);
+/// The (output, input) pairs a `fused` instr lists after its kernel index
+/// (iattrs [k, output, input, ...]); none for other kernels.
+std::vector<std::pair<int64_t, int64_t>> fusedInPlacePairs(const Instr &instr);
 
 /// Kernel scratch outside the arenas (buffers a kernel keeps between calls,
 /// e.g. convolution's unfolded input): kernels report every allocation and
