@@ -50,6 +50,10 @@ struct CompileOptions {
   /// GEMMs): 1 on, 0 off, -1 the target's default (on for cuda only; see
   /// docs/ARCHITECTURE.md for the CPU measurements).
   int gemmEpilogue = -1;
+  /// tcc-shadow-weights (bf16/fp16 with AdamW): the update writes the
+  /// 16-bit copies of the weights the next step's GEMMs read, instead of a
+  /// cast of each weight per step (--shadow-weights=false: the casts).
+  bool shadowWeights = true;
   /// "cpu" or "cuda": cuda also pads for tensor cores and adds the fused
   /// regions' CUDA kernels, compiled by NVRTC for `gpuArch`
   /// (Artifact::device); the host library stays as the CPU fallback.

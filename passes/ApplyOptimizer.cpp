@@ -233,9 +233,9 @@ void ApplyOptimizerPass::runOnOperation() {
   for (auto [p, g] : paramGrads) {
     Value newParam;
     if (c.adamw) {
-      auto op = AdamWUpdateOp::create(
-          b, loc, p, g, stateArg(s), stateArg(s + 1), t1, f64(c.lr),
-          f64(c.beta1), f64(c.beta2), f64(c.eps), f64(c.weightDecay));
+      auto op =
+          AdamWUpdateOp::create(b, loc, p, g, stateArg(s), stateArg(s + 1), t1,
+                                c.lr, c.beta1, c.beta2, c.eps, c.weightDecay);
       newParam = op.getNewParam();
       newStates[s++] = op.getNewExpAvg();
       newStates[s++] = op.getNewExpAvgSq();

@@ -265,6 +265,8 @@ FuncMemoryModel::FuncMemoryModel(func::FuncOp fn) {
       persistentPart.weights += bytes;
     else if (kind == "input")
       persistentPart.inputs += bytes;
+    else if (d && d.get("tcc.shadow_of"))
+      persistentPart.weightCopies += bytes;
     else if (stringAttr(d, "tcc.name").ends_with(".grad_acc"))
       persistentPart.gradAccumulators += bytes;
     else if (optimizerState.count(a))

@@ -25,17 +25,18 @@ namespace mlir::tcc {
 int64_t storageBytes(Type t);
 
 /// The predicted memory anatomy of a function in one schedule (bytes).
-/// Persistent: weights .. constants. The temporaries live at the peak split
+/// Persistent: weights .. constants (weightCopies: tcc-shadow-weights' 16-bit
+/// copies, state with `tcc.shadow_of`). The temporaries live at the peak split
 /// into activations, gradients and other temporaries (their sum is
 /// tempPeak); savedActivations is the total of all activations.
 struct MemoryAnatomy {
-  int64_t weights = 0, optimizerState = 0, gradAccumulators = 0, otherState = 0,
-          inputs = 0, constants = 0;
+  int64_t weights = 0, weightCopies = 0, optimizerState = 0,
+          gradAccumulators = 0, otherState = 0, inputs = 0, constants = 0;
   int64_t activations = 0, gradients = 0, temporaries = 0;
   int64_t tempPeak = 0, savedActivations = 0;
   int64_t persistent() const {
-    return weights + optimizerState + gradAccumulators + otherState + inputs +
-           constants;
+    return weights + weightCopies + optimizerState + gradAccumulators +
+           otherState + inputs + constants;
   }
   int64_t peak() const { return persistent() + tempPeak; }
 };

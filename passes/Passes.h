@@ -83,6 +83,12 @@ struct TrainPipelineOptions
                      "GEMMs (tcc-gemm-epilogue; tcc compile turns it on for "
                      "--target cuda)"),
       llvm::cl::init(false)};
+  Option<bool> shadowWeights{
+      *this, "shadow-weights",
+      llvm::cl::desc("with bf16/fp16, AdamW writes the 16-bit copies of the "
+                     "weights that the next step's GEMMs read "
+                     "(tcc-shadow-weights)"),
+      llvm::cl::init(true)};
 };
 
 /// What tcc-pad-shapes pads to on a target: `multiple` for GEMM dimensions,

@@ -294,6 +294,35 @@ def SinkTransposesPass : Pass<"tcc-sink-transposes", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::tcc::TccDialect"];
 }
 
+def ShadowWeightsPass : Pass<"tcc-shadow-weights", "mlir::ModuleOp"> {
+  let summary = "AdamW writes the 16-bit copies of the weights the next step's GEMMs read";
+  let description = [{
+    Runs after tcc-mixed-precision (bf16 or fp16). Every step casts each f32
+    master weight a GEMM reads down to 16 bits: a read of 4 and a write of 2
+    bytes per element, and one kernel per weight. When @train_step's AdamW
+    update of parameter `N` is returned as N's new value, and @train_step or
+    @accumulate_step (gradient accumulation) reads `tcc.cast N` to one
+    16-bit type, the update also writes that cast of the new value
+    (`tcc.adamw_update ... -> tensor<...xbf16>`, 2 bytes per element more)
+    into a new state `N.bf16` or `N.f16` (`tcc.shadow_of = "N"`), and the
+    casts in @train_step and @accumulate_step read that state instead. Its
+    initial value is the cast of N's (the runtime computes it at load), so
+    every step sees exactly the values the casts gave: losses do not change.
+    @forward keeps its casts: it reads the master weights alone, whatever
+    wrote them. With fp16 loss scaling the copy's update gets the same
+    `tcc.where(finite, new, old)` as the weight's. Casts of a view of a
+    parameter are left as they are.
+    ```mlir
+    %wl = tcc.cast %w : tensor<8x4xf32> -> tensor<8x4xbf16>
+    %w1, %m1, %v1 = tcc.adamw_update %w, %g, %m, %v, %t {...} : tensor<8x4xf32>, tensor<f32>
+    ```
+    becomes, with a state argument `%ws` named "w.bf16",
+    `%w1, %m1, %v1, %ws1 = tcc.adamw_update %w, %g, %m, %v, %t {...} : tensor<8x4xf32>, tensor<f32> -> tensor<8x4xbf16>`,
+    the GEMM reads `%ws`, and `%ws1` is returned as the update of "w.bf16".
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect", "mlir::func::FuncDialect"];
+}
+
 def PackAttentionPass : Pass<"tcc-pack-attention", "mlir::func::FuncOp"> {
   let summary = "Sequence-major attention reads q, k and v inside the QKV projection";
   let description = [{

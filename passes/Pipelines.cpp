@@ -58,6 +58,9 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
       pm.addPass(createCanonicalizerPass());
       pm.addPass(createCSEPass());
     }
+    // After CSE, which leaves one cast per weight to replace.
+    if (opts.optimize && opts.shadowWeights)
+      pm.addPass(createShadowWeightsPass());
   }
   // After the last CSE, which would merge the recomputed ops back.
   if (opts.optimize && opts.memoryBudget > 0)

@@ -212,6 +212,8 @@ DictionaryAttr anatomyAttr(MLIRContext *ctx, const MemoryAnatomy &a,
     attrs.set(k, b.getI64IntegerAttr(v));
   };
   set("weights", a.weights);
+  if (a.weightCopies)
+    set("weight_copies", a.weightCopies);
   set("optimizer_state", a.optimizerState);
   set("grad_accumulators", a.gradAccumulators);
   set("other_state", a.otherState);

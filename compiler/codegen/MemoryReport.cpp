@@ -105,7 +105,9 @@ MemoryReport tcc::analyzeMemory(const rt::Artifact &a) {
       r.weights += bytes;
       break;
     case rt::TensorKind::State:
-      if (endsWith(t.name, ".grad_acc"))
+      if (t.init.kind == rt::InitSpec::Kind::Cast)
+        r.weightCopies += bytes;
+      else if (endsWith(t.name, ".grad_acc"))
         r.gradAccumulators += bytes;
       else if (optimizerState.count((int32_t)id))
         r.optimizerState += bytes;
@@ -250,6 +252,9 @@ void tcc::printMemoryReport(const MemoryReport &r, std::ostream &os) {
   std::vector<std::string> training = r.trainingPrograms();
   os << "memory anatomy (predicted, compiled session):\n";
   line("weights", r.weights, "parameters");
+  if (r.weightCopies)
+    line("16-bit weight copies", r.weightCopies,
+         "written by the optimizer for the next step's GEMMs");
   line("optimizer state", r.optimizerState,
        "read and written by the optimizer");
   if (r.gradAccumulators)

@@ -22,6 +22,7 @@ namespace tcc {
 struct MemoryReport {
   /// Persistent tensors of the artifact (shared by all programs), bytes.
   int64_t weights = 0;          // params
+  int64_t weightCopies = 0;     // 16-bit copies kept by tcc-shadow-weights
   int64_t optimizerState = 0;   // state read/written by optimizer kernels
   int64_t gradAccumulators = 0; // state named *.grad_acc
   int64_t otherState = 0;       // running statistics, step counters
@@ -50,8 +51,8 @@ struct MemoryReport {
   std::vector<Program> programs;
 
   int64_t persistent() const {
-    return weights + optimizerState + gradAccumulators + otherState + inputs +
-           constants;
+    return weights + weightCopies + optimizerState + gradAccumulators +
+           otherState + inputs + constants;
   }
   /// Kernel scratch outside the arenas, kept by the runtime for the process:
   /// the convolution unfold buffers sized for the largest convolution of

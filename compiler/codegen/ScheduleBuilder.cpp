@@ -154,8 +154,13 @@ FailureOr<int32_t> TccScheduleBuilder::persistent(BlockArgument arg) {
     if (info.init.kind == rt::InitSpec::Kind::Blob)
       info.dataOffset = artifact.addBlob(it->second.data(),
                                          it->second.size() * sizeof(float));
-  } else if (k == rt::TensorKind::State &&
-             initialParams.count(info.name)) {
+  } else if (auto of = fn.getArgAttrOfType<StringAttr>(i, "tcc.shadow_of");
+             k == rt::TensorKind::State && of) {
+    // tcc-shadow-weights' 16-bit copy starts as the cast of its parameter's
+    // initial value, computed at load: the artifact carries no second copy.
+    info.init.kind = rt::InitSpec::Kind::Cast;
+    info.init.source = of.getValue().str();
+  } else if (k == rt::TensorKind::State && initialParams.count(info.name)) {
     // Running statistics start from their initializer; optimizer state
     // (which has none) from zero.
     const std::vector<float> &init = initialParams.at(info.name);

@@ -354,6 +354,35 @@ LogicalResult LogSoftmaxGradOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+void AdamWUpdateOp::build(OpBuilder &b, OperationState &state, Value param,
+                          Value grad, Value expAvg, Value expAvgSq, Value step,
+                          double lr, double beta1, double beta2, double eps,
+                          double weightDecay, Type lowType) {
+  Type t = param.getType();
+  build(b, state, t, t, t, lowType, param, grad, expAvg, expAvgSq, step,
+        b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
+        b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
+        b.getF64FloatAttr(weightDecay));
+}
+
+LogicalResult AdamWUpdateOp::verify() {
+  Value low = getNewParamLow();
+  if (!low)
+    return success();
+  auto p = rankedType(getParam()), l = rankedType(low);
+  if (!p.getElementType().isF32() ||
+      !isa<BFloat16Type, Float16Type>(l.getElementType()) ||
+      l.getShape() != p.getShape())
+    return emitOpError("the 16-bit copy of the new parameter must be a bf16 "
+                       "or f16 tensor of an f32 parameter's shape, got ")
+           << l << " for " << p;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
 

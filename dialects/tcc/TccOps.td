@@ -365,14 +365,21 @@ def Tcc_SgdMomentumUpdateOp : Tcc_InferOp<"sgd_momentum_update",
       "$param `,` $grad `,` $momentum_buffer attr-dict `:` type($param)";
 }
 
-def Tcc_AdamWUpdateOp : Tcc_InferOp<"adamw_update",
-    [AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
-                    "new_exp_avg", "new_exp_avg_sq"]>]> {
+def Tcc_AdamWUpdateOp : Tcc_Op<"adamw_update",
+    [Pure, AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq",
+                          "new_param", "new_exp_avg", "new_exp_avg_sq"]>]> {
   let summary = "AdamW update, as torch.optim.AdamW";
   let description = [{
     `step` is a scalar holding the 1-based step count used for bias correction.
     ```mlir
     %p1, %m1, %v1 = tcc.adamw_update %p, %g, %m, %v, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32>
+    ```
+    With a fourth result (`-> tensor<10xbf16>`), the update also writes the
+    new parameter rounded to bf16 or f16, exactly what a `tcc.cast` of
+    `new_param` gives: tcc-shadow-weights keeps that copy as state for the
+    next step's GEMMs, so they need not cast the f32 master weight again.
+    ```mlir
+    %p1, %m1, %v1, %lo = tcc.adamw_update %p, %g, %m, %v, %t {...} : tensor<10xf32>, tensor<f32> -> tensor<10xbf16>
     ```
   }];
   let arguments = (ins Tcc_FloatTensor:$param, Tcc_FloatTensor:$grad,
@@ -380,9 +387,20 @@ def Tcc_AdamWUpdateOp : Tcc_InferOp<"adamw_update",
                    Tcc_ScalarFloatTensor:$step, F64Attr:$lr, F64Attr:$beta1,
                    F64Attr:$beta2, F64Attr:$eps, F64Attr:$weight_decay);
   let results = (outs Tcc_FloatTensor:$new_param, Tcc_FloatTensor:$new_exp_avg,
-                      Tcc_FloatTensor:$new_exp_avg_sq);
+                      Tcc_FloatTensor:$new_exp_avg_sq,
+                      Optional<Tcc_FloatTensor>:$new_param_low);
   let assemblyFormat = "$param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step "
-                       "attr-dict `:` type($param) `,` type($step)";
+                       "attr-dict `:` type($param) `,` type($step) "
+                       "(`->` type($new_param_low)^)?";
+  let builders = [
+    // The update without a 16-bit copy: every result has the param's type.
+    OpBuilder<(ins "Value":$param, "Value":$grad, "Value":$exp_avg,
+                   "Value":$exp_avg_sq, "Value":$step, "double":$lr,
+                   "double":$beta1, "double":$beta2, "double":$eps,
+                   "double":$weight_decay,
+                   CArg<"Type", "Type()">:$lowType)>
+  ];
+  let hasVerifier = 1;
 }
 
 include "dialects/tcc/TccOpsShape.td"

@@ -105,17 +105,20 @@ const char *initKindName(InitSpec::Kind k) {
     return "normal";
   case InitSpec::Kind::Uniform:
     return "uniform";
+  case InitSpec::Kind::Cast:
+    return "cast";
   }
   return "?";
 }
 
 InitSpec::Kind parseInitKind(const std::string &s) {
-  for (auto k : {InitSpec::Kind::Blob, InitSpec::Kind::Constant,
-                 InitSpec::Kind::Normal, InitSpec::Kind::Uniform})
+  for (auto k :
+       {InitSpec::Kind::Blob, InitSpec::Kind::Constant, InitSpec::Kind::Normal,
+        InitSpec::Kind::Uniform, InitSpec::Kind::Cast})
     if (s == initKindName(k))
       return k;
   throw Error("unknown initializer kind '" + s +
-              "' (expected blob, constant, normal or uniform)");
+              "' (expected blob, constant, normal, uniform or cast)");
 }
 
 int64_t TensorInfo::numElements() const {
@@ -213,6 +216,8 @@ static nlohmann::json manifestJson(const Artifact &a) {
                     {"a", t.init.a},
                     {"b", t.init.b},
                     {"seed", t.init.seed}};
+      if (t.init.kind == InitSpec::Kind::Cast)
+        jt["init"]["source"] = t.init.source;
     }
     tensors.push_back(std::move(jt));
   }

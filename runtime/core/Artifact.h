@@ -68,15 +68,19 @@ TensorKind parseTensorKind(const std::string &s);
 /// drawn at load by runtime/core/Initializer.h from a counter-based
 /// generator, so an artifact of a large model travels without its weights
 /// and every load gives the same values: Constant fills `a`; Normal draws
-/// mean `a`, standard deviation `b`; Uniform draws from [a, b). dataOffset
-/// is -1 for these.
+/// mean `a`, standard deviation `b`; Uniform draws from [a, b). Cast is a
+/// 16-bit State whose initial value is f32 Param `source`'s, rounded to
+/// nearest-even (tcc-shadow-weights' copies, which AdamW keeps equal to the
+/// cast of the parameter). dataOffset is -1 for these.
 struct InitSpec {
-  enum class Kind : uint8_t { Blob, Constant, Normal, Uniform };
+  enum class Kind : uint8_t { Blob, Constant, Normal, Uniform, Cast };
   Kind kind = Kind::Blob;
   double a = 0, b = 0;
   uint64_t seed = 0;
+  std::string source; // Cast: the parameter's name
 };
-const char *initKindName(InitSpec::Kind k); // "blob","constant","normal","uniform"
+/// "blob","constant","normal","uniform","cast"
+const char *initKindName(InitSpec::Kind k);
 InitSpec::Kind parseInitKind(const std::string &s); // throws Error
 
 struct TensorInfo {

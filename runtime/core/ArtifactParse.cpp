@@ -114,6 +114,8 @@ static TensorInfo parseTensor(const json &j, const std::string &ctx) {
         seed.get<int64_t>() < 0)
       throw Error(ictx + ".seed: expected an unsigned integer");
     t.init.seed = seed.get<uint64_t>();
+    if (t.init.kind == InitSpec::Kind::Cast)
+      t.init.source = asString(field(init, "source", ictx), ictx + ".source");
   }
   return t;
 }

@@ -64,6 +64,28 @@ static void checkInit(const TensorInfo &t, const std::string &ref) {
                 " above high " + std::to_string(s.b));
 }
 
+/// A cast initializer: a 16-bit state that starts as the rounding of an f32
+/// parameter of its shape (whose own initial value is not a cast).
+static void checkCastInit(const Artifact &a, const TensorInfo &t,
+                          const std::string &ref) {
+  const std::string &src = t.init.source;
+  if (t.kind != TensorKind::State || !isHalfDType(t.dtype))
+    throw Error(ref +
+                ": a cast initializer belongs to a bf16 or f16 state, "
+                "not a " +
+                std::string(dtypeName(t.dtype)) + " " + tensorKindName(t.kind));
+  int32_t id = a.findTensor(src);
+  if (id < 0)
+    throw Error(ref + ": cast initializer of unknown tensor '" + src + "'");
+  const TensorInfo &s = a.tensors[id];
+  if (s.kind != TensorKind::Param || s.dtype != DType::F32 ||
+      s.shape != t.shape)
+    throw Error(ref + ": cast initializer of '" + src + "', a " +
+                dtypeName(s.dtype) + formatShape(s.shape) + " " +
+                tensorKindName(s.kind) + "; expected an f32" +
+                formatShape(t.shape) + " param");
+}
+
 static void checkDeviceCode(const Artifact &a) {
   const DeviceCode &d = a.device;
   if (!d.present()) {
@@ -131,6 +153,8 @@ static void checkTensors(const Artifact &a) {
     case TensorKind::State:
       if (t.init.kind != InitSpec::Kind::Blob) {
         checkInit(t, ref);
+        if (t.init.kind == InitSpec::Kind::Cast)
+          checkCastInit(a, t, ref);
         break;
       }
       [[fallthrough]];

@@ -158,9 +158,11 @@ double initialValue(const InitSpec &s, int64_t i) {
     return s.a + s.b * (i % 2 ? z1 : z0);
   }
   case InitSpec::Kind::Blob:
+  case InitSpec::Kind::Cast:
     break;
   }
-  throw Error("initialValue: a blob initializer has no generated values");
+  throw Error(std::string("initialValue: a ") + initKindName(s.kind) +
+              " initializer has no generated values");
 }
 
 /// One step towards -inf of a finite 16-bit float word (sign-magnitude).
@@ -300,6 +302,9 @@ void fillInitial(const TensorInfo &t, void *dst) {
   case InitSpec::Kind::Normal:
   case InitSpec::Kind::Uniform:
     break;
+  case InitSpec::Kind::Cast:
+    throw Error("tensor '" + t.name + "': its initial value is the cast of '" +
+                s.source + "', which fillInitialValue computes");
   }
   switch (t.dtype) {
   case DType::F32:
@@ -313,6 +318,32 @@ void fillInitial(const TensorInfo &t, void *dst) {
   }
   throw Error("tensor '" + t.name + "': a " + initKindName(s.kind) +
               " initializer needs a float tensor, not i64");
+}
+
+void fillInitialValue(const Artifact &a, int32_t id, void *dst) {
+  const TensorInfo &t = a.tensors.at(id);
+  switch (t.init.kind) {
+  case InitSpec::Kind::Blob:
+    std::memcpy(dst, a.blob.data() + t.dataOffset, t.byteSize());
+    return;
+  case InitSpec::Kind::Cast: {
+    int32_t src = a.findTensor(t.init.source);
+    if (src < 0 || a.tensors[src].dtype != DType::F32 ||
+        a.tensors[src].numElements() != t.numElements() ||
+        !isHalfDType(t.dtype))
+      throw Error("tensor '" + t.name +
+                  "': cannot cast the initial value of '" + t.init.source +
+                  "' to it");
+    std::vector<float> f(static_cast<size_t>(t.numElements()));
+    fillInitialValue(a, src, f.data());
+    auto *out = static_cast<uint16_t *>(dst);
+    for (size_t i = 0; i < f.size(); ++i)
+      out[i] = t.dtype == DType::BF16 ? f32ToBf16(f[i]) : f32ToF16(f[i]);
+    return;
+  }
+  default:
+    fillInitial(t, dst);
+  }
 }
 
 } // namespace tcc::rt

@@ -26,6 +26,12 @@ void fillInitial(const TensorInfo &t, void *dst);
 /// element alone. Throws Error for a Blob spec.
 double initialValue(const InitSpec &s, int64_t i);
 
+/// Writes the initial value of persistent tensor `id` of `a` into `dst`
+/// (byteSize() bytes): its blob bytes, its generated values, or for a Cast
+/// spec its source's initial value rounded to nearest-even to the 16-bit
+/// dtype, as the `cast` kernels round. What sessions call at load.
+void fillInitialValue(const Artifact &a, int32_t id, void *dst);
+
 } // namespace tcc::rt
 
 #endif // TCC_RUNTIME_CORE_INITIALIZER_H

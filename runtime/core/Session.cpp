@@ -143,10 +143,8 @@ Session::Session(const Artifact &artifact, ExecMode mode)
     void *buf = allocate(t.byteSize(), "tensor '" + t.name + "'");
     if (t.kind == TensorKind::Input)
       std::memset(buf, 0, t.byteSize()); // never expose garbage
-    else if (t.init.kind != InitSpec::Kind::Blob)
-      fillInitial(t, buf); // --weights seeded: drawn here, not stored
-    else
-      std::memcpy(buf, artifact.blob.data() + t.dataOffset, t.byteSize());
+    else // the blob's bytes, or drawn here (--weights seeded), or a cast
+      fillInitialValue(artifact, static_cast<int32_t>(id), buf);
     buffers_[id] = buf;
     persistentBytes_ += t.byteSize();
   }

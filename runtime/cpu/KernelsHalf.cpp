@@ -77,10 +77,11 @@ static bool isFloatCast(const std::string &kernel, DType in, DType out) {
 }
 
 /// Kernels that load and store 16-bit words themselves: the generated ones
-/// (`fused`) and attention, which rounds its intermediate P and dS.
+/// (`fused`), attention, which rounds its intermediate P and dS, and AdamW,
+/// whose only 16-bit operand is the copy of the new parameter it rounds.
 static bool handlesHalf(const std::string &kernel) {
   return kernel == "fused" || kernel == "attention" ||
-         kernel == "attention_grad";
+         kernel == "attention_grad" || kernel == "adamw_update";
 }
 
 bool needsHalfAdapter(const KernelSig &s) {

@@ -6,8 +6,10 @@
 // inputs of element i before storing, so outputs may alias inputs.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/cpu/Half.h"
 #include "runtime/cpu/KernelsInternal.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tcc::rt::kernels {
@@ -59,7 +61,21 @@ void run_sgd_momentum_update(const KernelArgs &a) {
   }
 }
 
-void check_adamw_update(const KernelSig &s) { checkUpdate(s, 5, 3, 5, 1); }
+/// A fourth output, when there, is the new parameter rounded to bf16 or f16
+/// (tcc-shadow-weights); the kernel writes it itself (KernelsHalf.cpp).
+void check_adamw_update(const KernelSig &s) {
+  if (s.out.size() != 4)
+    return checkUpdate(s, 5, 3, 5, 1);
+  KernelSig f32{s.instr, s.in, {s.out.begin(), s.out.end() - 1}};
+  checkUpdate(f32, 5, 3, 5, 1);
+  const TensorInfo *low = s.out[3];
+  if (!isHalfDType(low->dtype))
+    throw Error(operandName(s, false, 3) +
+                " (the 16-bit copy of the new "
+                "parameter) must be bf16 or f16, is " +
+                dtypeName(low->dtype));
+  expectNumel(s, false, 3, s.in[0]->numElements());
+}
 
 namespace {
 /// The per-step scalars, as the f32 tensor ops of PyTorch see them.
@@ -114,14 +130,31 @@ void run_adamw_update(const KernelArgs &a) {
 
   int64_t n = a.in[0].numel;
   bool distinctGrad = g != p && g != m && g != v;
-  if (pOut == p && mOut == m && vOut == v && distinctGrad)
-    return adamwInPlace(pOut, g, mOut, vOut, n, s);
+  // The 16-bit copy never aliases an operand: it is a tensor of its own.
+  uint16_t *low =
+      a.out.size() == 4 ? static_cast<uint16_t *>(a.out[3].data) : nullptr;
+  bool bf16 = low && a.out[3].dtype == DType::BF16;
+  if (pOut == p && mOut == m && vOut == v && distinctGrad) {
+    if (!low)
+      return adamwInPlace(pOut, g, mOut, vOut, n, s);
+    // Rounding inside the update loop stops GCC from vectorizing it (4x
+    // slower); two vectorized loops over a chunk still in L1 are not.
+    constexpr int64_t kChunk = 2048;
+    for (int64_t i = 0; i < n; i += kChunk) {
+      int64_t c = std::min(kChunk, n - i);
+      adamwInPlace(pOut + i, g + i, mOut + i, vOut + i, c, s);
+      narrowFromF32(pOut + i, a.out[3].dtype, low + i, c);
+    }
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) {
     float pi = p[i], mi = m[i], vi = v[i];
     adamwElem(pi, g[i], mi, vi, s);
     pOut[i] = pi;
     mOut[i] = mi;
     vOut[i] = vi;
+    if (low)
+      low[i] = bf16 ? f32ToBf16(pi) : f32ToF16(pi);
   }
 }
 

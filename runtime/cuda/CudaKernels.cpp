@@ -23,7 +23,8 @@ static int64_t prepareRank(const Instr &in, const std::vector<TensorInfo> &t) {
 
 int64_t prepare_adamw_update(const Instr &in,
                              const std::vector<TensorInfo> &t) {
-  // p', m', v' are written in the dtypes of p, m, v.
+  // p', m', v' are written in the dtypes of p, m, v; a fourth output (the
+  // 16-bit copy of p') in its own (check_adamw_update: bf16 or f16).
   const int from[3] = {0, 2, 3};
   for (int k = 0; k < 3; ++k)
     if (t[in.outputs[k]].dtype != t[in.inputs[from[k]]].dtype)

@@ -159,6 +159,11 @@ struct AdamEntry {
   void *pOut, *mOut, *vOut;
   long long n;
   int dtP, dtG, dtM, dtV;
+  /// The new parameter rounded to dtLow (bf16/f16), or null: the copy
+  /// tcc-shadow-weights keeps for the next step's GEMMs.
+  void *lowOut = nullptr;
+  int dtLow = 0;
+  int unused = 0; // no padding bytes: tables are compared with memcmp
 };
 /// Block b of a multi-tensor launch updates entry `entry` from `start`.
 struct AdamBlock {
@@ -167,6 +172,24 @@ struct AdamBlock {
 };
 /// Elements one block of a multi-tensor launch updates.
 constexpr int64_t kAdamChunk = 4096;
+/// The table entry of adamw_update instr `in` whose operands live at
+/// `buffers[id]` (a fourth output sets lowOut).
+inline AdamEntry adamEntry(const Instr &in, const std::vector<TensorInfo> &t,
+                           const std::vector<void *> &buffers) {
+  auto dtype = [&](int32_t id) { return static_cast<int>(t[id].dtype); };
+  AdamEntry e{buffers[in.inputs[0]],  buffers[in.inputs[1]],
+              buffers[in.inputs[2]],  buffers[in.inputs[3]],
+              buffers[in.outputs[0]], buffers[in.outputs[1]],
+              buffers[in.outputs[2]], t[in.inputs[0]].numElements(),
+              dtype(in.inputs[0]),    dtype(in.inputs[1]),
+              dtype(in.inputs[2]),    dtype(in.inputs[3])};
+  if (in.outputs.size() == 4) {
+    e.lowOut = buffers[in.outputs[3]];
+    e.dtLow = dtype(in.outputs[3]);
+  }
+  return e;
+}
+
 /// Updates every entry of the device table `entries` (hyper-parameters
 /// f [lr, beta1, beta2, eps, wd] of the instrs, `step` an f32-like scalar
 /// of dtype `stepDt`), blocks as laid out in the device table `blocks`.

@@ -119,6 +119,8 @@ __device__ __forceinline__ void adamwElem(const AdamEntry &e, long long i,
   stf(e.pOut, e.dtP, i, p);
   stf(e.mOut, e.dtM, i, m);
   stf(e.vOut, e.dtV, i, v);
+  if (e.lowOut)
+    stf(e.lowOut, e.dtLow, i, p);
 }
 
 __global__ void adamwKernel(AdamEntry e, const void *step, int tstep,
@@ -152,6 +154,10 @@ void launch_adamw_update(const CudaArgs &a) {
   AdamEntry e{a.in[0].data,  a.in[1].data,  a.in[2].data,  a.in[3].data,
               a.out[0].data, a.out[1].data, a.out[2].data, a.in[0].numel,
               dt(a.in[0]),   dt(a.in[1]),   dt(a.in[2]),   dt(a.in[3])};
+  if (a.out.size() == 4) {
+    e.lowOut = a.out[3].data;
+    e.dtLow = dt(a.out[3]);
+  }
   if (e.n == 0)
     return;
   TCC_LAUNCH(adamwKernel, gridFor(e.n, kBlock, a.smCount), kBlock, a.stream)

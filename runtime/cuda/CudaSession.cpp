@@ -104,17 +104,8 @@ void CudaSession::Impl::launch(ProgramState &ps, size_t i) {
   if (ps.group[i] >= 0) {
     AdamGroup &g = ps.groups[ps.group[i]];
     std::vector<AdamEntry> entries;
-    for (size_t j : g.members) {
-      const CudaArgs &a = ps.args[j];
-      const Instr &in = a.instr;
-      auto buf = [&](int32_t id) { return buffers[id]; };
-      entries.push_back(AdamEntry{
-          buf(in.inputs[0]), buf(in.inputs[1]), buf(in.inputs[2]),
-          buf(in.inputs[3]), buf(in.outputs[0]), buf(in.outputs[1]),
-          buf(in.outputs[2]), a.in[0].numel, static_cast<int>(a.in[0].dtype),
-          static_cast<int>(a.in[1].dtype), static_cast<int>(a.in[2].dtype),
-          static_cast<int>(a.in[3].dtype)});
-    }
+    for (size_t j : g.members)
+      entries.push_back(adamEntry(ps.args[j].instr, tensors, buffers));
     // The table changes only when buffers move (eager temporaries, bound
     // inputs). Stream order keeps earlier launches on the old table.
     size_t bytes = entries.size() * sizeof(AdamEntry);

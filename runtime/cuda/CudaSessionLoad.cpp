@@ -200,7 +200,7 @@ void CudaSession::Impl::allocate(const Artifact &a) {
       TCC_CUDA_CHECK(cudaMemset(dst, 0, bytes));
     } else if (t.init.kind != InitSpec::Kind::Blob) {
       host.resize(bytes);
-      fillInitial(t, host.data());
+      fillInitialValue(a, static_cast<int32_t>(id), host.data());
       TCC_CUDA_CHECK(
           cudaMemcpy(dst, host.data(), bytes, cudaMemcpyHostToDevice));
     } else {

@@ -13,11 +13,19 @@
    step is skipped: `"skipped": true`, the loss scale halves to 32768, and
    the exported weights are bit for bit the initial ones (AdamW's moments
    and step are untouched too, or the next steps would differ from a run
-   that starts at the halved scale). Later steps train once the scale fits.
+   that starts at the halved scale). Later steps train once the scale fits,
+   and the f16 weight copies that AdamW writes (kept on a skipped step, like
+   the weights) give the same run as --shadow-weights=false.
+3. The bf16 weight copies that AdamW writes (tcc-shadow-weights, on by
+   default) hold exactly the casts the step would make: the GPT trained with
+   --shadow-weights=false gives bit for bit the same losses and exported
+   weights. The copies are state, so a run stopped at step 10 and resumed
+   from its checkpoint also ends bit for bit where the straight run does.
 """
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -95,7 +103,7 @@ def check_overflow(tcc, work):
     initial = {t.name: onnx.numpy_helper.to_array(t)
                for t in onnx.load(model).graph.initializer}
 
-    def train(steps, tag):
+    def train(steps, tag, art=art):
         m = os.path.join(work, f"{tag}.jsonl")
         out = os.path.join(work, f"{tag}.onnx")
         log = run([tcc, "train", art, "--data", "x=" + big, "--data",
@@ -125,6 +133,59 @@ def check_overflow(tcc, work):
     assert changed, "no weight changed in 40 steps"
     assert trained[-1]["loss"] < rows[0]["loss"], (rows[0], trained[-1])
 
+    # The f16 weight copies AdamW writes (on by default) are kept on the
+    # skipped steps with the weights: the run equals one that casts.
+    casts = os.path.join(work, "mlp-fp16-casts.tcc")
+    run([tcc, "compile", model, "-o", casts, "--batch", "8", "--precision",
+         "fp16", "--shadow-weights=false"])
+    rows2, params2, _ = train(40, "forty-casts", casts)
+    assert [r["loss"] for r in rows2] == [r["loss"] for r in rows], (rows, rows2)
+    assert all(np.array_equal(params2[n], v) for n, v in params.items())
+    print("f16 weight copies: the 40 steps and the weights equal the casts'")
+
+
+def check_shadow(tcc, corpus, work, steps, shadowed):
+    onnx_path = os.path.join(work, "gpt.onnx")
+    runs = {}
+    for flag in ("true", "false"):
+        art = os.path.join(work, f"gpt-bf16-shadow-{flag}.tcc")
+        report = run([tcc, "compile", onnx_path, "-o", art, "--batch", "4",
+                      "--freeze", "mask", "--lr", "0.003", "--precision",
+                      "bf16", f"--shadow-weights={flag}", "--report"])
+        assert ("16-bit weight copies" in report) == (flag == "true"), report
+        m = os.path.join(work, f"shadow-{flag}.jsonl")
+        out = os.path.join(work, f"shadow-{flag}.onnx")
+        run([tcc, "train", art, "--tokens", corpus, "--steps", str(steps),
+             "--no-shuffle", "--no-progress", "--metrics", m, "--export", out])
+        runs[flag] = ([r["loss"] for r in metrics(m)],
+                      {t.name: onnx.numpy_helper.to_array(t)
+                       for t in onnx.load(out).graph.initializer}, art)
+    on, off = runs["true"], runs["false"]
+    assert on[0] == [r["loss"] for r in shadowed], "the default is not shadowed"
+    assert on[0] == off[0], f"losses differ:\n{on[0]}\n{off[0]}"
+    for name, v in off[1].items():
+        assert np.array_equal(on[1][name], v), f"{name} differs"
+    print(f"bf16 weight copies: {steps} losses and {len(off[1])} exported "
+          "tensors bit-identical to the per-step casts")
+
+    # Stopped at step 10 and resumed: the copies come back from the checkpoint
+    # (the later checkpoints are deleted, so resume takes ckpt-10).
+    ckpt = os.path.join(work, "shadow-ckpt")
+    shutil.rmtree(ckpt, ignore_errors=True)
+    base = [tcc, "train", on[2], "--tokens", corpus, "--no-shuffle",
+            "--no-progress", "--steps", str(steps), "--checkpoint-dir", ckpt]
+    run(base + ["--checkpoint-every", "10", "--keep-checkpoints", "10"])
+    for f in os.listdir(ckpt):
+        if f != "ckpt-00000010.tcckpt":
+            os.remove(os.path.join(ckpt, f))
+    out = os.path.join(work, "shadow-resumed.onnx")
+    log = run(base + ["--resume", ckpt, "--export", out])
+    assert "resumed at step 10" in log, log
+    for t in onnx.load(out).graph.initializer:
+        v = onnx.numpy_helper.to_array(t)
+        assert np.array_equal(on[1][t.name], v), f"resumed: {t.name} differs"
+    print("resumed at step 10: exported weights bit-identical")
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
@@ -135,8 +196,9 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     check_overflow(args.tcc, args.work)
-    check_gpt(gpt_curves(args.tcc, args.corpus, args.work, args.steps),
-              args.steps)
+    curves = gpt_curves(args.tcc, args.corpus, args.work, args.steps)
+    check_gpt(curves, args.steps)
+    check_shadow(args.tcc, args.corpus, args.work, args.steps, curves["bf16"])
     print("ok")
 
 

@@ -86,6 +86,7 @@ static void expectSame(const Artifact &a, const Artifact &b) {
     EXPECT_EQ(x.init.a, y.init.a); // exact doubles
     EXPECT_EQ(x.init.b, y.init.b);
     EXPECT_EQ(x.init.seed, y.init.seed);
+    EXPECT_EQ(x.init.source, y.init.source);
   }
   ASSERT_EQ(a.programs.size(), b.programs.size());
   for (size_t i = 0; i < a.programs.size(); ++i) {
@@ -331,6 +332,37 @@ TEST(Artifact, SeededInitializersRoundTrip) {
                               format::serialize(a).size(), "model.tcc"));
 }
 
+/// sampleArtifact plus tcc-shadow-weights' bf16 copy of w.
+static Artifact castArtifact() {
+  Artifact a = sampleArtifact();
+  TensorInfo c = tensor("w.bf16", DType::BF16, {4, 3}, TensorKind::State);
+  c.init.kind = InitSpec::Kind::Cast;
+  c.init.source = "w";
+  a.tensors.push_back(c);
+  return a;
+}
+
+TEST(Artifact, CastInitializersRoundTripAndAreChecked) {
+  Artifact a = castArtifact();
+  std::vector<uint8_t> bytes = format::serialize(a);
+  expectSame(a, parseArtifact(bytes.data(), bytes.size(), "model.tcc"));
+  a.tensors[5].init.source = "nope";
+  expectRejected(format::serialize(a), "tensor 'w.bf16' (id 5): cast "
+                                       "initializer of unknown tensor 'nope'");
+  a.tensors[5].init.source = "step";
+  expectRejected(format::serialize(a),
+                 "tensor 'w.bf16' (id 5): cast initializer of 'step', a "
+                 "f32[] state; expected an f32[4,3] param");
+  a = castArtifact();
+  a.tensors[5].dtype = DType::F32;
+  expectRejected(format::serialize(a),
+                 "tensor 'w.bf16' (id 5): a cast initializer belongs to a "
+                 "bf16 or f16 state, not a f32 state");
+  a = castArtifact();
+  a.tensors[5].shape = {12};
+  expectRejected(format::serialize(a), "expected an f32[12] param");
+}
+
 TEST(Artifact, BadSeededInitializersAreRejected) {
   Artifact a = seededArtifact();
   a.tensors[1].init.b = -0.02;
@@ -395,7 +427,7 @@ TEST(Artifact, BadSeededInitializersAreRejected) {
   expectRejected(withManifest(head + R"({"kind":"xavier","a":0,"b":1,)"
                                      R"("seed":0}}]})"),
                  "unknown initializer kind 'xavier' (expected blob, "
-                 "constant, normal or uniform)");
+                 "constant, normal, uniform or cast)");
   expectRejected(withManifest(head + R"({"kind":"normal","a":0,"b":1}}]})"),
                  "missing field 'seed'");
   expectRejected(withManifest(head + R"({"kind":"normal","a":0,"b":1,)"

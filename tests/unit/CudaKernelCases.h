@@ -322,7 +322,9 @@ inline void layerNormCases(std::vector<KernelCase> &cases) {
 
 /// Three consecutive AdamW updates (the session makes them one multi-
 /// tensor launch) of sizes spanning several blocks, one with other
-/// hyper-parameters, SGD and SGD with momentum.
+/// hyper-parameters, SGD and SGD with momentum. Two of the AdamW updates
+/// also write the new parameter in bf16 or f16 (tcc-shadow-weights), one
+/// in the multi-tensor launch and one alone; the others do not.
 inline void optimizerCases(std::vector<KernelCase> &cases) {
   KernelCase c{"optimizers"};
   c.rtol = 1e-6;
@@ -334,9 +336,12 @@ inline void optimizerCases(std::vector<KernelCase> &cases) {
     int32_t m = p.random(DType::F32, {n}, -0.1f, 0.1f);
     int32_t v = p.random(DType::F32, {n}, 0.0f, 0.1f);
     double lr = n == 100 ? 0.01 : 1e-3;
-    p.instr("adamw_update", {w, g, m, v, step}, {w, m, v}, {},
+    std::vector<int32_t> outs{w, m, v};
+    if (n == 5000 || n == 100)
+      outs.push_back(p.out(n == 5000 ? DType::BF16 : DType::F16, {n}));
+    p.instr("adamw_update", {w, g, m, v, step}, outs, {},
             {lr, 0.9, 0.999, 1e-8, 0.01});
-    c.outs.insert(c.outs.end(), {w, m, v});
+    c.outs.insert(c.outs.end(), outs.begin(), outs.end());
   }
   int32_t w = p.random(DType::F32, {50}), g = p.random(DType::F32, {50});
   int32_t buf = p.random(DType::F32, {50});

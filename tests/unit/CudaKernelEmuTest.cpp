@@ -106,7 +106,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, CudaKernelEmu,
                          });
 
 // The multi-tensor AdamW launch over a table of three tensors equals three
-// single updates on the CPU.
+// single updates on the CPU (the first also writes its bf16 copy).
 TEST(CudaKernelEmuAdamW, MultiTensorLaunch) {
   std::vector<KernelCase> cases;
   optimizerCases(cases);
@@ -116,15 +116,12 @@ TEST(CudaKernelEmuAdamW, MultiTensorLaunch) {
   const auto &instrs = a.programs[0].instrs;
   std::vector<cuda::AdamEntry> entries;
   std::vector<cuda::AdamBlock> blocks;
+  std::vector<void *> gpu;
+  for (auto &s : store)
+    gpu.push_back(s.data());
   for (int e = 0; e < 3; ++e) { // the three with the same hyper-parameters
-    const Instr &in = instrs[e];
-    auto buf = [&](int32_t id) {
-      return static_cast<void *>(store[id].data());
-    };
-    int64_t n = a.tensors[in.inputs[0]].numElements();
-    entries.push_back({buf(in.inputs[0]), buf(in.inputs[1]), buf(in.inputs[2]),
-                       buf(in.inputs[3]), buf(in.outputs[0]),
-                       buf(in.outputs[1]), buf(in.outputs[2]), n, 0, 0, 0, 0});
+    entries.push_back(cuda::adamEntry(instrs[e], a.tensors, gpu));
+    int64_t n = entries.back().n;
     for (int64_t s = 0; s < n; s += cuda::kAdamChunk)
       blocks.push_back({e, s});
   }

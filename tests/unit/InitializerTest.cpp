@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 using namespace tcc::rt;
 
@@ -245,6 +246,46 @@ TEST(Initializer, SessionFillsSeededTensors) {
   for (int i = 0; i < 64 * 32; ++i)
     ASSERT_EQ(mv[i], 0.5f);
   EXPECT_EQ(*static_cast<const int64_t *>(s.data(2)), 3);
+}
+
+// tcc-shadow-weights' copies: a cast initializer is its source's initial
+// value (drawn or from the blob) rounded to nearest-even, in both sessions'
+// loader (fillInitialValue), and fillInitial alone refuses it.
+TEST(Initializer, CastIsTheRoundedSourceValue) {
+  Artifact a;
+  a.tensors.push_back(seeded(InitSpec::Kind::Normal, 0, 0.02, 77, {64, 33}));
+  std::vector<float> blob = {1.0f, 1.00390625f, -3.3e-3f, 65504.0f, 1e-8f};
+  TensorInfo b;
+  b.name = "b";
+  b.kind = TensorKind::Param;
+  b.shape = {5};
+  b.dataOffset = a.addBlob(blob.data(), blob.size() * sizeof(float));
+  a.tensors.push_back(b);
+  for (auto [name, src, dt] : {std::tuple{"w.bf16", "w", DType::BF16},
+                               std::tuple{"b.bf16", "b", DType::BF16},
+                               std::tuple{"b.f16", "b", DType::F16}}) {
+    TensorInfo c;
+    c.name = name;
+    c.kind = TensorKind::State;
+    c.dtype = dt;
+    c.shape = a.tensors[a.findTensor(src)].shape;
+    c.init.kind = InitSpec::Kind::Cast;
+    c.init.source = src;
+    a.tensors.push_back(c);
+  }
+  validateArtifact(a);
+  Session s(a, ExecMode::Compiled);
+  std::vector<float> w = fillF32(a.tensors[0]);
+  for (int32_t id = 2; id < 5; ++id) {
+    const TensorInfo &c = a.tensors[id];
+    const std::vector<float> &src = id == 2 ? w : blob;
+    const auto *got = static_cast<const uint16_t *>(s.data(id));
+    for (size_t i = 0; i < src.size(); ++i)
+      ASSERT_EQ(got[i],
+                c.dtype == DType::BF16 ? f32ToBf16(src[i]) : f32ToF16(src[i]))
+          << c.name << " " << i;
+  }
+  EXPECT_THROW(fill16(a.tensors[2]), Error);
 }
 
 // The documented generator (Initializer.cpp's header comment) written out

@@ -56,6 +56,13 @@ public:
       std::memcpy(v.data(), store_[id].data(), v.size() * sizeof(float));
     return v;
   }
+  /// The raw words of a bf16/f16 tensor.
+  std::vector<uint16_t> getU16(int32_t id) const {
+    std::vector<uint16_t> v(infos_[id].numElements());
+    if (!v.empty())
+      std::memcpy(v.data(), store_[id].data(), v.size() * sizeof(uint16_t));
+    return v;
+  }
   std::vector<int64_t> getI64(int32_t id) const {
     std::vector<int64_t> v(infos_[id].numElements());
     if (!v.empty()) // an empty tensor's buffer may be null (UB for memcpy)

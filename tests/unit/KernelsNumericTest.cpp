@@ -237,3 +237,54 @@ TEST(KernelsNumeric, AdamWOutOfPlaceMatchesInPlace) {
   EXPECT_EQ(h.get(v2), h.get(v));
   EXPECT_NE(h.get(p), pv);
 }
+
+// tcc-shadow-weights: a fourth output receives the new parameter rounded to
+// bf16 or f16, exactly the `cast` kernel's rounding of p', in place and out
+// of place; p', m', v' are those of the three-output update.
+TEST(KernelsNumeric, AdamWWritesTheSixteenBitCopy) {
+  auto pv = randomValues(37, 1), gv = randomValues(37, 2);
+  auto mv = randomValues(37, 3), vv = randomValues(37, 4, 0.0f, 1.0f);
+  std::vector<double> f = {1e-2, 0.9, 0.999, 1e-8, 0.01};
+  for (DType low : {DType::BF16, DType::F16}) {
+    for (bool inPlace : {true, false}) {
+      KernelHarness h;
+      int32_t p = h.f32({37}, pv), g = h.f32({37}, gv), m = h.f32({37}, mv),
+              v = h.f32({37}, vv), s = h.f32({}, {2.0f});
+      int32_t p3 = h.f32({37}, pv), m3 = h.f32({37}, mv), v3 = h.f32({37}, vv);
+      h.run("adamw_update", {p3, g, m3, v3, s}, {p3, m3, v3}, {}, f);
+      int32_t l = h.out({37}, low), c = h.out({37}, low);
+      std::vector<int32_t> outs = {p, m, v, l};
+      if (!inPlace)
+        outs = {h.out({37}), h.out({37}), h.out({37}), l};
+      h.run("adamw_update", {p, g, m, v, s}, outs, {}, f);
+      EXPECT_EQ(h.get(outs[0]), h.get(p3));
+      EXPECT_EQ(h.get(outs[1]), h.get(m3));
+      EXPECT_EQ(h.get(outs[2]), h.get(v3));
+      h.run("cast", {outs[0]}, {c}, {0});
+      EXPECT_EQ(h.getU16(l), h.getU16(c)) << dtypeName(low) << inPlace;
+      EXPECT_NE(h.getU16(l), std::vector<uint16_t>(37, 0x7f7f));
+    }
+  }
+}
+
+TEST(KernelsNumeric, AdamWSixteenBitCopyIsChecked) {
+  KernelHarness h;
+  int32_t p = h.out({4}), s = h.f32({}, {1.0f});
+  std::vector<double> f = {1e-3, 0.9, 0.999, 1e-8, 0.01};
+  auto message = [&](int32_t low) {
+    try {
+      h.check("adamw_update", {p, p, p, p, s}, {p, p, p, low}, {}, f);
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  int32_t f32 = h.out({4}), short_ = h.out({3}, DType::BF16);
+  EXPECT_EQ(message(f32), "output 3 't" + std::to_string(f32) +
+                              "' (the 16-bit copy of the new parameter) "
+                              "must be bf16 or f16, is f32");
+  EXPECT_EQ(message(short_), "output 3 't" + std::to_string(short_) +
+                                 "' has shape [3] (3 elements), expected 4 "
+                                 "elements");
+  EXPECT_EQ(message(h.out({4}, DType::F16)), "no error");
+}

@@ -211,6 +211,7 @@ static std::vector<Variant> variants(const CompileOptions &base) {
                  o.padMultiple = 0;
                  o.memoryBudget = 0;
                  o.fuseAttention = false;
+                 o.shadowWeights = false; // a framework casts every step
                }});
   v.push_back({"compiled (all passes)", rt::ExecMode::Compiled,
                [](CompileOptions &) {}});
@@ -243,6 +244,10 @@ static std::vector<Variant> variants(const CompileOptions &base) {
   if (base.memoryBudget > 0)
     v.push_back({"compiled, no --memory-budget", rt::ExecMode::Compiled,
                  [](CompileOptions &o) { o.memoryBudget = 0; }});
+  if (base.precision != "fp32" && base.optimizer == "adamw" &&
+      base.shadowWeights)
+    v.push_back({"compiled --shadow-weights=false", rt::ExecMode::Compiled,
+                 [](CompileOptions &o) { o.shadowWeights = false; }});
   if (base.precision != "fp32")
     v.push_back({"compiled --precision=fp32", rt::ExecMode::Compiled,
                  [](CompileOptions &o) { o.precision = "fp32"; }});

@@ -90,6 +90,14 @@ static cl::opt<bool> fuseAttention(
              "(tcc-fuse-attention; default on, --fuse-attention=false turns "
              "it off)"),
     cl::init(true), cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
+static cl::opt<bool> shadowWeights(
+    "shadow-weights",
+    cl::desc("With --precision bf16/fp16 and AdamW, the update also writes "
+             "the 16-bit copy of each weight that the next step's GEMMs read, "
+             "instead of casting every weight each step (tcc-shadow-weights; "
+             "the same values; default on, --shadow-weights=false turns it "
+             "off)"),
+    cl::init(true), cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
 static cl::opt<bool> report(
     "report",
     cl::desc("Print the predicted memory anatomy (weights, optimizer state, "
@@ -244,6 +252,7 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
   o.planMemory = !noPlanMemory;
   o.fuse = !noFuse;
   o.fuseAttention = fuseAttention;
+  o.shadowWeights = shadowWeights;
   if (gemmEpilogue.getNumOccurrences())
     o.gemmEpilogue = gemmEpilogue ? 1 : 0;
   return true;

@@ -38,6 +38,9 @@ static std::string initDescription(const rt::InitSpec &s) {
   case rt::InitSpec::Kind::Uniform:
     os << " seeded uniform(" << s.a << ", " << s.b << ")";
     break;
+  case rt::InitSpec::Kind::Cast:
+    os << " cast of " << s.source;
+    break;
   }
   return os.str();
 }
@@ -56,11 +59,14 @@ int tool::runInspect() {
     std::cout << "  " << k << ": " << v << "\n";
 
   std::map<rt::TensorKind, std::pair<int64_t, int64_t>> byKind;
-  int64_t seeded = 0, seededBytes = 0;
+  int64_t seeded = 0, seededBytes = 0, copies = 0, copyBytes = 0;
   for (const rt::TensorInfo &t : a.tensors) {
     byKind[t.kind].first += 1;
     byKind[t.kind].second += t.byteSize();
-    if (t.init.kind != rt::InitSpec::Kind::Blob) {
+    if (t.init.kind == rt::InitSpec::Kind::Cast) {
+      copies += 1;
+      copyBytes += t.byteSize();
+    } else if (t.init.kind != rt::InitSpec::Kind::Blob) {
       seeded += 1;
       seededBytes += t.byteSize();
     }
@@ -72,6 +78,10 @@ int tool::runInspect() {
   if (seeded)
     std::cout << "  seeded at load: " << seeded << " ("
               << tool::formatBytes(seededBytes) << ", not stored)\n";
+  if (copies)
+    std::cout << "  16-bit weight copies: " << copies << " ("
+              << tool::formatBytes(copyBytes)
+              << ", cast from their parameters at load, not stored)\n";
   std::cout << "parameters:\n";
   for (const rt::TensorInfo &t : a.tensors) {
     if (t.kind != rt::TensorKind::Param)

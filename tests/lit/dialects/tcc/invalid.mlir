@@ -213,3 +213,19 @@ func.func @adamw_step_not_scalar(%p: tensor<10xf32>, %t: tensor<1xf32>) -> tenso
   %p1, %m1, %v1 = "tcc.adamw_update"(%p, %p, %p, %p, %t) <{lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64}> : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<1xf32>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
   return %p1 : tensor<10xf32>
 }
+
+// -----
+
+func.func @adamw_low_copy_not_16_bit(%p: tensor<10xf32>, %t: tensor<f32>) -> tensor<10xf32> {
+  // expected-error @+1 {{the 16-bit copy of the new parameter must be a bf16 or f16 tensor of an f32 parameter's shape, got 'tensor<10xf32>' for 'tensor<10xf32>'}}
+  %p1, %m1, %v1, %l1 = tcc.adamw_update %p, %p, %p, %p, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32> -> tensor<10xf32>
+  return %p1 : tensor<10xf32>
+}
+
+// -----
+
+func.func @adamw_low_copy_shape(%p: tensor<10xf32>, %t: tensor<f32>) -> tensor<10xf32> {
+  // expected-error @+1 {{the 16-bit copy of the new parameter must be a bf16 or f16 tensor of an f32 parameter's shape, got 'tensor<5xbf16>' for 'tensor<10xf32>'}}
+  %p1, %m1, %v1, %l1 = tcc.adamw_update %p, %p, %p, %p, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32> -> tensor<5xbf16>
+  return %p1 : tensor<10xf32>
+}

@@ -115,5 +115,7 @@ func.func @optimizers(%p: tensor<10xf32>, %g: tensor<10xf32>, %m: tensor<10xf32>
   %p2, %b2 = tcc.sgd_momentum_update %p, %g, %m {lr = 0.1 : f64, momentum = 0.9 : f64, weight_decay = 0.0 : f64} : tensor<10xf32>
   // CHECK: tcc.adamw_update %[[P]], %[[G]], %[[S1]], %[[S2]], %[[STEP]] {beta1 = 9.000000e-01 : f64, beta2 = 0.99899{{[0-9]*}} : f64, eps = 1.000000e-08 : f64, lr = 1.000000e-03 : f64, weight_decay = 1.000000e-02 : f64} : tensor<10xf32>, tensor<f32>
   %p3, %m3, %v3 = tcc.adamw_update %p, %g, %m, %v, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32>
+  // CHECK: tcc.adamw_update %[[P]], %[[G]], %[[S1]], %[[S2]], %[[STEP]] {{.*}} : tensor<10xf32>, tensor<f32> -> tensor<10xbf16>
+  %p4, %m4, %v4, %l4 = tcc.adamw_update %p, %g, %m, %v, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32> -> tensor<10xbf16>
   return %p1, %p2, %b2, %p3, %m3, %v3 : tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>
 }
