@@ -456,15 +456,36 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn, const std::string &name
 
   // Writing an op's result straight into a persistent tensor is safe when the
   // old value (the argument of that name) is not read after the op, and the op
-  // either does not read it or reads it element by element.
+  // either does not read it, or reads it element by element, or is a
+  // generated kernel that lists (that result, each operand holding the old
+  // value) as a pair it may run in place (fp16 loss scaling's fused
+  // where(finite, new, old) of a weight). No temporary is a view of a
+  // persistent tensor (MemoryPlanner), so other operands cannot alias it.
   llvm::DenseSet<Value> writtenInPlace;
-  auto inPlaceOk = [&](Operation *op, int32_t target, StringRef kernel) {
+  auto readsOnlyInPlace = [](mlir::tcc::FusedOp f, unsigned result, Value old) {
+    std::optional<ArrayRef<int64_t>> pairs = f.getInPlace();
+    for (OpOperand &use : old.getUses()) {
+      if (use.getOwner() != f)
+        continue;
+      bool listed = false;
+      for (size_t k = 0; pairs && k + 1 < pairs->size(); k += 2)
+        listed |= (*pairs)[k] == (int64_t)result &&
+                  (*pairs)[k + 1] == (int64_t)use.getOperandNumber();
+      if (!listed)
+        return false;
+    }
+    return true;
+  };
+  auto inPlaceOk = [&](Operation *op, int32_t target, StringRef kernel,
+                       unsigned result) {
     auto it = argByName.find(artifact.tensors[target].name);
     if (it == argByName.end())
       return true;
     for (Operation *user : it->second.getUsers()) {
       if (user == op) {
-        if (!isElementwise(kernel))
+        auto fused = dyn_cast<mlir::tcc::FusedOp>(op);
+        if (fused ? !readsOnlyInPlace(fused, result, it->second)
+                  : !isElementwise(kernel))
           return false;
       } else if (!user->isBeforeInBlock(op) && user != ret) {
         return false;
@@ -506,7 +527,8 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn, const std::string &name
         return failure();
       auto target = updateTarget.find(r);
       if (target != updateTarget.end() &&
-          inPlaceOk(&op, target->second, in.kernel)) {
+          inPlaceOk(&op, target->second, in.kernel,
+                    cast<OpResult>(r).getResultNumber())) {
         ids[r] = target->second;
         writtenInPlace.insert(r);
         in.outputs.push_back(target->second);
