@@ -9,6 +9,7 @@
 #   mlp_accum.tcc   the same, batch 16 x 2 micro-batches (--grad-accum 2)
 #   mlp_bf16.tcc    the same, batch 32, --precision bf16
 #   gpt.tcc         examples/make_gpt.py's character GPT (T 64), batch 16, AdamW
+#   gpt_bf16.tcc    the same in bf16 (AdamW writes the bf16 weight copies)
 #   train_x.npy train_y.npy   the digits (examples/digits) for the MLPs
 #   corpus.txt      examples/text/licenses.txt, byte tokens for the GPT
 #   runs.txt        one line per artifact: NAME STEPS TOLERANCE ARGS...
@@ -46,6 +47,8 @@ compile "$ROOT/examples/mlp.onnx" mlp_accum.tcc --batch 16 --grad-accum 2
 compile "$ROOT/examples/mlp.onnx" mlp_bf16.tcc --batch 32 --precision bf16
 "$PY" "$ROOT/examples/make_gpt.py" -o "$OUT/gpt.onnx"
 compile "$OUT/gpt.onnx" gpt.tcc --batch 16 --freeze mask --optimizer adamw
+compile "$OUT/gpt.onnx" gpt_bf16.tcc --batch 16 --freeze mask --optimizer adamw \
+  --precision bf16
 rm -f "$OUT/gpt.onnx"
 cp "$ROOT/examples/digits/train_x.npy" "$ROOT/examples/digits/train_y.npy" "$OUT/"
 cp "$ROOT/examples/text/licenses.txt" "$OUT/corpus.txt"
@@ -60,6 +63,7 @@ mlp.tcc         200   0.02      --data x=train_x.npy --data labels=train_y.npy
 mlp_accum.tcc   100   0.02      --data x=train_x.npy --data labels=train_y.npy
 mlp_bf16.tcc    100   0.05      --data x=train_x.npy --data labels=train_y.npy
 gpt.tcc         40    0.02      --tokens corpus.txt
+gpt_bf16.tcc    40    0.05      --tokens corpus.txt
 EOF
 
 if [ "$DEPS" -eq 1 ]; then
