@@ -77,7 +77,7 @@ struct InitSpec {
   Kind kind = Kind::Blob;
   double a = 0, b = 0;
   uint64_t seed = 0;
-  std::string source; // Cast: the parameter's name
+  std::string source = {}; // Cast: the parameter's name
 };
 /// "blob","constant","normal","uniform","cast"
 const char *initKindName(InitSpec::Kind k);
