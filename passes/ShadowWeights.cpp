@@ -82,6 +82,7 @@ struct Shadow {
   std::string param, name;
   Type low;
   Value keep; // fp16: the step's `finite`, which keeps the old copy if false
+  SmallVector<CastOp> stepCasts, accumCasts; // what reads the copy instead
 };
 
 struct ShadowWeightsPass final
@@ -127,7 +128,6 @@ void ShadowWeightsPass::runOnOperation() {
     taken[argString(step, i, "tcc.name")] = true;
 
   SmallVector<Shadow> shadows;
-  SmallVector<SmallVector<CastOp>> stepCasts, accumCasts;
   step.walk([&](AdamWUpdateOp op) {
     auto p = dyn_cast<BlockArgument>(op.getParam());
     if (op.getNewParamLow() || !p || p.getOwner() != &step.getBody().front() ||
@@ -177,17 +177,16 @@ void ShadowWeightsPass::runOnOperation() {
     if (taken.count(shadowName))
       return;
     taken[shadowName] = true;
-    shadows.push_back({op, name.str(), shadowName, low, keep});
-    stepCasts.push_back(std::move(casts));
-    accumCasts.push_back(std::move(aCasts));
+    shadows.push_back({op, name.str(), shadowName, low, keep, std::move(casts),
+                       std::move(aCasts)});
   });
 
   SmallVector<Value> newValues;
-  for (auto [s, casts, aCasts] :
-       llvm::zip_equal(shadows, stepCasts, accumCasts)) {
+  for (const Shadow &s : shadows) {
     // @train_step always takes the state: it writes it.
-    BlockArgument old = addShadowArg(step, s, casts);
-    if (!old || (!aCasts.empty() && !addShadowArg(accum, s, aCasts))) {
+    BlockArgument old = addShadowArg(step, s, s.stepCasts);
+    if (!old ||
+        (!s.accumCasts.empty() && !addShadowArg(accum, s, s.accumCasts))) {
       step.emitError("tcc-shadow-weights: cannot add the state argument '")
           << s.name << "'";
       return signalPassFailure();

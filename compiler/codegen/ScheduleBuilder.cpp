@@ -9,8 +9,9 @@
 #include "compiler/codegen/ScheduleBuilder.h"
 
 #include "compiler/codegen/MemoryPlanner.h"
-#include "runtime/cpu/GemmEpilogue.h"
 #include "dialects/tcc/TccOps.h"
+#include "runtime/cpu/GemmEpilogue.h"
+#include "runtime/cpu/Kernels.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -462,30 +463,18 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn, const std::string &name
   // where(finite, new, old) of a weight). No temporary is a view of a
   // persistent tensor (MemoryPlanner), so other operands cannot alias it.
   llvm::DenseSet<Value> writtenInPlace;
-  auto readsOnlyInPlace = [](mlir::tcc::FusedOp f, unsigned result, Value old) {
-    std::optional<ArrayRef<int64_t>> pairs = f.getInPlace();
-    for (OpOperand &use : old.getUses()) {
-      if (use.getOwner() != f)
-        continue;
-      bool listed = false;
-      for (size_t k = 0; pairs && k + 1 < pairs->size(); k += 2)
-        listed |= (*pairs)[k] == (int64_t)result &&
-                  (*pairs)[k + 1] == (int64_t)use.getOperandNumber();
-      if (!listed)
-        return false;
-    }
-    return true;
-  };
-  auto inPlaceOk = [&](Operation *op, int32_t target, StringRef kernel,
+  auto inPlaceOk = [&](Operation *op, int32_t target, const rt::Instr &in,
                        unsigned result) {
     auto it = argByName.find(artifact.tensors[target].name);
     if (it == argByName.end())
       return true;
-    for (Operation *user : it->second.getUsers()) {
+    for (OpOperand &use : it->second.getUses()) {
+      Operation *user = use.getOwner();
       if (user == op) {
-        auto fused = dyn_cast<mlir::tcc::FusedOp>(op);
-        if (fused ? !readsOnlyInPlace(fused, result, it->second)
-                  : !isElementwise(kernel))
+        // A fused instr's iattrs already hold its pairs.
+        if (isa<mlir::tcc::FusedOp>(op)
+                ? !rt::instrAllowsInPlace(in, result, use.getOperandNumber())
+                : !isElementwise(in.kernel))
           return false;
       } else if (!user->isBeforeInBlock(op) && user != ret) {
         return false;
@@ -527,7 +516,7 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn, const std::string &name
         return failure();
       auto target = updateTarget.find(r);
       if (target != updateTarget.end() &&
-          inPlaceOk(&op, target->second, in.kernel,
+          inPlaceOk(&op, target->second, in,
                     cast<OpResult>(r).getResultNumber())) {
         ids[r] = target->second;
         writtenInPlace.insert(r);

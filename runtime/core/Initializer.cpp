@@ -22,6 +22,7 @@
 #include "runtime/core/Initializer.h"
 
 #include "runtime/cpu/Half.h"
+#include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/ThreadPool.h"
 
 #include <algorithm>
@@ -336,9 +337,7 @@ void fillInitialValue(const Artifact &a, int32_t id, void *dst) {
                   "' to it");
     std::vector<float> f(static_cast<size_t>(t.numElements()));
     fillInitialValue(a, src, f.data());
-    auto *out = static_cast<uint16_t *>(dst);
-    for (size_t i = 0; i < f.size(); ++i)
-      out[i] = t.dtype == DType::BF16 ? f32ToBf16(f[i]) : f32ToF16(f[i]);
+    narrowFromF32(f.data(), t.dtype, dst, t.numElements()); // as `cast` rounds
     return;
   }
   default:

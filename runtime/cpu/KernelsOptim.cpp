@@ -6,7 +6,6 @@
 // inputs of element i before storing, so outputs may alias inputs.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cpu/Half.h"
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <algorithm>
@@ -133,7 +132,6 @@ void run_adamw_update(const KernelArgs &a) {
   // The 16-bit copy never aliases an operand: it is a tensor of its own.
   uint16_t *low =
       a.out.size() == 4 ? static_cast<uint16_t *>(a.out[3].data) : nullptr;
-  bool bf16 = low && a.out[3].dtype == DType::BF16;
   if (pOut == p && mOut == m && vOut == v && distinctGrad) {
     if (!low)
       return adamwInPlace(pOut, g, mOut, vOut, n, s);
@@ -153,9 +151,9 @@ void run_adamw_update(const KernelArgs &a) {
     pOut[i] = pi;
     mOut[i] = mi;
     vOut[i] = vi;
-    if (low)
-      low[i] = bf16 ? f32ToBf16(pi) : f32ToF16(pi);
   }
+  if (low)
+    narrowFromF32(pOut, a.out[3].dtype, low, n);
 }
 
 } // namespace tcc::rt::kernels
