@@ -31,8 +31,9 @@
 //      vocabulary), the bias is zero-padded to match (tcc.slice_grad), so
 //      the loss reads the sliced GEMM output instead of a biased copy.
 //   4. Bias gradients: reduce_sum(dy) over all leading axes (of dy or its
-//      exact f32 widening), where dy (up to reshapes, and up to a zero pad
-//      of the last axis whose columns the op sums too and a slice drops) is
+//      exact f32 widening), where dy (up to reshapes and transposes that
+//      keep the last axis, and up to a zero pad of the last axis whose
+//      columns the op sums too and a slice drops) is
 //      the operand a 2-D matmul sums over K - the non-transposed rhs
 //      (bgrad_rhs) or the transposed lhs (bgrad_lhs), i.e. a weight
 //      gradient - becomes that matmul's second result. The op keeps the
@@ -359,12 +360,23 @@ void GemmEpiloguePass::fuseBiasGrad(ReduceSumOp r) {
   for (Operation *u : dy.getUsers())
     if (auto p = dyn_cast<SliceGradOp>(u); p && p.padsLastAxisOnly())
       views.push_back(p.getResult());
-  for (size_t i = 0, e = views.size(); i < e; ++i)
-    for (Operation *u : views[i].getUsers())
-      if (auto re = dyn_cast<ReshapeOp>(u))
+  // Transposes that keep the last axis last only reorder the rows: the
+  // sum over every leading axis is the same (a sequence-major attention's
+  // output projection reads its gradient so).
+  for (size_t i = 0; i < views.size(); ++i)
+    for (Operation *u : views[i].getUsers()) {
+      Value out;
+      if (auto re = dyn_cast<ReshapeOp>(u)) {
         if (typeOf(re.getResult()).getRank() >= 1 &&
             stripReshapes(re.getResult()) == views[i])
-          views.push_back(re.getResult());
+          out = re.getResult();
+      } else if (auto t = dyn_cast<TransposeOp>(u)) {
+        if (t.getPerm().back() == typeOf(t.getInput()).getRank() - 1)
+          out = t.getResult();
+      }
+      if (out && !llvm::is_contained(views, out))
+        views.push_back(out);
+    }
   for (Value v : views) {
     auto vt = typeOf(v);
     if (vt.getRank() != 2 || (rt.getElementType() != vt.getElementType() &&

@@ -28,6 +28,8 @@
 // rounding and one cast kernel fewer (gemmsWriteF32Gradients). It is done
 // here, as policy, because it is not exact; tcc-gemm-epilogue, which runs
 // later and folds bias gradients into these GEMMs, keeps their f32 result.
+// Also policy: a bias gradient sums the 16-bit gradient its weight GEMM
+// reads, as autocast's does, where the gradient is f32 (biasGradsFromLow).
 //
 // Stage 2, dynamic loss scaling (fp16 only; bf16 has f32's range). State
 // `loss_scale` (f32 scalar, `tcc.init` 65536), `loss_scale.good_steps` and
@@ -161,53 +163,64 @@ void lowerAttention(Operation *op, Caster &caster, FloatType low) {
 }
 
 /// Whether `g` (f32) reaches a GEMM in the low type: some cast of it to
-/// `low`, directly or after data movement that stayed f32 (a zero pad of
-/// tcc-pad-shapes, a reshape).
+/// `low`, directly or after data movement (a zero pad of tcc-pad-shapes, a
+/// reshape, a transpose) before or after the cast.
 bool readLowByGemm(Value g, FloatType low) {
-  SmallVector<Value> work{g};
+  SmallVector<std::pair<Value, bool>> work{{g, false}};
   llvm::DenseSet<Value> seen;
   while (!work.empty()) {
-    Value v = work.pop_back_val();
+    auto [v, isLow] = work.pop_back_val();
     if (!seen.insert(v).second)
       continue;
     for (Operation *u : v.getUsers()) {
-      if (auto c = dyn_cast<CastOp>(u)) {
-        if (floatElement(c.getType()) == low &&
-            llvm::any_of(c->getUsers(), [](Operation *x) {
-              return policyOf(x) == Policy::Low;
-            }))
-          return true;
+      if (isLow && policyOf(u) == Policy::Low)
+        return true;
+      if (auto c = dyn_cast<CastOp>(u); c && !isLow) {
+        if (floatElement(c.getType()) == low)
+          work.push_back({c.getResult(), true});
       } else if (isa<ReshapeOp, SliceGradOp, TransposeOp>(u)) {
-        work.push_back(u->getResult(0));
+        work.push_back({u->getResult(0), isLow});
       }
     }
   }
   return false;
 }
 
-/// Whether `v` is the loss gradient (up to reshapes): the f32 result of the
-/// loss op's gradient.
-bool isLossGradient(Value v) {
-  while (auto r = v.getDefiningOp<ReshapeOp>())
-    v = r.getInput();
-  return v.getDefiningOp<SoftmaxCrossEntropyGradOp>() ||
-         v.getDefiningOp<MseLossGradOp>();
+/// The values the backward computes: everything that depends on the loss
+/// gradient, the chain rule's first step (tcc-autodiff differentiates only
+/// the loss).
+llvm::DenseSet<Value> backwardValues(Block &body) {
+  llvm::DenseSet<Value> backward;
+  for (Operation &op : body) {
+    if (!isa<SoftmaxCrossEntropyGradOp, MseLossGradOp>(op) &&
+        llvm::none_of(op.getOperands(),
+                      [&](Value v) { return backward.contains(v); }))
+      continue;
+    for (Value r : op.getResults())
+      backward.insert(r);
+  }
+  return backward;
 }
 
-/// The bias gradient of the layer before the loss (reduce_sum of the loss
-/// gradient over every axis but the last), when a GEMM reads that gradient
-/// in the low type, sums the low values. Every other bias gradient already
-/// reads a low gradient (its add followed the GEMM), and autocast's does
-/// too (the gradient of a 16-bit GEMM output is 16-bit). It lets
-/// tcc-gemm-epilogue take the sum into the weight-gradient GEMM, so the f32
-/// loss gradient is never stored ([tokens, vocab] f32 for a language
-/// model's head: 1.6 GB for GPT-2 small at 8 x 1024 tokens).
+/// Bias gradients sum the 16-bit gradient their weight's GEMM reads, as
+/// autocast's do: a reduce_sum over every axis but the last of an f32
+/// backward value that a GEMM reads in the low type sums its low values.
+/// Two kinds of gradient are f32 here although a GEMM reads them in 16 bits:
+/// the loss gradient (the loss casts the logits up) and the gradient of a
+/// residual stream (the add of the residual passes on the f32 gradient that
+/// the layer norm's backward adds to). In PyTorch the gradient of a 16-bit
+/// GEMM output is 16-bit, so its bias gradient reads rounded values; here
+/// the sum then reads exactly what the weight-gradient GEMM reads, and
+/// tcc-gemm-epilogue can take it into that GEMM (cuBLASLt's BGRAD), so the
+/// f32 gradient is not read a second time: [tokens, vocab] f32 for a
+/// language model's head (1.6 GB for GPT-2 small at 8 x 1024 tokens), and
+/// [tokens, d] f32 twice per transformer layer (24 sums, 0.6 GB). Forward
+/// reductions (of an input, an activation) keep their f32 operand.
 void biasGradsFromLow(Block &body, Caster &caster, FloatType low) {
+  llvm::DenseSet<Value> backward = backwardValues(body);
   for (Operation &op : body) {
     auto r = dyn_cast<ReduceSumOp>(op);
-    if (!r || !isLossGradient(r.getInput()))
-      continue;
-    if (!r.sumsAllButLastAxis() ||
+    if (!r || !backward.contains(r.getInput()) || !r.sumsAllButLastAxis() ||
         !floatElement(r.getInput().getType()).isF32() ||
         !readLowByGemm(r.getInput(), low))
       continue;

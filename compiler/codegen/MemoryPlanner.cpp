@@ -12,7 +12,10 @@
 //    the compiled step can hold less than an allocator that must allocate
 //    an output before it frees the input. A reshape (a `copy` between temps
 //    of one dtype and size) joins its input's buffer even when the input
-//    lives on: a view, whose copy the kernels skip (equal pointers).
+//    lives on: a view, whose copy the kernels skip (equal pointers). So
+//    does a slice that keeps its input's first bytes (rt::isPrefixSlice):
+//    a padded vocabulary's weight gradient cut back to the parameter's
+//    rows is not copied.
 // 2. Placement. Each buffer gets an offset so that buffers live at the same
 //    time never share bytes. Greedy placement is tried in several orders
 //    (largest first, definition order, longest life first) with first fit
@@ -72,6 +75,13 @@ ProgramLifetimes tcc::analyzeLifetimes(const rt::Artifact &artifact,
     // The buffer then lives until both are dead, which keeps any in-place
     // writer (step 1 needs a dying buffer) off it meanwhile.
     bool view = inPlace && in.kernel == "copy" && in.inputs.size() == 1;
+    // A prefix slice (a padded leading axis cut back) is a view too: its
+    // output is the input's first bytes, at the input's offset.
+    bool prefix = inPlace && in.inputs.size() == 1 &&
+                  in.outputs.size() == 1 &&
+                  rt::isPrefixSlice(in, artifact.tensors[in.inputs[0]].shape,
+                                    artifact.tensors[in.outputs[0]].shape);
+    view = view || prefix;
     std::vector<int32_t> taken; // buffers reused by this instr's outputs
     // How many of the instr's inputs are in each buffer: a generated kernel
     // may write over one input (a pair it lists), so the buffer must hold
@@ -95,11 +105,13 @@ ProgramLifetimes tcc::analyzeLifetimes(const rt::Artifact &artifact,
           continue;
         const rt::TensorInfo &t = artifact.tensors[id];
         int32_t b = L.bufferOf[id];
-        if (b < 0 || t.dtype != o.dtype || t.numElements() != o.numElements() ||
+        if (b < 0 || t.dtype != o.dtype ||
+            (!prefix && t.numElements() != o.numElements()) ||
             std::find(taken.begin(), taken.end(), b) != taken.end() ||
             (!view && L.buffers[b].last != i) ||
             (in.kernel == "fused" && inputsIn(b) != 1) ||
-            L.buffers[b].size != alignUp(std::max<int64_t>(o.byteSize(), 1)))
+            (!prefix &&
+             L.buffers[b].size != alignUp(std::max<int64_t>(o.byteSize(), 1))))
           continue;
         join = b;
         break;

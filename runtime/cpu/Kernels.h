@@ -178,6 +178,14 @@ bool kernelAllowsInPlace(const std::string &name);
 /// lists after its kernel index (iattrs [k, output, input, ...]; the
 /// generated kernel's table must allow it, checkFusedOperands).
 bool instrAllowsInPlace(const Instr &instr, size_t output, size_t input);
+/// Whether `instr` is a `slice` whose output is its input's first bytes:
+/// zero starts, unit steps, every axis but the first whole (a padded
+/// leading axis cut back, as a padded vocabulary's weight gradient is). The
+/// output may then be placed at its input's offset (a view; checkAliasing),
+/// and the kernel copies the output's bytes unless the two are the same.
+/// `in` and `out` are the operands' shapes.
+bool isPrefixSlice(const Instr &instr, const std::vector<int64_t> &in,
+                   const std::vector<int64_t> &out);
 /// The (output, input) pairs a `fused` instr lists after its kernel index
 /// (iattrs [k, output, input, ...]); none for other kernels.
 std::vector<std::pair<int64_t, int64_t>> fusedInPlacePairs(const Instr &instr);
@@ -196,8 +204,9 @@ void checkInstr(const Instr &instr, const std::vector<TensorInfo> &tensors);
 /// Checks where `instr`'s operands live in the static layout (own buffers,
 /// arena offsets): outputs never overlap each other and overlap an input
 /// only as exactly the same bytes of a pair instrAllowsInPlace accepts (each
-/// element is read before it is written). Both the CPU and the CUDA session
-/// rely on it. Throws Error like checkInstr.
+/// element is read before it is written), or a prefix slice's output as the
+/// first bytes of its input. Both the CPU and the CUDA session rely on it.
+/// Throws Error like checkInstr.
 void checkAliasing(const Instr &instr, const std::vector<TensorInfo> &tensors);
 
 /// The function that runs `instr` (checked by checkInstr): its registered

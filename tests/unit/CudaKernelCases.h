@@ -184,6 +184,8 @@ inline void dataMovementCases(std::vector<KernelCase> &cases) {
   op("broadcast_to", {col}, DType::F32, {2, 3, 4});
   int32_t s = p.random(DType::F32, {5, 6});
   op("slice", {s}, DType::F32, {2, 3}, {1, 5, 2, -2});
+  int32_t sp = p.random(DType::BF16, {5, 6}); // a prefix: one copy
+  op("slice", {sp}, DType::BF16, {3, 6}, {0, 0, 1, 1});
   int32_t w = p.random(DType::F32, {2, 3});
   op("slice_grad", {w}, DType::F32, {5, 6}, {1, 5, 2, -2});
   int32_t table = p.random(DType::F32, {10, 4});

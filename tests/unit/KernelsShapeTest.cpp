@@ -266,6 +266,40 @@ TEST(KernelsShape, SliceAndGradMatchReference) {
   }
 }
 
+// A prefix slice (zero starts, unit steps, only the first axis cut) is the
+// input's first bytes: the runtime runs it as a copy of those bytes, in any
+// dtype, and as nothing where the output is the input's own bytes (the
+// memory plan's view of a padded vocabulary's weight gradient).
+TEST(KernelsShape, PrefixSlicesAreTheInputsFirstBytes) {
+  auto instr = [](std::vector<int64_t> attrs) {
+    return Instr{"slice", {0}, {1}, std::move(attrs), {}};
+  };
+  EXPECT_TRUE(isPrefixSlice(instr({0, 0, 1, 1}), {6, 4}, {3, 4}));
+  EXPECT_TRUE(isPrefixSlice(instr({0, 0, 1, 1}), {6, 4}, {6, 4}));
+  EXPECT_TRUE(isPrefixSlice(instr({0, 1}), {7}, {2}));
+  EXPECT_FALSE(isPrefixSlice(instr({1, 0, 1, 1}), {6, 4}, {3, 4}));  // start
+  EXPECT_FALSE(isPrefixSlice(instr({0, 0, 2, 1}), {6, 4}, {3, 4}));  // step
+  EXPECT_FALSE(isPrefixSlice(instr({0, 0, 1, 1}), {6, 4}, {6, 3}));  // column
+  EXPECT_FALSE(isPrefixSlice(instr({0, 0, 1}), {6, 4}, {3, 4}));     // attrs
+  EXPECT_FALSE(isPrefixSlice(Instr{"copy", {0}, {1}, {0, 0, 1, 1}, {}},
+                             {6, 4}, {3, 4}));
+
+  for (DType t : {DType::F32, DType::BF16}) {
+    std::vector<TensorInfo> infos(2);
+    infos[0].name = "x", infos[0].dtype = t, infos[0].shape = {6, 4};
+    infos[1].name = "y", infos[1].dtype = t, infos[1].shape = {3, 4};
+    std::vector<uint8_t> x(infos[0].byteSize()), y(infos[1].byteSize(), 0x7f);
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = static_cast<uint8_t>(i * 7 + 1);
+    std::vector<uint8_t> before = x;
+    Instr in = instr({0, 0, 1, 1});
+    runKernel(in, infos, {x.data(), y.data()});
+    EXPECT_TRUE(std::equal(y.begin(), y.end(), x.begin())) << dtypeName(t);
+    runKernel(in, infos, {x.data(), x.data()}); // the view: nothing moves
+    EXPECT_EQ(x, before) << dtypeName(t);
+  }
+}
+
 TEST(KernelsShape, SliceI64) {
   KernelHarness h;
   int32_t X = h.i64({5}, {0, 1, 2, 3, 4}), Y = h.out({2}, DType::I64);

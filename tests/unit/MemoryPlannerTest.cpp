@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 using namespace tcc;
@@ -199,6 +200,73 @@ TEST(MemoryPlanner, ReshapesAreViews) {
   for (float f : outs[0])
     negative += f < 0;
   EXPECT_GT(negative, 0); // min(h, 0): the view still held h after relu
+}
+
+// A prefix slice (a padded leading axis cut back) is a view of its input's
+// first bytes, like a reshape; any other slice gets its own bytes, and the
+// runtime refuses one placed over its input. Compiled (views) and eager
+// (real copies) agree.
+TEST(MemoryPlanner, PrefixSlicesAreViews) {
+  Builder b;
+  int32_t x = b.tensor(TensorKind::Input, {8, 16});
+  int32_t w = b.tensor(TensorKind::Param, {16, 16});
+  int32_t h = b.op("matmul", {x, w}, {8, 16}, {0, 0});
+  int32_t s = b.op("slice", {h}, {5, 16}, {0, 0, 1, 1}); // h's rows 0-4
+  int32_t q = b.op("slice", {h}, {5, 16}, {1, 0, 1, 1}); // rows 1-5: a copy
+  int32_t r = b.op("relu", {h}, {8, 16}); // h's last read: s lives on
+  int32_t t = b.op("slice", {r}, {5, 16}, {0, 0, 1, 1});
+  int32_t y = b.op("sub", {s, t}, {5, 16}); // min(h, 0) of rows 0-4
+  b.p.name = "train_step";
+  b.p.inputs = {x};
+  b.p.outputs = {y, q};
+  planProgramMemory(b.a, b.p);
+  auto at = [&](int32_t id) { return b.a.tensors[id].arenaOffset; };
+  EXPECT_EQ(at(s), at(h));
+  EXPECT_EQ(at(t), at(r));
+  EXPECT_NE(at(q), at(h));
+  EXPECT_NE(at(r), at(h));
+  expectNoConflicts(b.a, b.p, analyzeLifetimes(b.a, b.p, true));
+  for (const rt::Instr &in : b.p.instrs)
+    EXPECT_NO_THROW(rt::checkAliasing(in, b.a.tensors)) << in.kernel;
+
+  b.a.programs.push_back(b.p);
+  std::vector<std::vector<float>> outs;
+  for (rt::ExecMode mode : {rt::ExecMode::Compiled, rt::ExecMode::Eager}) {
+    rt::Session sess(b.a, mode);
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd;
+    for (int32_t id : {x, w}) {
+      float *p = static_cast<float *>(sess.data(id));
+      for (int64_t i = 0; i < b.a.tensors[id].numElements(); ++i)
+        p[i] = nd(rng);
+    }
+    sess.run("train_step");
+    for (int32_t id : {y, q}) {
+      const float *out = static_cast<const float *>(sess.data(id));
+      outs.emplace_back(out, out + 80);
+    }
+  }
+  EXPECT_EQ(outs[0], outs[2]);
+  EXPECT_EQ(outs[1], outs[3]);
+  EXPECT_GT(std::count_if(outs[0].begin(), outs[0].end(),
+                          [](float f) { return f < 0; }),
+            0); // min(h, 0): the view still held h after relu
+
+  // The runtime's check: a slice that is not a prefix may not sit on its
+  // input's bytes.
+  std::vector<rt::TensorInfo> tensors = b.a.tensors;
+  tensors[q].arenaOffset = tensors[h].arenaOffset;
+  try {
+    rt::checkAliasing(b.p.instrs[2], tensors);
+    ADD_FAILURE() << "a non-prefix slice over its input was accepted";
+  } catch (const rt::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("but slice cannot run in place"),
+              std::string::npos)
+        << e.what();
+  }
+  // Nor a prefix slice that starts elsewhere in its input's bytes.
+  tensors[s].arenaOffset = tensors[h].arenaOffset + 64;
+  EXPECT_THROW(rt::checkAliasing(b.p.instrs[1], tensors), rt::Error);
 }
 
 TEST(MemoryPlanner, RandomProgramsHaveNoConflicts) {

@@ -251,3 +251,38 @@ func.func @f32_weight_gradient(%x: tensor<8x4xbf16>, %w: tensor<16x4xbf16>, %b: 
   %dw = tcc.matmul %dz, %x {transpose_lhs = true} : (tensor<8x16xbf16>, tensor<8x4xbf16>) -> tensor<16x4xf32>
   return %s, %dw, %db : tensor<8x16xf32>, tensor<16x4xf32>, tensor<16xf32>
 }
+
+// -----
+
+// A transpose that keeps the last axis last only reorders the rows the sum
+// runs over (a sequence-major attention's output projection reads its
+// gradient so): the bias gradient folds into the weight-gradient GEMM. One
+// that moves the last axis sums other columns: that sum stays.
+
+// CHECK-LABEL: func.func @transposed_rows
+// CHECK-SAME:    %[[X:[a-z0-9]+]]: tensor<8x4xbf16>, %[[G:[a-z0-9]+]]: tensor<2x4x16xbf16>
+// CHECK:         %[[T:.+]] = tcc.transpose %[[G]] {perm = array<i64: 1, 0, 2>}
+// CHECK:         %[[R:.+]] = tcc.reshape %[[T]] : tensor<4x2x16xbf16> -> tensor<8x16xbf16>
+// CHECK:         %[[DW:.+]], %[[DB:.+]] = tcc.matmul_epilogue %[[R]], %[[X]] {epilogue = "bgrad_lhs", transpose_lhs = true} : (tensor<8x16xbf16>, tensor<8x4xbf16>) -> (tensor<16x4xf32>, tensor<16xf32>)
+// CHECK-NOT:     tcc.reduce_sum
+// CHECK:         return %[[DW]], %[[DB]]
+func.func @transposed_rows(%x: tensor<8x4xbf16>, %g: tensor<2x4x16xbf16>) -> (tensor<16x4xf32>, tensor<16xf32>) {
+  %gw = tcc.cast %g : tensor<2x4x16xbf16> -> tensor<2x4x16xf32>
+  %db = tcc.reduce_sum %gw {axes = array<i64: 0, 1>} : tensor<2x4x16xf32> -> tensor<16xf32>
+  %t = tcc.transpose %g {perm = array<i64: 1, 0, 2>} : tensor<2x4x16xbf16> -> tensor<4x2x16xbf16>
+  %r = tcc.reshape %t : tensor<4x2x16xbf16> -> tensor<8x16xbf16>
+  %dw = tcc.matmul %r, %x {transpose_lhs = true} : (tensor<8x16xbf16>, tensor<8x4xbf16>) -> tensor<16x4xf32>
+  return %dw, %db : tensor<16x4xf32>, tensor<16xf32>
+}
+
+// CHECK-LABEL: func.func @transposed_columns
+// CHECK:         tcc.reduce_sum
+// CHECK:         tcc.matmul %
+func.func @transposed_columns(%x: tensor<32x4xbf16>, %g: tensor<2x16x16xbf16>) -> (tensor<16x4xf32>, tensor<16xf32>) {
+  %gw = tcc.cast %g : tensor<2x16x16xbf16> -> tensor<2x16x16xf32>
+  %db = tcc.reduce_sum %gw {axes = array<i64: 0, 1>} : tensor<2x16x16xf32> -> tensor<16xf32>
+  %t = tcc.transpose %g {perm = array<i64: 0, 2, 1>} : tensor<2x16x16xbf16> -> tensor<2x16x16xbf16>
+  %r = tcc.reshape %t : tensor<2x16x16xbf16> -> tensor<32x16xbf16>
+  %dw = tcc.matmul %r, %x {transpose_lhs = true} : (tensor<32x16xbf16>, tensor<32x4xbf16>) -> tensor<16x4xf32>
+  return %dw, %db : tensor<16x4xf32>, tensor<16xf32>
+}

@@ -117,8 +117,6 @@ module attributes {tcc.batch = 4 : i64} {
 // FP16:         return %{{.+}}, %[[KEEPW]], {{.*}}, %[[KEEPSTEP]], %{{.+}}, %[[NEWSCALE]], %[[NEWGOOD]], %[[NEWSKIP]] :
 
 // fp32: nothing changes.
-// FP32-LABEL: func.func @train_step
-// FP32-NOT:     tcc.cast
 // FP32-NOT:     bf16
 // FP32-NOT:     f16
 // FP32-NOT:     loss_scale
@@ -198,7 +196,7 @@ module attributes {tcc.batch = 2 : i64} {
 
 // A padded head (as tcc-pad-shapes leaves it): the bias gradient of the
 // layer before the loss sums the bf16 loss gradient the weight-gradient GEMM
-// reads (as every other bias gradient does), so tcc-gemm-epilogue can take
+// reads (as every bias gradient does), so tcc-gemm-epilogue can take
 // it into that GEMM. Other column sums (of x, of a gradient no GEMM reads)
 // stay f32.
 module attributes {tcc.batch = 4 : i64} {
@@ -236,6 +234,54 @@ module attributes {tcc.batch = 4 : i64} {
 // BF16-DAG:     %[[GZ:.+]] = tcc.softmax_cross_entropy_grad %{{.+}} -> tensor<4x3xf32>
 // BF16-DAG:     %[[ZS:.+]] = tcc.reduce_sum %[[GZ]] {axes = array<i64: 0>} : tensor<4x3xf32> -> tensor<3xf32>
 // BF16:         return %{{.+}}, %{{.+}}, %[[DB]], %[[XS]], %[[ZS]]
+
+// -----
+
+// A residual branch: its output's gradient is f32 (the residual add passes
+// on the f32 gradient the layer norm's backward adds to), its GEMMs read
+// that gradient in bf16, and its bias gradient sums the same bf16 values,
+// as autocast's does (there the gradient of a 16-bit GEMM output is
+// 16-bit). A sum of a forward value a GEMM reads (the input) keeps f32.
+module attributes {tcc.batch = 2 : i64} {
+  func.func @train_step(%x: tensor<2x4x8xf32> {tcc.kind = "input", tcc.name = "x"},
+                        %w: tensor<8x8xf32> {tcc.kind = "param", tcc.name = "w"},
+                        %b: tensor<8xf32> {tcc.kind = "param", tcc.name = "b"},
+                        %g0: tensor<8xf32> {tcc.kind = "param", tcc.name = "g0"},
+                        %b0: tensor<8xf32> {tcc.kind = "param", tcc.name = "b0"},
+                        %labels: tensor<2x4xi64> {tcc.kind = "input", tcc.name = "labels"})
+      -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"}, tensor<8x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+    %one = tcc.constant dense<1.000000e+00> : tensor<f32>
+    %h = tcc.matmul %x, %w {transpose_rhs = true} : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+    %hb = tcc.add %h, %b : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    %r = tcc.add %x, %hb : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+    %n, %mean, %rstd = tcc.layer_norm %r, %g0, %b0 {axis = 2 : i64, epsilon = 1.0e-05 : f64} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>)
+    %l = tcc.softmax_cross_entropy %n, %labels : (tensor<2x4x8xf32>, tensor<2x4xi64>) -> tensor<f32>
+    %g = tcc.softmax_cross_entropy_grad %one, %n, %labels : (tensor<f32>, tensor<2x4x8xf32>, tensor<2x4xi64>) -> tensor<2x4x8xf32>
+    %dr, %dg0, %db0 = tcc.layer_norm_grad %g, %r, %g0, %mean, %rstd {axis = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+    %db = tcc.reduce_sum %dr {axes = array<i64: 0, 1>} : tensor<2x4x8xf32> -> tensor<8xf32>
+    %dr2 = tcc.reshape %dr : tensor<2x4x8xf32> -> tensor<8x8xf32>
+    %x2 = tcc.reshape %x : tensor<2x4x8xf32> -> tensor<8x8xf32>
+    %dw = tcc.matmul %dr2, %x2 {transpose_lhs = true} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+    %xs = tcc.reduce_sum %x {axes = array<i64: 0, 1>} : tensor<2x4x8xf32> -> tensor<8xf32>
+    return %l, %dw, %db, %xs : tensor<f32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8xf32>
+  }
+}
+
+// BF16-LABEL: func.func @train_step
+// BF16-SAME:    (%[[X:[^:]+]]: tensor<2x4x8xf32>
+// BF16:         %[[DR:.+]], %{{.+}}, %{{.+}} = tcc.layer_norm_grad
+// BF16-DAG:     %[[DRL:.+]] = tcc.cast %[[DR]] : tensor<2x4x8xf32> -> tensor<2x4x8xbf16>
+// BF16-DAG:     %[[DRW:.+]] = tcc.cast %[[DRL]] : tensor<2x4x8xbf16> -> tensor<2x4x8xf32>
+// BF16-DAG:     %[[DB:.+]] = tcc.reduce_sum %[[DRW]] {axes = array<i64: 0, 1>} : tensor<2x4x8xf32> -> tensor<8xf32>
+// BF16-DAG:     %[[XS:.+]] = tcc.reduce_sum %[[X]] {axes = array<i64: 0, 1>} : tensor<2x4x8xf32> -> tensor<8xf32>
+// BF16:         return %{{.+}}, %{{.+}}, %[[DB]], %[[XS]]
+// FP16-LABEL: func.func @train_step(%{{[^:]+}}: tensor<2x4x8xf32>
+// FP16:         %[[DR:.+]], %{{.+}}, %{{.+}} = tcc.layer_norm_grad
+// FP16-DAG:     %[[DRL:.+]] = tcc.cast %[[DR]] : tensor<2x4x8xf32> -> tensor<2x4x8xf16>
+// FP16-DAG:     %[[DRW:.+]] = tcc.cast %[[DRL]] : tensor<2x4x8xf16> -> tensor<2x4x8xf32>
+// FP16-DAG:     tcc.reduce_sum %[[DRW]] {axes = array<i64: 0, 1>} : tensor<2x4x8xf32> -> tensor<8xf32>
+// FP32-LABEL: func.func @train_step
+// FP32-NOT:     tcc.cast
 
 // -----
 
