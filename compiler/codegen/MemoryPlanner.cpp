@@ -77,8 +77,7 @@ ProgramLifetimes tcc::analyzeLifetimes(const rt::Artifact &artifact,
     bool view = inPlace && in.kernel == "copy" && in.inputs.size() == 1;
     // A prefix slice (a padded leading axis cut back) is a view too: its
     // output is the input's first bytes, at the input's offset.
-    bool prefix = inPlace && in.inputs.size() == 1 &&
-                  in.outputs.size() == 1 &&
+    bool prefix = inPlace && in.inputs.size() == 1 && in.outputs.size() == 1 &&
                   rt::isPrefixSlice(in, artifact.tensors[in.inputs[0]].shape,
                                     artifact.tensors[in.outputs[0]].shape);
     view = view || prefix;

@@ -277,12 +277,12 @@ TEST(KernelsShape, PrefixSlicesAreTheInputsFirstBytes) {
   EXPECT_TRUE(isPrefixSlice(instr({0, 0, 1, 1}), {6, 4}, {3, 4}));
   EXPECT_TRUE(isPrefixSlice(instr({0, 0, 1, 1}), {6, 4}, {6, 4}));
   EXPECT_TRUE(isPrefixSlice(instr({0, 1}), {7}, {2}));
-  EXPECT_FALSE(isPrefixSlice(instr({1, 0, 1, 1}), {6, 4}, {3, 4}));  // start
-  EXPECT_FALSE(isPrefixSlice(instr({0, 0, 2, 1}), {6, 4}, {3, 4}));  // step
-  EXPECT_FALSE(isPrefixSlice(instr({0, 0, 1, 1}), {6, 4}, {6, 3}));  // column
-  EXPECT_FALSE(isPrefixSlice(instr({0, 0, 1}), {6, 4}, {3, 4}));     // attrs
-  EXPECT_FALSE(isPrefixSlice(Instr{"copy", {0}, {1}, {0, 0, 1, 1}, {}},
-                             {6, 4}, {3, 4}));
+  EXPECT_FALSE(isPrefixSlice(instr({1, 0, 1, 1}), {6, 4}, {3, 4})); // start
+  EXPECT_FALSE(isPrefixSlice(instr({0, 0, 2, 1}), {6, 4}, {3, 4})); // step
+  EXPECT_FALSE(isPrefixSlice(instr({0, 0, 1, 1}), {6, 4}, {6, 3})); // column
+  EXPECT_FALSE(isPrefixSlice(instr({0, 0, 1}), {6, 4}, {3, 4}));    // attrs
+  EXPECT_FALSE(
+      isPrefixSlice(Instr{"copy", {0}, {1}, {0, 0, 1, 1}, {}}, {6, 4}, {3, 4}));
 
   for (DType t : {DType::F32, DType::BF16}) {
     std::vector<TensorInfo> infos(2);
