@@ -16,12 +16,19 @@ import torch.nn as nn
 
 
 class CharGPT(nn.Module):
-    def __init__(self, vocab=256, d=128, heads=4, layers=2, t=64, dropout=0.0):
+    """`gelu` is "erf" (nn.GELU's default) or "tanh" (its tanh approximation,
+    GPT-2's own activation)."""
+
+    def __init__(self, vocab=256, d=128, heads=4, layers=2, t=64, dropout=0.0,
+                 gelu="erf"):
         super().__init__()
         self.tok = nn.Embedding(vocab, d)
         self.pos = nn.Parameter(torch.randn(t, d) * 0.02)
+        if gelu not in ("erf", "tanh"):
+            raise ValueError(f"gelu must be erf or tanh, got {gelu!r}")
+        act = "gelu" if gelu == "erf" else nn.GELU(approximate="tanh")
         block = nn.TransformerEncoderLayer(d, heads, dim_feedforward=4 * d,
-                                           dropout=dropout, activation="gelu",
+                                           dropout=dropout, activation=act,
                                            batch_first=True, norm_first=True)
         self.blocks = nn.TransformerEncoder(block, layers,
                                             enable_nested_tensor=False)
@@ -42,9 +49,11 @@ def main():
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--dropout", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--gelu", choices=["erf", "tanh"], default="erf",
+                    help="GELU exactly (erf) or its tanh approximation")
     args = ap.parse_args()
     torch.manual_seed(args.seed)
-    model = CharGPT(t=args.seq, dropout=args.dropout)
+    model = CharGPT(t=args.seq, dropout=args.dropout, gelu=args.gelu)
     model.train()
     x = torch.randint(0, 256, (2, args.seq))
     torch.onnx.export(model, x, args.output, input_names=["x"],
