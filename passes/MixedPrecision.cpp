@@ -41,7 +41,10 @@
 // (the sum of finite values read from f16 cannot overflow f32). Every
 // optimizer result (parameters and the state the update ops read: moments,
 // momentum buffers, the AdamW step) becomes `where(finite, new, old)`, so a
-// step with an overflow leaves them untouched; other updates (dropout's
+// step with an overflow leaves them untouched - except an AdamW update that
+// only the return reads, which takes `unscale 1/scale if finite` and does
+// both itself (its kernel multiplies the gradient and, on a skipped step,
+// writes nothing); other updates (dropout's
 // `rng.step`, batch-norm running statistics) advance as in PyTorch with its
 // GradScaler. The scale halves on such a step and doubles after
 // `growth-interval` finite steps in a row (torch.cuda.amp.GradScaler's
@@ -62,6 +65,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "tcc-mixed-precision"
@@ -463,25 +467,51 @@ LogicalResult unscaleAndSkip(func::FuncOp fn, double initScale,
       work.push_back(o);
   }
 
+  // AdamW unscales its gradient and skips the step itself (`unscale inv if
+  // finite`, as PyTorch's fused AdamW takes grad_scale and found_inf) when
+  // only the return reads its results: no separate multiply of each
+  // gradient, and no where(finite, new, old) pass over each parameter,
+  // moment and 16-bit copy. It then runs after `finite`, i.e. after every
+  // gradient, which holds the gradients to the end of the backward instead
+  // of the new parameters and moments that the where would wait for.
+  Operation *ret0 = body.getTerminator();
+  auto inKernel = [&](Operation *u) {
+    return isa<AdamWUpdateOp>(u) &&
+           llvm::all_of(u->getUsers(), [&](Operation *x) { return x == ret0; });
+  };
   OpBuilder b(updates.front());
   Value one = scalar(b, loc, 1.0f), zero = scalar(b, loc, 0.0f);
   Value inv = DivOp::create(b, loc, one, scale);
   Value sum;
+  llvm::SmallPtrSet<Operation *, 16> skipping;
   for (Operation *u : updates) {
-    b.setInsertionPoint(u);
     Value g = u->getOperand(1);
     auto rank = cast<RankedTensorType>(g.getType()).getRank();
     SmallVector<int64_t> axes(rank);
     for (int64_t i = 0; i < rank; ++i)
       axes[i] = i;
+    // Every gradient dominates the return: the sums go there.
+    b.setInsertionPoint(ret0);
     Value s = ReduceSumOp::create(b, loc, g, axes, /*keepdims=*/false);
     sum = sum ? AddOp::create(b, loc, sum, s) : s;
+    if (inKernel(u)) {
+      skipping.insert(u);
+      continue;
+    }
+    b.setInsertionPoint(u);
     u->setOperand(1, MulOp::create(b, loc, g, inv));
   }
   // Everything after the last update op, before the return.
-  b.setInsertionPoint(body.getTerminator());
+  b.setInsertionPoint(ret0);
   Value finite =
       EqualOp::create(b, loc, MulOp::create(b, loc, sum, zero), zero);
+  for (Operation *u : updates)
+    if (skipping.contains(u)) {
+      u->moveBefore(ret0);
+      auto adam = cast<AdamWUpdateOp>(u);
+      adam.getInvScaleMutable().assign(inv);
+      adam.getFiniteMutable().assign(finite);
+    }
 
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   llvm::StringMap<Value> argByName;
@@ -494,6 +524,9 @@ LogicalResult unscaleAndSkip(func::FuncOp fn, double initScale,
     Value old = argByName.lookup(attrString(fn, true, i, "tcc.name"));
     if (!old || !kept.contains(old))
       continue;
+    if (Operation *def = use.get().getDefiningOp(); def && skipping.count(def))
+      continue; // the update keeps the old values itself
+
     use.set(WhereOp::create(b, loc, old.getType(), finite, use.get(), old));
   }
 

@@ -14,7 +14,8 @@
 // Rewritten: @train_step returns the update's new parameter as the
 // parameter's new value, directly or through fp16 loss scaling's
 // where(finite, new, old) (the copy then gets the same where, so a skipped
-// step keeps both), and a cast reads the parameter argument itself (not a
+// step keeps both; an update that skips itself, `unscale .. if finite`,
+// keeps its copy too), and a cast reads the parameter argument itself (not a
 // view of it). With gradient accumulation the GEMMs are in
 // @accumulate_step (run for the micro-batches, @train_step then only
 // updates): its casts read the same shadow, which no micro-batch changes.
@@ -198,7 +199,7 @@ void ShadowWeightsPass::runOnOperation() {
         op.getExpAvgSq(), op.getStep(), op.getLr().convertToDouble(),
         op.getBeta1().convertToDouble(), op.getBeta2().convertToDouble(),
         op.getEps().convertToDouble(), op.getWeightDecay().convertToDouble(),
-        s.low);
+        s.low, op.getInvScale(), op.getFinite());
     op.getNewParam().replaceAllUsesWith(lowered.getNewParam());
     op.getNewExpAvg().replaceAllUsesWith(lowered.getNewExpAvg());
     op.getNewExpAvgSq().replaceAllUsesWith(lowered.getNewExpAvgSq());

@@ -360,15 +360,19 @@ LogicalResult LogSoftmaxGradOp::verify() {
 void AdamWUpdateOp::build(OpBuilder &b, OperationState &state, Value param,
                           Value grad, Value expAvg, Value expAvgSq, Value step,
                           double lr, double beta1, double beta2, double eps,
-                          double weightDecay, Type lowType) {
+                          double weightDecay, Type lowType, Value invScale,
+                          Value finite) {
   Type t = param.getType();
   build(b, state, t, t, t, lowType, param, grad, expAvg, expAvgSq, step,
-        b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
+        invScale, finite, b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
         b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
         b.getF64FloatAttr(weightDecay));
 }
 
 LogicalResult AdamWUpdateOp::verify() {
+  if (bool(getInvScale()) != bool(getFinite()))
+    return emitOpError("takes `unscale` and `if` together (fp16 loss "
+                       "scaling's inverse scale and finiteness flag)");
   Value low = getNewParamLow();
   if (!low)
     return success();

@@ -18,6 +18,11 @@ include "mlir/IR/CommonTypeConstraints.td"
 def Tcc_FloatTensor : RankedTensorOf<[AnyFloat]>;
 def Tcc_LabelTensor : RankedTensorOf<[I64]>;
 def Tcc_ScalarFloatTensor : 0DTensorOf<[AnyFloat]>;
+// Scalars of one type, which assembly formats can leave their types out of.
+def Tcc_F32Scalar : 0DTensorOf<[F32]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
+def Tcc_BoolScalar : 0DTensorOf<[I1]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI1Type())">;
 
 class Tcc_InferOp<string mnemonic, list<Trait> traits = []>
     : Tcc_Op<mnemonic, !listconcat([Pure,
@@ -366,8 +371,9 @@ def Tcc_SgdMomentumUpdateOp : Tcc_InferOp<"sgd_momentum_update",
 }
 
 def Tcc_AdamWUpdateOp : Tcc_Op<"adamw_update",
-    [Pure, AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq",
-                          "new_param", "new_exp_avg", "new_exp_avg_sq"]>]> {
+    [Pure, AttrSizedOperandSegments,
+     AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq",
+                    "new_param", "new_exp_avg", "new_exp_avg_sq"]>]> {
   let summary = "AdamW update, as torch.optim.AdamW";
   let description = [{
     `step` is a scalar holding the 1-based step count used for bias correction.
@@ -381,15 +387,28 @@ def Tcc_AdamWUpdateOp : Tcc_Op<"adamw_update",
     ```mlir
     %p1, %m1, %v1, %lo = tcc.adamw_update %p, %g, %m, %v, %t {...} : tensor<10xf32>, tensor<f32> -> tensor<10xbf16>
     ```
+    With `unscale %inv if %finite` (fp16 loss scaling, tcc-mixed-precision),
+    the gradient is `grad * inv_scale` (rounded to f32, as a `tcc.mul`
+    gives), and when `finite` is false the update leaves everything as it
+    was: every result is its old value (the 16-bit copy the rounding of the
+    old parameter, which is what the copy holds). PyTorch's fused AdamW
+    takes `grad_scale` and `found_inf` the same way.
+    ```mlir
+    %p1, %m1, %v1 = tcc.adamw_update %p, %g, %m, %v, %t unscale %inv if %ok {...} : tensor<10xf32>, tensor<f32>
+    ```
   }];
   let arguments = (ins Tcc_FloatTensor:$param, Tcc_FloatTensor:$grad,
                    Tcc_FloatTensor:$exp_avg, Tcc_FloatTensor:$exp_avg_sq,
-                   Tcc_ScalarFloatTensor:$step, F64Attr:$lr, F64Attr:$beta1,
-                   F64Attr:$beta2, F64Attr:$eps, F64Attr:$weight_decay);
+                   Tcc_ScalarFloatTensor:$step,
+                   Optional<Tcc_F32Scalar>:$inv_scale,
+                   Optional<Tcc_BoolScalar>:$finite, F64Attr:$lr,
+                   F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
+                   F64Attr:$weight_decay);
   let results = (outs Tcc_FloatTensor:$new_param, Tcc_FloatTensor:$new_exp_avg,
                       Tcc_FloatTensor:$new_exp_avg_sq,
                       Optional<Tcc_FloatTensor>:$new_param_low);
   let assemblyFormat = "$param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step "
+                       "(`unscale` $inv_scale^ `if` $finite)? "
                        "attr-dict `:` type($param) `,` type($step) "
                        "(`->` type($new_param_low)^)?";
   let builders = [
@@ -398,7 +417,9 @@ def Tcc_AdamWUpdateOp : Tcc_Op<"adamw_update",
                    "Value":$exp_avg_sq, "Value":$step, "double":$lr,
                    "double":$beta1, "double":$beta2, "double":$eps,
                    "double":$weight_decay,
-                   CArg<"Type", "Type()">:$lowType)>
+                   CArg<"Type", "Type()">:$lowType,
+                   CArg<"Value", "Value()">:$invScale,
+                   CArg<"Value", "Value()">:$finite)>
   ];
   let hasVerifier = 1;
 }

@@ -32,10 +32,14 @@
 //   sgd_update        in [p,g] out [p'], f [lr, wd]. in-place
 //   sgd_momentum_update  in [p,g,buf] out [p',buf'], f [lr, momentum, wd].
 //                        in-place
-//   adamw_update      in [p,g,m,v,step []] out [p',m',v' (, low)],
+//   adamw_update      in [p,g,m,v,step [] (, inv [], finite [] i64)]
+//                     out [p',m',v' (, low)],
 //                     f [lr, beta1, beta2, eps, wd]; torch.optim.AdamW.
 //                     in-place. The optional `low` (bf16/f16) receives p'
-//                     rounded to nearest-even (tcc-shadow-weights).
+//                     rounded to nearest-even (tcc-shadow-weights). With
+//                     `inv` and `finite` (fp16 loss scaling) the gradient
+//                     is g * inv, and finite == 0 leaves every output its
+//                     old value (low: p rounded).
 //
 // Data movement (f32 or i64 unless noted; bools are i64 0/1):
 //   gather            in [data, indices i64] out [y], i [axis >= 0]:

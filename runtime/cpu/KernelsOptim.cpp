@@ -62,11 +62,30 @@ void run_sgd_momentum_update(const KernelArgs &a) {
 
 /// A fourth output, when there, is the new parameter rounded to bf16 or f16
 /// (tcc-shadow-weights); the kernel writes it itself (KernelsHalf.cpp).
+/// Two more inputs, when there, are fp16 loss scaling's inverse scale (f32)
+/// and finiteness flag (a bool: i64 0/1), one element each.
 void check_adamw_update(const KernelSig &s) {
-  if (s.out.size() != 4)
-    return checkUpdate(s, 5, 3, 5, 1);
-  KernelSig f32{s.instr, s.in, {s.out.begin(), s.out.end() - 1}};
+  bool scaled = s.in.size() == 7;
+  std::vector<const TensorInfo *> in(s.in.begin(),
+                                     s.in.begin() + (scaled ? 5 : 0));
+  if (scaled) {
+    const char *what[2] = {"the inverse loss scale, f32",
+                           "the finiteness flag, a bool"};
+    for (size_t i : {5, 6}) {
+      DType want = i == 5 ? DType::F32 : DType::I64;
+      if (s.in[i]->dtype != want)
+        throw Error(operandName(s, true, i) + " (" + what[i - 5] +
+                    ") must be " + dtypeName(want) + ", is " +
+                    dtypeName(s.in[i]->dtype));
+      expectNumel(s, true, i, 1);
+    }
+  }
+  KernelSig f32{s.instr,
+                scaled ? in : s.in,
+                {s.out.begin(), s.out.end() - (s.out.size() == 4 ? 1 : 0)}};
   checkUpdate(f32, 5, 3, 5, 1);
+  if (s.out.size() != 4)
+    return;
   const TensorInfo *low = s.out[3];
   if (!isHalfDType(low->dtype))
     throw Error(operandName(s, false, 3) +
@@ -98,12 +117,32 @@ static inline void adamwElem(float &p, float g, float &m, float &v,
 /// runtime alias checks (too many for 4 streams) and vectorizes the loop.
 static void adamwInPlace(float *__restrict p, const float *__restrict g,
                          float *__restrict m, float *__restrict v, int64_t n,
-                         const AdamScalars &s) {
+                         float inv, const AdamScalars &s) {
   for (int64_t i = 0; i < n; ++i)
-    adamwElem(p[i], g[i], m[i], v[i], s);
+    adamwElem(p[i], g[i] * inv, m[i], v[i], s);
+}
+
+/// A skipped step (fp16 loss scaling saw an Inf or NaN): every output is
+/// its old value. In place that is nothing to do; the 16-bit copy is the
+/// rounding of the old parameter, which is what it holds.
+static void adamwKeep(const KernelArgs &a) {
+  const float *p = a.in[0].f32();
+  for (int k = 0; k < 3; ++k)
+    if (a.out[k].data != a.in[k == 0 ? 0 : k + 1].data)
+      std::copy(a.in[k == 0 ? 0 : k + 1].f32(),
+                a.in[k == 0 ? 0 : k + 1].f32() + a.in[0].numel, a.out[k].f32());
+  if (a.out.size() == 4)
+    narrowFromF32(p, a.out[3].dtype, a.out[3].data, a.in[0].numel);
 }
 
 void run_adamw_update(const KernelArgs &a) {
+  bool scaled = a.in.size() == 7;
+  if (scaled && a.in[6].i64()[0] == 0)
+    return adamwKeep(a);
+  // The gradient is g * inv, rounded to f32 as a tcc.mul by the inverse
+  // scale gives it (PyTorch's fused AdamW multiplies the same way); without
+  // loss scaling inv is 1, and g * 1 is g exactly.
+  const float inv = scaled ? a.in[5].f32()[0] : 1.0f;
   const float *p = a.in[0].f32(), *g = a.in[1].f32(), *m = a.in[2].f32(),
               *v = a.in[3].f32();
   float *pOut = a.out[0].f32(), *mOut = a.out[1].f32(), *vOut = a.out[2].f32();
@@ -134,20 +173,20 @@ void run_adamw_update(const KernelArgs &a) {
       a.out.size() == 4 ? static_cast<uint16_t *>(a.out[3].data) : nullptr;
   if (pOut == p && mOut == m && vOut == v && distinctGrad) {
     if (!low)
-      return adamwInPlace(pOut, g, mOut, vOut, n, s);
+      return adamwInPlace(pOut, g, mOut, vOut, n, inv, s);
     // Rounding inside the update loop stops GCC from vectorizing it (4x
     // slower); two vectorized loops over a chunk still in L1 are not.
     constexpr int64_t kChunk = 2048;
     for (int64_t i = 0; i < n; i += kChunk) {
       int64_t c = std::min(kChunk, n - i);
-      adamwInPlace(pOut + i, g + i, mOut + i, vOut + i, c, s);
+      adamwInPlace(pOut + i, g + i, mOut + i, vOut + i, c, inv, s);
       narrowFromF32(pOut + i, a.out[3].dtype, low + i, c);
     }
     return;
   }
   for (int64_t i = 0; i < n; ++i) {
     float pi = p[i], mi = m[i], vi = v[i];
-    adamwElem(pi, g[i], mi, vi, s);
+    adamwElem(pi, g[i] * inv, mi, vi, s);
     pOut[i] = pi;
     mOut[i] = mi;
     vOut[i] = vi;

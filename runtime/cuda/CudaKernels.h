@@ -190,12 +190,28 @@ inline AdamEntry adamEntry(const Instr &in, const std::vector<TensorInfo> &t,
   return e;
 }
 
+/// fp16 loss scaling inside AdamW (the instr's inputs 5 and 6): the
+/// gradient is multiplied by *inv (f32), and nothing changes when *finite
+/// (a bool, i64 0/1) is 0. Both null without loss scaling.
+struct AdamScaling {
+  const void *inv = nullptr;
+  const void *finite = nullptr;
+};
+inline AdamScaling adamScaling(const Instr &in,
+                               const std::vector<void *> &buffers) {
+  if (in.inputs.size() != 7)
+    return {};
+  return {buffers[in.inputs[5]], buffers[in.inputs[6]]};
+}
+
 /// Updates every entry of the device table `entries` (hyper-parameters
 /// f [lr, beta1, beta2, eps, wd] of the instrs, `step` an f32-like scalar
-/// of dtype `stepDt`), blocks as laid out in the device table `blocks`.
+/// of dtype `stepDt`, loss scaling `sc`), blocks as laid out in the device
+/// table `blocks`.
 void launchAdamwMulti(const AdamEntry *entries, const AdamBlock *blocks,
                       int64_t numBlocks, const void *step, DType stepDt,
-                      const std::vector<double> &fattrs, cudaStream_t stream);
+                      AdamScaling sc, const std::vector<double> &fattrs,
+                      cudaStream_t stream);
 
 } // namespace tcc::rt::cuda
 

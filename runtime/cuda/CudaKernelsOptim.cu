@@ -76,17 +76,21 @@ namespace {
 struct AdamHyper {
   double lr, beta1, beta2, eps, wd;
 };
-/// The per-step scalars, as the f32 tensor ops of PyTorch see them.
+/// The per-step scalars, as the f32 tensor ops of PyTorch see them; `inv`
+/// unscales the gradient (1 without loss scaling: g * 1 is g), `keep` is a
+/// skipped step's.
 struct AdamScalars {
-  float decay, wm, b2, w2, bc2Sqrt, eps, negStep;
-  bool lerpFromStart;
+  float decay, wm, b2, w2, bc2Sqrt, eps, negStep, inv;
+  bool lerpFromStart, keep;
 };
 } // namespace
 
 /// Thread 0 computes the scalars of this step into `s` (shared).
 __device__ void adamScalars(const AdamHyper &h, const void *step, int tstep,
-                            AdamScalars &s) {
+                            AdamScaling sc, AdamScalars &s) {
   if (threadIdx.x == 0) {
+    s.inv = sc.inv ? *static_cast<const float *>(sc.inv) : 1.0f;
+    s.keep = sc.finite && *static_cast<const long long *>(sc.finite) == 0;
     const double t = ldf(step, tstep, 0);
     const double bc1 = 1.0 - pow(h.beta1, t);
     const double bc2 = 1.0 - pow(h.beta2, t);
@@ -107,8 +111,19 @@ __device__ void adamScalars(const AdamHyper &h, const void *step, int tstep,
 /// Element i of entry e (KernelsOptim.cpp adamwElem).
 __device__ __forceinline__ void adamwElem(const AdamEntry &e, long long i,
                                           const AdamScalars &s) {
-  float p = ldf(e.p, e.dtP, i), g = ldf(e.g, e.dtG, i);
+  float p = ldf(e.p, e.dtP, i), g = ldf(e.g, e.dtG, i) * s.inv;
   float m = ldf(e.m, e.dtM, i), v = ldf(e.v, e.dtV, i);
+  if (s.keep) { // a skipped step: the old values (in place: nothing to do)
+    if (e.pOut != e.p)
+      stf(e.pOut, e.dtP, i, p);
+    if (e.mOut != e.m)
+      stf(e.mOut, e.dtM, i, m);
+    if (e.vOut != e.v)
+      stf(e.vOut, e.dtV, i, v);
+    if (e.lowOut) // the rounding of the old parameter: what the copy holds
+      stf(e.lowOut, e.dtLow, i, p);
+    return;
+  }
   p = p * s.decay;                         // param.mul_
   m = s.lerpFromStart ? m + s.wm * (g - m) // exp_avg.lerp_
                       : g - (g - m) * s.wm;
@@ -124,9 +139,9 @@ __device__ __forceinline__ void adamwElem(const AdamEntry &e, long long i,
 }
 
 __global__ void adamwKernel(AdamEntry e, const void *step, int tstep,
-                            AdamHyper h) {
+                            AdamScaling sc, AdamHyper h) {
   __shared__ AdamScalars s;
-  adamScalars(h, step, tstep, s);
+  adamScalars(h, step, tstep, sc, s);
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < e.n;
        i += (long long)gridDim.x * blockDim.x)
     adamwElem(e, i, s);
@@ -134,9 +149,10 @@ __global__ void adamwKernel(AdamEntry e, const void *step, int tstep,
 
 __global__ void adamwMultiKernel(const AdamEntry *entries,
                                  const AdamBlock *blocks, long long numBlocks,
-                                 const void *step, int tstep, AdamHyper h) {
+                                 const void *step, int tstep, AdamScaling sc,
+                                 AdamHyper h) {
   __shared__ AdamScalars s;
-  adamScalars(h, step, tstep, s);
+  adamScalars(h, step, tstep, sc, s);
   for (long long b = blockIdx.x; b < numBlocks; b += gridDim.x) {
     const AdamBlock blk = blocks[b];
     const AdamEntry e = entries[blk.entry];
@@ -160,21 +176,26 @@ void launch_adamw_update(const CudaArgs &a) {
   }
   if (e.n == 0)
     return;
+  AdamScaling sc;
+  if (a.in.size() == 7)
+    sc = {a.in[5].data, a.in[6].data};
   TCC_LAUNCH(adamwKernel, gridFor(e.n, kBlock, a.smCount), kBlock, a.stream)
-  (e, a.in[4].data, dt(a.in[4]), hyper(a.instr.fattrs));
+  (e, a.in[4].data, dt(a.in[4]), sc, hyper(a.instr.fattrs));
   checkLaunch("adamw_update");
 }
 
 void launchAdamwMulti(const AdamEntry *entries, const AdamBlock *blocks,
                       int64_t numBlocks, const void *step, DType stepDt,
-                      const std::vector<double> &fattrs, cudaStream_t stream) {
+                      AdamScaling sc, const std::vector<double> &fattrs,
+                      cudaStream_t stream) {
   (void)stream; // unused when emulated
   if (numBlocks == 0)
     return;
   unsigned grid =
       static_cast<unsigned>(numBlocks < (1LL << 20) ? numBlocks : (1LL << 20));
   TCC_LAUNCH(adamwMultiKernel, grid, kBlock, stream)
-  (entries, blocks, numBlocks, step, static_cast<int>(stepDt), hyper(fattrs));
+  (entries, blocks, numBlocks, step, static_cast<int>(stepDt), sc,
+   hyper(fattrs));
   checkLaunch("adamw_update (multi-tensor)");
 }
 

@@ -117,7 +117,8 @@ void CudaSession::Impl::launch(ProgramState &ps, size_t i) {
     }
     const Instr &first = ps.program.instrs[i];
     launchAdamwMulti(g.entries, g.blocks, g.numBlocks, buffers[first.inputs[4]],
-                     tensors[first.inputs[4]].dtype, first.fattrs, stream);
+                     tensors[first.inputs[4]].dtype,
+                     adamScaling(first, buffers), first.fattrs, stream);
     return;
   }
   CudaArgs &a = ps.args[i];

@@ -279,14 +279,17 @@ void CudaSession::Impl::loadDeviceCode(const Artifact &a) {
   }
 }
 
-/// Consecutive adamw_update instrs with the same hyper-parameters and step
-/// become one launch when no member reads what another writes.
+/// Consecutive adamw_update instrs with the same hyper-parameters, step and
+/// loss scaling (inverse scale and finiteness flag, or none) become one
+/// launch when no member reads what another writes.
 void CudaSession::Impl::buildAdamGroups(ProgramState &ps) {
   const auto &instrs = ps.program.instrs;
   auto joins = [&](size_t first, size_t j) {
     const Instr &a = instrs[first], &b = instrs[j];
     return b.kernel == "adamw_update" && b.fattrs == a.fattrs &&
-           b.inputs[4] == a.inputs[4];
+           b.inputs.size() == a.inputs.size() &&
+           std::equal(a.inputs.begin() + 4, a.inputs.end(),
+                      b.inputs.begin() + 4);
   };
   for (size_t i = 0; i < instrs.size();) {
     if (instrs[i].kernel != "adamw_update") {

@@ -345,6 +345,24 @@ inline void optimizerCases(std::vector<KernelCase> &cases) {
             {lr, 0.9, 0.999, 1e-8, 0.01});
     c.outs.insert(c.outs.end(), outs.begin(), outs.end());
   }
+  // fp16 loss scaling inside AdamW: a finite step unscales its gradient (in
+  // place, with an f16 copy), a skipped one changes nothing (out of place:
+  // the old values; the copy is the old parameter's rounding).
+  int32_t inv = p.floats(DType::F32, {}, {1.0f / 1024});
+  for (int64_t ok : {1, 0}) {
+    int32_t w = p.random(DType::F32, {300});
+    int32_t g = p.random(DType::F32, {300}, -500.0f, 500.0f);
+    int32_t m = p.random(DType::F32, {300}, -0.1f, 0.1f);
+    int32_t v = p.random(DType::F32, {300}, 0.0f, 0.1f);
+    std::vector<int32_t> outs{w, m, v};
+    if (!ok)
+      outs = {p.out(DType::F32, {300}), p.out(DType::F32, {300}),
+              p.out(DType::F32, {300})};
+    outs.push_back(p.out(ok ? DType::F16 : DType::BF16, {300}));
+    p.instr("adamw_update", {w, g, m, v, step, inv, p.i64({}, {ok})}, outs, {},
+            {1e-3, 0.9, 0.999, 1e-8, 0.01});
+    c.outs.insert(c.outs.end(), outs.begin(), outs.end());
+  }
   int32_t w = p.random(DType::F32, {50}), g = p.random(DType::F32, {50});
   int32_t buf = p.random(DType::F32, {50});
   p.instr("sgd_update", {w, g}, {w}, {}, {0.1, 0.01});

@@ -128,7 +128,7 @@ TEST(CudaKernelEmuAdamW, MultiTensorLaunch) {
   int32_t step = instrs[0].inputs[4];
   cuda::launchAdamwMulti(
       entries.data(), blocks.data(), static_cast<int64_t>(blocks.size()),
-      store[step].data(), DType::F32, instrs[0].fattrs, nullptr);
+      store[step].data(), DType::F32, {}, instrs[0].fattrs, nullptr);
   std::vector<std::vector<uint8_t>> cpu = prog.initial();
   std::vector<void *> buffers;
   for (auto &s : cpu)
@@ -138,6 +138,63 @@ TEST(CudaKernelEmuAdamW, MultiTensorLaunch) {
   for (int e = 0; e < 3; ++e)
     for (int32_t id : instrs[e].outputs)
       expectClose(prog, cpu, store, id, 1e-6, 1e-7);
+}
+
+// With fp16 loss scaling the launch unscales every tensor's gradient, and
+// a skipped step (finite 0) leaves every tensor and copy as it was.
+TEST(CudaKernelEmuAdamW, MultiTensorLaunchUnscalesAndSkips) {
+  for (int64_t ok : {1, 0}) {
+    OneProgram p;
+    int32_t step = p.floats(DType::F32, {}, {2.0f});
+    int32_t inv = p.floats(DType::F32, {}, {1.0f / 4096});
+    int32_t finite = p.i64({}, {ok});
+    for (int64_t n : {5000, 700}) {
+      int32_t w = p.random(DType::F32, {n});
+      int32_t g = p.random(DType::F32, {n}, -4000.0f, 4000.0f);
+      int32_t m = p.random(DType::F32, {n}, -0.1f, 0.1f);
+      int32_t v = p.random(DType::F32, {n}, 0.0f, 0.1f);
+      // The copy starts as the parameter's rounding, as the runtime keeps it.
+      int32_t low = p.out(DType::BF16, {n});
+      p.instr("cast", {w}, {low}, {0});
+      p.instr("adamw_update", {w, g, m, v, step, inv, finite}, {w, m, v, low},
+              {}, {1e-3, 0.9, 0.999, 1e-8, 0.01});
+    }
+    const Artifact &a = p.artifact();
+    const auto &instrs = a.programs[0].instrs;
+    std::vector<std::vector<uint8_t>> store = p.initial(), cpu = p.initial();
+    std::vector<void *> gpu, buffers;
+    for (auto &s : store)
+      gpu.push_back(s.data());
+    for (auto &s : cpu)
+      buffers.push_back(s.data());
+    std::vector<cuda::AdamEntry> entries;
+    std::vector<cuda::AdamBlock> blocks;
+    for (size_t i : {0, 2}) { // the casts run on the CPU: the initial copies
+      runKernel(instrs[i], a.tensors, gpu);
+      runKernel(instrs[i], a.tensors, buffers);
+    }
+    std::vector<std::vector<uint8_t>> before = store;
+    for (int e : {1, 3}) {
+      entries.push_back(cuda::adamEntry(instrs[e], a.tensors, gpu));
+      for (int64_t s = 0; s < entries.back().n; s += cuda::kAdamChunk)
+        blocks.push_back({static_cast<int>(entries.size() - 1), s});
+    }
+    cuda::launchAdamwMulti(
+        entries.data(), blocks.data(), static_cast<int64_t>(blocks.size()),
+        store[step].data(), DType::F32, cuda::adamScaling(instrs[1], gpu),
+        instrs[1].fattrs, nullptr);
+    for (int e : {1, 3})
+      runKernel(instrs[e], a.tensors, buffers);
+    for (int e : {1, 3})
+      for (int32_t id : instrs[e].outputs) {
+        expectClose(p, cpu, store, id, 1e-6, 1e-7);
+        if (!ok) {
+          EXPECT_EQ(store[id], before[id]) << "tensor " << id;
+        } else if (id != instrs[e].outputs[3]) {
+          EXPECT_NE(store[id], before[id]) << "tensor " << id;
+        }
+      }
+  }
 }
 
 // Data errors land in the instr's words as {position, value, bound, 1}.

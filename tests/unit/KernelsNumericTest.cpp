@@ -267,6 +267,59 @@ TEST(KernelsNumeric, AdamWWritesTheSixteenBitCopy) {
   }
 }
 
+// fp16 loss scaling inside AdamW: with finite 1 the update equals AdamW of
+// the gradient multiplied by the inverse scale first (a `mul` kernel), bit
+// for bit; with finite 0 every output is its old value, in place and out of
+// place, and the 16-bit copy is the old parameter's rounding.
+TEST(KernelsNumeric, AdamWUnscalesAndSkips) {
+  auto pv = randomValues(37, 5), gv = randomValues(37, 6, -900.0f, 900.0f);
+  auto mv = randomValues(37, 7), vv = randomValues(37, 8, 0.0f, 1.0f);
+  std::vector<double> f = {1e-2, 0.9, 0.999, 1e-8, 0.01};
+  for (bool inPlace : {true, false}) {
+    KernelHarness h;
+    int32_t s = h.f32({}, {3.0f}), inv = h.f32({}, {1.0f / 2048});
+    int32_t yes = h.i64({}, {1}), no = h.i64({}, {0});
+    int32_t g = h.f32({37}, gv), gu = h.out({37});
+    h.run("mul", {g, inv}, {gu});
+    int32_t p3 = h.f32({37}, pv), m3 = h.f32({37}, mv), v3 = h.f32({37}, vv);
+    h.run("adamw_update", {p3, gu, m3, v3, s}, {p3, m3, v3}, {}, f);
+    for (int32_t ok : {yes, no}) {
+      int32_t p = h.f32({37}, pv), m = h.f32({37}, mv), v = h.f32({37}, vv);
+      int32_t l = h.out({37}, DType::F16), c = h.out({37}, DType::F16);
+      std::vector<int32_t> outs = {p, m, v, l};
+      if (!inPlace)
+        outs = {h.out({37}), h.out({37}), h.out({37}), l};
+      h.run("adamw_update", {p, g, m, v, s, inv, ok}, outs, {}, f);
+      EXPECT_EQ(h.get(outs[0]), ok == yes ? h.get(p3) : pv) << inPlace;
+      EXPECT_EQ(h.get(outs[1]), ok == yes ? h.get(m3) : mv) << inPlace;
+      EXPECT_EQ(h.get(outs[2]), ok == yes ? h.get(v3) : vv) << inPlace;
+      h.run("cast", {outs[0]}, {c}, {0});
+      EXPECT_EQ(h.getU16(l), h.getU16(c)) << inPlace;
+    }
+  }
+  // The two inputs: an f32 scale and a bool (i64) flag, one element each.
+  KernelHarness h;
+  int32_t p = h.out({4}), s = h.f32({}, {1.0f});
+  std::vector<double> f2 = {1e-3, 0.9, 0.999, 1e-8, 0.01};
+  int32_t flag = h.i64({}, {1}), wide = h.i64({2}, {1, 1});
+  try {
+    h.check("adamw_update", {p, p, p, p, s, flag, flag}, {p, p, p}, {}, f2);
+    ADD_FAILURE() << "an i64 inverse scale was accepted";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("input 5"), std::string::npos)
+        << e.what();
+  }
+  try {
+    h.check("adamw_update", {p, p, p, p, s, s, wide}, {p, p, p}, {}, f2);
+    ADD_FAILURE() << "a flag of two elements was accepted";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("input 6"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(
+      h.check("adamw_update", {p, p, p, p, s, s, flag}, {p, p, p}, {}, f2));
+}
+
 TEST(KernelsNumeric, AdamWSixteenBitCopyIsChecked) {
   KernelHarness h;
   int32_t p = h.out({4}), s = h.f32({}, {1.0f});

@@ -75,9 +75,11 @@ module attributes {tcc.batch = 4 : i64} {
 // BF16:         tcc.adamw_update %{{.+}}, %[[DB]], {{.*}} : tensor<3xf32>, tensor<f32>
 
 // fp16: the same casts to f16, plus dynamic loss scaling. The seed of the
-// backward is scaled; each gradient is unscaled in f32 before its update
-// and summed into the finiteness check; every optimizer result (not
-// rng.step) keeps its old value on a step with an Inf/NaN gradient.
+// backward is scaled; every gradient is summed into the finiteness check,
+// after the backward; each AdamW update then unscales its gradient and
+// keeps its old values on a step with an Inf/NaN gradient itself (`unscale
+// 1/scale if finite`: no multiply of the gradient, no where over the
+// parameter and moments); the AdamW step (not rng.step) gets a where.
 // FP16-LABEL: func.func @forward
 // FP16:         tcc.matmul {{.*}} -> tensor<4x3xf16>
 // FP16-LABEL: func.func @train_step
@@ -93,14 +95,12 @@ module attributes {tcc.batch = 4 : i64} {
 // FP16:         %[[DW:.+]] = tcc.cast %{{.+}} : tensor<3x8xf16> -> tensor<3x8xf32>
 // FP16:         %[[INV:.+]] = tcc.div %{{.+}}, %[[SCALE]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
 // FP16:         %[[SUMW:.+]] = tcc.reduce_sum %[[DW]] {axes = array<i64: 0, 1>} : tensor<3x8xf32> -> tensor<f32>
-// FP16:         %[[DWU:.+]] = tcc.mul %[[DW]], %[[INV]] : (tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
-// FP16:         %[[NEWW:.+]], %[[NEWM:.+]], %{{.+}} = tcc.adamw_update %[[W]], %[[DWU]],
 // FP16:         %[[SUM:.+]] = tcc.add %[[SUMW]], %{{.+}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
-// FP16:         tcc.adamw_update
 // FP16:         %[[Z:.+]] = tcc.mul %[[SUM]], %[[ZERO:.+]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
 // FP16:         %[[FINITE:.+]] = tcc.equal %[[Z]], %[[ZERO]] : (tensor<f32>, tensor<f32>) -> tensor<i1>
-// FP16:         %[[KEEPW:.+]] = tcc.where %[[FINITE]], %[[NEWW]], %[[W]]
-// FP16-COUNT-5: tcc.where %[[FINITE]]
+// FP16:         %[[NEWW:.+]], %[[NEWM:.+]], %{{.+}} = tcc.adamw_update %[[W]], %[[DW]], {{.*}} unscale %[[INV]] if %[[FINITE]] {
+// FP16:         tcc.adamw_update {{.*}} unscale %[[INV]] if %[[FINITE]] {
+// FP16-NOT:     tcc.where %[[FINITE]], %new
 // FP16:         %[[KEEPSTEP:.+]] = tcc.where %[[FINITE]], %{{.+}}, %[[STEP]] : (tensor<i1>, tensor<f32>, tensor<f32>) -> tensor<f32>
 // The scale: doubled after growth-interval (3) finite steps, halved on a skip.
 // FP16:         %[[GOOD1:.+]] = tcc.add %[[GOOD]], %{{.+}}
@@ -114,7 +114,7 @@ module attributes {tcc.batch = 4 : i64} {
 // FP16:         %[[NEWGOOD:.+]] = tcc.where %[[FINITE]], %[[RESET]], %[[ZERO]]
 // FP16:         %[[SKIP1:.+]] = tcc.add %[[SKIP]], %{{.+}}
 // FP16:         %[[NEWSKIP:.+]] = tcc.where %[[FINITE]], %[[SKIP]], %[[SKIP1]]
-// FP16:         return %{{.+}}, %[[KEEPW]], {{.*}}, %[[KEEPSTEP]], %{{.+}}, %[[NEWSCALE]], %[[NEWGOOD]], %[[NEWSKIP]] :
+// FP16:         return %{{.+}}, %[[NEWW]], {{.*}}, %[[KEEPSTEP]], %{{.+}}, %[[NEWSCALE]], %[[NEWGOOD]], %[[NEWSKIP]] :
 
 // fp32: nothing changes.
 // FP32-NOT:     bf16

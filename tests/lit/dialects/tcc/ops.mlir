@@ -117,5 +117,8 @@ func.func @optimizers(%p: tensor<10xf32>, %g: tensor<10xf32>, %m: tensor<10xf32>
   %p3, %m3, %v3 = tcc.adamw_update %p, %g, %m, %v, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32>
   // CHECK: tcc.adamw_update %[[P]], %[[G]], %[[S1]], %[[S2]], %[[STEP]] {{.*}} : tensor<10xf32>, tensor<f32> -> tensor<10xbf16>
   %p4, %m4, %v4, %l4 = tcc.adamw_update %p, %g, %m, %v, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32> -> tensor<10xbf16>
+  // CHECK: tcc.adamw_update %[[P]], %[[G]], %[[S1]], %[[S2]], %[[STEP]] unscale %[[STEP]] if %[[OK:[a-z0-9_]+]] {{.*}} : tensor<10xf32>, tensor<f32> -> tensor<10xf16>
+  %ok = tcc.constant dense<true> : tensor<i1>
+  %p5, %m5, %v5, %l5 = tcc.adamw_update %p, %g, %m, %v, %t unscale %t if %ok {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32> -> tensor<10xf16>
   return %p1, %p2, %b2, %p3, %m3, %v3 : tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>
 }
