@@ -32,6 +32,7 @@ void countNonFinite(const TensorView &t, unsigned long long *count,
   if (t.dtype != DType::F32 && t.dtype != DType::BF16 && t.dtype != DType::F16)
     throw Error("countNonFinite: tensor of dtype " +
                 std::string(dtypeName(t.dtype)) + " is not a float tensor");
+  (void)stream; // unused when emulated
   if (t.numel == 0)
     return;
   TCC_LAUNCH(countNonFiniteKernel, gridFor(t.numel, kBlock, smCount), kBlock,

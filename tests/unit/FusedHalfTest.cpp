@@ -384,8 +384,9 @@ TEST_F(FusedHalf, RegionsMatchTheLibraryKernels) {
           ASSERT_EQ(0, std::memcmp(want + i * w, got + i * w, w))
               << "element " << i << ": want " << wv << ", got " << gv;
         }
-        if (!c.allWords) // there, half the words are negative or NaN
+        if (!c.allWords) { // there, half the words are negative or NaN
           EXPECT_LT(2 * nans, t.numElements()) << "mostly NaN: a weak check";
+        }
         EXPECT_FALSE(HasFatalFailure());
         continue;
       }

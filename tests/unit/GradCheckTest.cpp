@@ -42,7 +42,7 @@ struct Case {
   std::vector<Param> params;
   std::string body;       // defines %y from the params (and %labels)
   std::string resultType; // type of %y, like "3x4xf32" or "f32"
-  std::string labelsType; // "" or like "4xi64"
+  std::string labelsType = {}; // "" or like "4xi64"
   int64_t classes = 0;    // label range for labelsType
 };
 
