@@ -526,7 +526,6 @@ LogicalResult unscaleAndSkip(func::FuncOp fn, double initScale,
       continue;
     if (Operation *def = use.get().getDefiningOp(); def && skipping.count(def))
       continue; // the update keeps the old values itself
-
     use.set(WhereOp::create(b, loc, old.getType(), finite, use.get(), old));
   }
 

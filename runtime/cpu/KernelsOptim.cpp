@@ -66,8 +66,6 @@ void run_sgd_momentum_update(const KernelArgs &a) {
 /// and finiteness flag (a bool: i64 0/1), one element each.
 void check_adamw_update(const KernelSig &s) {
   bool scaled = s.in.size() == 7;
-  std::vector<const TensorInfo *> in(s.in.begin(),
-                                     s.in.begin() + (scaled ? 5 : 0));
   if (scaled) {
     const char *what[2] = {"the inverse loss scale, f32",
                            "the finiteness flag, a bool"};
@@ -80,8 +78,9 @@ void check_adamw_update(const KernelSig &s) {
       expectNumel(s, true, i, 1);
     }
   }
+  // p, g, m, v, step and p', m', v' are checked as an f32 update's.
   KernelSig f32{s.instr,
-                scaled ? in : s.in,
+                {s.in.begin(), s.in.end() - (scaled ? 2 : 0)},
                 {s.out.begin(), s.out.end() - (s.out.size() == 4 ? 1 : 0)}};
   checkUpdate(f32, 5, 3, 5, 1);
   if (s.out.size() != 4)
@@ -126,13 +125,13 @@ static void adamwInPlace(float *__restrict p, const float *__restrict g,
 /// its old value. In place that is nothing to do; the 16-bit copy is the
 /// rounding of the old parameter, which is what it holds.
 static void adamwKeep(const KernelArgs &a) {
-  const float *p = a.in[0].f32();
+  const int64_t n = a.in[0].numel;
+  const int from[3] = {0, 2, 3}; // p', m', v' keep p, m, v
   for (int k = 0; k < 3; ++k)
-    if (a.out[k].data != a.in[k == 0 ? 0 : k + 1].data)
-      std::copy(a.in[k == 0 ? 0 : k + 1].f32(),
-                a.in[k == 0 ? 0 : k + 1].f32() + a.in[0].numel, a.out[k].f32());
+    if (a.out[k].data != a.in[from[k]].data)
+      std::copy(a.in[from[k]].f32(), a.in[from[k]].f32() + n, a.out[k].f32());
   if (a.out.size() == 4)
-    narrowFromF32(p, a.out[3].dtype, a.out[3].data, a.in[0].numel);
+    narrowFromF32(a.in[0].f32(), a.out[3].dtype, a.out[3].data, n);
 }
 
 void run_adamw_update(const KernelArgs &a) {

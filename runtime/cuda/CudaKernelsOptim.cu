@@ -111,7 +111,7 @@ __device__ void adamScalars(const AdamHyper &h, const void *step, int tstep,
 /// Element i of entry e (KernelsOptim.cpp adamwElem).
 __device__ __forceinline__ void adamwElem(const AdamEntry &e, long long i,
                                           const AdamScalars &s) {
-  float p = ldf(e.p, e.dtP, i), g = ldf(e.g, e.dtG, i) * s.inv;
+  float p = ldf(e.p, e.dtP, i);
   float m = ldf(e.m, e.dtM, i), v = ldf(e.v, e.dtV, i);
   if (s.keep) { // a skipped step: the old values (in place: nothing to do)
     if (e.pOut != e.p)
@@ -124,6 +124,7 @@ __device__ __forceinline__ void adamwElem(const AdamEntry &e, long long i,
       stf(e.lowOut, e.dtLow, i, p);
     return;
   }
+  float g = ldf(e.g, e.dtG, i) * s.inv;
   p = p * s.decay;                         // param.mul_
   m = s.lerpFromStart ? m + s.wm * (g - m) // exp_avg.lerp_
                       : g - (g - m) * s.wm;
@@ -176,6 +177,7 @@ void launch_adamw_update(const CudaArgs &a) {
   }
   if (e.n == 0)
     return;
+  // As adamScaling, from the views.
   AdamScaling sc;
   if (a.in.size() == 7)
     sc = {a.in[5].data, a.in[6].data};
