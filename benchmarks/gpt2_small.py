@@ -23,8 +23,12 @@ Two halves, because the GPU machine has no MLIR (it runs artifacts only):
 CPU in a minute, to check the script itself (`run --device cpu`).
 
 MFU = model FLOPs per second / the GPU's dense bf16 peak, with model FLOPs
-per token = 6 * parameters + 12 * layers * d * T (PaLM's formula: the
-backward's 2x, attention's QK^T and AV, no recomputation counted).
+per token = 6 * N + 12 * layers * d * T (PaLM's formula: the backward's
+2x, attention's QK^T and AV over all T keys, no recomputation counted), N
+the parameters of the model's matrix products: every parameter but the
+token embedding (a lookup, not a product: this model's head is a separate
+matrix) and the positional one (an add). Counting those too would add 6 x
+39.4M FLOPs per token, 27% more, that no kernel computes.
 """
 import argparse
 import json
@@ -50,8 +54,14 @@ PEAKS = [("H200", 989.4e12), ("H100 PCIe", 756.0e12), ("H100", 989.4e12),
          ("A100", 312.0e12)]
 
 
-def model_flops_per_token(cfg, params):
-    return 6 * params + 12 * cfg["layers"] * cfg["d"] * cfg["t"]
+def model_flops_per_token(cfg, flop_params):
+    return 6 * flop_params + 12 * cfg["layers"] * cfg["d"] * cfg["t"]
+
+
+def flop_params_of(model):
+    """The parameters that take part in matrix products (see MFU above)."""
+    return sum(p.numel() for name, p in model.named_parameters()
+               if name not in ("tok.weight", "pos"))
 
 
 def build_model(cfg):
@@ -81,6 +91,7 @@ def prepare(args):
                           do_constant_folding=False)
         print(f"exported {onnx_path} in {time.time() - t0:.1f} s")
     params = sum(p.numel() for p in model.parameters())
+    flop_params = flop_params_of(model)
     artifacts = {}
     for b in [int(s) for s in args.batches.split(",")]:
         art = os.path.join(args.out, f"b{b}.tcc")
@@ -100,6 +111,7 @@ def prepare(args):
         os.remove(onnx_path)
     with open(os.path.join(args.out, "config.json"), "w") as f:
         json.dump({"preset": args.preset, "config": cfg, "params": params,
+                   "flop_params": flop_params,
                    "precision": args.precision, "target": args.target,
                    "artifacts": artifacts}, f, indent=1)
 
@@ -175,7 +187,8 @@ def run_tcc(args, art, device, attention=None):
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         return None, (p.stdout + p.stderr)[-2000:]
-    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    lines = [l for l in p.stdout.splitlines()
+             if l.startswith("{") and "median_step_ms" in l]
     if not lines:
         return None, "tcc-run bench printed no JSON line:\n" + p.stdout
     r = json.loads(lines[-1])
@@ -183,6 +196,74 @@ def run_tcc(args, art, device, attention=None):
             "peak_bytes": r.get("peak_bytes", 0),
             "device": r.get("device", device),
             "cuda_graphs": r.get("cuda_graphs", "")}, ""
+
+
+# Kernel families of the profile summary, by kernel name prefix.
+FAMILIES = [("GEMMs", ("matmul",)),
+            ("attention", ("attention",)),
+            ("generated fused kernels", ("fused:",)),
+            ("optimizer", ("adamw_update", "sgd_")),
+            ("layer norm parameter gradients", ("layer_norm_param_grad",))]
+
+
+def profile_tcc(args, art, log):
+    """`tcc-run bench --profile` of one artifact: markdown lines for the
+    report (families, then the slowest kernels), or [] when it fails."""
+    cmd = [args.tcc_run, "bench", art, "--steps", "3", "--warmup", "1",
+           "--device", args.device, "--only", "compiled", "--profile",
+           "--json"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    lines = [l for l in p.stdout.splitlines()
+             if l.startswith("{") and '"profile"' in l]
+    if p.returncode != 0 or not lines:
+        log.write("tcc profile failed:\n" + (p.stdout + p.stderr)[-2000:])
+        return []
+    prof = json.loads(lines[-1])
+    with open(os.path.join(args.out, "gpt2_small_profile.json"), "w") as f:
+        json.dump(prof, f, indent=1)
+    steps = prof["profile_steps"]
+    kernels = prof["profile"]
+    total = sum(k["seconds"] for k in kernels) or 1.0
+
+    def rates(sec, byt, flo):
+        gbs = f"{byt / sec / 1e9:,.1f}" if sec > 0 and byt else ""
+        tfs = f"{flo / sec / 1e12:,.1f}" if sec > 0 and flo else ""
+        return gbs, tfs
+
+    how = ("each kernel between its own CUDA events, no CUDA graph"
+           if args.device == "cuda" else "each kernel by the host clock")
+    out = ["", f"## Where tcc's step goes ({steps} steps, {how})", "",
+           "| kernels | calls/step | ms/step | share | GB/s | TFLOP/s |",
+           "|---|---|---|---|---|---|"]
+    rest = list(kernels)
+    for name, prefixes in FAMILIES:
+        fam = [k for k in rest if k["kernel"].startswith(prefixes)]
+        rest = [k for k in rest if not k["kernel"].startswith(prefixes)]
+        if not fam:
+            continue
+        sec = sum(k["seconds"] for k in fam)
+        gbs, tfs = rates(sec, sum(k["bytes"] for k in fam),
+                         sum(k["flops"] for k in fam))
+        calls = sum(k["calls"] for k in fam) / steps
+        out.append(f"| {name} | {calls:.0f} | {sec * 1e3 / steps:.2f} "
+                   f"| {100 * sec / total:.1f}% | {gbs} | {tfs} |")
+    if rest:
+        sec = sum(k["seconds"] for k in rest)
+        gbs, _ = rates(sec, sum(k["bytes"] for k in rest), 0)
+        calls = sum(k["calls"] for k in rest) / steps
+        out.append(f"| other | {calls:.0f} | {sec * 1e3 / steps:.2f} "
+                   f"| {100 * sec / total:.1f}% | {gbs} | |")
+    out += ["", "Slowest kernels:", "",
+            "| kernel | calls/step | ms/step | share | GB/s | TFLOP/s |",
+            "|---|---|---|---|---|---|"]
+    for k in kernels[:15]:
+        gbs, tfs = rates(k["seconds"], k["bytes"], k["flops"])
+        name = k["kernel"] if len(k["kernel"]) <= 60 else \
+            k["kernel"][:57] + "..."
+        out.append(f"| {name} | {k['calls'] / steps:.0f} "
+                   f"| {k['seconds'] * 1e3 / steps:.3f} "
+                   f"| {100 * k['seconds'] / total:.1f}% | {gbs} | {tfs} |")
+    return out
 
 
 def largest_fitting(batches, measure, log, what):
@@ -211,7 +292,11 @@ def run(args):
         torch_batches = batches
     os.makedirs(args.out, exist_ok=True)
     log = open(os.path.join(args.out, "gpt2_small.log"), "w")
-    fpt = model_flops_per_token(cfg, conf["params"])
+    if "flop_params" not in conf:  # prepared by an older version
+        torch_model = build_model(cfg)
+        conf["flop_params"] = flop_params_of(torch_model)
+        del torch_model
+    fpt = model_flops_per_token(cfg, conf["flop_params"])
     rows = []
     systems = [("PyTorch eager", lambda b: run_torch(args, "eager", b),
                 torch_batches)]
@@ -240,6 +325,11 @@ def run(args):
     out = [f"# GPT-2-small-shaped training ({args.preset}: "
            f"{conf['params'] / 1e6:.1f}M parameters, T {cfg['t']}, "
            f"{args.precision}, AdamW) on {device_name}", "",
+           f"MFU counts {fpt / 1e9:.3f} GFLOP per token: 6 x "
+           f"{conf['flop_params'] / 1e6:.1f}M parameters in matrix products "
+           f"+ 12 x {cfg['layers']} layers x d {cfg['d']} x T {cfg['t']}, "
+           f"against a peak of "
+           + (f"{peak / 1e12:.0f} TFLOP/s." if peak else "(unknown)."), "",
            "| system | batch | step ms | tokens/s | MFU | peak memory |",
            "|---|---|---|---|---|---|"]
     base = {}
@@ -261,6 +351,9 @@ def run(args):
             if ref in base:
                 out.append(f"\ntcc / {ref}: {base['tcc'] / base[ref]:.2f}x "
                            "tokens/s")
+    tcc_row = next((r for r in rows if r[0] == "tcc" and r[2]), None)
+    if tcc_row and not args.no_profile:
+        out += profile_tcc(args, arts[tcc_row[1]], log)
     text = "\n".join(out) + "\n"
     with open(os.path.join(args.out, "gpt2_small.md"), "w") as f:
         f.write(text)
@@ -293,6 +386,8 @@ def main():
     r.add_argument("--no-compile", action="store_true",
                    help="skip torch.compile")
     r.add_argument("--peak-tflops", type=float, default=0)
+    r.add_argument("--no-profile", action="store_true",
+                   help="skip the per-kernel profile of tcc's step")
     w = sub.add_parser("torch-worker")
     w.add_argument("--preset", choices=PRESETS, required=True)
     w.add_argument("--mode", choices=["eager", "compile"], required=True)

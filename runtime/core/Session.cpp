@@ -31,6 +31,7 @@ struct Session::ProgramState {
   std::vector<KernelFn> fns;
   /// Profile names: the kernel, or "fused:<ops>" for a generated one.
   std::vector<std::string> labels;
+  std::vector<KernelCost> costs; // per instr, for the profile
   /// Views built once; their data pointers are refreshed before each call
   /// because eager temps move between runs.
   std::vector<KernelArgs> args;
@@ -118,6 +119,8 @@ Session::Session(const Artifact &artifact, ExecMode mode)
                     " (" + in.kernel + "): " + e.what());
       }
       ps->fns.push_back(kernelFor(in, tensors_));
+      ps->costs.push_back(
+          kernelCost(in, tensors_, mode_ == ExecMode::Compiled));
       ps->labels.push_back(in.kernel == "fused"
                                ? "fused:" + fused_->kernel(in.iattrs[0]).name
                                : in.kernel);
@@ -237,16 +240,18 @@ void Session::runCompiled(ProgramState &ps) {
     }
     auto t0 = std::chrono::steady_clock::now();
     call(ps.fns[i], ps.args[i], p.instrs[i], buffers_);
-    record(ps.labels[i], t0);
+    record(ps.labels[i], ps.costs[i], t0);
   }
   notePeak();
 }
 
-void Session::record(const std::string &kernel,
+void Session::record(const std::string &kernel, const KernelCost &cost,
                      std::chrono::steady_clock::time_point t0) {
   KernelTime &k = profile_[kernel];
   k.kernel = kernel;
   k.calls++;
+  k.bytes += cost.bytes;
+  k.flops += cost.flops;
   k.seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
@@ -296,7 +301,7 @@ void Session::runEager(ProgramState &ps) {
     auto t0 = std::chrono::steady_clock::now();
     call(ps.fns[i], ps.args[i], p.instrs[i], buffers_);
     if (profiling_)
-      record(ps.labels[i], t0);
+      record(ps.labels[i], ps.costs[i], t0);
     notePeak();
     for (int32_t id : ps.freeAfter[i])
       release(id);

@@ -12,6 +12,7 @@
 #define TCC_RUNTIME_CORE_SESSION_H
 
 #include "runtime/core/Artifact.h"
+#include "runtime/core/KernelCost.h"
 #include "runtime/cpu/FusedLibrary.h"
 #include "runtime/cpu/Kernels.h"
 
@@ -77,12 +78,9 @@ public:
 
   MemoryStats memory() const;
 
-  /// Per-kernel timing (off by default: it adds a clock read per call).
-  struct KernelTime {
-    std::string kernel;
-    int64_t calls = 0;
-    double seconds = 0;
-  };
+  /// Per-kernel timing (off by default: it adds a clock read per call),
+  /// with each call's bytes and FLOPs (runtime/core/KernelCost.h).
+  using KernelTime = rt::KernelTime;
   void setProfiling(bool on) { profiling_ = on; }
   /// Accumulated time per kernel name since profiling was turned on,
   /// slowest first.
@@ -98,7 +96,7 @@ private:
   ProgramState &state(const std::string &program);
   void runCompiled(ProgramState &ps);
   void runEager(ProgramState &ps);
-  void record(const std::string &kernel,
+  void record(const std::string &kernel, const KernelCost &cost,
               std::chrono::steady_clock::time_point t0);
 
   ExecMode mode_;

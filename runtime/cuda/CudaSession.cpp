@@ -198,6 +198,8 @@ void CudaSession::run(const std::string &program) {
     k.kernel = ps.labels[i];
     k.calls++;
     k.seconds += ms * 1e-3;
+    k.bytes += ps.costs[i].bytes;
+    k.flops += ps.costs[i].flops;
   }
 }
 

@@ -48,6 +48,9 @@ struct ProgramState {
   std::vector<const CudaKernelDef *> defs;
   /// Profile names: the kernel, "fused:<ops>", or the multi-tensor AdamW.
   std::vector<std::string> labels;
+  /// Per instr: bytes and FLOPs for the profile (a group's first member
+  /// carries the whole group's).
+  std::vector<KernelCost> costs;
   /// Views built once; data pointers refreshed before each launch.
   std::vector<CudaArgs> args;
   std::vector<int> errSlot; // per instr: index of its err words, or -1

@@ -99,6 +99,7 @@ void CudaSession::Impl::validate(const Artifact &a) {
                     " (" + in.kernel + "): " + e.what());
       }
       ps->defs.push_back(def);
+      ps->costs.push_back(kernelCost(in, tensors, mode == ExecMode::Compiled));
       ps->labels.push_back(in.kernel == "fused"
                                ? "fused:" + a.device.kernels[in.iattrs[0]].name
                                : in.kernel);
@@ -352,6 +353,9 @@ void CudaSession::Impl::buildAdamGroups(ProgramState &ps) {
       g.blocks = static_cast<AdamBlock *>(pb);
       ps.group[i] = static_cast<int>(ps.groups.size());
       ps.labels[i] = "adamw_update (multi-tensor)";
+      for (size_t j : g.members)
+        if (j != i)
+          ps.costs[i] += ps.costs[j];
       ps.groups.push_back(std::move(g));
     }
     i = end;

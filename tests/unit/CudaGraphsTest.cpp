@@ -113,4 +113,14 @@ TEST(CudaGraphs, EagerAndProfilingLaunchDirectly) {
     prof.run("p");
   EXPECT_EQ(prof.graphStatus(), "on: 0 graphs, 0 replays");
   EXPECT_EQ(prof.profile().size(), 4u); // matmul, add, relu, AdamW (one)
+  // The multi-tensor AdamW's row counts both members' bytes: p, g, m, v
+  // read, p, m, v written, and the step.
+  int found = 0;
+  for (const auto &k : prof.profile())
+    if (k.kernel == "adamw_update (multi-tensor)") {
+      ++found;
+      EXPECT_EQ(k.calls, 3);
+      EXPECT_EQ(k.bytes, 3 * (7 * (16 * 32 + 32) + 2) * 4);
+    }
+  EXPECT_EQ(found, 1);
 }

@@ -305,8 +305,13 @@ TEST(CudaSession, MemoryAndProfile) {
               m.peakBytes + cuda::CudaGemm::kWorkspaceBytes);
     auto prof = s.profile();
     EXPECT_EQ(prof.size(), 4u);
-    for (const auto &k : prof)
+    for (const auto &k : prof) {
       EXPECT_EQ(k.calls, 1);
+      EXPECT_GT(k.bytes, 0) << k.kernel;
+      EXPECT_GT(k.seconds, 0) << k.kernel;
+      EXPECT_EQ(k.flops, k.kernel == "matmul" ? 2.0 * 16 * 24 * 32 : 0.0)
+          << k.kernel;
+    }
   }
 }
 

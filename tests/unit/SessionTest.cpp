@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 
 using namespace tcc::rt;
 
@@ -256,4 +257,31 @@ TEST(Session, ThreadSettingIsValidated) {
   ::setenv("TCC_NUM_THREADS", "1", 1);
   EXPECT_NO_THROW(Session(m.a, ExecMode::Compiled));
   ::unsetenv("TCC_NUM_THREADS");
+}
+
+TEST(Session, ProfileCountsCallsBytesAndFlops) {
+  TinyModel m;
+  for (ExecMode mode : {ExecMode::Compiled, ExecMode::Eager}) {
+    Session s(m.a, mode);
+    fill(s, X, xData());
+    fill(s, Target, targetData());
+    s.run("train_step"); // not profiled
+    s.setProfiling(true);
+    s.run("train_step");
+    s.run("train_step");
+    std::map<std::string, Session::KernelTime> byName;
+    for (const auto &k : s.profile())
+      byName[k.kernel] = k;
+    ASSERT_EQ(byName.size(), 7u);
+    const auto &mm = byName.at("matmul");
+    EXPECT_EQ(mm.calls, 4);
+    // x W: [4,3] x [3,2]; x^T dh: [3,4] x [4,2]: 2 * 4 * 3 * 2 each.
+    EXPECT_DOUBLE_EQ(mm.flops, 2 * (2.0 * 4 * 2 * 3 + 2.0 * 3 * 2 * 4));
+    EXPECT_EQ(mm.bytes, 2 * ((12 + 6 + 8) + (12 + 8 + 6)) * 4);
+    EXPECT_GE(mm.seconds, 0);
+    const auto &relu = byName.at("relu");
+    EXPECT_EQ(relu.calls, 2);
+    EXPECT_EQ(relu.bytes, 2 * 16 * 4);
+    EXPECT_EQ(relu.flops, 0);
+  }
 }

@@ -158,10 +158,41 @@ static double timeStep(Run &r, const StepShape &s) {
   return t;
 }
 
+/// Times each kernel of `steps` more steps of `r` and prints the profile
+/// table (and with `json` one object: {"mode", "profile_steps", "profile":
+/// [{kernel, calls, seconds, bytes, flops}]}, totals over the steps).
+static void printProfile(Run &r, const StepShape &s, int64_t steps, bool json) {
+  if (r.gpu)
+    r.gpu->setProfiling(true);
+  else
+    r.cpu->setProfiling(true);
+  for (int64_t i = 0; i < steps; ++i)
+    timeStep(r, s);
+  std::vector<rt::KernelTime> prof =
+      r.gpu ? r.gpu->profile() : r.cpu->profile();
+  std::printf("  %s step by kernel (%lld steps%s):\n%s", r.name,
+              (long long)steps,
+              r.gpu ? ", each kernel between its own events" : "",
+              rt::formatProfile(prof, steps, "    ").c_str());
+  if (!json)
+    return;
+  nlohmann::json j;
+  j["mode"] = r.name;
+  j["profile_steps"] = steps;
+  j["profile"] = nlohmann::json::array();
+  for (const rt::KernelTime &k : prof)
+    j["profile"].push_back({{"kernel", k.kernel},
+                            {"calls", k.calls},
+                            {"seconds", k.seconds},
+                            {"bytes", k.bytes},
+                            {"flops", k.flops}});
+  std::printf("%s\n", j.dump().c_str());
+}
+
 int run::runBench(int argc, char **argv) {
   std::string artifact, device = "auto", only;
   int64_t steps = 20, warmup = 3, seed = 0;
-  bool tf32 = false, json = false, noGraphs = false;
+  bool tf32 = false, json = false, noGraphs = false, profile = false;
   try {
     Args args("tcc-run bench", "tcc-run bench ART [options]",
               "Times eager and compiled training steps of the artifact ART on "
@@ -184,6 +215,11 @@ int run::runBench(int argc, char **argv) {
     args.flag("json", &json,
               "also print one JSON object per mode (median_step_ms, "
               "samples_per_sec, tokens_per_sec, peak_bytes, device, ...)");
+    args.flag("profile", &profile,
+              "after the timed steps, time each kernel of --steps more "
+              "steps per mode and print where a step goes: ms, share, GB/s "
+              "and (GEMMs, attention) TFLOP/s per kernel; on a GPU those "
+              "steps launch kernel by kernel, without CUDA graphs");
     if (!args.parse(argc, argv, 2))
       return 0;
     rt::DeviceRequest req = rt::parseDeviceRequest(device);
@@ -300,6 +336,9 @@ int run::runBench(int argc, char **argv) {
     std::printf(
         "  process peak RSS +%s since the sessions were built\n",
         formatBytes(rt::readProcessMemory().peakRssBytes - rssBefore).c_str());
+    if (profile)
+      for (Run &r : runs)
+        printProfile(r, shape, steps, json);
   } catch (const rt::Error &e) {
     std::fflush(stdout);
     std::fprintf(stderr, "tcc-run bench: error: %s\n", e.what());

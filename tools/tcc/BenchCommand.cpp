@@ -40,7 +40,9 @@ static cl::opt<int64_t> warmup("warmup", cl::desc("Untimed steps per mode"),
                                cl::init(3), cl::sub(tool::benchCmd));
 static cl::opt<bool> profile(
     "profile",
-    cl::desc("Also print the compiled step's time per kernel (slowest first)"),
+    cl::desc("Also print the compiled step's time per kernel (slowest "
+             "first) with its achieved GB/s and, for GEMMs and attention, "
+             "TFLOP/s"),
     cl::init(false), cl::sub(tool::benchCmd));
 static cl::opt<std::string> only(
     "only",
@@ -89,22 +91,15 @@ static double timeStep(rt::Session &s) {
       .count();
 }
 
-/// Prints where the step of `s` spends its time, per kernel name.
+/// Prints where the step of `s` spends its time, per kernel name, with the
+/// bytes and FLOPs each moves per second (runtime/core/KernelCost.h).
 static void printProfile(rt::Session &s, const char *what) {
   s.setProfiling(true);
   for (int64_t i = 0; i < steps; ++i)
     timeStep(s);
-  double total = 0;
-  for (const auto &k : s.profile())
-    total += k.seconds;
-  std::printf("  %s step by kernel (%lld steps):\n", what,
-              (long long)steps.getValue());
-  std::printf("  %-28s %10s %10s %7s\n", "kernel", "calls/step", "ms/step",
-              "share");
-  for (const auto &k : s.profile())
-    std::printf("  %-28s %10.1f %10.3f %6.1f%%\n", k.kernel.c_str(),
-                double(k.calls) / steps, k.seconds * 1e3 / steps,
-                100 * k.seconds / total);
+  std::printf("  %s step by kernel (%lld steps):\n%s", what,
+              (long long)steps.getValue(),
+              rt::formatProfile(s.profile(), steps).c_str());
 }
 
 static int benchArtifact() {

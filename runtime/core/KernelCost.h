@@ -1,0 +1,58 @@
+//===- KernelCost.h - Bytes and FLOPs of one kernel call ------------------===//
+//
+// What a profile divides its times by. A call's bytes are the least memory
+// traffic it can have: each distinct input read once, each output written
+// once (an in-place update counts its read and its write). A copy or slice
+// that the static plan placed on its own input (a view: the kernel finds
+// the pointers equal and does nothing) moves nothing. FLOPs are counted
+// for GEMMs (2 M N K per product) and attention (its products; a causal
+// one only for the key positions it keeps); other kernels count 0, their
+// arithmetic being small next to their traffic. So a profile shows each
+// kernel's achieved GB/s, and the GEMMs' and attention's TFLOP/s, to set
+// against the device's peaks.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_RUNTIME_CORE_KERNELCOST_H
+#define TCC_RUNTIME_CORE_KERNELCOST_H
+
+#include "runtime/core/Artifact.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tcc::rt {
+
+struct KernelCost {
+  int64_t bytes = 0;
+  double flops = 0;
+  KernelCost &operator+=(const KernelCost &o) {
+    bytes += o.bytes;
+    flops += o.flops;
+    return *this;
+  }
+};
+
+/// The cost of `in` over `tensors`. `compiled`: temps sit at their planned
+/// arena offsets (views are free); eager gives every result its own buffer.
+KernelCost kernelCost(const Instr &in, const std::vector<TensorInfo> &tensors,
+                      bool compiled);
+
+/// Accumulated time and cost of one kernel name (a Session's profile).
+struct KernelTime {
+  std::string kernel;
+  int64_t calls = 0;
+  double seconds = 0;
+  int64_t bytes = 0;
+  double flops = 0;
+};
+
+/// The profile as a table, one row per kernel, per step: calls, ms, share
+/// of the summed kernel time, GB/s and TFLOP/s (blank where the kernel
+/// moves no bytes or counts no FLOPs), then a total row.
+std::string formatProfile(const std::vector<KernelTime> &profile, int64_t steps,
+                          const std::string &indent = "  ");
+
+} // namespace tcc::rt
+
+#endif // TCC_RUNTIME_CORE_KERNELCOST_H

@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""benchmarks/gpt2_small.py end to end on the CPU, at its tiny preset.
+
+The GPU benchmark runs only where a GPU is lent, so its script is checked
+here: `prepare` exports and compiles, `run --device cpu` measures PyTorch
+eager and tcc and profiles tcc's step. The report must have both rows, a
+tokens/s ratio and the profile; the profile's FLOPs are checked against the
+model, counted independently from its PyTorch modules:
+  * GEMMs: 6 x tokens x the weights of every Linear (and attention's fused
+    input projection): the forward product, and the backward's input and
+    weight gradients;
+  * causal attention: per layer, head and sequence, the T (T + 1) / 2 kept
+    query-key pairs, 2 (d + d) FLOPs each forward and 2 (3 d + 2 d)
+    backward (the scores again, dP, dV, dQ, dK), d the head size.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+BENCH = os.path.join(ROOT, "benchmarks", "gpt2_small.py")
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+import gpt2_small  # noqa: E402
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"FAILED: {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
+    return p.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tcc", required=True)
+    ap.add_argument("--tcc-run", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    batch = 4
+    run([sys.executable, BENCH, "prepare", "--out", a.work, "--tcc", a.tcc,
+         "--preset", "tiny", "--batches", str(batch), "--target", "cpu"])
+    out = os.path.join(a.work, "out")
+    report = run([sys.executable, BENCH, "run", "--artifacts", a.work,
+                  "--tcc-run", a.tcc_run, "--out", out, "--device", "cpu",
+                  "--steps", "2", "--warmup", "1"])
+    for needed in ("| PyTorch eager | 4 |", "| tcc | 4 |",
+                   "tcc / PyTorch eager:", "## Where tcc's step goes",
+                   "MFU counts",
+                   "| GEMMs |", "| attention |", "Slowest kernels:"):
+        if needed not in report:
+            sys.exit(f"FAILED: the report has no '{needed}':\n{report}")
+
+    cfg = gpt2_small.PRESETS["tiny"]
+    torch.manual_seed(0)
+    model = gpt2_small.build_model(cfg)
+    gemm_weights = 0
+    for m in model.modules():
+        if isinstance(m, torch.nn.Linear):
+            gemm_weights += m.weight.numel()
+        if isinstance(m, torch.nn.MultiheadAttention):
+            gemm_weights += m.in_proj_weight.numel()
+    tokens = batch * cfg["t"]
+    head = cfg["d"] // cfg["heads"]
+    t = cfg["t"]
+    pairs = cfg["layers"] * batch * cfg["heads"] * t * (t + 1) // 2
+    want = {"matmul": 6 * tokens * gemm_weights,
+            "attention": pairs * 2 * (2 * head),
+            "attention_grad": pairs * 2 * (3 * head + 2 * head)}
+
+    with open(os.path.join(out, "gpt2_small_profile.json")) as f:
+        prof = json.load(f)
+    steps = prof["profile_steps"]
+    got = {}
+    for k in prof["profile"]:
+        name = k["kernel"]
+        if name.startswith("matmul"):
+            name = "matmul"
+        got[name] = got.get(name, 0) + k["flops"] / steps
+        if k["flops"] == 0 and k["bytes"] <= 0 and name not in ("copy",):
+            sys.exit(f"FAILED: {k['kernel']} moves no bytes")
+    # The benchmark's MFU numerator: its N must be the GEMMs' weights plus
+    # the vectors (biases, layer norms), no embedding.
+    with open(os.path.join(a.work, "config.json")) as f:
+        conf = json.load(f)
+    vectors = sum(p.numel() for p in model.parameters() if p.dim() == 1)
+    if conf["flop_params"] != gemm_weights + vectors:
+        sys.exit(f"FAILED: the benchmark counts N = {conf['flop_params']}, "
+                 f"the GEMMs' weights are {gemm_weights} and the vectors "
+                 f"{vectors}")
+    for name, flops in want.items():
+        if abs(got.get(name, 0) - flops) > 1e-9 * flops:
+            sys.exit(f"FAILED: {name}: the profile counts {got.get(name)} "
+                     f"FLOPs per step, the model {flops}")
+        print(f"{name}: {flops:.4g} FLOPs per step, as the model counts")
+    print("PASSED")
+
+
+if __name__ == "__main__":
+    main()
