@@ -3,7 +3,14 @@
 # the CUDA toolkit and Python (no MLIR, LLVM or ONNX: artifacts are compiled
 # elsewhere, see tests/gpu/README.md).
 #
-#   tests/gpu/run.sh OUTDIR [ARTIFACT_DIR]
+#   tests/gpu/run.sh OUTDIR [ARTIFACT_DIR] [--build-dir DIR] [--parts LIST]
+#
+# --build-dir DIR: build there instead of OUTDIR/build (keep the build out of
+#   a results folder that is copied back, and reuse it in a later call).
+# --parts LIST: the steps after the build, comma-separated, any of unit,
+#   train (step 3) and gpt2 (step 4); default all three. A machine that
+#   allows a few minutes per command can run them in separate calls over
+#   one --build-dir.
 #
 # 1. builds the runtime-only runner (tcc-run) and the unit tests with the
 #    CUDA backend into OUTDIR/build (dependencies missing on the machine come
@@ -20,11 +27,32 @@
 set -uo pipefail
 
 usage() {
-  echo "usage: tests/gpu/run.sh OUTDIR [ARTIFACT_DIR]  (see tests/gpu/README.md)" >&2
+  echo "usage: tests/gpu/run.sh OUTDIR [ARTIFACT_DIR] [--build-dir DIR] [--parts unit,train,gpt2]  (see tests/gpu/README.md)" >&2
   exit 64
 }
-[ $# -ge 1 ] && [ $# -le 2 ] || usage
-case "$1" in -h | --help) usage ;; esac
+POS=()
+BUILD_ARG=""
+PARTS="unit,train,gpt2"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h | --help) usage ;;
+    --build-dir) [ $# -ge 2 ] || usage; BUILD_ARG="$2"; shift 2 ;;
+    --build-dir=*) BUILD_ARG="${1#*=}"; shift ;;
+    --parts) [ $# -ge 2 ] || usage; PARTS="$2"; shift 2 ;;
+    --parts=*) PARTS="${1#*=}"; shift ;;
+    -*) echo "tests/gpu/run.sh: unknown option $1" >&2; usage ;;
+    *) POS+=("$1"); shift ;;
+  esac
+done
+[ ${#POS[@]} -ge 1 ] && [ ${#POS[@]} -le 2 ] || usage
+for p in ${PARTS//,/ }; do
+  case "$p" in
+    unit | train | gpt2) ;;
+    *) echo "tests/gpu/run.sh: --parts: unknown part '$p' (unit, train, gpt2)" >&2; exit 64 ;;
+  esac
+done
+want() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+set -- "${POS[@]}"
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 mkdir -p "$1" || exit 1
@@ -34,6 +62,8 @@ if [ $# -eq 2 ]; then
   [ -d "$2" ] || { echo "tests/gpu/run.sh: ARTIFACT_DIR $2 is not a directory" >&2; exit 64; }
   ART="$(cd "$2" && pwd)"
 fi
+mkdir -p "${BUILD_ARG:-$OUT/build}" || exit 1
+BUILD="$(cd "${BUILD_ARG:-$OUT/build}" && pwd)"
 PY="${PYTHON:-python3}"
 REPORT="$ROOT/tests/gpu/gpu_report.py"
 JOBS="$(nproc 2>/dev/null || echo 4)"
@@ -96,7 +126,7 @@ if [ -n "$ART" ] && [ -f "$ART/deps.tar.gz" ]; then
   # OpenBLAS, zlib, nlohmann-json, GoogleTest (and OpenBLAS's gfortran
   # runtime) as installed on the development machine, in a prefix of their
   # own: searched before the system's.
-  DEPS="$OUT/deps"
+  DEPS="$BUILD/deps"
   rm -rf "$DEPS" && mkdir -p "$DEPS" &&
     tar -xzf "$ART/deps.tar.gz" -C "$DEPS" || fatal "cannot unpack $ART/deps.tar.gz"
   # Absolute links (libz.so -> /lib/...) point into the prefix instead.
@@ -112,18 +142,18 @@ if [ -n "$ART" ] && [ -f "$ART/deps.tar.gz" ]; then
   echo "== dependencies from $ART/deps.tar.gz (in $DEPS)"
 fi
 echo "== configure ($OUT/logs/configure.log)"
-cmake -S "$ROOT" -B "$OUT/build" "${CMAKE_ARGS[@]}" > "$OUT/logs/configure.log" 2>&1 || {
+cmake -S "$ROOT" -B "$BUILD" "${CMAKE_ARGS[@]}" > "$OUT/logs/configure.log" 2>&1 || {
   tail -n 30 "$OUT/logs/configure.log"
   fatal "configure failed (logs/configure.log); a missing package (OpenBLAS, zlib, nlohmann-json, GoogleTest) comes from ARTIFACT_DIR/deps.tar.gz: tests/gpu/prepare.sh --deps"
 }
 grep -q "tcc: CUDA backend ON" "$OUT/logs/configure.log" || fatal "the CUDA backend is not in the build (logs/configure.log)"
 echo "== build ($OUT/logs/build.log)"
-cmake --build "$OUT/build" -j "$JOBS" --target tcc-run tcc_unit_tests > "$OUT/logs/build.log" 2>&1 || {
+cmake --build "$BUILD" -j "$JOBS" --target tcc-run tcc_unit_tests > "$OUT/logs/build.log" 2>&1 || {
   grep -E "error|Error" "$OUT/logs/build.log" | head -n 30
   fatal "build failed (logs/build.log)"
 }
-RUN="$OUT/build/tools/tcc-run/tcc-run"
-UNIT="$OUT/build/tests/unit/tcc_unit_tests"
+RUN="$BUILD/tools/tcc-run/tcc-run"
+UNIT="$BUILD/tests/unit/tcc_unit_tests"
 "$RUN" info > "$OUT/info.txt" 2>&1 || fatal "tcc-run info failed: $(cat "$OUT/info.txt")"
 cat "$OUT/info.txt"
 if grep -q '^GPU: none' "$OUT/info.txt"; then
@@ -131,77 +161,81 @@ if grep -q '^GPU: none' "$OUT/info.txt"; then
 fi
 
 # 2. Unit tests.
-echo "== unit tests, CUDA ones ($OUT/logs/unit-cuda.log)"
-TCC_GPU_TEST_DIR="$ART" "$UNIT" --gtest_filter='Cuda*:DeviceSelect*' > "$OUT/logs/unit-cuda.log" 2>&1
-rc=$?
-# The counts, and the names of failed and skipped tests.
-grep -E '^\[==========\] [0-9]+ tests? from .* ran|^\[  (PASSED|FAILED|SKIPPED) +\] ' "$OUT/logs/unit-cuda.log" |
-  grep -vE '^\[  (FAILED|SKIPPED) +\] [A-Za-z0-9_/.]+ \(' > "$OUT/unit-summary.txt"
-cat "$OUT/unit-summary.txt"
-[ $rc -eq 0 ] || failed "CUDA unit tests (logs/unit-cuda.log): $(grep '^\[  FAILED  \]' "$OUT/logs/unit-cuda.log" | head -n 10 | tr '\n' ' ')"
-# On a GPU machine no CUDA test may skip: a skip there hides a failure.
-SKIPS="$(grep '^\[  SKIPPED \] Cuda' "$OUT/logs/unit-cuda.log" | sort -u || true)"
-if [ -n "$SKIPS" ]; then
-  grep -B1 '^\[  SKIPPED \] Cuda' "$OUT/logs/unit-cuda.log" | grep -v '^\[' | sort -u | sed 's/^/  reason: /'
-  failed "CUDA unit tests skipped on a GPU machine: $(echo "$SKIPS" | sed 's/.*\] //; s/ (.*//' | tr '\n' ' ')"
+if want unit; then
+  echo "== unit tests, CUDA ones ($OUT/logs/unit-cuda.log)"
+  TCC_GPU_TEST_DIR="$ART" "$UNIT" --gtest_filter='Cuda*:DeviceSelect*' > "$OUT/logs/unit-cuda.log" 2>&1
+  rc=$?
+  # The counts, and the names of failed and skipped tests.
+  grep -E '^\[==========\] [0-9]+ tests? from .* ran|^\[  (PASSED|FAILED|SKIPPED) +\] ' "$OUT/logs/unit-cuda.log" |
+    grep -vE '^\[  (FAILED|SKIPPED) +\] [A-Za-z0-9_/.]+ \(' > "$OUT/unit-summary.txt"
+  cat "$OUT/unit-summary.txt"
+  [ $rc -eq 0 ] || failed "CUDA unit tests (logs/unit-cuda.log): $(grep '^\[  FAILED  \]' "$OUT/logs/unit-cuda.log" | head -n 10 | tr '\n' ' ')"
+  # On a GPU machine no CUDA test may skip: a skip there hides a failure.
+  SKIPS="$(grep '^\[  SKIPPED \] Cuda' "$OUT/logs/unit-cuda.log" | sort -u || true)"
+  if [ -n "$SKIPS" ]; then
+    grep -B1 '^\[  SKIPPED \] Cuda' "$OUT/logs/unit-cuda.log" | grep -v '^\[' | sort -u | sed 's/^/  reason: /'
+    failed "CUDA unit tests skipped on a GPU machine: $(echo "$SKIPS" | sed 's/.*\] //; s/ (.*//' | tr '\n' ' ')"
+  fi
+  echo "== unit tests, all ($OUT/logs/unit-all.log)"
+  TCC_GPU_TEST_DIR="$ART" "$UNIT" > "$OUT/logs/unit-all.log" 2>&1 ||
+    failed "unit tests (logs/unit-all.log): $(grep '^\[  FAILED  \]' "$OUT/logs/unit-all.log" | head -n 10 | tr '\n' ' ')"
+  tail -n 3 "$OUT/logs/unit-all.log"
 fi
-echo "== unit tests, all ($OUT/logs/unit-all.log)"
-TCC_GPU_TEST_DIR="$ART" "$UNIT" > "$OUT/logs/unit-all.log" 2>&1 ||
-  failed "unit tests (logs/unit-all.log): $(grep '^\[  FAILED  \]' "$OUT/logs/unit-all.log" | head -n 10 | tr '\n' ' ')"
-tail -n 3 "$OUT/logs/unit-all.log"
 
 # 3. The artifacts: loss curves on cuda and cpu, then bench.
-if [ -z "$ART" ]; then
+if [ -z "$ART" ] && { want train || want gpt2; }; then
   failed "no ARTIFACT_DIR: no training was checked (tests/gpu/README.md says how to make one)"
   finish
 fi
-[ -f "$ART/runs.txt" ] || fatal "$ART/runs.txt is missing (tests/gpu/prepare.sh writes it)"
-shopt -s nullglob
-ARTIFACTS=("$ART"/*.tcc)
-[ ${#ARTIFACTS[@]} -gt 0 ] || failed "no *.tcc in $ART"
-for art in "${ARTIFACTS[@]}"; do
-  name="$(basename "$art" .tcc)"
-  line="$(grep -E "^$(basename "$art")[[:space:]]" "$ART/runs.txt" | head -n 1)"
-  if [ -z "$line" ]; then
-    failed "$name: $(basename "$art") has no line in runs.txt"
-    continue
-  fi
-  read -r _ steps tol rest <<< "$line"
-  # Data paths are relative to ARTIFACT_DIR.
-  args=()
-  for a in $rest; do
-    case "$a" in
-      *=*) [ -e "$ART/${a#*=}" ] && a="${a%%=*}=$ART/${a#*=}" ;;
-      *) [ -e "$ART/$a" ] && a="$ART/$a" ;;
-    esac
-    args+=("$a")
-  done
-  for dev in cuda cpu; do
-    echo "== $name: train $steps steps on $dev ($OUT/logs/$name-train-$dev.log)"
-    if ! "$RUN" train "$art" --device "$dev" --steps "$steps" --no-progress \
-      --metrics "$OUT/logs/$name-$dev.jsonl" "${args[@]}" > "$OUT/logs/$name-train-$dev.log" 2>&1; then
-      tail -n 5 "$OUT/logs/$name-train-$dev.log"
-      failed "$name: training on $dev (logs/$name-train-$dev.log)"
-      continue 2
+if want train; then
+  [ -f "$ART/runs.txt" ] || fatal "$ART/runs.txt is missing (tests/gpu/prepare.sh writes it)"
+  shopt -s nullglob
+  ARTIFACTS=("$ART"/*.tcc)
+  [ ${#ARTIFACTS[@]} -gt 0 ] || failed "no *.tcc in $ART"
+  for art in "${ARTIFACTS[@]}"; do
+    name="$(basename "$art" .tcc)"
+    line="$(grep -E "^$(basename "$art")[[:space:]]" "$ART/runs.txt" | head -n 1)"
+    if [ -z "$line" ]; then
+      failed "$name: $(basename "$art") has no line in runs.txt"
+      continue
     fi
-    grep '^trained' "$OUT/logs/$name-train-$dev.log"
+    read -r _ steps tol rest <<< "$line"
+    # Data paths are relative to ARTIFACT_DIR.
+    args=()
+    for a in $rest; do
+      case "$a" in
+        *=*) [ -e "$ART/${a#*=}" ] && a="${a%%=*}=$ART/${a#*=}" ;;
+        *) [ -e "$ART/$a" ] && a="$ART/$a" ;;
+      esac
+      args+=("$a")
+    done
+    for dev in cuda cpu; do
+      echo "== $name: train $steps steps on $dev ($OUT/logs/$name-train-$dev.log)"
+      if ! "$RUN" train "$art" --device "$dev" --steps "$steps" --no-progress \
+        --metrics "$OUT/logs/$name-$dev.jsonl" "${args[@]}" > "$OUT/logs/$name-train-$dev.log" 2>&1; then
+        tail -n 5 "$OUT/logs/$name-train-$dev.log"
+        failed "$name: training on $dev (logs/$name-train-$dev.log)"
+        continue 2
+      fi
+      grep '^trained' "$OUT/logs/$name-train-$dev.log"
+    done
+    "$PY" "$REPORT" compare "$name" "$OUT/logs/$name-cuda.jsonl" "$OUT/logs/$name-cpu.jsonl" \
+      "$tol" "$OUT/rows/1-$name.json" || failed "$name: the cuda and cpu loss curves differ"
+    echo "== $name: bench on cuda ($OUT/logs/$name-bench.log)"
+    if "$RUN" bench "$art" --device cuda --json > "$OUT/logs/$name-bench.log" 2>&1 &&
+      "$RUN" bench "$art" --device cuda --json --only compiled --tf32 >> "$OUT/logs/$name-bench.log" 2>&1; then
+      grep -v '^{' "$OUT/logs/$name-bench.log"
+      "$PY" "$REPORT" bench "$name" "$OUT/logs/$name-bench.log" "$OUT/rows/2-$name.json" ||
+        failed "$name: bench output (logs/$name-bench.log)"
+    else
+      tail -n 5 "$OUT/logs/$name-bench.log"
+      failed "$name: tcc-run bench --device cuda (logs/$name-bench.log)"
+    fi
   done
-  "$PY" "$REPORT" compare "$name" "$OUT/logs/$name-cuda.jsonl" "$OUT/logs/$name-cpu.jsonl" \
-    "$tol" "$OUT/rows/1-$name.json" || failed "$name: the cuda and cpu loss curves differ"
-  echo "== $name: bench on cuda ($OUT/logs/$name-bench.log)"
-  if "$RUN" bench "$art" --device cuda --json > "$OUT/logs/$name-bench.log" 2>&1 &&
-    "$RUN" bench "$art" --device cuda --json --only compiled --tf32 >> "$OUT/logs/$name-bench.log" 2>&1; then
-    grep -v '^{' "$OUT/logs/$name-bench.log"
-    "$PY" "$REPORT" bench "$name" "$OUT/logs/$name-bench.log" "$OUT/rows/2-$name.json" ||
-      failed "$name: bench output (logs/$name-bench.log)"
-  else
-    tail -n 5 "$OUT/logs/$name-bench.log"
-    failed "$name: tcc-run bench --device cuda (logs/$name-bench.log)"
-  fi
-done
+fi
 
 # 4. The lead's GPT-2-small benchmark, when it is in the tree.
-if [ -f "$ROOT/benchmarks/gpt2_small.py" ]; then
+if want gpt2 && [ -f "$ROOT/benchmarks/gpt2_small.py" ]; then
   G="$ART/gpt2_small"
   if [ ! -f "$G/config.json" ]; then
     failed "benchmarks/gpt2_small.py: no $G/config.json (prepare it: benchmarks/gpt2_small.py prepare --out ARTIFACT_DIR/gpt2_small)"
