@@ -55,6 +55,13 @@ PRESETS = {
 # Dense bf16 tensor-core peaks (FLOP/s), by device name.
 PEAKS = [("H200", 989.4e12), ("H100 PCIe", 756.0e12), ("H100", 989.4e12),
          ("A100", 312.0e12)]
+# Memory bandwidth (bytes/s), by device name: the profile's roofline.
+BANDWIDTHS = [("H200", 4.8e12), ("H100 PCIe", 2.0e12), ("H100", 3.35e12),
+              ("A100", 2.0e12)]
+
+
+def by_device(table, name):
+    return next((v for key, v in table if key in name), None)
 
 
 def model_flops_per_token(cfg, flop_params):
@@ -217,9 +224,13 @@ FAMILIES = [("GEMMs", ("matmul",)),
             ("layer norm parameter gradients", ("layer_norm_param_grad",))]
 
 
-def profile_tcc(args, art, log):
+def profile_tcc(args, art, log, peak, bandwidth):
     """`tcc-run bench --profile` of one artifact: markdown lines for the
-    report (families, then the slowest kernels), or [] when it fails."""
+    report (families, then the slowest kernels), or [] when it fails. With
+    the device's `peak` FLOP/s and memory `bandwidth`, each family also gets
+    its roofline time, max(bytes / bandwidth, FLOPs / peak) summed over its
+    kernels, and how far above it the family runs: the gap ranks what is
+    worth optimising."""
     cmd = [args.tcc_run, "bench", art, "--steps", "3", "--warmup", "1",
            "--device", args.device, "--only", "compiled", "--profile",
            "--json"]
@@ -243,27 +254,45 @@ def profile_tcc(args, art, log):
 
     how = ("each kernel between its own CUDA events, no CUDA graph"
            if args.device == "cuda" else "each kernel by the host clock")
+    def roofline(fam):
+        if not (peak and bandwidth):
+            return "", ""
+        bound = sum(max(k["bytes"] / bandwidth, k["flops"] / peak)
+                    for k in fam)
+        sec = sum(k["seconds"] for k in fam)
+        return (f"{bound * 1e3 / steps:.2f}",
+                f"{(sec - bound) * 1e3 / steps:.2f}")
+
     out = ["", f"## Where tcc's step goes ({steps} steps, {how})", "",
-           "| kernels | calls/step | ms/step | share | GB/s | TFLOP/s |",
-           "|---|---|---|---|---|---|"]
+           "| kernels | calls/step | ms/step | share | GB/s | TFLOP/s "
+           "| roofline ms | above it ms |",
+           "|---|---|---|---|---|---|---|---|"]
     rest = list(kernels)
+    groups = []
     for name, prefixes in FAMILIES:
         fam = [k for k in rest if k["kernel"].startswith(prefixes)]
         rest = [k for k in rest if not k["kernel"].startswith(prefixes)]
-        if not fam:
-            continue
+        if fam:
+            groups.append((name, fam))
+    if rest:
+        groups.append(("other", rest))
+    for name, fam in groups:
         sec = sum(k["seconds"] for k in fam)
         gbs, tfs = rates(sec, sum(k["bytes"] for k in fam),
                          sum(k["flops"] for k in fam))
         calls = sum(k["calls"] for k in fam) / steps
+        bound, above = roofline(fam)
         out.append(f"| {name} | {calls:.0f} | {sec * 1e3 / steps:.2f} "
-                   f"| {100 * sec / total:.1f}% | {gbs} | {tfs} |")
-    if rest:
-        sec = sum(k["seconds"] for k in rest)
-        gbs, _ = rates(sec, sum(k["bytes"] for k in rest), 0)
-        calls = sum(k["calls"] for k in rest) / steps
-        out.append(f"| other | {calls:.0f} | {sec * 1e3 / steps:.2f} "
-                   f"| {100 * sec / total:.1f}% | {gbs} | |")
+                   f"| {100 * sec / total:.1f}% | {gbs} | {tfs} "
+                   f"| {bound} | {above} |")
+    if peak and bandwidth:
+        bound, above = roofline(kernels)
+        out.append(f"| all | | {total * 1e3 / steps:.2f} | 100% | | "
+                   f"| {bound} | {above} |")
+        out.append("")
+        out.append(f"Roofline: {bandwidth / 1e12:g} TB/s and "
+                   f"{peak / 1e12:g} TFLOP/s; bytes are each operand "
+                   "once (runtime/core/KernelCost.h).")
     out += ["", "Slowest kernels:", "",
             "| kernel | calls/step | ms/step | share | GB/s | TFLOP/s |",
             "|---|---|---|---|---|---|"]
@@ -331,8 +360,8 @@ def run(args):
             continue
         device_name = r.get("device", device_name)
         rows.append((name, b, r))
-    peak = args.peak_tflops * 1e12 if args.peak_tflops else next(
-        (p for key, p in PEAKS if key in device_name), None)
+    peak = args.peak_tflops * 1e12 if args.peak_tflops else \
+        by_device(PEAKS, device_name)
     out = [f"# GPT-2-small-shaped training ({args.preset}: "
            f"{conf['params'] / 1e6:.1f}M parameters, T {cfg['t']}, "
            f"{args.precision}, AdamW) on {device_name}", "",
@@ -368,7 +397,9 @@ def run(args):
                            "tokens/s")
     tcc_row = next((r for r in rows if r[0] == "tcc" and r[2]), None)
     if tcc_row and not args.no_profile:
-        out += profile_tcc(args, arts[tcc_row[1]], log)
+        bandwidth = args.bandwidth_tbs * 1e12 if args.bandwidth_tbs else \
+            by_device(BANDWIDTHS, device_name)
+        out += profile_tcc(args, arts[tcc_row[1]], log, peak, bandwidth)
     text = "\n".join(out) + "\n"
     with open(os.path.join(args.out, "gpt2_small.md"), "w") as f:
         f.write(text)
@@ -400,7 +431,11 @@ def main():
                    help="batches to try for PyTorch (default: the artifacts')")
     r.add_argument("--no-compile", action="store_true",
                    help="skip torch.compile")
-    r.add_argument("--peak-tflops", type=float, default=0)
+    r.add_argument("--peak-tflops", type=float, default=0,
+                   help="the device's dense bf16 peak (default: by name)")
+    r.add_argument("--bandwidth-tbs", type=float, default=0,
+                   help="its memory bandwidth in TB/s, for the profile's "
+                   "roofline (default: by name)")
     r.add_argument("--no-profile", action="store_true",
                    help="skip the per-kernel profile of tcc's step")
     w = sub.add_parser("torch-worker")

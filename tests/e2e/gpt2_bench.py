@@ -4,8 +4,10 @@
 The GPU benchmark runs only where a GPU is lent, so its script is checked
 here: `prepare` exports and compiles, `run --device cpu` measures PyTorch
 eager and tcc and profiles tcc's step. The report must have both rows, a
-tokens/s ratio and the profile; the profile's FLOPs are checked against the
-model, counted independently from its PyTorch modules:
+tokens/s ratio and the profile, with roofline columns for a made-up device
+(its "all" row: the bound plus the time above it is the time taken); the
+profile's FLOPs are checked against the model, counted independently from
+its PyTorch modules:
   * GEMMs: 6 x tokens x the weights of every Linear (and attention's fused
     input projection): the forward product, and the backward's input and
     weight gradients;
@@ -49,13 +51,25 @@ def main():
     out = os.path.join(a.work, "out")
     report = run([sys.executable, BENCH, "run", "--artifacts", a.work,
                   "--tcc-run", a.tcc_run, "--out", out, "--device", "cpu",
-                  "--steps", "2", "--warmup", "1"])
+                  "--steps", "2", "--warmup", "1",
+                  # A made-up device, so that the roofline columns fill.
+                  "--peak-tflops", "0.2", "--bandwidth-tbs", "0.02"])
     for needed in ("| PyTorch eager | 4 |", "| tcc | 4 |",
                    "tcc / PyTorch eager:", "## Where tcc's step goes",
-                   "MFU counts",
+                   "MFU counts", "Roofline: 0.02 TB/s and 0.2 TFLOP/s",
+                   "| roofline ms | above it ms |",
                    "| GEMMs |", "| attention |", "Slowest kernels:"):
         if needed not in report:
             sys.exit(f"FAILED: the report has no '{needed}':\n{report}")
+
+    # The roofline row of all kernels: its bound is below the time taken.
+    all_row = [r for r in report.splitlines() if r.startswith("| all |")]
+    if len(all_row) != 1:
+        sys.exit(f"FAILED: no single '| all |' row:\n{report}")
+    cells = [c.strip() for c in all_row[0].strip("|").split("|")]
+    took, bound, above = float(cells[2]), float(cells[6]), float(cells[7])
+    if not (0 < bound and abs(took - bound - above) < 0.02):
+        sys.exit(f"FAILED: roofline row {all_row[0]}")
 
     cfg = gpt2_small.PRESETS["tiny"]
     torch.manual_seed(0)
