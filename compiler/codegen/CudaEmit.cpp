@@ -304,10 +304,11 @@ void CudaEmitter::emitRowScalar(std::ostream &os, int i) const {
   case NodeKind::Reduce: {
     std::string x = vecIndex(n.args[0], "j");
     if (n.tmpl == "sumexp_f64") {
-      // As tcc_rowsumexp_f64: the difference in float, exp in double.
+      // As tcc_rowsumexp_f64 and the library's cross-entropy kernels: the
+      // exponential in float, the sum in double.
       os << "    double " << v << " = 0.0;\n"
          << columnLoop("    ") << "      " << v
-         << " += tccm::exp(static_cast<double>(" << x << " - "
+         << " += static_cast<double>(tcc_exp_exact(" << x << " - "
          << ref(n.args[1], -1) << "));\n    }\n    " << v
          << " = tcc_warp_sum_f64(" << v << ");\n";
     } else if (n.tmpl == "max") {

@@ -71,6 +71,9 @@ __device__ __forceinline__ unsigned short tcc_f32_to_f16(float f) {
 }
 
 __device__ __forceinline__ float tcc_exp(float x) { return ::expf(x); }
+// The losses' exponential (the host's is the runtime's fastExp; here, as in
+// the hand-written cross-entropy kernels, expf).
+__device__ __forceinline__ float tcc_exp_exact(float x) { return ::expf(x); }
 __device__ __forceinline__ float tcc_erf(float x) { return ::erff(x); }
 __device__ __forceinline__ float tcc_tanh(float x) { return ::tanhf(x); }
 __device__ __forceinline__ float tcc_sigmoid(float x) {

@@ -299,7 +299,8 @@ LogicalResult KernelGen::lower(Operation *o) {
     int x = asF32Row(a[grad ? 1 : 0]), lab = a[grad ? 2 : 1];
     nodes[lab].checkLabel = true;
     // As runtime/cpu/KernelsLoss.cpp computes it, operation for operation
-    // (libm exp, the sum in double), so the gradient is the reference one.
+    // (its fastExp, the sum in double), so the gradient is the reference
+    // one.
     int m = reduce("max", x);
     int s = m;
     if (nodes[x].vec) {
@@ -313,9 +314,9 @@ LogicalResult KernelGen::lower(Operation *o) {
         nodes[x].stored = true;
       s = add(std::move(n));
     } else {
-      s = expr("std::exp(static_cast<double>($0 - $1))", {x, m}, false);
+      s = expr("static_cast<double>(tcc_exp_exact($0 - $1))", {x, m}, false);
     }
-    int e = expr("std::exp($0 - $1)", {x, m}, true);
+    int e = expr("tcc_exp_exact($0 - $1)", {x, m}, true);
     if (!grad) {
       Node p{NodeKind::Partial};
       p.args = {s, pick(x, lab), m};

@@ -4,7 +4,10 @@
 // -ffast-math; in attention's row passes it cost as much as the GEMMs.
 // This is the generated kernels' tcc_exp (compiler/codegen/FusedPrelude.cpp)
 // in a form GCC vectorizes with plain SSE2 when the caller is compiled with
-// -fno-trapping-math (the selects then become blends).
+// -fno-trapping-math (the selects then become blends). The prelude's
+// tcc_exp_exact is this function operation for operation: the losses
+// (KernelsLoss.cpp) and the generated loss regions use it and must agree
+// bit for bit, so callers build it without multiply-add contraction.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_RUNTIME_CPU_FASTEXP_H

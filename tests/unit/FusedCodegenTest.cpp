@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/FusedCodegen.h"
+#include "compiler/codegen/FusedCodegenInternal.h"
 #include "compiler/codegen/HostCompile.h"
 #include "compiler/codegen/ScheduleBuilder.h"
 #include "dialects/tcc/TccDialect.h"
@@ -16,6 +17,7 @@
 #include "passes/Passes.h"
 #include "runtime/core/ArtifactFormat.h"
 #include "runtime/core/Session.h"
+#include "runtime/cpu/FastExp.h"
 #include "runtime/cpu/FusedLibrary.h"
 #include "runtime/cpu/ThreadPool.h"
 #include "tests/unit/FusedTestModule.h"
@@ -30,7 +32,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <random>
+#include <unistd.h>
 
 using namespace mlir;
 namespace rt = ::tcc::rt;
@@ -441,6 +445,51 @@ TEST_F(Fixture, PreludeFunctionsAreAccurate) {
   EXPECT_LT(worst[0], 3e-7) << "exp";
   EXPECT_LT(worst[1], 5e-7) << "erf";
   EXPECT_LT(worst[2], 5e-7) << "tanh";
+}
+
+// The losses' softmax: the generated tcc_exp_exact must be the runtime's
+// fastExp bit for bit (KernelsLoss.cpp and the loss regions both use it, so
+// a fused loss equals the library's), over the whole float range.
+TEST(FusedPrelude, ExpExactIsTheRuntimesFastExp) {
+  std::string src = std::string(::tcc::fusedPrelude()) +
+                    "extern \"C\" void tcc_test_exp(const float *x, float *y, "
+                    "long n) { for (long i = 0; i < n; ++i) y[i] = "
+                    "tcc_exp_exact(x[i]); }\n";
+  ::tcc::HostLibrary lib;
+  std::string err;
+  ASSERT_TRUE(::tcc::compileHostLibrary(src, lib, err)) << err;
+  char path[] = "/tmp/tcc-prelude-test-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, lib.bytes.data(), lib.bytes.size()),
+            static_cast<ssize_t>(lib.bytes.size()));
+  close(fd);
+  void *so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  unlink(path);
+  ASSERT_TRUE(so) << dlerror();
+  auto fn = reinterpret_cast<void (*)(const float *, float *, long)>(
+      dlsym(so, "tcc_test_exp"));
+  ASSERT_TRUE(fn);
+  // Every 97th bit pattern (NaNs, infinities, subnormals, both signs), and
+  // dense samples where the loss lives: [-100, 100].
+  std::vector<float> x;
+  for (uint64_t b = 0; b <= 0xffffffffull; b += 97)
+    x.push_back(rt::floatFromBits(static_cast<uint32_t>(b)));
+  for (int i = -2000000; i <= 2000000; ++i)
+    x.push_back(static_cast<float>(i) * 5e-5f);
+  std::vector<float> y(x.size());
+  fn(x.data(), y.data(), static_cast<long>(x.size()));
+  size_t differ = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    float want = rt::fastExp(x[i]);
+    if (rt::floatBits(want) != rt::floatBits(y[i]) &&
+        !(std::isnan(want) && std::isnan(y[i])))
+      if (++differ <= 5)
+        ADD_FAILURE() << "exp(" << x[i] << "): generated " << y[i]
+                      << ", runtime " << want;
+  }
+  EXPECT_EQ(differ, 0u);
+  dlclose(so);
 }
 
 TEST_F(Fixture, LabelOutOfRangeIsAnError) {
