@@ -29,6 +29,21 @@ static double gemmFlops(const Instr &in, const std::vector<TensorInfo> &t) {
   return 2.0 * double(t[in.outputs[0]].numElements()) * double(k);
 }
 
+/// 2 multiply-adds' worth per output element and weight of its window:
+/// 2 * |y| * (C / groups) * kH * kW, the same for the forward and both
+/// gradients (y, or dy, is [N, O, ...]; w [O, C / groups, kH, kW]).
+static double convFlops(const Instr &in, const std::vector<TensorInfo> &t) {
+  if (in.inputs.size() < 2 || in.outputs.empty())
+    return 0;
+  bool weightGrad = in.kernel == "conv2d_grad_weight";
+  const TensorInfo &y = t[in.kernel == "conv2d" ? in.outputs[0] : in.inputs[0]];
+  const TensorInfo &w = t[weightGrad ? in.outputs[0] : in.inputs[1]];
+  if (w.shape.empty() || w.shape[0] <= 0)
+    return 0;
+  return 2.0 * double(y.numElements()) *
+         (double(w.numElements()) / double(w.shape[0]));
+}
+
 static double attentionFlops(const Instr &in, const std::vector<TensorInfo> &t,
                              bool backward) {
   if (in.inputs.size() < 3 || in.iattrs.empty())
@@ -67,6 +82,9 @@ KernelCost kernelCost(const Instr &in, const std::vector<TensorInfo> &tensors,
     c.bytes += tensors[id].byteSize();
   if (in.kernel == "matmul" || in.kernel == "matmul_epilogue")
     c.flops = gemmFlops(in, tensors);
+  else if (in.kernel == "conv2d" || in.kernel == "conv2d_grad_input" ||
+           in.kernel == "conv2d_grad_weight")
+    c.flops = convFlops(in, tensors);
   else if (in.kernel == "attention" || in.kernel == "attention_grad")
     c.flops = attentionFlops(in, tensors, in.kernel == "attention_grad");
   return c;

@@ -5,7 +5,8 @@
 // once (an in-place update counts its read and its write). A copy or slice
 // that the static plan placed on its own input (a view: the kernel finds
 // the pointers equal and does nothing) moves nothing. FLOPs are counted
-// for GEMMs (2 M N K per product) and attention (its products; a causal
+// for GEMMs (2 M N K per product), convolutions and their gradients (2 per
+// output element and window weight) and attention (its products; a causal
 // one only for the key positions it keeps); other kernels count 0, their
 // arithmetic being small next to their traffic. So a profile shows each
 // kernel's achieved GB/s, and the GEMMs' and attention's TFLOP/s, to set

@@ -83,6 +83,25 @@ TEST(KernelCost, AttentionCountsTheKeysACausalOneKeeps) {
   EXPECT_DOUBLE_EQ(tall.flops, 2.0 * (1 + 2 + 3 + 3 + 3 + 3) * (4 + 4));
 }
 
+TEST(KernelCost, ConvolutionsCountTheirWindows) {
+  Tensors s;
+  // x [2, 6, 9, 9], w [4, 3, 3, 3] (2 groups), y [2, 4, 7, 7].
+  int32_t x = s.add({2, 6, 9, 9}), w = s.add({4, 3, 3, 3}),
+          y = s.add({2, 4, 7, 7});
+  std::vector<int64_t> attrs = {1, 1, 0, 0, 0, 0, 1, 1, 2};
+  double want = 2.0 * (2 * 4 * 7 * 7) * (3 * 3 * 3);
+  EXPECT_DOUBLE_EQ(
+      kernelCost({"conv2d", {x, w}, {y}, attrs, {}}, s.t, true).flops, want);
+  EXPECT_DOUBLE_EQ(
+      kernelCost({"conv2d_grad_input", {y, w}, {x}, attrs, {}}, s.t, true)
+          .flops,
+      want);
+  EXPECT_DOUBLE_EQ(
+      kernelCost({"conv2d_grad_weight", {y, x}, {w}, attrs, {}}, s.t, true)
+          .flops,
+      want);
+}
+
 TEST(KernelCost, ViewsMoveNothingWhenCompiled) {
   Tensors s;
   int32_t x = s.add({4, 8}, DType::F32, TensorKind::Temp, 128);
