@@ -77,11 +77,15 @@ static bool isFloatCast(const std::string &kernel, DType in, DType out) {
 }
 
 /// Kernels that load and store 16-bit words themselves: the generated ones
-/// (`fused`), attention, which rounds its intermediate P and dS, and AdamW,
-/// whose only 16-bit operand is the copy of the new parameter it rounds.
+/// (`fused`), attention, which rounds its intermediate P and dS, AdamW,
+/// whose only 16-bit operand is the copy of the new parameter it rounds,
+/// and `copy` (a reshape), which moves bytes between two tensors of one
+/// type: through the f32 adapter it would widen and round back every
+/// element, also of a view, and quiet signaling NaNs on the way.
 static bool handlesHalf(const std::string &kernel) {
   return kernel == "fused" || kernel == "attention" ||
-         kernel == "attention_grad" || kernel == "adamw_update";
+         kernel == "attention_grad" || kernel == "adamw_update" ||
+         kernel == "copy";
 }
 
 bool needsHalfAdapter(const KernelSig &s) {
@@ -216,14 +220,6 @@ KernelFn kernelFor(const Instr &instr, const std::vector<TensorInfo> &tensors) {
       isPrefixSlice(instr, tensors.at(instr.inputs[0]).shape,
                     tensors.at(instr.outputs[0]).shape))
     return *findKernel("copy");
-  // A copy (a reshape) moves bytes, whatever their type, when both sides
-  // have the same one; where the plan made the output a view it does
-  // nothing. Through the f32 adapter it would widen and round back every
-  // element, also of a view, and quiet signaling NaNs on the way.
-  if (instr.kernel == "copy" && instr.inputs.size() == 1 &&
-      instr.outputs.size() == 1 &&
-      tensors.at(instr.inputs[0]).dtype == tensors.at(instr.outputs[0]).dtype)
-    return *fn;
   bool half = false;
   for (const auto *ids : {&instr.inputs, &instr.outputs})
     for (int32_t id : *ids)
