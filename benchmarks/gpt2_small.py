@@ -139,8 +139,7 @@ def torch_worker(args):
     # multi-tensor AdamW is the same idea. The CPU keeps the default.
     fused = dev.type == "cuda"
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01,
-                            fused=fused) if fused else \
-        torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+                            **({"fused": True} if fused else {}))
     step_fn = model
     if args.mode == "compile":
         step_fn = torch.compile(model)

@@ -94,6 +94,17 @@ inline uint16_t tcc_f32_to_f16(float f) {
                                (shl1W > 0xFF000000u ? 0x7E00u : nonsign));
 }
 
+// The last step of both exponentials: p * 2^n (as two factors, so that
+// n = 128 does not overflow), 0 below the range and +inf above it.
+inline float tcc_exp_scale(float x, float p, float n) {
+  int32_t ni = (int32_t)n;
+  int32_t n1 = ni >> 1, n2 = ni - n1;
+  float y = p * tcc_bits_to_f((uint32_t)(n1 + 127) << 23) *
+            tcc_bits_to_f((uint32_t)(n2 + 127) << 23);
+  y = x < -87.33654f ? 0.0f : y;
+  return x > 88.72283f ? __builtin_inff() : y;
+}
+
 // exp: Cephes' range reduction and polynomial (~1 ulp). 2^n is applied as
 // two factors so n = 128 does not overflow. Results below FLT_MIN are
 // flushed to 0 (no slow denormal arithmetic); +inf above; NaN stays NaN.
@@ -110,13 +121,7 @@ inline float tcc_exp(float x) {
   p = TCC_MADD(p, r, 1.6666665459E-1f);
   p = TCC_MADD(p, r, 5.0000001201E-1f);
   p = TCC_MADD(p, r * r, r) + 1.0f;
-  int32_t ni = (int32_t)n;
-  int32_t n1 = ni >> 1, n2 = ni - n1;
-  float y = p * tcc_bits_to_f((uint32_t)(n1 + 127) << 23) *
-            tcc_bits_to_f((uint32_t)(n2 + 127) << 23);
-  y = x < -87.33654f ? 0.0f : y;
-  y = x > 88.72283f ? __builtin_inff() : y;
-  return y;
+  return tcc_exp_scale(x, p, n);
 }
 
 // erf: x * P(x^2) below 1, 1 - exp(-x^2) * Q(1/|x|) up to 4, +-1 beyond
@@ -268,12 +273,7 @@ inline float tcc_exp_exact(float x) {
   p = p * r + 1.6666665459E-1f;
   p = p * r + 5.0000001201E-1f;
   p = p * (r * r) + r + 1.0f;
-  int32_t ni = (int32_t)n;
-  int32_t n1 = ni >> 1, n2 = ni - n1;
-  float y = p * tcc_bits_to_f((uint32_t)(n1 + 127) << 23) *
-            tcc_bits_to_f((uint32_t)(n2 + 127) << 23);
-  y = x < -87.33654f ? 0.0f : y;
-  y = x > 88.72283f ? __builtin_inff() : y;
+  float y = tcc_exp_scale(x, p, n);
   return x != x ? x : y;
 }
 
