@@ -2,7 +2,7 @@
 # On the development machine (the full build: tcc with the CUDA backend):
 # makes the ARTIFACT_DIR that tests/gpu/run.sh trains on a GPU machine.
 #
-#   tests/gpu/prepare.sh [--deps] TCC ARTIFACT_DIR
+#   tests/gpu/prepare.sh [--deps] [--prebuilt BUILD_DIR] TCC ARTIFACT_DIR
 #
 # TCC is the tcc binary (e.g. build/tools/tcc/tcc). ARTIFACT_DIR receives
 #   mlp.tcc         examples/mlp.onnx, batch 32, SGD, fp32
@@ -17,16 +17,34 @@
 #   deps.tar.gz     OpenBLAS, zlib, nlohmann-json, GoogleTest and OpenBLAS's
 #                   Fortran runtime as installed here (Debian), for a GPU
 #                   machine that lacks them (~16 MB)
+# and with --prebuilt BUILD_DIR (a runtime-only CUDA build made here:
+# -DTCC_RUNTIME_ONLY=ON -DTCC_ENABLE_CUDA=ON, targets tcc-run tcc_unit_tests)
+#   bin/            its tcc-run and tcc_unit_tests, stripped (~15 MB), which
+#                   run.sh --prebuilt uses instead of building there
 set -euo pipefail
 
 DEPS=0
-if [ "${1:-}" = "--deps" ]; then
-  DEPS=1
-  shift
-fi
-if [ $# -ne 2 ]; then
-  echo "usage: tests/gpu/prepare.sh [--deps] TCC ARTIFACT_DIR" >&2
+PREBUILT=""
+usage() {
+  echo "usage: tests/gpu/prepare.sh [--deps] [--prebuilt BUILD_DIR] TCC ARTIFACT_DIR" >&2
   exit 64
+}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --deps) DEPS=1; shift ;;
+    --prebuilt) [ $# -ge 2 ] || usage; PREBUILT="$2"; shift 2 ;;
+    -*) usage ;;
+    *) break ;;
+  esac
+done
+[ $# -eq 2 ] || usage
+if [ -n "$PREBUILT" ]; then
+  for b in tools/tcc-run/tcc-run tests/unit/tcc_unit_tests; do
+    [ -x "$PREBUILT/$b" ] || {
+      echo "tests/gpu/prepare.sh: --prebuilt: no $PREBUILT/$b (build it: ninja -C $PREBUILT tcc-run tcc_unit_tests)" >&2
+      exit 1
+    }
+  done
 fi
 TCC="$1"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -85,5 +103,12 @@ if [ "$DEPS" -eq 1 ]; then
   tar -czf "$OUT/deps.tar.gz" -T "$list" 2> >(grep -v 'Removing leading' >&2)
   rm -f "$list"
   echo "deps.tar.gz: $(du -h "$OUT/deps.tar.gz" | cut -f1)"
+fi
+if [ -n "$PREBUILT" ]; then
+  mkdir -p "$OUT/bin"
+  for b in tools/tcc-run/tcc-run tests/unit/tcc_unit_tests; do
+    strip -o "$OUT/bin/$(basename "$b")" "$PREBUILT/$b"
+  done
+  echo "bin/: $(du -sh "$OUT/bin" | cut -f1)"
 fi
 echo "prepared $OUT: $(ls "$OUT" | tr '\n' ' ')"

@@ -4,13 +4,19 @@
 # elsewhere, see tests/gpu/README.md).
 #
 #   tests/gpu/run.sh OUTDIR [ARTIFACT_DIR] [--build-dir DIR] [--parts LIST]
+#                    [--prebuilt DIR]
 #
 # --build-dir DIR: build there instead of OUTDIR/build (keep the build out of
 #   a results folder that is copied back, and reuse it in a later call).
 # --parts LIST: the steps after the build, comma-separated, any of unit,
-#   train (step 3) and gpt2 (step 4); default all three. A machine that
+#   unit-cuda (step 2's CUDA tests alone), train (step 3) and gpt2 (step 4);
+#   default unit,train,gpt2. A machine that
 #   allows a few minutes per command can run them in separate calls over
 #   one --build-dir.
+# --prebuilt DIR: DIR holds tcc-run and tcc_unit_tests built on another x86-64
+#   machine (tests/gpu/prepare.sh --prebuilt puts them in ARTIFACT_DIR/bin);
+#   they are used when they start and see the GPU, and the build is skipped
+#   (minutes of a lent machine). Otherwise the script builds as usual.
 #
 # 1. builds the runtime-only runner (tcc-run) and the unit tests with the
 #    CUDA backend into OUTDIR/build (dependencies missing on the machine come
@@ -27,11 +33,12 @@
 set -uo pipefail
 
 usage() {
-  echo "usage: tests/gpu/run.sh OUTDIR [ARTIFACT_DIR] [--build-dir DIR] [--parts unit,train,gpt2]  (see tests/gpu/README.md)" >&2
+  echo "usage: tests/gpu/run.sh OUTDIR [ARTIFACT_DIR] [--build-dir DIR] [--parts unit,train,gpt2] [--prebuilt DIR]  (see tests/gpu/README.md)" >&2
   exit 64
 }
 POS=()
 BUILD_ARG=""
+PREBUILT=""
 PARTS="unit,train,gpt2"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -39,6 +46,8 @@ while [ $# -gt 0 ]; do
     --build-dir) [ $# -ge 2 ] || usage; BUILD_ARG="$2"; shift 2 ;;
     --build-dir=*) BUILD_ARG="${1#*=}"; shift ;;
     --parts) [ $# -ge 2 ] || usage; PARTS="$2"; shift 2 ;;
+    --prebuilt) [ $# -ge 2 ] || usage; PREBUILT="$2"; shift 2 ;;
+    --prebuilt=*) PREBUILT="${1#*=}"; shift ;;
     --parts=*) PARTS="${1#*=}"; shift ;;
     -*) echo "tests/gpu/run.sh: unknown option $1" >&2; usage ;;
     *) POS+=("$1"); shift ;;
@@ -47,8 +56,8 @@ done
 [ ${#POS[@]} -ge 1 ] && [ ${#POS[@]} -le 2 ] || usage
 for p in ${PARTS//,/ }; do
   case "$p" in
-    unit | train | gpt2) ;;
-    *) echo "tests/gpu/run.sh: --parts: unknown part '$p' (unit, train, gpt2)" >&2; exit 64 ;;
+    unit | unit-cuda | train | gpt2) ;;
+    *) echo "tests/gpu/run.sh: --parts: unknown part '$p' (unit, unit-cuda, train, gpt2)" >&2; exit 64 ;;
   esac
 done
 want() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
@@ -141,19 +150,37 @@ if [ -n "$ART" ] && [ -f "$ART/deps.tar.gz" ]; then
   export LD_LIBRARY_PATH="$LIBDIR/openblas-pthread:$LIBDIR:$DEPS/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   echo "== dependencies from $ART/deps.tar.gz (in $DEPS)"
 fi
-echo "== configure ($OUT/logs/configure.log)"
-cmake -S "$ROOT" -B "$BUILD" "${CMAKE_ARGS[@]}" > "$OUT/logs/configure.log" 2>&1 || {
-  tail -n 30 "$OUT/logs/configure.log"
-  fatal "configure failed (logs/configure.log); a missing package (OpenBLAS, zlib, nlohmann-json, GoogleTest) comes from ARTIFACT_DIR/deps.tar.gz: tests/gpu/prepare.sh --deps"
-}
-grep -q "tcc: CUDA backend ON" "$OUT/logs/configure.log" || fatal "the CUDA backend is not in the build (logs/configure.log)"
-echo "== build ($OUT/logs/build.log)"
-cmake --build "$BUILD" -j "$JOBS" --target tcc-run tcc_unit_tests > "$OUT/logs/build.log" 2>&1 || {
-  grep -E "error|Error" "$OUT/logs/build.log" | head -n 30
-  fatal "build failed (logs/build.log)"
-}
+# Prebuilt binaries link the toolkit's cuBLASLt dynamically: its library
+# folder goes on the search path.
+CUDA_HOME_GUESS="$(cd "$(dirname "$NVCC")/.." && pwd)"
+for d in "$CUDA_HOME_GUESS/lib64" "$CUDA_HOME_GUESS/targets/x86_64-linux/lib"; do
+  [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+done
 RUN="$BUILD/tools/tcc-run/tcc-run"
 UNIT="$BUILD/tests/unit/tcc_unit_tests"
+if [ -n "$PREBUILT" ] && [ -x "$PREBUILT/tcc-run" ] && [ -x "$PREBUILT/tcc_unit_tests" ] &&
+  "$PREBUILT/tcc-run" info > "$OUT/logs/prebuilt-info.txt" 2>&1 &&
+  ! grep -q '^GPU: none' "$OUT/logs/prebuilt-info.txt"; then
+  RUN="$(cd "$PREBUILT" && pwd)/tcc-run"
+  UNIT="$(cd "$PREBUILT" && pwd)/tcc_unit_tests"
+  echo "== prebuilt binaries from $PREBUILT (no build)"
+else
+  if [ -n "$PREBUILT" ]; then
+    echo "== $PREBUILT/tcc-run does not run or sees no GPU here; building instead:"
+    head -n 5 "$OUT/logs/prebuilt-info.txt" 2>/dev/null
+  fi
+  echo "== configure ($OUT/logs/configure.log)"
+  cmake -S "$ROOT" -B "$BUILD" "${CMAKE_ARGS[@]}" > "$OUT/logs/configure.log" 2>&1 || {
+    tail -n 30 "$OUT/logs/configure.log"
+    fatal "configure failed (logs/configure.log); a missing package (OpenBLAS, zlib, nlohmann-json, GoogleTest) comes from ARTIFACT_DIR/deps.tar.gz: tests/gpu/prepare.sh --deps"
+  }
+  grep -q "tcc: CUDA backend ON" "$OUT/logs/configure.log" || fatal "the CUDA backend is not in the build (logs/configure.log)"
+  echo "== build ($OUT/logs/build.log)"
+  cmake --build "$BUILD" -j "$JOBS" --target tcc-run tcc_unit_tests > "$OUT/logs/build.log" 2>&1 || {
+    grep -E "error|Error" "$OUT/logs/build.log" | head -n 30
+    fatal "build failed (logs/build.log)"
+  }
+fi
 "$RUN" info > "$OUT/info.txt" 2>&1 || fatal "tcc-run info failed: $(cat "$OUT/info.txt")"
 cat "$OUT/info.txt"
 if grep -q '^GPU: none' "$OUT/info.txt"; then
@@ -161,7 +188,7 @@ if grep -q '^GPU: none' "$OUT/info.txt"; then
 fi
 
 # 2. Unit tests.
-if want unit; then
+if want unit || want unit-cuda; then
   echo "== unit tests, CUDA ones ($OUT/logs/unit-cuda.log)"
   TCC_GPU_TEST_DIR="$ART" "$UNIT" --gtest_filter='Cuda*:DeviceSelect*' > "$OUT/logs/unit-cuda.log" 2>&1
   rc=$?
@@ -176,6 +203,8 @@ if want unit; then
     grep -B1 '^\[  SKIPPED \] Cuda' "$OUT/logs/unit-cuda.log" | grep -v '^\[' | sort -u | sed 's/^/  reason: /'
     failed "CUDA unit tests skipped on a GPU machine: $(echo "$SKIPS" | sed 's/.*\] //; s/ (.*//' | tr '\n' ' ')"
   fi
+fi
+if want unit; then
   echo "== unit tests, all ($OUT/logs/unit-all.log)"
   TCC_GPU_TEST_DIR="$ART" "$UNIT" > "$OUT/logs/unit-all.log" 2>&1 ||
     failed "unit tests (logs/unit-all.log): $(grep '^\[  FAILED  \]' "$OUT/logs/unit-all.log" | head -n 10 | tr '\n' ' ')"
