@@ -111,8 +111,9 @@ void attentionGradRows(const AttentionRows &r, const float *dp, void *p, int tp,
 // For 16-bit q, k, v with D = Dv of 16, 32, 64, 80, 96 or 128, on a GPU of
 // compute capability 8.0 or later: the scores never leave the chip. A block
 // of 4 warps takes 64 rows of one batch entry (16 per warp) and walks the
-// other side in tiles of 64 through shared memory; the products are WMMA
-// tensor-core tiles (16x16x16, f32 accumulation).
+// other side in tiles of 64 through shared memory; the products are PTX
+// mma.sync tensor-core instructions (m16n8k16, f32 accumulation) whose
+// score fragments stay in registers (FlashAttention-2's scheme).
 //  - forward, per query tile: S = Q K^T, the online softmax (running max and
 //    sum per row, O rescaled as the max grows), O += P V; O = O / sum and
 //    lse = max + log(sum) at the end;
@@ -153,7 +154,7 @@ struct AttentionTiles {
 bool tiledAttentionAllowed(const char *value);
 
 /// Dynamic shared memory the largest tiled kernel takes (D = 128: about
-/// 110 KiB; the GPU must allow a block that much).
+/// 68.5 KiB; the GPU must allow a block that much).
 int attentionTiledSmemBytes();
 
 void attentionTiledForward(const AttentionTiles &t, cudaStream_t stream);

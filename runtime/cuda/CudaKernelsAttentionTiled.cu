@@ -2,17 +2,30 @@
 //
 // See CudaAttention.h (AttentionTiles). A block is kWarps warps; warp w
 // owns rows 16w..16w+15 of the block's 64-row tile. The tiles of the other
-// side pass through shared memory 64 rows at a time. Products are WMMA
-// 16x16x16 tiles read from shared memory; the element-wise steps (scale,
-// mask, causal, exponentials, the online softmax) run on a warp's f32
-// score tile in shared memory, where lane l owns row l / 2 and the columns
-// of parity l % 2 (the pair meets with one shuffle per reduction).
+// side pass through shared memory 64 rows at a time. As in FlashAttention-2
+// the scores never leave the registers: each product is a run of PTX
+// `mma.sync.m16n8k16` tensor-core instructions (16-bit operands, f32
+// accumulators) whose accumulator fragment is where the element-wise steps
+// (scale, mask, causal, exponentials, the online softmax) happen, and which
+// becomes, packed to 16 bits, the A operand of the next product (P V, P^T
+// dO, dS^T Q, dS K) without a round trip through shared memory.
 //
-// Shared memory (dynamic; for D = 64: forward 61 KiB, backward 62.5 KiB;
-// D = 128: 101 and 110.5 KiB): 16-bit tiles with rows D + 8 elements apart
-// (WMMA wants multiples of 8; the 16 bytes of padding spread a column's
-// rows over the banks), f32 tiles with rows padded by 4. Every WMMA pointer
-// is 32-byte aligned.
+// Fragments (PTX ISA, "Matrix Fragments for mma.m16n8k16"; lane = 4 g + t):
+//   A 16 x 16 (row-major): a[0] = row g, cols 2t, 2t+1; a[1] = row g + 8;
+//     a[2] = row g, cols 2t + 8, 2t + 9; a[3] = row g + 8, cols 2t + 8..
+//   B 16 x 8 (k x n): b[0] = rows 2t, 2t + 1 of col g; b[1] = rows + 8
+//   C 16 x 8 (f32): c[0], c[1] = row g, cols 2t, 2t + 1; c[2], c[3] = row
+//     g + 8
+// so a lane owns two rows of a score tile (g and g + 8) and a row's 64
+// scores are spread over the four lanes 4g..4g+3 (two shuffles reduce it).
+// A operands and B operands that are rows of a tile (K for Q K^T) are
+// 32-bit shared-memory loads; B operands that are columns of a tile (V for
+// P V) are `ldmatrix.trans`.
+//
+// Shared memory (dynamic; D = 64: forward 27 KiB, backward 36.5 KiB;
+// D = 128: 51 and 68.5 KiB): 16-bit tiles of 64 rows, D + 8 elements apart
+// (16-byte rows for ldmatrix; the 16 bytes of padding put the 8 rows that a
+// fragment load touches in different banks).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaAttention.h"
@@ -20,65 +33,163 @@
 
 #include <string>
 
-#ifndef TCC_CUDA_EMULATE
-#include <mma.h>
-#endif
-
 namespace tcc::rt::cuda {
-
-namespace wmma = nvcuda::wmma;
 
 namespace {
 
 constexpr int kTile = 64;             // rows of a block, keys of a step
 constexpr int kWarps = kTile / 16;    // 4 warps of 16 rows
 constexpr int kThreads = kWarps * 32; // 128
-constexpr int kLdScore = kTile + 4;   // f32 score tile row stride
-constexpr int kLdHalf = kTile + 8;    // 16-bit P / dS tile row stride
-constexpr int kPerLane = kTile / 2;   // scores per lane and step
+constexpr int kSteps = kTile / 8;     // 8-column accumulator tiles per row
 constexpr float kNegInf = -INFINITY;
+constexpr float kLog2e = 1.4426950408889634f;
 
-/// The WMMA element type of a dtype code.
-#ifdef TCC_CUDA_EMULATE
-template <int Dt> struct MmaType { using T = tcc_emu::Half16<Dt>; };
-#else
-template <int Dt> struct MmaType;
-template <> struct MmaType<kDtBF16> { using T = __nv_bfloat16; };
-template <> struct MmaType<kDtF16> { using T = __half; };
-#endif
+/// 16-bit tile row stride for head dim d.
+__host__ __device__ constexpr int ldTile(int d) { return d + 8; }
+__host__ __device__ constexpr int tileBytes(int d) {
+  return kTile * ldTile(d) * 2;
+}
+/// Bytes of shared memory: the forward's Q, K and V tiles; the backward's
+/// four tiles and lse and D of the 64 query rows of a step.
+__host__ __device__ constexpr int forwardSmem(int d) {
+  return 3 * tileBytes(d);
+}
+__host__ __device__ constexpr int backwardSmem(int d) {
+  return 4 * tileBytes(d) + 2 * kTile * 4;
+}
 
 template <int Dt> __device__ __forceinline__ unsigned short toBits(float v) {
   return Dt == kDtBF16 ? toBf16Bits(v) : toF16Bits(v);
 }
-
-template <int Dt, class Use, class Layout>
-using Frag = wmma::fragment<Use, 16, 16, 16, typename MmaType<Dt>::T, Layout>;
-using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
-
-/// 16-bit tile row stride for head dim d.
-__host__ __device__ constexpr int ldTile(int d) { return d + 8; }
-/// f32 tile row stride: a 16 x 64 score tile or a 16 x d result.
-__host__ __device__ constexpr int ldF32(int d) {
-  return d + 4 > kLdScore ? d + 4 : kLdScore;
+/// Two values as one 32-bit fragment register (the first in the low half).
+template <int Dt>
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  return static_cast<unsigned>(toBits<Dt>(lo)) |
+         static_cast<unsigned>(toBits<Dt>(hi)) << 16;
 }
 
-/// Bytes of shared memory: the forward's Q, K, V tiles and per warp a score
-/// tile (P goes over it) and an f32 O tile (the running max and sum of a
-/// row stay in its lanes' registers); the backward's four 16-bit tiles, lse
-/// and D per row, and per warp an f32 tile and a 16-bit P / dS tile.
-__host__ __device__ constexpr int tileBytes(int d) {
-  return kTile * ldTile(d) * 2;
+/// c += A B: one m16n8k16 tensor-core product.
+template <int Dt>
+__device__ __forceinline__ void mma(float *c, const unsigned *a,
+                                    const unsigned *b) {
+#ifdef TCC_CUDA_EMULATE
+  tcc_emu::mma16816(Dt, c, a, b);
+#else
+  if constexpr (Dt == kDtBF16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
+                   "r"(b[1]));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
+                   "r"(b[1]));
+#endif
 }
-__host__ __device__ constexpr int warpF32Bytes(int d) {
-  return 16 * ldF32(d) * 4;
+
+/// Four 8 x 8 16-bit matrices, transposed: lane l passes the address of
+/// row l % 8 of matrix l / 8 (16-byte aligned, shared memory); r[m] of lane
+/// 4 g + t holds matrix m's [2t][g] (low half) and [2t + 1][g].
+__device__ __forceinline__ void ldmatrixTrans(const unsigned short *row,
+                                              unsigned *r) {
+#ifdef TCC_CUDA_EMULATE
+  tcc_emu::ldmatrixX4Trans(row, r);
+#else
+  unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile(
+      "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+      : "r"(at));
+#endif
 }
-__host__ __device__ constexpr int forwardSmem(int d) {
-  return 3 * tileBytes(d) + kWarps * (16 * kLdScore * 4) +
-         kWarps * warpF32Bytes(d);
+
+/// The A fragment of rows r0.., columns c0.. of a 16-bit tile (ld apart).
+__device__ __forceinline__ void loadA(const unsigned short *tile, int ld,
+                                      int r0, int c0, unsigned *a) {
+  const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+  const unsigned short *p = tile + (r0 + g) * ld + c0 + 2 * t;
+  a[0] = *reinterpret_cast<const unsigned *>(p);
+  a[1] = *reinterpret_cast<const unsigned *>(p + 8 * ld);
+  a[2] = *reinterpret_cast<const unsigned *>(p + 8);
+  a[3] = *reinterpret_cast<const unsigned *>(p + 8 * ld + 8);
 }
-__host__ __device__ constexpr int backwardSmem(int d) {
-  return 4 * tileBytes(d) + 2 * kTile * 4 +
-         kWarps * (warpF32Bytes(d) + 16 * kLdHalf * 2);
+
+/// The B fragment (k x n = 16 x 8) whose column n is row n0 + n of a tile,
+/// k its columns k0..: K for Q K^T, Q for K Q^T, dO for V dO^T, V for
+/// dO V^T.
+__device__ __forceinline__ void loadBRows(const unsigned short *tile, int ld,
+                                          int n0, int k0, unsigned *b) {
+  const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+  const unsigned short *p = tile + (n0 + g) * ld + k0 + 2 * t;
+  b[0] = *reinterpret_cast<const unsigned *>(p);
+  b[1] = *reinterpret_cast<const unsigned *>(p + 8);
+}
+
+/// The B fragments of rows k0..k0+15 and columns n0..n0+15 of a tile (two
+/// 16 x 8 fragments: columns n0.. in b0, n0 + 8.. in b1): V for P V, dO for
+/// P^T dO, Q for dS^T Q, K for dS K.
+__device__ __forceinline__ void loadBCols(const unsigned short *tile, int ld,
+                                          int k0, int n0, unsigned *b0,
+                                          unsigned *b1) {
+  const int lane = threadIdx.x & 31, m = lane >> 3;
+  unsigned r[4];
+  ldmatrixTrans(tile + (k0 + (m & 1) * 8 + (lane & 7)) * ld + n0 + (m >> 1) * 8,
+                r);
+  b0[0] = r[0];
+  b0[1] = r[1];
+  b1[0] = r[2];
+  b1[1] = r[3];
+}
+
+/// acc (16 x 64 f32: 8 fragments) = rows r0.. of tile `a` times rows of
+/// tile `b` transposed, over d columns: Q K^T, K Q^T, dO V^T, V dO^T.
+template <int Dt, int D>
+__device__ __forceinline__ void productRows(const unsigned short *a, int r0,
+                                            const unsigned short *b,
+                                            float (*acc)[4]) {
+  constexpr int ld = ldTile(D);
+  TCC_UNROLL
+  for (int n = 0; n < kSteps; ++n)
+    TCC_UNROLL
+  for (int e = 0; e < 4; ++e)
+    acc[n][e] = 0.0f;
+  TCC_UNROLL
+  for (int kk = 0; kk < D; kk += 16) {
+    unsigned fa[4];
+    loadA(a, ld, r0, kk, fa);
+    TCC_UNROLL
+    for (int n = 0; n < kSteps; ++n) {
+      unsigned fb[2];
+      loadBRows(b, ld, n * 8, kk, fb);
+      mma<Dt>(acc[n], fa, fb);
+    }
+  }
+}
+
+/// acc (16 x D f32: D / 8 fragments) += P times the 64 x D tile `b`, P the
+/// 16 x 64 score fragments `p` rounded to 16 bits: P V, P^T dO, dS^T Q,
+/// dS K.
+template <int Dt, int D>
+__device__ __forceinline__ void
+productScores(const float (*p)[4], const unsigned short *b, float (*acc)[4]) {
+  constexpr int ld = ldTile(D);
+  TCC_UNROLL
+  for (int kk = 0; kk < kTile / 16; ++kk) {
+    unsigned fa[4] = {pack2<Dt>(p[2 * kk][0], p[2 * kk][1]),
+                      pack2<Dt>(p[2 * kk][2], p[2 * kk][3]),
+                      pack2<Dt>(p[2 * kk + 1][0], p[2 * kk + 1][1]),
+                      pack2<Dt>(p[2 * kk + 1][2], p[2 * kk + 1][3])};
+    TCC_UNROLL
+    for (int n = 0; n < D / 8; n += 2) {
+      unsigned b0[2], b1[2];
+      loadBCols(b, ld, kk * 16, n * 8, b0, b1);
+      mma<Dt>(acc[n], fa, b0);
+      mma<Dt>(acc[n + 1], fa, b1);
+    }
+  }
 }
 
 /// Element offset of row i of entry g (`rows` rows per entry) in an
@@ -87,11 +198,6 @@ __device__ __forceinline__ long long rowAt(const AttentionTiles &t, long long g,
                                            long long i, long long rows,
                                            long long pitch) {
   return attentionRowOffset(g, i, t.heads, rows, t.d, pitch);
-}
-/// The same in out and dout (never in the projection).
-__device__ __forceinline__ long long rowAt(const AttentionTiles &t, long long g,
-                                           long long i, long long rows) {
-  return rowAt(t, g, i, rows, t.heads * t.d);
 }
 
 /// Copies rows [r0, r0 + 64) of entry g (`rows` per entry, `pitch` apart)
@@ -125,71 +231,39 @@ __device__ __forceinline__ float scoreOf(const AttentionTiles &t, long long g,
   return x;
 }
 
-/// C (16 x 64, f32, ld kLdScore) = A (16 x d rows, 16-bit, ld lda) times
-/// B^T, B the 64 x d rows of a 16-bit tile (ld ldb): Q K^T, K Q^T, dO V^T.
-template <int Dt, int D>
-__device__ __forceinline__ void productT(const unsigned short *a, int lda,
-                                         const unsigned short *b, int ldb,
-                                         float *c) {
-  using T = typename MmaType<Dt>::T;
-  TCC_UNROLL
-  for (int n = 0; n < kTile / 16; ++n) {
-    Acc acc;
-    wmma::fill_fragment(acc, 0.0f);
-    TCC_UNROLL
-    for (int kk = 0; kk < D; kk += 16) {
-      Frag<Dt, wmma::matrix_a, wmma::row_major> fa;
-      Frag<Dt, wmma::matrix_b, wmma::col_major> fb;
-      wmma::load_matrix_sync(fa, reinterpret_cast<const T *>(a + kk), lda);
-      wmma::load_matrix_sync(
-          fb, reinterpret_cast<const T *>(b + n * 16 * ldb + kk), ldb);
-      wmma::mma_sync(acc, fa, fb, acc);
-    }
-    wmma::store_matrix_sync(c + n * 16, acc, kLdScore, wmma::mem_row_major);
-  }
+__device__ __forceinline__ float expOf(float x) { return exp2f(x * kLog2e); }
+
+/// The sum (or max) of a row's value over the four lanes that hold it.
+__device__ __forceinline__ float quadSum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+__device__ __forceinline__ float quadMax(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
 }
 
-/// acc[n] += A (16 x 64, 16-bit, ld kLdHalf) times B (64 x d rows of a
-/// 16-bit tile, ld ldb), for the d / 16 column blocks n: P V, P^T dO,
-/// dS^T Q, dS K.
-template <int Dt, int D>
-__device__ __forceinline__ void productAcc(const unsigned short *a,
-                                           const unsigned short *b, int ldb,
-                                           Acc *acc) {
-  using T = typename MmaType<Dt>::T;
-  TCC_UNROLL
-  for (int kk = 0; kk < kTile; kk += 16) {
-    Frag<Dt, wmma::matrix_a, wmma::row_major> fa;
-    wmma::load_matrix_sync(fa, reinterpret_cast<const T *>(a + kk), kLdHalf);
-    TCC_UNROLL
-    for (int n = 0; n < D / 16; ++n) {
-      Frag<Dt, wmma::matrix_b, wmma::row_major> fb;
-      wmma::load_matrix_sync(
-          fb, reinterpret_cast<const T *>(b + kk * ldb + n * 16), ldb);
-      wmma::mma_sync(acc[n], fa, fb, acc[n]);
-    }
-  }
-}
-
-/// Writes a warp's 16 gradient rows (f32 accumulators, through its f32
-/// tile) to rows r0.. of entry g of `dst` (dtype `type`, `rows` per entry,
-/// in q's layout: inputPitch apart).
+/// Writes a warp's 16 x D accumulators, row h of the lane's pair times
+/// mul[h], to rows r0.. of entry g of `dst` (dtype `type`, `rows` per entry,
+/// `pitch` apart); rows past the end are not written.
 template <int D>
 __device__ __forceinline__ void
-storeRows(const AttentionTiles &t, Acc *acc, float *tile, long long g,
-          long long r0, long long rows, void *dst, int type) {
-  constexpr int ld = ldF32(D);
-  __syncwarp();
+storeAcc(const AttentionTiles &t, const float (*acc)[4], const float *mul,
+         long long g, long long r0, long long rows, long long pitch, void *dst,
+         int type) {
+  const int lane = threadIdx.x & 31, gr = lane >> 2, tc = lane & 3;
   TCC_UNROLL
-  for (int n = 0; n < D / 16; ++n)
-    wmma::store_matrix_sync(tile + n * 16, acc[n], ld, wmma::mem_row_major);
-  __syncwarp();
-  const int lane = threadIdx.x & 31;
-  for (int idx = lane; idx < 16 * D; idx += 32) {
-    int r = idx / D, c = idx - r * D;
-    if (r0 + r < rows)
-      stf(dst, type, rowAt(t, g, r0 + r, rows, t.inputPitch) + c,
-          tile[r * ld + c]);
+  for (int h = 0; h < 2; ++h) {
+    long long r = r0 + gr + 8 * h;
+    if (r >= rows)
+      continue;
+    long long at = rowAt(t, g, r, rows, pitch);
+    TCC_UNROLL
+    for (int n = 0; n < D / 8; ++n) {
+      int c = n * 8 + 2 * tc;
+      stf(dst, type, at + c, acc[n][2 * h] * mul[h]);
+      stf(dst, type, at + c + 1, acc[n][2 * h + 1] * mul[h]);
+    }
   }
 }
 
@@ -198,9 +272,9 @@ template <int Dt, int D>
 __global__ void __launch_bounds__(kThreads)
     attentionTiledForwardKernel(AttentionTiles t) {
   TCC_DYNAMIC_SMEM(smem);
-  constexpr int d = D, ld = ldTile(D), ldO = ldF32(D);
+  constexpr int ld = ldTile(D);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int row = lane >> 1, parity = lane & 1;
+  const int gr = lane >> 2, tc = lane & 3;
   long long tiles = (t.tq + kTile - 1) / kTile;
   long long g = blockIdx.x / tiles;
   // The longest causal tiles first: they finish with the others.
@@ -208,68 +282,71 @@ __global__ void __launch_bounds__(kThreads)
 
   unsigned short *qs = reinterpret_cast<unsigned short *>(smem);
   unsigned short *ks = qs + kTile * ld, *vs = ks + kTile * ld;
-  float *score =
-      reinterpret_cast<float *>(vs + kTile * ld) + warp * 16 * kLdScore;
-  float *otile = reinterpret_cast<float *>(vs + kTile * ld) +
-                 kWarps * 16 * kLdScore + warp * 16 * ldO;
-  unsigned short *ptile = reinterpret_cast<unsigned short *>(score);
-
   loadTile<D>(t, t.q, t.inputPitch, g, q0, t.tq, qs);
-  for (int idx = lane; idx < 16 * ldO; idx += 32)
-    otile[idx] = 0.0f;
-  // Row `row` of the warp: running max m and sum l (the pair agrees).
-  long long i = q0 + warp * 16 + row;
-  float m = kNegInf, l = 0.0f;
+  float o[D / 8][4];
+  TCC_UNROLL
+  for (int n = 0; n < D / 8; ++n)
+    TCC_UNROLL
+  for (int e = 0; e < 4; ++e)
+    o[n][e] = 0.0f;
+  // The lane's rows i0 and i0 + 8: running max m and sum l (the four lanes
+  // of a row agree).
+  long long i0 = q0 + warp * 16 + gr;
+  float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
   long long kEnd = t.causal && q0 + kTile < t.tk ? q0 + kTile : t.tk;
   for (long long k0 = 0; k0 < kEnd; k0 += kTile) {
     __syncthreads(); // the previous step's K and V are no longer read
     loadTile<D>(t, t.k, t.inputPitch, g, k0, t.tk, ks);
     loadTile<D>(t, t.v, t.inputPitch, g, k0, t.tk, vs);
     __syncthreads();
-    productT<Dt, D>(qs + warp * 16 * ld, ld, ks, ld, score);
-    __syncwarp();
-    float s[kPerLane], mx = kNegInf;
-    for (int c = 0; c < kPerLane; ++c) {
-      int col = 2 * c + parity;
-      s[c] = scoreOf(t, g, i, k0 + col, score[row * kLdScore + col]);
-      mx = fmaxf(mx, s[c]);
-    }
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    float mNew = fmaxf(m, mx);
-    // No key so far: exponentials of -inf against 0 are 0, not NaN.
-    float base = mNew == kNegInf ? 0.0f : mNew;
-    float alpha = expf(m - base), sum = 0.0f;
-    __syncwarp(); // every lane has read its scores; P goes over them
-    for (int c = 0; c < kPerLane; ++c) {
-      float p = expf(s[c] - base);
-      sum += p;
-      ptile[row * kLdHalf + 2 * c + parity] = toBits<Dt>(p);
-    }
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    l = l * alpha + sum;
-    m = mNew;
-    for (int c = parity; c < d; c += 2)
-      otile[row * ldO + c] *= alpha;
-    __syncwarp();
-    Acc acc[D / 16];
+    float s[kSteps][4];
+    productRows<Dt, D>(qs, warp * 16, ks, s);
+    float mx[2] = {kNegInf, kNegInf};
     TCC_UNROLL
-    for (int n = 0; n < D / 16; ++n)
-      wmma::load_matrix_sync(acc[n], otile + n * 16, ldO, wmma::mem_row_major);
-    productAcc<Dt, D>(ptile, vs, ld, acc);
+    for (int n = 0; n < kSteps; ++n)
+      TCC_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      s[n][e] = scoreOf(t, g, i0 + 8 * (e >> 1), k0 + n * 8 + 2 * tc + (e & 1),
+                        s[n][e]);
+      mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
+    }
+    float base[2], alpha[2], sum[2] = {0.0f, 0.0f};
     TCC_UNROLL
-    for (int n = 0; n < D / 16; ++n)
-      wmma::store_matrix_sync(otile + n * 16, acc[n], ldO, wmma::mem_row_major);
-    __syncwarp();
+    for (int h = 0; h < 2; ++h) {
+      float mNew = fmaxf(m[h], quadMax(mx[h]));
+      // No key so far: exponentials of -inf against 0 are 0, not NaN.
+      base[h] = mNew == kNegInf ? 0.0f : mNew;
+      alpha[h] = expOf(m[h] - base[h]);
+      m[h] = mNew;
+    }
+    TCC_UNROLL
+    for (int n = 0; n < kSteps; ++n)
+      TCC_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      s[n][e] = expOf(s[n][e] - base[e >> 1]);
+      sum[e >> 1] += s[n][e];
+    }
+    TCC_UNROLL
+    for (int h = 0; h < 2; ++h)
+      l[h] = l[h] * alpha[h] + quadSum(sum[h]);
+    TCC_UNROLL
+    for (int n = 0; n < D / 8; ++n)
+      TCC_UNROLL
+    for (int e = 0; e < 4; ++e)
+      o[n][e] *= alpha[e >> 1];
+    productScores<Dt, D>(s, vs, o);
   }
   // A row without any key (all masked) is NaN, as the softmax's 0 / 0.
-  float inv = l > 0.0f ? 1.0f / l : NAN;
-  if (i < t.tq) {
-    long long at = rowAt(t, g, i, t.tq);
-    for (int c = parity; c < d; c += 2)
-      stf(t.out, t.outType, at + c, otile[row * ldO + c] * inv);
-    if (parity == 0)
-      t.lse[g * t.tq + i] = l > 0.0f ? m + logf(l) : NAN;
+  float inv[2];
+  TCC_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    inv[h] = l[h] > 0.0f ? 1.0f / l[h] : NAN;
+    long long i = i0 + 8 * h;
+    if (tc == 0 && i < t.tq)
+      t.lse[g * t.tq + i] = l[h] > 0.0f ? m[h] + logf(l[h]) : NAN;
   }
+  storeAcc<D>(t, o, inv, g, q0 + warp * 16, t.tq, t.heads * t.d, t.out,
+              t.outType);
 }
 
 /// D = rowsum(dO O) per row (f32), a warp per row.
@@ -278,7 +355,8 @@ __global__ void attentionRowDotKernel(AttentionTiles t) {
   long long warps = static_cast<long long>(gridDim.x) * (blockDim.x >> 5);
   for (long long r = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
        r < rows; r += warps) {
-    long long g = r / t.tq, at = rowAt(t, g, r - g * t.tq, t.tq);
+    long long g = r / t.tq;
+    long long at = rowAt(t, g, r - g * t.tq, t.tq, t.heads * t.d);
     float sum = 0.0f;
     for (int c = threadIdx.x & 31; c < t.d; c += 32)
       sum += ldf(t.dout, t.dtype, at + c) * ldf(t.o, t.oType, at + c);
@@ -288,148 +366,132 @@ __global__ void attentionRowDotKernel(AttentionTiles t) {
   }
 }
 
-/// The shared memory of the backward kernels: the block's own 64 rows
-/// (two tiles, `own`), the other side's current 64 (`step`), lse and D of
-/// the query rows in the block, and the warp's f32 and 16-bit tiles.
-struct BackwardSmem {
-  unsigned short *own0, *own1, *step0, *step1;
-  float *lse, *dot, *f32;
-  unsigned short *half;
-  __device__ BackwardSmem(unsigned char *smem, int d, int warp) {
-    int ld = ldTile(d);
-    own0 = reinterpret_cast<unsigned short *>(smem);
-    own1 = own0 + kTile * ld;
-    step0 = own1 + kTile * ld;
-    step1 = step0 + kTile * ld;
-    lse = reinterpret_cast<float *>(step1 + kTile * ld);
-    dot = lse + kTile;
-    f32 = dot + kTile + warp * 16 * ldF32(d);
-    half = reinterpret_cast<unsigned short *>(dot + kTile +
-                                              kWarps * 16 * ldF32(d)) +
-           warp * 16 * kLdHalf;
-  }
-};
-
-/// lse and D of query rows [q0, q0 + 64) of entry g into shared memory.
-__device__ __forceinline__ void loadRowStats(const AttentionTiles &t,
-                                             long long g, long long q0,
-                                             float *lse, float *dot) {
-  for (int r = threadIdx.x; r < kTile; r += kThreads) {
-    bool in = q0 + r < t.tq;
-    lse[r] = in ? t.lse[g * t.tq + q0 + r] : 0.0f;
-    dot[r] = in ? t.rowDot[g * t.tq + q0 + r] : 0.0f;
-  }
-}
-
 /// dK and dV: block (entry g, key tile); the warp owns 16 keys and walks
-/// the query tiles that see them.
+/// the query tiles that see them. Shared memory: K, V, then per step Q, dO
+/// and lse and D of the step's 64 queries.
 template <int Dt, int D>
 __global__ void __launch_bounds__(kThreads)
     attentionTiledKVGradKernel(AttentionTiles t) {
   TCC_DYNAMIC_SMEM(smem);
-  constexpr int d = D, ld = ldTile(D);
+  constexpr int ld = ldTile(D);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int row = lane >> 1, parity = lane & 1;
+  const int gr = lane >> 2, tc = lane & 3;
   long long tiles = (t.tk + kTile - 1) / kTile;
   long long g = blockIdx.x / tiles;
   long long k0 = (blockIdx.x - g * tiles) * kTile;
-  BackwardSmem sm(smem, d, warp);
-  unsigned short *ks = sm.own0, *vs = sm.own1, *qs = sm.step0, *dos = sm.step1;
+  unsigned short *ks = reinterpret_cast<unsigned short *>(smem);
+  unsigned short *vs = ks + kTile * ld, *qs = vs + kTile * ld,
+                 *dos = qs + kTile * ld;
+  float *lse = reinterpret_cast<float *>(dos + kTile * ld), *dot = lse + kTile;
   loadTile<D>(t, t.k, t.inputPitch, g, k0, t.tk, ks);
   loadTile<D>(t, t.v, t.inputPitch, g, k0, t.tk, vs);
-  Acc dk[D / 16], dv[D / 16];
+  float dk[D / 8][4], dv[D / 8][4];
   TCC_UNROLL
-  for (int n = 0; n < D / 16; ++n) {
-    wmma::fill_fragment(dk[n], 0.0f);
-    wmma::fill_fragment(dv[n], 0.0f);
-  }
-  long long j = k0 + warp * 16 + row; // the lane's key
+  for (int n = 0; n < D / 8; ++n)
+    TCC_UNROLL
+  for (int e = 0; e < 4; ++e)
+    dk[n][e] = dv[n][e] = 0.0f;
+  long long j0 = k0 + warp * 16 + gr; // the lane's keys j0 and j0 + 8
   // Causal: queries i >= j only, so from the tile of the block's first key.
   long long qBegin = t.causal ? k0 / kTile * kTile : 0;
   for (long long q0 = qBegin; q0 < t.tq; q0 += kTile) {
     __syncthreads(); // the previous step's Q, dO and row stats are read
     loadTile<D>(t, t.q, t.inputPitch, g, q0, t.tq, qs);
     loadTile<D>(t, t.dout, t.heads * t.d, g, q0, t.tq, dos);
-    loadRowStats(t, g, q0, sm.lse, sm.dot);
+    for (int r = threadIdx.x; r < kTile; r += kThreads) {
+      bool in = q0 + r < t.tq;
+      lse[r] = in ? t.lse[g * t.tq + q0 + r] : 0.0f;
+      dot[r] = in ? t.rowDot[g * t.tq + q0 + r] : 0.0f;
+    }
     __syncthreads();
     // S^T = K Q^T; P^T = exp(score - lse), 0 where there is no score.
-    productT<Dt, D>(ks + warp * 16 * ld, ld, qs, ld, sm.f32);
-    __syncwarp();
-    float p[kPerLane];
-    for (int c = 0; c < kPerLane; ++c) {
-      int col = 2 * c + parity;
-      float x = scoreOf(t, g, q0 + col, j, sm.f32[row * kLdScore + col]);
-      p[c] = x == kNegInf ? 0.0f : expf(x - sm.lse[col]);
-      sm.half[row * kLdHalf + col] = toBits<Dt>(p[c]);
+    float p[kSteps][4];
+    productRows<Dt, D>(ks, warp * 16, qs, p);
+    TCC_UNROLL
+    for (int n = 0; n < kSteps; ++n)
+      TCC_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      int col = n * 8 + 2 * tc + (e & 1);
+      float x = scoreOf(t, g, q0 + col, j0 + 8 * (e >> 1), p[n][e]);
+      p[n][e] = x == kNegInf ? 0.0f : expOf(x - lse[col]);
     }
-    __syncwarp();
     // dV += P^T dO.
-    productAcc<Dt, D>(sm.half, dos, ld, dv);
+    productScores<Dt, D>(p, dos, dv);
     // dP^T = V dO^T, then dS^T = P^T (dP^T - D) scale over P^T.
-    productT<Dt, D>(vs + warp * 16 * ld, ld, dos, ld, sm.f32);
-    __syncwarp();
-    for (int c = 0; c < kPerLane; ++c) {
-      int col = 2 * c + parity;
-      float ds = p[c] * (sm.f32[row * kLdScore + col] - sm.dot[col]) * t.scale;
-      sm.half[row * kLdHalf + col] = toBits<Dt>(ds);
+    float dp[kSteps][4];
+    productRows<Dt, D>(vs, warp * 16, dos, dp);
+    TCC_UNROLL
+    for (int n = 0; n < kSteps; ++n)
+      TCC_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      int col = n * 8 + 2 * tc + (e & 1);
+      p[n][e] = p[n][e] * (dp[n][e] - dot[col]) * t.scale;
     }
-    __syncwarp();
     // dK += dS^T Q.
-    productAcc<Dt, D>(sm.half, qs, ld, dk);
+    productScores<Dt, D>(p, qs, dk);
   }
-  storeRows<D>(t, dk, sm.f32, g, k0 + warp * 16, t.tk, t.dk, t.dkType);
-  storeRows<D>(t, dv, sm.f32, g, k0 + warp * 16, t.tk, t.dv, t.dvType);
+  const float one[2] = {1.0f, 1.0f};
+  storeAcc<D>(t, dk, one, g, k0 + warp * 16, t.tk, t.inputPitch, t.dk,
+              t.dkType);
+  storeAcc<D>(t, dv, one, g, k0 + warp * 16, t.tk, t.inputPitch, t.dv,
+              t.dvType);
 }
 
 /// dQ: block (entry g, query tile); the warp owns 16 queries and walks the
-/// key tiles they see.
+/// key tiles they see. Shared memory: Q, dO, then per step K and V.
 template <int Dt, int D>
 __global__ void __launch_bounds__(kThreads)
     attentionTiledQGradKernel(AttentionTiles t) {
   TCC_DYNAMIC_SMEM(smem);
-  constexpr int d = D, ld = ldTile(D);
+  constexpr int ld = ldTile(D);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int row = lane >> 1, parity = lane & 1;
+  const int gr = lane >> 2, tc = lane & 3;
   long long tiles = (t.tq + kTile - 1) / kTile;
   long long g = blockIdx.x / tiles;
   long long q0 = (tiles - 1 - (blockIdx.x - g * tiles)) * kTile;
-  BackwardSmem sm(smem, d, warp);
-  unsigned short *qs = sm.own0, *dos = sm.own1, *ks = sm.step0, *vs = sm.step1;
+  unsigned short *qs = reinterpret_cast<unsigned short *>(smem);
+  unsigned short *dos = qs + kTile * ld, *ks = dos + kTile * ld,
+                 *vs = ks + kTile * ld;
   loadTile<D>(t, t.q, t.inputPitch, g, q0, t.tq, qs);
   loadTile<D>(t, t.dout, t.heads * t.d, g, q0, t.tq, dos);
-  loadRowStats(t, g, q0, sm.lse, sm.dot);
-  Acc dq[D / 16];
+  long long i0 = q0 + warp * 16 + gr; // the lane's rows i0 and i0 + 8
+  float lse[2], dot[2];
   TCC_UNROLL
-  for (int n = 0; n < D / 16; ++n)
-    wmma::fill_fragment(dq[n], 0.0f);
-  const int r = warp * 16 + row; // the lane's row in the block
-  long long i = q0 + r;
+  for (int h = 0; h < 2; ++h) {
+    bool in = i0 + 8 * h < t.tq;
+    lse[h] = in ? t.lse[g * t.tq + i0 + 8 * h] : 0.0f;
+    dot[h] = in ? t.rowDot[g * t.tq + i0 + 8 * h] : 0.0f;
+  }
+  float dq[D / 8][4];
+  TCC_UNROLL
+  for (int n = 0; n < D / 8; ++n)
+    TCC_UNROLL
+  for (int e = 0; e < 4; ++e)
+    dq[n][e] = 0.0f;
   long long kEnd = t.causal && q0 + kTile < t.tk ? q0 + kTile : t.tk;
   for (long long k0 = 0; k0 < kEnd; k0 += kTile) {
     __syncthreads();
     loadTile<D>(t, t.k, t.inputPitch, g, k0, t.tk, ks);
     loadTile<D>(t, t.v, t.inputPitch, g, k0, t.tk, vs);
     __syncthreads();
-    productT<Dt, D>(qs + warp * 16 * ld, ld, ks, ld, sm.f32);
-    __syncwarp();
-    float p[kPerLane];
-    for (int c = 0; c < kPerLane; ++c) {
-      int col = 2 * c + parity;
-      float x = scoreOf(t, g, i, k0 + col, sm.f32[row * kLdScore + col]);
-      p[c] = x == kNegInf ? 0.0f : expf(x - sm.lse[r]);
+    float p[kSteps][4], dp[kSteps][4];
+    productRows<Dt, D>(qs, warp * 16, ks, p);
+    productRows<Dt, D>(dos, warp * 16, vs, dp);
+    TCC_UNROLL
+    for (int n = 0; n < kSteps; ++n)
+      TCC_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      int h = e >> 1;
+      float x =
+          scoreOf(t, g, i0 + 8 * h, k0 + n * 8 + 2 * tc + (e & 1), p[n][e]);
+      float pr = x == kNegInf ? 0.0f : expOf(x - lse[h]);
+      p[n][e] = pr * (dp[n][e] - dot[h]) * t.scale;
     }
-    __syncwarp(); // the scores are read; dP goes over them
-    productT<Dt, D>(dos + warp * 16 * ld, ld, vs, ld, sm.f32);
-    __syncwarp();
-    for (int c = 0; c < kPerLane; ++c) {
-      int col = 2 * c + parity;
-      float ds = p[c] * (sm.f32[row * kLdScore + col] - sm.dot[r]) * t.scale;
-      sm.half[row * kLdHalf + col] = toBits<Dt>(ds);
-    }
-    __syncwarp();
-    productAcc<Dt, D>(sm.half, ks, ld, dq);
+    productScores<Dt, D>(p, ks, dq);
   }
-  storeRows<D>(t, dq, sm.f32, g, q0 + warp * 16, t.tq, t.dq, t.dqType);
+  const float one[2] = {1.0f, 1.0f};
+  storeAcc<D>(t, dq, one, g, q0 + warp * 16, t.tq, t.inputPitch, t.dq,
+              t.dqType);
 }
 
 /// Launches kernel `k` over `blocks` blocks with `smem` bytes of dynamic

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -48,6 +49,7 @@ std::vector<Group> groups;
 int current = 0;
 const std::function<void()> *body = nullptr;
 unsigned long long slots[1024];
+unsigned char gatherSlots[1024][64];
 
 // Sanitizers must be told about stack switches (ASan keeps a shadow of
 // each stack, TSan a clock per thread); without a sanitizer these are
@@ -235,6 +237,25 @@ unsigned long long exchangeXor(unsigned long long bits, int laneMask) {
   wait(1 + warp);
   return r;
 }
+
+void warpAllGather(const void *mine, size_t bytes, void *all) {
+  if (bytes > sizeof gatherSlots[0]) {
+    std::fprintf(stderr,
+                 "CUDA emulator: warpAllGather of %zu bytes (at most "
+                 "64)\n",
+                 bytes);
+    std::abort();
+  }
+  int t = linearThread(), warp = t / 32;
+  std::memcpy(gatherSlots[t], mine, bytes);
+  wait(1 + warp);
+  for (int l = 0; l < 32; ++l)
+    std::memcpy(static_cast<unsigned char *>(all) + l * bytes,
+                gatherSlots[(t & ~31) + l], bytes);
+  wait(1 + warp);
+}
+
+unsigned laneIndex() { return static_cast<unsigned>(linearThread() & 31); }
 
 } // namespace tcc_emu
 

@@ -55,6 +55,11 @@ void syncBlock();
 void syncWarp();
 /// The value lane (own lane ^ laneMask) of this warp passed in.
 unsigned long long exchangeXor(unsigned long long bits, int laneMask);
+/// A warp collective: every lane's `bytes` (at most 64) at `mine`, in lane
+/// order, into all[32 * bytes].
+void warpAllGather(const void *mine, size_t bytes, void *all);
+/// The running fiber's lane in its warp.
+unsigned laneIndex();
 
 template <class K> struct Launcher {
   K kernel;
@@ -114,6 +119,6 @@ inline unsigned long long atomicAdd(unsigned long long *p,
   return old;
 }
 
-#include "CudaWmmaEmu.h"
+#include "CudaMmaEmu.h"
 
 #endif // TCC_TESTS_UNIT_CUDAKERNELEMU_H
