@@ -2,6 +2,7 @@
 #include "runtime/core/KernelCost.h"
 
 #include "runtime/core/AttentionPlan.h"
+#include "runtime/cpu/GemmEpilogue.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -88,6 +89,15 @@ KernelCost kernelCost(const Instr &in, const std::vector<TensorInfo> &tensors,
   else if (in.kernel == "attention" || in.kernel == "attention_grad")
     c.flops = attentionFlops(in, tensors, in.kernel == "attention_grad");
   return c;
+}
+
+std::string profileLabel(const Instr &in, const std::string &fusedName) {
+  if (in.kernel == "fused")
+    return "fused:" + fusedName;
+  if (in.kernel == "matmul_epilogue" && in.iattrs.size() > 2)
+    if (const GemmEpilogueInfo *e = gemmEpilogueByCode(in.iattrs[2]))
+      return in.kernel + ":" + e->name;
+  return in.kernel;
 }
 
 std::string formatProfile(const std::vector<KernelTime> &profile, int64_t steps,

@@ -121,9 +121,8 @@ Session::Session(const Artifact &artifact, ExecMode mode)
       ps->fns.push_back(kernelFor(in, tensors_));
       ps->costs.push_back(
           kernelCost(in, tensors_, mode_ == ExecMode::Compiled));
-      ps->labels.push_back(in.kernel == "fused"
-                               ? "fused:" + fused_->kernel(in.iattrs[0]).name
-                               : in.kernel);
+      ps->labels.push_back(profileLabel(
+          in, in.kernel == "fused" ? fused_->kernel(in.iattrs[0]).name : ""));
       KernelArgs args{in, {}, {}};
       args.fused = fused_.get();
       for (int32_t id : in.inputs)

@@ -100,9 +100,8 @@ void CudaSession::Impl::validate(const Artifact &a) {
       }
       ps->defs.push_back(def);
       ps->costs.push_back(kernelCost(in, tensors, mode == ExecMode::Compiled));
-      ps->labels.push_back(in.kernel == "fused"
-                               ? "fused:" + a.device.kernels[in.iattrs[0]].name
-                               : in.kernel);
+      ps->labels.push_back(profileLabel(
+          in, in.kernel == "fused" ? a.device.kernels[in.iattrs[0]].name : ""));
       CudaArgs args{in, {}, {}};
       for (int32_t id : in.inputs)
         args.in.push_back(viewOf(tensors[id]));

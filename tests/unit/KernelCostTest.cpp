@@ -152,3 +152,18 @@ TEST(KernelCost, ProfileTableShowsRatesWhereThereAreCosts) {
   EXPECT_NE(t.find("100.0%"), std::string::npos) << t;
   EXPECT_NE(t.find("GB/s"), std::string::npos) << t;
 }
+
+// A profile lists GEMMs with an epilogue by epilogue (they run at different
+// rates) and fused kernels by their name.
+TEST(KernelCost, ProfileLabelsNameEpiloguesAndFusedKernels) {
+  Instr bias{"matmul_epilogue", {0, 1, 2}, {3}, {0, 1, 1}, {}};
+  EXPECT_EQ(profileLabel(bias, ""), "matmul_epilogue:bias");
+  Instr dgelu{"matmul_epilogue", {0, 1, 2}, {3, 4}, {0, 1, 11}, {}};
+  EXPECT_EQ(profileLabel(dgelu, ""), "matmul_epilogue:dgelu_tanh_bgrad");
+  Instr unknown{"matmul_epilogue", {0, 1}, {2}, {0, 1, 999}, {}};
+  EXPECT_EQ(profileLabel(unknown, ""), "matmul_epilogue");
+  Instr fused{"fused", {0}, {1}, {0}, {}};
+  EXPECT_EQ(profileLabel(fused, "add+relu"), "fused:add+relu");
+  Instr plain{"matmul", {0, 1}, {2}, {0, 0}, {}};
+  EXPECT_EQ(profileLabel(plain, ""), "matmul");
+}
