@@ -51,7 +51,20 @@ int64_t prepare_matmul_epilogue(const Instr &in,
                 std::to_string(t[in.outputs[0]].shape.size()) +
                 " GEMM results; the CUDA kernels take rank <= " +
                 std::to_string(kCudaMaxRank));
-  return 0;
+  // The bias gradient as a column sum (the fallback, or cuBLASLt's DGELU
+  // without BGRAD) keeps its row chunks' partial sums in the scratch.
+  if (e.bgrad == GemmBiasGrad::None)
+    return 0;
+  Instr sum{"reduce_sum", {in.inputs[0]}, {in.outputs[1]}, {0}, {}};
+  if (e.bgrad == GemmBiasGrad::Rhs)
+    sum.inputs = {in.inputs[1]};
+  if (e.bgrad == GemmBiasGrad::Out) {
+    sum.inputs = {in.outputs[0]};
+    sum.iattrs.clear();
+    for (size_t i = 0; i + 1 < t[in.outputs[0]].shape.size(); ++i)
+      sum.iattrs.push_back(static_cast<int64_t>(i));
+  }
+  return prepare_reduce(sum, t);
 }
 
 /// Runs a registry kernel on views of `a`'s operands.
@@ -80,8 +93,14 @@ void epilogueFallback(const CudaArgs &a) {
     run(launch_unary, a, "gelu", {D}, {D}, {1});
   else if (e.act == GemmAct::DgeluTanh)
     run(launch_unary_grad, a, "gelu_grad", {D, a.in[2]}, {D}, {1});
-  // Bias gradients: sums over the leading axis of the [K, M] / [K, N]
-  // operand, or over every leading axis of D.
+  epilogueBiasGrad(a);
+}
+
+void epilogueBiasGrad(const CudaArgs &a) {
+  const GemmEpilogueInfo &e = *gemmEpilogueByCode(a.instr.iattrs[2]);
+  const TensorView &D = a.out[0];
+  // Sums over the leading axis of the [K, M] / [K, N] operand, or over
+  // every leading axis of D.
   if (e.bgrad == GemmBiasGrad::Lhs)
     run(launch_reduce, a, "reduce_sum", {a.in[0]}, {a.out[1]}, {0});
   else if (e.bgrad == GemmBiasGrad::Rhs)

@@ -137,6 +137,13 @@ TCC_CUDA_KERNEL(fused)
 /// matmul_epilogue after a plain GEMM wrote op(A) op(B) into D: the
 /// epilogue by the registry's kernels (CudaGemmEpilogue.cpp).
 void epilogueFallback(const CudaArgs &a);
+/// Its bias gradient alone (a sum of A, B or D), when the GEMM ran with an
+/// epilogue that left it out (CudaGemm.cpp: DGELU without BGRAD).
+void epilogueBiasGrad(const CudaArgs &a);
+/// TCC_CUDA_DGELU_BGRAD's value: unset, empty or 'split' (cuBLASLt's DGELU
+/// epilogue, then the bias gradient as a column sum: true) or 'fused' (one
+/// DGELU_BGRAD epilogue: false); anything else throws Error naming it.
+bool dgeluBgradSplit(const char *value);
 
 // --- Scratch needs (CudaKernelsRows.cu, CudaKernelsLayout.cu) -------------
 int64_t prepare_softmax_cross_entropy(const Instr &,

@@ -458,6 +458,35 @@ inline void gemmEpilogueCases(std::vector<KernelCase> &cases) {
     }
     cases.push_back(std::move(c));
   }
+  // Bias gradients over 600 rows: the column sum (the fallback's, and the
+  // GPU's DGELU-then-sum) splits them into row chunks whose partial sums
+  // live in the instr's scratch.
+  KernelCase c{"matmul_epilogue_long_sums"};
+  c.rtol = c.atol = 1e-4;
+  OneProgram &p = c.prog;
+  for (const char *name : {"dgelu_tanh_bgrad", "bgrad_lhs", "bgrad_rhs"}) {
+    const GemmEpilogueInfo &e = *gemmEpilogueByName(name);
+    if (e.bgrad == GemmBiasGrad::Out) { // [600, 13] x [24, 13]^T
+      int32_t a = p.random(DType::F32, {600, 13}, -1, 1);
+      int32_t b = p.random(DType::F32, {24, 13}, -1, 1);
+      int32_t pre = p.random(DType::F32, {600, 24});
+      std::vector<int32_t> out{p.out(DType::F32, {600, 24}),
+                               p.out(DType::F32, {24})};
+      p.instr("matmul_epilogue", {a, b, pre}, out, {0, 1, e.code});
+      c.outs.insert(c.outs.end(), out.begin(), out.end());
+      continue;
+    }
+    bool lhs = e.bgrad == GemmBiasGrad::Lhs;
+    int32_t a = p.random(DType::F32, {600, lhs ? 24 : 16}, -1, 1);
+    int32_t b = p.random(DType::F32, {600, lhs ? 16 : 24}, -1, 1);
+    std::vector<int32_t> out{
+        p.out(DType::F32, lhs ? std::vector<int64_t>{24, 16}
+                              : std::vector<int64_t>{16, 24}),
+        p.out(DType::F32, {24})};
+    p.instr("matmul_epilogue", {a, b}, out, {1, 0, e.code});
+    c.outs.insert(c.outs.end(), out.begin(), out.end());
+  }
+  cases.push_back(std::move(c));
 }
 
 /// attention -> attention_grad of q [batch.., tq, d], k [.., tk, d], v
@@ -560,8 +589,8 @@ inline void attentionCases(std::vector<KernelCase> &cases) {
     cases.push_back(std::move(c));
   }
   // The tiled kernels (16-bit, D 16, 32, 64, 80, 96 or 128): the tails of
-  // 64-row tiles, causal tiles above and below the diagonal with Tq < Tk
-  // and Tq > Tk, masks of each broadcast, both layouts; D 48 takes the
+  // 64-row tiles, whole tiles, causal tiles above and below the diagonal with
+  // Tq < Tk and Tq > Tk, masks of each broadcast, both layouts; D 48 takes the
   // chunk loop.
   for (DType t : {DType::BF16, DType::F16}) {
     KernelCase c{std::string("attention_tiled_") + dtypeName(t)};
@@ -576,6 +605,10 @@ inline void attentionCases(std::vector<KernelCase> &cases) {
     // q, k and v inside one fused QKV projection (GPT-2's layout).
     attentionPair(p, t, {2}, 70, 70, 64, 64, {}, true, c.outs, 3, true);
     attentionPair(p, t, {}, 65, 65, 32, 32, {1, 65}, false, c.outs, 2, true);
+    // Whole tiles without a mask, below the diagonal or not causal: the
+    // kernels' plain-score path (no per-score tests).
+    attentionPair(p, t, {1}, 192, 192, 16, 16, {}, true, c.outs);
+    attentionPair(p, t, {2}, 64, 128, 16, 16, {}, false, c.outs);
     cases.push_back(std::move(c));
   }
 }

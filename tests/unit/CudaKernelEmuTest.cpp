@@ -78,9 +78,13 @@ runEmulated(const OneProgram &prog, std::vector<long long> *err = nullptr) {
                                       &a.tensors[id].shape,
                                       a.tensors[id].numElements()});
       args.err = words.data();
-      args.scratch = scratch.data();
+      // No scratch where prepare asked for none, as in the session: a
+      // kernel that uses scratch it did not ask for fails here.
+      const cuda::CudaKernelDef *def = cuda::findCudaKernel(in.kernel);
+      bool wants = def->prepare && def->prepare(in, a.tensors) > 0;
+      args.scratch = wants ? scratch.data() : nullptr;
       args.smCount = 2; // small grids: the grid-stride loops do the rest
-      cuda::findCudaKernel(in.kernel)->launch(args);
+      def->launch(args);
       if (err)
         err->insert(err->end(), words.begin(), words.end());
       else

@@ -73,6 +73,23 @@ TEST(CudaKernels, AdamWRunsAsOneMultiTensorLaunch) {
   EXPECT_EQ(single, 3);
 }
 
+// TCC_CUDA_DGELU_BGRAD picks how dgelu_tanh_bgrad runs; a value it does
+// not know is an error that names it.
+TEST(CudaKernels, DgeluBgradSetting) {
+  EXPECT_TRUE(cuda::dgeluBgradSplit(nullptr));
+  EXPECT_TRUE(cuda::dgeluBgradSplit(""));
+  EXPECT_TRUE(cuda::dgeluBgradSplit("split"));
+  EXPECT_FALSE(cuda::dgeluBgradSplit("fused"));
+  try {
+    cuda::dgeluBgradSplit("both");
+    ADD_FAILURE() << "no error for 'both'";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("TCC_CUDA_DGELU_BGRAD is 'both'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // attention / attention_grad at GPT-like sizes (T 1024, D 64: rows of
 // 1024 keys, 128 threads each), f32 and bf16, causal and masked; then 36
 // f32 entries of 1024 x 1024 (8 MiB of scratch each), which the 256 MiB
