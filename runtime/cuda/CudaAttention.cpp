@@ -62,7 +62,7 @@ static bool tilesAllowed() {
   return allowed;
 }
 
-/// WMMA on bf16 needs compute capability 8.0 or later, and the largest
+/// mma.sync on bf16 needs compute capability 8.0 or later, and the largest
 /// kernel more shared memory than some of those GPUs give a block (A100
 /// and H100 do; the 8.6 and 8.9 parts do not).
 static bool gpuHasTiles() {

@@ -153,8 +153,8 @@ struct AttentionTiles {
 /// the two on a GPU: false); anything else throws Error naming it.
 bool tiledAttentionAllowed(const char *value);
 
-/// Dynamic shared memory the largest tiled kernel takes (D = 128: about
-/// 68.5 KiB; the GPU must allow a block that much).
+/// Dynamic shared memory the largest tiled kernel takes (D = 128: 103 KiB;
+/// the GPU must allow a block that much).
 int attentionTiledSmemBytes();
 
 void attentionTiledForward(const AttentionTiles &t, cudaStream_t stream);

@@ -22,15 +22,19 @@
 // 32-bit shared-memory loads; B operands that are columns of a tile (V for
 // P V) are `ldmatrix.trans`.
 //
-// Shared memory (dynamic; D = 64: forward 27 KiB, backward 36.5 KiB;
-// D = 128: 51 and 68.5 KiB): 16-bit tiles of 64 rows, D + 8 elements apart
-// (16-byte rows for ldmatrix; the 16 bytes of padding put the 8 rows that a
-// fragment load touches in different banks).
+// Tiles move from global to shared memory with cp.async, two deep: a step
+// starts the copies of the next step's tiles, then multiplies its own.
+//
+// Shared memory (dynamic; D = 64: forward 45 KiB, backward 55 KiB; D = 128:
+// 85 and 103 KiB): 16-bit tiles of 64 rows, D + 8 elements apart (16-byte
+// rows for ldmatrix and cp.async; the 16 bytes of padding put the 8 rows
+// that a fragment load touches in different banks).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaAttention.h"
 #include "runtime/cuda/CudaKernelsCommon.cuh"
 
+#include <cstring>
 #include <string>
 
 namespace tcc::rt::cuda {
@@ -41,7 +45,15 @@ constexpr int kTile = 64;             // rows of a block, keys of a step
 constexpr int kWarps = kTile / 16;    // 4 warps of 16 rows
 constexpr int kThreads = kWarps * 32; // 128
 constexpr int kSteps = kTile / 8;     // 8-column accumulator tiles per row
+constexpr int kHalf = kTile / 2;      // the backward's score columns at once
 constexpr float kNegInf = -INFINITY;
+// Blocks per multiprocessor the kernels are built for (their register
+// cap), up to D = 64: 4 forward and for dQ (126 and 128 registers), 3 for
+// dK / dV (168: both accumulators). Larger head dims keep what they need.
+__host__ __device__ constexpr int blocksFor(int d, int blocks) {
+  return d <= 64 ? blocks : 1;
+}
+constexpr int kKVGradBlocks = 3;
 constexpr float kLog2e = 1.4426950408889634f;
 
 /// 16-bit tile row stride for head dim d.
@@ -49,13 +61,15 @@ __host__ __device__ constexpr int ldTile(int d) { return d + 8; }
 __host__ __device__ constexpr int tileBytes(int d) {
   return kTile * ldTile(d) * 2;
 }
-/// Bytes of shared memory: the forward's Q, K and V tiles; the backward's
-/// four tiles and lse and D of the 64 query rows of a step.
+/// Bytes of shared memory: the forward's Q tile and two of K and V (the
+/// step's and the next, loaded while the step runs); the backward's two own
+/// tiles, two of each of the other side's and lse and D of two steps' 64
+/// query rows.
 __host__ __device__ constexpr int forwardSmem(int d) {
-  return 3 * tileBytes(d);
+  return 5 * tileBytes(d);
 }
 __host__ __device__ constexpr int backwardSmem(int d) {
-  return 4 * tileBytes(d) + 2 * kTile * 4;
+  return 6 * tileBytes(d) + 4 * kTile * 4;
 }
 
 template <int Dt> __device__ __forceinline__ unsigned short toBits(float v) {
@@ -144,15 +158,16 @@ __device__ __forceinline__ void loadBCols(const unsigned short *tile, int ld,
   b1[1] = r[3];
 }
 
-/// acc (16 x 64 f32: 8 fragments) = rows r0.. of tile `a` times rows of
-/// tile `b` transposed, over d columns: Q K^T, K Q^T, dO V^T, V dO^T.
-template <int Dt, int D>
+/// acc (16 x N f32: N / 8 fragments) = rows r0.. of tile `a` times rows
+/// 0..N-1 of tile `b` transposed, over d columns: Q K^T, K Q^T, dO V^T,
+/// V dO^T.
+template <int Dt, int D, int N = kTile>
 __device__ __forceinline__ void productRows(const unsigned short *a, int r0,
                                             const unsigned short *b,
                                             float (*acc)[4]) {
   constexpr int ld = ldTile(D);
   TCC_UNROLL
-  for (int n = 0; n < kSteps; ++n)
+  for (int n = 0; n < N / 8; ++n)
     TCC_UNROLL
   for (int e = 0; e < 4; ++e)
     acc[n][e] = 0.0f;
@@ -161,7 +176,7 @@ __device__ __forceinline__ void productRows(const unsigned short *a, int r0,
     unsigned fa[4];
     loadA(a, ld, r0, kk, fa);
     TCC_UNROLL
-    for (int n = 0; n < kSteps; ++n) {
+    for (int n = 0; n < N / 8; ++n) {
       unsigned fb[2];
       loadBRows(b, ld, n * 8, kk, fb);
       mma<Dt>(acc[n], fa, fb);
@@ -169,15 +184,15 @@ __device__ __forceinline__ void productRows(const unsigned short *a, int r0,
   }
 }
 
-/// acc (16 x D f32: D / 8 fragments) += P times the 64 x D tile `b`, P the
-/// 16 x 64 score fragments `p` rounded to 16 bits: P V, P^T dO, dS^T Q,
-/// dS K.
-template <int Dt, int D>
+/// acc (16 x D f32: D / 8 fragments) += P times rows 0..N-1 of the tile
+/// `b`, P the 16 x N score fragments `p` rounded to 16 bits: P V, P^T dO,
+/// dS^T Q, dS K.
+template <int Dt, int D, int N = kTile>
 __device__ __forceinline__ void
 productScores(const float (*p)[4], const unsigned short *b, float (*acc)[4]) {
   constexpr int ld = ldTile(D);
   TCC_UNROLL
-  for (int kk = 0; kk < kTile / 16; ++kk) {
+  for (int kk = 0; kk < N / 16; ++kk) {
     unsigned fa[4] = {pack2<Dt>(p[2 * kk][0], p[2 * kk][1]),
                       pack2<Dt>(p[2 * kk][2], p[2 * kk][3]),
                       pack2<Dt>(p[2 * kk + 1][0], p[2 * kk + 1][1]),
@@ -200,8 +215,42 @@ __device__ __forceinline__ long long rowAt(const AttentionTiles &t, long long g,
   return attentionRowOffset(g, i, t.heads, rows, t.d, pitch);
 }
 
-/// Copies rows [r0, r0 + 64) of entry g (`rows` per entry, `pitch` apart)
-/// into a shared tile, 16 bytes per thread and step; rows past the end are
+// Asynchronous copies (cp.async): a step's loads of the next tiles run
+// while it multiplies the current ones. In the emulator they copy at once.
+__device__ __forceinline__ void cpAsync16(void *dst, const void *src) {
+#ifdef TCC_CUDA_EMULATE
+  std::memcpy(dst, src, 16);
+#else
+  unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(at),
+               "l"(src));
+#endif
+}
+__device__ __forceinline__ void cpAsync4(void *dst, const void *src) {
+#ifdef TCC_CUDA_EMULATE
+  std::memcpy(dst, src, 4);
+#else
+  unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(at),
+               "l"(src));
+#endif
+}
+/// Closes the group of copies started since the last commit.
+__device__ __forceinline__ void cpAsyncCommit() {
+#ifndef TCC_CUDA_EMULATE
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+/// Waits until at most N committed groups are still in flight (this
+/// thread's; a __syncthreads after it makes every thread's copies visible).
+template <int N> __device__ __forceinline__ void cpAsyncWait() {
+#ifndef TCC_CUDA_EMULATE
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+/// Starts copying rows [r0, r0 + 64) of entry g (`rows` per entry, `pitch`
+/// apart) into a shared tile, 16 bytes per copy; rows past the end are
 /// zeros.
 template <int D>
 __device__ __forceinline__ void
@@ -211,12 +260,36 @@ loadTile(const AttentionTiles &t, const void *src, long long pitch, long long g,
   const unsigned short *s = static_cast<const unsigned short *>(src);
   for (int idx = threadIdx.x; idx < kTile * vecs; idx += kThreads) {
     int r = idx / vecs, c = (idx - r * vecs) * 8;
-    uint4 val = {0, 0, 0, 0};
     if (r0 + r < rows)
-      val = *reinterpret_cast<const uint4 *>(
-          s + rowAt(t, g, r0 + r, rows, pitch) + c);
-    *reinterpret_cast<uint4 *>(dst + r * ld + c) = val;
+      cpAsync16(dst + r * ld + c, s + rowAt(t, g, r0 + r, rows, pitch) + c);
+    else
+      *reinterpret_cast<uint4 *>(dst + r * ld + c) = uint4{0, 0, 0, 0};
   }
+}
+
+/// Starts copying lse and D of query rows [q0, q0 + 64) of entry g (0 past
+/// the end).
+__device__ __forceinline__ void loadRowStats(const AttentionTiles &t,
+                                             long long g, long long q0,
+                                             float *lse, float *dot) {
+  for (int r = threadIdx.x; r < kTile; r += kThreads) {
+    if (q0 + r < t.tq) {
+      cpAsync4(lse + r, t.lse + g * t.tq + q0 + r);
+      cpAsync4(dot + r, t.rowDot + g * t.tq + q0 + r);
+    } else {
+      lse[r] = dot[r] = 0.0f;
+    }
+  }
+}
+
+/// Whether every score of queries [i0, i0 + ni) and keys [j0, j0 + nj) is
+/// the plain scaled product: no mask, all in range, none above the
+/// diagonal. Most tiles are; they skip scoreOf's tests.
+__device__ __forceinline__ bool plainScores(const AttentionTiles &t,
+                                            long long i0, int ni, long long j0,
+                                            int nj) {
+  return !t.mask && i0 + ni <= t.tq && j0 + nj <= t.tk &&
+         (!t.causal || j0 + nj - 1 <= i0);
 }
 
 /// The score of query i and key j from the raw product s: scale s + mask,
@@ -267,12 +340,21 @@ storeAcc(const AttentionTiles &t, const float (*acc)[4], const float *mul,
   }
 }
 
-/// The forward: block (entry g, query tile), grid batch * tiles.
+template <int N> __device__ __forceinline__ void zero(float (*acc)[4]) {
+  TCC_UNROLL
+  for (int n = 0; n < N; ++n)
+    TCC_UNROLL
+  for (int e = 0; e < 4; ++e)
+    acc[n][e] = 0.0f;
+}
+
+/// The forward: block (entry g, query tile), grid batch * tiles. Shared
+/// memory: Q, then K and V twice (the step's and the next).
 template <int Dt, int D>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, blocksFor(D, 4))
     attentionTiledForwardKernel(AttentionTiles t) {
   TCC_DYNAMIC_SMEM(smem);
-  constexpr int ld = ldTile(D);
+  constexpr int ld = ldTile(D), tile = kTile * ld;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int gr = lane >> 2, tc = lane & 3;
   long long tiles = (t.tq + kTile - 1) / kTile;
@@ -281,33 +363,41 @@ __global__ void __launch_bounds__(kThreads)
   long long q0 = (tiles - 1 - (blockIdx.x - g * tiles)) * kTile;
 
   unsigned short *qs = reinterpret_cast<unsigned short *>(smem);
-  unsigned short *ks = qs + kTile * ld, *vs = ks + kTile * ld;
+  unsigned short *kv = qs + tile; // K0, V0, K1, V1
+  long long kEnd = t.causal && q0 + kTile < t.tk ? q0 + kTile : t.tk;
   loadTile<D>(t, t.q, t.inputPitch, g, q0, t.tq, qs);
+  loadTile<D>(t, t.k, t.inputPitch, g, 0, t.tk, kv);
+  loadTile<D>(t, t.v, t.inputPitch, g, 0, t.tk, kv + tile);
+  cpAsyncCommit();
   float o[D / 8][4];
-  TCC_UNROLL
-  for (int n = 0; n < D / 8; ++n)
-    TCC_UNROLL
-  for (int e = 0; e < 4; ++e)
-    o[n][e] = 0.0f;
+  zero<D / 8>(o);
   // The lane's rows i0 and i0 + 8: running max m and sum l (the four lanes
   // of a row agree).
-  long long i0 = q0 + warp * 16 + gr;
+  const long long iw = q0 + warp * 16, i0 = iw + gr;
   float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
-  long long kEnd = t.causal && q0 + kTile < t.tk ? q0 + kTile : t.tk;
-  for (long long k0 = 0; k0 < kEnd; k0 += kTile) {
-    __syncthreads(); // the previous step's K and V are no longer read
-    loadTile<D>(t, t.k, t.inputPitch, g, k0, t.tk, ks);
-    loadTile<D>(t, t.v, t.inputPitch, g, k0, t.tk, vs);
-    __syncthreads();
+  for (long long k0 = 0, step = 0; k0 < kEnd; k0 += kTile, ++step) {
+    const unsigned short *ks = kv + (step & 1) * 2 * tile, *vs = ks + tile;
+    if (k0 + kTile < kEnd) {
+      unsigned short *next = kv + ((step + 1) & 1) * 2 * tile;
+      loadTile<D>(t, t.k, t.inputPitch, g, k0 + kTile, t.tk, next);
+      loadTile<D>(t, t.v, t.inputPitch, g, k0 + kTile, t.tk, next + tile);
+      cpAsyncCommit();
+      cpAsyncWait<1>();
+    } else {
+      cpAsyncWait<0>();
+    }
+    __syncthreads(); // the step's tiles are in
     float s[kSteps][4];
     productRows<Dt, D>(qs, warp * 16, ks, s);
     float mx[2] = {kNegInf, kNegInf};
+    const bool plain = plainScores(t, iw, 16, k0, kTile);
     TCC_UNROLL
     for (int n = 0; n < kSteps; ++n)
       TCC_UNROLL
     for (int e = 0; e < 4; ++e) {
-      s[n][e] = scoreOf(t, g, i0 + 8 * (e >> 1), k0 + n * 8 + 2 * tc + (e & 1),
-                        s[n][e]);
+      s[n][e] = plain ? t.scale * s[n][e]
+                      : scoreOf(t, g, i0 + 8 * (e >> 1),
+                                k0 + n * 8 + 2 * tc + (e & 1), s[n][e]);
       mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
     }
     float base[2], alpha[2], sum[2] = {0.0f, 0.0f};
@@ -335,7 +425,9 @@ __global__ void __launch_bounds__(kThreads)
     for (int e = 0; e < 4; ++e)
       o[n][e] *= alpha[e >> 1];
     productScores<Dt, D>(s, vs, o);
+    __syncthreads(); // every warp is done with the tiles the next step fills
   }
+  cpAsyncWait<0>(); // no step: the first copies are still in flight
   // A row without any key (all masked) is NaN, as the softmax's 0 / 0.
   float inv[2];
   TCC_UNROLL
@@ -345,8 +437,7 @@ __global__ void __launch_bounds__(kThreads)
     if (tc == 0 && i < t.tq)
       t.lse[g * t.tq + i] = l[h] > 0.0f ? m[h] + logf(l[h]) : NAN;
   }
-  storeAcc<D>(t, o, inv, g, q0 + warp * 16, t.tq, t.heads * t.d, t.out,
-              t.outType);
+  storeAcc<D>(t, o, inv, g, iw, t.tq, t.heads * t.d, t.out, t.outType);
 }
 
 /// D = rowsum(dO O) per row (f32), a warp per row.
@@ -367,94 +458,115 @@ __global__ void attentionRowDotKernel(AttentionTiles t) {
 }
 
 /// dK and dV: block (entry g, key tile); the warp owns 16 keys and walks
-/// the query tiles that see them. Shared memory: K, V, then per step Q, dO
-/// and lse and D of the step's 64 queries.
+/// the query tiles that see them. Shared memory: K, V, then twice (the
+/// step's and the next) Q, dO and lse and D of the step's 64 queries.
 template <int Dt, int D>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, blocksFor(D, kKVGradBlocks))
     attentionTiledKVGradKernel(AttentionTiles t) {
   TCC_DYNAMIC_SMEM(smem);
-  constexpr int ld = ldTile(D);
+  constexpr int ld = ldTile(D), tile = kTile * ld;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int gr = lane >> 2, tc = lane & 3;
   long long tiles = (t.tk + kTile - 1) / kTile;
   long long g = blockIdx.x / tiles;
   long long k0 = (blockIdx.x - g * tiles) * kTile;
   unsigned short *ks = reinterpret_cast<unsigned short *>(smem);
-  unsigned short *vs = ks + kTile * ld, *qs = vs + kTile * ld,
-                 *dos = qs + kTile * ld;
-  float *lse = reinterpret_cast<float *>(dos + kTile * ld), *dot = lse + kTile;
-  loadTile<D>(t, t.k, t.inputPitch, g, k0, t.tk, ks);
-  loadTile<D>(t, t.v, t.inputPitch, g, k0, t.tk, vs);
-  float dk[D / 8][4], dv[D / 8][4];
-  TCC_UNROLL
-  for (int n = 0; n < D / 8; ++n)
-    TCC_UNROLL
-  for (int e = 0; e < 4; ++e)
-    dk[n][e] = dv[n][e] = 0.0f;
-  long long j0 = k0 + warp * 16 + gr; // the lane's keys j0 and j0 + 8
+  unsigned short *vs = ks + tile, *qdo = vs + tile;         // Q0, dO0, Q1, dO1
+  float *stats = reinterpret_cast<float *>(qdo + 4 * tile); // lse0, D0, ..
   // Causal: queries i >= j only, so from the tile of the block's first key.
   long long qBegin = t.causal ? k0 / kTile * kTile : 0;
-  for (long long q0 = qBegin; q0 < t.tq; q0 += kTile) {
-    __syncthreads(); // the previous step's Q, dO and row stats are read
-    loadTile<D>(t, t.q, t.inputPitch, g, q0, t.tq, qs);
-    loadTile<D>(t, t.dout, t.heads * t.d, g, q0, t.tq, dos);
-    for (int r = threadIdx.x; r < kTile; r += kThreads) {
-      bool in = q0 + r < t.tq;
-      lse[r] = in ? t.lse[g * t.tq + q0 + r] : 0.0f;
-      dot[r] = in ? t.rowDot[g * t.tq + q0 + r] : 0.0f;
+  loadTile<D>(t, t.k, t.inputPitch, g, k0, t.tk, ks);
+  loadTile<D>(t, t.v, t.inputPitch, g, k0, t.tk, vs);
+  loadTile<D>(t, t.q, t.inputPitch, g, qBegin, t.tq, qdo);
+  loadTile<D>(t, t.dout, t.heads * t.d, g, qBegin, t.tq, qdo + tile);
+  loadRowStats(t, g, qBegin, stats, stats + kTile);
+  cpAsyncCommit();
+  float dk[D / 8][4], dv[D / 8][4];
+  zero<D / 8>(dk);
+  zero<D / 8>(dv);
+  const long long jw = k0 + warp * 16, j0 = jw + gr; // keys j0, j0 + 8
+  for (long long q0 = qBegin, step = 0; q0 < t.tq; q0 += kTile, ++step) {
+    const int cur = static_cast<int>(step & 1);
+    const unsigned short *qs = qdo + cur * 2 * tile, *dos = qs + tile;
+    const float *lse = stats + cur * 2 * kTile, *dot = lse + kTile;
+    if (q0 + kTile < t.tq) {
+      unsigned short *next = qdo + (cur ^ 1) * 2 * tile;
+      float *nextStats = stats + (cur ^ 1) * 2 * kTile;
+      loadTile<D>(t, t.q, t.inputPitch, g, q0 + kTile, t.tq, next);
+      loadTile<D>(t, t.dout, t.heads * t.d, g, q0 + kTile, t.tq, next + tile);
+      loadRowStats(t, g, q0 + kTile, nextStats, nextStats + kTile);
+      cpAsyncCommit();
+      cpAsyncWait<1>();
+    } else {
+      cpAsyncWait<0>();
     }
-    __syncthreads();
-    // S^T = K Q^T; P^T = exp(score - lse), 0 where there is no score.
-    float p[kSteps][4];
-    productRows<Dt, D>(ks, warp * 16, qs, p);
-    TCC_UNROLL
-    for (int n = 0; n < kSteps; ++n)
+    __syncthreads(); // the step's tiles are in
+    // Two halves of 32 queries: half the score registers, so that three
+    // or four blocks fit a multiprocessor.
+    TCC_NO_UNROLL
+    for (int half = 0; half < 2; ++half) {
+      const int c0 = half * kHalf;
+      const unsigned short *qh = qs + c0 * ld, *doh = dos + c0 * ld;
+      // S^T = K Q^T; P^T = exp(score - lse), 0 where there is no score.
+      float p[kHalf / 8][4];
+      productRows<Dt, D, kHalf>(ks, warp * 16, qh, p);
+      const bool plain = plainScores(t, q0 + c0, kHalf, jw, 16);
       TCC_UNROLL
-    for (int e = 0; e < 4; ++e) {
-      int col = n * 8 + 2 * tc + (e & 1);
-      float x = scoreOf(t, g, q0 + col, j0 + 8 * (e >> 1), p[n][e]);
-      p[n][e] = x == kNegInf ? 0.0f : expOf(x - lse[col]);
-    }
-    // dV += P^T dO.
-    productScores<Dt, D>(p, dos, dv);
-    // dP^T = V dO^T, then dS^T = P^T (dP^T - D) scale over P^T.
-    float dp[kSteps][4];
-    productRows<Dt, D>(vs, warp * 16, dos, dp);
-    TCC_UNROLL
-    for (int n = 0; n < kSteps; ++n)
+      for (int n = 0; n < kHalf / 8; ++n)
+        TCC_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        int col = c0 + n * 8 + 2 * tc + (e & 1);
+        if (plain) {
+          p[n][e] = expOf(t.scale * p[n][e] - lse[col]);
+        } else {
+          float x = scoreOf(t, g, q0 + col, j0 + 8 * (e >> 1), p[n][e]);
+          p[n][e] = x == kNegInf ? 0.0f : expOf(x - lse[col]);
+        }
+      }
+      // dV += P^T dO.
+      productScores<Dt, D, kHalf>(p, doh, dv);
+      // dP^T = V dO^T, then dS^T = P^T (dP^T - D) scale over P^T.
+      float dp[kHalf / 8][4];
+      productRows<Dt, D, kHalf>(vs, warp * 16, doh, dp);
       TCC_UNROLL
-    for (int e = 0; e < 4; ++e) {
-      int col = n * 8 + 2 * tc + (e & 1);
-      p[n][e] = p[n][e] * (dp[n][e] - dot[col]) * t.scale;
+      for (int n = 0; n < kHalf / 8; ++n)
+        TCC_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        int col = c0 + n * 8 + 2 * tc + (e & 1);
+        p[n][e] = p[n][e] * (dp[n][e] - dot[col]) * t.scale;
+      }
+      // dK += dS^T Q.
+      productScores<Dt, D, kHalf>(p, qh, dk);
     }
-    // dK += dS^T Q.
-    productScores<Dt, D>(p, qs, dk);
+    __syncthreads(); // every warp is done with the tiles the next step fills
   }
+  cpAsyncWait<0>();
   const float one[2] = {1.0f, 1.0f};
-  storeAcc<D>(t, dk, one, g, k0 + warp * 16, t.tk, t.inputPitch, t.dk,
-              t.dkType);
-  storeAcc<D>(t, dv, one, g, k0 + warp * 16, t.tk, t.inputPitch, t.dv,
-              t.dvType);
+  storeAcc<D>(t, dk, one, g, jw, t.tk, t.inputPitch, t.dk, t.dkType);
+  storeAcc<D>(t, dv, one, g, jw, t.tk, t.inputPitch, t.dv, t.dvType);
 }
 
 /// dQ: block (entry g, query tile); the warp owns 16 queries and walks the
-/// key tiles they see. Shared memory: Q, dO, then per step K and V.
+/// key tiles they see. Shared memory: Q, dO, then twice K and V.
 template <int Dt, int D>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, blocksFor(D, 4))
     attentionTiledQGradKernel(AttentionTiles t) {
   TCC_DYNAMIC_SMEM(smem);
-  constexpr int ld = ldTile(D);
+  constexpr int ld = ldTile(D), tile = kTile * ld;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int gr = lane >> 2, tc = lane & 3;
   long long tiles = (t.tq + kTile - 1) / kTile;
   long long g = blockIdx.x / tiles;
   long long q0 = (tiles - 1 - (blockIdx.x - g * tiles)) * kTile;
   unsigned short *qs = reinterpret_cast<unsigned short *>(smem);
-  unsigned short *dos = qs + kTile * ld, *ks = dos + kTile * ld,
-                 *vs = ks + kTile * ld;
+  unsigned short *dos = qs + tile, *kv = dos + tile; // K0, V0, K1, V1
+  long long kEnd = t.causal && q0 + kTile < t.tk ? q0 + kTile : t.tk;
   loadTile<D>(t, t.q, t.inputPitch, g, q0, t.tq, qs);
   loadTile<D>(t, t.dout, t.heads * t.d, g, q0, t.tq, dos);
-  long long i0 = q0 + warp * 16 + gr; // the lane's rows i0 and i0 + 8
+  loadTile<D>(t, t.k, t.inputPitch, g, 0, t.tk, kv);
+  loadTile<D>(t, t.v, t.inputPitch, g, 0, t.tk, kv + tile);
+  cpAsyncCommit();
+  const long long iw = q0 + warp * 16, i0 = iw + gr; // rows i0, i0 + 8
   float lse[2], dot[2];
   TCC_UNROLL
   for (int h = 0; h < 2; ++h) {
@@ -463,35 +575,50 @@ __global__ void __launch_bounds__(kThreads)
     dot[h] = in ? t.rowDot[g * t.tq + i0 + 8 * h] : 0.0f;
   }
   float dq[D / 8][4];
-  TCC_UNROLL
-  for (int n = 0; n < D / 8; ++n)
-    TCC_UNROLL
-  for (int e = 0; e < 4; ++e)
-    dq[n][e] = 0.0f;
-  long long kEnd = t.causal && q0 + kTile < t.tk ? q0 + kTile : t.tk;
-  for (long long k0 = 0; k0 < kEnd; k0 += kTile) {
-    __syncthreads();
-    loadTile<D>(t, t.k, t.inputPitch, g, k0, t.tk, ks);
-    loadTile<D>(t, t.v, t.inputPitch, g, k0, t.tk, vs);
-    __syncthreads();
-    float p[kSteps][4], dp[kSteps][4];
-    productRows<Dt, D>(qs, warp * 16, ks, p);
-    productRows<Dt, D>(dos, warp * 16, vs, dp);
-    TCC_UNROLL
-    for (int n = 0; n < kSteps; ++n)
-      TCC_UNROLL
-    for (int e = 0; e < 4; ++e) {
-      int h = e >> 1;
-      float x =
-          scoreOf(t, g, i0 + 8 * h, k0 + n * 8 + 2 * tc + (e & 1), p[n][e]);
-      float pr = x == kNegInf ? 0.0f : expOf(x - lse[h]);
-      p[n][e] = pr * (dp[n][e] - dot[h]) * t.scale;
+  zero<D / 8>(dq);
+  for (long long k0 = 0, step = 0; k0 < kEnd; k0 += kTile, ++step) {
+    const unsigned short *ks = kv + (step & 1) * 2 * tile, *vs = ks + tile;
+    if (k0 + kTile < kEnd) {
+      unsigned short *next = kv + ((step + 1) & 1) * 2 * tile;
+      loadTile<D>(t, t.k, t.inputPitch, g, k0 + kTile, t.tk, next);
+      loadTile<D>(t, t.v, t.inputPitch, g, k0 + kTile, t.tk, next + tile);
+      cpAsyncCommit();
+      cpAsyncWait<1>();
+    } else {
+      cpAsyncWait<0>();
     }
-    productScores<Dt, D>(p, ks, dq);
+    __syncthreads(); // the step's tiles are in
+    // Two halves of 32 keys, as in the dK / dV kernel.
+    TCC_NO_UNROLL
+    for (int half = 0; half < 2; ++half) {
+      const int c0 = half * kHalf;
+      const unsigned short *kh = ks + c0 * ld, *vh = vs + c0 * ld;
+      float p[kHalf / 8][4], dp[kHalf / 8][4];
+      productRows<Dt, D, kHalf>(qs, warp * 16, kh, p);
+      productRows<Dt, D, kHalf>(dos, warp * 16, vh, dp);
+      const bool plain = plainScores(t, iw, 16, k0 + c0, kHalf);
+      TCC_UNROLL
+      for (int n = 0; n < kHalf / 8; ++n)
+        TCC_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        int h = e >> 1;
+        float pr;
+        if (plain) {
+          pr = expOf(t.scale * p[n][e] - lse[h]);
+        } else {
+          float x = scoreOf(t, g, i0 + 8 * h,
+                            k0 + c0 + n * 8 + 2 * tc + (e & 1), p[n][e]);
+          pr = x == kNegInf ? 0.0f : expOf(x - lse[h]);
+        }
+        p[n][e] = pr * (dp[n][e] - dot[h]) * t.scale;
+      }
+      productScores<Dt, D, kHalf>(p, kh, dq);
+    }
+    __syncthreads(); // every warp is done with the tiles the next step fills
   }
+  cpAsyncWait<0>();
   const float one[2] = {1.0f, 1.0f};
-  storeAcc<D>(t, dq, one, g, q0 + warp * 16, t.tq, t.inputPitch, t.dq,
-              t.dqType);
+  storeAcc<D>(t, dq, one, g, iw, t.tq, t.inputPitch, t.dq, t.dqType);
 }
 
 /// Launches kernel `k` over `blocks` blocks with `smem` bytes of dynamic
@@ -505,9 +632,20 @@ void launchTiled(long long blocks, int smem, cudaStream_t stream,
     return;
   if (blocks > 0x7fffffffll)
     throw Error(std::string(what) + ": too many tiles for one grid");
-  static const cudaError_t allowed = cudaFuncSetAttribute(
-      reinterpret_cast<const void *>(Kernel),
-      cudaFuncAttributeMaxDynamicSharedMemorySize, attentionTiledSmemBytes());
+  // All of the multiprocessor's on-chip memory as shared memory: four
+  // blocks of 55 KiB (D = 64) need more than the carveout the driver would
+  // otherwise pick for them.
+  static const cudaError_t allowed = [] {
+    const void *k = reinterpret_cast<const void *>(Kernel);
+    cudaError_t e =
+        cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             attentionTiledSmemBytes());
+    return e != cudaSuccess
+               ? e
+               : cudaFuncSetAttribute(
+                     k, cudaFuncAttributePreferredSharedMemoryCarveout,
+                     cudaSharedmemCarveoutMaxShared);
+  }();
   TCC_CUDA_CHECK(allowed);
   TCC_LAUNCH_SMEM(Kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
                   smem, stream)

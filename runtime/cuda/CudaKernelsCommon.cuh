@@ -56,8 +56,11 @@
 // emulator's compiler does not know the pragma.
 #ifdef TCC_CUDA_EMULATE
 #define TCC_UNROLL
+#define TCC_NO_UNROLL
 #else
 #define TCC_UNROLL _Pragma("unroll")
+// A loop kept rolled: its iterations' registers are not live at once.
+#define TCC_NO_UNROLL _Pragma("unroll 1")
 #endif
 
 namespace tcc::rt::cuda {

@@ -28,7 +28,7 @@
 #define __device__
 #define __host__
 #define __shared__ static
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
