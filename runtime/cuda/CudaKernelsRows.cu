@@ -451,15 +451,40 @@ __global__ void layerNormParamGradKernel(const void *dy, int tdy, const void *x,
   long long col = blockIdx.x * 32LL + threadIdx.x;
   long long r0 = blockIdx.y * chunk;
   long long r1 = r0 + chunk < rows ? r0 + chunk : rows;
-  double accG = 0.0, accB = 0.0;
-  if (col < n)
-    for (long long r = r0 + threadIdx.y; r < r1; r += blockDim.y) {
+  // Four rows at a time (blockDim.y apart), each into its own sums: four
+  // times the loads in flight of a row at a time, which left an H100 at
+  // 580 GB/s (GPT-2 small, [32768, 768] bf16). The sums are added in a
+  // fixed order, so results stay reproducible.
+  double g4[4] = {0.0, 0.0, 0.0, 0.0}, b4[4] = {0.0, 0.0, 0.0, 0.0};
+  if (col < n) {
+    const long long step = blockDim.y;
+    long long r = r0 + threadIdx.y;
+    for (; r + 3 * step < r1; r += 4 * step) {
+      float d[4], xv[4], mv[4], sv[4];
+      TCC_UNROLL
+      for (int u = 0; u < 4; ++u) {
+        long long ru = r + u * step;
+        d[u] = ldf(dy, tdy, ru * n + col);
+        xv[u] = ldf(x, tx, ru * n + col);
+        mv[u] = ldf(mean, tm, ru);
+        sv[u] = ldf(rstd, tr, ru);
+      }
+      TCC_UNROLL
+      for (int u = 0; u < 4; ++u) {
+        g4[u] += static_cast<double>(d[u]) * ((xv[u] - mv[u]) * sv[u]);
+        b4[u] += d[u];
+      }
+    }
+    for (; r < r1; r += step) {
       float d = ldf(dy, tdy, r * n + col);
       float xhat =
           (ldf(x, tx, r * n + col) - ldf(mean, tm, r)) * ldf(rstd, tr, r);
-      accG += static_cast<double>(d) * xhat;
-      accB += d;
+      g4[0] += static_cast<double>(d) * xhat;
+      b4[0] += d;
     }
+  }
+  double accG = (g4[0] + g4[1]) + (g4[2] + g4[3]);
+  double accB = (b4[0] + b4[1]) + (b4[2] + b4[3]);
   sg[threadIdx.y][threadIdx.x] = accG;
   sb[threadIdx.y][threadIdx.x] = accB;
   __syncthreads();
