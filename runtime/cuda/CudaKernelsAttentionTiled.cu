@@ -340,6 +340,27 @@ storeAcc(const AttentionTiles &t, const float (*acc)[4], const float *mul,
   }
 }
 
+/// The step's K and V tiles in the double buffer `kv` (K0, V0, K1, V1)
+/// once they are in, after starting the copies of the next step's (keys
+/// from k0 + 64) when there is one.
+template <int D>
+__device__ __forceinline__ const unsigned short *
+awaitKeyTiles(const AttentionTiles &t, unsigned short *kv, long long g,
+              long long k0, long long step, long long kEnd) {
+  constexpr int tile = kTile * ldTile(D);
+  if (k0 + kTile < kEnd) {
+    unsigned short *next = kv + ((step + 1) & 1) * 2 * tile;
+    loadTile<D>(t, t.k, t.inputPitch, g, k0 + kTile, t.tk, next);
+    loadTile<D>(t, t.v, t.inputPitch, g, k0 + kTile, t.tk, next + tile);
+    cpAsyncCommit();
+    cpAsyncWait<1>();
+  } else {
+    cpAsyncWait<0>();
+  }
+  __syncthreads(); // every thread's copies of the step's tiles are in
+  return kv + (step & 1) * 2 * tile;
+}
+
 template <int N> __device__ __forceinline__ void zero(float (*acc)[4]) {
   TCC_UNROLL
   for (int n = 0; n < N; ++n)
@@ -376,17 +397,8 @@ __global__ void __launch_bounds__(kThreads, blocksFor(D, 4))
   const long long iw = q0 + warp * 16, i0 = iw + gr;
   float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
   for (long long k0 = 0, step = 0; k0 < kEnd; k0 += kTile, ++step) {
-    const unsigned short *ks = kv + (step & 1) * 2 * tile, *vs = ks + tile;
-    if (k0 + kTile < kEnd) {
-      unsigned short *next = kv + ((step + 1) & 1) * 2 * tile;
-      loadTile<D>(t, t.k, t.inputPitch, g, k0 + kTile, t.tk, next);
-      loadTile<D>(t, t.v, t.inputPitch, g, k0 + kTile, t.tk, next + tile);
-      cpAsyncCommit();
-      cpAsyncWait<1>();
-    } else {
-      cpAsyncWait<0>();
-    }
-    __syncthreads(); // the step's tiles are in
+    const unsigned short *ks = awaitKeyTiles<D>(t, kv, g, k0, step, kEnd);
+    const unsigned short *vs = ks + tile;
     float s[kSteps][4];
     productRows<Dt, D>(qs, warp * 16, ks, s);
     float mx[2] = {kNegInf, kNegInf};
@@ -577,17 +589,8 @@ __global__ void __launch_bounds__(kThreads, blocksFor(D, 4))
   float dq[D / 8][4];
   zero<D / 8>(dq);
   for (long long k0 = 0, step = 0; k0 < kEnd; k0 += kTile, ++step) {
-    const unsigned short *ks = kv + (step & 1) * 2 * tile, *vs = ks + tile;
-    if (k0 + kTile < kEnd) {
-      unsigned short *next = kv + ((step + 1) & 1) * 2 * tile;
-      loadTile<D>(t, t.k, t.inputPitch, g, k0 + kTile, t.tk, next);
-      loadTile<D>(t, t.v, t.inputPitch, g, k0 + kTile, t.tk, next + tile);
-      cpAsyncCommit();
-      cpAsyncWait<1>();
-    } else {
-      cpAsyncWait<0>();
-    }
-    __syncthreads(); // the step's tiles are in
+    const unsigned short *ks = awaitKeyTiles<D>(t, kv, g, k0, step, kEnd);
+    const unsigned short *vs = ks + tile;
     // Two halves of 32 keys, as in the dK / dV kernel.
     TCC_NO_UNROLL
     for (int half = 0; half < 2; ++half) {

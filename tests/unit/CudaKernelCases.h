@@ -388,6 +388,24 @@ inline void optimizerCases(std::vector<KernelCase> &cases) {
 /// not one cuBLASLt takes: that one runs the fallback); in the emulator the
 /// GEMM is the CPU's and the fallback kernels run emulated. 16-bit results
 /// differ from the CPU's by the fallback's extra rounding of the product.
+/// A weight-gradient GEMM with its bias gradient (epilogue `name`,
+/// bgrad_lhs or bgrad_rhs) over `rows` rows of `ab` operands, f32 out:
+/// [rows, 24]^T x [rows, 16] (bgrad_lhs: D [24, 16], sum [24]) or
+/// [rows, 16]^T x [rows, 24] (bgrad_rhs: D [16, 24], sum [24]).
+inline void weightGradGemm(OneProgram &p, DType ab, int64_t rows,
+                           const char *name, std::vector<int32_t> &outs) {
+  const GemmEpilogueInfo &e = *gemmEpilogueByName(name);
+  bool lhs = e.bgrad == GemmBiasGrad::Lhs;
+  int32_t a = p.random(ab, {rows, lhs ? 24 : 16}, -1, 1);
+  int32_t b = p.random(ab, {rows, lhs ? 16 : 24}, -1, 1);
+  std::vector<int32_t> out{
+      p.out(DType::F32,
+            lhs ? std::vector<int64_t>{24, 16} : std::vector<int64_t>{16, 24}),
+      p.out(DType::F32, {24})};
+  p.instr("matmul_epilogue", {a, b}, out, {1, 0, e.code});
+  outs.insert(outs.end(), out.begin(), out.end());
+}
+
 inline void gemmEpilogueCases(std::vector<KernelCase> &cases) {
   for (DType t : {DType::F32, DType::BF16, DType::F16}) {
     KernelCase c{std::string("matmul_epilogue_") + dtypeName(t)};
@@ -442,20 +460,8 @@ inline void gemmEpilogueCases(std::vector<KernelCase> &cases) {
     KernelCase c{std::string("matmul_epilogue_") + dtypeName(t) + "_f32out"};
     c.rtol = c.atol = 1e-4;
     OneProgram &p = c.prog;
-    for (const char *name : {"bgrad_lhs", "bgrad_rhs"}) {
-      const GemmEpilogueInfo &e = *gemmEpilogueByName(name);
-      bool lhs = e.bgrad == GemmBiasGrad::Lhs;
-      // [37, 24]^T x [37, 16] (bgrad_lhs: D [24, 16], sum [24]) and
-      // [37, 16]^T x [37, 24] (bgrad_rhs: D [16, 24], sum [24]).
-      int32_t a = p.random(t, {37, lhs ? 24 : 16}, -1, 1);
-      int32_t b = p.random(t, {37, lhs ? 16 : 24}, -1, 1);
-      std::vector<int32_t> out{
-          p.out(DType::F32, lhs ? std::vector<int64_t>{24, 16}
-                                : std::vector<int64_t>{16, 24}),
-          p.out(DType::F32, {24})};
-      p.instr("matmul_epilogue", {a, b}, out, {1, 0, e.code});
-      c.outs.insert(c.outs.end(), out.begin(), out.end());
-    }
+    for (const char *name : {"bgrad_lhs", "bgrad_rhs"})
+      weightGradGemm(p, t, 37, name, c.outs);
     cases.push_back(std::move(c));
   }
   // Bias gradients over 600 rows: the column sum (the fallback's, and the
@@ -476,15 +482,7 @@ inline void gemmEpilogueCases(std::vector<KernelCase> &cases) {
       c.outs.insert(c.outs.end(), out.begin(), out.end());
       continue;
     }
-    bool lhs = e.bgrad == GemmBiasGrad::Lhs;
-    int32_t a = p.random(DType::F32, {600, lhs ? 24 : 16}, -1, 1);
-    int32_t b = p.random(DType::F32, {600, lhs ? 16 : 24}, -1, 1);
-    std::vector<int32_t> out{
-        p.out(DType::F32, lhs ? std::vector<int64_t>{24, 16}
-                              : std::vector<int64_t>{16, 24}),
-        p.out(DType::F32, {24})};
-    p.instr("matmul_epilogue", {a, b}, out, {1, 0, e.code});
-    c.outs.insert(c.outs.end(), out.begin(), out.end());
+    weightGradGemm(p, DType::F32, 600, name, c.outs);
   }
   cases.push_back(std::move(c));
 }
