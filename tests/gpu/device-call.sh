@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# One call on a lent GPU machine, all of it under a few minutes: the checks,
+# A/B timings of prebuilt runner variants, the GPT-2 benchmark and the
+# sanitizers on the tiled attention kernels, each step under a timeout and
+# its results copied to OUTDIR as soon as it ends (a call cut short still
+# brings back what finished).
+#
+#   tests/gpu/device-call.sh ARCHIVE OUTDIR
+#
+# ARCHIVE is ARTIFACT_DIR packed by `tests/gpu/prepare.sh --pack FILE`
+# (with --prebuilt: bin/tcc-run and bin/tcc_unit_tests, and any
+# bin/tcc-run-NAME variants to time against bin/tcc-run). OUTDIR receives at
+# most seven files (the device tool of this workplace brings back eight):
+#   checks.txt     run.sh --parts unit-cuda,train
+#   ab.txt         tcc-run bench --profile of the largest GPT-2 artifact by
+#                  each runner (bin/tcc-run last), then batch by batch
+#   gpt2.txt, gpt2_small.md, gpt2_small_profile.json   run.sh --parts gpt2
+#   sanitize.txt   compute-sanitizer racecheck and memcheck
+#   logs.tgz       every log
+# Exit status: 0 when the checks and the benchmark passed, 1 otherwise, 2
+# without a GPU (run.sh's), 64 for wrong arguments. The packaged form of
+# the calls that measured tests/gpu/README.md's figures.
+set -u
+
+if [ $# -ne 2 ] || [ "${1#-}" != "$1" ]; then
+  echo "usage: tests/gpu/device-call.sh ARCHIVE OUTDIR  (see tests/gpu/README.md)" >&2
+  exit 64
+fi
+[ -f "$1" ] || { echo "tests/gpu/device-call.sh: ARCHIVE $1 is not a file" >&2; exit 64; }
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+mkdir -p "$2" || exit 1
+OUT="$(cd "$2" && pwd)"
+WORK="$(mktemp -d)"
+ART="$WORK/art"
+RES="$WORK/results"
+mkdir -p "$ART" "$RES"
+export PYTHONUNBUFFERED=1
+tar -xzf "$1" -C "$ART" || { echo "tests/gpu/device-call.sh: cannot unpack $1" >&2; exit 1; }
+PREBUILT=()
+[ -x "$ART/bin/tcc-run" ] && PREBUILT=(--prebuilt "$ART/bin")
+STATUS=0
+
+# 1. Correctness: the CUDA unit tests and the loss curves.
+timeout 120 bash "$ROOT/tests/gpu/run.sh" "$RES/checks" "$ART" --build-dir "$WORK/build" \
+  "${PREBUILT[@]}" --parts unit-cuda,train > "$OUT/checks.txt" 2>&1
+rc=$?
+if [ $rc -eq 2 ]; then # no GPU: nothing below can run
+  cat "$OUT/checks.txt" >&2
+  rm -rf "$WORK"
+  exit 2
+fi
+[ $rc -eq 0 ] || STATUS=1
+
+# run.sh unpacked the dependencies into the build folder; the runs below
+# find them, and the toolkit's cuBLASLt, there.
+L="$WORK/build/deps/usr/lib/x86_64-linux-gnu"
+NVCC="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+CUDA_LIB="$(cd "$(dirname "$NVCC")/.." 2>/dev/null && pwd)"
+export LD_LIBRARY_PATH="$L/openblas-pthread:$L:$WORK/build/deps/lib/x86_64-linux-gnu:$CUDA_LIB/lib64:$CUDA_LIB/targets/x86_64-linux/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+RUN="$ART/bin/tcc-run"
+[ -x "$RUN" ] || RUN="$WORK/build/tools/tcc-run/tcc-run"
+
+# 2. A/B: each runner variant on the largest GPT-2 artifact, with profiles.
+G="$ART/gpt2_small"
+if [ -d "$G" ]; then
+  largest="$(ls "$G"/b*.tcc 2>/dev/null | sed 's/.*\/b\([0-9]*\)\.tcc/\1/' | sort -n | tail -n 1)"
+  for v in "$ART"/bin/tcc-run-* "$RUN"; do
+    [ -x "$v" ] && [ -n "$largest" ] || continue
+    echo "== $(basename "$v") b$largest" >> "$OUT/ab.txt"
+    timeout 40 "$v" bench "$G/b$largest.tcc" --steps 3 --warmup 1 --device cuda \
+      --only compiled --profile >> "$OUT/ab.txt" 2>&1
+  done
+  for a in "$G"/b*.tcc; do
+    echo "== $(basename "$RUN") $(basename "$a")" >> "$OUT/ab.txt"
+    timeout 30 "$RUN" bench "$a" --steps 20 --device cuda --only compiled >> "$OUT/ab.txt" 2>&1
+  done
+fi
+
+# 3. The GPT-2 benchmark against PyTorch.
+timeout 150 bash "$ROOT/tests/gpu/run.sh" "$RES/gpt2" "$ART" --build-dir "$WORK/build" \
+  "${PREBUILT[@]}" --parts gpt2 > "$OUT/gpt2.txt" 2>&1 || STATUS=1
+cp "$RES/gpt2/gpt2_small.md" "$RES/gpt2/gpt2_small_profile.json" "$OUT/" 2>/dev/null
+
+# 4. Races and out-of-bounds accesses in the tiled attention kernels.
+UNIT="$ART/bin/tcc_unit_tests"
+[ -x "$UNIT" ] || UNIT="$WORK/build/tests/unit/tcc_unit_tests"
+CS="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+for tool in racecheck memcheck; do
+  echo "== $tool" >> "$OUT/sanitize.txt"
+  timeout 40 "$CS" --tool "$tool" --error-exitcode 9 "$UNIT" \
+    --gtest_filter='CudaKernels/CudaKernelCase.MatchesTheCpu/attention_tiled_bf16' \
+    >> "$OUT/sanitize.txt" 2>&1
+  echo "exit status $?" >> "$OUT/sanitize.txt"
+done
+
+tar -czf "$OUT/logs.tgz" -C "$RES" . 2>/dev/null
+grep -E "PASSED|FAILED|ok$|differ" "$OUT/checks.txt" | head -n 20
+grep -E "^==|^  compiled  |attention|matmul_epilogue" "$OUT/ab.txt" 2>/dev/null | head -n 40
+sed -n '/| system/,/tcc \/ torch.compile/p' "$OUT/gpt2.txt"
+grep -E "^==|SUMMARY|exit status" "$OUT/sanitize.txt"
+rm -rf "$WORK"
+exit $STATUS
