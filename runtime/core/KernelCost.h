@@ -48,15 +48,15 @@ struct KernelTime {
   double flops = 0;
 };
 
-/// The profile as a table, one row per kernel, per step: calls, ms, share
-/// of the summed kernel time, GB/s and TFLOP/s (blank where the kernel
-/// moves no bytes or counts no FLOPs), then a total row.
 /// The name a profile lists an instr under: its kernel; a fused kernel as
 /// "fused:" + `fusedName`; a GEMM with an epilogue as "matmul_epilogue:" +
 /// the epilogue (bias, bias_gelu_tanh_aux, bgrad_lhs, ...), since they run
 /// at different rates and only some of them are cuBLASLt's.
 std::string profileLabel(const Instr &in, const std::string &fusedName);
 
+/// The profile as a table, one row per kernel, per step: calls, ms, share
+/// of the summed kernel time, GB/s and TFLOP/s (blank where the kernel
+/// moves no bytes or counts no FLOPs), then a total row.
 std::string formatProfile(const std::vector<KernelTime> &profile, int64_t steps,
                           const std::string &indent = "  ");
 

@@ -480,27 +480,24 @@ void launch_matmul_epilogue(const CudaArgs &a) {
       args.aux = a.in[2].data;
     if (e.preactOut)
       args.aux = a.out[1].data;
-    if (e.bgrad != GemmBiasGrad::None) {
+    // cuBLASLt's DGELU_BGRAD ran GPT-2 small's MLP input gradient (M 32768,
+    // N 3072, K 768, bf16) at 139 TFLOP/s on an H100, a fifth of the plain
+    // GEMM's rate: DGELU alone, then the column sum, took 8.3 ms per step
+    // for the 12 layers instead of 13.3. (The other way round for BGRADA /
+    // BGRADB: a plain GEMM and the sum of the operand took 20.5 ms instead
+    // of 12.3.)
+    static const bool splitDgelu =
+        dgeluBgradSplit(std::getenv("TCC_CUDA_DGELU_BGRAD"));
+    Ep ep = gemmEpilogueFor(e);
+    bool split = ep == Ep::DgeluBgrad && splitDgelu;
+    if (e.bgrad != GemmBiasGrad::None && !split) {
       args.biasGrad = a.out[1].data;
       args.biasType = a.out[1].dtype;
     }
-    Ep ep = gemmEpilogueFor(e);
-    static const bool split =
-        dgeluBgradSplit(std::getenv("TCC_CUDA_DGELU_BGRAD"));
-    if (ep == Ep::DgeluBgrad && split) {
-      // cuBLASLt's DGELU_BGRAD ran GPT-2 small's MLP input gradient (M
-      // 32768, N 3072, K 768, bf16) at 139 TFLOP/s on an H100, a fifth of
-      // the plain GEMM's rate: DGELU alone, then the column sum, took 8.3
-      // ms per step for the 12 layers instead of 13.3. (The other way
-      // round for BGRADA / BGRADB: a plain GEMM and the sum of the operand
-      // took 20.5 ms instead of 12.3.)
-      args.biasGrad = nullptr;
-      args.biasType = D.dtype;
-      if (a.gemm->tryGemm(p, A.data, B.data, D.data, Ep::Dgelu, args)) {
+    if (a.gemm->tryGemm(p, A.data, B.data, D.data, split ? Ep::Dgelu : ep,
+                        args)) {
+      if (split)
         epilogueBiasGrad(a);
-        return;
-      }
-    } else if (a.gemm->tryGemm(p, A.data, B.data, D.data, ep, args)) {
       return;
     }
   }

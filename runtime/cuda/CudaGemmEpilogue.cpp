@@ -15,6 +15,24 @@
 
 namespace tcc::rt::cuda {
 
+namespace {
+/// What a bias gradient sums: A (operand 0) or B (1) over its leading axis
+/// (the [K, M] / [K, N] operand of a weight gradient), or D (2) over every
+/// leading axis.
+struct BiasGradSum {
+  int operand;
+  std::vector<int64_t> axes;
+};
+BiasGradSum biasGradSum(const GemmEpilogueInfo &e, size_t rankD) {
+  if (e.bgrad != GemmBiasGrad::Out)
+    return {e.bgrad == GemmBiasGrad::Lhs ? 0 : 1, {0}};
+  BiasGradSum s{2, {}};
+  for (size_t i = 0; i + 1 < rankD; ++i)
+    s.axes.push_back(static_cast<int64_t>(i));
+  return s;
+}
+} // namespace
+
 int64_t prepare_matmul_epilogue(const Instr &in,
                                 const std::vector<TensorInfo> &t) {
   const GemmEpilogueInfo &e = *gemmEpilogueByCode(in.iattrs[2]);
@@ -55,16 +73,10 @@ int64_t prepare_matmul_epilogue(const Instr &in,
   // without BGRAD) keeps its row chunks' partial sums in the scratch.
   if (e.bgrad == GemmBiasGrad::None)
     return 0;
-  Instr sum{"reduce_sum", {in.inputs[0]}, {in.outputs[1]}, {0}, {}};
-  if (e.bgrad == GemmBiasGrad::Rhs)
-    sum.inputs = {in.inputs[1]};
-  if (e.bgrad == GemmBiasGrad::Out) {
-    sum.inputs = {in.outputs[0]};
-    sum.iattrs.clear();
-    for (size_t i = 0; i + 1 < t[in.outputs[0]].shape.size(); ++i)
-      sum.iattrs.push_back(static_cast<int64_t>(i));
-  }
-  return prepare_reduce(sum, t);
+  BiasGradSum s = biasGradSum(e, t[in.outputs[0]].shape.size());
+  int32_t summed = s.operand == 2 ? in.outputs[0] : in.inputs[s.operand];
+  return prepare_reduce(
+      Instr{"reduce_sum", {summed}, {in.outputs[1]}, s.axes, {}}, t);
 }
 
 /// Runs a registry kernel on views of `a`'s operands.
@@ -98,19 +110,11 @@ void epilogueFallback(const CudaArgs &a) {
 
 void epilogueBiasGrad(const CudaArgs &a) {
   const GemmEpilogueInfo &e = *gemmEpilogueByCode(a.instr.iattrs[2]);
-  const TensorView &D = a.out[0];
-  // Sums over the leading axis of the [K, M] / [K, N] operand, or over
-  // every leading axis of D.
-  if (e.bgrad == GemmBiasGrad::Lhs)
-    run(launch_reduce, a, "reduce_sum", {a.in[0]}, {a.out[1]}, {0});
-  else if (e.bgrad == GemmBiasGrad::Rhs)
-    run(launch_reduce, a, "reduce_sum", {a.in[1]}, {a.out[1]}, {0});
-  else if (e.bgrad == GemmBiasGrad::Out) {
-    std::vector<int64_t> axes;
-    for (size_t i = 0; i + 1 < D.rank(); ++i)
-      axes.push_back(static_cast<int64_t>(i));
-    run(launch_reduce, a, "reduce_sum", {D}, {a.out[1]}, axes);
-  }
+  if (e.bgrad == GemmBiasGrad::None)
+    return;
+  BiasGradSum s = biasGradSum(e, a.out[0].rank());
+  const TensorView &summed = s.operand == 2 ? a.out[0] : a.in[s.operand];
+  run(launch_reduce, a, "reduce_sum", {summed}, {a.out[1]}, s.axes);
 }
 
 } // namespace tcc::rt::cuda
