@@ -49,11 +49,18 @@ def main():
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--dropout", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--vocab", type=int, default=256,
+                    help="classes of the head (token ids stay bytes); a "
+                    "vocabulary wider than 2048 gives the loss a block of "
+                    "GPU threads per row")
     ap.add_argument("--gelu", choices=["erf", "tanh"], default="erf",
                     help="GELU exactly (erf) or its tanh approximation")
     args = ap.parse_args()
     torch.manual_seed(args.seed)
-    model = CharGPT(t=args.seq, dropout=args.dropout, gelu=args.gelu)
+    if args.vocab < 256:
+        ap.error("--vocab must be at least 256 (the byte tokens)")
+    model = CharGPT(vocab=args.vocab, t=args.seq, dropout=args.dropout,
+                    gelu=args.gelu)
     model.train()
     x = torch.randint(0, 256, (2, args.seq))
     torch.onnx.export(model, x, args.output, input_names=["x"],

@@ -21,6 +21,14 @@
 //    H100) and that costs more traffic than reading the inputs again.
 //    Reductions: each lane in column order, then a fixed butterfly
 //    (prelude), so results are deterministic.
+//  - "block_rows": those wide rows get a block of threads each, as "rows"
+//    gives a warp: thread t's columns are t, t + B, ...; reductions add
+//    the warps' butterflies in warp order through shared memory. The row's
+//    vector inputs are first copied to shared memory (16-byte loads, while
+//    they fit kStageBytes), so that every later pass over the row reads
+//    them on chip: the logits come from DRAM once instead of once per pass
+//    (a warp per row had 8000+ rows in flight, far more than L2 holds).
+//    Outputs written over a staged input (in_place) are then safe too.
 // Padded outputs (a last-axis zero pad, KernelGraph::outPad) have rows of
 // cols + pad elements; "elements" threads of columns j < pad also zero
 // column cols + j, "rows" lanes zero the pad columns of their row.
@@ -32,6 +40,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/FusedCodegenInternal.h"
 
+#include <algorithm>
 #include <sstream>
 
 using namespace ::tcc::fusedgen;
@@ -57,12 +66,19 @@ public:
   explicit CudaEmitter(const KernelGraph &g)
       : g(g), op(g.op), C(std::to_string(g.d.cols)),
         R(std::to_string(g.d.rows)), rows(g.hasRowNodes()),
-        wide(g.cudaRecomputes()) {}
+        wide(g.cudaRecomputes()), threads(threadsOf(g)),
+        first(wide ? "threadIdx.x" : "lane"),
+        step(wide ? std::to_string(threads) : "32"),
+        leader(wide ? "threadIdx.x == 0" : "lane == 0"),
+        sync(wide ? "__syncthreads()" : "__syncwarp()") {
+    planShared();
+  }
   LogicalResult emit(std::string &code, rt::DeviceKernel &k);
 
 private:
   std::string ref(int n, int loopTime) const;
-  std::string load(const Node &n, const std::string &index) const;
+  std::string element(const Node &x, int n, StringRef col) const;
+  std::string load(int n, StringRef col) const;
   std::string define(int n, const std::string &value) const;
   std::string stored(int n) const;
   /// Stores column j of node `n`'s output: to `os`, or, for an output
@@ -79,12 +95,42 @@ private:
   void emitRows(std::ostream &os) const;
   void emitRowScalar(std::ostream &os, int i) const;
   void emitFin(std::ostream &os) const;
+  void emitStaging(std::ostream &os) const;
+  void planShared();
+  /// Threads per block: 256 (elements), 128 (rows: 4 warps, a row each) or,
+  /// for block_rows, enough that each thread has 16 or more columns, from
+  /// 128 to 512 (two 512-thread blocks of a vocabulary's staged row fit a
+  /// multiprocessor).
+  static int64_t threadsOf(const KernelGraph &g) {
+    if (!g.hasRowNodes())
+      return 256;
+    if (!g.cudaRecomputes())
+      return 128;
+    int64_t t = (g.d.cols / 16 + 31) / 32 * 32;
+    return std::clamp<int64_t>(t, 128, 512);
+  }
+  /// Bytes of shared memory the staged inputs of a block_rows kernel may
+  /// take: a padded vocabulary's bf16 row (50304 words, 98 KiB) fits, and
+  /// so do two such blocks per multiprocessor (H100: 228 KiB).
+  static constexpr int64_t kStageBytes = 110 * 1024;
 
   const KernelGraph &g;
   mutable FusedOp op; // a handle; its accessors are not const
   std::string C, R;
   bool rows;
-  bool wide; // rows too wide for per-lane arrays: recompute instead
+  bool wide; // rows too wide for per-lane arrays: recompute instead, and
+             // a block per row (block_rows)
+  int64_t threads;
+  // block_rows vs rows: a thread's first column and the column step, the
+  // thread that writes row results, the barrier before reading other
+  // threads' writes.
+  std::string first, step, leader, sync;
+  /// Per node: the byte offset of its row in shared memory (a staged vector
+  /// Load of a block_rows kernel), else -1; per Reduce node its 32 slots
+  /// of reduction scratch (`tcc_red + 32 * slot`).
+  std::vector<int64_t> staged;
+  std::vector<int> redSlot;
+  int64_t redOffset = 0, smemBytes = 0;
 };
 } // namespace
 
@@ -95,8 +141,7 @@ private:
 std::string CudaEmitter::vecIndex(int n, StringRef col, StringRef slot) const {
   const Node &x = g.nodes[n];
   if (x.kind == NodeKind::Load)
-    return "in" + std::to_string(x.input) + "[" + x.tmpl + " + " + col.str() +
-           "]";
+    return element(x, n, col);
   if (wide)
     return recompute(n, col);
   if (x.scratch >= 0)
@@ -117,7 +162,7 @@ std::string CudaEmitter::recompute(int n, StringRef col) const {
   if (!x.vec)
     return "v" + std::to_string(n);
   if (x.kind == NodeKind::Load)
-    return load(x, x.tmpl + " + " + col.str());
+    return load(n, col);
   if (x.output >= 0) {
     std::string e = "out" + std::to_string(x.output) + "[r * " +
                     std::to_string(g.outStride(x.output)) + " + " + col.str() +
@@ -142,10 +187,22 @@ std::string CudaEmitter::recompute(int n, StringRef col) const {
   return "(" + e + ")";
 }
 
-/// The f32 value of input element `index` of Load node `n`.
-std::string CudaEmitter::load(const Node &n, const std::string &index) const {
-  std::string e = "in" + std::to_string(n.input) + "[" + index + "]";
-  return n.half == Half::None ? e : widenFn(n.half) + "(" + e + ")";
+/// Column `col` of the row of vector Load node `x` (index n) as stored:
+/// from its staged copy in shared memory, or from the input.
+std::string CudaEmitter::element(const Node &x, int n, StringRef col) const {
+  if (staged[n] >= 0)
+    return "tcc_st" + std::to_string(n) + "[" + col.str() + "]";
+  return "in" + std::to_string(x.input) + "[" + x.tmpl + " + " + col.str() +
+         "]";
+}
+
+/// The f32 value of Load node `n` at column `col` (a vector) or of its one
+/// element (a row scalar: `col` empty).
+std::string CudaEmitter::load(int n, StringRef col) const {
+  const Node &x = g.nodes[n];
+  std::string e = x.vec ? element(x, n, col)
+                        : "in" + std::to_string(x.input) + "[" + x.tmpl + "]";
+  return x.half == Half::None ? e : widenFn(x.half) + "(" + e + ")";
 }
 
 /// `const float v<N> = value;`, rounded through the word h<N> when 16-bit.
@@ -177,6 +234,9 @@ void CudaEmitter::store(std::ostream &os, std::string &deferred, int n,
 
 /// Opens a loop over the lane's columns: `j` the column, `tcc_k` its slot.
 std::string CudaEmitter::columnLoop(StringRef indent) const {
+  if (wide) // no per-thread arrays: the column is all a body needs
+    return indent.str() + "#pragma unroll 4\n" + indent.str() +
+           "for (int j = " + first + "; j < " + C + "; j += " + step + ") {\n";
   int64_t slots = (g.d.cols + 31) / 32;
   std::string s = indent.str();
   s += slots <= 16 ? "#pragma unroll\n" + indent.str() : "";
@@ -198,7 +258,7 @@ std::string CudaEmitter::ref(int n, int loopTime) const {
   if (x.kind != NodeKind::Load && x.time == loopTime)
     return v;
   if (x.kind == NodeKind::Load)
-    return load(x, x.tmpl + " + j");
+    return load(n, "j");
   return vecIndex(n, "j");
 }
 
@@ -230,8 +290,9 @@ static const char *cudaType(Type t) {
 }
 
 void CudaEmitter::signature(std::ostream &os, const std::string &symbol) const {
-  os << "extern \"C\" __global__ void __launch_bounds__(" << (rows ? 128 : 256)
-     << ") " << symbol << "(";
+  // block_rows: registers for two blocks per multiprocessor.
+  os << "extern \"C\" __global__ void __launch_bounds__(" << threads
+     << (wide ? ", 2" : "") << ") " << symbol << "(";
   // The pointers of an in-place pair may be equal: not __restrict__.
   for (auto [k, v] : llvm::enumerate(op.getInputs()))
     os << "const " << cudaType(v.getType())
@@ -261,7 +322,7 @@ void CudaEmitter::emitElements(std::ostream &os) const {
     std::string v = "v" + std::to_string(i);
     if (n.kind == NodeKind::Load)
       os << "    const " << (n.isInt ? "long long " : "float ") << v << " = "
-         << load(n, n.tmpl + (n.vec ? " + j" : "")) << ";\n";
+         << load((int)i, "j") << ";\n";
     else if (n.kind == NodeKind::Expr)
       os << "    " << define((int)i, subst(n, -1)) << "\n";
     else
@@ -291,35 +352,43 @@ void CudaEmitter::emitRowScalar(std::ostream &os, int i) const {
   switch (n.kind) {
   case NodeKind::Load:
     os << "    const " << (n.isInt ? "long long " : "float ") << v << " = "
-       << load(n, n.tmpl) << ";\n";
-    // The same value in every lane: the whole warp leaves together.
+       << load(i, "") << ";\n";
+    // The same value in every lane (thread): the whole warp (block) leaves
+    // together.
     if (n.checkLabel)
       os << "    if (" << v << " < 0 || " << v << " >= " << C << ") {\n"
-         << "      if (lane == 0)\n        tcc_bad_label(tcc_err, r, " << v
-         << ", " << C << ");\n      return;\n    }\n";
+         << "      if (" << leader << ")\n        tcc_bad_label(tcc_err, r, "
+         << v << ", " << C << ");\n      return;\n    }\n";
     break;
   case NodeKind::Expr:
     os << "    " << define(i, subst(n, -1)) << "\n";
     break;
   case NodeKind::Reduce: {
     std::string x = vecIndex(n.args[0], "j");
+    // The combine across lanes, and for block_rows across warps.
+    auto combine = [&](StringRef kind) {
+      if (!wide)
+        return "tcc_warp_" + kind.str() + "(" + v + ")";
+      return "tcc_block_" + kind.str() + "(" + v + ", tcc_red + " +
+             std::to_string(32 * redSlot[i]) + ")";
+    };
     if (n.tmpl == "sumexp_f64") {
       // As tcc_rowsumexp_f64 and the library's cross-entropy kernels: the
       // exponential in float, the sum in double.
       os << "    double " << v << " = 0.0;\n"
          << columnLoop("    ") << "      " << v
          << " += static_cast<double>(tcc_exp_exact(" << x << " - "
-         << ref(n.args[1], -1) << "));\n    }\n    " << v
-         << " = tcc_warp_sum_f64(" << v << ");\n";
+         << ref(n.args[1], -1) << "));\n    }\n    " << v << " = "
+         << combine("sum_f64") << ";\n";
     } else if (n.tmpl == "max") {
       os << "    float " << v << " = -tccm::inf_f();\n"
          << columnLoop("    ") << "      const float x = " << x << ";\n      "
          << v << " = " << v << " < x ? x : " << v << ";\n    }\n    " << v
-         << " = tcc_warp_max(" << v << ");\n";
+         << " = " << combine("max") << ";\n";
     } else {
       os << "    float " << v << " = 0.0f;\n"
          << columnLoop("    ") << "      " << v << " += " << x
-         << ";\n    }\n    " << v << " = tcc_warp_sum(" << v << ");\n";
+         << ";\n    }\n    " << v << " = " << combine("sum") << ";\n";
     }
     break;
   }
@@ -332,8 +401,8 @@ void CudaEmitter::emitRowScalar(std::ostream &os, int i) const {
     if (x.kind == NodeKind::Load)
       os << "    const float " << v << " = " << vecIndex(n.args[0], idx)
          << ";\n";
-    else if (wide) // every lane recomputes it (or reads it back) at idx
-      os << "    __syncwarp();\n    const float " << v << " = "
+    else if (wide) // every thread recomputes it (or reads it back) at idx
+      os << "    " << sync << ";\n    const float " << v << " = "
          << vecIndex(n.args[0], idx) << ";\n";
     else if (x.scratch < 0) // in its output
       os << "    __syncwarp();\n    const float " << v << " = "
@@ -351,36 +420,96 @@ void CudaEmitter::emitRowScalar(std::ostream &os, int i) const {
     break;
   }
   case NodeKind::Partial:
-    os << "    if (lane == 0) {\n      " << subst(n, -1) << "\n    }\n";
+    os << "    if (" << leader << ") {\n      " << subst(n, -1) << "\n    }\n";
     break;
   default:
     break;
   }
   for (auto [node, k] : g.rowStores)
     if (node == i)
-      os << "    if (lane == 0)\n      out" << k << "[r] = " << stored(i)
+      os << "    if (" << leader << ")\n      out" << k << "[r] = " << stored(i)
          << ";\n";
+}
+
+/// Where each staged row and the reduction slots of a block_rows kernel
+/// live in its shared memory: vector Loads of float inputs in node order
+/// while they fit kStageBytes (the others are read from global memory at
+/// every pass), 16-byte aligned; then 32 doubles per reduction.
+void CudaEmitter::planShared() {
+  staged.assign(g.nodes.size(), -1);
+  redSlot.assign(g.nodes.size(), -1);
+  if (!wide)
+    return;
+  int64_t at = 0;
+  int reductions = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node &n = g.nodes[i];
+    if (n.kind == NodeKind::Reduce)
+      redSlot[i] = reductions++;
+    if (n.kind != NodeKind::Load || !n.vec || n.isInt)
+      continue;
+    int64_t bytes = g.d.cols * (n.half == Half::None ? 4 : 2);
+    if (at + bytes > kStageBytes)
+      continue;
+    staged[i] = at;
+    at = (at + bytes + 15) / 16 * 16;
+  }
+  redOffset = at;
+  smemBytes = at + reductions * 32 * 8;
+}
+
+/// The staged rows' copies at the top of a block_rows row, and the
+/// barrier after which every thread may read any column of them.
+void CudaEmitter::emitStaging(std::ostream &os) const {
+  bool any = false;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (staged[i] < 0)
+      continue;
+    const Node &n = g.nodes[i];
+    os << "    tcc_stage_row(tcc_st" << i << ", in" << n.input << " + "
+       << n.tmpl << ", " << C << ");\n";
+    any = true;
+  }
+  if (any)
+    os << "    __syncthreads();\n";
 }
 
 void CudaEmitter::emitRows(std::ostream &os) const {
   os << " {\n  (void)tcc_partials; (void)tcc_err;\n"
-     << "  const int lane = threadIdx.x & 31;\n  (void)lane;\n"
-     << "  const long long tcc_warps = ((long long)gridDim.x * blockDim.x) >> "
-        "5;\n";
-  for (int s = 0; s < (wide ? 0 : g.scratch); ++s)
-    os << "  float s" << s << "[" << (g.d.cols + 31) / 32 << "];\n";
-  os << "  for (long long r = ((long long)blockIdx.x * blockDim.x + "
-        "threadIdx.x) >> 5; r < "
-     << R << "; r += tcc_warps) {\n";
+     << "  const int lane = threadIdx.x & 31;\n  (void)lane;\n";
+  if (wide) {
+    os << "  TCC_SMEM_BYTES(tcc_smem);\n  (void)tcc_smem;\n";
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (staged[i] >= 0)
+        os << "  " << cudaType(op.getInputs()[g.nodes[i].input].getType())
+           << " *const tcc_st" << i << " = reinterpret_cast<"
+           << cudaType(op.getInputs()[g.nodes[i].input].getType())
+           << " *>(tcc_smem + " << staged[i] << ");\n";
+    if (smemBytes > redOffset)
+      os << "  double *const tcc_red = reinterpret_cast<double *>(tcc_smem + "
+         << redOffset << ");\n";
+    os << "  for (long long r = blockIdx.x; r < " << R
+       << "; r += gridDim.x) {\n";
+  } else {
+    os << "  const long long tcc_warps = ((long long)gridDim.x * blockDim.x) "
+          ">> 5;\n";
+    for (int s = 0; s < g.scratch; ++s)
+      os << "  float s" << s << "[" << (g.d.cols + 31) / 32 << "];\n";
+    os << "  for (long long r = ((long long)blockIdx.x * blockDim.x + "
+          "threadIdx.x) >> 5; r < "
+       << R << "; r += tcc_warps) {\n";
+  }
   for (const ViewVar &v : g.views)
     os << v.code;
   // Padded outputs: the lanes zero the row's pad columns (other columns
-  // than any read back, so no __syncwarp is needed).
+  // than any read back, so no barrier is needed).
   for (size_t k = 0; k < g.outPad.size(); ++k)
     if (g.outPad[k])
-      os << "    for (int j = " << C << " + lane; j < " << g.outStride((int)k)
-         << "; j += 32)\n      out" << k << "[r * " << g.outStride((int)k)
-         << " + j] = 0;\n";
+      os << "    for (int j = " << C << " + " << first << "; j < "
+         << g.outStride((int)k) << "; j += " << step << ")\n      out" << k
+         << "[r * " << g.outStride((int)k) << " + j] = 0;\n";
+  if (wide)
+    emitStaging(os);
   for (int t = 0; t <= g.maxTime; ++t) {
     if (t % 2 == 0) {
       for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -404,7 +533,7 @@ void CudaEmitter::emitRows(std::ostream &os) const {
       writesInPlace |= n.vec && n.time == t && n.kind == NodeKind::Expr &&
                        n.output >= 0 && g.writesInPlace(n.output);
     if (writesInPlace)
-      os << "    __syncwarp();\n";
+      os << "    " << sync << ";\n";
     std::string inPlaceStores;
     os << columnLoop("    ");
     for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -419,6 +548,10 @@ void CudaEmitter::emitRows(std::ostream &os) const {
     }
     os << inPlaceStores << "    }\n";
   }
+  // block_rows: every thread is done with the row's shared memory (staged
+  // rows, reduction slots) before the next row's copies overwrite it.
+  if (wide)
+    os << "    __syncthreads();\n";
   os << "  }\n}\n";
 }
 
@@ -471,11 +604,12 @@ LogicalResult CudaEmitter::emit(std::string &code, rt::DeviceKernel &k) {
   k.symbol = "tcc_fused_" + K;
   k.finSymbol = g.partials ? k.symbol + "_fin" : "";
   k.name = regionName(op);
-  k.mapping = rows ? "rows" : "elements";
+  k.mapping = wide ? "block_rows" : rows ? "rows" : "elements";
   k.rows = g.d.rows;
   k.cols = g.d.cols;
   k.partialsPerRow = g.partials;
-  k.block = rows ? 128 : 256;
+  k.block = threads;
+  k.smem = smemBytes;
   for (auto [o, i] : g.inPlace)
     k.inPlace.push_back({o, i});
 
@@ -483,6 +617,8 @@ LogicalResult CudaEmitter::emit(std::string &code, rt::DeviceKernel &k) {
   os << "// kernel " << K << " (" << k.name << "): mapping " << k.mapping
      << ", " << k.block << " threads per block, domain " << k.rows << "x"
      << k.cols;
+  if (k.smem)
+    os << ", " << k.smem << " bytes of shared memory";
   if (g.partials)
     os << ", " << g.partials << " partials per row";
   os << "\n";

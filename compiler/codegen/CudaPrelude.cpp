@@ -18,6 +18,12 @@
 
 const char *tcc::cudaPrelude() {
   return R"TCCPRELUDE(// tcc generated CUDA kernels: prelude (self-contained; ABI: runtime/core/Artifact.h, DeviceKernel)
+// The dynamic shared memory of a "block_rows" kernel (the emulator of
+// tests/unit/CudaEmulator.h defines its own before this prelude).
+#ifndef TCC_SMEM_BYTES
+#define TCC_SMEM_BYTES(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
+
 namespace tccm {
 __device__ __forceinline__ float pow(float a, float b) { return ::powf(a, b); }
 __device__ __forceinline__ double pow(double a, double b) { return ::pow(a, b); }
@@ -150,6 +156,66 @@ __device__ __forceinline__ float tcc_warp_max(float a) {
     a = a < b ? b : a;
   }
   return __shfl_sync(0xffffffffu, a, 0);
+}
+
+// Row reductions of "block_rows" kernels (a block per row): each warp as
+// above, then lane 0 of every warp leaves its warp's value in red[warp] and
+// every thread combines them in warp order. The same bits in every thread,
+// and only the row's values and the block size decide them. A reduction
+// has its own 32 slots of red; the row loop's closing barrier makes them
+// free for the next row.
+__device__ __forceinline__ float tcc_block_sum(float a, double *red) {
+  a = tcc_warp_sum(a);
+  if ((threadIdx.x & 31) == 0)
+    red[threadIdx.x >> 5] = a;
+  __syncthreads();
+  float s = static_cast<float>(red[0]);
+  for (unsigned w = 1; w < (blockDim.x >> 5); ++w)
+    s += static_cast<float>(red[w]);
+  return s;
+}
+__device__ __forceinline__ double tcc_block_sum_f64(double a, double *red) {
+  a = tcc_warp_sum_f64(a);
+  if ((threadIdx.x & 31) == 0)
+    red[threadIdx.x >> 5] = a;
+  __syncthreads();
+  double s = red[0];
+  for (unsigned w = 1; w < (blockDim.x >> 5); ++w)
+    s += red[w];
+  return s;
+}
+__device__ __forceinline__ float tcc_block_max(float a, double *red) {
+  a = tcc_warp_max(a);
+  if ((threadIdx.x & 31) == 0)
+    red[threadIdx.x >> 5] = a;
+  __syncthreads();
+  float m = static_cast<float>(red[0]);
+  for (unsigned w = 1; w < (blockDim.x >> 5); ++w) {
+    float b = static_cast<float>(red[w]);
+    m = m < b ? b : m;
+  }
+  return m;
+}
+
+// Copies n elements of a row from global to shared memory: 16 bytes at a
+// time when both ends allow it (a row of a padded vocabulary does), so
+// that a thread has several loads in flight; then the tail one by one.
+template <class T>
+__device__ __forceinline__ void tcc_stage_row(T *dst, const T *src, int n) {
+  int done = 0;
+  if (((reinterpret_cast<unsigned long long>(src) |
+        reinterpret_cast<unsigned long long>(dst)) & 15) == 0) {
+    constexpr int per = 16 / sizeof(T);
+    const int vecs = n / per;
+    const uint4 *s = reinterpret_cast<const uint4 *>(src);
+    uint4 *d = reinterpret_cast<uint4 *>(dst);
+#pragma unroll 4
+    for (int q = threadIdx.x; q < vecs; q += blockDim.x)
+      d[q] = s[q];
+    done = vecs * per;
+  }
+  for (int j = done + threadIdx.x; j < n; j += blockDim.x)
+    dst[j] = src[j];
 }
 
 // A label out of range: the first kernel to meet one records it (the CAS

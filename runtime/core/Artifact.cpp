@@ -273,6 +273,7 @@ static nlohmann::json manifestJson(const Artifact &a) {
                          {"cols", k.cols},
                          {"partials", k.partialsPerRow},
                          {"block", k.block},
+                         {"smem", k.smem},
                          {"inputs", operands(k.inputs)},
                          {"outputs", operands(k.outputs)},
                          {"in_place", k.inPlace}});

@@ -120,6 +120,11 @@ struct Program {
   int64_t arenaBytes = 0;        // size of the static plan for this program's temps
 };
 
+/// The most dynamic shared memory a generated kernel may ask for per block
+/// (an H100's or an A100's limit; the driver refuses more where a GPU has
+/// less, and the runner then says which kernel).
+constexpr int64_t kMaxKernelSmem = 227 * 1024;
+
 /// One generated kernel for the GPU (compiler/codegen/CudaCodegen.h writes
 /// them, runtime/cuda runs them). Kernel k serves the `fused` instrs with
 /// i [k], like kernel k of the host library. CUDA ABI, all symbols
@@ -132,18 +137,21 @@ struct Program {
 /// device words: a kernel that meets a label out of range sets err[3] from
 /// 0 to 1 (atomicCAS, first one wins) and the winner then writes err[0..2]
 /// = {row, label, classes}, so after the kernel the four words describe one
-/// label. Launch: `block` threads per block; mapping "rows" runs one
-/// warp per row (grid = ceil(rows * 32 / block)), "elements" one thread
-/// per element of the rows x cols domain (grid = ceil(rows * cols /
-/// block), capped by the runtime, the kernel strides). `finSymbol`, when
+/// label. Launch: `block` threads per block and `smem` bytes of dynamic
+/// shared memory; mapping "rows" runs one warp per row (grid = ceil(rows *
+/// 32 / block)), "block_rows" one block per row (grid = rows; for rows too
+/// wide for a warp, e.g. a vocabulary's logits), "elements" one thread per
+/// element of the rows x cols domain (grid = ceil(rows * cols / block),
+/// capped by the runtime, the kernel strides). `finSymbol`, when
 /// not empty, has the same parameters and runs as one block of one thread
 /// after the main kernel: it sums the partials in row order (losses).
 struct DeviceKernel {
   std::string symbol, finSymbol;
   std::string name; // the region's ops, for profiles
-  std::string mapping = "rows"; // "rows" or "elements"
+  std::string mapping = "rows"; // "rows", "block_rows" or "elements"
   int64_t rows = 0, cols = 0, partialsPerRow = 0;
   int64_t block = 128;
+  int64_t smem = 0; // dynamic shared memory bytes per block
   /// (dtype, element count) per input and output, as the code was built.
   std::vector<std::pair<DType, int64_t>> inputs, outputs;
   /// (output, input) pairs whose pointers may be equal (the region's

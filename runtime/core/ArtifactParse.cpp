@@ -154,6 +154,8 @@ static DeviceCode parseDeviceCode(const json &j) {
     dk.cols = asInt(field(k, "cols", kctx), kctx + ".cols");
     dk.partialsPerRow = asInt(field(k, "partials", kctx), kctx + ".partials");
     dk.block = asInt(field(k, "block", kctx), kctx + ".block");
+    if (k.contains("smem"))
+      dk.smem = asInt(k["smem"], kctx + ".smem");
     dk.inputs = parseOperands(field(k, "inputs", kctx), kctx + ".inputs");
     dk.outputs = parseOperands(field(k, "outputs", kctx), kctx + ".outputs");
     if (k.contains("in_place")) {

@@ -104,9 +104,14 @@ static void checkDeviceCode(const Artifact &a) {
                       k.symbol + "')";
     if (k.symbol.empty())
       throw Error(ref + ": empty symbol");
-    if (k.mapping != "rows" && k.mapping != "elements")
+    if (k.mapping != "rows" && k.mapping != "block_rows" &&
+        k.mapping != "elements")
       throw Error(ref + ": unknown mapping '" + k.mapping +
-                  "' (expected rows or elements)");
+                  "' (expected rows, block_rows or elements)");
+    if (k.smem < 0 || k.smem > kMaxKernelSmem)
+      throw Error(ref + ": " + std::to_string(k.smem) +
+                  " bytes of shared memory, outside [0, " +
+                  std::to_string(kMaxKernelSmem) + "]");
     if (k.rows < 0 || k.cols < 0 || k.partialsPerRow < 0 ||
         k.rows > kMaxBytes || k.cols > kMaxBytes ||
         (k.cols && k.rows > kMaxBytes / k.cols) ||

@@ -145,17 +145,20 @@ void launch_fused(const CudaArgs &a) {
         partials, 0, static_cast<size_t>(k.rows * k.partialsPerRow) * 8,
         a.stream));
   int64_t block = k.block;
+  bool perRow = k.mapping == "rows" || k.mapping == "block_rows";
   int64_t grid =
-      k.mapping == "rows"
+      k.mapping == "block_rows" ? k.rows
+      : k.mapping == "rows"
           ? (k.rows * 32 + block - 1) / block
           : gridFor(k.rows * k.cols, static_cast<int>(block), a.smCount);
   if (grid > INT_MAX)
     throw Error("generated kernel '" + k.symbol + "' needs " +
                 std::to_string(grid) + " blocks, more than a launch takes");
-  if (k.rows > 0 && (k.mapping == "rows" || k.cols > 0)) {
+  if (k.rows > 0 && (perRow || k.cols > 0)) {
     TCC_CUDA_CHECK(cudaLaunchKernel(
         reinterpret_cast<const void *>(h.fn), dim3(static_cast<unsigned>(grid)),
-        dim3(static_cast<unsigned>(block)), params.data(), 0, a.stream));
+        dim3(static_cast<unsigned>(block)), params.data(),
+        static_cast<size_t>(k.smem), a.stream));
   }
   if (h.fin)
     TCC_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void *>(h.fin),

@@ -275,6 +275,22 @@ void CudaSession::Impl::loadDeviceCode(const Artifact &a) {
     }
     if (!h.fn)
       throw Error("generated kernel '" + k.name + "' has no symbol");
+    // Above the default 48 KiB a kernel must be allowed its shared memory
+    // (a block_rows kernel's staged row); a GPU with less says so here.
+    if (k.smem > 48 * 1024) {
+      cudaError_t e =
+          cudaFuncSetAttribute(reinterpret_cast<const void *>(h.fn),
+                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(k.smem));
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        throw Error("generated kernel '" + k.symbol + "' (" + k.name +
+                    ") needs " + std::to_string(k.smem) +
+                    " bytes of shared memory per block, which this GPU does "
+                    "not allow (" +
+                    cudaGetErrorString(e) + ")");
+      }
+    }
     fused.push_back(h);
   }
 }

@@ -481,10 +481,24 @@ TEST(Artifact, DeviceKernelTablesAreChecked) {
   Artifact back = parseArtifact(bytes.data(), bytes.size(), "model.tcc");
   ASSERT_EQ(back.device.kernels.size(), 1u);
   EXPECT_EQ(back.device.kernels[0].inPlace, a.device.kernels[0].inPlace);
+  // A block per row with its shared memory comes back as written.
+  a.device.kernels[0].mapping = "block_rows";
+  a.device.kernels[0].smem = 100608;
+  bytes = format::serialize(a);
+  back = parseArtifact(bytes.data(), bytes.size(), "model.tcc");
+  EXPECT_EQ(back.device.kernels[0].mapping, "block_rows");
+  EXPECT_EQ(back.device.kernels[0].smem, 100608);
 
   a = deviceArtifact();
   a.device.kernels[0].mapping = "tiles";
   expectInvalid(a, "device kernel 0 ('tcc_fused_0'): unknown mapping 'tiles'");
+  a = deviceArtifact();
+  a.device.kernels[0].smem = kMaxKernelSmem + 16;
+  expectInvalid(a, "device kernel 0 ('tcc_fused_0'): 232464 bytes of shared "
+                   "memory, outside [0, 232448]");
+  a = deviceArtifact();
+  a.device.kernels[0].smem = -1;
+  expectInvalid(a, "-1 bytes of shared memory");
   a = deviceArtifact();
   a.device.kernels[0].block = 100;
   expectInvalid(a, "block of 100 threads is not a multiple of 32");

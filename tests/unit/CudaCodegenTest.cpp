@@ -144,8 +144,9 @@ std::vector<Case> cases() {
   return %0, %r1 : tensor<9x300xf32>, tensor<f32>)",
        "rows"},
       // Rows wider than the per-lane arrays allow (2100 columns, 66 slots):
-      // later slots recompute the biased logits from the inputs, and the
-      // pick recomputes its one column; the gradient reads nothing back.
+      // a block per row (160 threads: 5 warps); later slots recompute the
+      // biased logits from the staged inputs, and the pick recomputes its
+      // one column; the gradient reads nothing back.
       {"cross_entropy_vocab",
        "(%l: tensor<3x2100xf32>, %bias: tensor<2100xf32>, %labels: "
        "tensor<3xi64>) -> (tensor<f32>, tensor<3x2100xf32>)",
@@ -156,7 +157,19 @@ std::vector<Case> cases() {
   %r0 = tcc.softmax_cross_entropy %1, %labels : (tensor<3x2100xf32>, tensor<3xi64>) -> tensor<f32>
   %r1 = tcc.softmax_cross_entropy_grad %one, %1, %labels : (tensor<f32>, tensor<3x2100xf32>, tensor<3xi64>) -> tensor<3x2100xf32>
   return %r0, %r1 : tensor<f32>, tensor<3x2100xf32>)",
-       "rows"},
+       "block_rows"},
+      // A block per row whose inputs do not all fit the staging budget
+      // (110 KiB): the logits (78 KiB) are staged, the per-row offsets
+      // (78 KiB more) are read from global memory at every pass.
+      {"cross_entropy_unstaged",
+       "(%l: tensor<3x20000xf32>, %m: tensor<3x20000xf32>, %labels: "
+       "tensor<3xi64>) -> (tensor<f32>, tensor<3x20000xf32>)",
+       R"(%one = tcc.constant dense<1.0> : tensor<f32>
+  %0 = tcc.add %l, %m : (tensor<3x20000xf32>, tensor<3x20000xf32>) -> tensor<3x20000xf32>
+  %r0 = tcc.softmax_cross_entropy %0, %labels : (tensor<3x20000xf32>, tensor<3xi64>) -> tensor<f32>
+  %r1 = tcc.softmax_cross_entropy_grad %one, %0, %labels : (tensor<f32>, tensor<3x20000xf32>, tensor<3xi64>) -> tensor<3x20000xf32>
+  return %r0, %r1 : tensor<f32>, tensor<3x20000xf32>)",
+       "block_rows"},
       // Wide rows whose vector is also an output: read back from it.
       {"cross_entropy_vocab_out",
        "(%l: tensor<3x2100xf32>, %bias: tensor<2100xf32>, %labels: "
@@ -164,7 +177,7 @@ std::vector<Case> cases() {
        R"(%0 = tcc.add %l, %bias : (tensor<3x2100xf32>, tensor<2100xf32>) -> tensor<3x2100xf32>
   %r1 = tcc.softmax_cross_entropy %0, %labels : (tensor<3x2100xf32>, tensor<3xi64>) -> tensor<f32>
   return %0, %r1 : tensor<3x2100xf32>, tensor<f32>)",
-       "rows"},
+       "block_rows"},
       // Slices read as views of the inputs (a last-axis pad dropped, every
       // other row of the leading axes) into an element-wise region.
       {"slice_elements",
@@ -245,7 +258,7 @@ std::vector<Case> cases() {
            padAttrs(2, "3, 2112") +
            R"( : tensor<3x2100xf32> -> tensor<3x2112xf32>
   return %p1, %r0, %p2 : tensor<3x2112xf32>, tensor<f32>, tensor<3x2112xf32>)",
-       "rows", 3 * 2100},
+       "block_rows", 3 * 2100},
       // Reductions and the pick read a strided slice of the input directly
       // (every other row, a pad dropped).
       {"cross_entropy_slice_rows",
@@ -320,7 +333,14 @@ TEST_F(CudaCodegen, LaunchTableDescribesEveryRegion) {
     EXPECT_EQ(f.getKernel(), (int64_t)i);
     EXPECT_EQ(k.symbol, "tcc_fused_" + std::to_string(i));
     EXPECT_EQ(k.mapping, mappingOf[i]);
-    EXPECT_EQ(k.block, k.mapping == "rows" ? 128 : 256);
+    bool blockRows = k.mapping == "block_rows";
+    // A block per row: at least 16 columns a thread, 128 to 512 threads.
+    int64_t perRowBlock =
+        std::clamp<int64_t>((k.cols / 16 + 31) / 32 * 32, 128, 512);
+    EXPECT_EQ(k.block, blockRows             ? perRowBlock
+                       : k.mapping == "rows" ? 128
+                                             : 256);
+    EXPECT_EQ(k.smem > 0, blockRows);
     bool loss = caseOf[i].rfind("cross_entropy", 0) == 0;
     EXPECT_EQ(k.partialsPerRow, loss ? 1 : 0);
     EXPECT_EQ(k.finSymbol, loss ? k.symbol + "_fin" : "");
@@ -346,17 +366,30 @@ TEST_F(CudaCodegen, LaunchTableDescribesEveryRegion) {
     EXPECT_EQ(k.rows * k.cols, domain ? domain : largest);
     // The source has the kernel with its mapping's shape.
     const std::string &src = cudaSource->source;
-    size_t at = src.find("__launch_bounds__(" + std::to_string(k.block) + ") " +
-                         k.symbol + "(");
+    size_t at = src.find("__launch_bounds__(" + std::to_string(k.block) +
+                         (blockRows ? ", 2" : "") + ") " + k.symbol + "(");
     ASSERT_NE(at, std::string::npos);
     size_t end = src.find("\n}\n", at);
     std::string body = src.substr(at, end - at);
-    if (k.mapping == "rows")
+    if (k.mapping == "rows") {
       EXPECT_NE(body.find("tcc_k < " + std::to_string((k.cols + 31) / 32) +
                           "; ++tcc_k"),
                 std::string::npos)
           << body;
-    else
+    } else if (blockRows) {
+      EXPECT_NE(body.find("for (long long r = blockIdx.x; r < " +
+                          std::to_string(k.rows) + "; r += gridDim.x)"),
+                std::string::npos)
+          << body;
+      // Staged while the budget lasts: the unstaged case's second row
+      // (another 80000 bytes) is read from global memory.
+      size_t copies = 0;
+      for (size_t p = body.find("tcc_stage_row("); p != std::string::npos;
+           p = body.find("tcc_stage_row(", p + 1))
+        ++copies;
+      EXPECT_EQ(copies, caseOf[i] == "cross_entropy_unstaged" ? 1u : 2u)
+          << body;
+    } else
       EXPECT_NE(body.find("tcc_i += (long long)gridDim.x * blockDim.x"),
                 std::string::npos)
           << body;
@@ -496,11 +529,11 @@ void runEmulated(const ::tcc::test::SharedObject &so, const rt::DeviceKernel &k,
   auto launch = reinterpret_cast<EmuLaunch>(so.sym("tcc_emu_launch"));
   auto fn = reinterpret_cast<EmuWrapper>(so.sym("emu_" + k.symbol));
   ASSERT_TRUE(launch && fn);
-  launch(fn, b.args.data(), grid, (unsigned)k.block);
+  launch(fn, b.args.data(), grid, (unsigned)k.block, (unsigned)k.smem);
   if (!k.finSymbol.empty() && b.err[3] == 0) {
     auto fin = reinterpret_cast<EmuWrapper>(so.sym("emu_" + k.finSymbol));
     ASSERT_TRUE(fin);
-    launch(fin, b.args.data(), 1, 32); // thread 0 does the work
+    launch(fin, b.args.data(), 1, 32, 0); // thread 0 does the work
   }
 }
 

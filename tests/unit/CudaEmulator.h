@@ -2,12 +2,15 @@
 //
 // No GPU is needed to check what the generated CUDA C computes: the text
 // NVRTC compiles is also compiled by the host C++ compiler after this shim,
-// which defines the CUDA names the kernels use. Each warp runs as 32 real
-// threads (one per lane) that meet at a barrier for every shuffle and
-// __syncwarp, so warp-level code (butterflies, lane-owned arrays, shuffles
-// from the owning lane, lane 0 stores) executes with its real semantics;
-// warps and blocks run one after the other. Device math is the host libm's,
-// without multiply-add contraction (NVRTC gets --fmad=false).
+// which defines the CUDA names the kernels use. Every thread of a block is
+// a real thread; a warp's 32 meet at a barrier for every shuffle and
+// __syncwarp, and the whole block at every __syncthreads, so warp- and
+// block-level code (butterflies, lane-owned arrays, shuffles from the
+// owning lane, lane 0 stores, shared-memory rows and reductions) executes
+// with its real semantics; blocks run one after the other, each with fresh
+// dynamic shared memory (all bytes 0xff, so reading what no thread wrote
+// shows as NaN). Device math is the host libm's, without multiply-add
+// contraction (NVRTC gets --fmad=false).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_TESTS_UNIT_CUDAEMULATOR_H
@@ -26,7 +29,7 @@ namespace tcc::test {
 /// Source that goes before the generated CUDA source. It also defines
 ///   extern "C" void tcc_emu_launch(void (*kernel)(void *const *),
 ///                                  void *const *args, unsigned grid,
-///                                  unsigned block);
+///                                  unsigned block, unsigned smem);
 inline const char *cudaEmulatorShim() {
   return R"TCCEMU(
 #include <math.h>
@@ -45,11 +48,14 @@ inline const char *cudaEmulatorShim() {
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 
 struct tcc_dim3 { unsigned x = 0, y = 1, z = 1; };
 static thread_local tcc_dim3 threadIdx, blockIdx;
 static tcc_dim3 blockDim, gridDim;
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+static unsigned char *tcc_emu_smem;
+#define TCC_SMEM_BYTES(name) unsigned char *const name = tcc_emu_smem
 
 static inline float __int_as_float(int i) {
   float f;
@@ -68,15 +74,15 @@ static inline unsigned __float_as_uint(float f) {
 }
 
 namespace {
-// 32 lanes meet here; the generation count makes it reusable.
-struct WarpBarrier {
+// `n` threads meet here; the generation count makes it reusable.
+struct Barrier {
   std::mutex m;
   std::condition_variable cv;
-  int count = 0, gen = 0;
+  int n = 32, count = 0, gen = 0;
   void wait() {
     std::unique_lock<std::mutex> l(m);
     int g = gen;
-    if (++count == 32) {
+    if (++count == n) {
       count = 0;
       ++gen;
       cv.notify_all();
@@ -85,15 +91,16 @@ struct WarpBarrier {
     }
   }
 };
-WarpBarrier tcc_bar;
-unsigned long long tcc_slots[32];
+Barrier tcc_warp_bar[32], tcc_block_bar; // per warp of the block; the block
+unsigned long long tcc_slots[32][32];    // [warp][lane]
 
 template <class T> T tcc_exchange(T v, int src) {
-  std::memcpy(&tcc_slots[threadIdx.x & 31], &v, sizeof v);
-  tcc_bar.wait();
+  const unsigned w = threadIdx.x >> 5;
+  std::memcpy(&tcc_slots[w][threadIdx.x & 31], &v, sizeof v);
+  tcc_warp_bar[w].wait();
   T r;
-  std::memcpy(&r, &tcc_slots[src & 31], sizeof r);
-  tcc_bar.wait();
+  std::memcpy(&r, &tcc_slots[w][src & 31], sizeof r);
+  tcc_warp_bar[w].wait();
   return r;
 }
 } // namespace
@@ -104,7 +111,8 @@ template <class T> static T __shfl_sync(unsigned, T v, int src) {
 template <class T> static T __shfl_xor_sync(unsigned, T v, int mask) {
   return tcc_exchange(v, (int)(threadIdx.x & 31) ^ mask);
 }
-static inline void __syncwarp() { tcc_bar.wait(); }
+static inline void __syncwarp() { tcc_warp_bar[threadIdx.x >> 5].wait(); }
+static inline void __syncthreads() { tcc_block_bar.wait(); }
 static inline unsigned long long atomicCAS(unsigned long long *p,
                                            unsigned long long expected,
                                            unsigned long long desired) {
@@ -115,21 +123,26 @@ static inline unsigned long long atomicCAS(unsigned long long *p,
 
 extern "C" void tcc_emu_launch(void (*kernel)(void *const *),
                                void *const *args, unsigned grid,
-                               unsigned block) {
+                               unsigned block, unsigned smem) {
   gridDim.x = grid;
   blockDim.x = block;
-  std::vector<std::thread> lanes;
-  for (unsigned lane = 0; lane < 32; ++lane)
-    lanes.emplace_back([=] {
-      for (unsigned b = 0; b < grid; ++b)
-        for (unsigned w = 0; w < block / 32; ++w) {
-          blockIdx.x = b;
-          threadIdx.x = w * 32 + lane;
-          kernel(args);
-          tcc_bar.wait(); // the warp's lanes finish together
-        }
+  tcc_block_bar.n = (int)block;
+  std::vector<uint4> shared((smem + 15) / 16 + 1);
+  tcc_emu_smem = reinterpret_cast<unsigned char *>(shared.data());
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < block; ++t)
+    threads.emplace_back([=, &shared] {
+      for (unsigned b = 0; b < grid; ++b) {
+        if (t == 0)
+          std::memset(shared.data(), 0xff, shared.size() * sizeof(uint4));
+        tcc_block_bar.wait(); // the block's memory is fresh
+        blockIdx.x = b;
+        threadIdx.x = t;
+        kernel(args);
+        tcc_block_bar.wait(); // the block's threads finish together
+      }
     });
-  for (std::thread &t : lanes)
+  for (std::thread &t : threads)
     t.join();
 }
 )TCCEMU";
@@ -193,10 +206,14 @@ struct SharedObject {
 
 /// `emu_<symbol>` and `tcc_emu_launch` of the emulated library.
 using EmuWrapper = void (*)(void *const *);
-using EmuLaunch = void (*)(EmuWrapper, void *const *, unsigned, unsigned);
+using EmuLaunch = void (*)(EmuWrapper, void *const *, unsigned, unsigned,
+                           unsigned);
 
-/// The ABI's grid: a warp per row, or a thread per element.
+/// The ABI's grid: a warp per row, a block per row, or a thread per
+/// element.
 inline unsigned abiGrid(const rt::DeviceKernel &k) {
+  if (k.mapping == "block_rows")
+    return (unsigned)k.rows;
   int64_t threads = k.mapping == "rows" ? k.rows * 32 : k.rows * k.cols;
   return (unsigned)((threads + k.block - 1) / k.block);
 }

@@ -107,7 +107,7 @@ std::vector<Case> cases() {
   %3 = tcc.softmax %1 {axis = 1 : i64} : tensor<3x2100xf32>
   %4 = tcc.cast %3 : tensor<3x2100xf32> -> tensor<3x2100xbf16>
   return %2, %4 : tensor<3x2100xf32>, tensor<3x2100xbf16>)",
-       "rows", /*exact=*/false, /*finite=*/true},
+       "block_rows", /*exact=*/false, /*finite=*/true},
       // bf16 through a slice view into a padded output (grid-stride: the
       // threads of columns 0..3 zero the pad).
       {"bf16_slice_padded_elements",
@@ -143,7 +143,7 @@ std::vector<Case> cases() {
   %3 = tcc.cast %2 : tensor<3x2100xf32> -> tensor<3x2100xbf16>
   %4 = tcc.slice_grad %3 {shape = array<i64: 3, 2112>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<3x2100xbf16> -> tensor<3x2112xbf16>
   return %4 : tensor<3x2112xbf16>)",
-       "rows", /*exact=*/false, /*finite=*/true},
+       "block_rows", /*exact=*/false, /*finite=*/true},
   };
 }
 
@@ -313,7 +313,7 @@ TEST_F(CudaHalf, EmulatedKernelsMatchTheHostLibrary) {
     emuArgs.push_back(emuErr);
     auto fn = reinterpret_cast<EmuWrapper>(so.sym("emu_" + k.symbol));
     ASSERT_TRUE(fn);
-    launch(fn, emuArgs.data(), abiGrid(k), (unsigned)k.block);
+    launch(fn, emuArgs.data(), abiGrid(k), (unsigned)k.block, (unsigned)k.smem);
 
     // Padded outputs (rows wider than the domain's): the pad columns are
     // zero words in both, written over 0xff.
@@ -377,7 +377,7 @@ TEST_F(CudaHalf, EmulatedKernelsMatchTheHostLibrary) {
           long long e4[4] = {0, 0, 0, 0};
           a.push_back(nullptr);
           a.push_back(e4);
-          launch(fn, a.data(), abiGrid(k), (unsigned)k.block);
+          launch(fn, a.data(), abiGrid(k), (unsigned)k.block, (unsigned)k.smem);
         } else {
           ASSERT_EQ(
               0, h.fn(a.data(), 0, k.rows, scratch.data(), nullptr, hostErr));
