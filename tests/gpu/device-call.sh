@@ -9,12 +9,16 @@
 #
 # ARCHIVE is ARTIFACT_DIR packed by `tests/gpu/prepare.sh --pack FILE`
 # (with --prebuilt: bin/tcc-run and bin/tcc_unit_tests, and any
-# bin/tcc-run-NAME variants to time against bin/tcc-run). OUTDIR receives at
-# most seven files (the device tool of this workplace brings back eight):
+# bin/tcc-run-NAME variants to time against bin/tcc-run, and ncu.txt, the
+# kernels to profile with Nsight Compute). OUTDIR receives at most eight
+# files (what the device tool of this workplace brings back):
 #   checks.txt     run.sh --parts unit-cuda,train
 #   ab.txt         tcc-run bench --profile of the largest GPT-2 artifact by
 #                  each runner (bin/tcc-run last), then batch by batch
 #   gpt2.txt, gpt2_small.md, gpt2_small_profile.json   run.sh --parts gpt2
+#   ncu.txt        Nsight Compute (speed of light, memory, occupancy, warp
+#                  stalls) of the first launch of each kernel ncu.txt names,
+#                  in the largest GPT-2 artifact (bin/tcc-run, no graphs)
 #   sanitize.txt   compute-sanitizer racecheck and memcheck
 #   logs.tgz       every log
 # Exit status: 0 when the checks and the benchmark passed, 1 otherwise, 2
@@ -74,6 +78,22 @@ if [ -d "$G" ]; then
     echo "== $(basename "$RUN") $(basename "$a")" >> "$OUT/ab.txt"
     timeout 30 "$RUN" bench "$a" --steps 20 --device cuda --only compiled >> "$OUT/ab.txt" 2>&1
   done
+fi
+
+# 2b. Nsight Compute on the kernels ncu.txt names (each under a minute:
+# ncu replays the one launch, the rest of the step runs normally).
+NCU_BIN="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
+if [ -f "$ART/ncu.txt" ] && [ -n "${largest:-}" ]; then
+  while read -r k; do
+    [ -n "$k" ] || continue
+    echo "== ncu $k b$largest" >> "$OUT/ncu.txt"
+    timeout 60 "$NCU_BIN" --kernel-id "::regex:^$k\$:1" --section SpeedOfLight \
+      --section MemoryWorkloadAnalysis --section Occupancy \
+      --section WarpStateStats --section LaunchStats \
+      "$RUN" bench "$G/b$largest.tcc" --steps 1 --warmup 0 --device cuda \
+      --only compiled --no-cuda-graphs >> "$OUT/ncu.txt" 2>&1
+    echo "exit status $?" >> "$OUT/ncu.txt"
+  done < "$ART/ncu.txt"
 fi
 
 # 3. The GPT-2 benchmark against PyTorch.

@@ -2,8 +2,9 @@
 # On the development machine (the full build: tcc with the CUDA backend):
 # makes the ARTIFACT_DIR that tests/gpu/run.sh trains on a GPU machine.
 #
-#   tests/gpu/prepare.sh [--deps] [--prebuilt BUILD_DIR] [--pack FILE]
-#                        TCC ARTIFACT_DIR
+#   tests/gpu/prepare.sh [--deps] [--prebuilt BUILD_DIR]
+#                        [--variant NAME VAR=VALUE]... [--ncu KERNEL]...
+#                        [--pack FILE] TCC ARTIFACT_DIR
 #
 # TCC is the tcc binary (e.g. build/tools/tcc/tcc). ARTIFACT_DIR receives
 #   mlp.tcc         examples/mlp.onnx, batch 32, SGD, fp32
@@ -22,6 +23,15 @@
 # -DTCC_RUNTIME_ONLY=ON -DTCC_ENABLE_CUDA=ON, targets tcc-run tcc_unit_tests)
 #   bin/            its tcc-run and tcc_unit_tests, stripped (~15 MB), which
 #                   run.sh --prebuilt uses instead of building there
+# and with --variant NAME VAR=VALUE (with --prebuilt; repeatable)
+#   bin/tcc-run-NAME   bin/tcc-run with that environment variable set (e.g.
+#                   attn32 TCC_CUDA_ATTENTION_WARP_ROWS=32), which
+#                   device-call.sh times against bin/tcc-run
+# and with --ncu KERNEL (repeatable; a kernel symbol such as tcc_fused_27 or
+# attentionTiledQGradKernel, see `tcc compile --emit cuda` for the fused
+# ones' numbers)
+#   ncu.txt         one symbol a line: device-call.sh profiles its first
+#                   launch in the largest GPT-2 artifact with Nsight Compute
 # and with --pack FILE the whole ARTIFACT_DIR as one .tar.gz (about 30 MB
 # with --deps and --prebuilt, half the unpacked size), which
 # tests/gpu/device-call.sh takes.
@@ -30,8 +40,14 @@ set -euo pipefail
 DEPS=0
 PREBUILT=""
 PACK=""
+VARIANTS=()
+NCU=()
 usage() {
-  echo "usage: tests/gpu/prepare.sh [--deps] [--prebuilt BUILD_DIR] [--pack FILE] TCC ARTIFACT_DIR" >&2
+  echo "usage: tests/gpu/prepare.sh [--deps] [--prebuilt BUILD_DIR] [--variant NAME VAR=VALUE]... [--ncu KERNEL]... [--pack FILE] TCC ARTIFACT_DIR" >&2
+  exit 64
+}
+bad() {
+  echo "tests/gpu/prepare.sh: $*" >&2
   exit 64
 }
 while [ $# -gt 0 ]; do
@@ -39,11 +55,21 @@ while [ $# -gt 0 ]; do
     --deps) DEPS=1; shift ;;
     --prebuilt) [ $# -ge 2 ] || usage; PREBUILT="$2"; shift 2 ;;
     --pack) [ $# -ge 2 ] || usage; PACK="$2"; shift 2 ;;
+    --variant)
+      [ $# -ge 3 ] || usage
+      [[ "$2" =~ ^[A-Za-z0-9_-]+$ ]] || bad "--variant name '$2' is not letters, digits, _ or -"
+      [[ "$3" =~ ^[A-Z_][A-Z0-9_]*=[A-Za-z0-9_.,-]*$ ]] || bad "--variant $2: '$3' is not VAR=VALUE (VAR in capitals)"
+      VARIANTS+=("$2" "$3"); shift 3 ;;
+    --ncu)
+      [ $# -ge 2 ] || usage
+      [[ "$2" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || bad "--ncu '$2' is not a kernel symbol"
+      NCU+=("$2"); shift 2 ;;
     -*) usage ;;
     *) break ;;
   esac
 done
 [ $# -eq 2 ] || usage
+[ ${#VARIANTS[@]} -eq 0 ] || [ -n "$PREBUILT" ] || bad "--variant needs --prebuilt (it wraps bin/tcc-run)"
 if [ -n "$PACK" ]; then
   case "$PACK" in
     "$2"/* | "$2") echo "tests/gpu/prepare.sh: --pack $PACK is inside ARTIFACT_DIR $2" >&2; exit 64 ;;
@@ -128,8 +154,17 @@ if [ -n "$PREBUILT" ]; then
   for b in tools/tcc-run/tcc-run tests/unit/tcc_unit_tests; do
     strip -o "$OUT/bin/$(basename "$b")" "$PREBUILT/$b"
   done
+  for ((i = 0; i < ${#VARIANTS[@]}; i += 2)); do
+    w="$OUT/bin/tcc-run-${VARIANTS[i]}"
+    printf '#!/bin/sh\n# bin/tcc-run with %s (tests/gpu/prepare.sh --variant)\n%s exec "$(dirname "$0")/tcc-run" "$@"\n' \
+      "${VARIANTS[i + 1]}" "${VARIANTS[i + 1]}" > "$w"
+    chmod +x "$w"
+    echo "bin/tcc-run-${VARIANTS[i]}: ${VARIANTS[i + 1]}"
+  done
   echo "bin/: $(du -sh "$OUT/bin" | cut -f1)"
 fi
+rm -f "$OUT/ncu.txt"
+[ ${#NCU[@]} -eq 0 ] || printf '%s\n' "${NCU[@]}" > "$OUT/ncu.txt"
 echo "prepared $OUT: $(ls "$OUT" | tr '\n' ' ')"
 if [ -n "$PACK" ]; then
   mkdir -p "$(dirname "$PACK")"
