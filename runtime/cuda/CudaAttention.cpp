@@ -11,6 +11,7 @@
 #include "runtime/cuda/CudaCheck.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <cstdint>
 #include <cstdlib>
@@ -60,6 +61,33 @@ static bool tilesAllowed() {
   static const bool allowed =
       tiledAttentionAllowed(std::getenv("TCC_CUDA_ATTENTION"));
   return allowed;
+}
+
+int attentionWarpRows(const char *value) {
+  if (!value || !*value || std::string(value) == "16")
+    return 16;
+  if (std::string(value) == "32")
+    return 32;
+  throw Error(std::string("TCC_CUDA_ATTENTION_WARP_ROWS is '") + value +
+              "'; it takes '16' or '32'");
+}
+
+/// setTiledAttentionWarpRows's rows, 0 where none is set.
+static std::atomic<int> warpRowsSet{0};
+
+int tiledAttentionWarpRows() {
+  if (int rows = warpRowsSet.load(std::memory_order_relaxed))
+    return rows;
+  static const int fromEnv =
+      attentionWarpRows(std::getenv("TCC_CUDA_ATTENTION_WARP_ROWS"));
+  return fromEnv;
+}
+
+void setTiledAttentionWarpRows(int rows) {
+  if (rows != 0 && rows != 16 && rows != 32)
+    throw Error("the tiled attention's warps take 16 or 32 rows, not " +
+                std::to_string(rows));
+  warpRowsSet.store(rows, std::memory_order_relaxed);
 }
 
 /// mma.sync on bf16 needs compute capability 8.0 or later, and the largest

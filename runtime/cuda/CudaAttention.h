@@ -110,10 +110,11 @@ void attentionGradRows(const AttentionRows &r, const float *dp, void *p, int tp,
 //
 // For 16-bit q, k, v with D = Dv of 16, 32, 64, 80, 96 or 128, on a GPU of
 // compute capability 8.0 or later: the scores never leave the chip. A block
-// of 4 warps takes 64 rows of one batch entry (16 per warp) and walks the
-// other side in tiles of 64 through shared memory; the products are PTX
-// mma.sync tensor-core instructions (m16n8k16, f32 accumulation) whose
-// score fragments stay in registers (FlashAttention-2's scheme).
+// of 4 warps takes 64 rows of one batch entry (16 per warp; 128 and 32 with
+// TCC_CUDA_ATTENTION_WARP_ROWS=32, up to D = 64, 80 or 96 by kernel) and
+// walks the other side in tiles of 64 through shared memory; the products
+// are PTX mma.sync tensor-core instructions (m16n8k16, f32 accumulation)
+// whose score fragments stay in registers (FlashAttention-2's scheme).
 //  - forward, per query tile: S = Q K^T, the online softmax (running max and
 //    sum per row, O rescaled as the max grows), O += P V; O = O / sum and
 //    lse = max + log(sum) at the end;
@@ -153,8 +154,26 @@ struct AttentionTiles {
 /// the two on a GPU: false); anything else throws Error naming it.
 bool tiledAttentionAllowed(const char *value);
 
-/// Dynamic shared memory the largest tiled kernel takes (D = 128: 103 KiB;
-/// the GPU must allow a block that much).
+/// TCC_CUDA_ATTENTION_WARP_ROWS's value: the rows each warp of the tiled
+/// kernels owns. Unset, empty or '16' (one m16 tile a warp, 64-row blocks:
+/// 16) or '32' (two, 128-row blocks, FlashAttention-2's shape, for the
+/// kernels whose registers hold them at the head dim: 32); anything else
+/// throws Error naming it.
+int attentionWarpRows(const char *value);
+
+/// The rows a warp of the tiled kernels owns (16 or 32): the value of
+/// setTiledAttentionWarpRows if one is set, else TCC_CUDA_ATTENTION_WARP_ROWS
+/// (read once).
+int tiledAttentionWarpRows();
+
+/// Makes the tiled launches that follow use warps of `rows` rows (16 or
+/// 32, as TCC_CUDA_ATTENTION_WARP_ROWS would; tests run both), or, with 0,
+/// the environment's again; other values throw Error.
+void setTiledAttentionWarpRows(int rows);
+
+/// Dynamic shared memory the largest tiled kernel takes, over head dims
+/// and both warp shapes (dQ at D = 96 with 32 rows a warp: 104 KiB; the
+/// GPU must allow a block that much).
 int attentionTiledSmemBytes();
 
 void attentionTiledForward(const AttentionTiles &t, cudaStream_t stream);

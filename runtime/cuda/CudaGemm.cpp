@@ -10,6 +10,8 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 namespace tcc::rt::cuda {
 
@@ -17,6 +19,9 @@ struct CudaGemm::Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t x = nullptr, y = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  /// With autotuning: the heuristic's other answers, timed on the first
+  /// call outside a graph capture, then cleared (`algo` the fastest).
+  std::vector<cublasLtMatmulAlgo_t> candidates;
   ~Plan() {
     if (c)
       cublasLtMatrixLayoutDestroy(c);
@@ -101,8 +106,22 @@ bool CudaGemm::supports(DType a, DType b, DType c) {
   return c == a || (isHalfDType(a) && c == DType::F32);
 }
 
+int gemmAutotuneCandidates(const char *value) {
+  if (!value || !*value)
+    return 1;
+  char *end = nullptr;
+  long n = std::strtol(value, &end, 10);
+  if (*end != '\0' || n < 0 || n > 16)
+    throw Error(std::string("TCC_CUDA_GEMM_AUTOTUNE is '") + value +
+                "'; it takes a count of cuBLASLt algorithms to time, 0 to 16 "
+                "(0 or 1: the heuristic's first, untimed)");
+  return n < 1 ? 1 : static_cast<int>(n);
+}
+
 CudaGemm::CudaGemm(cudaStream_t stream, bool tf32)
-    : stream_(stream), tf32_(tf32) {
+    : stream_(stream), tf32_(tf32),
+      candidates_(
+          gemmAutotuneCandidates(std::getenv("TCC_CUDA_GEMM_AUTOTUNE"))) {
   cublasLtHandle_t h = nullptr;
   TCC_CUBLAS_CHECK(cublasLtCreate(&h));
   handle_ = h;
@@ -234,7 +253,7 @@ CudaGemm::Plan *CudaGemm::plan(const Problem &p, Epilogue ep, DType biasType,
 
   cublasLtMatmulPreference_t pref = nullptr;
   TCC_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  cublasLtMatmulHeuristicResult_t result{};
+  std::vector<cublasLtMatmulHeuristicResult_t> results(candidates_);
   int found = 0;
   uint64_t ws = static_cast<uint64_t>(kWorkspaceBytes);
   uint32_t alignX = alignB, alignY = alignA, alignD = alignC;
@@ -252,9 +271,9 @@ CudaGemm::Plan *CudaGemm::plan(const Problem &p, Epilogue ep, DType biasType,
       s = cublasLtMatmulPreferenceSetAttribute(pref, al.attr, al.value,
                                                sizeof(uint32_t));
   if (s == CUBLAS_STATUS_SUCCESS)
-    s = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(handle_),
-                                       pl->desc, pl->x, pl->y, pl->c, pl->c,
-                                       pref, 1, &result, &found);
+    s = cublasLtMatmulAlgoGetHeuristic(
+        static_cast<cublasLtHandle_t>(handle_), pl->desc, pl->x, pl->y, pl->c,
+        pl->c, pref, candidates_, results.data(), &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (epilogue && (s != CUBLAS_STATUS_SUCCESS || found == 0)) {
     plans_.emplace(key, nullptr);
@@ -267,10 +286,75 @@ CudaGemm::Plan *CudaGemm::plan(const Problem &p, Epilogue ep, DType biasType,
                 std::to_string(p.n) + "x" + std::to_string(p.k) +
                 (p.batch > 1 ? " batch " + std::to_string(p.batch) : "") +
                 " -> " + dtypeName(p.c));
-  pl->algo = result.algo;
+  pl->algo = results[0].algo;
+  for (int i = 1; i < found; ++i)
+    if (results[i].state == CUBLAS_STATUS_SUCCESS)
+      pl->candidates.push_back(results[i].algo);
+  if (!pl->candidates.empty())
+    pl->candidates.insert(pl->candidates.begin(), pl->algo);
   Plan *ref = pl.get();
   plans_.emplace(key, std::move(pl));
   return ref;
+}
+
+// Each candidate once to warm up, then kTimedRuns timed together; the
+// fastest is kept. Every run writes the same outputs from the same inputs
+// (beta 0: C, the bias gradient and the GELU input are written, never
+// read), so the call's result is that of the kept algorithm alone. Not
+// while the stream is being captured into a graph: events cannot be waited
+// on there, and the plan stays untuned until an uncaptured call (the graph
+// cache runs a step uncaptured first).
+int CudaGemm::run(const Plan &pl, const void *algo, const void *a,
+                  const void *b, void *c) {
+  const float alpha = 1.0f, beta = 0.0f;
+  return cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), pl.desc, &alpha,
+                        b, pl.x, a, pl.y, &beta, c, pl.c, c, pl.c,
+                        static_cast<const cublasLtMatmulAlgo_t *>(algo),
+                        workspace_, kWorkspaceBytes, stream_);
+}
+
+void CudaGemm::autotune(Plan &pl, const void *a, const void *b, void *c) {
+  constexpr int kTimedRuns = 3;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  TCC_CUDA_CHECK(cudaStreamIsCapturing(stream_, &capture));
+  if (capture != cudaStreamCaptureStatusNone)
+    return;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  TCC_CUDA_CHECK(cudaEventCreate(&start));
+  cudaError_t made = cudaEventCreate(&stop);
+  if (made != cudaSuccess) {
+    cudaEventDestroy(start);
+    TCC_CUDA_CHECK(made);
+  }
+  float best = 0.0f;
+  bool timed = false;
+  cudaError_t e = cudaSuccess;
+  for (const cublasLtMatmulAlgo_t &algo : pl.candidates) {
+    if (run(pl, &algo, a, b, c) != CUBLAS_STATUS_SUCCESS)
+      continue; // offered but refused: not a candidate
+    bool ran = true;
+    e = cudaEventRecord(start, stream_);
+    for (int r = 0; r < kTimedRuns && e == cudaSuccess; ++r)
+      ran &= run(pl, &algo, a, b, c) == CUBLAS_STATUS_SUCCESS;
+    if (e == cudaSuccess)
+      e = cudaEventRecord(stop, stream_);
+    if (e == cudaSuccess)
+      e = cudaEventSynchronize(stop);
+    float ms = 0.0f;
+    if (e == cudaSuccess)
+      e = cudaEventElapsedTime(&ms, start, stop);
+    if (e != cudaSuccess)
+      break;
+    if (ran && (!timed || ms < best)) {
+      best = ms;
+      pl.algo = algo;
+      timed = true;
+    }
+  }
+  cudaEventDestroy(stop);
+  cudaEventDestroy(start);
+  pl.candidates.clear();
+  TCC_CUDA_CHECK(e);
 }
 
 static void checkProblem(const CudaGemm::Problem &p) {
@@ -322,11 +406,9 @@ bool CudaGemm::enqueue(const Problem &p, const void *a, const void *b, void *c,
     TCC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
         pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &args.aux,
         sizeof args.aux));
-  const float alpha = 1.0f, beta = 0.0f;
-  cublasStatus_t s =
-      cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), pl->desc, &alpha,
-                     b, pl->x, a, pl->y, &beta, c, pl->c, c, pl->c, &pl->algo,
-                     workspace_, kWorkspaceBytes, stream_);
+  if (!pl->candidates.empty())
+    autotune(*pl, a, b, c);
+  auto s = static_cast<cublasStatus_t>(run(*pl, &pl->algo, a, b, c));
   // An epilogue the heuristic offered but the call refuses (checked before
   // anything is launched): remember the refusal and let the caller fall
   // back.

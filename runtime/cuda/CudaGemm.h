@@ -14,6 +14,9 @@
 // The algorithm is chosen once per problem (shape, types, transposes,
 // batch layout, pointer alignments, epilogue) by cuBLASLt's heuristic and
 // cached with its descriptors; one 32 MiB workspace serves every call.
+// TCC_CUDA_GEMM_AUTOTUNE=N (2 to 16) instead times the heuristic's first N
+// answers on the first call of each problem and keeps the fastest (the
+// choice can then differ between runs, and with it the last bits).
 //
 // Epilogues (the `matmul_epilogue` kernel, runtime/cpu/GemmEpilogue.h) run
 // in the GEMM: bias add, ReLU/GELU with or without bias, GELU saving its
@@ -149,13 +152,28 @@ private:
   Plan *plan(const Problem &p, Epilogue ep, DType biasType, int alignA,
              int alignB, int alignC, int alignBias, int alignAux);
 
+  /// One cuBLASLt call of plan `pl` with `algo` (a cublasLtMatmulAlgo_t)
+  /// on the stream: its cublasStatus_t.
+  int run(const Plan &pl, const void *algo, const void *a, const void *b,
+          void *c);
+  /// Times the plan's candidate algorithms on these operands and keeps the
+  /// fastest (TCC_CUDA_GEMM_AUTOTUNE).
+  void autotune(Plan &pl, const void *a, const void *b, void *c);
+
   cudaStream_t stream_;
   bool tf32_;
+  int candidates_; // heuristic answers asked for (1: no autotuning)
   bool epilogues_ = true;
   void *handle_ = nullptr; // cublasLtHandle_t
   void *workspace_ = nullptr;
   std::map<Key, std::unique_ptr<Plan>> plans_;
 };
+
+/// TCC_CUDA_GEMM_AUTOTUNE's value: how many of cuBLASLt's heuristic
+/// answers a problem's first call times (unset, empty, 0 or 1: none, the
+/// first answer is used untimed; up to 16); anything else throws Error
+/// naming it.
+int gemmAutotuneCandidates(const char *value);
 
 } // namespace tcc::rt::cuda
 

@@ -1,14 +1,18 @@
 //===- CudaKernelsAttentionTiled.cu - Attention in on-chip tiles ----------===//
 //
-// See CudaAttention.h (AttentionTiles). A block is kWarps warps; warp w
-// owns rows 16w..16w+15 of the block's 64-row tile. The tiles of the other
-// side pass through shared memory 64 rows at a time. As in FlashAttention-2
-// the scores never leave the registers: each product is a run of PTX
-// `mma.sync.m16n8k16` tensor-core instructions (16-bit operands, f32
-// accumulators) whose accumulator fragment is where the element-wise steps
-// (scale, mask, causal, exponentials, the online softmax) happen, and which
-// becomes, packed to 16 bits, the A operand of the next product (P V, P^T
-// dO, dS^T Q, dS K) without a round trip through shared memory.
+// See CudaAttention.h (AttentionTiles). A block is kWarps = 4 warps; warp
+// w owns 16 MT rows of the block's 64 MT-row tile, MT m16 tiles of 16 rows
+// (16 MT w + 16 m..). MT, the kernels' template parameter, is 1 unless
+// TCC_CUDA_ATTENTION_WARP_ROWS=32 asks for 2 (FlashAttention-2's 32 rows a
+// warp) and the head dim's registers allow it (warpTiles). The tiles of
+// the other side pass through shared memory 64 rows at a time. As in
+// FlashAttention-2 the scores never leave the registers: each product is a
+// run of PTX `mma.sync.m16n8k16` tensor-core instructions (16-bit
+// operands, f32 accumulators) whose accumulator fragment is where the
+// element-wise steps (scale, mask, causal, exponentials, the online
+// softmax) happen, and which becomes, packed to 16 bits, the A operand of
+// the next product (P V, P^T dO, dS^T Q, dS K) without a round trip through
+// shared memory.
 //
 // Fragments (PTX ISA, "Matrix Fragments for mma.m16n8k16"; lane = 4 g + t):
 //   A 16 x 16 (row-major): a[0] = row g, cols 2t, 2t+1; a[1] = row g + 8;
@@ -16,60 +20,100 @@
 //   B 16 x 8 (k x n): b[0] = rows 2t, 2t + 1 of col g; b[1] = rows + 8
 //   C 16 x 8 (f32): c[0], c[1] = row g, cols 2t, 2t + 1; c[2], c[3] = row
 //     g + 8
-// so a lane owns two rows of a score tile (g and g + 8) and a row's 64
-// scores are spread over the four lanes 4g..4g+3 (two shuffles reduce it).
-// A operands and B operands that are rows of a tile (K for Q K^T) are
-// 32-bit shared-memory loads; B operands that are columns of a tile (V for
-// P V) are `ldmatrix.trans`.
+// so a lane owns two rows of each m-tile's score tile (g and g + 8) and a
+// row's 64 scores are spread over the four lanes 4g..4g+3 (two shuffles
+// reduce it). A operands and B operands that are rows of a tile (K for
+// Q K^T) are 32-bit shared-memory loads; B operands that are columns of a
+// tile (V for P V) are `ldmatrix.trans`.
+//
+// Each B fragment loaded from shared memory feeds one mma per m-tile. At
+// MT = 1 (D = 64) a warp loads about 290 bytes of shared memory per mma in
+// the forward, 320 in dK / dV and 340 in dQ, against the 128 bytes a clock
+// a multiprocessor delivers and the about one mma a clock it issues: the
+// kernels wait on shared memory. At MT = 2 the same B loads feed twice the
+// mmas, and the forward keeps Q's A fragments, dQ Q's and dO's, in
+// registers for the whole walk (HeldRows; up to D = 64): 128 bytes per mma
+// in the forward and dQ, 192 in dK / dV (K's and V's A fragments are still
+// loaded, once per m-tile), at up to 255 registers a thread (2 blocks a
+// multiprocessor).
 //
 // Tiles move from global to shared memory with cp.async, two deep: a step
 // starts the copies of the next step's tiles, then multiplies its own.
 //
-// Shared memory (dynamic; D = 64: forward 45 KiB, backward 55 KiB; D = 128:
-// 85 and 103 KiB): 16-bit tiles of 64 rows, D + 8 elements apart (16-byte
+// Shared memory (dynamic): 16-bit tiles, rows D + 8 elements apart (16-byte
 // rows for ldmatrix and cp.async; the 16 bytes of padding put the 8 rows
-// that a fragment load touches in different banks).
+// that a fragment load touches in different banks): the block's own tiles
+// of 64 MT rows and two of each of the other side's of 64. D = 64, MT = 1 /
+// 2: forward 45 / 54 KiB, dK / dV 55 / 73 KiB, dQ 54 / 72 KiB; D = 128 (MT
+// = 1 only): 85, 103 and 102 KiB; the most is dQ's at D = 96 and MT = 2,
+// 104 KiB.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaAttention.h"
 #include "runtime/cuda/CudaKernelsCommon.cuh"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 namespace tcc::rt::cuda {
 
 namespace {
 
-constexpr int kTile = 64;             // rows of a block, keys of a step
-constexpr int kWarps = kTile / 16;    // 4 warps of 16 rows
+constexpr int kTile = 64;             // rows of the other side's tiles
+constexpr int kWarps = 4;             // a block's warps
 constexpr int kThreads = kWarps * 32; // 128
 constexpr int kSteps = kTile / 8;     // 8-column accumulator tiles per row
 constexpr int kHalf = kTile / 2;      // the backward's score columns at once
 constexpr float kNegInf = -INFINITY;
-// Blocks per multiprocessor the kernels are built for (their register
-// cap), up to D = 64: 4 forward and for dQ (126 and 128 registers), 3 for
-// dK / dV (168: both accumulators). Larger head dims keep what they need.
-__host__ __device__ constexpr int blocksFor(int d, int blocks) {
-  return d <= 64 ? blocks : 1;
-}
-constexpr int kKVGradBlocks = 3;
 constexpr float kLog2e = 1.4426950408889634f;
+
+/// Rows a block owns with MT m16 tiles a warp: 64 or 128.
+__host__ __device__ constexpr int blockRows(int mt) { return kWarps * 16 * mt; }
+
+enum TiledKernel { kForward, kKVGrad, kQGrad };
+
+/// The largest head dim at which kernel k takes two m16 tiles a warp: the
+/// accumulators of both fit the 255 registers a thread has without
+/// spilling (ptxas, sm_90a). dK's and dV's two m-tiles are 2 D registers
+/// (at D = 80 the kernel spills 196 bytes); the forward spills from D = 96,
+/// dQ at D = 128. Larger head dims keep MT = 1.
+__host__ __device__ constexpr int widestForTwoTiles(TiledKernel k) {
+  return k == kKVGrad ? 64 : k == kForward ? 80 : 96;
+}
+
+/// The m16 tiles a warp of kernel k takes at head dim d when `mt` are asked
+/// for (2: TCC_CUDA_ATTENTION_WARP_ROWS=32).
+__host__ __device__ constexpr int warpTiles(TiledKernel k, int d, int mt) {
+  return mt > 1 && d <= widestForTwoTiles(k) ? 2 : 1;
+}
+
+/// Blocks per multiprocessor a kernel is built for (its register cap). MT
+/// = 1, up to D = 64: 4 forward and for dQ (126 and 128 registers), 3 for
+/// dK / dV (168: both accumulators); larger head dims keep what they need.
+/// MT = 2: 2, which caps nothing (a thread has at most 255 registers).
+__host__ __device__ constexpr int blocksFor(TiledKernel k, int d, int mt) {
+  return mt > 1 ? 2 : d > 64 ? 1 : k == kKVGrad ? 3 : 4;
+}
 
 /// 16-bit tile row stride for head dim d.
 __host__ __device__ constexpr int ldTile(int d) { return d + 8; }
-__host__ __device__ constexpr int tileBytes(int d) {
-  return kTile * ldTile(d) * 2;
+__host__ __device__ constexpr int tileBytes(int d, int rows = kTile) {
+  return rows * ldTile(d) * 2;
 }
-/// Bytes of shared memory: the forward's Q tile and two of K and V (the
-/// step's and the next, loaded while the step runs); the backward's two own
-/// tiles, two of each of the other side's and lse and D of two steps' 64
-/// query rows.
-__host__ __device__ constexpr int forwardSmem(int d) {
-  return 5 * tileBytes(d);
+/// Bytes of shared memory. The forward: the block's Q tile and two of K
+/// and V (the step's and the next, loaded while the step runs). dK / dV:
+/// the block's K and V, two of Q and dO and lse and D of two steps' 64
+/// queries. dQ: the block's Q and dO, two of K and V.
+__host__ __device__ constexpr int forwardSmem(int d, int mt) {
+  return tileBytes(d, blockRows(mt)) + 4 * tileBytes(d);
 }
-__host__ __device__ constexpr int backwardSmem(int d) {
-  return 6 * tileBytes(d) + 4 * kTile * 4;
+__host__ __device__ constexpr int kvGradSmem(int d, int mt) {
+  return 2 * tileBytes(d, blockRows(mt)) + 4 * tileBytes(d) + 4 * kTile * 4;
+}
+__host__ __device__ constexpr int qGradSmem(int d, int mt) {
+  return 2 * tileBytes(d, blockRows(mt)) + 4 * tileBytes(d);
 }
 
 template <int Dt> __device__ __forceinline__ unsigned short toBits(float v) {
@@ -158,51 +202,105 @@ __device__ __forceinline__ void loadBCols(const unsigned short *tile, int ld,
   b1[1] = r[3];
 }
 
-/// acc (16 x N f32: N / 8 fragments) = rows r0.. of tile `a` times rows
-/// 0..N-1 of tile `b` transposed, over d columns: Q K^T, K Q^T, dO V^T,
-/// V dO^T.
-template <int Dt, int D, int N = kTile>
-__device__ __forceinline__ void productRows(const unsigned short *a, int r0,
-                                            const unsigned short *b,
-                                            float (*acc)[4]) {
+/// The warp's A operand of a row product, its MT m16 tiles of rows r0..
+/// (r0 + 16 m.. for tile m) of a shared tile, loaded at each k-step: K and
+/// V in dK / dV, and the forward's Q and dQ's Q and dO with MT = 1.
+template <int D, int MT> struct SharedRows {
+  const unsigned short *tile = nullptr;
+  int r0 = 0;
+  __device__ __forceinline__ void init(const unsigned short *at, int row) {
+    tile = at;
+    r0 = row;
+  }
+  /// The fragments of columns kk..kk+15.
+  __device__ __forceinline__ void at(int kk, unsigned (*fa)[4]) const {
+    TCC_UNROLL
+    for (int mi = 0; mi < MT; ++mi)
+      loadA(tile, ldTile(D), r0 + 16 * mi, kk, fa[mi]);
+  }
+};
+
+/// The same operand read once into registers (4 MT per 16 columns): a
+/// loop invariant then costs no shared-memory loads per step, and the
+/// products load only their B fragments. The tile must be in (copied and
+/// a barrier passed) when init runs.
+template <int D, int MT> struct HeldRows {
+  unsigned f[D / 16][MT][4];
+  __device__ __forceinline__ void init(const unsigned short *tile, int r0) {
+    TCC_UNROLL
+    for (int kk = 0; kk < D / 16; ++kk)
+      TCC_UNROLL
+    for (int mi = 0; mi < MT; ++mi)
+      loadA(tile, ldTile(D), r0 + 16 * mi, kk * 16, f[kk][mi]);
+  }
+  __device__ __forceinline__ void at(int kk, unsigned (*fa)[4]) const {
+    TCC_UNROLL
+    for (int mi = 0; mi < MT; ++mi)
+      TCC_UNROLL
+    for (int e = 0; e < 4; ++e)
+      fa[mi][e] = f[kk / 16][mi][e];
+  }
+};
+
+/// acc (MT tiles of 16 x N f32: N / 8 fragments each) = the warp's rows
+/// of `a` (SharedRows or HeldRows) times rows 0..N-1 of tile `b`
+/// transposed, over D columns: Q K^T, K Q^T, dO V^T, V dO^T. Each B
+/// fragment serves all MT m-tiles.
+template <int Dt, int D, int MT, int N = kTile, class A>
+__device__ __forceinline__ void productRows(const A &a, const unsigned short *b,
+                                            float (*acc)[N / 8][4]) {
   constexpr int ld = ldTile(D);
   TCC_UNROLL
+  for (int mi = 0; mi < MT; ++mi)
+    TCC_UNROLL
   for (int n = 0; n < N / 8; ++n)
     TCC_UNROLL
   for (int e = 0; e < 4; ++e)
-    acc[n][e] = 0.0f;
+    acc[mi][n][e] = 0.0f;
   TCC_UNROLL
   for (int kk = 0; kk < D; kk += 16) {
-    unsigned fa[4];
-    loadA(a, ld, r0, kk, fa);
+    unsigned fa[MT][4];
+    a.at(kk, fa);
     TCC_UNROLL
     for (int n = 0; n < N / 8; ++n) {
       unsigned fb[2];
       loadBRows(b, ld, n * 8, kk, fb);
-      mma<Dt>(acc[n], fa, fb);
+      TCC_UNROLL
+      for (int mi = 0; mi < MT; ++mi)
+        mma<Dt>(acc[mi][n], fa[mi], fb);
     }
   }
 }
 
-/// acc (16 x D f32: D / 8 fragments) += P times rows 0..N-1 of the tile
-/// `b`, P the 16 x N score fragments `p` rounded to 16 bits: P V, P^T dO,
-/// dS^T Q, dS K.
-template <int Dt, int D, int N = kTile>
-__device__ __forceinline__ void
-productScores(const float (*p)[4], const unsigned short *b, float (*acc)[4]) {
+/// acc (MT tiles of 16 x D f32: D / 8 fragments each) += P times rows
+/// 0..N-1 of the tile `b`, P the MT tiles of 16 x N score fragments `p`
+/// rounded to 16 bits: P V, P^T dO, dS^T Q, dS K. Each pair of B
+/// fragments (one ldmatrix) serves all MT m-tiles.
+template <int Dt, int D, int MT, int N = kTile>
+__device__ __forceinline__ void productScores(const float (*p)[N / 8][4],
+                                              const unsigned short *b,
+                                              float (*acc)[D / 8][4]) {
   constexpr int ld = ldTile(D);
   TCC_UNROLL
   for (int kk = 0; kk < N / 16; ++kk) {
-    unsigned fa[4] = {pack2<Dt>(p[2 * kk][0], p[2 * kk][1]),
-                      pack2<Dt>(p[2 * kk][2], p[2 * kk][3]),
-                      pack2<Dt>(p[2 * kk + 1][0], p[2 * kk + 1][1]),
-                      pack2<Dt>(p[2 * kk + 1][2], p[2 * kk + 1][3])};
+    unsigned fa[MT][4];
+    TCC_UNROLL
+    for (int mi = 0; mi < MT; ++mi) {
+      const float(*s)[4] = p[mi];
+      fa[mi][0] = pack2<Dt>(s[2 * kk][0], s[2 * kk][1]);
+      fa[mi][1] = pack2<Dt>(s[2 * kk][2], s[2 * kk][3]);
+      fa[mi][2] = pack2<Dt>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      fa[mi][3] = pack2<Dt>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    }
     TCC_UNROLL
     for (int n = 0; n < D / 8; n += 2) {
       unsigned b0[2], b1[2];
       loadBCols(b, ld, kk * 16, n * 8, b0, b1);
-      mma<Dt>(acc[n], fa, b0);
-      mma<Dt>(acc[n + 1], fa, b1);
+      TCC_UNROLL
+      for (int mi = 0; mi < MT; ++mi) {
+        mma<Dt>(acc[mi][n], fa[mi], b0);
+        mma<Dt>(acc[mi][n + 1], fa[mi], b1);
+      }
     }
   }
 }
@@ -249,16 +347,16 @@ template <int N> __device__ __forceinline__ void cpAsyncWait() {
 #endif
 }
 
-/// Starts copying rows [r0, r0 + 64) of entry g (`rows` per entry, `pitch`
-/// apart) into a shared tile, 16 bytes per copy; rows past the end are
-/// zeros.
-template <int D>
+/// Starts copying rows [r0, r0 + Rows) of entry g (`rows` per entry,
+/// `pitch` apart) into a shared tile, 16 bytes per copy; rows past the end
+/// are zeros.
+template <int D, int Rows = kTile>
 __device__ __forceinline__ void
 loadTile(const AttentionTiles &t, const void *src, long long pitch, long long g,
          long long r0, long long rows, unsigned short *dst) {
   constexpr int vecs = D / 8, ld = ldTile(D);
   const unsigned short *s = static_cast<const unsigned short *>(src);
-  for (int idx = threadIdx.x; idx < kTile * vecs; idx += kThreads) {
+  for (int idx = threadIdx.x; idx < Rows * vecs; idx += kThreads) {
     int r = idx / vecs, c = (idx - r * vecs) * 8;
     if (r0 + r < rows)
       cpAsync16(dst + r * ld + c, s + rowAt(t, g, r0 + r, rows, pitch) + c);
@@ -316,9 +414,10 @@ __device__ __forceinline__ float quadMax(float v) {
   return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
 }
 
-/// Writes a warp's 16 x D accumulators, row h of the lane's pair times
-/// mul[h], to rows r0.. of entry g of `dst` (dtype `type`, `rows` per entry,
-/// `pitch` apart); rows past the end are not written.
+/// Writes one m-tile of a warp's accumulators (16 x D), row h of the
+/// lane's pair times mul[h], to rows r0.. of entry g of `dst` (dtype
+/// `type`, `rows` per entry, `pitch` apart); rows past the end are not
+/// written.
 template <int D>
 __device__ __forceinline__ void
 storeAcc(const AttentionTiles &t, const float (*acc)[4], const float *mul,
@@ -369,87 +468,126 @@ template <int N> __device__ __forceinline__ void zero(float (*acc)[4]) {
     acc[n][e] = 0.0f;
 }
 
-/// The forward: block (entry g, query tile), grid batch * tiles. Shared
-/// memory: Q, then K and V twice (the step's and the next).
-template <int Dt, int D>
-__global__ void __launch_bounds__(kThreads, blocksFor(D, 4))
+/// Whether a kernel keeps its loop-invariant A operands in registers
+/// (HeldRows): at MT = 2 up to D = 64, where they fit beside the
+/// accumulators (the forward's Q: 32 registers at D = 64; dQ's Q and dO:
+/// 64; at D = 80 the accumulators alone take 252). At MT = 1 they are
+/// loaded from shared memory at each step, within the register cap of 4
+/// blocks a multiprocessor.
+__host__ __device__ constexpr bool holdRows(int d, int mt) {
+  return mt > 1 && d <= 64;
+}
+template <int D, int MT>
+using RowsOf =
+    std::conditional_t<holdRows(D, MT), HeldRows<D, MT>, SharedRows<D, MT>>;
+
+/// The forward: block (entry g, query tile of 64 MT rows), grid batch *
+/// tiles. Shared memory: Q, then K and V twice (the step's and the next).
+template <int Dt, int D, int MT>
+__global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT))
     attentionTiledForwardKernel(AttentionTiles t) {
   TCC_DYNAMIC_SMEM(smem);
-  constexpr int ld = ldTile(D), tile = kTile * ld;
+  constexpr int ld = ldTile(D), tile = kTile * ld, rows = blockRows(MT);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int gr = lane >> 2, tc = lane & 3;
-  long long tiles = (t.tq + kTile - 1) / kTile;
+  long long tiles = (t.tq + rows - 1) / rows;
   long long g = blockIdx.x / tiles;
   // The longest causal tiles first: they finish with the others.
-  long long q0 = (tiles - 1 - (blockIdx.x - g * tiles)) * kTile;
+  long long q0 = (tiles - 1 - (blockIdx.x - g * tiles)) * rows;
 
   unsigned short *qs = reinterpret_cast<unsigned short *>(smem);
-  unsigned short *kv = qs + tile; // K0, V0, K1, V1
-  long long kEnd = t.causal && q0 + kTile < t.tk ? q0 + kTile : t.tk;
-  loadTile<D>(t, t.q, t.inputPitch, g, q0, t.tq, qs);
+  unsigned short *kv = qs + rows * ld; // K0, V0, K1, V1
+  long long kEnd = t.causal && q0 + rows < t.tk ? q0 + rows : t.tk;
+  loadTile<D, rows>(t, t.q, t.inputPitch, g, q0, t.tq, qs);
+  // Q held in registers: its own group, read while K and V arrive.
+  if constexpr (holdRows(D, MT))
+    cpAsyncCommit();
   loadTile<D>(t, t.k, t.inputPitch, g, 0, t.tk, kv);
   loadTile<D>(t, t.v, t.inputPitch, g, 0, t.tk, kv + tile);
   cpAsyncCommit();
-  float o[D / 8][4];
-  zero<D / 8>(o);
-  // The lane's rows i0 and i0 + 8: running max m and sum l (the four lanes
-  // of a row agree).
-  const long long iw = q0 + warp * 16, i0 = iw + gr;
-  float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
+  RowsOf<D, MT> qa;
+  if constexpr (holdRows(D, MT)) {
+    cpAsyncWait<1>();
+    __syncthreads(); // every thread's copies of Q are in
+  }
+  qa.init(qs, warp * 16 * MT);
+  float o[MT][D / 8][4];
+  TCC_UNROLL
+  for (int mi = 0; mi < MT; ++mi)
+    zero<D / 8>(o[mi]);
+  // m-tile mi's rows are iw + 16 mi.., the lane's i0 + 16 mi and 8 more:
+  // running max m and sum l (the four lanes of a row agree).
+  const long long iw = q0 + warp * 16 * MT, i0 = iw + gr;
+  float m[MT][2], l[MT][2];
+  TCC_UNROLL
+  for (int mi = 0; mi < MT; ++mi)
+    TCC_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    m[mi][h] = kNegInf;
+    l[mi][h] = 0.0f;
+  }
   for (long long k0 = 0, step = 0; k0 < kEnd; k0 += kTile, ++step) {
     const unsigned short *ks = awaitKeyTiles<D>(t, kv, g, k0, step, kEnd);
     const unsigned short *vs = ks + tile;
-    float s[kSteps][4];
-    productRows<Dt, D>(qs, warp * 16, ks, s);
-    float mx[2] = {kNegInf, kNegInf};
-    const bool plain = plainScores(t, iw, 16, k0, kTile);
+    float s[MT][kSteps][4];
+    productRows<Dt, D, MT>(qa, ks, s);
     TCC_UNROLL
-    for (int n = 0; n < kSteps; ++n)
+    for (int mi = 0; mi < MT; ++mi) {
+      float mx[2] = {kNegInf, kNegInf};
+      const bool plain = plainScores(t, iw + 16 * mi, 16, k0, kTile);
       TCC_UNROLL
-    for (int e = 0; e < 4; ++e) {
-      s[n][e] = plain ? t.scale * s[n][e]
-                      : scoreOf(t, g, i0 + 8 * (e >> 1),
-                                k0 + n * 8 + 2 * tc + (e & 1), s[n][e]);
-      mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
-    }
-    float base[2], alpha[2], sum[2] = {0.0f, 0.0f};
-    TCC_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      float mNew = fmaxf(m[h], quadMax(mx[h]));
-      // No key so far: exponentials of -inf against 0 are 0, not NaN.
-      base[h] = mNew == kNegInf ? 0.0f : mNew;
-      alpha[h] = expOf(m[h] - base[h]);
-      m[h] = mNew;
-    }
-    TCC_UNROLL
-    for (int n = 0; n < kSteps; ++n)
+      for (int n = 0; n < kSteps; ++n)
+        TCC_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        float &x = s[mi][n][e];
+        x = plain ? t.scale * x
+                  : scoreOf(t, g, i0 + 16 * mi + 8 * (e >> 1),
+                            k0 + n * 8 + 2 * tc + (e & 1), x);
+        mx[e >> 1] = fmaxf(mx[e >> 1], x);
+      }
+      float base[2], alpha[2], sum[2] = {0.0f, 0.0f};
       TCC_UNROLL
-    for (int e = 0; e < 4; ++e) {
-      s[n][e] = expOf(s[n][e] - base[e >> 1]);
-      sum[e >> 1] += s[n][e];
-    }
-    TCC_UNROLL
-    for (int h = 0; h < 2; ++h)
-      l[h] = l[h] * alpha[h] + quadSum(sum[h]);
-    TCC_UNROLL
-    for (int n = 0; n < D / 8; ++n)
+      for (int h = 0; h < 2; ++h) {
+        float mNew = fmaxf(m[mi][h], quadMax(mx[h]));
+        // No key so far: exponentials of -inf against 0 are 0, not NaN.
+        base[h] = mNew == kNegInf ? 0.0f : mNew;
+        alpha[h] = expOf(m[mi][h] - base[h]);
+        m[mi][h] = mNew;
+      }
       TCC_UNROLL
-    for (int e = 0; e < 4; ++e)
-      o[n][e] *= alpha[e >> 1];
-    productScores<Dt, D>(s, vs, o);
+      for (int n = 0; n < kSteps; ++n)
+        TCC_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        s[mi][n][e] = expOf(s[mi][n][e] - base[e >> 1]);
+        sum[e >> 1] += s[mi][n][e];
+      }
+      TCC_UNROLL
+      for (int h = 0; h < 2; ++h)
+        l[mi][h] = l[mi][h] * alpha[h] + quadSum(sum[h]);
+      TCC_UNROLL
+      for (int n = 0; n < D / 8; ++n)
+        TCC_UNROLL
+      for (int e = 0; e < 4; ++e)
+        o[mi][n][e] *= alpha[e >> 1];
+    }
+    productScores<Dt, D, MT>(s, vs, o);
     __syncthreads(); // every warp is done with the tiles the next step fills
   }
   cpAsyncWait<0>(); // no step: the first copies are still in flight
   // A row without any key (all masked) is NaN, as the softmax's 0 / 0.
-  float inv[2];
   TCC_UNROLL
-  for (int h = 0; h < 2; ++h) {
-    inv[h] = l[h] > 0.0f ? 1.0f / l[h] : NAN;
-    long long i = i0 + 8 * h;
-    if (tc == 0 && i < t.tq)
-      t.lse[g * t.tq + i] = l[h] > 0.0f ? m[h] + logf(l[h]) : NAN;
+  for (int mi = 0; mi < MT; ++mi) {
+    float inv[2];
+    TCC_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      inv[h] = l[mi][h] > 0.0f ? 1.0f / l[mi][h] : NAN;
+      long long i = i0 + 16 * mi + 8 * h;
+      if (tc == 0 && i < t.tq)
+        t.lse[g * t.tq + i] = l[mi][h] > 0.0f ? m[mi][h] + logf(l[mi][h]) : NAN;
+    }
+    storeAcc<D>(t, o[mi], inv, g, iw + 16 * mi, t.tq, t.heads * t.d, t.out,
+                t.outType);
   }
-  storeAcc<D>(t, o, inv, g, iw, t.tq, t.heads * t.d, t.out, t.outType);
 }
 
 /// D = rowsum(dO O) per row (f32), a warp per row.
@@ -469,34 +607,43 @@ __global__ void attentionRowDotKernel(AttentionTiles t) {
   }
 }
 
-/// dK and dV: block (entry g, key tile); the warp owns 16 keys and walks
-/// the query tiles that see them. Shared memory: K, V, then twice (the
-/// step's and the next) Q, dO and lse and D of the step's 64 queries.
-template <int Dt, int D>
-__global__ void __launch_bounds__(kThreads, blocksFor(D, kKVGradBlocks))
+/// dK and dV: block (entry g, key tile of 64 MT rows); the warp owns 16 MT
+/// keys and walks the query tiles (64 rows) that see them. Shared memory:
+/// K, V, then twice (the step's and the next) Q, dO and lse and D of the
+/// step's 64 queries.
+template <int Dt, int D, int MT>
+__global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
     attentionTiledKVGradKernel(AttentionTiles t) {
   TCC_DYNAMIC_SMEM(smem);
-  constexpr int ld = ldTile(D), tile = kTile * ld;
+  constexpr int ld = ldTile(D), tile = kTile * ld, rows = blockRows(MT);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int gr = lane >> 2, tc = lane & 3;
-  long long tiles = (t.tk + kTile - 1) / kTile;
+  long long tiles = (t.tk + rows - 1) / rows;
   long long g = blockIdx.x / tiles;
-  long long k0 = (blockIdx.x - g * tiles) * kTile;
+  long long k0 = (blockIdx.x - g * tiles) * rows;
   unsigned short *ks = reinterpret_cast<unsigned short *>(smem);
-  unsigned short *vs = ks + tile, *qdo = vs + tile;         // Q0, dO0, Q1, dO1
-  float *stats = reinterpret_cast<float *>(qdo + 4 * tile); // lse0, D0, ..
-  // Causal: queries i >= j only, so from the tile of the block's first key.
+  unsigned short *vs = ks + rows * ld, *qdo = vs + rows * ld; // Q0, dO0, ..
+  float *stats = reinterpret_cast<float *>(qdo + 4 * tile);   // lse0, D0, ..
+  // Causal: queries i >= j only, so from the query tile of the block's
+  // first key.
   long long qBegin = t.causal ? k0 / kTile * kTile : 0;
-  loadTile<D>(t, t.k, t.inputPitch, g, k0, t.tk, ks);
-  loadTile<D>(t, t.v, t.inputPitch, g, k0, t.tk, vs);
+  loadTile<D, rows>(t, t.k, t.inputPitch, g, k0, t.tk, ks);
+  loadTile<D, rows>(t, t.v, t.inputPitch, g, k0, t.tk, vs);
   loadTile<D>(t, t.q, t.inputPitch, g, qBegin, t.tq, qdo);
   loadTile<D>(t, t.dout, t.heads * t.d, g, qBegin, t.tq, qdo + tile);
   loadRowStats(t, g, qBegin, stats, stats + kTile);
   cpAsyncCommit();
-  float dk[D / 8][4], dv[D / 8][4];
-  zero<D / 8>(dk);
-  zero<D / 8>(dv);
-  const long long jw = k0 + warp * 16, j0 = jw + gr; // keys j0, j0 + 8
+  float dk[MT][D / 8][4], dv[MT][D / 8][4];
+  TCC_UNROLL
+  for (int mi = 0; mi < MT; ++mi) {
+    zero<D / 8>(dk[mi]);
+    zero<D / 8>(dv[mi]);
+  }
+  // m-tile mi's keys are jw + 16 mi.., the lane's j0 + 16 mi and 8 more.
+  const long long jw = k0 + warp * 16 * MT, j0 = jw + gr;
+  SharedRows<D, MT> ka, va;
+  ka.init(ks, warp * 16 * MT);
+  va.init(vs, warp * 16 * MT);
   for (long long q0 = qBegin, step = 0; q0 < t.tq; q0 += kTile, ++step) {
     const int cur = static_cast<int>(step & 1);
     const unsigned short *qs = qdo + cur * 2 * tile, *dos = qs + tile;
@@ -514,80 +661,110 @@ __global__ void __launch_bounds__(kThreads, blocksFor(D, kKVGradBlocks))
     }
     __syncthreads(); // the step's tiles are in
     // Two halves of 32 queries: half the score registers, so that three
-    // or four blocks fit a multiprocessor.
+    // blocks fit a multiprocessor at MT = 1 and, at MT = 2, both m-tiles'
+    // dK and dV fit beside the scores.
     TCC_NO_UNROLL
     for (int half = 0; half < 2; ++half) {
       const int c0 = half * kHalf;
       const unsigned short *qh = qs + c0 * ld, *doh = dos + c0 * ld;
       // S^T = K Q^T; P^T = exp(score - lse), 0 where there is no score.
-      float p[kHalf / 8][4];
-      productRows<Dt, D, kHalf>(ks, warp * 16, qh, p);
-      const bool plain = plainScores(t, q0 + c0, kHalf, jw, 16);
+      float p[MT][kHalf / 8][4];
+      productRows<Dt, D, MT, kHalf>(ka, qh, p);
       TCC_UNROLL
-      for (int n = 0; n < kHalf / 8; ++n)
+      for (int mi = 0; mi < MT; ++mi) {
+        const bool plain = plainScores(t, q0 + c0, kHalf, jw + 16 * mi, 16);
         TCC_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        int col = c0 + n * 8 + 2 * tc + (e & 1);
-        if (plain) {
-          p[n][e] = expOf(t.scale * p[n][e] - lse[col]);
-        } else {
-          float x = scoreOf(t, g, q0 + col, j0 + 8 * (e >> 1), p[n][e]);
-          p[n][e] = x == kNegInf ? 0.0f : expOf(x - lse[col]);
+        for (int n = 0; n < kHalf / 8; ++n)
+          TCC_UNROLL
+        for (int e = 0; e < 4; ++e) {
+          int col = c0 + n * 8 + 2 * tc + (e & 1);
+          float &x = p[mi][n][e];
+          if (plain) {
+            x = expOf(t.scale * x - lse[col]);
+          } else {
+            float y = scoreOf(t, g, q0 + col, j0 + 16 * mi + 8 * (e >> 1), x);
+            x = y == kNegInf ? 0.0f : expOf(y - lse[col]);
+          }
         }
       }
       // dV += P^T dO.
-      productScores<Dt, D, kHalf>(p, doh, dv);
+      productScores<Dt, D, MT, kHalf>(p, doh, dv);
       // dP^T = V dO^T, then dS^T = P^T (dP^T - D) scale over P^T.
-      float dp[kHalf / 8][4];
-      productRows<Dt, D, kHalf>(vs, warp * 16, doh, dp);
+      float dp[MT][kHalf / 8][4];
+      productRows<Dt, D, MT, kHalf>(va, doh, dp);
       TCC_UNROLL
+      for (int mi = 0; mi < MT; ++mi)
+        TCC_UNROLL
       for (int n = 0; n < kHalf / 8; ++n)
         TCC_UNROLL
       for (int e = 0; e < 4; ++e) {
         int col = c0 + n * 8 + 2 * tc + (e & 1);
-        p[n][e] = p[n][e] * (dp[n][e] - dot[col]) * t.scale;
+        p[mi][n][e] = p[mi][n][e] * (dp[mi][n][e] - dot[col]) * t.scale;
       }
       // dK += dS^T Q.
-      productScores<Dt, D, kHalf>(p, qh, dk);
+      productScores<Dt, D, MT, kHalf>(p, qh, dk);
     }
     __syncthreads(); // every warp is done with the tiles the next step fills
   }
   cpAsyncWait<0>();
   const float one[2] = {1.0f, 1.0f};
-  storeAcc<D>(t, dk, one, g, jw, t.tk, t.inputPitch, t.dk, t.dkType);
-  storeAcc<D>(t, dv, one, g, jw, t.tk, t.inputPitch, t.dv, t.dvType);
+  TCC_UNROLL
+  for (int mi = 0; mi < MT; ++mi) {
+    storeAcc<D>(t, dk[mi], one, g, jw + 16 * mi, t.tk, t.inputPitch, t.dk,
+                t.dkType);
+    storeAcc<D>(t, dv[mi], one, g, jw + 16 * mi, t.tk, t.inputPitch, t.dv,
+                t.dvType);
+  }
 }
 
-/// dQ: block (entry g, query tile); the warp owns 16 queries and walks the
-/// key tiles they see. Shared memory: Q, dO, then twice K and V.
-template <int Dt, int D>
-__global__ void __launch_bounds__(kThreads, blocksFor(D, 4))
+/// dQ: block (entry g, query tile of 64 MT rows); the warp owns 16 MT
+/// queries and walks the key tiles (64 rows) they see. Shared memory: Q,
+/// dO, then twice K and V.
+template <int Dt, int D, int MT>
+__global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT))
     attentionTiledQGradKernel(AttentionTiles t) {
   TCC_DYNAMIC_SMEM(smem);
-  constexpr int ld = ldTile(D), tile = kTile * ld;
+  constexpr int ld = ldTile(D), tile = kTile * ld, rows = blockRows(MT);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int gr = lane >> 2, tc = lane & 3;
-  long long tiles = (t.tq + kTile - 1) / kTile;
+  long long tiles = (t.tq + rows - 1) / rows;
   long long g = blockIdx.x / tiles;
-  long long q0 = (tiles - 1 - (blockIdx.x - g * tiles)) * kTile;
+  long long q0 = (tiles - 1 - (blockIdx.x - g * tiles)) * rows;
   unsigned short *qs = reinterpret_cast<unsigned short *>(smem);
-  unsigned short *dos = qs + tile, *kv = dos + tile; // K0, V0, K1, V1
-  long long kEnd = t.causal && q0 + kTile < t.tk ? q0 + kTile : t.tk;
-  loadTile<D>(t, t.q, t.inputPitch, g, q0, t.tq, qs);
-  loadTile<D>(t, t.dout, t.heads * t.d, g, q0, t.tq, dos);
+  unsigned short *dos = qs + rows * ld, *kv = dos + rows * ld; // K0, V0, ..
+  long long kEnd = t.causal && q0 + rows < t.tk ? q0 + rows : t.tk;
+  loadTile<D, rows>(t, t.q, t.inputPitch, g, q0, t.tq, qs);
+  loadTile<D, rows>(t, t.dout, t.heads * t.d, g, q0, t.tq, dos);
+  // Q and dO held in registers: their own group, read while K and V
+  // arrive.
+  if constexpr (holdRows(D, MT))
+    cpAsyncCommit();
   loadTile<D>(t, t.k, t.inputPitch, g, 0, t.tk, kv);
   loadTile<D>(t, t.v, t.inputPitch, g, 0, t.tk, kv + tile);
   cpAsyncCommit();
-  const long long iw = q0 + warp * 16, i0 = iw + gr; // rows i0, i0 + 8
-  float lse[2], dot[2];
-  TCC_UNROLL
-  for (int h = 0; h < 2; ++h) {
-    bool in = i0 + 8 * h < t.tq;
-    lse[h] = in ? t.lse[g * t.tq + i0 + 8 * h] : 0.0f;
-    dot[h] = in ? t.rowDot[g * t.tq + i0 + 8 * h] : 0.0f;
+  RowsOf<D, MT> qa, doa;
+  if constexpr (holdRows(D, MT)) {
+    cpAsyncWait<1>();
+    __syncthreads(); // every thread's copies of Q and dO are in
   }
-  float dq[D / 8][4];
-  zero<D / 8>(dq);
+  qa.init(qs, warp * 16 * MT);
+  doa.init(dos, warp * 16 * MT);
+  // m-tile mi's rows are iw + 16 mi.., the lane's i0 + 16 mi and 8 more.
+  const long long iw = q0 + warp * 16 * MT, i0 = iw + gr;
+  float lse[MT][2], dot[MT][2];
+  TCC_UNROLL
+  for (int mi = 0; mi < MT; ++mi)
+    TCC_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    long long i = i0 + 16 * mi + 8 * h;
+    bool in = i < t.tq;
+    lse[mi][h] = in ? t.lse[g * t.tq + i] : 0.0f;
+    dot[mi][h] = in ? t.rowDot[g * t.tq + i] : 0.0f;
+  }
+  float dq[MT][D / 8][4];
+  TCC_UNROLL
+  for (int mi = 0; mi < MT; ++mi)
+    zero<D / 8>(dq[mi]);
   for (long long k0 = 0, step = 0; k0 < kEnd; k0 += kTile, ++step) {
     const unsigned short *ks = awaitKeyTiles<D>(t, kv, g, k0, step, kEnd);
     const unsigned short *vs = ks + tile;
@@ -596,37 +773,43 @@ __global__ void __launch_bounds__(kThreads, blocksFor(D, 4))
     for (int half = 0; half < 2; ++half) {
       const int c0 = half * kHalf;
       const unsigned short *kh = ks + c0 * ld, *vh = vs + c0 * ld;
-      float p[kHalf / 8][4], dp[kHalf / 8][4];
-      productRows<Dt, D, kHalf>(qs, warp * 16, kh, p);
-      productRows<Dt, D, kHalf>(dos, warp * 16, vh, dp);
-      const bool plain = plainScores(t, iw, 16, k0 + c0, kHalf);
+      float p[MT][kHalf / 8][4], dp[MT][kHalf / 8][4];
+      productRows<Dt, D, MT, kHalf>(qa, kh, p);
+      productRows<Dt, D, MT, kHalf>(doa, vh, dp);
       TCC_UNROLL
-      for (int n = 0; n < kHalf / 8; ++n)
+      for (int mi = 0; mi < MT; ++mi) {
+        const bool plain = plainScores(t, iw + 16 * mi, 16, k0 + c0, kHalf);
         TCC_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        int h = e >> 1;
-        float pr;
-        if (plain) {
-          pr = expOf(t.scale * p[n][e] - lse[h]);
-        } else {
-          float x = scoreOf(t, g, i0 + 8 * h,
-                            k0 + c0 + n * 8 + 2 * tc + (e & 1), p[n][e]);
-          pr = x == kNegInf ? 0.0f : expOf(x - lse[h]);
+        for (int n = 0; n < kHalf / 8; ++n)
+          TCC_UNROLL
+        for (int e = 0; e < 4; ++e) {
+          int h = e >> 1;
+          float pr;
+          if (plain) {
+            pr = expOf(t.scale * p[mi][n][e] - lse[mi][h]);
+          } else {
+            float x = scoreOf(t, g, i0 + 16 * mi + 8 * h,
+                              k0 + c0 + n * 8 + 2 * tc + (e & 1), p[mi][n][e]);
+            pr = x == kNegInf ? 0.0f : expOf(x - lse[mi][h]);
+          }
+          p[mi][n][e] = pr * (dp[mi][n][e] - dot[mi][h]) * t.scale;
         }
-        p[n][e] = pr * (dp[n][e] - dot[h]) * t.scale;
       }
-      productScores<Dt, D, kHalf>(p, kh, dq);
+      productScores<Dt, D, MT, kHalf>(p, kh, dq);
     }
     __syncthreads(); // every warp is done with the tiles the next step fills
   }
   cpAsyncWait<0>();
   const float one[2] = {1.0f, 1.0f};
-  storeAcc<D>(t, dq, one, g, iw, t.tq, t.inputPitch, t.dq, t.dqType);
+  TCC_UNROLL
+  for (int mi = 0; mi < MT; ++mi)
+    storeAcc<D>(t, dq[mi], one, g, iw + 16 * mi, t.tq, t.inputPitch, t.dq,
+                t.dqType);
 }
 
 /// Launches kernel `k` over `blocks` blocks with `smem` bytes of dynamic
 /// shared memory. Above the default 48 KiB a kernel must be allowed more,
-/// once: as much as the largest head dim (128) needs.
+/// once: as much as the largest kernel needs (attentionTiledSmemBytes).
 template <void (*Kernel)(AttentionTiles)>
 void launchTiled(long long blocks, int smem, cudaStream_t stream,
                  const AttentionTiles &t, const char *what) {
@@ -656,14 +839,19 @@ void launchTiled(long long blocks, int smem, cudaStream_t stream,
   checkLaunch(what);
 }
 
-/// The kernels of dtype Dt and head dim D: the forward, or the backward's
-/// D = rowsum(dO O) pass, dK / dV and dQ.
-template <int Dt, int D>
+/// The kernels of dtype Dt and head dim D with warps of 16 MT rows (each
+/// kernel's warpTiles): the forward, or the backward's D = rowsum(dO O)
+/// pass, dK / dV and dQ.
+template <int Dt, int D, int MT>
 void launchTiles(const AttentionTiles &t, bool grad, cudaStream_t stream) {
-  long long qBlocks = t.batch * ((t.tq + kTile - 1) / kTile);
+  constexpr int fwdMT = warpTiles(kForward, D, MT),
+                kvMT = warpTiles(kKVGrad, D, MT),
+                qMT = warpTiles(kQGrad, D, MT);
   if (!grad) {
-    launchTiled<attentionTiledForwardKernel<Dt, D>>(
-        qBlocks, forwardSmem(D), stream, t, "attention (tiled)");
+    constexpr int rows = blockRows(fwdMT);
+    launchTiled<attentionTiledForwardKernel<Dt, D, fwdMT>>(
+        t.batch * ((t.tq + rows - 1) / rows), forwardSmem(D, fwdMT), stream, t,
+        "attention (tiled)");
     return;
   }
   long long rows = t.batch * t.tq, dotBlocks = (rows + 7) / 8;
@@ -673,28 +861,41 @@ void launchTiles(const AttentionTiles &t, bool grad, cudaStream_t stream) {
       dim3(256), stream)
   (t);
   checkLaunch("attention_grad (tiled)");
-  long long kvBlocks = t.batch * ((t.tk + kTile - 1) / kTile);
-  launchTiled<attentionTiledKVGradKernel<Dt, D>>(
-      kvBlocks, backwardSmem(D), stream, t, "attention_grad (tiled)");
-  launchTiled<attentionTiledQGradKernel<Dt, D>>(
-      qBlocks, backwardSmem(D), stream, t, "attention_grad (tiled)");
+  constexpr int kvRows = blockRows(kvMT), qRows = blockRows(qMT);
+  launchTiled<attentionTiledKVGradKernel<Dt, D, kvMT>>(
+      t.batch * ((t.tk + kvRows - 1) / kvRows), kvGradSmem(D, kvMT), stream, t,
+      "attention_grad (tiled)");
+  launchTiled<attentionTiledQGradKernel<Dt, D, qMT>>(
+      t.batch * ((t.tq + qRows - 1) / qRows), qGradSmem(D, qMT), stream, t,
+      "attention_grad (tiled)");
+}
+
+/// With warps of 32 rows (`wide`: MT = 2) or 16.
+template <int Dt, int D>
+void launchTiles(const AttentionTiles &t, bool grad, bool wide,
+                 cudaStream_t stream) {
+  if (wide)
+    launchTiles<Dt, D, 2>(t, grad, stream);
+  else
+    launchTiles<Dt, D, 1>(t, grad, stream);
 }
 
 template <int Dt>
-void launchByHeadDim(const AttentionTiles &t, bool grad, cudaStream_t stream) {
+void launchByHeadDim(const AttentionTiles &t, bool grad, bool wide,
+                     cudaStream_t stream) {
   switch (t.d) {
   case 16:
-    return launchTiles<Dt, 16>(t, grad, stream);
+    return launchTiles<Dt, 16>(t, grad, wide, stream);
   case 32:
-    return launchTiles<Dt, 32>(t, grad, stream);
+    return launchTiles<Dt, 32>(t, grad, wide, stream);
   case 64:
-    return launchTiles<Dt, 64>(t, grad, stream);
+    return launchTiles<Dt, 64>(t, grad, wide, stream);
   case 80:
-    return launchTiles<Dt, 80>(t, grad, stream);
+    return launchTiles<Dt, 80>(t, grad, wide, stream);
   case 96:
-    return launchTiles<Dt, 96>(t, grad, stream);
+    return launchTiles<Dt, 96>(t, grad, wide, stream);
   case 128:
-    return launchTiles<Dt, 128>(t, grad, stream);
+    return launchTiles<Dt, 128>(t, grad, wide, stream);
   default:
     throw Error("no tiled CUDA attention kernel for head dim " +
                 std::to_string(t.d) + " (it takes 16, 32, 64, 80, 96 or 128)");
@@ -703,19 +904,36 @@ void launchByHeadDim(const AttentionTiles &t, bool grad, cudaStream_t stream) {
 
 void launchTiledAttention(const AttentionTiles &t, bool grad,
                           cudaStream_t stream) {
+  // Read before anything else, so a bad TCC_CUDA_ATTENTION_WARP_ROWS fails
+  // every launch.
+  const bool wide = tiledAttentionWarpRows() == 32;
   if (t.dtype == kDtBF16)
-    launchByHeadDim<kDtBF16>(t, grad, stream);
+    launchByHeadDim<kDtBF16>(t, grad, wide, stream);
   else if (t.dtype == kDtF16)
-    launchByHeadDim<kDtF16>(t, grad, stream);
+    launchByHeadDim<kDtF16>(t, grad, wide, stream);
   else
     throw Error("the tiled CUDA attention takes bf16 or f16 operands");
+}
+
+/// The most shared memory any kernel of head dim d takes, with either
+/// setting of TCC_CUDA_ATTENTION_WARP_ROWS.
+constexpr int smemOf(int d) {
+  int most = 0;
+  for (int mt = 1; mt <= 2; ++mt) {
+    int f = forwardSmem(d, warpTiles(kForward, d, mt)),
+        kv = kvGradSmem(d, warpTiles(kKVGrad, d, mt)),
+        q = qGradSmem(d, warpTiles(kQGrad, d, mt));
+    most = std::max({most, f, kv, q});
+  }
+  return most;
 }
 
 } // namespace
 
 int attentionTiledSmemBytes() {
-  return forwardSmem(128) > backwardSmem(128) ? forwardSmem(128)
-                                              : backwardSmem(128);
+  constexpr int most = std::max({smemOf(16), smemOf(32), smemOf(64), smemOf(80),
+                                 smemOf(96), smemOf(128)});
+  return most;
 }
 
 void attentionTiledForward(const AttentionTiles &t, cudaStream_t stream) {

@@ -21,6 +21,7 @@
 
 #include "runtime/cuda/CudaAttention.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <memory>
@@ -1001,6 +1002,62 @@ TEST(CudaAttentionEmu, TiledAttentionSetting) {
               std::string::npos)
         << e.what();
   }
+}
+
+// TCC_CUDA_ATTENTION_WARP_ROWS picks the tiled kernels' warps (16 or 32
+// rows); a value it does not know is an error that names it and what it
+// takes. The tests' override takes the same values and gives the
+// environment's back with 0.
+TEST(CudaAttentionEmu, TiledAttentionWarpRowsSetting) {
+  EXPECT_EQ(cuda::attentionWarpRows(nullptr), 16);
+  EXPECT_EQ(cuda::attentionWarpRows(""), 16);
+  EXPECT_EQ(cuda::attentionWarpRows("16"), 16);
+  EXPECT_EQ(cuda::attentionWarpRows("32"), 32);
+  for (std::string bad : {"64", "8", "032", "32 ", "two"}) {
+    try {
+      cuda::attentionWarpRows(bad.c_str());
+      ADD_FAILURE() << "no error for '" << bad << "'";
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find("TCC_CUDA_ATTENTION_WARP_ROWS is '" +
+                                           bad + "'; it takes '16' or '32'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  int env = cuda::tiledAttentionWarpRows();
+  cuda::setTiledAttentionWarpRows(32);
+  EXPECT_EQ(cuda::tiledAttentionWarpRows(), 32);
+  cuda::setTiledAttentionWarpRows(16);
+  EXPECT_EQ(cuda::tiledAttentionWarpRows(), 16);
+  EXPECT_THROW(cuda::setTiledAttentionWarpRows(64), Error);
+  EXPECT_EQ(cuda::tiledAttentionWarpRows(), 16);
+  cuda::setTiledAttentionWarpRows(0);
+  EXPECT_EQ(cuda::tiledAttentionWarpRows(), env);
+}
+
+// The variable itself, in a fresh process (it is read once): 32 selects
+// the wide warps, and a bad value fails the launch that reads it.
+TEST(CudaAttentionEmuDeathTest, TiledAttentionWarpRowsFromTheEnvironment) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("TCC_CUDA_ATTENTION_WARP_ROWS", "32", 1);
+        std::exit(cuda::tiledAttentionWarpRows() == 32 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      {
+        setenv("TCC_CUDA_ATTENTION_WARP_ROWS", "24", 1);
+        try {
+          cuda::attentionTiledForward(cuda::AttentionTiles{}, nullptr);
+        } catch (const Error &e) {
+          std::fprintf(stderr, "%s\n", e.what());
+          std::exit(2);
+        }
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(2),
+      "TCC_CUDA_ATTENTION_WARP_ROWS is '24'; it takes '16' or '32'");
 }
 
 // prepare refuses what the kernels do not take, naming the operand.

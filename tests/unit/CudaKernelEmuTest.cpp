@@ -99,8 +99,10 @@ class CudaKernelEmu : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaKernelEmu, MatchesTheCpu) {
   for (const KernelCase &c : kernelCases())
-    if (c.name == GetParam())
+    if (c.name == GetParam()) {
+      AttentionWarpRowsScope rows(c.attentionWarpRows);
       compareCase(c, runEmulated(c.prog));
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, CudaKernelEmu,
@@ -108,6 +110,27 @@ INSTANTIATE_TEST_SUITE_P(Cases, CudaKernelEmu,
                          [](const ::testing::TestParamInfo<std::string> &i) {
                            return i.param;
                          });
+
+// The tiled attention kernels' two warp shapes (16 and 32 rows a warp)
+// agree bit for bit: every output sums the same products in the same order
+// (steps of 64 keys or queries, each mma over the same k), and the steps a
+// 128-row causal block walks past a 64-row one's end add exact zeros. Head
+// dims where all three kernels, two or one take 32 rows.
+TEST(CudaKernelEmuAttention, WarpShapesAgreeBitForBit) {
+  OneProgram p;
+  std::vector<int32_t> outs;
+  DType t = DType::BF16;
+  attentionPair(p, t, {1}, 150, 150, 64, 64, {}, true, outs);
+  attentionPair(p, t, {1}, 140, 100, 80, 80, {}, true, outs);
+  attentionPair(p, t, {1}, 70, 130, 96, 96, {70, 130}, false, outs);
+  std::vector<std::vector<uint8_t>> got[2];
+  for (int wide : {0, 1}) {
+    AttentionWarpRowsScope rows(wide ? 32 : 16);
+    got[wide] = runEmulated(p);
+  }
+  for (int32_t id : outs)
+    EXPECT_EQ(got[0][id], got[1][id]) << "tensor " << p.info(id).name;
+}
 
 // The multi-tensor AdamW launch over a table of three tensors equals three
 // single updates on the CPU (the first also writes its bf16 copy).

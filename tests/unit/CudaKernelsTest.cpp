@@ -40,6 +40,7 @@ TEST_P(CudaKernelCase, MatchesTheCpu) {
   TCC_REQUIRE_GPU();
   for (const KernelCase &c : kernelCases())
     if (c.name == GetParam()) {
+      AttentionWarpRowsScope rows(c.attentionWarpRows);
       compareCase(c, c.prog.runGpu(ExecMode::Compiled));
       compareCase(c, c.prog.runGpu(ExecMode::Eager));
     }
@@ -87,6 +88,25 @@ TEST(CudaKernels, DgeluBgradSetting) {
     EXPECT_NE(std::string(e.what()).find("TCC_CUDA_DGELU_BGRAD is 'both'"),
               std::string::npos)
         << e.what();
+  }
+}
+
+TEST(CudaKernels, GemmAutotuneSetting) {
+  EXPECT_EQ(cuda::gemmAutotuneCandidates(nullptr), 1);
+  EXPECT_EQ(cuda::gemmAutotuneCandidates(""), 1);
+  EXPECT_EQ(cuda::gemmAutotuneCandidates("0"), 1);
+  EXPECT_EQ(cuda::gemmAutotuneCandidates("8"), 8);
+  EXPECT_EQ(cuda::gemmAutotuneCandidates("16"), 16);
+  for (const char *bad : {"17", "-1", "8x", "on"}) {
+    try {
+      cuda::gemmAutotuneCandidates(bad);
+      ADD_FAILURE() << "no error for '" << bad << "'";
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find(
+                    std::string("TCC_CUDA_GEMM_AUTOTUNE is '") + bad + "'"),
+                std::string::npos)
+          << e.what();
+    }
   }
 }
 
@@ -158,8 +178,9 @@ TEST(CudaKernels, AttentionSequenceMajor) {
 
 // The tiled kernels (CudaKernelsAttentionTiled.cu) at GPT-2 sizes: bf16
 // and f16, [B, T, H, D] causal with D 64, packed and masked with D 128 and
-// Tq < Tk, against the CPU; a second run is the same bit for bit (no
-// atomics: each backward kernel owns the rows it writes).
+// Tq < Tk, against the CPU, with warps of 16 and of 32 rows; a second run
+// is the same bit for bit (no atomics: each backward kernel owns the rows
+// it writes).
 TEST(CudaKernels, AttentionTiled) {
   TCC_REQUIRE_GPU();
   for (DType t : {DType::BF16, DType::F16}) {
@@ -168,11 +189,15 @@ TEST(CudaKernels, AttentionTiled) {
     attentionPair(p, t, {2}, 1024, 1024, 64, 64, {}, true, outs, 12);
     attentionPair(p, t, {3}, 200, 1000, 128, 128, {3, 200, 1000}, false, outs);
     auto cpu = p.runCpu();
-    auto first = p.runGpu(ExecMode::Compiled, {}, 2);
-    auto second = p.runGpu(ExecMode::Compiled, {}, 2);
-    for (int32_t id : outs) {
-      expectClose(p, cpu, first, id, rtolFor(t), rtolFor(t));
-      EXPECT_EQ(first[id], second[id]) << "tensor " << id << " run to run";
+    for (int warpRows : {16, 32}) {
+      SCOPED_TRACE(std::to_string(warpRows) + " rows a warp");
+      AttentionWarpRowsScope scope(warpRows);
+      auto first = p.runGpu(ExecMode::Compiled, {}, 2);
+      auto second = p.runGpu(ExecMode::Compiled, {}, 2);
+      for (int32_t id : outs) {
+        expectClose(p, cpu, first, id, rtolFor(t), rtolFor(t));
+        EXPECT_EQ(first[id], second[id]) << "tensor " << id << " run to run";
+      }
     }
   }
 }
@@ -245,90 +270,102 @@ TEST(CudaKernels, MatmulTypesTransposesAndBatches) {
 // Every cuBLASLt epilogue against the CPU's matmul_epilogue kernel, per
 // dtype (and f32 or 16-bit bias gradients), through CudaGemm::tryGemm
 // directly, so a decline is seen: the forward epilogues must run fused;
-// which others cuBLASLt declined (they fall back) is printed.
+// which others cuBLASLt declined (they fall back) is printed. Both with
+// the heuristic's first algorithm and with TCC_CUDA_GEMM_AUTOTUNE timing 8
+// (whichever it keeps, the outputs are that algorithm's alone).
 TEST(CudaKernels, GemmEpilogues) {
   TCC_REQUIRE_GPU();
   std::vector<KernelCase> cases;
   gemmEpilogueCases(cases);
-  for (const KernelCase &c : cases) {
-    const Artifact &art = const_cast<OneProgram &>(c.prog).artifact();
-    auto cpu = c.prog.runCpu();
-    auto init = c.prog.initial();
-    std::vector<void *> dev(art.tensors.size(), nullptr);
-    for (size_t id = 0; id < art.tensors.size(); ++id) {
-      TCC_CUDA_CHECK(cudaMalloc(&dev[id], init[id].size()));
-      TCC_CUDA_CHECK(cudaMemcpy(dev[id], init[id].data(), init[id].size(),
-                                cudaMemcpyHostToDevice));
+  struct Autotune {
+    explicit Autotune(const char *n) {
+      if (n)
+        setenv("TCC_CUDA_GEMM_AUTOTUNE", n, 1);
     }
-    std::string declined;
-    {
-      cuda::CudaGemm gemm(nullptr, false);
-      for (const Instr &in : art.programs[0].instrs) {
-        const GemmEpilogueInfo &e = *gemmEpilogueByCode(in.iattrs[2]);
-        const TensorInfo &A = art.tensors[in.inputs[0]],
-                         &D = art.tensors[in.outputs[0]];
-        cuda::CudaGemm::Problem p;
-        p.ab = A.dtype;
-        p.c = D.dtype;
-        p.transA = in.iattrs[0];
-        p.transB = in.iattrs[1];
-        p.n = D.shape.back();
-        p.m = D.numElements() / p.n;
-        p.k = p.transA ? A.shape[0] : A.shape.back();
-        cuda::CudaGemm::EpilogueArgs args;
-        args.biasType = D.dtype;
-        if (e.bias)
-          args.bias = dev[in.inputs[2]];
-        if (e.act == GemmAct::DgeluTanh)
-          args.aux = dev[in.inputs[2]];
-        if (e.preactOut)
-          args.aux = dev[in.outputs[1]];
-        if (e.bgrad != GemmBiasGrad::None) {
-          args.biasGrad = dev[in.outputs[1]];
-          args.biasType = art.tensors[in.outputs[1]].dtype;
-        }
-        using Ep = cuda::CudaGemm::Epilogue;
-        Ep ep =
-            e.act == GemmAct::DgeluTanh
-                ? (e.bgrad == GemmBiasGrad::Out ? Ep::DgeluBgrad : Ep::Dgelu)
-            : e.bgrad == GemmBiasGrad::Lhs ? Ep::BgradLhs
-            : e.bgrad == GemmBiasGrad::Rhs ? Ep::BgradRhs
-            : e.act == GemmAct::Relu       ? (e.bias ? Ep::ReluBias : Ep::Relu)
-            : e.act == GemmAct::GeluTanh
-                ? (e.preactOut ? (e.bias ? Ep::GeluAuxBias : Ep::GeluAux)
-                               : (e.bias ? Ep::GeluBias : Ep::Gelu))
-                : Ep::Bias;
-        bool fused = gemm.tryGemm(p, dev[in.inputs[0]], dev[in.inputs[1]],
-                                  dev[in.outputs[0]], ep, args);
-        if (!fused) {
-          declined +=
-              std::string(" ") + e.name + "(n=" + std::to_string(p.n) + ")";
-          // Keep the CPU's values: only the fused ones are compared.
-          for (int32_t id : in.outputs)
-            TCC_CUDA_CHECK(cudaMemcpy(dev[id], cpu[id].data(), cpu[id].size(),
-                                      cudaMemcpyHostToDevice));
-        }
-        bool forward = e.act != GemmAct::DgeluTanh && !e.preactOut &&
-                       e.bgrad == GemmBiasGrad::None;
-        EXPECT_TRUE(fused || !forward)
-            << c.name << ": cuBLASLt declined " << e.name;
-        // A pre-activation row of 20 elements is not one cuBLASLt takes.
-        if (e.preactOut || e.act == GemmAct::DgeluTanh) {
-          EXPECT_TRUE(!fused || p.n % 8 == 0) << c.name << " " << e.name;
-        }
+    ~Autotune() { unsetenv("TCC_CUDA_GEMM_AUTOTUNE"); }
+  };
+  for (const char *tune : {static_cast<const char *>(nullptr), "8"})
+    for (const KernelCase &c : cases) {
+      SCOPED_TRACE(tune ? "TCC_CUDA_GEMM_AUTOTUNE=8" : "untuned");
+      Autotune setting(tune);
+      const Artifact &art = const_cast<OneProgram &>(c.prog).artifact();
+      auto cpu = c.prog.runCpu();
+      auto init = c.prog.initial();
+      std::vector<void *> dev(art.tensors.size(), nullptr);
+      for (size_t id = 0; id < art.tensors.size(); ++id) {
+        TCC_CUDA_CHECK(cudaMalloc(&dev[id], init[id].size()));
+        TCC_CUDA_CHECK(cudaMemcpy(dev[id], init[id].data(), init[id].size(),
+                                  cudaMemcpyHostToDevice));
       }
-      TCC_CUDA_CHECK(cudaDeviceSynchronize());
+      std::string declined;
+      {
+        cuda::CudaGemm gemm(nullptr, false);
+        for (const Instr &in : art.programs[0].instrs) {
+          const GemmEpilogueInfo &e = *gemmEpilogueByCode(in.iattrs[2]);
+          const TensorInfo &A = art.tensors[in.inputs[0]],
+                           &D = art.tensors[in.outputs[0]];
+          cuda::CudaGemm::Problem p;
+          p.ab = A.dtype;
+          p.c = D.dtype;
+          p.transA = in.iattrs[0];
+          p.transB = in.iattrs[1];
+          p.n = D.shape.back();
+          p.m = D.numElements() / p.n;
+          p.k = p.transA ? A.shape[0] : A.shape.back();
+          cuda::CudaGemm::EpilogueArgs args;
+          args.biasType = D.dtype;
+          if (e.bias)
+            args.bias = dev[in.inputs[2]];
+          if (e.act == GemmAct::DgeluTanh)
+            args.aux = dev[in.inputs[2]];
+          if (e.preactOut)
+            args.aux = dev[in.outputs[1]];
+          if (e.bgrad != GemmBiasGrad::None) {
+            args.biasGrad = dev[in.outputs[1]];
+            args.biasType = art.tensors[in.outputs[1]].dtype;
+          }
+          using Ep = cuda::CudaGemm::Epilogue;
+          Ep ep =
+              e.act == GemmAct::DgeluTanh
+                  ? (e.bgrad == GemmBiasGrad::Out ? Ep::DgeluBgrad : Ep::Dgelu)
+              : e.bgrad == GemmBiasGrad::Lhs ? Ep::BgradLhs
+              : e.bgrad == GemmBiasGrad::Rhs ? Ep::BgradRhs
+              : e.act == GemmAct::Relu ? (e.bias ? Ep::ReluBias : Ep::Relu)
+              : e.act == GemmAct::GeluTanh
+                  ? (e.preactOut ? (e.bias ? Ep::GeluAuxBias : Ep::GeluAux)
+                                 : (e.bias ? Ep::GeluBias : Ep::Gelu))
+                  : Ep::Bias;
+          bool fused = gemm.tryGemm(p, dev[in.inputs[0]], dev[in.inputs[1]],
+                                    dev[in.outputs[0]], ep, args);
+          if (!fused) {
+            declined +=
+                std::string(" ") + e.name + "(n=" + std::to_string(p.n) + ")";
+            // Keep the CPU's values: only the fused ones are compared.
+            for (int32_t id : in.outputs)
+              TCC_CUDA_CHECK(cudaMemcpy(dev[id], cpu[id].data(), cpu[id].size(),
+                                        cudaMemcpyHostToDevice));
+          }
+          bool forward = e.act != GemmAct::DgeluTanh && !e.preactOut &&
+                         e.bgrad == GemmBiasGrad::None;
+          EXPECT_TRUE(fused || !forward)
+              << c.name << ": cuBLASLt declined " << e.name;
+          // A pre-activation row of 20 elements is not one cuBLASLt takes.
+          if (e.preactOut || e.act == GemmAct::DgeluTanh) {
+            EXPECT_TRUE(!fused || p.n % 8 == 0) << c.name << " " << e.name;
+          }
+        }
+        TCC_CUDA_CHECK(cudaDeviceSynchronize());
+      }
+      auto gpu = cpu;
+      for (int32_t id : c.outs)
+        TCC_CUDA_CHECK(cudaMemcpy(gpu[id].data(), dev[id], gpu[id].size(),
+                                  cudaMemcpyDeviceToHost));
+      for (void *ptr : dev)
+        cudaFree(ptr);
+      std::printf("%s: cuBLASLt declined:%s\n", c.name.c_str(),
+                  declined.empty() ? " none" : declined.c_str());
+      compareCase(c, gpu);
     }
-    auto gpu = cpu;
-    for (int32_t id : c.outs)
-      TCC_CUDA_CHECK(cudaMemcpy(gpu[id].data(), dev[id], gpu[id].size(),
-                                cudaMemcpyDeviceToHost));
-    for (void *ptr : dev)
-      cudaFree(ptr);
-    std::printf("%s: cuBLASLt declined:%s\n", c.name.c_str(),
-                declined.empty() ? " none" : declined.c_str());
-    compareCase(c, gpu);
-  }
 }
 
 // matmul_epilogue through CudaSession with cuBLASLt's epilogues off: the
