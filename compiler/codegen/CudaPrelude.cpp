@@ -164,25 +164,21 @@ __device__ __forceinline__ float tcc_warp_max(float a) {
 // and only the row's values and the block size decide them. A reduction
 // has its own 32 slots of red; the row loop's closing barrier makes them
 // free for the next row.
-__device__ __forceinline__ float tcc_block_sum(float a, double *red) {
-  a = tcc_warp_sum(a);
+template <class T>
+__device__ __forceinline__ T tcc_block_add(T warpSum, double *red) {
   if ((threadIdx.x & 31) == 0)
-    red[threadIdx.x >> 5] = a;
+    red[threadIdx.x >> 5] = warpSum;
   __syncthreads();
-  float s = static_cast<float>(red[0]);
+  T s = static_cast<T>(red[0]);
   for (unsigned w = 1; w < (blockDim.x >> 5); ++w)
-    s += static_cast<float>(red[w]);
+    s += static_cast<T>(red[w]);
   return s;
 }
+__device__ __forceinline__ float tcc_block_sum(float a, double *red) {
+  return tcc_block_add(tcc_warp_sum(a), red);
+}
 __device__ __forceinline__ double tcc_block_sum_f64(double a, double *red) {
-  a = tcc_warp_sum_f64(a);
-  if ((threadIdx.x & 31) == 0)
-    red[threadIdx.x >> 5] = a;
-  __syncthreads();
-  double s = red[0];
-  for (unsigned w = 1; w < (blockDim.x >> 5); ++w)
-    s += red[w];
-  return s;
+  return tcc_block_add(tcc_warp_sum_f64(a), red);
 }
 __device__ __forceinline__ float tcc_block_max(float a, double *red) {
   a = tcc_warp_max(a);
