@@ -555,18 +555,34 @@ void CudaEmitter::emitRows(std::ostream &os) const {
   os << "  }\n}\n";
 }
 
+/// The losses' mean over rows. Thread t of the one block adds rows
+/// [t * per, (t + 1) * per) in order, then thread 0 adds the threads' sums
+/// in thread order: deterministic for a block size, and with one thread
+/// exactly the host library's row-order sum. One thread alone waited on
+/// 32768 dependent loads and adds (GPT-2 at batch 32), about half a
+/// millisecond.
 void CudaEmitter::emitFin(std::ostream &os) const {
-  os << " {\n  if (blockIdx.x != 0 || threadIdx.x != 0)\n    return;\n";
+  os << " {\n  if (blockIdx.x != 0)\n    return;\n";
   for (unsigned k = 0; k < op.getInputs().size(); ++k)
     os << "  (void)in" << k << ";\n";
-  os << "  (void)tcc_err;\n";
+  os << "  (void)tcc_err;\n  __shared__ double tcc_fin_sums[1024];\n"
+     << "  const long long tcc_per = (" << R
+     << "LL + blockDim.x - 1) / blockDim.x;\n"
+     << "  const long long tcc_lo = threadIdx.x * tcc_per;\n"
+     << "  const long long tcc_hi = tcc_lo + tcc_per < " << R
+     << "LL ? tcc_lo + tcc_per : " << R << "LL;\n";
   for (auto [out, slot] : g.partialOut) {
     if (out < 0)
       continue;
-    os << "  {\n    double t = 0;\n    for (long long r = 0; r < " << R
-       << "; ++r)\n      t += tcc_partials[r * " << g.partials << " + " << slot
-       << "];\n    out" << out << "[0] = static_cast<float>(t / " << R
-       << ".0);\n  }\n";
+    os << "  {\n    double t = 0;\n    for (long long r = tcc_lo; r < tcc_hi; "
+          "++r)\n      t += tcc_partials[r * "
+       << g.partials << " + " << slot
+       << "];\n    tcc_fin_sums[threadIdx.x] = t;\n    __syncthreads();\n"
+       << "    if (threadIdx.x == 0) {\n      double all = 0;\n"
+       << "      for (unsigned u = 0; u < blockDim.x; ++u)\n"
+       << "        all += tcc_fin_sums[u];\n      out" << out
+       << "[0] = static_cast<float>(all / " << R << ".0);\n    }\n"
+       << "    __syncthreads();\n  }\n";
   }
   os << "}\n";
 }

@@ -143,8 +143,10 @@ constexpr int64_t kMaxKernelSmem = 227 * 1024;
 /// wide for a warp, e.g. a vocabulary's logits), "elements" one thread per
 /// element of the rows x cols domain (grid = ceil(rows * cols / block),
 /// capped by the runtime, the kernel strides). `finSymbol`, when
-/// not empty, has the same parameters and runs as one block of one thread
-/// after the main kernel: it sums the partials in row order (losses).
+/// not empty, has the same parameters and runs as one block of `block`
+/// threads after the main kernel: it sums the partials (losses), each
+/// thread a run of rows in order, then the threads' sums in order (with
+/// any block size, one thread included, a correct sum).
 struct DeviceKernel {
   std::string symbol, finSymbol;
   std::string name; // the region's ops, for profiles

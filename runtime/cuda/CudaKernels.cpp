@@ -162,8 +162,8 @@ void launch_fused(const CudaArgs &a) {
   }
   if (h.fin)
     TCC_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void *>(h.fin),
-                                    dim3(1), dim3(1), params.data(), 0,
-                                    a.stream));
+                                    dim3(1), dim3(static_cast<unsigned>(block)),
+                                    params.data(), 0, a.stream));
 }
 
 } // namespace tcc::rt::cuda

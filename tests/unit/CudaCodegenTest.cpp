@@ -533,7 +533,7 @@ void runEmulated(const ::tcc::test::SharedObject &so, const rt::DeviceKernel &k,
   if (!k.finSymbol.empty() && b.err[3] == 0) {
     auto fin = reinterpret_cast<EmuWrapper>(so.sym("emu_" + k.finSymbol));
     ASSERT_TRUE(fin);
-    launch(fin, b.args.data(), 1, 32, 0); // thread 0 does the work
+    launch(fin, b.args.data(), 1, (unsigned)k.block, 0);
   }
 }
 

@@ -49,6 +49,8 @@ inline const char *cudaEmulatorShim() {
 #define __device__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+// A block runs alone, so a function's statics are its shared memory.
+#define __shared__ static
 
 struct tcc_dim3 { unsigned x = 0, y = 1, z = 1; };
 static thread_local tcc_dim3 threadIdx, blockIdx;
