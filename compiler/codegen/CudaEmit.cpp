@@ -25,7 +25,7 @@
 //    gives a warp: thread t's columns are t, t + B, ...; reductions add
 //    the warps' butterflies in warp order through shared memory. The row's
 //    vector inputs are first copied to shared memory (16-byte loads, while
-//    they fit kStageBytes), so that every later pass over the row reads
+//    they fit kSmemBudget), so that every later pass over the row reads
 //    them on chip: the logits come from DRAM once instead of once per pass
 //    (a warp per row had 8000+ rows in flight, far more than L2 holds).
 //    Outputs written over a staged input (in_place) are then safe too.
@@ -109,10 +109,12 @@ private:
     int64_t t = (g.d.cols / 16 + 31) / 32 * 32;
     return std::clamp<int64_t>(t, 128, 512);
   }
-  /// Bytes of shared memory the staged inputs of a block_rows kernel may
-  /// take: a padded vocabulary's bf16 row (50304 words, 98 KiB) fits, and
-  /// so do two such blocks per multiprocessor (H100: 228 KiB).
-  static constexpr int64_t kStageBytes = 110 * 1024;
+  /// Bytes of shared memory a block_rows kernel may take, staged rows and
+  /// reduction slots together: 99 KiB, what every GPU of compute
+  /// capability 8.0 or later gives a block (8.6 and 8.9 give no more), so
+  /// an artifact loads on all of them. GPT-2's bf16 logits row (50257
+  /// words, 98.2 KiB) fits; an H100 holds two such blocks.
+  static constexpr int64_t kSmemBudget = 99 * 1024;
 
   const KernelGraph &g;
   mutable FusedOp op; // a handle; its accessors are not const
@@ -433,23 +435,25 @@ void CudaEmitter::emitRowScalar(std::ostream &os, int i) const {
 
 /// Where each staged row and the reduction slots of a block_rows kernel
 /// live in its shared memory: vector Loads of float inputs in node order
-/// while they fit kStageBytes (the others are read from global memory at
+/// while they fit kSmemBudget (the others are read from global memory at
 /// every pass), 16-byte aligned; then 32 doubles per reduction.
 void CudaEmitter::planShared() {
   staged.assign(g.nodes.size(), -1);
   redSlot.assign(g.nodes.size(), -1);
   if (!wide)
     return;
-  int64_t at = 0;
   int reductions = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].kind == NodeKind::Reduce)
+      redSlot[i] = reductions++;
+  const int64_t stageBudget = kSmemBudget - reductions * 32 * 8;
+  int64_t at = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node &n = g.nodes[i];
-    if (n.kind == NodeKind::Reduce)
-      redSlot[i] = reductions++;
     if (n.kind != NodeKind::Load || !n.vec || n.isInt)
       continue;
     int64_t bytes = g.d.cols * (n.half == Half::None ? 4 : 2);
-    if (at + bytes > kStageBytes)
+    if (at + bytes > stageBudget)
       continue;
     staged[i] = at;
     at = (at + bytes + 15) / 16 * 16;

@@ -159,7 +159,7 @@ std::vector<Case> cases() {
   return %r0, %r1 : tensor<f32>, tensor<3x2100xf32>)",
        "block_rows"},
       // A block per row whose inputs do not all fit the staging budget
-      // (110 KiB): the logits (78 KiB) are staged, the per-row offsets
+      // (99 KiB): the logits (78 KiB) are staged, the per-row offsets
       // (78 KiB more) are read from global memory at every pass.
       {"cross_entropy_unstaged",
        "(%l: tensor<3x20000xf32>, %m: tensor<3x20000xf32>, %labels: "
