@@ -45,7 +45,7 @@ PREBUILT=()
 STATUS=0
 
 # 1. Correctness: the CUDA unit tests and the loss curves.
-timeout 120 bash "$ROOT/tests/gpu/run.sh" "$RES/checks" "$ART" --build-dir "$WORK/build" \
+timeout 180 bash "$ROOT/tests/gpu/run.sh" "$RES/checks" "$ART" --build-dir "$WORK/build" \
   "${PREBUILT[@]}" --parts unit-cuda,train > "$OUT/checks.txt" 2>&1
 rc=$?
 if [ $rc -eq 2 ]; then # no GPU: nothing below can run
