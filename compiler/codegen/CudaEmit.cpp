@@ -115,6 +115,8 @@ private:
   /// an artifact loads on all of them. GPT-2's bf16 logits row (50257
   /// words, 98.2 KiB) fits; an H100 holds two such blocks.
   static constexpr int64_t kSmemBudget = 99 * 1024;
+  /// Reduction slots per reduction (one double per warp, up to 32 warps).
+  static constexpr int64_t kRedSlots = 32;
 
   const KernelGraph &g;
   mutable FusedOp op; // a handle; its accessors are not const
@@ -372,7 +374,7 @@ void CudaEmitter::emitRowScalar(std::ostream &os, int i) const {
       if (!wide)
         return "tcc_warp_" + kind.str() + "(" + v + ")";
       return "tcc_block_" + kind.str() + "(" + v + ", tcc_red + " +
-             std::to_string(32 * redSlot[i]) + ")";
+             std::to_string(kRedSlots * redSlot[i]) + ")";
     };
     if (n.tmpl == "sumexp_f64") {
       // As tcc_rowsumexp_f64 and the library's cross-entropy kernels: the
@@ -446,7 +448,8 @@ void CudaEmitter::planShared() {
   for (size_t i = 0; i < g.nodes.size(); ++i)
     if (g.nodes[i].kind == NodeKind::Reduce)
       redSlot[i] = reductions++;
-  const int64_t stageBudget = kSmemBudget - reductions * 32 * 8;
+  const int64_t redBytes = reductions * kRedSlots * 8;
+  const int64_t stageBudget = kSmemBudget - redBytes;
   int64_t at = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node &n = g.nodes[i];
@@ -459,7 +462,7 @@ void CudaEmitter::planShared() {
     at = (at + bytes + 15) / 16 * 16;
   }
   redOffset = at;
-  smemBytes = at + reductions * 32 * 8;
+  smemBytes = at + redBytes;
 }
 
 /// The staged rows' copies at the top of a block_rows row, and the
@@ -483,12 +486,13 @@ void CudaEmitter::emitRows(std::ostream &os) const {
      << "  const int lane = threadIdx.x & 31;\n  (void)lane;\n";
   if (wide) {
     os << "  TCC_SMEM_BYTES(tcc_smem);\n  (void)tcc_smem;\n";
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-      if (staged[i] >= 0)
-        os << "  " << cudaType(op.getInputs()[g.nodes[i].input].getType())
-           << " *const tcc_st" << i << " = reinterpret_cast<"
-           << cudaType(op.getInputs()[g.nodes[i].input].getType())
-           << " *>(tcc_smem + " << staged[i] << ");\n";
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (staged[i] < 0)
+        continue;
+      const char *type = cudaType(op.getInputs()[g.nodes[i].input].getType());
+      os << "  " << type << " *const tcc_st" << i << " = reinterpret_cast<"
+         << type << " *>(tcc_smem + " << staged[i] << ");\n";
+    }
     if (smemBytes > redOffset)
       os << "  double *const tcc_red = reinterpret_cast<double *>(tcc_smem + "
          << redOffset << ");\n";

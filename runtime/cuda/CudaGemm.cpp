@@ -297,13 +297,6 @@ CudaGemm::Plan *CudaGemm::plan(const Problem &p, Epilogue ep, DType biasType,
   return ref;
 }
 
-// Each candidate once to warm up, then kTimedRuns timed together; the
-// fastest is kept. Every run writes the same outputs from the same inputs
-// (beta 0: C, the bias gradient and the GELU input are written, never
-// read), so the call's result is that of the kept algorithm alone. Not
-// while the stream is being captured into a graph: events cannot be waited
-// on there, and the plan stays untuned until an uncaptured call (the graph
-// cache runs a step uncaptured first).
 int CudaGemm::run(const Plan &pl, const void *algo, const void *a,
                   const void *b, void *c) {
   const float alpha = 1.0f, beta = 0.0f;
@@ -313,6 +306,13 @@ int CudaGemm::run(const Plan &pl, const void *algo, const void *a,
                         workspace_, kWorkspaceBytes, stream_);
 }
 
+// Each candidate once to warm up, then kTimedRuns timed together; the
+// fastest is kept. Every run writes the same outputs from the same inputs
+// (beta 0: C, the bias gradient and the GELU input are written, never
+// read), so the call's result is that of the kept algorithm alone. Not
+// while the stream is being captured into a graph: events cannot be waited
+// on there, and the plan stays untuned until an uncaptured call (the graph
+// cache runs a step uncaptured first).
 void CudaGemm::autotune(Plan &pl, const void *a, const void *b, void *c) {
   constexpr int kTimedRuns = 3;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
