@@ -12,10 +12,16 @@
 //    A vector that a later slot reads lives in a per-thread array s<N>[k]:
 //    lane l only ever touches its own columns l, l + 32, ..., so no lane
 //    reads another's entries except through a shuffle. k is a constant
-//    trip count, unrolled for short rows, so those arrays stay in
-//    registers. Rows wider than kMaxLaneSlots * 32 columns (a vocabulary's
-//    logits) keep no arrays: a later slot recomputes such a vector from the
-//    inputs (or reads it back from its output), since an array of C / 32
+//    trip count, and every loop that indexes such an array is unrolled
+//    (as are all loops of short rows), so those arrays stay in registers;
+//    only a pick from a row of more than 16 slots indexes one by the label,
+//    which puts that array in local memory.
+//    An odd slot's loop that stores is preceded by one that loads the
+//    inputs it reads into per-lane arrays tcc_p<N>, so that a lane's loads
+//    are all in flight before its first store (planPrefetch). Rows wider
+//    than kMaxLaneSlots * 32 columns (a vocabulary's logits) keep no
+//    arrays: a later slot recomputes such a vector from the inputs (or
+//    reads it back from its output), since an array of C / 32
 //    floats per thread would be local memory that the driver reserves for
 //    every resident thread (50257 columns: 6 KiB a thread, ~1.7 GB on an
 //    H100) and that costs more traffic than reading the inputs again.
@@ -41,6 +47,8 @@
 #include "compiler/codegen/FusedCodegenInternal.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <sstream>
 
 using namespace ::tcc::fusedgen;
@@ -72,6 +80,7 @@ public:
         leader(wide ? "threadIdx.x == 0" : "lane == 0"),
         sync(wide ? "__syncthreads()" : "__syncwarp()") {
     planShared();
+    planPrefetch();
   }
   LogicalResult emit(std::string &code, rt::DeviceKernel &k);
 
@@ -89,7 +98,11 @@ private:
   std::string subst(const Node &n, int loopTime) const;
   std::string vecIndex(int n, StringRef col, StringRef slot = "tcc_k") const;
   std::string recompute(int n, StringRef col) const;
-  std::string columnLoop(StringRef indent) const;
+  /// Opens a loop over the lane's columns; `arrays`: its body indexes a
+  /// per-lane array (s<N>, tcc_p<N>) by the slot, so it must be unrolled.
+  std::string columnLoop(StringRef indent, bool arrays) const;
+  /// Whether the column loop of odd slot `t` indexes a per-lane array.
+  bool loopUsesArrays(int t) const;
   void signature(std::ostream &os, const std::string &symbol) const;
   void emitElements(std::ostream &os) const;
   void emitRows(std::ostream &os) const;
@@ -97,6 +110,7 @@ private:
   void emitFin(std::ostream &os) const;
   void emitStaging(std::ostream &os) const;
   void planShared();
+  void planPrefetch();
   /// Threads per block: 256 (elements), 128 (rows: 4 warps, a row each) or,
   /// for block_rows, enough that each thread has 16 or more columns, from
   /// 128 to 512 (two 512-thread blocks of a vocabulary's staged row fit a
@@ -134,6 +148,10 @@ private:
   /// of reduction scratch (`tcc_red + 32 * slot`).
   std::vector<int64_t> staged;
   std::vector<int> redSlot;
+  /// Per odd time slot of a rows kernel whose column loop stores: the
+  /// vector Load nodes its expressions read, which a loop ahead of it loads
+  /// into the per-lane arrays tcc_p<N> (emitRows).
+  std::map<int, std::set<int>> prefetch;
   int64_t redOffset = 0, smemBytes = 0;
 };
 } // namespace
@@ -237,13 +255,17 @@ void CudaEmitter::store(std::ostream &os, std::string &deferred, int n,
 }
 
 /// Opens a loop over the lane's columns: `j` the column, `tcc_k` its slot.
-std::string CudaEmitter::columnLoop(StringRef indent) const {
+/// A loop whose body indexes a per-lane array is fully unrolled (at most
+/// kMaxLaneSlots steps), so that every index is a constant: an array indexed
+/// by a loop counter is local memory. Other loops are unrolled for short
+/// rows only.
+std::string CudaEmitter::columnLoop(StringRef indent, bool arrays) const {
   if (wide) // no per-thread arrays: the column is all a body needs
     return indent.str() + "#pragma unroll 4\n" + indent.str() +
            "for (int j = " + first + "; j < " + C + "; j += " + step + ") {\n";
   int64_t slots = (g.d.cols + 31) / 32;
   std::string s = indent.str();
-  s += slots <= 16 ? "#pragma unroll\n" + indent.str() : "";
+  s += slots <= 16 || arrays ? "#pragma unroll\n" + indent.str() : "";
   s += "for (int tcc_k = 0; tcc_k < " + std::to_string(slots) +
        "; ++tcc_k) {\n" + indent.str() + "  const int j = lane + 32 * tcc_k;\n";
   if (g.d.cols % 32)
@@ -261,9 +283,42 @@ std::string CudaEmitter::ref(int n, int loopTime) const {
     return v;
   if (x.kind != NodeKind::Load && x.time == loopTime)
     return v;
-  if (x.kind == NodeKind::Load)
+  if (x.kind == NodeKind::Load) {
+    auto it = prefetch.find(loopTime);
+    if (it != prefetch.end() && it->second.count(n))
+      return "tcc_p" + std::to_string(n) + "[tcc_k]";
     return load(n, "j");
+  }
   return vecIndex(n, "j");
+}
+
+/// The nodes a template reads, through `$0`.. (in order, with repeats).
+static SmallVector<int> templateArgs(const Node &n) {
+  SmallVector<int> args;
+  const std::string &t = n.tmpl;
+  for (size_t i = 0; i + 1 < t.size(); ++i)
+    if (t[i] == '$' && isdigit(t[i + 1]))
+      args.push_back(n.args[t[++i] - '0']);
+  return args;
+}
+
+bool CudaEmitter::loopUsesArrays(int t) const {
+  if (wide)
+    return false;
+  if (prefetch.count(t))
+    return true;
+  for (const Node &n : g.nodes) {
+    if (!n.vec || n.time != t || n.kind != NodeKind::Expr)
+      continue;
+    if (n.scratch >= 0)
+      return true;
+    for (int a : templateArgs(n)) {
+      const Node &x = g.nodes[a];
+      if (x.vec && x.kind != NodeKind::Load && x.time != t && x.scratch >= 0)
+        return true;
+    }
+  }
+  return false;
 }
 
 std::string CudaEmitter::subst(const Node &n, int loopTime) const {
@@ -369,6 +424,9 @@ void CudaEmitter::emitRowScalar(std::ostream &os, int i) const {
     break;
   case NodeKind::Reduce: {
     std::string x = vecIndex(n.args[0], "j");
+    const Node &arg = g.nodes[n.args[0]];
+    std::string loop = columnLoop("    ", !wide && arg.kind != NodeKind::Load &&
+                                              arg.scratch >= 0);
     // The combine across lanes, and for block_rows across warps.
     auto combine = [&](StringRef kind) {
       if (!wide)
@@ -380,19 +438,18 @@ void CudaEmitter::emitRowScalar(std::ostream &os, int i) const {
       // As tcc_rowsumexp_f64 and the library's cross-entropy kernels: the
       // exponential in float, the sum in double.
       os << "    double " << v << " = 0.0;\n"
-         << columnLoop("    ") << "      " << v
-         << " += static_cast<double>(tcc_exp_exact(" << x << " - "
-         << ref(n.args[1], -1) << "));\n    }\n    " << v << " = "
+         << loop << "      " << v << " += static_cast<double>(tcc_exp_exact("
+         << x << " - " << ref(n.args[1], -1) << "));\n    }\n    " << v << " = "
          << combine("sum_f64") << ";\n";
     } else if (n.tmpl == "max") {
       os << "    float " << v << " = -tccm::inf_f();\n"
-         << columnLoop("    ") << "      const float x = " << x << ";\n      "
-         << v << " = " << v << " < x ? x : " << v << ";\n    }\n    " << v
-         << " = " << combine("max") << ";\n";
+         << loop << "      const float x = " << x << ";\n      " << v << " = "
+         << v << " < x ? x : " << v << ";\n    }\n    " << v << " = "
+         << combine("max") << ";\n";
     } else {
       os << "    float " << v << " = 0.0f;\n"
-         << columnLoop("    ") << "      " << v << " += " << x
-         << ";\n    }\n    " << v << " = " << combine("sum") << ";\n";
+         << loop << "      " << v << " += " << x << ";\n    }\n    " << v
+         << " = " << combine("sum") << ";\n";
     }
     break;
   }
@@ -465,6 +522,45 @@ void CudaEmitter::planShared() {
   smemBytes = at + redBytes;
 }
 
+/// The odd slots of a (non-wide) rows kernel whose column loop stores, and
+/// the vector inputs each reads: a loop ahead of the stores loads them all
+/// into per-lane arrays tcc_p<N>, the f32 (or integer) value load() gives,
+/// and the storing loop reads those instead of global memory.
+///
+/// Why: GPT-2's layer norm (32768 rows x 768 bf16 columns, 24 slots a lane)
+/// reached 1.07 TB/s of an H100's 3.35, 82% of its stall cycles waits on
+/// global loads (Nsight Compute: long scoreboard). Each iteration loaded
+/// its columns and then stored; the pointers of an in-place pair are not
+/// __restrict__ (an output may overwrite an input), so the compiler could
+/// not move step k + 1's loads above step k's store and every step waited
+/// a full DRAM latency. Loading first puts all of a lane's loads in flight
+/// at once. It is legal for in-place pairs too: a lane reads and writes
+/// only its own columns lane + 32 k, and every read of a column still comes
+/// before that column's store. Loops that store nothing are left alone:
+/// their loads already overlap.
+void CudaEmitter::planPrefetch() {
+  if (!rows || wide)
+    return;
+  for (int t = 1; t <= g.maxTime; t += 2) {
+    bool stores = false;
+    for (const Node &n : g.nodes)
+      stores |=
+          n.vec && n.time == t && n.kind == NodeKind::Expr && n.output >= 0;
+    if (!stores)
+      continue;
+    std::set<int> loads;
+    for (const Node &n : g.nodes) {
+      if (!n.vec || n.time != t || n.kind != NodeKind::Expr)
+        continue;
+      for (int a : templateArgs(n))
+        if (g.nodes[a].kind == NodeKind::Load && g.nodes[a].vec)
+          loads.insert(a);
+    }
+    if (!loads.empty())
+      prefetch[t] = std::move(loads);
+  }
+}
+
 /// The staged rows' copies at the top of a block_rows row, and the
 /// barrier after which every thread may read any column of them.
 void CudaEmitter::emitStaging(std::ostream &os) const {
@@ -503,6 +599,12 @@ void CudaEmitter::emitRows(std::ostream &os) const {
           ">> 5;\n";
     for (int s = 0; s < g.scratch; ++s)
       os << "  float s" << s << "[" << (g.d.cols + 31) / 32 << "];\n";
+    std::set<int> prefetched;
+    for (const auto &[t, loads] : prefetch)
+      prefetched.insert(loads.begin(), loads.end());
+    for (int n : prefetched)
+      os << "  " << (g.nodes[n].isInt ? "long long" : "float") << " tcc_p" << n
+         << "[" << (g.d.cols + 31) / 32 << "];\n";
     os << "  for (long long r = ((long long)blockIdx.x * blockDim.x + "
           "threadIdx.x) >> 5; r < "
        << R << "; r += tcc_warps) {\n";
@@ -542,8 +644,16 @@ void CudaEmitter::emitRows(std::ostream &os) const {
                        n.output >= 0 && g.writesInPlace(n.output);
     if (writesInPlace)
       os << "    " << sync << ";\n";
+    // Loads ahead of the stores (planPrefetch).
+    bool arrays = loopUsesArrays(t);
+    if (auto it = prefetch.find(t); it != prefetch.end()) {
+      os << columnLoop("    ", true);
+      for (int n : it->second)
+        os << "      tcc_p" << n << "[tcc_k] = " << load(n, "j") << ";\n";
+      os << "    }\n";
+    }
     std::string inPlaceStores;
-    os << columnLoop("    ");
+    os << columnLoop("    ", arrays);
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node &n = g.nodes[i];
       if (!n.vec || n.time != t || n.kind != NodeKind::Expr)

@@ -511,13 +511,22 @@ void launch_matmul(const CudaArgs &a) {
                  a.instr.iattrs[1] != 0);
 }
 
-bool dgeluBgradSplit(const char *value) {
+/// Setting `name`'s value: unset, empty or 'split' (true) or 'fused'.
+static bool splitOrFused(const char *name, const char *value) {
   if (!value || !*value || std::string(value) == "split")
     return true;
   if (std::string(value) == "fused")
     return false;
-  throw Error(std::string("TCC_CUDA_DGELU_BGRAD is '") + value +
+  throw Error(std::string(name) + " is '" + value +
               "'; it takes 'split' or 'fused'");
+}
+
+bool dgeluBgradSplit(const char *value) {
+  return splitOrFused("TCC_CUDA_DGELU_BGRAD", value);
+}
+
+bool biasGradSplit(const char *value) {
+  return splitOrFused("TCC_CUDA_BGRAD", value);
 }
 
 /// The CudaGemm epilogue of a matmul_epilogue code.
@@ -565,12 +574,22 @@ void launch_matmul_epilogue(const CudaArgs &a) {
     // cuBLASLt's DGELU_BGRAD ran GPT-2 small's MLP input gradient (M 32768,
     // N 3072, K 768, bf16) at 139 TFLOP/s on an H100, a fifth of the plain
     // GEMM's rate: DGELU alone, then the column sum, took 8.3 ms per step
-    // for the 12 layers instead of 13.3. (The other way round for BGRADA /
-    // BGRADB: a plain GEMM and the sum of the operand took 20.5 ms instead
-    // of 12.3.)
+    // for the 12 layers instead of 13.3 (4.8 since the column sum reads 16
+    // bytes a thread). BGRADA / BGRADB the same way (a plain GEMM, which
+    // cuBLASLt may split along K: a weight gradient's output is a few
+    // dozen tiles, then the sum of the operand): 11.3 ms per step for
+    // GPT-2's 37 weight gradients against 12.7 fused (H100, 2026-11-26;
+    // with the earlier column sum it was 20.5 against 12.3).
+    // TCC_CUDA_DGELU_BGRAD / TCC_CUDA_BGRAD=fused select the fused forms.
     static const bool splitDgelu =
         dgeluBgradSplit(std::getenv("TCC_CUDA_DGELU_BGRAD"));
+    static const bool splitBgrad = biasGradSplit(std::getenv("TCC_CUDA_BGRAD"));
     Ep ep = gemmEpilogueFor(e);
+    if ((ep == Ep::BgradLhs || ep == Ep::BgradRhs) && splitBgrad) {
+      a.gemm->matmul(A, B, D, ta, tb);
+      epilogueBiasGrad(a);
+      return;
+    }
     bool split = ep == Ep::DgeluBgrad && splitDgelu;
     if (e.bgrad != GemmBiasGrad::None && !split) {
       args.biasGrad = a.out[1].data;

@@ -144,6 +144,10 @@ void epilogueBiasGrad(const CudaArgs &a);
 /// epilogue, then the bias gradient as a column sum: true) or 'fused' (one
 /// DGELU_BGRAD epilogue: false); anything else throws Error naming it.
 bool dgeluBgradSplit(const char *value);
+/// TCC_CUDA_BGRAD's value: unset, empty or 'split' (a plain GEMM, then the
+/// bias gradient as a column sum: true) or 'fused' (cuBLASLt's BGRADA /
+/// BGRADB epilogue: false); anything else throws Error naming it.
+bool biasGradSplit(const char *value);
 
 // --- Scratch needs (CudaKernelsRows.cu, CudaKernelsLayout.cu) -------------
 int64_t prepare_softmax_cross_entropy(const Instr &,

@@ -22,20 +22,24 @@
 //     g + 8
 // so a lane owns two rows of each m-tile's score tile (g and g + 8) and a
 // row's 64 scores are spread over the four lanes 4g..4g+3 (two shuffles
-// reduce it). A operands and B operands that are rows of a tile (K for
-// Q K^T) are 32-bit shared-memory loads; B operands that are columns of a
-// tile (V for P V) are `ldmatrix.trans`.
+// reduce it). Fragments come from shared memory by `ldmatrix` (A operands,
+// and B operands that are rows of a tile: K for Q K^T, two n-tiles at
+// once) and `ldmatrix.trans` (B operands that are columns of a tile: V for
+// P V): one instruction a 4-register fragment pair.
 //
-// Each B fragment loaded from shared memory feeds one mma per m-tile. At
-// MT = 1 (D = 64) a warp loads about 290 bytes of shared memory per mma in
-// the forward, 320 in dK / dV and 340 in dQ, against the 128 bytes a clock
-// a multiprocessor delivers and the about one mma a clock it issues: the
-// kernels wait on shared memory. At MT = 2 the same B loads feed twice the
-// mmas, and the forward keeps Q's A fragments, dQ Q's and dO's, in
-// registers for the whole walk (HeldRows; up to D = 64): 128 bytes per mma
-// in the forward and dQ, 192 in dK / dV (K's and V's A fragments are still
-// loaded, once per m-tile), at up to 255 registers a thread (2 blocks a
-// multiprocessor).
+// What bounds them is instruction issue, not shared-memory bytes (Nsight
+// Compute, GPT-2 small on an H100, 2026-11-26: issue slots 50% busy, the
+// integer/logic pipe the busiest, tensor pipes far from it). So the
+// element-wise steps are kept to a few instructions a score: scores in
+// log2 units (scale log2 e folded into one multiply or fused multiply-add),
+// exponentials as one ex2.approx.ftz, fragments packed by one paired
+// conversion, the backward's scale applied once to dK and dQ at the store.
+//
+// At MT = 2 each B fragment feeds twice the mmas, and the forward keeps
+// Q's A fragments, dQ Q's and dO's, in registers for the whole walk
+// (HeldRows; up to D = 64), at up to 255 registers a thread (2 blocks a
+// multiprocessor); measured on the same H100 it was slower than MT = 1
+// (forward 11.5 ms per step against 8.5, backward 32.4 against 25.6).
 //
 // Tiles move from global to shared memory with cp.async, two deep: a step
 // starts the copies of the next step's tiles, then multiplies its own.
@@ -68,6 +72,7 @@ constexpr int kSteps = kTile / 8;     // 8-column accumulator tiles per row
 constexpr int kHalf = kTile / 2;      // the backward's score columns at once
 constexpr float kNegInf = -INFINITY;
 constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
 
 /// Rows a block owns with MT m16 tiles a warp: 64 or 128.
 __host__ __device__ constexpr int blockRows(int mt) { return kWarps * 16 * mt; }
@@ -90,8 +95,9 @@ __host__ __device__ constexpr int warpTiles(TiledKernel k, int d, int mt) {
 }
 
 /// Blocks per multiprocessor a kernel is built for (its register cap). MT
-/// = 1, up to D = 64: 4 forward and for dQ (126 and 128 registers), 3 for
-/// dK / dV (168: both accumulators); larger head dims keep what they need.
+/// = 1, up to D = 64: 4 forward and for dQ (128 registers each, no
+/// spills), 3 for dK / dV (164: both accumulators); larger head dims keep
+/// what they need.
 /// MT = 2: 2, which caps nothing (a thread has at most 255 registers).
 __host__ __device__ constexpr int blocksFor(TiledKernel k, int d, int mt) {
   return mt > 1 ? 2 : d > 64 ? 1 : k == kKVGrad ? 3 : 4;
@@ -120,10 +126,22 @@ template <int Dt> __device__ __forceinline__ unsigned short toBits(float v) {
   return Dt == kDtBF16 ? toBf16Bits(v) : toF16Bits(v);
 }
 /// Two values as one 32-bit fragment register (the first in the low half).
+/// On the GPU one paired conversion (cvt.rn.bf16x2.f32 / f16x2): the same
+/// round-to-nearest-even as two single ones, a third of the instructions.
 template <int Dt>
 __device__ __forceinline__ unsigned pack2(float lo, float hi) {
+#ifdef TCC_CUDA_EMULATE
   return static_cast<unsigned>(toBits<Dt>(lo)) |
          static_cast<unsigned>(toBits<Dt>(hi)) << 16;
+#else
+  if constexpr (Dt == kDtBF16) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<unsigned *>(&v);
+  } else {
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<unsigned *>(&v);
+  }
+#endif
 }
 
 /// c += A B: one m16n8k16 tensor-core product.
@@ -164,26 +182,50 @@ __device__ __forceinline__ void ldmatrixTrans(const unsigned short *row,
 #endif
 }
 
-/// The A fragment of rows r0.., columns c0.. of a 16-bit tile (ld apart).
-__device__ __forceinline__ void loadA(const unsigned short *tile, int ld,
-                                      int r0, int c0, unsigned *a) {
-  const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
-  const unsigned short *p = tile + (r0 + g) * ld + c0 + 2 * t;
-  a[0] = *reinterpret_cast<const unsigned *>(p);
-  a[1] = *reinterpret_cast<const unsigned *>(p + 8 * ld);
-  a[2] = *reinterpret_cast<const unsigned *>(p + 8);
-  a[3] = *reinterpret_cast<const unsigned *>(p + 8 * ld + 8);
+/// Four 8 x 8 16-bit matrices: lane l passes the address of row l % 8 of
+/// matrix l / 8 (16-byte aligned, shared memory); r[m] of lane 4 g + t
+/// holds matrix m's [g][2t] (low half) and [g][2t + 1]. One instruction
+/// for what takes four 32-bit loads: the kernels issue instructions, not
+/// shared-memory bytes, at their limit.
+__device__ __forceinline__ void ldmatrix(const unsigned short *row,
+                                         unsigned *r) {
+#ifdef TCC_CUDA_EMULATE
+  tcc_emu::ldmatrixX4(row, r);
+#else
+  unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(at));
+#endif
 }
 
-/// The B fragment (k x n = 16 x 8) whose column n is row n0 + n of a tile,
-/// k its columns k0..: K for Q K^T, Q for K Q^T, dO for V dO^T, V for
-/// dO V^T.
+/// The A fragment of rows r0.., columns c0.. of a 16-bit tile (ld apart):
+/// matrices (rows r0, cols c0), (r0 + 8, c0), (r0, c0 + 8), (r0 + 8, c0 +
+/// 8) are a[0..3].
+__device__ __forceinline__ void loadA(const unsigned short *tile, int ld,
+                                      int r0, int c0, unsigned *a) {
+  const int lane = threadIdx.x & 31;
+  ldmatrix(tile + (r0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld + c0 +
+               (lane >> 4) * 8,
+           a);
+}
+
+/// The B fragments (k x n = 16 x 8) whose column n is row n0 + n (b0) and
+/// row n0 + 8 + n (b1) of a tile, k its columns k0..: K for Q K^T, Q for K
+/// Q^T, dO for V dO^T, V for dO V^T. Matrices (rows n0, cols k0), (n0, k0
+/// + 8), (n0 + 8, k0), (n0 + 8, k0 + 8).
 __device__ __forceinline__ void loadBRows(const unsigned short *tile, int ld,
-                                          int n0, int k0, unsigned *b) {
-  const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
-  const unsigned short *p = tile + (n0 + g) * ld + k0 + 2 * t;
-  b[0] = *reinterpret_cast<const unsigned *>(p);
-  b[1] = *reinterpret_cast<const unsigned *>(p + 8);
+                                          int n0, int k0, unsigned *b0,
+                                          unsigned *b1) {
+  const int lane = threadIdx.x & 31;
+  unsigned r[4];
+  ldmatrix(tile + (n0 + (lane & 7) + (lane >> 4) * 8) * ld + k0 +
+               ((lane >> 3) & 1) * 8,
+           r);
+  b0[0] = r[0];
+  b0[1] = r[1];
+  b1[0] = r[2];
+  b1[1] = r[3];
 }
 
 /// The B fragments of rows k0..k0+15 and columns n0..n0+15 of a tile (two
@@ -262,12 +304,14 @@ __device__ __forceinline__ void productRows(const A &a, const unsigned short *b,
     unsigned fa[MT][4];
     a.at(kk, fa);
     TCC_UNROLL
-    for (int n = 0; n < N / 8; ++n) {
-      unsigned fb[2];
-      loadBRows(b, ld, n * 8, kk, fb);
+    for (int n = 0; n < N / 8; n += 2) {
+      unsigned b0[2], b1[2];
+      loadBRows(b, ld, n * 8, kk, b0, b1);
       TCC_UNROLL
-      for (int mi = 0; mi < MT; ++mi)
-        mma<Dt>(acc[mi][n], fa[mi], fb);
+      for (int mi = 0; mi < MT; ++mi) {
+        mma<Dt>(acc[mi][n], fa[mi], b0);
+        mma<Dt>(acc[mi][n + 1], fa[mi], b1);
+      }
     }
   }
 }
@@ -305,12 +349,25 @@ __device__ __forceinline__ void productScores(const float (*p)[N / 8][4],
   }
 }
 
-/// Element offset of row i of entry g (`rows` rows per entry) in an
-/// operand whose rows are `pitch` elements apart.
-__device__ __forceinline__ long long rowAt(const AttentionTiles &t, long long g,
+/// Entry g's place in the operands' layout: attentionRowOffset's g / heads
+/// and g % heads, computed once a kernel. 64-bit divisions are long
+/// instruction sequences; in every tile copy they were the kernels' most
+/// frequent integer work (Nsight Compute: the integer pipe the busiest).
+struct EntryAt {
+  long long outer, head;
+};
+__device__ __forceinline__ EntryAt entryAt(const AttentionTiles &t,
+                                           long long g) {
+  long long outer = g / t.heads;
+  return {outer, g - outer * t.heads};
+}
+
+/// Element offset of row i of entry e (`rows` rows per entry) in an
+/// operand whose rows are `pitch` elements apart: attentionRowOffset.
+__device__ __forceinline__ long long rowAt(const AttentionTiles &t, EntryAt e,
                                            long long i, long long rows,
                                            long long pitch) {
-  return attentionRowOffset(g, i, t.heads, rows, t.d, pitch);
+  return (e.outer * rows + i) * pitch + e.head * t.d;
 }
 
 // Asynchronous copies (cp.async): a step's loads of the next tiles run
@@ -347,19 +404,21 @@ template <int N> __device__ __forceinline__ void cpAsyncWait() {
 #endif
 }
 
-/// Starts copying rows [r0, r0 + Rows) of entry g (`rows` per entry,
+/// Starts copying rows [r0, r0 + Rows) of entry e (`rows` per entry,
 /// `pitch` apart) into a shared tile, 16 bytes per copy; rows past the end
 /// are zeros.
 template <int D, int Rows = kTile>
 __device__ __forceinline__ void
-loadTile(const AttentionTiles &t, const void *src, long long pitch, long long g,
+loadTile(const AttentionTiles &t, const void *src, long long pitch, EntryAt e,
          long long r0, long long rows, unsigned short *dst) {
   constexpr int vecs = D / 8, ld = ldTile(D);
   const unsigned short *s = static_cast<const unsigned short *>(src);
+  const long long base = rowAt(t, e, r0, rows, pitch), left = rows - r0;
+  const int have = left < Rows ? (left > 0 ? static_cast<int>(left) : 0) : Rows;
   for (int idx = threadIdx.x; idx < Rows * vecs; idx += kThreads) {
     int r = idx / vecs, c = (idx - r * vecs) * 8;
-    if (r0 + r < rows)
-      cpAsync16(dst + r * ld + c, s + rowAt(t, g, r0 + r, rows, pitch) + c);
+    if (r < have)
+      cpAsync16(dst + r * ld + c, s + (base + r * pitch + c));
     else
       *reinterpret_cast<uint4 *>(dst + r * ld + c) = uint4{0, 0, 0, 0};
   }
@@ -402,7 +461,30 @@ __device__ __forceinline__ float scoreOf(const AttentionTiles &t, long long g,
   return x;
 }
 
-__device__ __forceinline__ float expOf(float x) { return exp2f(x * kLog2e); }
+/// a b + c rounded once: explicit, since this library is built without
+/// contraction (--fmad=false).
+__device__ __forceinline__ float fmaF(float a, float b, float c) {
+#ifdef TCC_CUDA_EMULATE
+  return std::fma(a, b, c);
+#else
+  return __fmaf_rn(a, b, c);
+#endif
+}
+
+/// 2^x, one MUFU.EX2 (ex2.approx.ftz): exp2f would add the tests and
+/// scalings that keep subnormal results, probabilities below 2^-126 that
+/// bf16 / f16 operands and f32 sums do not see. The kernels work in log2
+/// units: scores times log2(e) (folded into the scale), so an exponential
+/// is one fused multiply-add and this.
+__device__ __forceinline__ float exp2Fast(float x) {
+#ifdef TCC_CUDA_EMULATE
+  return exp2f(x);
+#else
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#endif
+}
 
 /// The sum (or max) of a row's value over the four lanes that hold it.
 __device__ __forceinline__ float quadSum(float v) {
@@ -421,7 +503,7 @@ __device__ __forceinline__ float quadMax(float v) {
 template <int D>
 __device__ __forceinline__ void
 storeAcc(const AttentionTiles &t, const float (*acc)[4], const float *mul,
-         long long g, long long r0, long long rows, long long pitch, void *dst,
+         EntryAt e, long long r0, long long rows, long long pitch, void *dst,
          int type) {
   const int lane = threadIdx.x & 31, gr = lane >> 2, tc = lane & 3;
   TCC_UNROLL
@@ -429,7 +511,7 @@ storeAcc(const AttentionTiles &t, const float (*acc)[4], const float *mul,
     long long r = r0 + gr + 8 * h;
     if (r >= rows)
       continue;
-    long long at = rowAt(t, g, r, rows, pitch);
+    long long at = rowAt(t, e, r, rows, pitch);
     TCC_UNROLL
     for (int n = 0; n < D / 8; ++n) {
       int c = n * 8 + 2 * tc;
@@ -444,13 +526,13 @@ storeAcc(const AttentionTiles &t, const float (*acc)[4], const float *mul,
 /// from k0 + 64) when there is one.
 template <int D>
 __device__ __forceinline__ const unsigned short *
-awaitKeyTiles(const AttentionTiles &t, unsigned short *kv, long long g,
+awaitKeyTiles(const AttentionTiles &t, unsigned short *kv, EntryAt ge,
               long long k0, long long step, long long kEnd) {
   constexpr int tile = kTile * ldTile(D);
   if (k0 + kTile < kEnd) {
     unsigned short *next = kv + ((step + 1) & 1) * 2 * tile;
-    loadTile<D>(t, t.k, t.inputPitch, g, k0 + kTile, t.tk, next);
-    loadTile<D>(t, t.v, t.inputPitch, g, k0 + kTile, t.tk, next + tile);
+    loadTile<D>(t, t.k, t.inputPitch, ge, k0 + kTile, t.tk, next);
+    loadTile<D>(t, t.v, t.inputPitch, ge, k0 + kTile, t.tk, next + tile);
     cpAsyncCommit();
     cpAsyncWait<1>();
   } else {
@@ -492,18 +574,19 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT))
   const int gr = lane >> 2, tc = lane & 3;
   long long tiles = (t.tq + rows - 1) / rows;
   long long g = blockIdx.x / tiles;
+  const EntryAt ge = entryAt(t, g);
   // The longest causal tiles first: they finish with the others.
   long long q0 = (tiles - 1 - (blockIdx.x - g * tiles)) * rows;
 
   unsigned short *qs = reinterpret_cast<unsigned short *>(smem);
   unsigned short *kv = qs + rows * ld; // K0, V0, K1, V1
   long long kEnd = t.causal && q0 + rows < t.tk ? q0 + rows : t.tk;
-  loadTile<D, rows>(t, t.q, t.inputPitch, g, q0, t.tq, qs);
+  loadTile<D, rows>(t, t.q, t.inputPitch, ge, q0, t.tq, qs);
   // Q held in registers: its own group, read while K and V arrive.
   if constexpr (holdRows(D, MT))
     cpAsyncCommit();
-  loadTile<D>(t, t.k, t.inputPitch, g, 0, t.tk, kv);
-  loadTile<D>(t, t.v, t.inputPitch, g, 0, t.tk, kv + tile);
+  loadTile<D>(t, t.k, t.inputPitch, ge, 0, t.tk, kv);
+  loadTile<D>(t, t.v, t.inputPitch, ge, 0, t.tk, kv + tile);
   cpAsyncCommit();
   RowsOf<D, MT> qa;
   if constexpr (holdRows(D, MT)) {
@@ -526,39 +609,63 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT))
     m[mi][h] = kNegInf;
     l[mi][h] = 0.0f;
   }
+  const float scale2 = t.scale * kLog2e;
   for (long long k0 = 0, step = 0; k0 < kEnd; k0 += kTile, ++step) {
-    const unsigned short *ks = awaitKeyTiles<D>(t, kv, g, k0, step, kEnd);
+    const unsigned short *ks = awaitKeyTiles<D>(t, kv, ge, k0, step, kEnd);
     const unsigned short *vs = ks + tile;
     float s[MT][kSteps][4];
     productRows<Dt, D, MT>(qa, ks, s);
     TCC_UNROLL
     for (int mi = 0; mi < MT; ++mi) {
+      // Scores in log2 units (scale2 = scale log2 e), m and base too.
       float mx[2] = {kNegInf, kNegInf};
-      const bool plain = plainScores(t, iw + 16 * mi, 16, k0, kTile);
-      TCC_UNROLL
-      for (int n = 0; n < kSteps; ++n)
+      // Two loops, not a select per score: the plain one is then a max a
+      // score, without the index arithmetic, and its scale goes into the
+      // exponential's multiply-add (the row max of raw scores times a
+      // positive scale is the max of the scaled ones, rounding included).
+      // `mul` is what that multiply-add applies: scale2 to raw scores, 1
+      // to ones already scaled.
+      float mul = 1.0f;
+      if (plainScores(t, iw + 16 * mi, 16, k0, kTile)) {
+        if (scale2 > 0.0f) {
+          mul = scale2;
+        } else {
+          TCC_UNROLL
+          for (int n = 0; n < kSteps; ++n)
+            TCC_UNROLL
+          for (int e = 0; e < 4; ++e)
+            s[mi][n][e] *= scale2;
+        }
         TCC_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        float &x = s[mi][n][e];
-        x = plain ? t.scale * x
-                  : scoreOf(t, g, i0 + 16 * mi + 8 * (e >> 1),
-                            k0 + n * 8 + 2 * tc + (e & 1), x);
-        mx[e >> 1] = fmaxf(mx[e >> 1], x);
+        for (int n = 0; n < kSteps; ++n)
+          TCC_UNROLL
+        for (int e = 0; e < 4; ++e)
+          mx[e >> 1] = fmaxf(mx[e >> 1], s[mi][n][e]);
+      } else {
+        TCC_UNROLL
+        for (int n = 0; n < kSteps; ++n)
+          TCC_UNROLL
+        for (int e = 0; e < 4; ++e) {
+          float &x = s[mi][n][e];
+          x = kLog2e * scoreOf(t, g, i0 + 16 * mi + 8 * (e >> 1),
+                               k0 + n * 8 + 2 * tc + (e & 1), x);
+          mx[e >> 1] = fmaxf(mx[e >> 1], x);
+        }
       }
       float base[2], alpha[2], sum[2] = {0.0f, 0.0f};
       TCC_UNROLL
       for (int h = 0; h < 2; ++h) {
-        float mNew = fmaxf(m[mi][h], quadMax(mx[h]));
+        float mNew = fmaxf(m[mi][h], quadMax(mx[h]) * mul);
         // No key so far: exponentials of -inf against 0 are 0, not NaN.
         base[h] = mNew == kNegInf ? 0.0f : mNew;
-        alpha[h] = expOf(m[mi][h] - base[h]);
+        alpha[h] = exp2Fast(m[mi][h] - base[h]);
         m[mi][h] = mNew;
       }
       TCC_UNROLL
       for (int n = 0; n < kSteps; ++n)
         TCC_UNROLL
       for (int e = 0; e < 4; ++e) {
-        s[mi][n][e] = expOf(s[mi][n][e] - base[e >> 1]);
+        s[mi][n][e] = exp2Fast(fmaF(s[mi][n][e], mul, -base[e >> 1]));
         sum[e >> 1] += s[mi][n][e];
       }
       TCC_UNROLL
@@ -583,9 +690,10 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT))
       inv[h] = l[mi][h] > 0.0f ? 1.0f / l[mi][h] : NAN;
       long long i = i0 + 16 * mi + 8 * h;
       if (tc == 0 && i < t.tq)
-        t.lse[g * t.tq + i] = l[mi][h] > 0.0f ? m[mi][h] + logf(l[mi][h]) : NAN;
+        t.lse[g * t.tq + i] =
+            l[mi][h] > 0.0f ? m[mi][h] * kLn2 + logf(l[mi][h]) : NAN;
     }
-    storeAcc<D>(t, o[mi], inv, g, iw + 16 * mi, t.tq, t.heads * t.d, t.out,
+    storeAcc<D>(t, o[mi], inv, ge, iw + 16 * mi, t.tq, t.heads * t.d, t.out,
                 t.outType);
   }
 }
@@ -597,12 +705,53 @@ __global__ void attentionRowDotKernel(AttentionTiles t) {
   for (long long r = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
        r < rows; r += warps) {
     long long g = r / t.tq;
-    long long at = rowAt(t, g, r - g * t.tq, t.tq, t.heads * t.d);
+    long long at = rowAt(t, entryAt(t, g), r - g * t.tq, t.tq, t.heads * t.d);
     float sum = 0.0f;
     for (int c = threadIdx.x & 31; c < t.d; c += 32)
       sum += ldf(t.dout, t.dtype, at + c) * ldf(t.o, t.oType, at + c);
     sum = warpSum(sum);
     if ((threadIdx.x & 31) == 0)
+      t.rowDot[r] = sum;
+  }
+}
+
+/// The same with D / 8 lanes a row, each 8 columns of dO and O in one
+/// 16-byte load (16-bit O, D a power of two up to 128, 16-byte aligned
+/// operands, fewer than 2^31 rows: 32-bit index divisions), the lanes' sums
+/// added by a butterfly in a fixed order. A warp per row read 2 bytes a
+/// lane and paid two 64-bit divisions a row.
+template <int D>
+__global__ void __launch_bounds__(256)
+    attentionRowDotVecKernel(AttentionTiles t) {
+  constexpr int per = D / 8;
+  const int lane = threadIdx.x & 31, part = lane % per;
+  const long long total = t.batch * t.tq * per;
+  const long long warps = static_cast<long long>(gridDim.x) * (blockDim.x >> 5);
+  const unsigned short *dout = static_cast<const unsigned short *>(t.dout);
+  const unsigned short *o = static_cast<const unsigned short *>(t.o);
+  const unsigned tq = static_cast<unsigned>(t.tq);
+  const unsigned heads = static_cast<unsigned>(t.heads);
+  // Whole warps go round together (the butterfly needs every lane).
+  for (long long w0 =
+           (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * 32LL;
+       w0 < total; w0 += warps * 32) {
+    const long long idx = w0 + lane;
+    const unsigned r = static_cast<unsigned>(idx / per);
+    float sum = 0.0f;
+    if (idx < total) {
+      unsigned g = r / tq, i = r - g * tq, outer = g / heads;
+      long long at = (static_cast<long long>(outer) * tq + i) * (heads * D) +
+                     static_cast<long long>(g - outer * heads) * D + part * 8;
+      uint4 a = *reinterpret_cast<const uint4 *>(dout + at);
+      uint4 b = *reinterpret_cast<const uint4 *>(o + at);
+      TCC_UNROLL
+      for (int e = 0; e < 8; ++e)
+        sum += halfOf(a, e, t.dtype) * halfOf(b, e, t.oType);
+    }
+    TCC_UNROLL
+    for (int off = per / 2; off > 0; off >>= 1)
+      sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (idx < total && part == 0)
       t.rowDot[r] = sum;
   }
 }
@@ -620,6 +769,7 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
   const int gr = lane >> 2, tc = lane & 3;
   long long tiles = (t.tk + rows - 1) / rows;
   long long g = blockIdx.x / tiles;
+  const EntryAt ge = entryAt(t, g);
   long long k0 = (blockIdx.x - g * tiles) * rows;
   unsigned short *ks = reinterpret_cast<unsigned short *>(smem);
   unsigned short *vs = ks + rows * ld, *qdo = vs + rows * ld; // Q0, dO0, ..
@@ -627,10 +777,10 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
   // Causal: queries i >= j only, so from the query tile of the block's
   // first key.
   long long qBegin = t.causal ? k0 / kTile * kTile : 0;
-  loadTile<D, rows>(t, t.k, t.inputPitch, g, k0, t.tk, ks);
-  loadTile<D, rows>(t, t.v, t.inputPitch, g, k0, t.tk, vs);
-  loadTile<D>(t, t.q, t.inputPitch, g, qBegin, t.tq, qdo);
-  loadTile<D>(t, t.dout, t.heads * t.d, g, qBegin, t.tq, qdo + tile);
+  loadTile<D, rows>(t, t.k, t.inputPitch, ge, k0, t.tk, ks);
+  loadTile<D, rows>(t, t.v, t.inputPitch, ge, k0, t.tk, vs);
+  loadTile<D>(t, t.q, t.inputPitch, ge, qBegin, t.tq, qdo);
+  loadTile<D>(t, t.dout, t.heads * t.d, ge, qBegin, t.tq, qdo + tile);
   loadRowStats(t, g, qBegin, stats, stats + kTile);
   cpAsyncCommit();
   float dk[MT][D / 8][4], dv[MT][D / 8][4];
@@ -644,6 +794,7 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
   SharedRows<D, MT> ka, va;
   ka.init(ks, warp * 16 * MT);
   va.init(vs, warp * 16 * MT);
+  const float scale2 = t.scale * kLog2e;
   for (long long q0 = qBegin, step = 0; q0 < t.tq; q0 += kTile, ++step) {
     const int cur = static_cast<int>(step & 1);
     const unsigned short *qs = qdo + cur * 2 * tile, *dos = qs + tile;
@@ -651,8 +802,8 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
     if (q0 + kTile < t.tq) {
       unsigned short *next = qdo + (cur ^ 1) * 2 * tile;
       float *nextStats = stats + (cur ^ 1) * 2 * kTile;
-      loadTile<D>(t, t.q, t.inputPitch, g, q0 + kTile, t.tq, next);
-      loadTile<D>(t, t.dout, t.heads * t.d, g, q0 + kTile, t.tq, next + tile);
+      loadTile<D>(t, t.q, t.inputPitch, ge, q0 + kTile, t.tq, next);
+      loadTile<D>(t, t.dout, t.heads * t.d, ge, q0 + kTile, t.tq, next + tile);
       loadRowStats(t, g, q0 + kTile, nextStats, nextStats + kTile);
       cpAsyncCommit();
       cpAsyncWait<1>();
@@ -667,29 +818,43 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
     for (int half = 0; half < 2; ++half) {
       const int c0 = half * kHalf;
       const unsigned short *qh = qs + c0 * ld, *doh = dos + c0 * ld;
+      // The lane's queries' lse (log2 units) and D.
+      float lse2[kHalf / 8][2], dd[kHalf / 8][2];
+      TCC_UNROLL
+      for (int n = 0; n < kHalf / 8; ++n)
+        TCC_UNROLL
+      for (int u = 0; u < 2; ++u) {
+        int col = c0 + n * 8 + 2 * tc + u;
+        lse2[n][u] = lse[col] * kLog2e;
+        dd[n][u] = dot[col];
+      }
       // S^T = K Q^T; P^T = exp(score - lse), 0 where there is no score.
       float p[MT][kHalf / 8][4];
       productRows<Dt, D, MT, kHalf>(ka, qh, p);
       TCC_UNROLL
       for (int mi = 0; mi < MT; ++mi) {
-        const bool plain = plainScores(t, q0 + c0, kHalf, jw + 16 * mi, 16);
+        if (plainScores(t, q0 + c0, kHalf, jw + 16 * mi, 16)) {
+          TCC_UNROLL
+          for (int n = 0; n < kHalf / 8; ++n)
+            TCC_UNROLL
+          for (int e = 0; e < 4; ++e)
+            p[mi][n][e] = exp2Fast(fmaF(p[mi][n][e], scale2, -lse2[n][e & 1]));
+          continue;
+        }
         TCC_UNROLL
         for (int n = 0; n < kHalf / 8; ++n)
           TCC_UNROLL
         for (int e = 0; e < 4; ++e) {
           int col = c0 + n * 8 + 2 * tc + (e & 1);
           float &x = p[mi][n][e];
-          if (plain) {
-            x = expOf(t.scale * x - lse[col]);
-          } else {
-            float y = scoreOf(t, g, q0 + col, j0 + 16 * mi + 8 * (e >> 1), x);
-            x = y == kNegInf ? 0.0f : expOf(y - lse[col]);
-          }
+          float y = scoreOf(t, g, q0 + col, j0 + 16 * mi + 8 * (e >> 1), x);
+          x = y == kNegInf ? 0.0f : exp2Fast(fmaF(y, kLog2e, -lse2[n][e & 1]));
         }
       }
       // dV += P^T dO.
       productScores<Dt, D, MT, kHalf>(p, doh, dv);
-      // dP^T = V dO^T, then dS^T = P^T (dP^T - D) scale over P^T.
+      // dP^T = V dO^T, then dS^T / scale = P^T (dP^T - D) over P^T (the
+      // scale multiplies dK once, at the store).
       float dp[MT][kHalf / 8][4];
       productRows<Dt, D, MT, kHalf>(va, doh, dp);
       TCC_UNROLL
@@ -697,22 +862,20 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
         TCC_UNROLL
       for (int n = 0; n < kHalf / 8; ++n)
         TCC_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        int col = c0 + n * 8 + 2 * tc + (e & 1);
-        p[mi][n][e] = p[mi][n][e] * (dp[mi][n][e] - dot[col]) * t.scale;
-      }
+      for (int e = 0; e < 4; ++e)
+        p[mi][n][e] = p[mi][n][e] * (dp[mi][n][e] - dd[n][e & 1]);
       // dK += dS^T Q.
       productScores<Dt, D, MT, kHalf>(p, qh, dk);
     }
     __syncthreads(); // every warp is done with the tiles the next step fills
   }
   cpAsyncWait<0>();
-  const float one[2] = {1.0f, 1.0f};
+  const float one[2] = {1.0f, 1.0f}, scale[2] = {t.scale, t.scale};
   TCC_UNROLL
   for (int mi = 0; mi < MT; ++mi) {
-    storeAcc<D>(t, dk[mi], one, g, jw + 16 * mi, t.tk, t.inputPitch, t.dk,
+    storeAcc<D>(t, dk[mi], scale, ge, jw + 16 * mi, t.tk, t.inputPitch, t.dk,
                 t.dkType);
-    storeAcc<D>(t, dv[mi], one, g, jw + 16 * mi, t.tk, t.inputPitch, t.dv,
+    storeAcc<D>(t, dv[mi], one, ge, jw + 16 * mi, t.tk, t.inputPitch, t.dv,
                 t.dvType);
   }
 }
@@ -729,18 +892,19 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT))
   const int gr = lane >> 2, tc = lane & 3;
   long long tiles = (t.tq + rows - 1) / rows;
   long long g = blockIdx.x / tiles;
+  const EntryAt ge = entryAt(t, g);
   long long q0 = (tiles - 1 - (blockIdx.x - g * tiles)) * rows;
   unsigned short *qs = reinterpret_cast<unsigned short *>(smem);
   unsigned short *dos = qs + rows * ld, *kv = dos + rows * ld; // K0, V0, ..
   long long kEnd = t.causal && q0 + rows < t.tk ? q0 + rows : t.tk;
-  loadTile<D, rows>(t, t.q, t.inputPitch, g, q0, t.tq, qs);
-  loadTile<D, rows>(t, t.dout, t.heads * t.d, g, q0, t.tq, dos);
+  loadTile<D, rows>(t, t.q, t.inputPitch, ge, q0, t.tq, qs);
+  loadTile<D, rows>(t, t.dout, t.heads * t.d, ge, q0, t.tq, dos);
   // Q and dO held in registers: their own group, read while K and V
   // arrive.
   if constexpr (holdRows(D, MT))
     cpAsyncCommit();
-  loadTile<D>(t, t.k, t.inputPitch, g, 0, t.tk, kv);
-  loadTile<D>(t, t.v, t.inputPitch, g, 0, t.tk, kv + tile);
+  loadTile<D>(t, t.k, t.inputPitch, ge, 0, t.tk, kv);
+  loadTile<D>(t, t.v, t.inputPitch, ge, 0, t.tk, kv + tile);
   cpAsyncCommit();
   RowsOf<D, MT> qa, doa;
   if constexpr (holdRows(D, MT)) {
@@ -758,15 +922,16 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT))
   for (int h = 0; h < 2; ++h) {
     long long i = i0 + 16 * mi + 8 * h;
     bool in = i < t.tq;
-    lse[mi][h] = in ? t.lse[g * t.tq + i] : 0.0f;
+    lse[mi][h] = in ? t.lse[g * t.tq + i] * kLog2e : 0.0f; // log2 units
     dot[mi][h] = in ? t.rowDot[g * t.tq + i] : 0.0f;
   }
   float dq[MT][D / 8][4];
   TCC_UNROLL
   for (int mi = 0; mi < MT; ++mi)
     zero<D / 8>(dq[mi]);
+  const float scale2 = t.scale * kLog2e;
   for (long long k0 = 0, step = 0; k0 < kEnd; k0 += kTile, ++step) {
-    const unsigned short *ks = awaitKeyTiles<D>(t, kv, g, k0, step, kEnd);
+    const unsigned short *ks = awaitKeyTiles<D>(t, kv, ge, k0, step, kEnd);
     const unsigned short *vs = ks + tile;
     // Two halves of 32 keys, as in the dK / dV kernel.
     TCC_NO_UNROLL
@@ -778,32 +943,40 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT))
       productRows<Dt, D, MT, kHalf>(doa, vh, dp);
       TCC_UNROLL
       for (int mi = 0; mi < MT; ++mi) {
-        const bool plain = plainScores(t, iw + 16 * mi, 16, k0 + c0, kHalf);
+        if (plainScores(t, iw + 16 * mi, 16, k0 + c0, kHalf)) {
+          TCC_UNROLL
+          for (int n = 0; n < kHalf / 8; ++n)
+            TCC_UNROLL
+          for (int e = 0; e < 4; ++e)
+            p[mi][n][e] = exp2Fast(fmaF(p[mi][n][e], scale2, -lse[mi][e >> 1]));
+        } else {
+          TCC_UNROLL
+          for (int n = 0; n < kHalf / 8; ++n)
+            TCC_UNROLL
+          for (int e = 0; e < 4; ++e) {
+            int h = e >> 1;
+            float x = scoreOf(t, g, i0 + 16 * mi + 8 * h,
+                              k0 + c0 + n * 8 + 2 * tc + (e & 1), p[mi][n][e]);
+            p[mi][n][e] =
+                x == kNegInf ? 0.0f : exp2Fast(fmaF(x, kLog2e, -lse[mi][h]));
+          }
+        }
+        // dS / scale: the scale multiplies dQ once, at the store.
         TCC_UNROLL
         for (int n = 0; n < kHalf / 8; ++n)
           TCC_UNROLL
-        for (int e = 0; e < 4; ++e) {
-          int h = e >> 1;
-          float pr;
-          if (plain) {
-            pr = expOf(t.scale * p[mi][n][e] - lse[mi][h]);
-          } else {
-            float x = scoreOf(t, g, i0 + 16 * mi + 8 * h,
-                              k0 + c0 + n * 8 + 2 * tc + (e & 1), p[mi][n][e]);
-            pr = x == kNegInf ? 0.0f : expOf(x - lse[mi][h]);
-          }
-          p[mi][n][e] = pr * (dp[mi][n][e] - dot[mi][h]) * t.scale;
-        }
+        for (int e = 0; e < 4; ++e)
+          p[mi][n][e] *= dp[mi][n][e] - dot[mi][e >> 1];
       }
       productScores<Dt, D, MT, kHalf>(p, kh, dq);
     }
     __syncthreads(); // every warp is done with the tiles the next step fills
   }
   cpAsyncWait<0>();
-  const float one[2] = {1.0f, 1.0f};
+  const float scale[2] = {t.scale, t.scale};
   TCC_UNROLL
   for (int mi = 0; mi < MT; ++mi)
-    storeAcc<D>(t, dq[mi], one, g, iw + 16 * mi, t.tq, t.inputPitch, t.dq,
+    storeAcc<D>(t, dq[mi], scale, ge, iw + 16 * mi, t.tq, t.inputPitch, t.dq,
                 t.dqType);
 }
 
@@ -855,11 +1028,25 @@ void launchTiles(const AttentionTiles &t, bool grad, cudaStream_t stream) {
     return;
   }
   long long rows = t.batch * t.tq, dotBlocks = (rows + 7) / 8;
-  TCC_LAUNCH(
-      attentionRowDotKernel,
-      dim3(static_cast<unsigned>(dotBlocks < (1 << 20) ? dotBlocks : 1 << 20)),
-      dim3(256), stream)
-  (t);
+  auto aligned = [](const void *p) {
+    return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+  };
+  constexpr bool pow2 = D == 16 || D == 32 || D == 64 || D == 128;
+  if (pow2 && (t.oType == kDtBF16 || t.oType == kDtF16) && aligned(t.dout) &&
+      aligned(t.o) && rows * t.heads < (1ll << 31)) {
+    long long blocks = (rows * (D / 8) + 255) / 256;
+    TCC_LAUNCH(
+        attentionRowDotVecKernel<D>,
+        dim3(static_cast<unsigned>(blocks < (1 << 20) ? blocks : 1 << 20)),
+        dim3(256), stream)
+    (t);
+  } else {
+    TCC_LAUNCH(attentionRowDotKernel,
+               dim3(static_cast<unsigned>(dotBlocks < (1 << 20) ? dotBlocks
+                                                                : 1 << 20)),
+               dim3(256), stream)
+    (t);
+  }
   checkLaunch("attention_grad (tiled)");
   constexpr int kvRows = blockRows(kvMT), qRows = blockRows(qMT);
   launchTiled<attentionTiledKVGradKernel<Dt, D, kvMT>>(

@@ -51,6 +51,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
 
 // Full unrolling (nvcc) keeps arrays indexed by the loop in registers; the
 // emulator's compiler does not know the pragma.
@@ -95,6 +96,29 @@ __device__ __forceinline__ unsigned short toF16Bits(float v) {
   return __half_as_ushort(__float2half_rn(v));
 }
 #endif
+
+/// Element e of a 16-byte vector load: word e (0..3) as f32, or 16-bit
+/// half e (0..7) of dtype t widened. Read from the words, not through a
+/// pointer of another type to the vector (the emulator tests' host
+/// compiler may assume such a pointer does not alias it).
+__device__ __forceinline__ unsigned wordOf(const uint4 &v, int e) {
+  return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w;
+}
+__device__ __forceinline__ float f32Of(const uint4 &v, int e) {
+#ifdef TCC_CUDA_EMULATE
+  unsigned w = wordOf(v, e);
+  float f;
+  std::memcpy(&f, &w, sizeof f);
+  return f;
+#else
+  return __uint_as_float(wordOf(v, e));
+#endif
+}
+__device__ __forceinline__ float halfOf(const uint4 &v, int e, int t) {
+  unsigned short h =
+      static_cast<unsigned short>(wordOf(v, e >> 1) >> (16 * (e & 1)));
+  return t == kDtBF16 ? bf16Bits(h) : f16Bits(h);
+}
 
 __device__ __forceinline__ float ldf(const void *p, int t, long long i) {
   switch (t) {

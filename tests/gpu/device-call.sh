@@ -87,9 +87,11 @@ if [ -f "$ART/ncu.txt" ] && [ -n "${largest:-}" ]; then
   while read -r k; do
     [ -n "$k" ] || continue
     echo "== ncu $k b$largest" >> "$OUT/ncu.txt"
-    timeout 60 "$NCU_BIN" --kernel-id "::regex:^$k\$:1" --section SpeedOfLight \
+    # The name as a whole word: templated kernels (the tiled attention's)
+    # may carry a namespace or template arguments around it.
+    timeout 60 "$NCU_BIN" --kernel-id "::regex:(^|[^A-Za-z0-9_])$k([^A-Za-z0-9_]|\$):1" --section SpeedOfLight \
       --section MemoryWorkloadAnalysis --section Occupancy \
-      --section WarpStateStats --section LaunchStats \
+      --section WarpStateStats --section LaunchStats --section ComputeWorkloadAnalysis \
       "$RUN" bench "$G/b$largest.tcc" --steps 1 --warmup 0 --device cuda \
       --only compiled --no-cuda-graphs >> "$OUT/ncu.txt" 2>&1
     echo "exit status $?" >> "$OUT/ncu.txt"

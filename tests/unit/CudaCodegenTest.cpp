@@ -143,6 +143,19 @@ std::vector<Case> cases() {
   %r1 = tcc.softmax_cross_entropy %0, %labels : (tensor<9x300xf32>, tensor<9xi64>) -> tensor<f32>
   return %0, %r1 : tensor<9x300xf32>, tensor<f32>)",
        "rows"},
+      // More than 16 slots a lane (1000 columns: 32, the last partial): the
+      // biased logits live in lanes' arrays, which the pick indexes by the
+      // label, and the gradient's loop loads the bias into a lane array
+      // before the loop that stores.
+      {"cross_entropy_slots",
+       "(%l: tensor<4x1000xf32>, %bias: tensor<1000xf32>, %labels: "
+       "tensor<4xi64>) -> (tensor<f32>, tensor<4x1000xf32>)",
+       R"(%one = tcc.constant dense<1.0> : tensor<f32>
+  %0 = tcc.add %l, %bias : (tensor<4x1000xf32>, tensor<1000xf32>) -> tensor<4x1000xf32>
+  %r0 = tcc.softmax_cross_entropy %0, %labels : (tensor<4x1000xf32>, tensor<4xi64>) -> tensor<f32>
+  %r1 = tcc.softmax_cross_entropy_grad %one, %0, %labels : (tensor<f32>, tensor<4x1000xf32>, tensor<4xi64>) -> tensor<4x1000xf32>
+  return %r0, %r1 : tensor<f32>, tensor<4x1000xf32>)",
+       "rows"},
       // Rows wider than the per-lane arrays allow (2100 columns, 66 slots):
       // a block per row (160 threads: 5 warps); later slots recompute the
       // biased logits from the staged inputs, and the pick recomputes its

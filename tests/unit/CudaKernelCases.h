@@ -253,12 +253,28 @@ inline void reductionCases(std::vector<KernelCase> &cases) {
   int32_t tall3 = p.random(DType::F32, {3, 700, 5});
   c.outs.push_back(p.out(DType::F32, {5}));
   p.instr("reduce_mean", {tall3}, {c.outs.back()}, {0, 1});
+
+  // Leading axes over rows of whole 16-byte words: the vectorized column
+  // sums (8 bf16 or 4 f32 columns a thread), with row chunks (2100 rows:
+  // 8 of 263, each with a tail shorter than the four-deep loads) and
+  // without (37 rows), 776 columns ending inside a block's 256.
+  int32_t cols = p.random(DType::F32, {37, 1100});
+  c.outs.push_back(p.out(DType::F32, {1100}));
+  p.instr("reduce_mean", {cols}, {c.outs.back()}, {0});
   cases.push_back(std::move(c));
 
   KernelCase h{"reduce_bf16"}; // f32 sums, one rounding
+  h.rtol = 1e-2;
+  h.atol = 2e-2; // sums of hundreds of bf16 values, rounded to bf16
   int32_t xh = h.prog.random(DType::BF16, {6, 33});
   h.outs.push_back(h.prog.out(DType::BF16, {33}));
   h.prog.instr("reduce_sum", {xh}, {h.outs.back()}, {0});
+  int32_t th = h.prog.random(DType::BF16, {2100, 776});
+  h.outs.push_back(h.prog.out(DType::F32, {776}));
+  h.prog.instr("reduce_sum", {th}, {h.outs.back()}, {0});
+  int32_t t3 = h.prog.random(DType::BF16, {3, 700, 48});
+  h.outs.push_back(h.prog.out(DType::BF16, {48}));
+  h.prog.instr("reduce_mean", {t3}, {h.outs.back()}, {0, 1});
   cases.push_back(std::move(h));
 }
 
@@ -334,6 +350,16 @@ inline void layerNormCases(std::vector<KernelCase> &cases) {
   int32_t pg = p.out(DType::F32, {20}), pb = p.out(DType::F32, {20});
   p.instr("layer_norm_param_grad", {dy, x, mean, rstd}, {pg, pb}, {1});
   c.outs = {pg, pb};
+  // Rows of whole 16-byte words: 8 columns a thread (264: two blocks, the
+  // second partial), 700 rows in 3 slices with odd tails, f16 dy.
+  int32_t xv = p.random(DType::BF16, {700, 264}, -3, 3);
+  int32_t dyv = p.random(DType::F16, {700, 264});
+  int32_t mv = p.random(DType::F32, {700}, -0.5f, 0.5f);
+  int32_t rv = p.random(DType::F32, {700}, 0.5f, 2.0f);
+  int32_t pgv = p.out(DType::F32, {264}), pbv = p.out(DType::F32, {264});
+  p.instr("layer_norm_param_grad", {dyv, xv, mv, rv}, {pgv, pbv}, {1});
+  c.outs.push_back(pgv);
+  c.outs.push_back(pbv);
   cases.push_back(std::move(c));
 }
 

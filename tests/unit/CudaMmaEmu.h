@@ -56,10 +56,9 @@ inline void mma16816(int dt, float *c, const unsigned *a, const unsigned *b) {
   }
 }
 
-/// ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16: lane l passes the
-/// address of row l % 8 of matrix l / 8 (16-byte aligned); r[m] of lane
-/// 4 g + t receives matrix m's elements [2t][g] (low half) and [2t + 1][g].
-inline void ldmatrixX4Trans(const unsigned short *row, unsigned *r) {
+/// The row addresses of an ldmatrix, after checking the lane's own.
+inline void ldmatrixRows(const unsigned short *row,
+                         const unsigned short **rows) {
   if (reinterpret_cast<uintptr_t>(row) % 16 != 0) {
     std::fprintf(stderr,
                  "CUDA emulator: ldmatrix row address %p is not 16-byte "
@@ -67,8 +66,27 @@ inline void ldmatrixX4Trans(const unsigned short *row, unsigned *r) {
                  static_cast<const void *>(row));
     std::abort();
   }
-  const unsigned short *rows[32];
   warpAllGather(&row, sizeof row, rows);
+}
+
+/// ldmatrix.sync.aligned.m8n8.x4.shared.b16: lane l passes the address of
+/// row l % 8 of matrix l / 8 (16-byte aligned); r[m] of lane 4 g + t
+/// receives matrix m's elements [g][2t] (low half) and [g][2t + 1].
+inline void ldmatrixX4(const unsigned short *row, unsigned *r) {
+  const unsigned short *rows[32];
+  ldmatrixRows(row, rows);
+  int lane = static_cast<int>(laneIndex()), g = lane / 4, t = lane % 4;
+  for (int m = 0; m < 4; ++m)
+    r[m] = static_cast<unsigned>(rows[8 * m + g][2 * t]) |
+           static_cast<unsigned>(rows[8 * m + g][2 * t + 1]) << 16;
+}
+
+/// ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16: lane l passes the
+/// address of row l % 8 of matrix l / 8 (16-byte aligned); r[m] of lane
+/// 4 g + t receives matrix m's elements [2t][g] (low half) and [2t + 1][g].
+inline void ldmatrixX4Trans(const unsigned short *row, unsigned *r) {
+  const unsigned short *rows[32];
+  ldmatrixRows(row, rows);
   int lane = static_cast<int>(laneIndex()), g = lane / 4, t = lane % 4;
   for (int m = 0; m < 4; ++m)
     r[m] = static_cast<unsigned>(rows[8 * m + 2 * t][g]) |
