@@ -14,8 +14,9 @@
 //    reads another's entries except through a shuffle. k is a constant
 //    trip count, and every loop that indexes such an array is unrolled
 //    (as are all loops of short rows), so those arrays stay in registers;
-//    only a pick from a row of more than 16 slots indexes one by the label,
-//    which puts that array in local memory.
+//    a pick (a label's column) takes every slot through a shuffle and keeps
+//    the label's, since reading the array at the label would put it in
+//    local memory.
 //    An odd slot's loop that stores is preceded by one that loads the
 //    inputs it reads into per-lane arrays tcc_p<N>, so that a lane's loads
 //    are all in flight before its first store (planPrefetch). Rows wider
@@ -469,9 +470,17 @@ void CudaEmitter::emitRowScalar(std::ostream &os, int i) const {
       os << "    __syncwarp();\n    const float " << v << " = "
          << vecIndex(n.args[0], idx) << ";\n";
     else if ((g.d.cols + 31) / 32 > 16)
-      os << "    const float " << v << " = __shfl_sync(0xffffffffu, "
-         << vecIndex(n.args[0], idx, idx + " >> 5") << ", " << idx
-         << " & 31);\n";
+      // Every slot through a shuffle, the idx >> 5'th kept: an array read
+      // at idx >> 5 (or a select over the slots, which the compiler turns
+      // back into one) puts the whole array in local memory (a 1024-column
+      // loss: a 128-byte stack frame); a shuffle per slot keeps it in
+      // registers.
+      os << "    float " << v << " = 0.0f;\n    #pragma unroll\n"
+         << "    for (int tcc_k = 0; tcc_k < " << (g.d.cols + 31) / 32
+         << "; ++tcc_k) {\n      const float tcc_t = __shfl_sync(0xffffffffu, "
+         << vecIndex(n.args[0], "", "tcc_k") << ", " << idx << " & 31);\n      "
+         << v << " = tcc_k == " << idx << " >> 5 ? tcc_t : " << v
+         << ";\n    }\n";
     else // a constant index per unrolled step keeps the array in registers
       os << "    float " << v << " = 0.0f;\n    #pragma unroll\n"
          << "    for (int tcc_k = 0; tcc_k < " << (g.d.cols + 31) / 32

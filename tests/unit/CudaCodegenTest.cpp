@@ -144,9 +144,9 @@ std::vector<Case> cases() {
   return %0, %r1 : tensor<9x300xf32>, tensor<f32>)",
        "rows"},
       // More than 16 slots a lane (1000 columns: 32, the last partial): the
-      // biased logits live in lanes' arrays, which the pick indexes by the
-      // label, and the gradient's loop loads the bias into a lane array
-      // before the loop that stores.
+      // biased logits live in lanes' arrays, from which the pick shuffles
+      // every slot and keeps the label's, and the gradient's loop loads the
+      // bias into a lane array before the loop that stores.
       {"cross_entropy_slots",
        "(%l: tensor<4x1000xf32>, %bias: tensor<1000xf32>, %labels: "
        "tensor<4xi64>) -> (tensor<f32>, tensor<4x1000xf32>)",

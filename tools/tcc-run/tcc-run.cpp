@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "tools/tcc-run/Commands.h"
 
+#include "runtime/core/BlasCore.h"
 #include "runtime/cuda/CudaSession.h"
 #include "tools/tcc-run/Args.h"
 
@@ -65,6 +66,7 @@ int run::runInfo(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  tcc::rt::useRecognisedBlasCore(argv);
   if (argc < 2) {
     std::fputs(kUsage, stderr);
     std::fprintf(stderr, "tcc-run: error: no command given; run 'tcc-run "

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "tools/tcc/Commands.h"
 
+#include "runtime/core/BlasCore.h"
 #include "runtime/core/ProcessMemory.h"
 
 #include "llvm/Support/InitLLVM.h"
@@ -40,6 +41,7 @@ int64_t tcc::tool::peakRssBytes() {
 }
 
 int main(int argc, char **argv) {
+  tcc::rt::useRecognisedBlasCore(argv);
   llvm::InitLLVM init(argc, argv);
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
