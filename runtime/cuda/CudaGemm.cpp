@@ -580,23 +580,22 @@ void launch_matmul_epilogue(const CudaArgs &a) {
     // dozen tiles, then the sum of the operand): 11.3 ms per step for
     // GPT-2's 37 weight gradients against 12.7 fused (H100, 2026-11-26;
     // with the earlier column sum it was 20.5 against 12.3).
-    // TCC_CUDA_DGELU_BGRAD / TCC_CUDA_BGRAD=fused select the fused forms.
+    // TCC_CUDA_DGELU_BGRAD / TCC_CUDA_BGRAD=fused select the fused forms;
+    // the split BGRADA / BGRADB is the fallback below (their forms have no
+    // bias or activation: a plain GEMM, then the bias gradient).
     static const bool splitDgelu =
         dgeluBgradSplit(std::getenv("TCC_CUDA_DGELU_BGRAD"));
     static const bool splitBgrad = biasGradSplit(std::getenv("TCC_CUDA_BGRAD"));
     Ep ep = gemmEpilogueFor(e);
-    if ((ep == Ep::BgradLhs || ep == Ep::BgradRhs) && splitBgrad) {
-      a.gemm->matmul(A, B, D, ta, tb);
-      epilogueBiasGrad(a);
-      return;
-    }
     bool split = ep == Ep::DgeluBgrad && splitDgelu;
+    bool plainThenSum =
+        (ep == Ep::BgradLhs || ep == Ep::BgradRhs) && splitBgrad;
     if (e.bgrad != GemmBiasGrad::None && !split) {
       args.biasGrad = a.out[1].data;
       args.biasType = a.out[1].dtype;
     }
-    if (a.gemm->tryGemm(p, A.data, B.data, D.data, split ? Ep::Dgelu : ep,
-                        args)) {
+    if (!plainThenSum && a.gemm->tryGemm(p, A.data, B.data, D.data,
+                                         split ? Ep::Dgelu : ep, args)) {
       if (split)
         epilogueBiasGrad(a);
       return;

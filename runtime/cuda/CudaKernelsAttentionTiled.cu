@@ -1028,12 +1028,9 @@ void launchTiles(const AttentionTiles &t, bool grad, cudaStream_t stream) {
     return;
   }
   long long rows = t.batch * t.tq, dotBlocks = (rows + 7) / 8;
-  auto aligned = [](const void *p) {
-    return reinterpret_cast<uintptr_t>(p) % 16 == 0;
-  };
   constexpr bool pow2 = D == 16 || D == 32 || D == 64 || D == 128;
-  if (pow2 && (t.oType == kDtBF16 || t.oType == kDtF16) && aligned(t.dout) &&
-      aligned(t.o) && rows * t.heads < (1ll << 31)) {
+  if (pow2 && (t.oType == kDtBF16 || t.oType == kDtF16) && aligned16(t.dout) &&
+      aligned16(t.o) && rows * t.heads < (1ll << 31)) {
     long long blocks = (rows * (D / 8) + 255) / 256;
     TCC_LAUNCH(
         attentionRowDotVecKernel<D>,

@@ -51,6 +51,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 // Full unrolling (nvcc) keeps arrays indexed by the loop in registers; the
@@ -96,6 +97,11 @@ __device__ __forceinline__ unsigned short toF16Bits(float v) {
   return __half_as_ushort(__float2half_rn(v));
 }
 #endif
+
+/// Whether p may be read by 16-byte vector loads.
+inline bool aligned16(const void *p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
 
 /// Element e of a 16-byte vector load: word e (0..3) as f32, or 16-bit
 /// half e (0..7) of dtype t widened. Read from the words, not through a

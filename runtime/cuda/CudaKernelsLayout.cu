@@ -547,8 +547,7 @@ static bool columnSum(const ReducePlan &p, const TensorView &X) {
     if (st < p.outputs)
       return false;
   int64_t bytes = p.outputs * dtypeSize(X.dtype);
-  return p.outputs > 0 && bytes % 16 == 0 &&
-         reinterpret_cast<uintptr_t>(X.data) % 16 == 0;
+  return p.outputs > 0 && bytes % 16 == 0 && aligned16(X.data);
 }
 
 int64_t prepare_reduce(const Instr &in, const std::vector<TensorInfo> &t) {

@@ -605,11 +605,8 @@ static void launchParamGrad(const CudaArgs &a, const TensorView &dy,
   int slices = paramSlices(rows);
   long long chunk = (rows + slices - 1) / slices;
   double *parts = static_cast<double *>(a.scratch);
-  auto aligned = [](const TensorView &v) {
-    return reinterpret_cast<uintptr_t>(v.data) % 16 == 0;
-  };
   if (isHalfDType(dy.dtype) && isHalfDType(x.dtype) && n % 8 == 0 &&
-      aligned(dy) && aligned(x)) {
+      aligned16(dy.data) && aligned16(x.data)) {
     dim3 grid(static_cast<unsigned>((n / 8 + 31) / 32), slices);
     TCC_LAUNCH(layerNormParamGradVecKernel, grid, dim3(32, 8), a.stream)
     (static_cast<const unsigned short *>(dy.data), dt(dy),
