@@ -9,9 +9,13 @@
 // math, so NaN and Inf propagate as in the host library. The GELU formulas
 // are runtime/cpu/KernelsMath.cpp's, as in FusedPrelude.cpp; the host's
 // tcc_libm_* variants (16-bit results) are the same functions here.
-// bf16/f16 words are converted by hand, bit for bit runtime/cpu/Half.h (the
-// f16 rounding is float arithmetic, exact with --fmad=false and no flush to
-// zero), so the CUDA emulator runs them on the CPU without cuda_fp16.h.
+// bf16/f16 words: on the GPU by the hardware's conversions (cvt.rn, inline
+// PTX, no header), as runtime/cuda's kernels convert them: bit for bit
+// runtime/cpu/Half.h but for NaN payloads. Off the GPU (the CUDA emulator
+// of tests/unit, which compiles this text with the host compiler) by hand,
+// bit for bit Half.h (the f16 rounding is float arithmetic, exact with
+// --fmad=false and no flush to zero). By hand a narrowing was eight integer
+// instructions an element: a third of the GPT-2 loss kernel's issue slots.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/FusedCodegenInternal.h"
@@ -46,6 +50,23 @@ __device__ __forceinline__ unsigned tcc_f_to_bits(float f) {
 __device__ __forceinline__ float tcc_bf16_to_f32(unsigned short h) {
   return tcc_bits_to_f((unsigned)h << 16);
 }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+__device__ __forceinline__ unsigned short tcc_f32_to_bf16(float f) {
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+__device__ __forceinline__ float tcc_f16_to_f32(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ unsigned short tcc_f32_to_f16(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+#else
 __device__ __forceinline__ unsigned short tcc_f32_to_bf16(float f) {
   unsigned u = tcc_f_to_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) // NaN: kept, quiet
@@ -75,6 +96,7 @@ __device__ __forceinline__ unsigned short tcc_f32_to_f16(float f) {
   return (unsigned short)((sign >> 16) |
                           (shl1W > 0xFF000000u ? 0x7E00u : nonsign));
 }
+#endif
 
 __device__ __forceinline__ float tcc_exp(float x) { return ::expf(x); }
 // The losses' exponential (the host's is the runtime's fastExp; here, as in
@@ -212,6 +234,80 @@ __device__ __forceinline__ void tcc_stage_row(T *dst, const T *src, int n) {
   }
   for (int j = done + threadIdx.x; j < n; j += blockDim.x)
     dst[j] = src[j];
+}
+
+// The 16-byte groups of a "block_rows" kernel's column loops (CudaEmit.cpp,
+// emitWideLoop): thread t's columns 8 q .. 8 q + 7 for q = t, t + B, ...
+// Loads and stores go through words (memcpy off the GPU): the emulator's
+// host compiler may assume a uint4 pointer and an unsigned short one never
+// alias.
+// The store is PTX's: NVVM splits a uint4 store through a pointer that
+// was a 2-byte one into four 4-byte stores, whatever alignment it is told.
+__device__ __forceinline__ uint4 tcc_ld16(const void *p) {
+#ifdef __CUDA_ARCH__
+  return *static_cast<const uint4 *>(p);
+#else
+  uint4 v;
+  memcpy(&v, p, 16);
+  return v;
+#endif
+}
+__device__ __forceinline__ void tcc_st16(void *p, uint4 v) {
+#ifdef __CUDA_ARCH__
+  asm volatile("st.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x),
+               "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+#else
+  memcpy(p, &v, 16);
+#endif
+}
+__device__ __forceinline__ unsigned tcc_word(const uint4 &v, int e) {
+  return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w;
+}
+// Element e (0..7) of a group: a 16-bit word of one vector, a float of two.
+__device__ __forceinline__ unsigned short tcc_h8(const uint4 &v, int e) {
+  return (unsigned short)(tcc_word(v, e >> 1) >> ((e & 1) * 16));
+}
+__device__ __forceinline__ float tcc_f8(const uint4 &a, const uint4 &b,
+                                        int e) {
+  return tcc_bits_to_f(tcc_word(e < 4 ? a : b, e & 3));
+}
+// A group's 8 results to columns d[0..7]: 16-byte stores where d is
+// 16-byte aligned (`vec`, one test per kernel), else one by one.
+__device__ __forceinline__ void tcc_st8(unsigned short *d,
+                                        const unsigned short *h, bool vec) {
+  if (vec) {
+    uint4 v;
+    v.x = h[0] | (unsigned)h[1] << 16;
+    v.y = h[2] | (unsigned)h[3] << 16;
+    v.z = h[4] | (unsigned)h[5] << 16;
+    v.w = h[6] | (unsigned)h[7] << 16;
+    tcc_st16(d, v);
+  } else {
+    for (int e = 0; e < 8; ++e)
+      d[e] = h[e];
+  }
+}
+__device__ __forceinline__ void tcc_st8(float *d, const float *f, bool vec) {
+  if (vec) {
+    uint4 v;
+    v.x = tcc_f_to_bits(f[0]);
+    v.y = tcc_f_to_bits(f[1]);
+    v.z = tcc_f_to_bits(f[2]);
+    v.w = tcc_f_to_bits(f[3]);
+    tcc_st16(d, v);
+    v.x = tcc_f_to_bits(f[4]);
+    v.y = tcc_f_to_bits(f[5]);
+    v.z = tcc_f_to_bits(f[6]);
+    v.w = tcc_f_to_bits(f[7]);
+    tcc_st16(d + 4, v);
+  } else {
+    for (int e = 0; e < 8; ++e)
+      d[e] = f[e];
+  }
+}
+__device__ __forceinline__ bool tcc_aligned16(const void *p) {
+  return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
 }
 
 // A label out of range: the first kernel to meet one records it (the CAS

@@ -402,6 +402,13 @@ TEST_F(CudaCodegen, LaunchTableDescribesEveryRegion) {
         ++copies;
       EXPECT_EQ(copies, caseOf[i] == "cross_entropy_unstaged" ? 1u : 2u)
           << body;
+      // Columns in groups of 8 (16-byte shared loads) when every row is
+      // staged; an unstaged row keeps columns t, t + B, .. (coalesced).
+      bool groups = body.find("for (int tcc_q = threadIdx.x; tcc_q < " +
+                              std::to_string(k.cols / 8)) != std::string::npos;
+      EXPECT_EQ(groups, caseOf[i] != "cross_entropy_unstaged") << body;
+      EXPECT_EQ(body.find("tcc_ld16(tcc_st") != std::string::npos, groups)
+          << body;
     } else
       EXPECT_NE(body.find("tcc_i += (long long)gridDim.x * blockDim.x"),
                 std::string::npos)
