@@ -5,8 +5,9 @@
 // (std::pow, std::exp, ...); CudaEmit.cpp rewrites `std::` to `tccm::`,
 // whose device overloads below keep C++'s float/double overload resolution.
 // The math is CUDA's accurate library (expf, erff, tanhf: a few ulp), not
-// the __expf-style intrinsics, and the program is compiled without fast
-// math, so NaN and Inf propagate as in the host library. The GELU formulas
+// the __expf-style intrinsics (but for the losses' exponential of x - max,
+// tcc_exp_exact below), and the program is compiled without fast math, so
+// NaN and Inf propagate as in the host library. The GELU formulas
 // are runtime/cpu/KernelsMath.cpp's, as in FusedPrelude.cpp; the host's
 // tcc_libm_* variants (16-bit results) are the same functions here.
 // bf16/f16 words: on the GPU by the hardware's conversions (cvt.rn, inline
@@ -99,9 +100,24 @@ __device__ __forceinline__ unsigned short tcc_f32_to_f16(float f) {
 #endif
 
 __device__ __forceinline__ float tcc_exp(float x) { return ::expf(x); }
-// The losses' exponential (the host's is the runtime's fastExp; here, as in
-// the hand-written cross-entropy kernels, expf).
-__device__ __forceinline__ float tcc_exp_exact(float x) { return ::expf(x); }
+// The losses' exponential, of x - max <= 0 (the host's is the runtime's
+// fastExp, which the GPU does not match bit for bit either way). On the GPU
+// 2^(x log2 e) by one multiply and ex2.approx.ftz, two instructions where
+// expf's range reduction takes eight, twice per logit: GPT-2's loss kernel
+// (50257 logits a row) is bound by instruction issue. Relative error: ex2's
+// 2 ulp, plus the rounding of x log2 e, 2^-24 |x log2 e| (3e-7 at x = -5,
+// 5e-6 at x = -87, where e^x < 2e-38); results below 2^-126 are 0. The
+// consumers are a double sum whose log is the loss and a gradient rounded
+// to bf16 or f32. Off the GPU (the emulator) expf.
+__device__ __forceinline__ float tcc_exp_exact(float x) {
+#ifdef __CUDA_ARCH__
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+  return y;
+#else
+  return ::expf(x);
+#endif
+}
 __device__ __forceinline__ float tcc_erf(float x) { return ::erff(x); }
 __device__ __forceinline__ float tcc_tanh(float x) { return ::tanhf(x); }
 __device__ __forceinline__ float tcc_sigmoid(float x) {
