@@ -360,6 +360,16 @@ inline void layerNormCases(std::vector<KernelCase> &cases) {
   p.instr("layer_norm_param_grad", {dyv, xv, mv, rv}, {pgv, pbv}, {1});
   c.outs.push_back(pgv);
   c.outs.push_back(pbv);
+  // bf16 dy and x (GPT-2's), 2 slices of 261 and 260 rows: steps of four
+  // rows a thread, then the rows left one at a time.
+  int32_t xb = p.random(DType::BF16, {521, 16}, -3, 3);
+  int32_t dyb = p.random(DType::BF16, {521, 16});
+  int32_t mb = p.random(DType::F32, {521}, -0.5f, 0.5f);
+  int32_t rb = p.random(DType::F32, {521}, 0.5f, 2.0f);
+  int32_t pgb = p.out(DType::F32, {16}), pbb = p.out(DType::F32, {16});
+  p.instr("layer_norm_param_grad", {dyb, xb, mb, rb}, {pgb, pbb}, {1});
+  c.outs.push_back(pgb);
+  c.outs.push_back(pbb);
   cases.push_back(std::move(c));
 }
 
