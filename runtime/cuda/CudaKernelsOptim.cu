@@ -108,6 +108,19 @@ __device__ void adamScalars(const AdamHyper &h, const void *step, int tstep,
   __syncthreads();
 }
 
+/// One element's update of p, m and v from its gradient g (not yet
+/// unscaled).
+__device__ __forceinline__ void adamwStep(float &p, float &m, float &v, float g,
+                                          const AdamScalars &s) {
+  g = g * s.inv;
+  p = p * s.decay;                         // param.mul_
+  m = s.lerpFromStart ? m + s.wm * (g - m) // exp_avg.lerp_
+                      : g - (g - m) * s.wm;
+  v = v * s.b2 + s.w2 * g * g;                // mul_.addcmul_
+  float denom = sqrtf(v) / s.bc2Sqrt + s.eps; // sqrt/div/add
+  p = p + s.negStep * m / denom;              // addcdiv_
+}
+
 /// Element i of entry e (KernelsOptim.cpp adamwElem).
 __device__ __forceinline__ void adamwElem(const AdamEntry &e, long long i,
                                           const AdamScalars &s) {
@@ -124,13 +137,7 @@ __device__ __forceinline__ void adamwElem(const AdamEntry &e, long long i,
       stf(e.lowOut, e.dtLow, i, p);
     return;
   }
-  float g = ldf(e.g, e.dtG, i) * s.inv;
-  p = p * s.decay;                         // param.mul_
-  m = s.lerpFromStart ? m + s.wm * (g - m) // exp_avg.lerp_
-                      : g - (g - m) * s.wm;
-  v = v * s.b2 + s.w2 * g * g;                // mul_.addcmul_
-  float denom = sqrtf(v) / s.bc2Sqrt + s.eps; // sqrt/div/add
-  p = p + s.negStep * m / denom;              // addcdiv_
+  adamwStep(p, m, v, ldf(e.g, e.dtG, i), s);
   // Outputs have the dtypes of p, m, v (prepare_adamw_update checks).
   stf(e.pOut, e.dtP, i, p);
   stf(e.mOut, e.dtM, i, m);
@@ -158,7 +165,45 @@ __global__ void adamwMultiKernel(const AdamEntry *entries,
     const AdamBlock blk = blocks[b];
     const AdamEntry e = entries[blk.entry];
     long long end = blk.start + kAdamChunk < e.n ? blk.start + kAdamChunk : e.n;
-    for (long long i = blk.start + threadIdx.x; i < end; i += blockDim.x)
+    const long long stride = blockDim.x;
+    long long i = blk.start + threadIdx.x;
+    // An f32 parameter, gradient and moments (mixed precision's master
+    // weights): four elements a thread at a time, all loads first. One at
+    // a time, through the dtype switches, a thread's next loads waited for
+    // its divisions and square root (GPT-2 small on an H100: 1.86 ms a
+    // step, 2.6 TB/s of 3.35).
+    if (!s.keep && e.dtP == kDtF32 && e.dtG == kDtF32 && e.dtM == kDtF32 &&
+        e.dtV == kDtF32) {
+      const float *P = static_cast<const float *>(e.p),
+                  *G = static_cast<const float *>(e.g),
+                  *M = static_cast<const float *>(e.m),
+                  *V = static_cast<const float *>(e.v);
+      float *PO = static_cast<float *>(e.pOut),
+            *MO = static_cast<float *>(e.mOut),
+            *VO = static_cast<float *>(e.vOut);
+      for (; i + 3 * stride < end; i += 4 * stride) {
+        float p[4], m[4], v[4], g[4];
+        TCC_UNROLL
+        for (int u = 0; u < 4; ++u) {
+          p[u] = P[i + u * stride];
+          m[u] = M[i + u * stride];
+          v[u] = V[i + u * stride];
+          g[u] = G[i + u * stride];
+        }
+        TCC_UNROLL
+        for (int u = 0; u < 4; ++u) {
+          adamwStep(p[u], m[u], v[u], g[u], s);
+          PO[i + u * stride] = p[u];
+          MO[i + u * stride] = m[u];
+          VO[i + u * stride] = v[u];
+        }
+        if (e.lowOut)
+          TCC_UNROLL
+        for (int u = 0; u < 4; ++u)
+          stf(e.lowOut, e.dtLow, i + u * stride, p[u]);
+      }
+    }
+    for (; i < end; i += stride)
       adamwElem(e, i, s);
   }
 }
