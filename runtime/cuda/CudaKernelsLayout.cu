@@ -526,10 +526,15 @@ ReducePlan planReduce(const std::vector<int64_t> &xs,
   }
   kernels::LoopNest<1> red(p.redShape, {p.redSt});
   p.rows = p.count <= 1 || (red.dims.size() == 1 && red.strides[0][0] == 1);
-  // Columns: chunks of >= 256 reduced elements, at most 64, while the
-  // partial sums stay small (<= 16 MiB of scratch).
+  // Columns: chunks of >= 256 reduced elements, at most 128 (64 for more
+  // than 32768 outputs), while the partial sums stay small (<= 16 MiB of
+  // scratch). A bias gradient of 768 columns is 3 blocks of columnSumKernel
+  // a chunk: 128 chunks give an H100's 132 multiprocessors about 3 blocks
+  // each (the layer norms' parameter gradients went from 64 to 128 row
+  // slices likewise).
   if (!p.rows && p.outputs <= (1 << 16))
-    p.chunks = std::max<int64_t>(1, std::min<int64_t>(64, p.count / 256));
+    p.chunks = std::max<int64_t>(
+        1, std::min<int64_t>(p.outputs <= (1 << 15) ? 128 : 64, p.count / 256));
   p.chunkLen = (p.count + p.chunks - 1) / p.chunks;
   return p;
 }
