@@ -203,6 +203,10 @@ inline void dataMovementCases(std::vector<KernelCase> &cases) {
   op("slice", {sp}, DType::BF16, {3, 6}, {0, 0, 1, 1});
   int32_t w = p.random(DType::F32, {2, 3});
   op("slice_grad", {w}, DType::F32, {5, 6}, {1, 5, 2, -2});
+  // A prefix window (a padded vocabulary's weight gradient): one copy,
+  // then zeros after it.
+  int32_t wp = p.random(DType::F32, {3, 6});
+  op("slice_grad", {wp}, DType::F32, {5, 6}, {0, 0, 1, 1});
   int32_t table = p.random(DType::F32, {10, 4});
   int32_t idx = p.i64({2, 3}, {0, 9, -1, 3, 3, 5});
   op("gather", {table, idx}, DType::F32, {2, 3, 4}, {0});
