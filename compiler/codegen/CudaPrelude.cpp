@@ -16,7 +16,7 @@
 // of tests/unit, which compiles this text with the host compiler) by hand,
 // bit for bit Half.h (the f16 rounding is float arithmetic, exact with
 // --fmad=false and no flush to zero). By hand a narrowing was eight integer
-// instructions an element: a third of the GPT-2 loss kernel's issue slots.
+// instructions an element, a sixth of the GPT-2 loss kernel's.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/FusedCodegenInternal.h"
