@@ -799,7 +799,6 @@ void CudaEmitter::emitRows(std::ostream &os) const {
     }
     // The loop body for column j; in a group, grouped outputs collect in
     // the group's arrays tcc_o<K> and are stored together at its end.
-    std::set<int> outs;
     auto body = [&](bool) {
       std::ostringstream b;
       std::string inPlaceStores;
@@ -808,10 +807,8 @@ void CudaEmitter::emitRows(std::ostream &os) const {
         if (!n.vec || n.time != t || n.kind != NodeKind::Expr)
           continue;
         b << "      " << define((int)i, subst(n, t)) << "\n";
-        if (n.output >= 0) {
+        if (n.output >= 0)
           store(b, inPlaceStores, (int)i, "      ");
-          outs.insert(n.output);
-        }
         if (n.scratch >= 0 && !wide)
           b << "      s" << n.scratch << "[tcc_k] = v" << i << ";\n";
       }
@@ -823,11 +820,13 @@ void CudaEmitter::emitRows(std::ostream &os) const {
          << "\n    }\n";
       continue;
     }
-    body(false); // the outputs
+    std::set<int> outs; // the loop's grouped outputs
+    for (const Node &n : g.nodes)
+      if (n.vec && n.time == t && n.kind == NodeKind::Expr && n.output >= 0 &&
+          groupStores(n.output))
+        outs.insert(n.output);
     std::string init, fini;
     for (int k : outs) {
-      if (!groupStores(k))
-        continue;
       const char *type = cudaType(op.getResults()[k].getType());
       init += (init.empty() ? "" : " ") + std::string(type) + " tcc_o" +
               std::to_string(k) + "[8];";

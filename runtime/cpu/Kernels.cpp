@@ -121,17 +121,22 @@ bool kernelAllowsInPlace(const std::string &name) {
   return d && d->inPlace;
 }
 
-bool isPrefixSlice(const Instr &instr, const std::vector<int64_t> &in,
-                   const std::vector<int64_t> &out) {
-  size_t rank = in.size();
-  if (instr.kernel != "slice" || rank == 0 || out.size() != rank ||
-      instr.iattrs.size() != 2 * rank || out[0] > in[0])
+bool isPrefixWindow(const Instr &instr, const std::vector<int64_t> &full,
+                    const std::vector<int64_t> &window) {
+  size_t rank = full.size();
+  if (rank == 0 || window.size() != rank || instr.iattrs.size() != 2 * rank ||
+      window[0] > full[0])
     return false;
   for (size_t d = 0; d < rank; ++d)
     if (instr.iattrs[d] != 0 || instr.iattrs[rank + d] != 1 ||
-        (d > 0 && out[d] != in[d]))
+        (d > 0 && window[d] != full[d]))
       return false;
   return true;
+}
+
+bool isPrefixSlice(const Instr &instr, const std::vector<int64_t> &in,
+                   const std::vector<int64_t> &out) {
+  return instr.kernel == "slice" && isPrefixWindow(instr, in, out);
 }
 
 std::vector<std::pair<int64_t, int64_t>> fusedInPlacePairs(const Instr &instr) {

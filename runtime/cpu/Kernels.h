@@ -190,6 +190,11 @@ bool instrAllowsInPlace(const Instr &instr, size_t output, size_t input);
 /// `in` and `out` are the operands' shapes.
 bool isPrefixSlice(const Instr &instr, const std::vector<int64_t> &in,
                    const std::vector<int64_t> &out);
+/// Whether the window that a slice or slice_grad's iattrs (starts ++ steps)
+/// select in `full` is its first elements, as isPrefixSlice describes;
+/// `window` is the window's shape.
+bool isPrefixWindow(const Instr &instr, const std::vector<int64_t> &full,
+                    const std::vector<int64_t> &window);
 /// The (output, input) pairs a `fused` instr lists after its kernel index
 /// (iattrs [k, output, input, ...]); none for other kernels.
 std::vector<std::pair<int64_t, int64_t>> fusedInPlacePairs(const Instr &instr);

@@ -186,28 +186,12 @@ __global__ void sliceGradKernel(const void *dy, int tdy, void *dx, int tdx,
   }
 }
 
-/// Whether slice_grad's window is the first elements of its output: zero
-/// starts, unit steps, every axis but the first whole (isPrefixSlice's
-/// window; a padded vocabulary's weight gradient).
-static bool prefixWindow(const Instr &in, const std::vector<int64_t> &full,
-                         const std::vector<int64_t> &window) {
-  size_t rank = full.size();
-  if (rank == 0 || window.size() != rank || in.iattrs.size() != 2 * rank ||
-      window[0] > full[0])
-    return false;
-  for (size_t d = 0; d < rank; ++d)
-    if (in.iattrs[d] != 0 || in.iattrs[rank + d] != 1 ||
-        (d > 0 && window[d] != full[d]))
-      return false;
-  return true;
-}
-
 void launch_slice_grad(const CudaArgs &a) {
   const TensorView &G = a.in[0], &D = a.out[0];
   // A prefix window: the gradient's bytes, then zeros after them, each
   // written once (GPT-2's two [50257, 768] -> [50304, 768] f32 gradients
   // were zeroed whole, then copied over element by element).
-  if (G.dtype == D.dtype && prefixWindow(a.instr, *D.shape, *G.shape)) {
+  if (G.dtype == D.dtype && isPrefixWindow(a.instr, *D.shape, *G.shape)) {
     size_t size = dtypeSize(D.dtype), head = G.numel * size,
            all = D.numel * size;
     if (head && G.data != D.data)

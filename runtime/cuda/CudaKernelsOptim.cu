@@ -197,10 +197,11 @@ __global__ void adamwMultiKernel(const AdamEntry *entries,
           MO[i + u * stride] = m[u];
           VO[i + u * stride] = v[u];
         }
-        if (e.lowOut)
+        if (e.lowOut) {
           TCC_UNROLL
-        for (int u = 0; u < 4; ++u)
-          stf(e.lowOut, e.dtLow, i + u * stride, p[u]);
+          for (int u = 0; u < 4; ++u)
+            stf(e.lowOut, e.dtLow, i + u * stride, p[u]);
+        }
       }
     }
     for (; i < end; i += stride)
