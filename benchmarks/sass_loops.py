@@ -102,7 +102,11 @@ def report(kernels, pattern):
 
 
 def tool(name, given):
-    path = given or shutil.which(name)
+    if given:
+        if not (os.path.isfile(given) and os.access(given, os.X_OK)):
+            fail(f"{given}: not an executable {name}")
+        return given
+    path = shutil.which(name)
     if not path:
         cuda = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"),
                             "bin", name)
