@@ -90,6 +90,65 @@ void setTiledAttentionWarpRows(int rows) {
   warpRowsSet.store(rows, std::memory_order_relaxed);
 }
 
+TileCopies attentionTileCopies(const char *value) {
+  if (!value || !*value || std::string(value) == "async")
+    return TileCopies::Async;
+  if (std::string(value) == "tma")
+    return TileCopies::Tma;
+  throw Error(std::string("TCC_CUDA_ATTENTION_COPY is '") + value +
+              "'; it takes 'async' or 'tma'");
+}
+
+/// setTiledAttentionCopies's choice, Environment where none is set.
+static std::atomic<TileCopies> copiesSet{TileCopies::Environment};
+
+TileCopies tiledAttentionCopies() {
+  TileCopies set = copiesSet.load(std::memory_order_relaxed);
+  if (set != TileCopies::Environment)
+    return set;
+  static const TileCopies fromEnv =
+      attentionTileCopies(std::getenv("TCC_CUDA_ATTENTION_COPY"));
+  return fromEnv;
+}
+
+void setTiledAttentionCopies(TileCopies copies) {
+  copiesSet.store(copies, std::memory_order_relaxed);
+}
+
+static bool startsAligned16(const void *p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+bool attentionTmaFits(const AttentionTiles &t, bool grad, int major) {
+  // A row of entry e starts (outer * T + i) * pitch + head * d elements in;
+  // the copies' coordinates (column, row, outer index) are 32-bit.
+  constexpr long long kMax = 0x7fffffffll;
+  if (major < 9 || t.d % 8 != 0 || t.inputPitch % 8 != 0 || t.heads < 1 ||
+      t.tq > kMax || t.tk > kMax || t.batch / t.heads > kMax ||
+      t.heads * t.d > kMax || !startsAligned16(t.q) || !startsAligned16(t.k) ||
+      !startsAligned16(t.v))
+    return false;
+  return !grad || ((t.heads * t.d) % 8 == 0 && startsAligned16(t.dout));
+}
+
+/// The GPU's compute capability (major), 0 where it cannot be read.
+static int gpuMajor() {
+  static const int major = [] {
+    int dev = 0, m = 0;
+    return cudaGetDevice(&dev) == cudaSuccess &&
+                   cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor,
+                                          dev) == cudaSuccess
+               ? m
+               : 0;
+  }();
+  return major;
+}
+
+bool tiledAttentionTma(const AttentionTiles &t, bool grad) {
+  return tiledAttentionCopies() == TileCopies::Tma &&
+         attentionTmaFits(t, grad, gpuMajor());
+}
+
 /// mma.sync on bf16 needs compute capability 8.0 or later, and the largest
 /// kernel more shared memory than some of those GPUs give a block (A100
 /// and H100 do; the 8.6 and 8.9 parts do not).

@@ -124,6 +124,8 @@ void attentionGradRows(const AttentionRows &r, const float *dp, void *p, int tp,
 //    the saved lse, and D = rowsum(dO O) is computed once into the scratch.
 // Causal attention visits only the tiles on or below the diagonal. Rows and
 // keys past Tq / Tk are zeros in shared memory and never written back.
+// Tiles come from global memory by cp.async, or with
+// TCC_CUDA_ATTENTION_COPY=tma by TMA tensor copies (TileCopies).
 
 /// One tiled attention or attention_grad launch (device pointers; the
 /// layout is AttentionDims's: heads > 1 is sequence-major).
@@ -170,6 +172,40 @@ int tiledAttentionWarpRows();
 /// 32, as TCC_CUDA_ATTENTION_WARP_ROWS would; tests run both), or, with 0,
 /// the environment's again; other values throw Error.
 void setTiledAttentionWarpRows(int rows);
+
+/// How the tiled kernels copy their tiles from global to shared memory.
+enum class TileCopies {
+  Environment, ///< as TCC_CUDA_ATTENTION_COPY says (setTiledAttentionCopies)
+  Async,       ///< cp.async by every thread, 16 bytes a copy (the default)
+  /// Tensor copies (TMA, CudaTma.cuh): one instruction a tile, issued by
+  /// one thread and counted on an mbarrier; GPUs of compute capability 9.0
+  /// and later, kernels of 16-row warps, 16-byte aligned rows
+  /// (attentionTmaFits); elsewhere Async. Opt-in until timed on a GPU.
+  Tma,
+};
+
+/// TCC_CUDA_ATTENTION_COPY's value: unset, empty or 'async' (Async) or
+/// 'tma' (Tma); anything else throws Error naming it.
+TileCopies attentionTileCopies(const char *value);
+
+/// setTiledAttentionCopies's choice if one is set, else
+/// TCC_CUDA_ATTENTION_COPY's (read once).
+TileCopies tiledAttentionCopies();
+
+/// Makes the tiled launches that follow copy as `copies` says (tests run
+/// both), or, with Environment, as the environment says again.
+void setTiledAttentionCopies(TileCopies copies);
+
+/// Whether launch `t` (the backward's with `grad`) may take its tiles by
+/// tensor copies on a GPU of compute capability `major`: 9 or more, every
+/// row of q, k, v (and dO) 16-byte aligned (aligned operands, pitches of
+/// whole 16-byte units; D is a multiple of 8), and coordinates that fit
+/// the copies' 32-bit ones.
+bool attentionTmaFits(const AttentionTiles &t, bool grad, int major);
+
+/// Whether launch `t` takes its tiles by tensor copies: Tma is chosen and
+/// this GPU and the operands allow them.
+bool tiledAttentionTma(const AttentionTiles &t, bool grad);
 
 /// Dynamic shared memory the largest tiled kernel takes, over head dims
 /// and both warp shapes (dQ at D = 96 with 32 rows a warp: 104 KiB; the

@@ -42,7 +42,9 @@
 // (forward 11.5 ms per step against 8.5, backward 32.4 against 25.6).
 //
 // Tiles move from global to shared memory with cp.async, two deep: a step
-// starts the copies of the next step's tiles, then multiplies its own.
+// starts the copies of the next step's tiles, then multiplies its own. Or,
+// with TCC_CUDA_ATTENTION_COPY=tma, by one TMA tensor copy a tile (see
+// "Tensor copies" below).
 //
 // Shared memory (dynamic): 16-bit tiles, rows D + 8 elements apart (16-byte
 // rows for ldmatrix and cp.async; the 16 bytes of padding put the 8 rows
@@ -55,6 +57,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaAttention.h"
 #include "runtime/cuda/CudaKernelsCommon.cuh"
+#include "runtime/cuda/CudaTma.cuh"
 
 #include <algorithm>
 #include <cstring>
@@ -465,6 +468,69 @@ __device__ __forceinline__ void loadRowStats(const AttentionTiles &t,
   }
 }
 
+// Tensor copies (TCC_CUDA_ATTENTION_COPY=tma, CudaTma.cuh; kernels of
+// 16-row warps, whose tiles are all kTile rows): thread 0 fills a step's
+// tiles with one cp.async.bulk.tensor each, counted on the mbarrier of
+// that half of the double buffer; the other threads issue nothing and wait
+// on it. Each operand (q, k, v, dO) has a tensor map of [outer][T][heads *
+// D] elements, rows `pitch` apart, whose box is a tile: D + 8 columns
+// (the padded row, ldTile) by kTile rows. The 8 columns past a head's D
+// land in the padding, never read: the next head's first 8, or zeros past
+// the row's heads * D; rows past T arrive as zeros. The two barriers
+// follow the tiles in shared memory (kBarrierBytes); barrier b's phases
+// are the fills of half b in turn, so step s waits on barrier s & 1 for
+// the phase of parity (s >> 1) & 1.
+constexpr int kBarrierBytes = 16;
+
+/// The kernels' tensor maps (64-byte aligned, as TMA wants them): q, k, v
+/// and dO; a __grid_constant__ kernel parameter, so that their addresses
+/// are the parameters' own. NoMaps in the kernels that copy by cp.async.
+struct alignas(64) AttentionTileMaps {
+  CUtensorMap q, k, v, dout;
+};
+struct NoMaps {};
+template <bool Tma>
+using MapsOf = std::conditional_t<Tma, AttentionTileMaps, NoMaps>;
+
+/// Rows [r0, r0 + kTile) of entry e of the operand of `map`, into `to`.
+struct TileAt {
+  const CUtensorMap *map;
+  int col, row, outer;
+  unsigned short *to;
+};
+__device__ __forceinline__ TileAt tileAt(const AttentionTiles &t,
+                                         const CUtensorMap &map, EntryAt e,
+                                         long long r0, unsigned short *to) {
+  return {&map, static_cast<int>(e.head * t.d), static_cast<int>(r0),
+          static_cast<int>(e.outer), to};
+}
+
+/// Fills N shared tiles by tensor copies that complete on `bar` (thread 0
+/// announces their bytes, then starts them).
+template <int D, int N>
+__device__ __forceinline__ void tmaTiles(const TileAt (&tiles)[N],
+                                         unsigned long long *bar) {
+  if (threadIdx.x == 0) {
+    mbarArriveExpectTx(bar, static_cast<unsigned>(N * tileBytes(D)));
+    // The reads of earlier steps (generic proxy) before the copies (async
+    // proxy) that overwrite them.
+    fenceProxyAsync();
+    TCC_UNROLL
+    for (int i = 0; i < N; ++i)
+      tensorCopy3d(tiles[i].to, tiles[i].map, tiles[i].col, tiles[i].row,
+                   tiles[i].outer, bar);
+  }
+}
+
+/// Thread 0 makes the kernel's two barriers (one arrival a phase: its
+/// own); the other threads use them after the next __syncthreads.
+__device__ __forceinline__ void initBarriers(unsigned long long *bars) {
+  if (threadIdx.x == 0) {
+    mbarInit(&bars[0], 1);
+    mbarInit(&bars[1], 1);
+  }
+}
+
 /// Whether every score of queries [i0, i0 + ni) and keys [j0, j0 + nj) is
 /// the plain scaled product: no mask, all in range, none above the
 /// diagonal. Most tiles are; they skip scoreOf's tests.
@@ -549,12 +615,25 @@ storeAcc(const AttentionTiles &t, const float (*acc)[4], const float *mul,
 
 /// The step's K and V tiles in the double buffer `kv` (K0, V0, K1, V1)
 /// once they are in, after starting the copies of the next step's (keys
-/// from k0 + 64) when there is one.
-template <int D>
+/// from k0 + 64) when there is one: by tensor copies on `bars`, or
+/// cp.async.
+template <int D, bool Tma>
 __device__ __forceinline__ const unsigned short *
-awaitKeyTiles(const AttentionTiles &t, unsigned short *kv, EntryAt ge,
+awaitKeyTiles(const AttentionTiles &t, const MapsOf<Tma> &maps,
+              unsigned short *kv, unsigned long long *bars, EntryAt ge,
               long long k0, long long step, long long kEnd) {
   constexpr int tile = kTile * ldTile(D);
+  if constexpr (Tma) {
+    if (k0 + kTile < kEnd) {
+      unsigned short *next = kv + ((step + 1) & 1) * 2 * tile;
+      const TileAt next2[2] = {tileAt(t, maps.k, ge, k0 + kTile, next),
+                               tileAt(t, maps.v, ge, k0 + kTile, next + tile)};
+      tmaTiles<D>(next2, &bars[(step + 1) & 1]);
+    }
+    // The copies are this thread's to see once it has waited.
+    mbarWait(&bars[step & 1], static_cast<unsigned>(step >> 1) & 1);
+    return kv + (step & 1) * 2 * tile;
+  }
   if (k0 + kTile < kEnd) {
     unsigned short *next = kv + ((step + 1) & 1) * 2 * tile;
     loadTile<D>(t, t.k, t.inputPitch, ge, k0 + kTile, t.tk, next);
@@ -590,10 +669,13 @@ using RowsOf =
     std::conditional_t<holdRows(D, MT), HeldRows<D, MT>, SharedRows<D, MT>>;
 
 /// The forward: block (entry g, query tile of 64 MT rows), grid batch *
-/// tiles. Shared memory: Q, then K and V twice (the step's and the next).
-template <int Dt, int D, int MT>
+/// tiles. Shared memory: Q, then K and V twice (the step's and the next),
+/// then with Tma the two barriers.
+template <int Dt, int D, int MT, bool Tma>
 __global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT))
-    attentionTiledForwardKernel(AttentionTiles t) {
+    attentionTiledForwardKernel(AttentionTiles t,
+                                const __grid_constant__ MapsOf<Tma> maps) {
+  static_assert(!Tma || MT == 1, "tensor copies fill tiles of kTile rows");
   TCC_DYNAMIC_SMEM(smem);
   constexpr int ld = ldTile(D), tile = kTile * ld, rows = blockRows(MT);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -606,14 +688,25 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT))
 
   unsigned short *qs = reinterpret_cast<unsigned short *>(smem);
   unsigned short *kv = qs + rows * ld; // K0, V0, K1, V1
+  unsigned long long *bars =
+      reinterpret_cast<unsigned long long *>(smem + forwardSmem(D, MT));
   long long kEnd = t.causal && q0 + rows < t.tk ? q0 + rows : t.tk;
-  loadTile<D, rows>(t, t.q, t.inputPitch, ge, q0, t.tq, qs);
-  // Q held in registers: its own group, read while K and V arrive.
-  if constexpr (holdRows(D, MT))
+  if constexpr (Tma) {
+    initBarriers(bars);
+    const TileAt first[3] = {tileAt(t, maps.q, ge, q0, qs),
+                             tileAt(t, maps.k, ge, 0, kv),
+                             tileAt(t, maps.v, ge, 0, kv + tile)};
+    tmaTiles<D>(first, &bars[0]);
+    __syncthreads(); // the barriers are made
+  } else {
+    loadTile<D, rows>(t, t.q, t.inputPitch, ge, q0, t.tq, qs);
+    // Q held in registers: its own group, read while K and V arrive.
+    if constexpr (holdRows(D, MT))
+      cpAsyncCommit();
+    loadTile<D>(t, t.k, t.inputPitch, ge, 0, t.tk, kv);
+    loadTile<D>(t, t.v, t.inputPitch, ge, 0, t.tk, kv + tile);
     cpAsyncCommit();
-  loadTile<D>(t, t.k, t.inputPitch, ge, 0, t.tk, kv);
-  loadTile<D>(t, t.v, t.inputPitch, ge, 0, t.tk, kv + tile);
-  cpAsyncCommit();
+  }
   RowsOf<D, MT> qa;
   if constexpr (holdRows(D, MT)) {
     cpAsyncWait<1>();
@@ -637,7 +730,8 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT))
   }
   const float scale2 = t.scale * kLog2e;
   for (long long k0 = 0, step = 0; k0 < kEnd; k0 += kTile, ++step) {
-    const unsigned short *ks = awaitKeyTiles<D>(t, kv, ge, k0, step, kEnd);
+    const unsigned short *ks =
+        awaitKeyTiles<D, Tma>(t, maps, kv, bars, ge, k0, step, kEnd);
     const unsigned short *vs = ks + tile;
     float s[MT][kSteps][4];
     productRows<Dt, D, MT>(qa, ks, s);
@@ -706,7 +800,13 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT))
     productScores<Dt, D, MT>(s, vs, o);
     __syncthreads(); // every warp is done with the tiles the next step fills
   }
-  cpAsyncWait<0>(); // no step: the first copies are still in flight
+  // No step: the first copies are still in flight.
+  if constexpr (Tma) {
+    if (kEnd <= 0)
+      mbarWait(&bars[0], 0);
+  } else {
+    cpAsyncWait<0>();
+  }
   // A row without any key (all masked) is NaN, as the softmax's 0 / 0.
   TCC_UNROLL
   for (int mi = 0; mi < MT; ++mi) {
@@ -785,10 +885,13 @@ __global__ void __launch_bounds__(256)
 /// dK and dV: block (entry g, key tile of 64 MT rows); the warp owns 16 MT
 /// keys and walks the query tiles (64 rows) that see them. Shared memory:
 /// K, V, then twice (the step's and the next) Q, dO and lse and D of the
-/// step's 64 queries.
-template <int Dt, int D, int MT>
+/// step's 64 queries, then with Tma the two barriers (lse and D still
+/// come by cp.async: rows of 64 floats that need not be 16-byte aligned).
+template <int Dt, int D, int MT, bool Tma>
 __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
-    attentionTiledKVGradKernel(AttentionTiles t) {
+    attentionTiledKVGradKernel(AttentionTiles t,
+                               const __grid_constant__ MapsOf<Tma> maps) {
+  static_assert(!Tma || MT == 1, "tensor copies fill tiles of kTile rows");
   TCC_DYNAMIC_SMEM(smem);
   constexpr int ld = ldTile(D), tile = kTile * ld, rows = blockRows(MT);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -803,12 +906,27 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
   // Causal: queries i >= j only, so from the query tile of the block's
   // first key.
   long long qBegin = t.causal ? k0 / kTile * kTile : 0;
-  loadTile<D, rows>(t, t.k, t.inputPitch, ge, k0, t.tk, ks);
-  loadTile<D, rows>(t, t.v, t.inputPitch, ge, k0, t.tk, vs);
-  loadTile<D>(t, t.q, t.inputPitch, ge, qBegin, t.tq, qdo);
-  loadTile<D>(t, t.dout, t.heads * t.d, ge, qBegin, t.tq, qdo + tile);
-  loadRowStats(t, g, qBegin, stats, stats + kTile);
-  cpAsyncCommit();
+  unsigned long long *bars =
+      reinterpret_cast<unsigned long long *>(smem + kvGradSmem(D, MT));
+  if constexpr (Tma) {
+    initBarriers(bars);
+    const TileAt first[4] = {tileAt(t, maps.k, ge, k0, ks),
+                             tileAt(t, maps.v, ge, k0, vs),
+                             tileAt(t, maps.q, ge, qBegin, qdo),
+                             tileAt(t, maps.dout, ge, qBegin, qdo + tile)};
+    tmaTiles<D>(first, &bars[0]);
+    loadRowStats(t, g, qBegin, stats, stats + kTile);
+    cpAsyncCommit();
+    cpAsyncWait<0>();
+    __syncthreads(); // the barriers, every thread's lse and D
+  } else {
+    loadTile<D, rows>(t, t.k, t.inputPitch, ge, k0, t.tk, ks);
+    loadTile<D, rows>(t, t.v, t.inputPitch, ge, k0, t.tk, vs);
+    loadTile<D>(t, t.q, t.inputPitch, ge, qBegin, t.tq, qdo);
+    loadTile<D>(t, t.dout, t.heads * t.d, ge, qBegin, t.tq, qdo + tile);
+    loadRowStats(t, g, qBegin, stats, stats + kTile);
+    cpAsyncCommit();
+  }
   float dk[MT][D / 8][4], dv[MT][D / 8][4];
   TCC_UNROLL
   for (int mi = 0; mi < MT; ++mi) {
@@ -828,15 +946,28 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
     if (q0 + kTile < t.tq) {
       unsigned short *next = qdo + (cur ^ 1) * 2 * tile;
       float *nextStats = stats + (cur ^ 1) * 2 * kTile;
-      loadTile<D>(t, t.q, t.inputPitch, ge, q0 + kTile, t.tq, next);
-      loadTile<D>(t, t.dout, t.heads * t.d, ge, q0 + kTile, t.tq, next + tile);
-      loadRowStats(t, g, q0 + kTile, nextStats, nextStats + kTile);
-      cpAsyncCommit();
-      cpAsyncWait<1>();
-    } else {
+      if constexpr (Tma) {
+        const TileAt next2[2] = {
+            tileAt(t, maps.q, ge, q0 + kTile, next),
+            tileAt(t, maps.dout, ge, q0 + kTile, next + tile)};
+        tmaTiles<D>(next2, &bars[cur ^ 1]);
+        loadRowStats(t, g, q0 + kTile, nextStats, nextStats + kTile);
+        cpAsyncCommit();
+      } else {
+        loadTile<D>(t, t.q, t.inputPitch, ge, q0 + kTile, t.tq, next);
+        loadTile<D>(t, t.dout, t.heads * t.d, ge, q0 + kTile, t.tq,
+                    next + tile);
+        loadRowStats(t, g, q0 + kTile, nextStats, nextStats + kTile);
+        cpAsyncCommit();
+        cpAsyncWait<1>();
+      }
+    } else if constexpr (!Tma) {
       cpAsyncWait<0>();
     }
-    __syncthreads(); // the step's tiles are in
+    if constexpr (Tma)
+      mbarWait(&bars[cur], static_cast<unsigned>(step >> 1) & 1);
+    else
+      __syncthreads(); // the step's tiles are in
     // Two halves of 32 queries: half the score registers, so that three
     // blocks fit a multiprocessor at MT = 1 and, at MT = 2, both m-tiles'
     // dK and dV fit beside the scores.
@@ -893,9 +1024,17 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
       // dK += dS^T Q.
       productScores<Dt, D, MT, kHalf>(p, qh, dk);
     }
+    // Tma: the next step's lse and D (this thread's copies) are in before
+    // the __syncthreads that shows them to the others.
+    if constexpr (Tma)
+      cpAsyncWait<0>();
     __syncthreads(); // every warp is done with the tiles the next step fills
   }
   cpAsyncWait<0>();
+  if constexpr (Tma) {
+    if (qBegin >= t.tq) // no step: the first copies are still in flight
+      mbarWait(&bars[0], 0);
+  }
   const float one[2] = {1.0f, 1.0f}, scale[2] = {t.scale, t.scale};
   TCC_UNROLL
   for (int mi = 0; mi < MT; ++mi) {
@@ -908,10 +1047,12 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
 
 /// dQ: block (entry g, query tile of 64 MT rows); the warp owns 16 MT
 /// queries and walks the key tiles (64 rows) they see. Shared memory: Q,
-/// dO, then twice K and V.
-template <int Dt, int D, int MT>
+/// dO, then twice K and V, then with Tma the two barriers.
+template <int Dt, int D, int MT, bool Tma>
 __global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT))
-    attentionTiledQGradKernel(AttentionTiles t) {
+    attentionTiledQGradKernel(AttentionTiles t,
+                              const __grid_constant__ MapsOf<Tma> maps) {
+  static_assert(!Tma || MT == 1, "tensor copies fill tiles of kTile rows");
   TCC_DYNAMIC_SMEM(smem);
   constexpr int ld = ldTile(D), tile = kTile * ld, rows = blockRows(MT);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -923,15 +1064,26 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT))
   unsigned short *qs = reinterpret_cast<unsigned short *>(smem);
   unsigned short *dos = qs + rows * ld, *kv = dos + rows * ld; // K0, V0, ..
   long long kEnd = t.causal && q0 + rows < t.tk ? q0 + rows : t.tk;
-  loadTile<D, rows>(t, t.q, t.inputPitch, ge, q0, t.tq, qs);
-  loadTile<D, rows>(t, t.dout, t.heads * t.d, ge, q0, t.tq, dos);
-  // Q and dO held in registers: their own group, read while K and V
-  // arrive.
-  if constexpr (holdRows(D, MT))
+  unsigned long long *bars =
+      reinterpret_cast<unsigned long long *>(smem + qGradSmem(D, MT));
+  if constexpr (Tma) {
+    initBarriers(bars);
+    const TileAt first[4] = {
+        tileAt(t, maps.q, ge, q0, qs), tileAt(t, maps.dout, ge, q0, dos),
+        tileAt(t, maps.k, ge, 0, kv), tileAt(t, maps.v, ge, 0, kv + tile)};
+    tmaTiles<D>(first, &bars[0]);
+    __syncthreads(); // the barriers are made
+  } else {
+    loadTile<D, rows>(t, t.q, t.inputPitch, ge, q0, t.tq, qs);
+    loadTile<D, rows>(t, t.dout, t.heads * t.d, ge, q0, t.tq, dos);
+    // Q and dO held in registers: their own group, read while K and V
+    // arrive.
+    if constexpr (holdRows(D, MT))
+      cpAsyncCommit();
+    loadTile<D>(t, t.k, t.inputPitch, ge, 0, t.tk, kv);
+    loadTile<D>(t, t.v, t.inputPitch, ge, 0, t.tk, kv + tile);
     cpAsyncCommit();
-  loadTile<D>(t, t.k, t.inputPitch, ge, 0, t.tk, kv);
-  loadTile<D>(t, t.v, t.inputPitch, ge, 0, t.tk, kv + tile);
-  cpAsyncCommit();
+  }
   RowsOf<D, MT> qa, doa;
   if constexpr (holdRows(D, MT)) {
     cpAsyncWait<1>();
@@ -957,7 +1109,8 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT))
     zero<D / 8>(dq[mi]);
   const float scale2 = t.scale * kLog2e;
   for (long long k0 = 0, step = 0; k0 < kEnd; k0 += kTile, ++step) {
-    const unsigned short *ks = awaitKeyTiles<D>(t, kv, ge, k0, step, kEnd);
+    const unsigned short *ks =
+        awaitKeyTiles<D, Tma>(t, maps, kv, bars, ge, k0, step, kEnd);
     const unsigned short *vs = ks + tile;
     // Two halves of 32 keys, as in the dK / dV kernel.
     TCC_NO_UNROLL
@@ -998,7 +1151,13 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT))
     }
     __syncthreads(); // every warp is done with the tiles the next step fills
   }
-  cpAsyncWait<0>();
+  // No step: the first copies are still in flight.
+  if constexpr (Tma) {
+    if (kEnd <= 0)
+      mbarWait(&bars[0], 0);
+  } else {
+    cpAsyncWait<0>();
+  }
   const float scale[2] = {t.scale, t.scale};
   TCC_UNROLL
   for (int mi = 0; mi < MT; ++mi)
@@ -1009,9 +1168,9 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT))
 /// Launches kernel `k` over `blocks` blocks with `smem` bytes of dynamic
 /// shared memory. Above the default 48 KiB a kernel must be allowed more,
 /// once: as much as the largest kernel needs (attentionTiledSmemBytes).
-template <void (*Kernel)(AttentionTiles)>
+template <class Maps, void (*Kernel)(AttentionTiles, Maps)>
 void launchTiled(long long blocks, int smem, cudaStream_t stream,
-                 const AttentionTiles &t, const char *what) {
+                 const AttentionTiles &t, const Maps &maps, const char *what) {
   (void)stream;
   if (blocks <= 0)
     return;
@@ -1034,23 +1193,32 @@ void launchTiled(long long blocks, int smem, cudaStream_t stream,
   TCC_CUDA_CHECK(allowed);
   TCC_LAUNCH_SMEM(Kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
                   smem, stream)
-  (t);
+  (t, maps);
   checkLaunch(what);
 }
 
 /// The kernels of dtype Dt and head dim D with warps of 16 MT rows (each
 /// kernel's warpTiles): the forward, or the backward's D = rowsum(dO O)
-/// pass, dK / dV and dQ.
+/// pass, dK / dV and dQ. With `maps` the kernels of 16-row warps take
+/// their tiles by tensor copies (tiledAttentionTma).
 template <int Dt, int D, int MT>
-void launchTiles(const AttentionTiles &t, bool grad, cudaStream_t stream) {
+void launchTiles(const AttentionTiles &t, bool grad,
+                 const AttentionTileMaps *maps, cudaStream_t stream) {
   constexpr int fwdMT = warpTiles(kForward, D, MT),
                 kvMT = warpTiles(kKVGrad, D, MT),
                 qMT = warpTiles(kQGrad, D, MT);
+  const NoMaps none;
   if (!grad) {
     constexpr int rows = blockRows(fwdMT);
-    launchTiled<attentionTiledForwardKernel<Dt, D, fwdMT>>(
-        t.batch * ((t.tq + rows - 1) / rows), forwardSmem(D, fwdMT), stream, t,
-        "attention (tiled)");
+    const long long blocks = t.batch * ((t.tq + rows - 1) / rows);
+    const char *what = "attention (tiled)";
+    if constexpr (fwdMT == 1)
+      if (maps)
+        return launchTiled<AttentionTileMaps,
+                           attentionTiledForwardKernel<Dt, D, 1, true>>(
+            blocks, forwardSmem(D, 1) + kBarrierBytes, stream, t, *maps, what);
+    launchTiled<NoMaps, attentionTiledForwardKernel<Dt, D, fwdMT, false>>(
+        blocks, forwardSmem(D, fwdMT), stream, t, none, what);
     return;
   }
   long long rows = t.batch * t.tq, dotBlocks = (rows + 7) / 8;
@@ -1070,63 +1238,110 @@ void launchTiles(const AttentionTiles &t, bool grad, cudaStream_t stream) {
                dim3(256), stream)
     (t);
   }
-  checkLaunch("attention_grad (tiled)");
+  const char *what = "attention_grad (tiled)";
+  checkLaunch(what);
   constexpr int kvRows = blockRows(kvMT), qRows = blockRows(qMT);
-  launchTiled<attentionTiledKVGradKernel<Dt, D, kvMT>>(
-      t.batch * ((t.tk + kvRows - 1) / kvRows), kvGradSmem(D, kvMT), stream, t,
-      "attention_grad (tiled)");
-  launchTiled<attentionTiledQGradKernel<Dt, D, qMT>>(
-      t.batch * ((t.tq + qRows - 1) / qRows), qGradSmem(D, qMT), stream, t,
-      "attention_grad (tiled)");
+  const long long kvBlocks = t.batch * ((t.tk + kvRows - 1) / kvRows),
+                  qBlocks = t.batch * ((t.tq + qRows - 1) / qRows);
+  bool kvDone = false, qDone = false;
+  if constexpr (kvMT == 1)
+    if (maps) {
+      launchTiled<AttentionTileMaps,
+                  attentionTiledKVGradKernel<Dt, D, 1, true>>(
+          kvBlocks, kvGradSmem(D, 1) + kBarrierBytes, stream, t, *maps, what);
+      kvDone = true;
+    }
+  if (!kvDone)
+    launchTiled<NoMaps, attentionTiledKVGradKernel<Dt, D, kvMT, false>>(
+        kvBlocks, kvGradSmem(D, kvMT), stream, t, none, what);
+  if constexpr (qMT == 1)
+    if (maps) {
+      launchTiled<AttentionTileMaps, attentionTiledQGradKernel<Dt, D, 1, true>>(
+          qBlocks, qGradSmem(D, 1) + kBarrierBytes, stream, t, *maps, what);
+      qDone = true;
+    }
+  if (!qDone)
+    launchTiled<NoMaps, attentionTiledQGradKernel<Dt, D, qMT, false>>(
+        qBlocks, qGradSmem(D, qMT), stream, t, none, what);
 }
 
 /// With warps of 32 rows (`wide`: MT = 2) or 16.
 template <int Dt, int D>
 void launchTiles(const AttentionTiles &t, bool grad, bool wide,
-                 cudaStream_t stream) {
+                 const AttentionTileMaps *maps, cudaStream_t stream) {
   if (wide)
-    launchTiles<Dt, D, 2>(t, grad, stream);
+    launchTiles<Dt, D, 2>(t, grad, maps, stream);
   else
-    launchTiles<Dt, D, 1>(t, grad, stream);
+    launchTiles<Dt, D, 1>(t, grad, maps, stream);
 }
 
 template <int Dt>
 void launchByHeadDim(const AttentionTiles &t, bool grad, bool wide,
-                     cudaStream_t stream) {
+                     const AttentionTileMaps *maps, cudaStream_t stream) {
   switch (t.d) {
   case 16:
-    return launchTiles<Dt, 16>(t, grad, wide, stream);
+    return launchTiles<Dt, 16>(t, grad, wide, maps, stream);
   case 32:
-    return launchTiles<Dt, 32>(t, grad, wide, stream);
+    return launchTiles<Dt, 32>(t, grad, wide, maps, stream);
   case 64:
-    return launchTiles<Dt, 64>(t, grad, wide, stream);
+    return launchTiles<Dt, 64>(t, grad, wide, maps, stream);
   case 80:
-    return launchTiles<Dt, 80>(t, grad, wide, stream);
+    return launchTiles<Dt, 80>(t, grad, wide, maps, stream);
   case 96:
-    return launchTiles<Dt, 96>(t, grad, wide, stream);
+    return launchTiles<Dt, 96>(t, grad, wide, maps, stream);
   case 128:
-    return launchTiles<Dt, 128>(t, grad, wide, stream);
+    return launchTiles<Dt, 128>(t, grad, wide, maps, stream);
   default:
     throw Error("no tiled CUDA attention kernel for head dim " +
                 std::to_string(t.d) + " (it takes 16, 32, 64, 80, 96 or 128)");
   }
 }
 
+/// The tensor maps of launch t's operands (the kernels' tiles: D + 8
+/// columns by kTile rows; see tmaTiles).
+void encodeTileMaps(const AttentionTiles &t, bool grad,
+                    AttentionTileMaps &maps) {
+  auto map = [&](CUtensorMap &m, const void *base, long long rows,
+                 long long pitch) {
+    TileMapShape s;
+    s.base = base;
+    s.cols = static_cast<unsigned long long>(t.heads * t.d);
+    s.rows = static_cast<unsigned long long>(rows);
+    s.outer = static_cast<unsigned long long>(t.batch / t.heads);
+    s.pitch = static_cast<unsigned long long>(pitch);
+    s.boxCols = static_cast<unsigned>(ldTile(t.d));
+    s.boxRows = kTile;
+    encodeTileMap(&m, s);
+  };
+  map(maps.q, t.q, t.tq, t.inputPitch);
+  map(maps.k, t.k, t.tk, t.inputPitch);
+  map(maps.v, t.v, t.tk, t.inputPitch);
+  if (grad)
+    map(maps.dout, t.dout, t.tq, t.heads * t.d);
+  else
+    maps.dout = maps.q; // unused by the forward
+}
+
 void launchTiledAttention(const AttentionTiles &t, bool grad,
                           cudaStream_t stream) {
-  // Read before anything else, so a bad TCC_CUDA_ATTENTION_WARP_ROWS fails
-  // every launch.
+  // Read before anything else, so a bad TCC_CUDA_ATTENTION_WARP_ROWS or
+  // TCC_CUDA_ATTENTION_COPY fails every launch.
   const bool wide = tiledAttentionWarpRows() == 32;
+  AttentionTileMaps maps;
+  const bool tma = tiledAttentionTma(t, grad);
+  if (tma)
+    encodeTileMaps(t, grad, maps);
   if (t.dtype == kDtBF16)
-    launchByHeadDim<kDtBF16>(t, grad, wide, stream);
+    launchByHeadDim<kDtBF16>(t, grad, wide, tma ? &maps : nullptr, stream);
   else if (t.dtype == kDtF16)
-    launchByHeadDim<kDtF16>(t, grad, wide, stream);
+    launchByHeadDim<kDtF16>(t, grad, wide, tma ? &maps : nullptr, stream);
   else
     throw Error("the tiled CUDA attention takes bf16 or f16 operands");
 }
 
 /// The most shared memory any kernel of head dim d takes, with either
-/// setting of TCC_CUDA_ATTENTION_WARP_ROWS.
+/// setting of TCC_CUDA_ATTENTION_WARP_ROWS (and the barriers of tensor
+/// copies).
 constexpr int smemOf(int d) {
   int most = 0;
   for (int mt = 1; mt <= 2; ++mt) {
@@ -1135,7 +1350,7 @@ constexpr int smemOf(int d) {
         q = qGradSmem(d, warpTiles(kQGrad, d, mt));
     most = std::max({most, f, kv, q});
   }
-  return most;
+  return most + kBarrierBytes;
 }
 
 } // namespace
@@ -1144,6 +1359,49 @@ int attentionTiledSmemBytes() {
   constexpr int most = std::max({smemOf(16), smemOf(32), smemOf(64), smemOf(80),
                                  smemOf(96), smemOf(128)});
   return most;
+}
+
+void encodeTileMap(CUtensorMap *map, const TileMapShape &s) {
+  const unsigned long long dims[3] = {s.cols, s.rows, s.outer};
+  const unsigned long long strides[2] = {s.pitch * 2, s.rows * s.pitch * 2};
+  const unsigned box[3] = {s.boxCols, s.boxRows, 1};
+#ifdef TCC_CUDA_EMULATE
+  tcc_emu::encodeTileMap(map, s.base, dims, strides, box, 2);
+#else
+  using Encode = CUresult (*)(CUtensorMap *, CUtensorMapDataType, cuuint32_t,
+                              void *, const cuuint64_t *, const cuuint64_t *,
+                              const cuuint32_t *, const cuuint32_t *,
+                              CUtensorMapInterleave, CUtensorMapSwizzle,
+                              CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static const Encode encode = [] {
+    void *fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    cudaError_t e = cudaGetDriverEntryPointByVersion(
+        "cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
+    return e == cudaSuccess && found == cudaDriverEntryPointSuccess
+               ? reinterpret_cast<Encode>(fn)
+               : nullptr;
+  }();
+  if (!encode)
+    throw Error("the CUDA driver has no cuTensorMapEncodeTiled (tensor "
+                "copies need CUDA 12 or later); unset "
+                "TCC_CUDA_ATTENTION_COPY");
+  const cuuint64_t gdim[3] = {dims[0], dims[1], dims[2]};
+  const cuuint64_t gstride[2] = {strides[0], strides[1]};
+  const cuuint32_t gbox[3] = {box[0], box[1], box[2]}, ones[3] = {1, 1, 1};
+  CUresult r =
+      encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void *>(s.base),
+             gdim, gstride, gbox, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
+             CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw Error("cuTensorMapEncodeTiled refused a tiled attention operand "
+                "(error " +
+                std::to_string(static_cast<int>(r)) + ": " +
+                std::to_string(s.cols) + " columns, " + std::to_string(s.rows) +
+                " rows " + std::to_string(s.pitch) + " elements apart, " +
+                std::to_string(s.outer) + " blocks)");
+#endif
 }
 
 void attentionTiledForward(const AttentionTiles &t, cudaStream_t stream) {

@@ -1060,6 +1060,96 @@ TEST(CudaAttentionEmuDeathTest, TiledAttentionWarpRowsFromTheEnvironment) {
       "TCC_CUDA_ATTENTION_WARP_ROWS is '24'; it takes '16' or '32'");
 }
 
+// TCC_CUDA_ATTENTION_COPY picks how the tiled kernels copy tiles ('async'
+// or 'tma'); a value it does not know is an error that names it and what
+// it takes. The tests' override gives the environment's back with
+// Environment.
+TEST(CudaAttentionEmu, TiledAttentionCopySetting) {
+  EXPECT_EQ(cuda::attentionTileCopies(nullptr), cuda::TileCopies::Async);
+  EXPECT_EQ(cuda::attentionTileCopies(""), cuda::TileCopies::Async);
+  EXPECT_EQ(cuda::attentionTileCopies("async"), cuda::TileCopies::Async);
+  EXPECT_EQ(cuda::attentionTileCopies("tma"), cuda::TileCopies::Tma);
+  for (std::string bad : {"TMA", "bulk", "tma ", "1"}) {
+    try {
+      cuda::attentionTileCopies(bad.c_str());
+      ADD_FAILURE() << "no error for '" << bad << "'";
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find("TCC_CUDA_ATTENTION_COPY is '" +
+                                           bad +
+                                           "'; it takes 'async' or "
+                                           "'tma'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  cuda::TileCopies env = cuda::tiledAttentionCopies();
+  cuda::setTiledAttentionCopies(cuda::TileCopies::Tma);
+  EXPECT_EQ(cuda::tiledAttentionCopies(), cuda::TileCopies::Tma);
+  cuda::setTiledAttentionCopies(cuda::TileCopies::Async);
+  EXPECT_EQ(cuda::tiledAttentionCopies(), cuda::TileCopies::Async);
+  cuda::setTiledAttentionCopies(cuda::TileCopies::Environment);
+  EXPECT_EQ(cuda::tiledAttentionCopies(), env);
+}
+
+// The variable itself, in a fresh process (it is read once): 'tma'
+// selects tensor copies, and a bad value fails the launch that reads it.
+TEST(CudaAttentionEmuDeathTest, TiledAttentionCopyFromTheEnvironment) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("TCC_CUDA_ATTENTION_COPY", "tma", 1);
+        std::exit(cuda::tiledAttentionCopies() == cuda::TileCopies::Tma ? 0
+                                                                        : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      {
+        setenv("TCC_CUDA_ATTENTION_COPY", "bulk", 1);
+        try {
+          cuda::attentionTiledBackward(cuda::AttentionTiles{}, nullptr);
+        } catch (const Error &e) {
+          std::fprintf(stderr, "%s\n", e.what());
+          std::exit(2);
+        }
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(2),
+      "TCC_CUDA_ATTENTION_COPY is 'bulk'; it takes 'async' or 'tma'");
+}
+
+// Tensor copies need compute capability 9.0, rows that start 16-byte
+// aligned (operands and pitches) and coordinates of 32 bits; anything else
+// keeps cp.async.
+TEST(CudaAttentionEmu, TensorCopiesFit) {
+  alignas(16) static unsigned short buf[64];
+  cuda::AttentionTiles t;
+  t.q = buf;
+  t.k = buf + 8;
+  t.v = buf + 16;
+  t.dout = buf + 24;
+  t.d = 64;
+  t.heads = 12;
+  t.batch = 24;
+  t.tq = t.tk = 1024;
+  t.inputPitch = 3 * 12 * 64;
+  EXPECT_TRUE(cuda::attentionTmaFits(t, true, 9));
+  EXPECT_TRUE(cuda::attentionTmaFits(t, false, 10));
+  EXPECT_FALSE(cuda::attentionTmaFits(t, true, 8));
+  cuda::AttentionTiles u = t;
+  u.k = buf + 4; // 8 bytes in
+  EXPECT_FALSE(cuda::attentionTmaFits(u, false, 9));
+  u = t;
+  u.inputPitch = 3 * 12 * 64 + 4; // rows 8 bytes apart from 16-byte units
+  EXPECT_FALSE(cuda::attentionTmaFits(u, false, 9));
+  u = t;
+  u.dout = buf + 1;
+  EXPECT_TRUE(cuda::attentionTmaFits(u, false, 9)); // the forward reads no dO
+  EXPECT_FALSE(cuda::attentionTmaFits(u, true, 9));
+  u = t;
+  u.tq = 1ll << 31;
+  EXPECT_FALSE(cuda::attentionTmaFits(u, false, 9));
+}
+
 // prepare refuses what the kernels do not take, naming the operand.
 TEST(CudaAttentionEmu, PrepareRejectsI64) {
   OneProgram p;

@@ -31,6 +31,8 @@ struct KernelCase {
   /// The tiled attention kernels' rows per warp for this case (16 or 32,
   /// as TCC_CUDA_ATTENTION_WARP_ROWS), 0: the environment's.
   int attentionWarpRows = 0;
+  /// And how they copy tiles (TCC_CUDA_ATTENTION_COPY).
+  cuda::TileCopies attentionCopies = cuda::TileCopies::Environment;
 };
 
 /// Runs the tiled attention kernels with warps of `rows` rows (0: as the
@@ -42,6 +44,26 @@ struct AttentionWarpRowsScope {
   ~AttentionWarpRowsScope() { cuda::setTiledAttentionWarpRows(0); }
   AttentionWarpRowsScope(const AttentionWarpRowsScope &) = delete;
   AttentionWarpRowsScope &operator=(const AttentionWarpRowsScope &) = delete;
+};
+
+/// The same for the tiled kernels' tile copies.
+struct AttentionCopiesScope {
+  explicit AttentionCopiesScope(cuda::TileCopies copies) {
+    cuda::setTiledAttentionCopies(copies);
+  }
+  ~AttentionCopiesScope() {
+    cuda::setTiledAttentionCopies(cuda::TileCopies::Environment);
+  }
+  AttentionCopiesScope(const AttentionCopiesScope &) = delete;
+  AttentionCopiesScope &operator=(const AttentionCopiesScope &) = delete;
+};
+
+/// Both of a case's settings.
+struct CaseScope {
+  explicit CaseScope(const KernelCase &c)
+      : rows(c.attentionWarpRows), copies(c.attentionCopies) {}
+  AttentionWarpRowsScope rows;
+  AttentionCopiesScope copies;
 };
 
 inline double rtolFor(DType t) {
@@ -645,40 +667,49 @@ inline void attentionCases(std::vector<KernelCase> &cases) {
   // 64-row tiles, whole tiles, causal tiles above and below the diagonal with
   // Tq < Tk and Tq > Tk, masks of each broadcast, both layouts; D 48 takes the
   // chunk loop. Each with warps of 16 rows (64-row blocks) and of 32 (128-row
-  // blocks where the head dim has them: TCC_CUDA_ATTENTION_WARP_ROWS).
-  for (int rows : {16, 32})
-    for (DType t : {DType::BF16, DType::F16}) {
-      KernelCase c{std::string("attention_tiled_") + dtypeName(t) +
-                   (rows == 32 ? "_warp_rows_32" : "")};
-      c.attentionWarpRows = rows;
-      OneProgram &p = c.prog;
-      attentionPair(p, t, {2}, 70, 130, 32, 32, {}, true, c.outs);
-      attentionPair(p, t, {3}, 130, 70, 16, 16, {3, 130, 70}, true, c.outs);
-      attentionPair(p, t, {}, 65, 65, 64, 64, {1, 65}, false, c.outs, 2);
-      attentionPair(p, t, {2}, 40, 20, 48, 48, {2, 3, 40, 1}, true, c.outs, 3);
-      attentionPair(p, t, {1}, 20, 40, 128, 128, {20, 40}, false, c.outs);
-      attentionPair(p, t, {2}, 70, 70, 80, 80, {}, true, c.outs);
-      attentionPair(p, t, {}, 33, 90, 96, 96, {2, 1, 90}, false, c.outs, 2);
-      // q, k and v inside one fused QKV projection (GPT-2's layout).
-      attentionPair(p, t, {2}, 70, 70, 64, 64, {}, true, c.outs, 3, true);
-      attentionPair(p, t, {}, 65, 65, 32, 32, {1, 65}, false, c.outs, 2, true);
-      // Whole tiles without a mask, below the diagonal or not causal: the
-      // kernels' plain-score path (no per-score tests).
-      attentionPair(p, t, {1}, 192, 192, 16, 16, {}, true, c.outs);
-      attentionPair(p, t, {2}, 64, 128, 16, 16, {}, false, c.outs);
-      // The tails of 128-row tiles: causal with a second block that ends
-      // inside the last key step (200), Tq > Tk and Tq < Tk across 128-row
-      // tiles, whole 128-row tiles on the plain path (256), the head dims
-      // whose kernels take 32 rows a warp for some kernels only (80, 96),
-      // and T < 128 with a mask per entry.
-      attentionPair(p, t, {}, 200, 200, 64, 64, {}, true, c.outs, 2);
-      attentionPair(p, t, {1}, 260, 150, 80, 80, {}, true, c.outs);
-      attentionPair(p, t, {1}, 150, 260, 16, 16, {}, true, c.outs);
-      attentionPair(p, t, {1}, 256, 256, 32, 32, {}, true, c.outs);
-      attentionPair(p, t, {}, 130, 130, 96, 96, {1, 130}, false, c.outs, 2);
-      attentionPair(p, t, {2}, 100, 90, 32, 32, {2, 100, 90}, false, c.outs);
-      cases.push_back(std::move(c));
-    }
+  // blocks where the head dim has them: TCC_CUDA_ATTENTION_WARP_ROWS). And
+  // with tensor copies (TCC_CUDA_ATTENTION_COPY=tma; the kernels of 16-row
+  // warps, so with 32 rows those of the head dims that keep 16).
+  for (bool tma : {false, true})
+    for (int rows : {16, 32})
+      for (DType t : {DType::BF16, DType::F16}) {
+        if (tma && t == DType::F16)
+          continue; // the copies do not depend on the dtype
+        KernelCase c{std::string("attention_tiled_") + dtypeName(t) +
+                     (rows == 32 ? "_warp_rows_32" : "") + (tma ? "_tma" : "")};
+        c.attentionWarpRows = rows;
+        c.attentionCopies =
+            tma ? cuda::TileCopies::Tma : cuda::TileCopies::Async;
+        OneProgram &p = c.prog;
+        attentionPair(p, t, {2}, 70, 130, 32, 32, {}, true, c.outs);
+        attentionPair(p, t, {3}, 130, 70, 16, 16, {3, 130, 70}, true, c.outs);
+        attentionPair(p, t, {}, 65, 65, 64, 64, {1, 65}, false, c.outs, 2);
+        attentionPair(p, t, {2}, 40, 20, 48, 48, {2, 3, 40, 1}, true, c.outs,
+                      3);
+        attentionPair(p, t, {1}, 20, 40, 128, 128, {20, 40}, false, c.outs);
+        attentionPair(p, t, {2}, 70, 70, 80, 80, {}, true, c.outs);
+        attentionPair(p, t, {}, 33, 90, 96, 96, {2, 1, 90}, false, c.outs, 2);
+        // q, k and v inside one fused QKV projection (GPT-2's layout).
+        attentionPair(p, t, {2}, 70, 70, 64, 64, {}, true, c.outs, 3, true);
+        attentionPair(p, t, {}, 65, 65, 32, 32, {1, 65}, false, c.outs, 2,
+                      true);
+        // Whole tiles without a mask, below the diagonal or not causal: the
+        // kernels' plain-score path (no per-score tests).
+        attentionPair(p, t, {1}, 192, 192, 16, 16, {}, true, c.outs);
+        attentionPair(p, t, {2}, 64, 128, 16, 16, {}, false, c.outs);
+        // The tails of 128-row tiles: causal with a second block that ends
+        // inside the last key step (200), Tq > Tk and Tq < Tk across 128-row
+        // tiles, whole 128-row tiles on the plain path (256), the head dims
+        // whose kernels take 32 rows a warp for some kernels only (80, 96),
+        // and T < 128 with a mask per entry.
+        attentionPair(p, t, {}, 200, 200, 64, 64, {}, true, c.outs, 2);
+        attentionPair(p, t, {1}, 260, 150, 80, 80, {}, true, c.outs);
+        attentionPair(p, t, {1}, 150, 260, 16, 16, {}, true, c.outs);
+        attentionPair(p, t, {1}, 256, 256, 32, 32, {}, true, c.outs);
+        attentionPair(p, t, {}, 130, 130, 96, 96, {1, 130}, false, c.outs, 2);
+        attentionPair(p, t, {2}, 100, 90, 32, 32, {2, 100, 90}, false, c.outs);
+        cases.push_back(std::move(c));
+      }
 }
 
 /// Every case above.

@@ -1,6 +1,8 @@
 //===- CudaKernelEmu.cpp - Fibers, barriers and cudart for the emulator ---===//
 #include "CudaKernelEmu.h"
 
+#include <cuda.h>
+
 #include <ucontext.h>
 #ifdef __SANITIZE_ADDRESS__
 #include <sanitizer/common_interface_defs.h>
@@ -32,6 +34,8 @@ struct Fiber {
   std::unique_ptr<char[]> stack;
   State state = State::Done;
   int group = 0, gen = 0; // the barrier it waits at, and its generation
+  int mbar = -1;          // or the mbarrier (index), and the parity
+  unsigned parity = 0;    // of the phase it waits for
   Index tid;
   void *asanFake = nullptr; // sanitizer bookkeeping (see enterFiber)
   void *tsanFiber = nullptr;
@@ -41,6 +45,22 @@ struct Fiber {
 struct Group {
   int count = 0, arrived = 0, gen = 0;
 };
+
+/// A copy: issued (its bytes read), then landed by the first wait on its
+/// phase.
+struct Copy {
+  void *dst;
+  std::vector<unsigned char> bytes;
+};
+
+/// An mbarrier of the running block (its 8 bytes hold the index + 1).
+struct MBarrier {
+  int count = 0, pending = 0;            // arrivals a phase, and still to come
+  long long expected = 0, delivered = 0; // this phase's bytes
+  unsigned phase = 0;                    // phases completed
+  std::vector<Copy> inFlight, landing;   // this phase's, completed ones'
+};
+std::vector<MBarrier> mbarriers;
 
 constexpr size_t kStackBytes = 256 << 10;
 ucontext_t scheduler;
@@ -143,10 +163,12 @@ void runBlock(int threads, dim3 block) {
     f.ctx.uc_link = nullptr;
     makecontext(&f.ctx, fiberMain, 0);
     f.state = State::Runnable;
+    f.mbar = -1;
     f.tid = {t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
   }
   for (Group &g : groups)
     g.arrived = 0;
+  mbarriers.clear();
   // Each warp runs as far as it can before the next one starts, and the
   // order of the warps alternates: a warp racing ahead of the others is
   // what a missing __syncthreads lets happen on a GPU, and here it then
@@ -160,7 +182,9 @@ void runBlock(int threads, dim3 block) {
         ran = false;
         for (int t = 32 * w; t < std::min(threads, 32 * w + 32); ++t) {
           Fiber &f = fibers[t];
-          if (f.state == State::Waiting && groups[f.group].gen != f.gen)
+          if (f.state == State::Waiting &&
+              (f.mbar >= 0 ? (mbarriers[f.mbar].phase & 1) != f.parity
+                           : groups[f.group].gen != f.gen))
             f.state = State::Runnable;
           if (f.state != State::Runnable)
             continue;
@@ -173,6 +197,18 @@ void runBlock(int threads, dim3 block) {
       }
     }
     if (!ranAny) {
+      for (int t = 0; t < threads; ++t)
+        if (const Fiber &f = fibers[t];
+            f.state == State::Waiting && f.mbar >= 0) {
+          const MBarrier &b = mbarriers[f.mbar];
+          std::fprintf(stderr,
+                       "CUDA emulator: an mbarrier phase of block %u,%u,%u "
+                       "never completes: %d of %d arrivals missing, %lld "
+                       "bytes expected, %lld delivered\n",
+                       blockIndex.x, blockIndex.y, blockIndex.z, b.pending,
+                       b.count, b.expected, b.delivered);
+          std::abort();
+        }
       std::fprintf(stderr,
                    "CUDA emulator: a %s barrier is not reached by every "
                    "thread of block %u,%u,%u\n",
@@ -183,12 +219,67 @@ void runBlock(int threads, dim3 block) {
       std::abort();
     }
   }
+  // A block that ends before its copies are waited for lets a GPU write
+  // its shared memory after it is gone (another block's, by then).
+  for (const MBarrier &b : mbarriers)
+    if (!b.inFlight.empty() || !b.landing.empty()) {
+      std::fprintf(stderr,
+                   "CUDA emulator: block %u,%u,%u ends with tensor copies "
+                   "no thread waited for\n",
+                   blockIndex.x, blockIndex.y, blockIndex.z);
+      std::abort();
+    }
 }
 } // namespace
 
 namespace {
 std::vector<unsigned char> sharedBytes; // dynamic shared memory (+ alignment)
 unsigned char *sharedBase = nullptr;
+size_t sharedSize = 0;
+
+[[noreturn]] void fail(const char *what) {
+  std::fprintf(stderr, "CUDA emulator: %s (block %u,%u,%u, thread %d)\n", what,
+               blockIndex.x, blockIndex.y, blockIndex.z, linearThread());
+  std::abort();
+}
+
+/// Whether [p, p + bytes) lies in the block's dynamic shared memory.
+bool inShared(const void *p, size_t bytes) {
+  auto *c = static_cast<const unsigned char *>(p);
+  return c >= sharedBase && c + bytes <= sharedBase + sharedSize;
+}
+
+MBarrier &mbarrierAt(void *bar) {
+  if (!inShared(bar, 8) || reinterpret_cast<uintptr_t>(bar) % 8 != 0)
+    fail("an mbarrier that is not 8 aligned bytes of shared memory");
+  unsigned long long id;
+  std::memcpy(&id, bar, 8);
+  if (id == 0 || id > mbarriers.size())
+    fail("an mbarrier used before mbarInit");
+  return mbarriers[id - 1];
+}
+
+/// Completes b's phase when its arrivals and bytes are all in.
+void advance(MBarrier &b) {
+  if (b.pending > 0)
+    return;
+  if (b.delivered > b.expected) {
+    std::fprintf(stderr,
+                 "CUDA emulator: tensor copies delivered %lld bytes to an "
+                 "mbarrier phase that expects %lld (a GPU never completes "
+                 "it)\n",
+                 b.delivered, b.expected);
+    std::abort();
+  }
+  if (b.delivered < b.expected)
+    return;
+  for (Copy &c : b.inFlight)
+    b.landing.push_back(std::move(c));
+  b.inFlight.clear();
+  b.expected = b.delivered = 0;
+  b.pending = b.count;
+  ++b.phase;
+}
 } // namespace
 
 unsigned char *dynamicShared() { return sharedBase; }
@@ -211,6 +302,7 @@ void launch(dim3 grid, dim3 block, const std::function<void()> &f,
   groups.assign(1 + (threads + 31) / 32, Group{});
   groups[0].count = threads;
   sharedBytes.assign(smem + 128, 0);
+  sharedSize = smem;
   sharedBase = sharedBytes.data() +
                (128 - reinterpret_cast<uintptr_t>(sharedBytes.data()) % 128);
   for (int w = 0; w * 32 < threads; ++w) // a last, partial warp is smaller
@@ -256,6 +348,96 @@ void warpAllGather(const void *mine, size_t bytes, void *all) {
 }
 
 unsigned laneIndex() { return static_cast<unsigned>(linearThread() & 31); }
+
+void mbarInit(void *bar, unsigned count) {
+  if (!inShared(bar, 8) || reinterpret_cast<uintptr_t>(bar) % 8 != 0)
+    fail("mbarInit of what is not 8 aligned bytes of shared memory");
+  if (count < 1)
+    fail("mbarInit with no arrivals");
+  MBarrier b;
+  b.count = b.pending = static_cast<int>(count);
+  mbarriers.push_back(b);
+  unsigned long long id = mbarriers.size();
+  std::memcpy(bar, &id, 8);
+}
+
+void mbarArriveExpectTx(void *bar, unsigned bytes) {
+  MBarrier &b = mbarrierAt(bar);
+  b.expected += bytes;
+  --b.pending;
+  advance(b);
+}
+
+namespace {
+/// The emulator's CUtensorMap contents (encodeTileMap).
+struct TileMap {
+  const unsigned char *base;
+  unsigned long long dims[3], strides[2];
+  unsigned box[3], elementBytes;
+};
+static_assert(sizeof(TileMap) <= sizeof(CUtensorMap),
+              "a tile map fits a CUtensorMap");
+} // namespace
+
+void encodeTileMap(void *map, const void *base, const unsigned long long *dims,
+                   const unsigned long long *strides, const unsigned *box,
+                   unsigned elementBytes) {
+  TileMap m{static_cast<const unsigned char *>(base),
+            {dims[0], dims[1], dims[2]},
+            {strides[0], strides[1]},
+            {box[0], box[1], box[2]},
+            elementBytes};
+  std::memset(map, 0, sizeof(CUtensorMap));
+  std::memcpy(map, &m, sizeof m);
+}
+
+void tensorCopy3dToShared(void *dst, const void *map, int c0, int c1, int c2,
+                          void *bar) {
+  TileMap m;
+  std::memcpy(&m, map, sizeof m);
+  const size_t row = size_t(m.box[0]) * m.elementBytes,
+               bytes = row * m.box[1] * m.box[2];
+  if (reinterpret_cast<uintptr_t>(dst) % 128 != 0)
+    fail("a tensor copy to shared memory that is not 128-byte aligned");
+  if (!inShared(dst, bytes))
+    fail("a tensor copy to outside the block's shared memory");
+  MBarrier &b = mbarrierAt(bar);
+  Copy c{dst, std::vector<unsigned char>(bytes, 0)};
+  for (unsigned z = 0; z < m.box[2]; ++z)
+    for (unsigned y = 0; y < m.box[1]; ++y)
+      for (unsigned x = 0; x < m.box[0]; ++x) {
+        long long gx = c0 + (long long)x, gy = c1 + (long long)y,
+                  gz = c2 + (long long)z;
+        if (gx < 0 || gy < 0 || gz < 0 || gx >= (long long)m.dims[0] ||
+            gy >= (long long)m.dims[1] || gz >= (long long)m.dims[2])
+          continue; // outside the tensor: zeros
+        std::memcpy(c.bytes.data() + (z * m.box[1] + y) * row +
+                        x * m.elementBytes,
+                    m.base + gz * m.strides[1] + gy * m.strides[0] +
+                        gx * m.elementBytes,
+                    m.elementBytes);
+      }
+  b.inFlight.push_back(std::move(c));
+  b.delivered += static_cast<long long>(bytes);
+  advance(b);
+}
+
+void mbarWait(void *bar, unsigned parity) {
+  MBarrier &b = mbarrierAt(bar);
+  int index = static_cast<int>(&b - mbarriers.data());
+  if ((b.phase & 1) == (parity & 1)) {
+    Fiber &f = fibers[current];
+    f.state = State::Waiting;
+    f.mbar = index;
+    f.parity = parity & 1;
+    leaveFiber(false);
+    fibers[current].mbar = -1;
+  }
+  MBarrier &done = mbarriers[index];
+  for (const Copy &c : done.landing)
+    std::memcpy(c.dst, c.bytes.data(), c.bytes.size());
+  done.landing.clear();
+}
 
 } // namespace tcc_emu
 

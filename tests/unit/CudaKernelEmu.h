@@ -29,6 +29,7 @@
 #define __host__
 #define __shared__ static
 #define __launch_bounds__(...)
+#define __grid_constant__
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
@@ -60,6 +61,40 @@ unsigned long long exchangeXor(unsigned long long bits, int laneMask);
 void warpAllGather(const void *mine, size_t bytes, void *all);
 /// The running fiber's lane in its warp.
 unsigned laneIndex();
+
+// sm_90's shared-memory barriers (mbarrier) and the tensor copies that
+// complete on them (runtime/cuda/CudaTma.cuh). A barrier's phase completes
+// once its `count` arrivals are in and the bytes its arrivals announced
+// (expect_tx) have been delivered, as on the GPU. The copies of a phase
+// land in shared memory when a thread's wait first sees the phase
+// complete, not when they are issued, so a thread that reads a tile
+// without waiting reads what was there before. A wait that can never end
+// (bytes announced that no copy delivers, more delivered than announced,
+// an arrival missing) aborts with the barrier's counts instead of hanging,
+// and so do copies a GPU would fault on (a destination not 128-byte
+// aligned or outside the block's shared memory), a barrier used before
+// mbarInit, and a block that ends before a wait saw its copies land.
+
+/// mbarrier.init: a barrier of `count` arrivals a phase at `bar` (8 bytes
+/// of shared memory).
+void mbarInit(void *bar, unsigned count);
+/// mbarrier.arrive.expect_tx: `bytes` more to be delivered this phase,
+/// then one arrival.
+void mbarArriveExpectTx(void *bar, unsigned bytes);
+/// What encodeTileMap records in a CUtensorMap (128 bytes): a 3-D tensor
+/// of `elementBytes`-byte elements at `base`, dims[0] contiguous,
+/// strides[i] bytes between steps of dimension i + 1, read in boxes of
+/// box[0] x box[1] x box[2] elements.
+void encodeTileMap(void *map, const void *base, const unsigned long long *dims,
+                   const unsigned long long *strides, const unsigned *box,
+                   unsigned elementBytes);
+/// cp.async.bulk.tensor.3d global -> shared completing on `bar`: the box
+/// at (c0, c1, c2), zeros where it leaves the tensor, into `dst` densely.
+void tensorCopy3dToShared(void *dst, const void *map, int c0, int c1, int c2,
+                          void *bar);
+/// Waits until the phase of parity `parity` has completed (other threads
+/// run meanwhile), then lands its copies.
+void mbarWait(void *bar, unsigned parity);
 
 template <class K> struct Launcher {
   K kernel;

@@ -100,7 +100,7 @@ class CudaKernelEmu : public ::testing::TestWithParam<std::string> {};
 TEST_P(CudaKernelEmu, MatchesTheCpu) {
   for (const KernelCase &c : kernelCases())
     if (c.name == GetParam()) {
-      AttentionWarpRowsScope rows(c.attentionWarpRows);
+      CaseScope scope(c);
       compareCase(c, runEmulated(c.prog));
     }
 }
@@ -127,6 +127,34 @@ TEST(CudaKernelEmuAttention, WarpShapesAgreeBitForBit) {
   for (int wide : {0, 1}) {
     AttentionWarpRowsScope rows(wide ? 32 : 16);
     got[wide] = runEmulated(p);
+  }
+  for (int32_t id : outs)
+    EXPECT_EQ(got[0][id], got[1][id]) << "tensor " << p.info(id).name;
+}
+
+// The tiled attention kernels' two ways of copying tiles (cp.async by
+// every thread, or tensor copies: TCC_CUDA_ATTENTION_COPY=tma) agree bit
+// for bit: the tiles hold the same values, zeros past the ends included.
+// Tails of tiles, causal with Tq < Tk (key tiles no query sees: the dK / dV
+// blocks that take no step) and Tq > Tk, both layouts, q, k and v inside
+// one fused projection, a mask, and Tq not a multiple of 4 (lse and D
+// still come by cp.async).
+TEST(CudaKernelEmuAttention, TileCopiesAgreeBitForBit) {
+  OneProgram p;
+  std::vector<int32_t> outs;
+  DType t = DType::BF16;
+  attentionPair(p, t, {1}, 150, 150, 64, 64, {}, true, outs);
+  attentionPair(p, t, {2}, 30, 150, 32, 32, {}, true, outs);
+  attentionPair(p, t, {1}, 130, 70, 128, 128, {}, true, outs);
+  attentionPair(p, t, {}, 65, 65, 16, 16, {1, 65}, false, outs, 2);
+  attentionPair(p, t, {2}, 70, 70, 64, 64, {}, true, outs, 3, true);
+  attentionPair(p, t, {}, 33, 90, 96, 96, {2, 1, 90}, false, outs, 2);
+  attentionPair(p, t, {1}, 67, 67, 80, 80, {}, true, outs);
+  std::vector<std::vector<uint8_t>> got[2];
+  for (int tma : {0, 1}) {
+    AttentionCopiesScope copies(tma ? cuda::TileCopies::Tma
+                                    : cuda::TileCopies::Async);
+    got[tma] = runEmulated(p);
   }
   for (int32_t id : outs)
     EXPECT_EQ(got[0][id], got[1][id]) << "tensor " << p.info(id).name;

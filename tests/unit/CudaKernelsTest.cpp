@@ -40,7 +40,7 @@ TEST_P(CudaKernelCase, MatchesTheCpu) {
   TCC_REQUIRE_GPU();
   for (const KernelCase &c : kernelCases())
     if (c.name == GetParam()) {
-      AttentionWarpRowsScope rows(c.attentionWarpRows);
+      CaseScope scope(c);
       compareCase(c, c.prog.runGpu(ExecMode::Compiled));
       compareCase(c, c.prog.runGpu(ExecMode::Eager));
     }
