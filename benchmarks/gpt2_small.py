@@ -16,7 +16,7 @@ Two halves, because the GPU machine has no MLIR (it runs artifacts only):
   # 1. On the development machine: export the ONNX model and compile one
   #    artifact per candidate batch (seeded weights: each is a few MiB).
   /usr/bin/python3 benchmarks/gpt2_small.py prepare --out /tmp/gpt2s \\
-      --tcc build/tools/tcc/tcc --batches 32,16,8
+      --tcc build/tools/tcc/tcc --batches 64,32,16
 
   # 2. On the GPU machine (PyTorch with CUDA, the runtime-only tcc-run):
   python3 benchmarks/gpt2_small.py run --artifacts /tmp/gpt2s \\
@@ -414,7 +414,7 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--tcc", default="build/tools/tcc/tcc")
     p.add_argument("--preset", choices=PRESETS, default="gpt2-small")
-    p.add_argument("--batches", default="32,16,8")
+    p.add_argument("--batches", default="64,32,16")
     p.add_argument("--precision", default="bf16")
     p.add_argument("--target", default="cuda", choices=["cuda", "cpu"])
     p.add_argument("--gpu-arch", default="sm_90a")
