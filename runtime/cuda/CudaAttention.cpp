@@ -154,14 +154,12 @@ bool tiledAttentionTma(const AttentionTiles &t, bool grad) {
 /// and H100 do; the 8.6 and 8.9 parts do not).
 static bool gpuHasTiles() {
   static const bool has = [] {
-    int dev = 0, major = 0, smem = 0;
-    return cudaGetDevice(&dev) == cudaSuccess &&
-           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
-                                  dev) == cudaSuccess &&
+    int dev = 0, smem = 0;
+    return gpuMajor() >= 8 && cudaGetDevice(&dev) == cudaSuccess &&
            cudaDeviceGetAttribute(&smem,
                                   cudaDevAttrMaxSharedMemoryPerBlockOptin,
                                   dev) == cudaSuccess &&
-           major >= 8 && smem >= attentionTiledSmemBytes();
+           smem >= attentionTiledSmemBytes();
   }();
   return has;
 }

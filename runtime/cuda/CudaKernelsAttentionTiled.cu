@@ -1212,13 +1212,15 @@ void launchTiles(const AttentionTiles &t, bool grad,
     constexpr int rows = blockRows(fwdMT);
     const long long blocks = t.batch * ((t.tq + rows - 1) / rows);
     const char *what = "attention (tiled)";
-    if constexpr (fwdMT == 1)
-      if (maps)
-        return launchTiled<AttentionTileMaps,
-                           attentionTiledForwardKernel<Dt, D, 1, true>>(
-            blocks, forwardSmem(D, 1) + kBarrierBytes, stream, t, *maps, what);
-    launchTiled<NoMaps, attentionTiledForwardKernel<Dt, D, fwdMT, false>>(
-        blocks, forwardSmem(D, fwdMT), stream, t, none, what);
+    // Tensor copies only in kernels of 16-row warps (the MT = 1 kernel is
+    // instantiated for this dtype and head dim in any case).
+    if (fwdMT == 1 && maps)
+      launchTiled<AttentionTileMaps,
+                  attentionTiledForwardKernel<Dt, D, 1, true>>(
+          blocks, forwardSmem(D, 1) + kBarrierBytes, stream, t, *maps, what);
+    else
+      launchTiled<NoMaps, attentionTiledForwardKernel<Dt, D, fwdMT, false>>(
+          blocks, forwardSmem(D, fwdMT), stream, t, none, what);
     return;
   }
   long long rows = t.batch * t.tq, dotBlocks = (rows + 7) / 8;
@@ -1243,24 +1245,16 @@ void launchTiles(const AttentionTiles &t, bool grad,
   constexpr int kvRows = blockRows(kvMT), qRows = blockRows(qMT);
   const long long kvBlocks = t.batch * ((t.tk + kvRows - 1) / kvRows),
                   qBlocks = t.batch * ((t.tq + qRows - 1) / qRows);
-  bool kvDone = false, qDone = false;
-  if constexpr (kvMT == 1)
-    if (maps) {
-      launchTiled<AttentionTileMaps,
-                  attentionTiledKVGradKernel<Dt, D, 1, true>>(
-          kvBlocks, kvGradSmem(D, 1) + kBarrierBytes, stream, t, *maps, what);
-      kvDone = true;
-    }
-  if (!kvDone)
+  if (kvMT == 1 && maps)
+    launchTiled<AttentionTileMaps, attentionTiledKVGradKernel<Dt, D, 1, true>>(
+        kvBlocks, kvGradSmem(D, 1) + kBarrierBytes, stream, t, *maps, what);
+  else
     launchTiled<NoMaps, attentionTiledKVGradKernel<Dt, D, kvMT, false>>(
         kvBlocks, kvGradSmem(D, kvMT), stream, t, none, what);
-  if constexpr (qMT == 1)
-    if (maps) {
-      launchTiled<AttentionTileMaps, attentionTiledQGradKernel<Dt, D, 1, true>>(
-          qBlocks, qGradSmem(D, 1) + kBarrierBytes, stream, t, *maps, what);
-      qDone = true;
-    }
-  if (!qDone)
+  if (qMT == 1 && maps)
+    launchTiled<AttentionTileMaps, attentionTiledQGradKernel<Dt, D, 1, true>>(
+        qBlocks, qGradSmem(D, 1) + kBarrierBytes, stream, t, *maps, what);
+  else
     launchTiled<NoMaps, attentionTiledQGradKernel<Dt, D, qMT, false>>(
         qBlocks, qGradSmem(D, qMT), stream, t, none, what);
 }

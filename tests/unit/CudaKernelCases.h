@@ -35,28 +35,23 @@ struct KernelCase {
   cuda::TileCopies attentionCopies = cuda::TileCopies::Environment;
 };
 
-/// Runs the tiled attention kernels with warps of `rows` rows (0: as the
-/// environment says) while in scope: a case's setting, not the next one's.
-struct AttentionWarpRowsScope {
-  explicit AttentionWarpRowsScope(int rows) {
-    cuda::setTiledAttentionWarpRows(rows);
-  }
-  ~AttentionWarpRowsScope() { cuda::setTiledAttentionWarpRows(0); }
-  AttentionWarpRowsScope(const AttentionWarpRowsScope &) = delete;
-  AttentionWarpRowsScope &operator=(const AttentionWarpRowsScope &) = delete;
+/// A test's choice for one of the tiled attention's settings while in
+/// scope (`Set(value)`, then `Set(Unset)`: as the environment says again):
+/// a case's setting, not the next one's.
+template <class T, void (*Set)(T), T Unset> struct SettingScope {
+  explicit SettingScope(T value) { Set(value); }
+  ~SettingScope() { Set(Unset); }
+  SettingScope(const SettingScope &) = delete;
+  SettingScope &operator=(const SettingScope &) = delete;
 };
 
-/// The same for the tiled kernels' tile copies.
-struct AttentionCopiesScope {
-  explicit AttentionCopiesScope(cuda::TileCopies copies) {
-    cuda::setTiledAttentionCopies(copies);
-  }
-  ~AttentionCopiesScope() {
-    cuda::setTiledAttentionCopies(cuda::TileCopies::Environment);
-  }
-  AttentionCopiesScope(const AttentionCopiesScope &) = delete;
-  AttentionCopiesScope &operator=(const AttentionCopiesScope &) = delete;
-};
+/// Warps of `rows` rows (0: as the environment says).
+using AttentionWarpRowsScope =
+    SettingScope<int, cuda::setTiledAttentionWarpRows, 0>;
+/// How the kernels copy their tiles.
+using AttentionCopiesScope =
+    SettingScope<cuda::TileCopies, cuda::setTiledAttentionCopies,
+                 cuda::TileCopies::Environment>;
 
 /// Both of a case's settings.
 struct CaseScope {

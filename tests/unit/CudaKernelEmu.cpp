@@ -249,9 +249,14 @@ bool inShared(const void *p, size_t bytes) {
   return c >= sharedBase && c + bytes <= sharedBase + sharedSize;
 }
 
-MBarrier &mbarrierAt(void *bar) {
+/// Fails unless `bar` is 8 aligned bytes of shared memory (an mbarrier).
+void checkBarrierWord(const void *bar) {
   if (!inShared(bar, 8) || reinterpret_cast<uintptr_t>(bar) % 8 != 0)
     fail("an mbarrier that is not 8 aligned bytes of shared memory");
+}
+
+MBarrier &mbarrierAt(void *bar) {
+  checkBarrierWord(bar);
   unsigned long long id;
   std::memcpy(&id, bar, 8);
   if (id == 0 || id > mbarriers.size())
@@ -350,8 +355,7 @@ void warpAllGather(const void *mine, size_t bytes, void *all) {
 unsigned laneIndex() { return static_cast<unsigned>(linearThread() & 31); }
 
 void mbarInit(void *bar, unsigned count) {
-  if (!inShared(bar, 8) || reinterpret_cast<uintptr_t>(bar) % 8 != 0)
-    fail("mbarInit of what is not 8 aligned bytes of shared memory");
+  checkBarrierWord(bar);
   if (count < 1)
     fail("mbarInit with no arrivals");
   MBarrier b;
