@@ -223,15 +223,40 @@ FAMILIES = [("GEMMs", ("matmul",)),
             ("layer norm parameter gradients", ("layer_norm_param_grad",))]
 
 
+# The problem shape `tcc-run bench --profile-shapes` adds to a GEMM's or
+# attention's name (runtime/core/KernelCost.h, profileShape).
+SHAPE = re.compile(r" (\[[0-9x]+\] k[0-9]+|b[0-9]+ t[0-9]+x[0-9]+ d[0-9]+"
+                   r"( dv[0-9]+)?( causal)?)$")
+
+
+def kernel_name(name):
+    """A profile entry's kernel, without its problem shape."""
+    return SHAPE.sub("", name)
+
+
+def by_kernel(entries):
+    """Profile entries summed per kernel name (shapes folded), slowest
+    first."""
+    merged = {}
+    for k in entries:
+        m = merged.setdefault(kernel_name(k["kernel"]),
+                              {"kernel": kernel_name(k["kernel"]), "calls": 0,
+                               "seconds": 0.0, "bytes": 0, "flops": 0.0})
+        for key in ("calls", "seconds", "bytes", "flops"):
+            m[key] += k[key]
+    return sorted(merged.values(), key=lambda k: -k["seconds"])
+
+
 def profile_tcc(args, art, log, peak, bandwidth):
-    """`tcc-run bench --profile` of one artifact: markdown lines for the
-    report (families, then the slowest kernels), or [] when it fails. With
-    the device's `peak` FLOP/s and memory `bandwidth`, each family also gets
-    its roofline time, max(bytes / bandwidth, FLOPs / peak) summed over its
-    kernels, and how far above it the family runs: the gap ranks what is
-    worth optimising."""
+    """`tcc-run bench --profile-shapes` of one artifact: markdown lines for
+    the report (families, the slowest kernels, then the GEMM and attention
+    problems by shape), or [] when it fails. With the device's `peak`
+    FLOP/s and memory `bandwidth`, each family also gets its roofline time,
+    max(bytes / bandwidth, FLOPs / peak) summed over its kernels, and how
+    far above it the family runs: the gap ranks what is worth optimising;
+    the shapes table says which of a family's problems make the gap."""
     cmd = [args.tcc_run, "bench", art, "--steps", "3", "--warmup", "1",
-           "--device", args.device, "--only", "compiled", "--profile",
+           "--device", args.device, "--only", "compiled", "--profile-shapes",
            "--json"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     lines = [l for l in p.stdout.splitlines()
@@ -243,7 +268,8 @@ def profile_tcc(args, art, log, peak, bandwidth):
     with open(os.path.join(args.out, "gpt2_small_profile.json"), "w") as f:
         json.dump(prof, f, indent=1)
     steps = prof["profile_steps"]
-    kernels = prof["profile"]
+    shaped = prof["profile"]
+    kernels = by_kernel(shaped)
     total = sum(k["seconds"] for k in kernels) or 1.0
 
     def rates(sec, byt, flo):
@@ -253,11 +279,14 @@ def profile_tcc(args, art, log, peak, bandwidth):
 
     how = ("each kernel between its own CUDA events, no CUDA graph"
            if args.device == "cuda" else "each kernel by the host clock")
+
+    def bound_of(k):
+        return max(k["bytes"] / bandwidth, k["flops"] / peak)
+
     def roofline(fam):
         if not (peak and bandwidth):
             return "", ""
-        bound = sum(max(k["bytes"] / bandwidth, k["flops"] / peak)
-                    for k in fam)
+        bound = sum(bound_of(k) for k in fam)
         sec = sum(k["seconds"] for k in fam)
         return (f"{bound * 1e3 / steps:.2f}",
                 f"{(sec - bound) * 1e3 / steps:.2f}")
@@ -292,16 +321,38 @@ def profile_tcc(args, art, log, peak, bandwidth):
         out.append(f"Roofline: {bandwidth / 1e12:g} TB/s and "
                    f"{peak / 1e12:g} TFLOP/s; bytes are each operand "
                    "once (runtime/core/KernelCost.h).")
+
+    def shown(name):
+        return name if len(name) <= 60 else name[:57] + "..."
+
     out += ["", "Slowest kernels:", "",
             "| kernel | calls/step | ms/step | share | GB/s | TFLOP/s |",
             "|---|---|---|---|---|---|"]
     for k in kernels[:15]:
         gbs, tfs = rates(k["seconds"], k["bytes"], k["flops"])
-        name = k["kernel"] if len(k["kernel"]) <= 60 else \
-            k["kernel"][:57] + "..."
-        out.append(f"| {name} | {k['calls'] / steps:.0f} "
+        out.append(f"| {shown(k['kernel'])} | {k['calls'] / steps:.0f} "
                    f"| {k['seconds'] * 1e3 / steps:.3f} "
                    f"| {100 * k['seconds'] / total:.1f}% | {gbs} | {tfs} |")
+    problems = [k for k in shaped if k["kernel"] != kernel_name(k["kernel"])]
+    if problems:
+        if peak and bandwidth:
+            problems.sort(key=lambda k: -(k["seconds"] - bound_of(k)))
+            order = "most time above the roofline first"
+        else:
+            problems.sort(key=lambda k: -k["seconds"])
+            order = "slowest first"
+        out += ["", f"GEMMs and attention by problem ({order}; a GEMM as "
+                "its product [.., M, N] and K):", "",
+                "| problem | calls/step | ms/call | ms/step | TFLOP/s "
+                "| above roofline ms/step |", "|---|---|---|---|---|---|"]
+        for k in problems[:20]:
+            _, tfs = rates(k["seconds"], k["bytes"], k["flops"])
+            above = (f"{(k['seconds'] - bound_of(k)) * 1e3 / steps:.3f}"
+                     if peak and bandwidth else "")
+            out.append(f"| {shown(k['kernel'])} | {k['calls'] / steps:.0f} "
+                       f"| {k['seconds'] * 1e3 / k['calls']:.3f} "
+                       f"| {k['seconds'] * 1e3 / steps:.3f} | {tfs} "
+                       f"| {above} |")
     return out
 
 

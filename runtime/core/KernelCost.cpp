@@ -18,13 +18,20 @@ static double keptPairs(int64_t tq, int64_t tk, bool causal) {
   return double(full) * double(full + 1) / 2 + double(tq - full) * double(tk);
 }
 
-static double gemmFlops(const Instr &in, const std::vector<TensorInfo> &t) {
+/// A GEMM's contracted length K (0 when the instr is malformed).
+static int64_t gemmK(const Instr &in, const std::vector<TensorInfo> &t) {
   if (in.inputs.size() < 2 || in.outputs.empty() || in.iattrs.empty())
     return 0;
   const std::vector<int64_t> &a = t[in.inputs[0]].shape;
   if (a.size() < 2)
     return 0;
-  int64_t k = in.iattrs[0] ? a[a.size() - 2] : a.back();
+  return in.iattrs[0] ? a[a.size() - 2] : a.back();
+}
+
+static double gemmFlops(const Instr &in, const std::vector<TensorInfo> &t) {
+  int64_t k = gemmK(in, t);
+  if (k == 0)
+    return 0;
   // The first output has the product's shape [..., M, N] in every form
   // (the batch folded or not, a bias gradient as the second output).
   return 2.0 * double(t[in.outputs[0]].numElements()) * double(k);
@@ -98,6 +105,36 @@ std::string profileLabel(const Instr &in, const std::string &fusedName) {
     if (const GemmEpilogueInfo *e = gemmEpilogueByCode(in.iattrs[2]))
       return in.kernel + ":" + e->name;
   return in.kernel;
+}
+
+std::string profileShape(const Instr &in, const std::vector<TensorInfo> &t) {
+  std::string s;
+  if (in.kernel == "matmul" || in.kernel == "matmul_epilogue") {
+    int64_t k = gemmK(in, t);
+    if (k == 0)
+      return s;
+    s = "[";
+    for (int64_t n : t[in.outputs[0]].shape)
+      s += (s.size() > 1 ? "x" : "") + std::to_string(n);
+    return s + "] k" + std::to_string(k);
+  }
+  if ((in.kernel == "attention" || in.kernel == "attention_grad") &&
+      in.inputs.size() >= 3 && !in.iattrs.empty()) {
+    AttentionDims d =
+        attentionDims(t[in.inputs[0]].shape, t[in.inputs[1]].shape,
+                      t[in.inputs[2]].shape, in);
+    s = "b" + std::to_string(d.batch) + " t" + std::to_string(d.tq) + "x" +
+        std::to_string(d.tk) + " d" + std::to_string(d.d);
+    if (d.dv != d.d)
+      s += " dv" + std::to_string(d.dv);
+    if (in.iattrs[0] != 0)
+      s += " causal";
+  }
+  return s;
+}
+
+std::string profileKey(const std::string &label, const std::string &shape) {
+  return shape.empty() ? label : label + " " + shape;
 }
 
 std::string formatProfile(const std::vector<KernelTime> &profile, int64_t steps,

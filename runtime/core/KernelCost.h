@@ -54,6 +54,17 @@ struct KernelTime {
 /// at different rates and only some of them are cuBLASLt's.
 std::string profileLabel(const Instr &in, const std::string &fusedName);
 
+/// The problem a profile by shape adds to a GEMM's or attention's label,
+/// "" for other kernels: a GEMM's product shape and contracted length,
+/// "[32x1024x2304] k768" (the form that shows which of a model's GEMMs run
+/// below the others' rate); attention's entries, query and key lengths and
+/// head dim, "b384 t1024x1024 d64 causal".
+std::string profileShape(const Instr &in, const std::vector<TensorInfo> &t);
+
+/// `label`, and after a space `shape` when it has one: the name a profile
+/// by shape lists a call under.
+std::string profileKey(const std::string &label, const std::string &shape);
+
 /// The profile as a table, one row per kernel, per step: calls, ms, share
 /// of the summed kernel time, GB/s and TFLOP/s (blank where the kernel
 /// moves no bytes or counts no FLOPs), then a total row.

@@ -31,6 +31,8 @@ struct Session::ProgramState {
   std::vector<KernelFn> fns;
   /// Profile names: the kernel, or "fused:<ops>" for a generated one.
   std::vector<std::string> labels;
+  /// labels with the problem shape (profileShape) for a profile by shape.
+  std::vector<std::string> shapeLabels;
   std::vector<KernelCost> costs; // per instr, for the profile
   /// Views built once; their data pointers are refreshed before each call
   /// because eager temps move between runs.
@@ -123,6 +125,8 @@ Session::Session(const Artifact &artifact, ExecMode mode)
           kernelCost(in, tensors_, mode_ == ExecMode::Compiled));
       ps->labels.push_back(profileLabel(
           in, in.kernel == "fused" ? fused_->kernel(in.iattrs[0]).name : ""));
+      ps->shapeLabels.push_back(
+          profileKey(ps->labels.back(), profileShape(in, tensors_)));
       KernelArgs args{in, {}, {}};
       args.fused = fused_.get();
       for (int32_t id : in.inputs)
@@ -239,7 +243,7 @@ void Session::runCompiled(ProgramState &ps) {
     }
     auto t0 = std::chrono::steady_clock::now();
     call(ps.fns[i], ps.args[i], p.instrs[i], buffers_);
-    record(ps.labels[i], ps.costs[i], t0);
+    record(profileByShape_ ? ps.shapeLabels[i] : ps.labels[i], ps.costs[i], t0);
   }
   notePeak();
 }
@@ -300,7 +304,8 @@ void Session::runEager(ProgramState &ps) {
     auto t0 = std::chrono::steady_clock::now();
     call(ps.fns[i], ps.args[i], p.instrs[i], buffers_);
     if (profiling_)
-      record(ps.labels[i], ps.costs[i], t0);
+      record(profileByShape_ ? ps.shapeLabels[i] : ps.labels[i], ps.costs[i],
+             t0);
     notePeak();
     for (int32_t id : ps.freeAfter[i])
       release(id);

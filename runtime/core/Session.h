@@ -80,8 +80,13 @@ public:
 
   /// Per-kernel timing (off by default: it adds a clock read per call),
   /// with each call's bytes and FLOPs (runtime/core/KernelCost.h).
+  /// `byShape`: GEMMs and attention are listed per problem shape
+  /// (profileShape) as well as per kernel.
   using KernelTime = rt::KernelTime;
-  void setProfiling(bool on) { profiling_ = on; }
+  void setProfiling(bool on, bool byShape = false) {
+    profiling_ = on;
+    profileByShape_ = byShape;
+  }
   /// Accumulated time per kernel name since profiling was turned on,
   /// slowest first.
   std::vector<KernelTime> profile() const;
@@ -113,7 +118,7 @@ private:
   int64_t liveTempBytes_ = 0, peakTempBytes_ = 0;
   int64_t allocatedBytes_ = 0, measuredPeak_ = 0; // see MemoryStats
   void notePeak();
-  bool profiling_ = false;
+  bool profiling_ = false, profileByShape_ = false;
   std::map<std::string, KernelTime> profile_;
 };
 

@@ -194,8 +194,10 @@ void CudaSession::run(const std::string &program) {
     float ms = 0;
     TCC_CUDA_CHECK(
         cudaEventElapsedTime(&ms, ps.events[2 * i], ps.events[2 * i + 1]));
-    Session::KernelTime &k = m.profile[ps.labels[i]];
-    k.kernel = ps.labels[i];
+    const std::string &key =
+        m.profileByShape ? ps.shapeLabels[i] : ps.labels[i];
+    Session::KernelTime &k = m.profile[key];
+    k.kernel = key;
     k.calls++;
     k.seconds += ms * 1e-3;
     k.bytes += ps.costs[i].bytes;
@@ -317,7 +319,10 @@ MemoryStats CudaSession::memory() const {
   return s;
 }
 
-void CudaSession::setProfiling(bool on) { impl_->profiling = on; }
+void CudaSession::setProfiling(bool on, bool byShape) {
+  impl_->profiling = on;
+  impl_->profileByShape = byShape;
+}
 
 std::vector<Session::KernelTime> CudaSession::profile() const {
   std::vector<Session::KernelTime> v;

@@ -105,8 +105,9 @@ public:
   MemoryStats memory() const;
 
   /// Per-kernel GPU time from CUDA events around each instr (off by
-  /// default; on, every run() synchronizes at its end).
-  void setProfiling(bool on);
+  /// default; on, every run() synchronizes at its end). `byShape`: GEMMs
+  /// and attention per problem shape (rt::profileShape).
+  void setProfiling(bool on, bool byShape = false);
   std::vector<Session::KernelTime> profile() const;
 
   const std::vector<TensorInfo> &tensors() const;

@@ -48,6 +48,8 @@ struct ProgramState {
   std::vector<const CudaKernelDef *> defs;
   /// Profile names: the kernel, "fused:<ops>", or the multi-tensor AdamW.
   std::vector<std::string> labels;
+  /// labels with the problem shape (profileShape) for a profile by shape.
+  std::vector<std::string> shapeLabels;
   /// Per instr: bytes and FLOPs for the profile (a group's first member
   /// carries the whole group's).
   std::vector<KernelCost> costs;
@@ -101,7 +103,7 @@ struct CudaSession::Impl {
   int64_t liveTempBytes = 0, peakTempBytes = 0;
   int64_t liveAsyncBytes = 0, measuredPeak = 0;
 
-  bool profiling = false;
+  bool profiling = false, profileByShape = false;
   std::map<std::string, Session::KernelTime> profile;
 
   ~Impl();

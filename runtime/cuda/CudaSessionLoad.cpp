@@ -102,6 +102,8 @@ void CudaSession::Impl::validate(const Artifact &a) {
       ps->costs.push_back(kernelCost(in, tensors, mode == ExecMode::Compiled));
       ps->labels.push_back(profileLabel(
           in, in.kernel == "fused" ? a.device.kernels[in.iattrs[0]].name : ""));
+      ps->shapeLabels.push_back(
+          profileKey(ps->labels.back(), profileShape(in, tensors)));
       CudaArgs args{in, {}, {}};
       for (int32_t id : in.inputs)
         args.in.push_back(viewOf(tensors[id]));
@@ -367,7 +369,7 @@ void CudaSession::Impl::buildAdamGroups(ProgramState &ps) {
       g.entries = static_cast<AdamEntry *>(pe);
       g.blocks = static_cast<AdamBlock *>(pb);
       ps.group[i] = static_cast<int>(ps.groups.size());
-      ps.labels[i] = "adamw_update (multi-tensor)";
+      ps.labels[i] = ps.shapeLabels[i] = "adamw_update (multi-tensor)";
       for (size_t j : g.members)
         if (j != i)
           ps.costs[i] += ps.costs[j];

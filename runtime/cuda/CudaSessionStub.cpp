@@ -38,7 +38,7 @@ void CudaSession::synchronize() { notBuilt(); }
 void CudaSession::download(int32_t, void *) { notBuilt(); }
 void CudaSession::upload(int32_t, const void *) { notBuilt(); }
 MemoryStats CudaSession::memory() const { notBuilt(); }
-void CudaSession::setProfiling(bool) { notBuilt(); }
+void CudaSession::setProfiling(bool, bool) { notBuilt(); }
 std::vector<Session::KernelTime> CudaSession::profile() const { notBuilt(); }
 const std::vector<TensorInfo> &CudaSession::tensors() const { notBuilt(); }
 std::string CudaSession::graphStatus() const { notBuilt(); }

@@ -58,7 +58,9 @@ def main():
                    "tcc / PyTorch eager:", "## Where tcc's step goes",
                    "MFU counts", "Roofline: 0.02 TB/s and 0.2 TFLOP/s",
                    "| roofline ms | above it ms |",
-                   "| GEMMs |", "| attention |", "Slowest kernels:"):
+                   "| GEMMs |", "| attention |", "Slowest kernels:",
+                   "GEMMs and attention by problem (most time above the "
+                   "roofline first"):
         if needed not in report:
             sys.exit(f"FAILED: the report has no '{needed}':\n{report}")
 
@@ -91,9 +93,11 @@ def main():
     with open(os.path.join(out, "gpt2_small_profile.json")) as f:
         prof = json.load(f)
     steps = prof["profile_steps"]
-    got = {}
+    got, problems = {}, set()
     for k in prof["profile"]:
-        name = k["kernel"]
+        name = gpt2_small.kernel_name(k["kernel"])
+        if name != k["kernel"]:
+            problems.add(k["kernel"])
         if name.startswith("matmul"):
             name = "matmul"
         got[name] = got.get(name, 0) + k["flops"] / steps
@@ -108,6 +112,14 @@ def main():
         sys.exit(f"FAILED: the benchmark counts N = {conf['flop_params']}, "
                  f"the GEMMs' weights are {gemm_weights} and the vectors "
                  f"{vectors}")
+    # By problem: the forward's input projection (the first of every
+    # layer's products) and causal attention of the preset's shape.
+    d, heads = cfg["d"], cfg["heads"]
+    qkv = f"[{batch}x{t}x{3 * d}] k{d}"
+    att = f"attention b{batch * heads} t{t}x{t} d{head} causal"
+    for shape in (qkv, att):
+        if not any(p.endswith(shape) for p in problems):
+            sys.exit(f"FAILED: no profile entry for {shape}: {problems}")
     for name, flops in want.items():
         if abs(got.get(name, 0) - flops) > 1e-9 * flops:
             sys.exit(f"FAILED: {name}: the profile counts {got.get(name)} "

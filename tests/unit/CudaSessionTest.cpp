@@ -13,6 +13,7 @@
 #include "runtime/cuda/CudaSessionInternal.h"
 
 #include <algorithm>
+#include <set>
 
 using namespace tcc::rt;
 using namespace tcc::rt::test;
@@ -312,6 +313,17 @@ TEST(CudaSession, MemoryAndProfile) {
       EXPECT_EQ(k.flops, k.kernel == "matmul" ? 2.0 * 16 * 24 * 32 : 0.0)
           << k.kernel;
     }
+    // By shape: the GEMM is listed under its problem, the rest as before.
+    cuda::CudaSession byShape(p.artifact(), mode);
+    byShape.setProfiling(true, /*byShape=*/true);
+    byShape.run("p");
+    byShape.synchronize();
+    std::set<std::string> names;
+    for (const auto &k : byShape.profile())
+      names.insert(k.kernel);
+    EXPECT_EQ(names.count("matmul [16x24] k32"), 1u);
+    EXPECT_EQ(names.count("matmul"), 0u);
+    EXPECT_EQ(names.size(), 4u);
   }
 }
 

@@ -167,3 +167,35 @@ TEST(KernelCost, ProfileLabelsNameEpiloguesAndFusedKernels) {
   Instr plain{"matmul", {0, 1}, {2}, {0, 0}, {}};
   EXPECT_EQ(profileLabel(plain, ""), "matmul");
 }
+
+// A profile by shape tells a model's GEMMs apart by their product and K, and
+// attention by its entries, lengths and head dim; other kernels have none.
+TEST(KernelCost, ProfileShapesNameTheProblem) {
+  Tensors s;
+  int32_t a = s.add({2, 8, 16}), b = s.add({16, 4}), c = s.add({2, 8, 4});
+  Instr mm{"matmul", {a, b}, {c}, {0, 0}, {}};
+  EXPECT_EQ(profileShape(mm, s.t), "[2x8x4] k16");
+  EXPECT_EQ(profileKey("matmul", profileShape(mm, s.t)), "matmul [2x8x4] k16");
+  // A weight gradient: K is the transposed A's first axis.
+  int32_t x = s.add({32, 16}), g = s.add({32, 4}), dw = s.add({16, 4}),
+          db = s.add({4});
+  Instr bgrad{"matmul_epilogue", {x, g}, {dw, db}, {1, 0, 8}, {}};
+  EXPECT_EQ(profileShape(bgrad, s.t), "[16x4] k32");
+  // Sequence-major [B 2, T 8, H 3, D 4]: 6 entries.
+  int32_t q = s.add({2, 8, 3, 4}, DType::BF16),
+          k = s.add({2, 8, 3, 4}, DType::BF16),
+          v = s.add({2, 8, 3, 4}, DType::BF16),
+          o = s.add({2, 8, 3, 4}, DType::BF16), lse = s.add({2, 3, 8});
+  EXPECT_EQ(profileShape({"attention", {q, k, v}, {o, lse}, {1, 1}, {}}, s.t),
+            "b6 t8x8 d4 causal");
+  EXPECT_EQ(profileShape({"attention", {q, k, v}, {o, lse}, {0, 1}, {}}, s.t),
+            "b6 t8x8 d4");
+  int32_t v8 = s.add({1, 3, 8}), q1 = s.add({1, 6, 4}), k1 = s.add({1, 3, 4}),
+          o8 = s.add({1, 6, 8}), l1 = s.add({1, 6});
+  EXPECT_EQ(
+      profileShape({"attention", {q1, k1, v8}, {o8, l1}, {0, 0}, {}}, s.t),
+      "b1 t6x3 d4 dv8");
+  Instr relu{"relu", {a}, {c}, {}, {}};
+  EXPECT_EQ(profileShape(relu, s.t), "");
+  EXPECT_EQ(profileKey("relu", ""), "relu");
+}

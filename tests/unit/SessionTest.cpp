@@ -285,3 +285,22 @@ TEST(Session, ProfileCountsCallsBytesAndFlops) {
     EXPECT_EQ(relu.flops, 0);
   }
 }
+
+// By shape, the step's two GEMMs are two rows; the rest keep their names.
+TEST(Session, ProfileByShapeSplitsGemmsByProblem) {
+  TinyModel m;
+  Session s(m.a, ExecMode::Compiled);
+  fill(s, X, xData());
+  fill(s, Target, targetData());
+  s.setProfiling(true, /*byShape=*/true);
+  s.run("train_step");
+  std::map<std::string, Session::KernelTime> byName;
+  for (const auto &k : s.profile())
+    byName[k.kernel] = k;
+  EXPECT_EQ(byName.count("matmul"), 0u);
+  ASSERT_EQ(byName.count("matmul [4x2] k3"), 1u);
+  ASSERT_EQ(byName.count("matmul [3x2] k4"), 1u);
+  EXPECT_EQ(byName.at("matmul [4x2] k3").calls, 1);
+  EXPECT_DOUBLE_EQ(byName.at("matmul [3x2] k4").flops, 2.0 * 3 * 2 * 4);
+  EXPECT_EQ(byName.at("relu").calls, 1);
+}

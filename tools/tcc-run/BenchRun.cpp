@@ -161,11 +161,12 @@ static double timeStep(Run &r, const StepShape &s) {
 /// Times each kernel of `steps` more steps of `r` and prints the profile
 /// table (and with `json` one object: {"mode", "profile_steps", "profile":
 /// [{kernel, calls, seconds, bytes, flops}]}, totals over the steps).
-static void printProfile(Run &r, const StepShape &s, int64_t steps, bool json) {
+static void printProfile(Run &r, const StepShape &s, int64_t steps, bool json,
+                         bool byShape) {
   if (r.gpu)
-    r.gpu->setProfiling(true);
+    r.gpu->setProfiling(true, byShape);
   else
-    r.cpu->setProfiling(true);
+    r.cpu->setProfiling(true, byShape);
   for (int64_t i = 0; i < steps; ++i)
     timeStep(r, s);
   std::vector<rt::KernelTime> prof =
@@ -192,7 +193,8 @@ static void printProfile(Run &r, const StepShape &s, int64_t steps, bool json) {
 int run::runBench(int argc, char **argv) {
   std::string artifact, device = "auto", only;
   int64_t steps = 20, warmup = 3, seed = 0;
-  bool tf32 = false, json = false, noGraphs = false, profile = false;
+  bool tf32 = false, json = false, noGraphs = false, profile = false,
+       profileShapes = false;
   try {
     Args args("tcc-run bench", "tcc-run bench ART [options]",
               "Times eager and compiled training steps of the artifact ART on "
@@ -220,6 +222,11 @@ int run::runBench(int argc, char **argv) {
               "steps per mode and print where a step goes: ms, share, GB/s "
               "and (GEMMs, attention) TFLOP/s per kernel; on a GPU those "
               "steps launch kernel by kernel, without CUDA graphs");
+    args.flag("profile-shapes", &profileShapes,
+              "--profile with each GEMM and attention call listed under its "
+              "problem shape, \"matmul [32x1024x2304] k768\", \"attention "
+              "b384 t1024x1024 d64 causal\": which shapes run below the "
+              "others' rate");
     if (!args.parse(argc, argv, 2))
       return 0;
     rt::DeviceRequest req = rt::parseDeviceRequest(device);
@@ -336,9 +343,9 @@ int run::runBench(int argc, char **argv) {
     std::printf(
         "  process peak RSS +%s since the sessions were built\n",
         formatBytes(rt::readProcessMemory().peakRssBytes - rssBefore).c_str());
-    if (profile)
+    if (profile || profileShapes)
       for (Run &r : runs)
-        printProfile(r, shape, steps, json);
+        printProfile(r, shape, steps, json, profileShapes);
   } catch (const rt::Error &e) {
     std::fflush(stdout);
     std::fprintf(stderr, "tcc-run bench: error: %s\n", e.what());

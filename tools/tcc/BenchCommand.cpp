@@ -44,6 +44,11 @@ static cl::opt<bool> profile(
              "first) with its achieved GB/s and, for GEMMs and attention, "
              "TFLOP/s"),
     cl::init(false), cl::sub(tool::benchCmd));
+static cl::opt<bool> profileShapes(
+    "profile-shapes",
+    cl::desc("--profile with each GEMM and attention call listed under its "
+             "problem shape (\"matmul [32x1024x2304] k768\")"),
+    cl::init(false), cl::sub(tool::benchCmd));
 static cl::opt<std::string> only(
     "only",
     cl::desc("With an artifact: run only 'eager' or only 'compiled' (so that "
@@ -94,7 +99,7 @@ static double timeStep(rt::Session &s) {
 /// Prints where the step of `s` spends its time, per kernel name, with the
 /// bytes and FLOPs each moves per second (runtime/core/KernelCost.h).
 static void printProfile(rt::Session &s, const char *what) {
-  s.setProfiling(true);
+  s.setProfiling(true, profileShapes);
   for (int64_t i = 0; i < steps; ++i)
     timeStep(s);
   std::printf("  %s step by kernel (%lld steps):\n%s", what,
@@ -170,7 +175,7 @@ static int benchArtifact() {
                 tool::formatBytes(rt::readProcessMemory().peakRssBytes -
                                   rssBefore)
                     .c_str());
-    if (profile)
+    if (profile || profileShapes)
       printProfile(*runs.back().session, runs.back().name);
   } catch (const rt::Error &e) {
     errs() << "tcc bench: error: " << e.what() << "\n";
