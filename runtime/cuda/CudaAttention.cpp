@@ -48,13 +48,39 @@ static AttentionPlan planOf(const Instr &in, const std::vector<TensorInfo> &t) {
   return planAttention(attentionDims(q.shape, k.shape, v.shape, in), q.dtype);
 }
 
+namespace {
+/// A setting's value: unset, empty or `first` gives vFirst, `second`
+/// vSecond; anything else throws Error naming the variable, the value and
+/// what it takes.
+template <class T>
+T oneOf(const char *variable, const char *value, const char *first, T vFirst,
+        const char *second, T vSecond) {
+  if (!value || !*value || std::string(value) == first)
+    return vFirst;
+  if (std::string(value) == second)
+    return vSecond;
+  throw Error(std::string(variable) + " is '" + value + "'; it takes '" +
+              first + "' or '" + second + "'");
+}
+
+/// One of the tiled kernels' settings: its environment variable, read and
+/// parsed once, unless a test chose another value (`Unset`: none chosen).
+template <class T, T Unset, T (*Parse)(const char *)> struct Setting {
+  const char *variable;
+  std::atomic<T> chosen{Unset};
+  T get() {
+    T c = chosen.load(std::memory_order_relaxed);
+    if (c != Unset)
+      return c;
+    static const T fromEnv = Parse(std::getenv(variable));
+    return fromEnv;
+  }
+  void choose(T value) { chosen.store(value, std::memory_order_relaxed); }
+};
+} // namespace
+
 bool tiledAttentionAllowed(const char *value) {
-  if (!value || !*value || std::string(value) == "tiled")
-    return true;
-  if (std::string(value) == "chunked")
-    return false;
-  throw Error(std::string("TCC_CUDA_ATTENTION is '") + value +
-              "'; it takes 'tiled' or 'chunked'");
+  return oneOf("TCC_CUDA_ATTENTION", value, "tiled", true, "chunked", false);
 }
 
 static bool tilesAllowed() {
@@ -64,56 +90,44 @@ static bool tilesAllowed() {
 }
 
 int attentionWarpRows(const char *value) {
-  if (!value || !*value || std::string(value) == "16")
-    return 16;
-  if (std::string(value) == "32")
-    return 32;
-  throw Error(std::string("TCC_CUDA_ATTENTION_WARP_ROWS is '") + value +
-              "'; it takes '16' or '32'");
+  return oneOf("TCC_CUDA_ATTENTION_WARP_ROWS", value, "16", 16, "32", 32);
 }
 
-/// setTiledAttentionWarpRows's rows, 0 where none is set.
-static std::atomic<int> warpRowsSet{0};
+static Setting<int, 0, attentionWarpRows> warpRows{
+    "TCC_CUDA_ATTENTION_WARP_ROWS"};
 
-int tiledAttentionWarpRows() {
-  if (int rows = warpRowsSet.load(std::memory_order_relaxed))
-    return rows;
-  static const int fromEnv =
-      attentionWarpRows(std::getenv("TCC_CUDA_ATTENTION_WARP_ROWS"));
-  return fromEnv;
-}
+int tiledAttentionWarpRows() { return warpRows.get(); }
 
 void setTiledAttentionWarpRows(int rows) {
   if (rows != 0 && rows != 16 && rows != 32)
     throw Error("the tiled attention's warps take 16 or 32 rows, not " +
                 std::to_string(rows));
-  warpRowsSet.store(rows, std::memory_order_relaxed);
+  warpRows.choose(rows);
 }
 
 TileCopies attentionTileCopies(const char *value) {
-  if (!value || !*value || std::string(value) == "async")
-    return TileCopies::Async;
-  if (std::string(value) == "tma")
-    return TileCopies::Tma;
-  throw Error(std::string("TCC_CUDA_ATTENTION_COPY is '") + value +
-              "'; it takes 'async' or 'tma'");
+  return oneOf("TCC_CUDA_ATTENTION_COPY", value, "async", TileCopies::Async,
+               "tma", TileCopies::Tma);
 }
 
-/// setTiledAttentionCopies's choice, Environment where none is set.
-static std::atomic<TileCopies> copiesSet{TileCopies::Environment};
+static Setting<TileCopies, TileCopies::Environment, attentionTileCopies> copies{
+    "TCC_CUDA_ATTENTION_COPY"};
 
-TileCopies tiledAttentionCopies() {
-  TileCopies set = copiesSet.load(std::memory_order_relaxed);
-  if (set != TileCopies::Environment)
-    return set;
-  static const TileCopies fromEnv =
-      attentionTileCopies(std::getenv("TCC_CUDA_ATTENTION_COPY"));
-  return fromEnv;
+TileCopies tiledAttentionCopies() { return copies.get(); }
+
+void setTiledAttentionCopies(TileCopies c) { copies.choose(c); }
+
+TileProducts attentionTileProducts(const char *value) {
+  return oneOf("TCC_CUDA_ATTENTION_MMA", value, "sync", TileProducts::Sync,
+               "wgmma", TileProducts::Wgmma);
 }
 
-void setTiledAttentionCopies(TileCopies copies) {
-  copiesSet.store(copies, std::memory_order_relaxed);
-}
+static Setting<TileProducts, TileProducts::Environment, attentionTileProducts>
+    products{"TCC_CUDA_ATTENTION_MMA"};
+
+TileProducts tiledAttentionProducts() { return products.get(); }
+
+void setTiledAttentionProducts(TileProducts p) { products.choose(p); }
 
 static bool startsAligned16(const void *p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
@@ -131,22 +145,43 @@ bool attentionTmaFits(const AttentionTiles &t, bool grad, int major) {
   return !grad || ((t.heads * t.d) % 8 == 0 && startsAligned16(t.dout));
 }
 
-/// The GPU's compute capability (major), 0 where it cannot be read.
+/// An attribute of the GPU (its compute capability), 0 where it cannot be
+/// read.
+static int gpuAttribute(cudaDeviceAttr attr) {
+  int dev = 0, v = 0;
+  return cudaGetDevice(&dev) == cudaSuccess &&
+                 cudaDeviceGetAttribute(&v, attr, dev) == cudaSuccess
+             ? v
+             : 0;
+}
 static int gpuMajor() {
-  static const int major = [] {
-    int dev = 0, m = 0;
-    return cudaGetDevice(&dev) == cudaSuccess &&
-                   cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor,
-                                          dev) == cudaSuccess
-               ? m
-               : 0;
-  }();
+  static const int major = gpuAttribute(cudaDevAttrComputeCapabilityMajor);
   return major;
+}
+static int gpuMinor() {
+  static const int minor = gpuAttribute(cudaDevAttrComputeCapabilityMinor);
+  return minor;
 }
 
 bool tiledAttentionTma(const AttentionTiles &t, bool grad) {
   return tiledAttentionCopies() == TileCopies::Tma &&
          attentionTmaFits(t, grad, gpuMajor());
+}
+
+bool attentionWgmmaFits(const AttentionTiles &t, bool grad, int major,
+                        int minor) {
+#ifdef TCC_CUDA_HAS_SM90A
+  constexpr bool built = true;
+#else
+  constexpr bool built = false;
+#endif
+  return built && major == 9 && minor == 0 && t.d == 64 &&
+         attentionTmaFits(t, grad, major);
+}
+
+bool tiledAttentionWgmma(const AttentionTiles &t, bool grad) {
+  return tiledAttentionProducts() == TileProducts::Wgmma &&
+         attentionWgmmaFits(t, grad, gpuMajor(), gpuMinor());
 }
 
 /// mma.sync on bf16 needs compute capability 8.0 or later, and the largest

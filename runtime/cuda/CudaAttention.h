@@ -125,7 +125,9 @@ void attentionGradRows(const AttentionRows &r, const float *dp, void *p, int tp,
 // Causal attention visits only the tiles on or below the diagonal. Rows and
 // keys past Tq / Tk are zeros in shared memory and never written back.
 // Tiles come from global memory by cp.async, or with
-// TCC_CUDA_ATTENTION_COPY=tma by TMA tensor copies (TileCopies).
+// TCC_CUDA_ATTENTION_COPY=tma by TMA tensor copies (TileCopies); products
+// are mma.sync a warp, or with TCC_CUDA_ATTENTION_MMA=wgmma warpgroup
+// products on swizzled tiles (TileProducts).
 
 /// One tiled attention or attention_grad launch (device pointers; the
 /// layout is AttentionDims's: heads > 1 is sequence-major).
@@ -206,6 +208,41 @@ bool attentionTmaFits(const AttentionTiles &t, bool grad, int major);
 /// Whether launch `t` takes its tiles by tensor copies: Tma is chosen and
 /// this GPU and the operands allow them.
 bool tiledAttentionTma(const AttentionTiles &t, bool grad);
+
+/// How the tiled kernels multiply their tiles.
+enum class TileProducts {
+  Environment, ///< as TCC_CUDA_ATTENTION_MMA says (setTiledAttentionProducts)
+  Sync,        ///< mma.sync a warp, operands by ldmatrix (the default)
+  /// Warpgroup products (wgmma, CudaWgmma.cuh) on tiles that tensor copies
+  /// put in shared memory in the 128-byte swizzle: sm_90a (a runtime built
+  /// for it, on a GPU of compute capability 9.0), head dim 64 and what
+  /// tensor copies need (attentionWgmmaFits); elsewhere Sync. Opt-in until
+  /// timed on a GPU.
+  Wgmma,
+};
+
+/// TCC_CUDA_ATTENTION_MMA's value: unset, empty or 'sync' (Sync) or
+/// 'wgmma' (Wgmma); anything else throws Error naming it.
+TileProducts attentionTileProducts(const char *value);
+
+/// setTiledAttentionProducts's choice if one is set, else
+/// TCC_CUDA_ATTENTION_MMA's (read once).
+TileProducts tiledAttentionProducts();
+
+/// Makes the tiled launches that follow multiply as `products` says (tests
+/// run both), or, with Environment, as the environment says again.
+void setTiledAttentionProducts(TileProducts products);
+
+/// Whether launch `t` may take warpgroup products on a GPU of compute
+/// capability `major` (and minor 0, which sm_90a code requires): the
+/// runtime's kernels built for sm_90a, major 9, head dim 64 (a tile row is
+/// one 128-byte swizzle span) and attentionTmaFits.
+bool attentionWgmmaFits(const AttentionTiles &t, bool grad, int major,
+                        int minor);
+
+/// Whether launch `t` takes warpgroup products (and with them tensor
+/// copies): Wgmma is chosen and this GPU and the operands allow them.
+bool tiledAttentionWgmma(const AttentionTiles &t, bool grad);
 
 /// Dynamic shared memory the largest tiled kernel takes, over head dims
 /// and both warp shapes (dQ at D = 96 with 32 rows a warp: 104 KiB; the

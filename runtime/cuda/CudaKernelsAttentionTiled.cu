@@ -58,6 +58,7 @@
 #include "runtime/cuda/CudaAttention.h"
 #include "runtime/cuda/CudaKernelsCommon.cuh"
 #include "runtime/cuda/CudaTma.cuh"
+#include "runtime/cuda/CudaWgmma.cuh"
 
 #include <algorithm>
 #include <cstring>
@@ -82,6 +83,15 @@ __host__ __device__ constexpr int blockRows(int mt) { return kWarps * 16 * mt; }
 
 enum TiledKernel { kForward, kKVGrad, kQGrad };
 
+/// How a kernel's tiles arrive and are multiplied: by cp.async and
+/// mma.sync; by tensor copies (TCC_CUDA_ATTENTION_COPY=tma) and mma.sync;
+/// or by tensor copies in the 128-byte swizzle and warpgroup products
+/// (TCC_CUDA_ATTENTION_MMA=wgmma, CudaWgmma.cuh).
+enum TileMode { kAsyncTiles, kTmaTiles, kWgmmaTiles };
+__host__ __device__ constexpr bool tmaMode(int mode) {
+  return mode != kAsyncTiles;
+}
+
 /// The largest head dim at which kernel k takes two m16 tiles a warp: the
 /// accumulators of both fit the 255 registers a thread has without
 /// spilling (ptxas, sm_90a). dK's and dV's two m-tiles are 2 D registers
@@ -102,27 +112,42 @@ __host__ __device__ constexpr int warpTiles(TiledKernel k, int d, int mt) {
 /// spills), 3 for dK / dV (164: both accumulators); larger head dims keep
 /// what they need.
 /// MT = 2: 2, which caps nothing (a thread has at most 255 registers).
-__host__ __device__ constexpr int blocksFor(TiledKernel k, int d, int mt) {
-  return mt > 1 ? 2 : d > 64 ? 1 : k == kKVGrad ? 3 : 4;
+/// With wgmma (D = 64) 4 for each: its products take no operand registers,
+/// and dK / dV's kernel fits 128 (ptxas, sm_90a: no spills).
+__host__ __device__ constexpr int blocksFor(TiledKernel k, int d, int mt,
+                                            int mode = kAsyncTiles) {
+  return mt > 1 ? 2 : d > 64 ? 1 : k == kKVGrad && mode != kWgmmaTiles ? 3 : 4;
 }
 
-/// 16-bit tile row stride for head dim d.
-__host__ __device__ constexpr int ldTile(int d) { return d + 8; }
-__host__ __device__ constexpr int tileBytes(int d, int rows = kTile) {
-  return rows * ldTile(d) * 2;
+/// 16-bit tile row stride for head dim d: 8 elements of padding, which
+/// keep ldmatrix's rows in different banks; wgmma's tiles are swizzled
+/// instead and dense.
+__host__ __device__ constexpr int ldTile(int d, int mode = kAsyncTiles) {
+  return mode == kWgmmaTiles ? d : d + 8;
 }
+__host__ __device__ constexpr int tileBytes(int d, int rows = kTile,
+                                            int mode = kAsyncTiles) {
+  return rows * ldTile(d, mode) * 2;
+}
+/// wgmma's tiles start 1024-byte aligned (their swizzle is of address bits
+/// 7-9): the kernels align their shared memory, which takes this much more.
+constexpr int kSwizzleAlign = 1024;
 /// Bytes of shared memory. The forward: the block's Q tile and two of K
 /// and V (the step's and the next, loaded while the step runs). dK / dV:
 /// the block's K and V, two of Q and dO and lse and D of two steps' 64
 /// queries. dQ: the block's Q and dO, two of K and V.
-__host__ __device__ constexpr int forwardSmem(int d, int mt) {
-  return tileBytes(d, blockRows(mt)) + 4 * tileBytes(d);
+__host__ __device__ constexpr int forwardSmem(int d, int mt,
+                                              int mode = kAsyncTiles) {
+  return tileBytes(d, blockRows(mt), mode) + 4 * tileBytes(d, kTile, mode);
 }
-__host__ __device__ constexpr int kvGradSmem(int d, int mt) {
-  return 2 * tileBytes(d, blockRows(mt)) + 4 * tileBytes(d) + 4 * kTile * 4;
+__host__ __device__ constexpr int kvGradSmem(int d, int mt,
+                                             int mode = kAsyncTiles) {
+  return 2 * tileBytes(d, blockRows(mt), mode) + 4 * tileBytes(d, kTile, mode) +
+         4 * kTile * 4;
 }
-__host__ __device__ constexpr int qGradSmem(int d, int mt) {
-  return 2 * tileBytes(d, blockRows(mt)) + 4 * tileBytes(d);
+__host__ __device__ constexpr int qGradSmem(int d, int mt,
+                                            int mode = kAsyncTiles) {
+  return 2 * tileBytes(d, blockRows(mt), mode) + 4 * tileBytes(d, kTile, mode);
 }
 
 template <int Dt> __device__ __forceinline__ unsigned short toBits(float v) {
@@ -352,6 +377,55 @@ __device__ __forceinline__ void productScores(const float (*p)[N / 8][4],
   }
 }
 
+/// wgmma's form of productRows (MT = 1, D = 64): acc, the warpgroup's 64 x
+/// N f32 (the thread's N / 8 fragments, as mma.sync's), = rows 0..63 of
+/// tile `a` times rows 0..N-1 of tile `b` transposed, both swizzled and
+/// K-major; each k16 step starts 32 bytes further into their rows.
+template <int Dt, int N>
+__device__ __forceinline__ void
+wgRows(const unsigned short *a, const unsigned short *b, float (*acc)[4]) {
+  // A step further is 32 bytes: 2 in the start address's 16-byte units,
+  // the descriptor's low bits (smaller than the 14 bits they have).
+  const unsigned long long da = wgmmaDesc(smemAddress(a), 16, kSwizzleAlign),
+                           db = wgmmaDesc(smemAddress(b), 16, kSwizzleAlign);
+  wgmmaHold<N>(acc);
+  wgmmaFence();
+  TCC_UNROLL
+  for (int kk = 0; kk < 4; ++kk)
+    wgmmaSS<Dt, N>(acc, da + 2 * kk, db + 2 * kk, kk);
+  wgmmaCommit();
+  wgmmaWaitAll();
+  wgmmaHold<N>(acc);
+}
+
+/// wgmma's form of productScores (MT = 1): acc (64 x D f32) += P times rows
+/// 0..N-1 of the swizzled tile `b`, which is MN-major for the product (its
+/// rows are K); P the warp's 16 x N score fragments `p` rounded to 16
+/// bits, from registers. Each k16 step is 16 rows, 2 blocks of 8, further.
+template <int Dt, int D, int N>
+__device__ __forceinline__ void
+wgScores(const float (*p)[4], const unsigned short *b, float (*acc)[4]) {
+  unsigned fa[N / 16][4];
+  TCC_UNROLL
+  for (int kk = 0; kk < N / 16; ++kk) {
+    fa[kk][0] = pack2<Dt>(p[2 * kk][0], p[2 * kk][1]);
+    fa[kk][1] = pack2<Dt>(p[2 * kk][2], p[2 * kk][3]);
+    fa[kk][2] = pack2<Dt>(p[2 * kk + 1][0], p[2 * kk + 1][1]);
+    fa[kk][3] = pack2<Dt>(p[2 * kk + 1][2], p[2 * kk + 1][3]);
+  }
+  // A step further is 2048 bytes: 128 in the start address's units.
+  const unsigned long long db = wgmmaDesc(
+      smemAddress(b), tileBytes(D, kTile, kWgmmaTiles), kSwizzleAlign);
+  wgmmaHold<D>(acc);
+  wgmmaFence();
+  TCC_UNROLL
+  for (int kk = 0; kk < N / 16; ++kk)
+    wgmmaRS<Dt, D>(acc, fa[kk], db + 2 * kSwizzleAlign / 16 * kk);
+  wgmmaCommit();
+  wgmmaWaitAll();
+  wgmmaHold<D>(acc);
+}
+
 /// Entry g's place in the operands' layout: attentionRowOffset's g / heads
 /// and g % heads, computed once a kernel. 64-bit divisions are long
 /// instruction sequences; in every tile copy they were the kernels' most
@@ -492,6 +566,18 @@ struct NoMaps {};
 template <bool Tma>
 using MapsOf = std::conditional_t<Tma, AttentionTileMaps, NoMaps>;
 
+/// Where a kernel of `mode` puts its tiles in its dynamic shared memory:
+/// at its start, or for wgmma at the first 1024-byte aligned byte (the
+/// launch adds kSwizzleAlign bytes).
+template <int Mode>
+__device__ __forceinline__ unsigned char *tilesAt(unsigned char *smem) {
+  if constexpr (Mode == kWgmmaTiles)
+    return smem +
+           (kSwizzleAlign - smemAddress(smem) % kSwizzleAlign) % kSwizzleAlign;
+  else
+    return smem;
+}
+
 /// Rows [r0, r0 + kTile) of entry e of the operand of `map`, into `to`.
 struct TileAt {
   const CUtensorMap *map;
@@ -507,11 +593,12 @@ __device__ __forceinline__ TileAt tileAt(const AttentionTiles &t,
 
 /// Fills N shared tiles by tensor copies that complete on `bar` (thread 0
 /// announces their bytes, then starts them).
-template <int D, int N>
+template <int D, int Mode, int N>
 __device__ __forceinline__ void tmaTiles(const TileAt (&tiles)[N],
                                          unsigned long long *bar) {
   if (threadIdx.x == 0) {
-    mbarArriveExpectTx(bar, static_cast<unsigned>(N * tileBytes(D)));
+    mbarArriveExpectTx(bar,
+                       static_cast<unsigned>(N * tileBytes(D, kTile, Mode)));
     // The reads of earlier steps (generic proxy) before the copies (async
     // proxy) that overwrite them.
     fenceProxyAsync();
@@ -617,18 +704,18 @@ storeAcc(const AttentionTiles &t, const float (*acc)[4], const float *mul,
 /// once they are in, after starting the copies of the next step's (keys
 /// from k0 + 64) when there is one: by tensor copies on `bars`, or
 /// cp.async.
-template <int D, bool Tma>
+template <int D, int Mode>
 __device__ __forceinline__ const unsigned short *
-awaitKeyTiles(const AttentionTiles &t, const MapsOf<Tma> &maps,
+awaitKeyTiles(const AttentionTiles &t, const MapsOf<tmaMode(Mode)> &maps,
               unsigned short *kv, unsigned long long *bars, EntryAt ge,
               long long k0, long long step, long long kEnd) {
-  constexpr int tile = kTile * ldTile(D);
-  if constexpr (Tma) {
+  constexpr int tile = kTile * ldTile(D, Mode);
+  if constexpr (tmaMode(Mode)) {
     if (k0 + kTile < kEnd) {
       unsigned short *next = kv + ((step + 1) & 1) * 2 * tile;
       const TileAt next2[2] = {tileAt(t, maps.k, ge, k0 + kTile, next),
                                tileAt(t, maps.v, ge, k0 + kTile, next + tile)};
-      tmaTiles<D>(next2, &bars[(step + 1) & 1]);
+      tmaTiles<D, Mode>(next2, &bars[(step + 1) & 1]);
     }
     // The copies are this thread's to see once it has waited.
     mbarWait(&bars[step & 1], static_cast<unsigned>(step >> 1) & 1);
@@ -671,13 +758,16 @@ using RowsOf =
 /// The forward: block (entry g, query tile of 64 MT rows), grid batch *
 /// tiles. Shared memory: Q, then K and V twice (the step's and the next),
 /// then with Tma the two barriers.
-template <int Dt, int D, int MT, bool Tma>
-__global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT))
-    attentionTiledForwardKernel(AttentionTiles t,
-                                const __grid_constant__ MapsOf<Tma> maps) {
+template <int Dt, int D, int MT, int Mode>
+__global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT, Mode))
+    attentionTiledForwardKernel(
+        AttentionTiles t, const __grid_constant__ MapsOf<tmaMode(Mode)> maps) {
+  constexpr bool Tma = tmaMode(Mode), Wg = Mode == kWgmmaTiles;
   static_assert(!Tma || MT == 1, "tensor copies fill tiles of kTile rows");
-  TCC_DYNAMIC_SMEM(smem);
-  constexpr int ld = ldTile(D), tile = kTile * ld, rows = blockRows(MT);
+  static_assert(!Wg || D == 64, "wgmma's tiles are one 128-byte span wide");
+  TCC_DYNAMIC_SMEM(smemBase);
+  unsigned char *smem = tilesAt<Mode>(smemBase);
+  constexpr int ld = ldTile(D, Mode), tile = kTile * ld, rows = blockRows(MT);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int gr = lane >> 2, tc = lane & 3;
   long long tiles = (t.tq + rows - 1) / rows;
@@ -689,14 +779,14 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT))
   unsigned short *qs = reinterpret_cast<unsigned short *>(smem);
   unsigned short *kv = qs + rows * ld; // K0, V0, K1, V1
   unsigned long long *bars =
-      reinterpret_cast<unsigned long long *>(smem + forwardSmem(D, MT));
+      reinterpret_cast<unsigned long long *>(smem + forwardSmem(D, MT, Mode));
   long long kEnd = t.causal && q0 + rows < t.tk ? q0 + rows : t.tk;
   if constexpr (Tma) {
     initBarriers(bars);
     const TileAt first[3] = {tileAt(t, maps.q, ge, q0, qs),
                              tileAt(t, maps.k, ge, 0, kv),
                              tileAt(t, maps.v, ge, 0, kv + tile)};
-    tmaTiles<D>(first, &bars[0]);
+    tmaTiles<D, Mode>(first, &bars[0]);
     __syncthreads(); // the barriers are made
   } else {
     loadTile<D, rows>(t, t.q, t.inputPitch, ge, q0, t.tq, qs);
@@ -731,10 +821,13 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT))
   const float scale2 = t.scale * kLog2e;
   for (long long k0 = 0, step = 0; k0 < kEnd; k0 += kTile, ++step) {
     const unsigned short *ks =
-        awaitKeyTiles<D, Tma>(t, maps, kv, bars, ge, k0, step, kEnd);
+        awaitKeyTiles<D, Mode>(t, maps, kv, bars, ge, k0, step, kEnd);
     const unsigned short *vs = ks + tile;
     float s[MT][kSteps][4];
-    productRows<Dt, D, MT>(qa, ks, s);
+    if constexpr (Wg)
+      wgRows<Dt, kTile>(qs, ks, s[0]);
+    else
+      productRows<Dt, D, MT>(qa, ks, s);
     TCC_UNROLL
     for (int mi = 0; mi < MT; ++mi) {
       // Scores in log2 units (scale2 = scale log2 e), m and base too.
@@ -797,7 +890,10 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT))
       for (int e = 0; e < 4; ++e)
         o[mi][n][e] *= alpha[e >> 1];
     }
-    productScores<Dt, D, MT>(s, vs, o);
+    if constexpr (Wg)
+      wgScores<Dt, D, kTile>(s[0], vs, o[0]);
+    else
+      productScores<Dt, D, MT>(s, vs, o);
     __syncthreads(); // every warp is done with the tiles the next step fills
   }
   // No step: the first copies are still in flight.
@@ -887,13 +983,16 @@ __global__ void __launch_bounds__(256)
 /// K, V, then twice (the step's and the next) Q, dO and lse and D of the
 /// step's 64 queries, then with Tma the two barriers (lse and D still
 /// come by cp.async: rows of 64 floats that need not be 16-byte aligned).
-template <int Dt, int D, int MT, bool Tma>
-__global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
-    attentionTiledKVGradKernel(AttentionTiles t,
-                               const __grid_constant__ MapsOf<Tma> maps) {
+template <int Dt, int D, int MT, int Mode>
+__global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT, Mode))
+    attentionTiledKVGradKernel(
+        AttentionTiles t, const __grid_constant__ MapsOf<tmaMode(Mode)> maps) {
+  constexpr bool Tma = tmaMode(Mode), Wg = Mode == kWgmmaTiles;
   static_assert(!Tma || MT == 1, "tensor copies fill tiles of kTile rows");
-  TCC_DYNAMIC_SMEM(smem);
-  constexpr int ld = ldTile(D), tile = kTile * ld, rows = blockRows(MT);
+  static_assert(!Wg || D == 64, "wgmma's tiles are one 128-byte span wide");
+  TCC_DYNAMIC_SMEM(smemBase);
+  unsigned char *smem = tilesAt<Mode>(smemBase);
+  constexpr int ld = ldTile(D, Mode), tile = kTile * ld, rows = blockRows(MT);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int gr = lane >> 2, tc = lane & 3;
   long long tiles = (t.tk + rows - 1) / rows;
@@ -907,14 +1006,14 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
   // first key.
   long long qBegin = t.causal ? k0 / kTile * kTile : 0;
   unsigned long long *bars =
-      reinterpret_cast<unsigned long long *>(smem + kvGradSmem(D, MT));
+      reinterpret_cast<unsigned long long *>(smem + kvGradSmem(D, MT, Mode));
   if constexpr (Tma) {
     initBarriers(bars);
     const TileAt first[4] = {tileAt(t, maps.k, ge, k0, ks),
                              tileAt(t, maps.v, ge, k0, vs),
                              tileAt(t, maps.q, ge, qBegin, qdo),
                              tileAt(t, maps.dout, ge, qBegin, qdo + tile)};
-    tmaTiles<D>(first, &bars[0]);
+    tmaTiles<D, Mode>(first, &bars[0]);
     loadRowStats(t, g, qBegin, stats, stats + kTile);
     cpAsyncCommit();
     cpAsyncWait<0>();
@@ -950,7 +1049,7 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
         const TileAt next2[2] = {
             tileAt(t, maps.q, ge, q0 + kTile, next),
             tileAt(t, maps.dout, ge, q0 + kTile, next + tile)};
-        tmaTiles<D>(next2, &bars[cur ^ 1]);
+        tmaTiles<D, Mode>(next2, &bars[cur ^ 1]);
         loadRowStats(t, g, q0 + kTile, nextStats, nextStats + kTile);
         cpAsyncCommit();
       } else {
@@ -987,7 +1086,10 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
       }
       // S^T = K Q^T; P^T = exp(score - lse), 0 where there is no score.
       float p[MT][kHalf / 8][4];
-      productRows<Dt, D, MT, kHalf>(ka, qh, p);
+      if constexpr (Wg)
+        wgRows<Dt, kHalf>(ks, qh, p[0]);
+      else
+        productRows<Dt, D, MT, kHalf>(ka, qh, p);
       TCC_UNROLL
       for (int mi = 0; mi < MT; ++mi) {
         if (plainScores(t, q0 + c0, kHalf, jw + 16 * mi, 16)) {
@@ -1009,11 +1111,17 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
         }
       }
       // dV += P^T dO.
-      productScores<Dt, D, MT, kHalf>(p, doh, dv);
+      if constexpr (Wg)
+        wgScores<Dt, D, kHalf>(p[0], doh, dv[0]);
+      else
+        productScores<Dt, D, MT, kHalf>(p, doh, dv);
       // dP^T = V dO^T, then dS^T / scale = P^T (dP^T - D) over P^T (the
       // scale multiplies dK once, at the store).
       float dp[MT][kHalf / 8][4];
-      productRows<Dt, D, MT, kHalf>(va, doh, dp);
+      if constexpr (Wg)
+        wgRows<Dt, kHalf>(vs, doh, dp[0]);
+      else
+        productRows<Dt, D, MT, kHalf>(va, doh, dp);
       TCC_UNROLL
       for (int mi = 0; mi < MT; ++mi)
         TCC_UNROLL
@@ -1022,7 +1130,10 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
       for (int e = 0; e < 4; ++e)
         p[mi][n][e] = p[mi][n][e] * (dp[mi][n][e] - dd[n][e & 1]);
       // dK += dS^T Q.
-      productScores<Dt, D, MT, kHalf>(p, qh, dk);
+      if constexpr (Wg)
+        wgScores<Dt, D, kHalf>(p[0], qh, dk[0]);
+      else
+        productScores<Dt, D, MT, kHalf>(p, qh, dk);
     }
     // Tma: the next step's lse and D (this thread's copies) are in before
     // the __syncthreads that shows them to the others.
@@ -1048,13 +1159,16 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT))
 /// dQ: block (entry g, query tile of 64 MT rows); the warp owns 16 MT
 /// queries and walks the key tiles (64 rows) they see. Shared memory: Q,
 /// dO, then twice K and V, then with Tma the two barriers.
-template <int Dt, int D, int MT, bool Tma>
-__global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT))
-    attentionTiledQGradKernel(AttentionTiles t,
-                              const __grid_constant__ MapsOf<Tma> maps) {
+template <int Dt, int D, int MT, int Mode>
+__global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT, Mode))
+    attentionTiledQGradKernel(
+        AttentionTiles t, const __grid_constant__ MapsOf<tmaMode(Mode)> maps) {
+  constexpr bool Tma = tmaMode(Mode), Wg = Mode == kWgmmaTiles;
   static_assert(!Tma || MT == 1, "tensor copies fill tiles of kTile rows");
-  TCC_DYNAMIC_SMEM(smem);
-  constexpr int ld = ldTile(D), tile = kTile * ld, rows = blockRows(MT);
+  static_assert(!Wg || D == 64, "wgmma's tiles are one 128-byte span wide");
+  TCC_DYNAMIC_SMEM(smemBase);
+  unsigned char *smem = tilesAt<Mode>(smemBase);
+  constexpr int ld = ldTile(D, Mode), tile = kTile * ld, rows = blockRows(MT);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int gr = lane >> 2, tc = lane & 3;
   long long tiles = (t.tq + rows - 1) / rows;
@@ -1065,13 +1179,13 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT))
   unsigned short *dos = qs + rows * ld, *kv = dos + rows * ld; // K0, V0, ..
   long long kEnd = t.causal && q0 + rows < t.tk ? q0 + rows : t.tk;
   unsigned long long *bars =
-      reinterpret_cast<unsigned long long *>(smem + qGradSmem(D, MT));
+      reinterpret_cast<unsigned long long *>(smem + qGradSmem(D, MT, Mode));
   if constexpr (Tma) {
     initBarriers(bars);
     const TileAt first[4] = {
         tileAt(t, maps.q, ge, q0, qs), tileAt(t, maps.dout, ge, q0, dos),
         tileAt(t, maps.k, ge, 0, kv), tileAt(t, maps.v, ge, 0, kv + tile)};
-    tmaTiles<D>(first, &bars[0]);
+    tmaTiles<D, Mode>(first, &bars[0]);
     __syncthreads(); // the barriers are made
   } else {
     loadTile<D, rows>(t, t.q, t.inputPitch, ge, q0, t.tq, qs);
@@ -1110,7 +1224,7 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT))
   const float scale2 = t.scale * kLog2e;
   for (long long k0 = 0, step = 0; k0 < kEnd; k0 += kTile, ++step) {
     const unsigned short *ks =
-        awaitKeyTiles<D, Tma>(t, maps, kv, bars, ge, k0, step, kEnd);
+        awaitKeyTiles<D, Mode>(t, maps, kv, bars, ge, k0, step, kEnd);
     const unsigned short *vs = ks + tile;
     // Two halves of 32 keys, as in the dK / dV kernel.
     TCC_NO_UNROLL
@@ -1118,8 +1232,13 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT))
       const int c0 = half * kHalf;
       const unsigned short *kh = ks + c0 * ld, *vh = vs + c0 * ld;
       float p[MT][kHalf / 8][4], dp[MT][kHalf / 8][4];
-      productRows<Dt, D, MT, kHalf>(qa, kh, p);
-      productRows<Dt, D, MT, kHalf>(doa, vh, dp);
+      if constexpr (Wg) {
+        wgRows<Dt, kHalf>(qs, kh, p[0]);
+        wgRows<Dt, kHalf>(dos, vh, dp[0]);
+      } else {
+        productRows<Dt, D, MT, kHalf>(qa, kh, p);
+        productRows<Dt, D, MT, kHalf>(doa, vh, dp);
+      }
       TCC_UNROLL
       for (int mi = 0; mi < MT; ++mi) {
         if (plainScores(t, iw + 16 * mi, 16, k0 + c0, kHalf)) {
@@ -1147,7 +1266,10 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT))
         for (int e = 0; e < 4; ++e)
           p[mi][n][e] *= dp[mi][n][e] - dot[mi][e >> 1];
       }
-      productScores<Dt, D, MT, kHalf>(p, kh, dq);
+      if constexpr (Wg)
+        wgScores<Dt, D, kHalf>(p[0], kh, dq[0]);
+      else
+        productScores<Dt, D, MT, kHalf>(p, kh, dq);
     }
     __syncthreads(); // every warp is done with the tiles the next step fills
   }
@@ -1197,30 +1319,60 @@ void launchTiled(long long blocks, int smem, cudaStream_t stream,
   checkLaunch(what);
 }
 
+/// launchTiled of one kernel as a type, so that a launcher can take the
+/// kernels of each way as arguments and instantiate only the one it runs.
+template <class Maps, void (*Kernel)(AttentionTiles, Maps)> struct Launch {
+  static void run(long long blocks, int smem, cudaStream_t stream,
+                  const AttentionTiles &t, const Maps &maps, const char *what) {
+    launchTiled<Maps, Kernel>(blocks, smem, stream, t, maps, what);
+  }
+};
+
+/// The mode of the wgmma kernels of head dim d: wgmma's at 64, tensor
+/// copies elsewhere (kernels a launch never picks, so that no wgmma kernel
+/// of another head dim is built).
+constexpr int wgMode(int d) { return d == 64 ? kWgmmaTiles : kTmaTiles; }
+
 /// The kernels of dtype Dt and head dim D with warps of 16 MT rows (each
 /// kernel's warpTiles): the forward, or the backward's D = rowsum(dO O)
 /// pass, dK / dV and dQ. With `maps` the kernels of 16-row warps take
-/// their tiles by tensor copies (tiledAttentionTma).
+/// their tiles by tensor copies (tiledAttentionTma), and with `wgmma` too
+/// (at D = 64) in the 128-byte swizzle, multiplied by warpgroup products
+/// (tiledAttentionWgmma).
 template <int Dt, int D, int MT>
 void launchTiles(const AttentionTiles &t, bool grad,
-                 const AttentionTileMaps *maps, cudaStream_t stream) {
+                 const AttentionTileMaps *maps, bool wgmma,
+                 cudaStream_t stream) {
   constexpr int fwdMT = warpTiles(kForward, D, MT),
                 kvMT = warpTiles(kKVGrad, D, MT),
                 qMT = warpTiles(kQGrad, D, MT);
+  constexpr bool wgD = D == 64; // the head dim wgmma's kernels are built for
   const NoMaps none;
+  // The three ways of the kernels of 16-row warps (the MT = 1 kernels are
+  // instantiated for this dtype and head dim in any case), else cp.async.
+  auto launch = [&](auto async, auto tma, auto wg, int mt, int smemAsync,
+                    int smemTma, int smemWg, long long blocks,
+                    const char *what) {
+    if (mt == 1 && maps && wgmma && wgD)
+      decltype(wg)::run(blocks, smemWg + kBarrierBytes + kSwizzleAlign, stream,
+                        t, *maps, what);
+    else if (mt == 1 && maps)
+      decltype(tma)::run(blocks, smemTma + kBarrierBytes, stream, t, *maps,
+                         what);
+    else
+      decltype(async)::run(blocks, smemAsync, stream, t, none, what);
+  };
   if (!grad) {
     constexpr int rows = blockRows(fwdMT);
     const long long blocks = t.batch * ((t.tq + rows - 1) / rows);
-    const char *what = "attention (tiled)";
-    // Tensor copies only in kernels of 16-row warps (the MT = 1 kernel is
-    // instantiated for this dtype and head dim in any case).
-    if (fwdMT == 1 && maps)
-      launchTiled<AttentionTileMaps,
-                  attentionTiledForwardKernel<Dt, D, 1, true>>(
-          blocks, forwardSmem(D, 1) + kBarrierBytes, stream, t, *maps, what);
-    else
-      launchTiled<NoMaps, attentionTiledForwardKernel<Dt, D, fwdMT, false>>(
-          blocks, forwardSmem(D, fwdMT), stream, t, none, what);
+    launch(Launch<NoMaps,
+                  attentionTiledForwardKernel<Dt, D, fwdMT, kAsyncTiles>>{},
+           Launch<AttentionTileMaps,
+                  attentionTiledForwardKernel<Dt, D, 1, kTmaTiles>>{},
+           Launch<AttentionTileMaps,
+                  attentionTiledForwardKernel<Dt, D, 1, wgMode(D)>>{},
+           fwdMT, forwardSmem(D, fwdMT), forwardSmem(D, 1),
+           forwardSmem(D, 1, kWgmmaTiles), blocks, "attention (tiled)");
     return;
   }
   long long rows = t.batch * t.tq, dotBlocks = (rows + 7) / 8;
@@ -1245,46 +1397,50 @@ void launchTiles(const AttentionTiles &t, bool grad,
   constexpr int kvRows = blockRows(kvMT), qRows = blockRows(qMT);
   const long long kvBlocks = t.batch * ((t.tk + kvRows - 1) / kvRows),
                   qBlocks = t.batch * ((t.tq + qRows - 1) / qRows);
-  if (kvMT == 1 && maps)
-    launchTiled<AttentionTileMaps, attentionTiledKVGradKernel<Dt, D, 1, true>>(
-        kvBlocks, kvGradSmem(D, 1) + kBarrierBytes, stream, t, *maps, what);
-  else
-    launchTiled<NoMaps, attentionTiledKVGradKernel<Dt, D, kvMT, false>>(
-        kvBlocks, kvGradSmem(D, kvMT), stream, t, none, what);
-  if (qMT == 1 && maps)
-    launchTiled<AttentionTileMaps, attentionTiledQGradKernel<Dt, D, 1, true>>(
-        qBlocks, qGradSmem(D, 1) + kBarrierBytes, stream, t, *maps, what);
-  else
-    launchTiled<NoMaps, attentionTiledQGradKernel<Dt, D, qMT, false>>(
-        qBlocks, qGradSmem(D, qMT), stream, t, none, what);
+  launch(Launch<NoMaps, attentionTiledKVGradKernel<Dt, D, kvMT, kAsyncTiles>>{},
+         Launch<AttentionTileMaps,
+                attentionTiledKVGradKernel<Dt, D, 1, kTmaTiles>>{},
+         Launch<AttentionTileMaps,
+                attentionTiledKVGradKernel<Dt, D, 1, wgMode(D)>>{},
+         kvMT, kvGradSmem(D, kvMT), kvGradSmem(D, 1),
+         kvGradSmem(D, 1, kWgmmaTiles), kvBlocks, what);
+  launch(Launch<NoMaps, attentionTiledQGradKernel<Dt, D, qMT, kAsyncTiles>>{},
+         Launch<AttentionTileMaps,
+                attentionTiledQGradKernel<Dt, D, 1, kTmaTiles>>{},
+         Launch<AttentionTileMaps,
+                attentionTiledQGradKernel<Dt, D, 1, wgMode(D)>>{},
+         qMT, qGradSmem(D, qMT), qGradSmem(D, 1), qGradSmem(D, 1, kWgmmaTiles),
+         qBlocks, what);
 }
 
 /// With warps of 32 rows (`wide`: MT = 2) or 16.
 template <int Dt, int D>
 void launchTiles(const AttentionTiles &t, bool grad, bool wide,
-                 const AttentionTileMaps *maps, cudaStream_t stream) {
+                 const AttentionTileMaps *maps, bool wgmma,
+                 cudaStream_t stream) {
   if (wide)
-    launchTiles<Dt, D, 2>(t, grad, maps, stream);
+    launchTiles<Dt, D, 2>(t, grad, maps, wgmma, stream);
   else
-    launchTiles<Dt, D, 1>(t, grad, maps, stream);
+    launchTiles<Dt, D, 1>(t, grad, maps, wgmma, stream);
 }
 
 template <int Dt>
 void launchByHeadDim(const AttentionTiles &t, bool grad, bool wide,
-                     const AttentionTileMaps *maps, cudaStream_t stream) {
+                     const AttentionTileMaps *maps, bool wgmma,
+                     cudaStream_t stream) {
   switch (t.d) {
   case 16:
-    return launchTiles<Dt, 16>(t, grad, wide, maps, stream);
+    return launchTiles<Dt, 16>(t, grad, wide, maps, wgmma, stream);
   case 32:
-    return launchTiles<Dt, 32>(t, grad, wide, maps, stream);
+    return launchTiles<Dt, 32>(t, grad, wide, maps, wgmma, stream);
   case 64:
-    return launchTiles<Dt, 64>(t, grad, wide, maps, stream);
+    return launchTiles<Dt, 64>(t, grad, wide, maps, wgmma, stream);
   case 80:
-    return launchTiles<Dt, 80>(t, grad, wide, maps, stream);
+    return launchTiles<Dt, 80>(t, grad, wide, maps, wgmma, stream);
   case 96:
-    return launchTiles<Dt, 96>(t, grad, wide, maps, stream);
+    return launchTiles<Dt, 96>(t, grad, wide, maps, wgmma, stream);
   case 128:
-    return launchTiles<Dt, 128>(t, grad, wide, maps, stream);
+    return launchTiles<Dt, 128>(t, grad, wide, maps, wgmma, stream);
   default:
     throw Error("no tiled CUDA attention kernel for head dim " +
                 std::to_string(t.d) + " (it takes 16, 32, 64, 80, 96 or 128)");
@@ -1292,8 +1448,9 @@ void launchByHeadDim(const AttentionTiles &t, bool grad, bool wide,
 }
 
 /// The tensor maps of launch t's operands (the kernels' tiles: D + 8
-/// columns by kTile rows; see tmaTiles).
-void encodeTileMaps(const AttentionTiles &t, bool grad,
+/// columns by kTile rows, see tmaTiles; for wgmma D columns in the
+/// 128-byte swizzle).
+void encodeTileMaps(const AttentionTiles &t, bool grad, bool wgmma,
                     AttentionTileMaps &maps) {
   auto map = [&](CUtensorMap &m, const void *base, long long rows,
                  long long pitch) {
@@ -1303,8 +1460,10 @@ void encodeTileMaps(const AttentionTiles &t, bool grad,
     s.rows = static_cast<unsigned long long>(rows);
     s.outer = static_cast<unsigned long long>(t.batch / t.heads);
     s.pitch = static_cast<unsigned long long>(pitch);
-    s.boxCols = static_cast<unsigned>(ldTile(t.d));
+    s.boxCols =
+        static_cast<unsigned>(ldTile(t.d, wgmma ? kWgmmaTiles : kTmaTiles));
     s.boxRows = kTile;
+    s.swizzle128 = wgmma;
     encodeTileMap(&m, s);
   };
   map(maps.q, t.q, t.tq, t.inputPitch);
@@ -1322,13 +1481,18 @@ void launchTiledAttention(const AttentionTiles &t, bool grad,
   // TCC_CUDA_ATTENTION_COPY fails every launch.
   const bool wide = tiledAttentionWarpRows() == 32;
   AttentionTileMaps maps;
-  const bool tma = tiledAttentionTma(t, grad);
+  // Warpgroup products take their tiles by tensor copies, whatever
+  // TCC_CUDA_ATTENTION_COPY says.
+  const bool wgmma = !wide && tiledAttentionWgmma(t, grad);
+  const bool tma = wgmma || tiledAttentionTma(t, grad);
   if (tma)
-    encodeTileMaps(t, grad, maps);
+    encodeTileMaps(t, grad, wgmma, maps);
   if (t.dtype == kDtBF16)
-    launchByHeadDim<kDtBF16>(t, grad, wide, tma ? &maps : nullptr, stream);
+    launchByHeadDim<kDtBF16>(t, grad, wide, tma ? &maps : nullptr, wgmma,
+                             stream);
   else if (t.dtype == kDtF16)
-    launchByHeadDim<kDtF16>(t, grad, wide, tma ? &maps : nullptr, stream);
+    launchByHeadDim<kDtF16>(t, grad, wide, tma ? &maps : nullptr, wgmma,
+                            stream);
   else
     throw Error("the tiled CUDA attention takes bf16 or f16 operands");
 }
@@ -1344,6 +1508,10 @@ constexpr int smemOf(int d) {
         q = qGradSmem(d, warpTiles(kQGrad, d, mt));
     most = std::max({most, f, kv, q});
   }
+  if (d == 64) // the wgmma kernels, with their alignment
+    most = std::max({most, forwardSmem(d, 1, kWgmmaTiles) + kSwizzleAlign,
+                     kvGradSmem(d, 1, kWgmmaTiles) + kSwizzleAlign,
+                     qGradSmem(d, 1, kWgmmaTiles) + kSwizzleAlign});
   return most + kBarrierBytes;
 }
 
@@ -1360,7 +1528,8 @@ void encodeTileMap(CUtensorMap *map, const TileMapShape &s) {
   const unsigned long long strides[2] = {s.pitch * 2, s.rows * s.pitch * 2};
   const unsigned box[3] = {s.boxCols, s.boxRows, 1};
 #ifdef TCC_CUDA_EMULATE
-  tcc_emu::encodeTileMap(map, s.base, dims, strides, box, 2);
+  tcc_emu::encodeTileMap(map, s.base, dims, strides, box, 2,
+                         s.swizzle128 ? 128 : 0);
 #else
   using Encode = CUresult (*)(CUtensorMap *, CUtensorMapDataType, cuuint32_t,
                               void *, const cuuint64_t *, const cuuint64_t *,
@@ -1383,11 +1552,11 @@ void encodeTileMap(CUtensorMap *map, const TileMapShape &s) {
   const cuuint64_t gdim[3] = {dims[0], dims[1], dims[2]};
   const cuuint64_t gstride[2] = {strides[0], strides[1]};
   const cuuint32_t gbox[3] = {box[0], box[1], box[2]}, ones[3] = {1, 1, 1};
-  CUresult r =
-      encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void *>(s.base),
-             gdim, gstride, gbox, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
-             CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  CUresult r = encode(
+      map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void *>(s.base), gdim,
+      gstride, gbox, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      s.swizzle128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     throw Error("cuTensorMapEncodeTiled refused a tiled attention operand "
                 "(error " +

@@ -147,11 +147,14 @@ __device__ __forceinline__ void mbarWait(unsigned long long *bar,
 /// A 16-bit operand seen as a 3-D tensor for tensor copies: `cols`
 /// contiguous elements a row, `rows` rows `pitch` elements apart, `outer`
 /// blocks of rows `rows * pitch` apart, copied in boxes of boxCols x
-/// boxRows x 1 elements.
+/// boxRows x 1 elements; with swizzle128 in the 128-byte swizzle
+/// (CU_TENSOR_MAP_SWIZZLE_128B: boxCols * 2 <= 128 bytes, and the
+/// destination 1024-byte aligned) that wgmma reads (CudaWgmma.cuh).
 struct TileMapShape {
   const void *base = nullptr;
   unsigned long long cols = 0, rows = 0, outer = 0, pitch = 0;
   unsigned boxCols = 0, boxRows = 0;
+  bool swizzle128 = false;
 };
 
 /// Encodes `s` into `map` (cuTensorMapEncodeTiled, reached through the CUDA

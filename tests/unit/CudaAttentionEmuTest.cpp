@@ -987,6 +987,25 @@ TEST(CudaAttentionEmu, TiledChoice) {
             256);
 }
 
+/// Each of `bad` makes `parse` throw an Error that says "<variable> is
+/// '<bad>'; it takes <takes>".
+template <class F>
+static void expectRefused(F parse, std::initializer_list<std::string> bad,
+                          const std::string &variable,
+                          const std::string &takes) {
+  for (const std::string &b : bad) {
+    try {
+      parse(b.c_str());
+      ADD_FAILURE() << "no error for '" << b << "'";
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find(variable + " is '" + b +
+                                           "'; it takes " + takes),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // TCC_CUDA_ATTENTION picks the kernels; a value it does not know is an
 // error that names it.
 TEST(CudaAttentionEmu, TiledAttentionSetting) {
@@ -994,14 +1013,8 @@ TEST(CudaAttentionEmu, TiledAttentionSetting) {
   EXPECT_TRUE(cuda::tiledAttentionAllowed(""));
   EXPECT_TRUE(cuda::tiledAttentionAllowed("tiled"));
   EXPECT_FALSE(cuda::tiledAttentionAllowed("chunked"));
-  try {
-    cuda::tiledAttentionAllowed("flash");
-    FAIL() << "no error";
-  } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find("TCC_CUDA_ATTENTION is 'flash'"),
-              std::string::npos)
-        << e.what();
-  }
+  expectRefused(cuda::tiledAttentionAllowed, {"flash", "Tiled"},
+                "TCC_CUDA_ATTENTION", "'tiled' or 'chunked'");
 }
 
 // TCC_CUDA_ATTENTION_WARP_ROWS picks the tiled kernels' warps (16 or 32
@@ -1013,17 +1026,8 @@ TEST(CudaAttentionEmu, TiledAttentionWarpRowsSetting) {
   EXPECT_EQ(cuda::attentionWarpRows(""), 16);
   EXPECT_EQ(cuda::attentionWarpRows("16"), 16);
   EXPECT_EQ(cuda::attentionWarpRows("32"), 32);
-  for (std::string bad : {"64", "8", "032", "32 ", "two"}) {
-    try {
-      cuda::attentionWarpRows(bad.c_str());
-      ADD_FAILURE() << "no error for '" << bad << "'";
-    } catch (const Error &e) {
-      EXPECT_NE(std::string(e.what()).find("TCC_CUDA_ATTENTION_WARP_ROWS is '" +
-                                           bad + "'; it takes '16' or '32'"),
-                std::string::npos)
-          << e.what();
-    }
-  }
+  expectRefused(cuda::attentionWarpRows, {"64", "8", "032", "32 ", "two"},
+                "TCC_CUDA_ATTENTION_WARP_ROWS", "'16' or '32'");
   int env = cuda::tiledAttentionWarpRows();
   cuda::setTiledAttentionWarpRows(32);
   EXPECT_EQ(cuda::tiledAttentionWarpRows(), 32);
@@ -1035,28 +1039,56 @@ TEST(CudaAttentionEmu, TiledAttentionWarpRowsSetting) {
   EXPECT_EQ(cuda::tiledAttentionWarpRows(), env);
 }
 
-// The variable itself, in a fresh process (it is read once): 32 selects
-// the wide warps, and a bad value fails the launch that reads it.
-TEST(CudaAttentionEmuDeathTest, TiledAttentionWarpRowsFromTheEnvironment) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
+/// The tests' override of a setting: each of `values`, chosen, is what the
+/// setting reads, and `unset` gives the environment's back.
+template <class T>
+static void expectOverride(T (*get)(), void (*set)(T),
+                           std::initializer_list<T> values, T unset) {
+  T env = get();
+  for (T v : values) {
+    set(v);
+    EXPECT_EQ(get(), v);
+  }
+  set(unset);
+  EXPECT_EQ(get(), env);
+}
+
+/// In a fresh process (a variable is read once): `variable`=`good` makes
+/// `chosen()` true, and `variable`=`bad` fails the launch that reads it
+/// with `message`.
+static void expectFromEnvironment(const char *variable, const char *good,
+                                  bool (*chosen)(), const char *bad, bool grad,
+                                  const std::string &message) {
   EXPECT_EXIT(
       {
-        setenv("TCC_CUDA_ATTENTION_WARP_ROWS", "32", 1);
-        std::exit(cuda::tiledAttentionWarpRows() == 32 ? 0 : 1);
+        setenv(variable, good, 1);
+        std::exit(chosen() ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "");
   EXPECT_EXIT(
       {
-        setenv("TCC_CUDA_ATTENTION_WARP_ROWS", "24", 1);
+        setenv(variable, bad, 1);
         try {
-          cuda::attentionTiledForward(cuda::AttentionTiles{}, nullptr);
+          if (grad)
+            cuda::attentionTiledBackward(cuda::AttentionTiles{}, nullptr);
+          else
+            cuda::attentionTiledForward(cuda::AttentionTiles{}, nullptr);
         } catch (const Error &e) {
           std::fprintf(stderr, "%s\n", e.what());
           std::exit(2);
         }
         std::exit(0);
       },
-      ::testing::ExitedWithCode(2),
+      ::testing::ExitedWithCode(2), message);
+}
+
+// The variable itself, in a fresh process (it is read once): 32 selects
+// the wide warps, and a bad value fails the launch that reads it.
+TEST(CudaAttentionEmuDeathTest, TiledAttentionWarpRowsFromTheEnvironment) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  expectFromEnvironment(
+      "TCC_CUDA_ATTENTION_WARP_ROWS", "32",
+      [] { return cuda::tiledAttentionWarpRows() == 32; }, "24", false,
       "TCC_CUDA_ATTENTION_WARP_ROWS is '24'; it takes '16' or '32'");
 }
 
@@ -1069,51 +1101,21 @@ TEST(CudaAttentionEmu, TiledAttentionCopySetting) {
   EXPECT_EQ(cuda::attentionTileCopies(""), cuda::TileCopies::Async);
   EXPECT_EQ(cuda::attentionTileCopies("async"), cuda::TileCopies::Async);
   EXPECT_EQ(cuda::attentionTileCopies("tma"), cuda::TileCopies::Tma);
-  for (std::string bad : {"TMA", "bulk", "tma ", "1"}) {
-    try {
-      cuda::attentionTileCopies(bad.c_str());
-      ADD_FAILURE() << "no error for '" << bad << "'";
-    } catch (const Error &e) {
-      EXPECT_NE(std::string(e.what()).find("TCC_CUDA_ATTENTION_COPY is '" +
-                                           bad +
-                                           "'; it takes 'async' or "
-                                           "'tma'"),
-                std::string::npos)
-          << e.what();
-    }
-  }
-  cuda::TileCopies env = cuda::tiledAttentionCopies();
-  cuda::setTiledAttentionCopies(cuda::TileCopies::Tma);
-  EXPECT_EQ(cuda::tiledAttentionCopies(), cuda::TileCopies::Tma);
-  cuda::setTiledAttentionCopies(cuda::TileCopies::Async);
-  EXPECT_EQ(cuda::tiledAttentionCopies(), cuda::TileCopies::Async);
-  cuda::setTiledAttentionCopies(cuda::TileCopies::Environment);
-  EXPECT_EQ(cuda::tiledAttentionCopies(), env);
+  expectRefused(cuda::attentionTileCopies, {"TMA", "bulk", "tma ", "1"},
+                "TCC_CUDA_ATTENTION_COPY", "'async' or 'tma'");
+  expectOverride(cuda::tiledAttentionCopies, cuda::setTiledAttentionCopies,
+                 {cuda::TileCopies::Tma, cuda::TileCopies::Async},
+                 cuda::TileCopies::Environment);
 }
 
 // The variable itself, in a fresh process (it is read once): 'tma'
 // selects tensor copies, and a bad value fails the launch that reads it.
 TEST(CudaAttentionEmuDeathTest, TiledAttentionCopyFromTheEnvironment) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(
-      {
-        setenv("TCC_CUDA_ATTENTION_COPY", "tma", 1);
-        std::exit(cuda::tiledAttentionCopies() == cuda::TileCopies::Tma ? 0
-                                                                        : 1);
-      },
-      ::testing::ExitedWithCode(0), "");
-  EXPECT_EXIT(
-      {
-        setenv("TCC_CUDA_ATTENTION_COPY", "bulk", 1);
-        try {
-          cuda::attentionTiledBackward(cuda::AttentionTiles{}, nullptr);
-        } catch (const Error &e) {
-          std::fprintf(stderr, "%s\n", e.what());
-          std::exit(2);
-        }
-        std::exit(0);
-      },
-      ::testing::ExitedWithCode(2),
+  expectFromEnvironment(
+      "TCC_CUDA_ATTENTION_COPY", "tma",
+      [] { return cuda::tiledAttentionCopies() == cuda::TileCopies::Tma; },
+      "bulk", true,
       "TCC_CUDA_ATTENTION_COPY is 'bulk'; it takes 'async' or 'tma'");
 }
 
@@ -1148,6 +1150,64 @@ TEST(CudaAttentionEmu, TensorCopiesFit) {
   u = t;
   u.tq = 1ll << 31;
   EXPECT_FALSE(cuda::attentionTmaFits(u, false, 9));
+}
+
+// TCC_CUDA_ATTENTION_MMA picks how the tiled kernels multiply ('sync' or
+// 'wgmma'); a value it does not know is an error that names it and what it
+// takes. The tests' override gives the environment's back with
+// Environment.
+TEST(CudaAttentionEmu, TiledAttentionProductsSetting) {
+  EXPECT_EQ(cuda::attentionTileProducts(nullptr), cuda::TileProducts::Sync);
+  EXPECT_EQ(cuda::attentionTileProducts(""), cuda::TileProducts::Sync);
+  EXPECT_EQ(cuda::attentionTileProducts("sync"), cuda::TileProducts::Sync);
+  EXPECT_EQ(cuda::attentionTileProducts("wgmma"), cuda::TileProducts::Wgmma);
+  expectRefused(cuda::attentionTileProducts, {"WGMMA", "mma", "wgmma ", "tma"},
+                "TCC_CUDA_ATTENTION_MMA", "'sync' or 'wgmma'");
+  expectOverride(cuda::tiledAttentionProducts, cuda::setTiledAttentionProducts,
+                 {cuda::TileProducts::Wgmma, cuda::TileProducts::Sync},
+                 cuda::TileProducts::Environment);
+}
+
+// The variable itself, in a fresh process (it is read once): 'wgmma'
+// selects warpgroup products, and a bad value fails the launch that reads
+// it.
+TEST(CudaAttentionEmuDeathTest, TiledAttentionProductsFromTheEnvironment) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  expectFromEnvironment(
+      "TCC_CUDA_ATTENTION_MMA", "wgmma",
+      [] {
+        return cuda::tiledAttentionProducts() == cuda::TileProducts::Wgmma;
+      },
+      "hmma", false,
+      "TCC_CUDA_ATTENTION_MMA is 'hmma'; it takes 'sync' or 'wgmma'");
+}
+
+// Warpgroup products need sm_90a itself (compute capability 9.0, not 9.x
+// or 10), head dim 64 and everything tensor copies need; anything else
+// keeps mma.sync.
+TEST(CudaAttentionEmu, WarpgroupProductsFit) {
+  alignas(16) static unsigned short buf[64];
+  cuda::AttentionTiles t;
+  t.q = buf;
+  t.k = buf + 8;
+  t.v = buf + 16;
+  t.dout = buf + 24;
+  t.d = 64;
+  t.heads = 12;
+  t.batch = 24;
+  t.tq = t.tk = 1024;
+  t.inputPitch = 3 * 12 * 64;
+  EXPECT_TRUE(cuda::attentionWgmmaFits(t, true, 9, 0));
+  EXPECT_FALSE(cuda::attentionWgmmaFits(t, true, 10, 0));
+  EXPECT_FALSE(cuda::attentionWgmmaFits(t, true, 9, 1));
+  EXPECT_FALSE(cuda::attentionWgmmaFits(t, true, 8, 0));
+  cuda::AttentionTiles u = t;
+  u.d = 32;
+  u.inputPitch = 3 * 12 * 32;
+  EXPECT_FALSE(cuda::attentionWgmmaFits(u, true, 9, 0));
+  u = t;
+  u.k = buf + 4; // what tensor copies refuse
+  EXPECT_FALSE(cuda::attentionWgmmaFits(u, false, 9, 0));
 }
 
 // prepare refuses what the kernels do not take, naming the operand.

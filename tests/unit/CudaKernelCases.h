@@ -33,6 +33,8 @@ struct KernelCase {
   int attentionWarpRows = 0;
   /// And how they copy tiles (TCC_CUDA_ATTENTION_COPY).
   cuda::TileCopies attentionCopies = cuda::TileCopies::Environment;
+  /// And how they multiply them (TCC_CUDA_ATTENTION_MMA).
+  cuda::TileProducts attentionProducts = cuda::TileProducts::Environment;
 };
 
 /// A test's choice for one of the tiled attention's settings while in
@@ -53,12 +55,19 @@ using AttentionCopiesScope =
     SettingScope<cuda::TileCopies, cuda::setTiledAttentionCopies,
                  cuda::TileCopies::Environment>;
 
-/// Both of a case's settings.
+/// How the kernels multiply their tiles.
+using AttentionProductsScope =
+    SettingScope<cuda::TileProducts, cuda::setTiledAttentionProducts,
+                 cuda::TileProducts::Environment>;
+
+/// All of a case's settings.
 struct CaseScope {
   explicit CaseScope(const KernelCase &c)
-      : rows(c.attentionWarpRows), copies(c.attentionCopies) {}
+      : rows(c.attentionWarpRows), copies(c.attentionCopies),
+        products(c.attentionProducts) {}
   AttentionWarpRowsScope rows;
   AttentionCopiesScope copies;
+  AttentionProductsScope products;
 };
 
 inline double rtolFor(DType t) {
@@ -664,17 +673,24 @@ inline void attentionCases(std::vector<KernelCase> &cases) {
   // chunk loop. Each with warps of 16 rows (64-row blocks) and of 32 (128-row
   // blocks where the head dim has them: TCC_CUDA_ATTENTION_WARP_ROWS). And
   // with tensor copies (TCC_CUDA_ATTENTION_COPY=tma; the kernels of 16-row
-  // warps, so with 32 rows those of the head dims that keep 16).
-  for (bool tma : {false, true})
+  // warps, so with 32 rows those of the head dims that keep 16), and with
+  // warpgroup products (TCC_CUDA_ATTENTION_MMA=wgmma: head dim 64, 16-row
+  // warps; the rest as before), in both 16-bit types.
+  for (int way : {0, 1, 2}) // cp.async, tensor copies, wgmma
     for (int rows : {16, 32})
       for (DType t : {DType::BF16, DType::F16}) {
-        if (tma && t == DType::F16)
+        if ((way == 1 && t == DType::F16) || (way == 2 && rows == 32))
           continue; // the copies do not depend on the dtype
         KernelCase c{std::string("attention_tiled_") + dtypeName(t) +
-                     (rows == 32 ? "_warp_rows_32" : "") + (tma ? "_tma" : "")};
+                     (rows == 32 ? "_warp_rows_32" : "") +
+                     (way == 1   ? "_tma"
+                      : way == 2 ? "_wgmma"
+                                 : "")};
         c.attentionWarpRows = rows;
         c.attentionCopies =
-            tma ? cuda::TileCopies::Tma : cuda::TileCopies::Async;
+            way == 1 ? cuda::TileCopies::Tma : cuda::TileCopies::Async;
+        c.attentionProducts =
+            way == 2 ? cuda::TileProducts::Wgmma : cuda::TileProducts::Sync;
         OneProgram &p = c.prog;
         attentionPair(p, t, {2}, 70, 130, 32, 32, {}, true, c.outs);
         attentionPair(p, t, {3}, 130, 70, 16, 16, {3, 130, 70}, true, c.outs);

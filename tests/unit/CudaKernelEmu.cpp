@@ -41,7 +41,8 @@ struct Fiber {
   void *tsanFiber = nullptr;
 };
 
-/// A barrier: group 0 is the block, group 1 + w warp w.
+/// A barrier: group 0 is the block, group 1 + w warp w, then group 1 +
+/// warps + i warpgroup i.
 struct Group {
   int count = 0, arrived = 0, gen = 0;
 };
@@ -219,6 +220,7 @@ void runBlock(int threads, dim3 block) {
       std::abort();
     }
   }
+  wgmmaBlockEnded();
   // A block that ends before its copies are waited for lets a GPU write
   // its shared memory after it is gone (another block's, by then).
   for (const MBarrier &b : mbarriers)
@@ -236,6 +238,9 @@ namespace {
 std::vector<unsigned char> sharedBytes; // dynamic shared memory (+ alignment)
 unsigned char *sharedBase = nullptr;
 size_t sharedSize = 0;
+/// The window address of the first byte of dynamic shared memory.
+constexpr unsigned kWindowStart = 0x80;
+int warpCount = 0; // of the launch's blocks
 
 [[noreturn]] void fail(const char *what) {
   std::fprintf(stderr, "CUDA emulator: %s (block %u,%u,%u, thread %d)\n", what,
@@ -304,8 +309,11 @@ void launch(dim3 grid, dim3 block, const std::function<void()> &f,
   body = &f;
   if (fibers.size() < 1024)
     fibers.resize(1024);
-  groups.assign(1 + (threads + 31) / 32, Group{});
+  warpCount = (threads + 31) / 32;
+  groups.assign(1 + warpCount + (threads + 127) / 128, Group{});
   groups[0].count = threads;
+  for (int i = 0; i * 128 < threads; ++i) // warpgroups
+    groups[1 + warpCount + i].count = std::min(128, threads - 128 * i);
   sharedBytes.assign(smem + 128, 0);
   sharedSize = smem;
   sharedBase = sharedBytes.data() +
@@ -354,6 +362,37 @@ void warpAllGather(const void *mine, size_t bytes, void *all) {
 
 unsigned laneIndex() { return static_cast<unsigned>(linearThread() & 31); }
 
+unsigned threadInBlock() { return static_cast<unsigned>(linearThread()); }
+
+void warpgroupAllGather(const void *mine, size_t bytes, void *all) {
+  if (bytes > sizeof gatherSlots[0])
+    fail("a warpgroup gather of more than 64 bytes a thread");
+  int t = linearThread(), group = 1 + warpCount + t / 128;
+  if (groups[group].count != 128)
+    fail("a warpgroup collective in a block whose threads are not whole "
+         "warpgroups of 128");
+  std::memcpy(gatherSlots[t], mine, bytes);
+  wait(group);
+  for (int l = 0; l < 128; ++l)
+    std::memcpy(static_cast<unsigned char *>(all) + l * bytes,
+                gatherSlots[(t & ~127) + l], bytes);
+  wait(group);
+}
+
+unsigned sharedAddress(const void *p) {
+  auto *c = static_cast<const unsigned char *>(p);
+  if (c < sharedBase || c > sharedBase + sharedSize)
+    fail("a shared-memory address of a pointer outside shared memory");
+  return kWindowStart + static_cast<unsigned>(c - sharedBase);
+}
+
+unsigned char *sharedAt(unsigned at, size_t bytes) {
+  unsigned char *p = sharedBase + (static_cast<long long>(at) - kWindowStart);
+  if (at < kWindowStart || !inShared(p, bytes))
+    fail("a shared-memory window address outside the block's shared memory");
+  return p;
+}
+
 void mbarInit(void *bar, unsigned count) {
   checkBarrierWord(bar);
   if (count < 1)
@@ -377,7 +416,7 @@ namespace {
 struct TileMap {
   const unsigned char *base;
   unsigned long long dims[3], strides[2];
-  unsigned box[3], elementBytes;
+  unsigned box[3], elementBytes, swizzle;
 };
 static_assert(sizeof(TileMap) <= sizeof(CUtensorMap),
               "a tile map fits a CUtensorMap");
@@ -385,12 +424,21 @@ static_assert(sizeof(TileMap) <= sizeof(CUtensorMap),
 
 void encodeTileMap(void *map, const void *base, const unsigned long long *dims,
                    const unsigned long long *strides, const unsigned *box,
-                   unsigned elementBytes) {
+                   unsigned elementBytes, unsigned swizzle) {
+  if (swizzle != 0 && (swizzle != 128 || box[0] * elementBytes != 128)) {
+    std::fprintf(stderr,
+                 "CUDA emulator: a tensor map of %u-byte swizzle and %u-byte "
+                 "box rows (the emulator models none, or 128 with rows of "
+                 "128 bytes)\n",
+                 swizzle, box[0] * elementBytes);
+    std::abort();
+  }
   TileMap m{static_cast<const unsigned char *>(base),
             {dims[0], dims[1], dims[2]},
             {strides[0], strides[1]},
             {box[0], box[1], box[2]},
-            elementBytes};
+            elementBytes,
+            swizzle};
   std::memset(map, 0, sizeof(CUtensorMap));
   std::memcpy(map, &m, sizeof m);
 }
@@ -401,10 +449,15 @@ void tensorCopy3dToShared(void *dst, const void *map, int c0, int c1, int c2,
   std::memcpy(&m, map, sizeof m);
   const size_t row = size_t(m.box[0]) * m.elementBytes,
                bytes = row * m.box[1] * m.box[2];
-  if (reinterpret_cast<uintptr_t>(dst) % 128 != 0)
-    fail("a tensor copy to shared memory that is not 128-byte aligned");
   if (!inShared(dst, bytes))
     fail("a tensor copy to outside the block's shared memory");
+  if (sharedAddress(dst) % 128 != 0)
+    fail("a tensor copy to shared memory that is not 128-byte aligned");
+  // The swizzle is of the shared address's bits 7-9 (the row in its
+  // 1024-byte block), which the copy engine takes as 0 at dst.
+  if (m.swizzle && sharedAddress(dst) % 1024 != 0)
+    fail("a 128-byte-swizzled tensor copy to shared memory that is not "
+         "1024-byte aligned");
   MBarrier &b = mbarrierAt(bar);
   Copy c{dst, std::vector<unsigned char>(bytes, 0)};
   for (unsigned z = 0; z < m.box[2]; ++z)
@@ -415,8 +468,10 @@ void tensorCopy3dToShared(void *dst, const void *map, int c0, int c1, int c2,
         if (gx < 0 || gy < 0 || gz < 0 || gx >= (long long)m.dims[0] ||
             gy >= (long long)m.dims[1] || gz >= (long long)m.dims[2])
           continue; // outside the tensor: zeros
-        std::memcpy(c.bytes.data() + (z * m.box[1] + y) * row +
-                        x * m.elementBytes,
+        size_t at = (z * m.box[1] + y) * row + x * m.elementBytes;
+        if (m.swizzle) // chunk (at >> 4) & 7 of row (at >> 7) & 7
+          at ^= ((at >> 7) & 7) << 4;
+        std::memcpy(c.bytes.data() + at,
                     m.base + gz * m.strides[1] + gy * m.strides[0] +
                         gx * m.elementBytes,
                     m.elementBytes);

@@ -61,6 +61,22 @@ unsigned long long exchangeXor(unsigned long long bits, int laneMask);
 void warpAllGather(const void *mine, size_t bytes, void *all);
 /// The running fiber's lane in its warp.
 unsigned laneIndex();
+/// The running fiber's thread index in its block (x fastest).
+unsigned threadInBlock();
+/// warpAllGather over the running fiber's warpgroup (warps 4 i .. 4 i + 3,
+/// 128 threads): all[128 * bytes].
+void warpgroupAllGather(const void *mine, size_t bytes, void *all);
+
+/// The shared-window address of p, a byte of the block's dynamic shared
+/// memory, as a GPU's __cvta_generic_to_shared gives it: what tensor
+/// copies' and wgmma's 128-byte swizzle takes its XOR from. Here dynamic
+/// shared memory starts at window address 0x80, 128-byte aligned but not
+/// 1024-byte aligned, so a kernel that needs a 1024-byte aligned tile must
+/// align it itself.
+unsigned sharedAddress(const void *p);
+/// The bytes at window address `at` (all `bytes` of them inside the
+/// block's dynamic shared memory, or the test aborts).
+unsigned char *sharedAt(unsigned at, size_t bytes);
 
 // sm_90's shared-memory barriers (mbarrier) and the tensor copies that
 // complete on them (runtime/cuda/CudaTma.cuh). A barrier's phase completes
@@ -84,17 +100,45 @@ void mbarArriveExpectTx(void *bar, unsigned bytes);
 /// What encodeTileMap records in a CUtensorMap (128 bytes): a 3-D tensor
 /// of `elementBytes`-byte elements at `base`, dims[0] contiguous,
 /// strides[i] bytes between steps of dimension i + 1, read in boxes of
-/// box[0] x box[1] x box[2] elements.
+/// box[0] x box[1] x box[2] elements; `swizzle` 0 or 128
+/// (CU_TENSOR_MAP_SWIZZLE_128B, modelled for boxes of 128-byte rows).
 void encodeTileMap(void *map, const void *base, const unsigned long long *dims,
                    const unsigned long long *strides, const unsigned *box,
-                   unsigned elementBytes);
+                   unsigned elementBytes, unsigned swizzle = 0);
 /// cp.async.bulk.tensor.3d global -> shared completing on `bar`: the box
-/// at (c0, c1, c2), zeros where it leaves the tensor, into `dst` densely.
+/// at (c0, c1, c2), zeros where it leaves the tensor, into `dst` densely
+/// (with the 128-byte swizzle: 16-byte chunk c of row r at c ^ (r % 8),
+/// into a 1024-byte aligned `dst`).
 void tensorCopy3dToShared(void *dst, const void *map, int c0, int c1, int c2,
                           void *bar);
 /// Waits until the phase of parity `parity` has completed (other threads
 /// run meanwhile), then lands its copies.
 void mbarWait(void *bar, unsigned parity);
+
+// sm_90a's warpgroup products (runtime/cuda/CudaWgmma.cuh;
+// CudaWgmmaEmu.cpp). A product is a collective of the warpgroup's 128
+// threads; each computes its accumulator fragment from the operands (A
+// from the threads' registers or, like B, from shared memory through a
+// 128-byte-swizzle descriptor) at issue, but its registers receive the
+// result only at the wgmmaWait that covers its committed group, so a
+// kernel that reads an accumulator early, or never commits, sees stale
+// values. Operands that differ across the warpgroup, a descriptor of
+// another layout and a block ending with products not waited for abort.
+
+/// wgmma.mma_async m64nNk16 with f32 accumulation, dt 2 (bf16) or 3
+/// (f16): d (N / 2 floats, the fragment layout of CudaWgmma.cuh) = A B +
+/// (accumulate ? d : 0). A: `a` (4 registers, the m16k16 fragment of the
+/// warp's rows), or with a == nullptr K-major in shared memory through
+/// descA. B through descB: MN-major when transB, else K-major.
+void wgmma(int dt, int n, float *d, const unsigned *a, unsigned long long descA,
+           unsigned long long descB, bool transB, bool accumulate);
+void wgmmaFence();
+void wgmmaCommit();
+/// Waits until at most `pending` committed groups are outstanding.
+void wgmmaWait(int pending);
+/// Aborts unless every thread of the block waited for its products (the
+/// emulator calls it as a block ends).
+void wgmmaBlockEnded();
 
 template <class K> struct Launcher {
   K kernel;

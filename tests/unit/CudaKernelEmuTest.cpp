@@ -160,6 +160,34 @@ TEST(CudaKernelEmuAttention, TileCopiesAgreeBitForBit) {
     EXPECT_EQ(got[0][id], got[1][id]) << "tensor " << p.info(id).name;
 }
 
+// Warpgroup products (TCC_CUDA_ATTENTION_MMA=wgmma) on swizzled tiles
+// agree bit for bit with mma.sync on padded ones: the emulator sums each
+// product in the same order, so any difference is a tile, descriptor,
+// swizzle or fragment out of place. Head dim 64 (the one wgmma's kernels
+// take): whole and partial tiles, causal with Tq < Tk and Tq > Tk, no
+// mask and a mask, both layouts and one fused projection, bf16 and f16.
+TEST(CudaKernelEmuAttention, WarpgroupProductsAgreeBitForBit) {
+  for (DType t : {DType::BF16, DType::F16}) {
+    OneProgram p;
+    std::vector<int32_t> outs;
+    attentionPair(p, t, {1}, 150, 150, 64, 64, {}, true, outs);
+    attentionPair(p, t, {1}, 128, 128, 64, 64, {}, false, outs);
+    attentionPair(p, t, {2}, 30, 150, 64, 64, {}, true, outs);
+    attentionPair(p, t, {1}, 130, 70, 64, 64, {1, 130, 70}, true, outs);
+    attentionPair(p, t, {}, 65, 65, 64, 64, {1, 65}, false, outs, 2);
+    attentionPair(p, t, {2}, 70, 70, 64, 64, {}, true, outs, 3, true);
+    std::vector<std::vector<uint8_t>> got[2];
+    for (int wg : {0, 1}) {
+      AttentionProductsScope products(wg ? cuda::TileProducts::Wgmma
+                                         : cuda::TileProducts::Sync);
+      got[wg] = runEmulated(p);
+    }
+    for (int32_t id : outs)
+      EXPECT_EQ(got[0][id], got[1][id])
+          << dtypeName(t) << " tensor " << p.info(id).name;
+  }
+}
+
 // The multi-tensor AdamW launch over a table of three tensors equals three
 // single updates on the CPU (the first also writes its bf16 copy).
 TEST(CudaKernelEmuAdamW, MultiTensorLaunch) {
