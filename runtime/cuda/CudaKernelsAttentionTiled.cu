@@ -377,35 +377,32 @@ __device__ __forceinline__ void productScores(const float (*p)[N / 8][4],
   }
 }
 
-/// wgmma's form of productRows (MT = 1, D = 64): acc, the warpgroup's 64 x
-/// N f32 (the thread's N / 8 fragments, as mma.sync's), = rows 0..63 of
-/// tile `a` times rows 0..N-1 of tile `b` transposed, both swizzled and
-/// K-major; each k16 step starts 32 bytes further into their rows.
+// wgmma's forms of productRows and productScores (MT = 1, D = 64), in
+// pieces, so that a kernel can issue independent products together and
+// wait once: between wgmmaFence and wgmmaCommit it issues, after
+// wgmmaWaitAll it holds (wgmmaHold) what the products wrote and, for a
+// register A, the registers they read, which must not change before the
+// wait.
+
+/// Issues acc, the warpgroup's 64 x N f32 (the thread's N / 8 fragments,
+/// as mma.sync's), = rows 0..63 of tile `a` times rows 0..N-1 of tile `b`
+/// transposed, both swizzled and K-major. A k16 step further is 32 bytes:
+/// 2 in the start address's 16-byte units, the descriptor's low bits.
 template <int Dt, int N>
 __device__ __forceinline__ void
-wgRows(const unsigned short *a, const unsigned short *b, float (*acc)[4]) {
-  // A step further is 32 bytes: 2 in the start address's 16-byte units,
-  // the descriptor's low bits (smaller than the 14 bits they have).
+wgRowsIssue(const unsigned short *a, const unsigned short *b, float (*acc)[4]) {
   const unsigned long long da = wgmmaDesc(smemAddress(a), 16, kSwizzleAlign),
                            db = wgmmaDesc(smemAddress(b), 16, kSwizzleAlign);
-  wgmmaHold<N>(acc);
-  wgmmaFence();
   TCC_UNROLL
   for (int kk = 0; kk < 4; ++kk)
     wgmmaSS<Dt, N>(acc, da + 2 * kk, db + 2 * kk, kk);
-  wgmmaCommit();
-  wgmmaWaitAll();
-  wgmmaHold<N>(acc);
 }
 
-/// wgmma's form of productScores (MT = 1): acc (64 x D f32) += P times rows
-/// 0..N-1 of the swizzled tile `b`, which is MN-major for the product (its
-/// rows are K); P the warp's 16 x N score fragments `p` rounded to 16
-/// bits, from registers. Each k16 step is 16 rows, 2 blocks of 8, further.
-template <int Dt, int D, int N>
-__device__ __forceinline__ void
-wgScores(const float (*p)[4], const unsigned short *b, float (*acc)[4]) {
-  unsigned fa[N / 16][4];
+/// P, the warp's 16 x N score fragments, rounded to 16 bits as wgmma's
+/// register A: one m16k16 fragment per 16 columns.
+template <int Dt, int N>
+__device__ __forceinline__ void packScores(const float (*p)[4],
+                                           unsigned (*fa)[4]) {
   TCC_UNROLL
   for (int kk = 0; kk < N / 16; ++kk) {
     fa[kk][0] = pack2<Dt>(p[2 * kk][0], p[2 * kk][1]);
@@ -413,17 +410,59 @@ wgScores(const float (*p)[4], const unsigned short *b, float (*acc)[4]) {
     fa[kk][2] = pack2<Dt>(p[2 * kk + 1][0], p[2 * kk + 1][1]);
     fa[kk][3] = pack2<Dt>(p[2 * kk + 1][2], p[2 * kk + 1][3]);
   }
-  // A step further is 2048 bytes: 128 in the start address's units.
+}
+
+/// Issues acc (64 x D f32) += P times rows 0..N-1 of the swizzled tile `b`,
+/// MN-major for the product (its rows are K), P packed in `fa`. A k16 step
+/// further is 16 rows, 2048 bytes: 128 in the start address's units.
+template <int Dt, int D, int N>
+__device__ __forceinline__ void wgScoresIssue(const unsigned (*fa)[4],
+                                              const unsigned short *b,
+                                              float (*acc)[4]) {
   const unsigned long long db = wgmmaDesc(
       smemAddress(b), tileBytes(D, kTile, kWgmmaTiles), kSwizzleAlign);
-  wgmmaHold<D>(acc);
-  wgmmaFence();
   TCC_UNROLL
   for (int kk = 0; kk < N / 16; ++kk)
     wgmmaRS<Dt, D>(acc, fa[kk], db + 2 * kSwizzleAlign / 16 * kk);
+}
+
+/// Keeps packed registers alive, unchanged, until here (after the wait of
+/// the products that read them).
+template <int N> __device__ __forceinline__ void holdPacked(unsigned (*fa)[4]) {
+#ifndef TCC_CUDA_EMULATE
+  TCC_UNROLL
+  for (int kk = 0; kk < N / 16; ++kk)
+    asm volatile(""
+                 : "+r"(fa[kk][0]), "+r"(fa[kk][1]), "+r"(fa[kk][2]),
+                   "+r"(fa[kk][3])::"memory");
+#else
+  (void)fa;
+#endif
+}
+
+/// productRows by wgmma, waited for.
+template <int Dt, int N>
+__device__ __forceinline__ void
+wgRows(const unsigned short *a, const unsigned short *b, float (*acc)[4]) {
+  wgmmaFence();
+  wgRowsIssue<Dt, N>(a, b, acc);
+  wgmmaCommit();
+  wgmmaWaitAll();
+  wgmmaHold<N>(acc);
+}
+
+/// productScores by wgmma, waited for.
+template <int Dt, int D, int N>
+__device__ __forceinline__ void
+wgScores(const float (*p)[4], const unsigned short *b, float (*acc)[4]) {
+  unsigned fa[N / 16][4];
+  packScores<Dt, N>(p, fa);
+  wgmmaFence();
+  wgScoresIssue<Dt, D, N>(fa, b, acc);
   wgmmaCommit();
   wgmmaWaitAll();
   wgmmaHold<D>(acc);
+  holdPacked<N>(fa);
 }
 
 /// Entry g's place in the operands' layout: attentionRowOffset's g / heads
@@ -556,12 +595,15 @@ __device__ __forceinline__ void loadRowStats(const AttentionTiles &t,
 // the phase of parity (s >> 1) & 1.
 constexpr int kBarrierBytes = 16;
 
-/// The kernels' tensor maps (64-byte aligned, as TMA wants them): q, k, v
-/// and dO; a __grid_constant__ kernel parameter, so that their addresses
-/// are the parameters' own. NoMaps in the kernels that copy by cp.async.
-struct alignas(64) AttentionTileMaps {
+/// The kernels' tensor maps (at least 64-byte aligned, as TMA wants them:
+/// CUtensorMap itself is, 128 in CUDA 13): q, k, v and dO; a
+/// __grid_constant__ kernel parameter, so that their addresses are the
+/// parameters' own. NoMaps in the kernels that copy by cp.async.
+struct AttentionTileMaps {
   CUtensorMap q, k, v, dout;
 };
+static_assert(alignof(AttentionTileMaps) >= 64,
+              "TMA reads 64-byte aligned maps");
 struct NoMaps {};
 template <bool Tma>
 using MapsOf = std::conditional_t<Tma, AttentionTileMaps, NoMaps>;
@@ -1085,11 +1127,19 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT, Mode))
         dd[n][u] = dot[col];
       }
       // S^T = K Q^T; P^T = exp(score - lse), 0 where there is no score.
-      float p[MT][kHalf / 8][4];
-      if constexpr (Wg)
-        wgRows<Dt, kHalf>(ks, qh, p[0]);
-      else
+      // wgmma: dP^T = V dO^T (below) at once, one wait for both.
+      float p[MT][kHalf / 8][4], dp[MT][kHalf / 8][4];
+      if constexpr (Wg) {
+        wgmmaFence();
+        wgRowsIssue<Dt, kHalf>(ks, qh, p[0]);
+        wgRowsIssue<Dt, kHalf>(vs, doh, dp[0]);
+        wgmmaCommit();
+        wgmmaWaitAll();
+        wgmmaHold<kHalf>(p[0]);
+        wgmmaHold<kHalf>(dp[0]);
+      } else {
         productRows<Dt, D, MT, kHalf>(ka, qh, p);
+      }
       TCC_UNROLL
       for (int mi = 0; mi < MT; ++mi) {
         if (plainScores(t, q0 + c0, kHalf, jw + 16 * mi, 16)) {
@@ -1110,17 +1160,18 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT, Mode))
           x = y == kNegInf ? 0.0f : exp2Fast(fmaF(y, kLog2e, -lse2[n][e & 1]));
         }
       }
-      // dV += P^T dO.
-      if constexpr (Wg)
-        wgScores<Dt, D, kHalf>(p[0], doh, dv[0]);
-      else
+      // dV += P^T dO (wgmma: issued, running while dS is computed).
+      [[maybe_unused]] unsigned fp[kHalf / 16][4], fs[kHalf / 16][4];
+      if constexpr (Wg) {
+        packScores<Dt, kHalf>(p[0], fp);
+        wgmmaFence();
+        wgScoresIssue<Dt, D, kHalf>(fp, doh, dv[0]);
+      } else {
         productScores<Dt, D, MT, kHalf>(p, doh, dv);
+      }
       // dP^T = V dO^T, then dS^T / scale = P^T (dP^T - D) over P^T (the
       // scale multiplies dK once, at the store).
-      float dp[MT][kHalf / 8][4];
-      if constexpr (Wg)
-        wgRows<Dt, kHalf>(vs, doh, dp[0]);
-      else
+      if constexpr (!Wg)
         productRows<Dt, D, MT, kHalf>(va, doh, dp);
       TCC_UNROLL
       for (int mi = 0; mi < MT; ++mi)
@@ -1129,11 +1180,20 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT, Mode))
         TCC_UNROLL
       for (int e = 0; e < 4; ++e)
         p[mi][n][e] = p[mi][n][e] * (dp[mi][n][e] - dd[n][e & 1]);
-      // dK += dS^T Q.
-      if constexpr (Wg)
-        wgScores<Dt, D, kHalf>(p[0], qh, dk[0]);
-      else
+      // dK += dS^T Q (wgmma: one wait for dV and dK).
+      if constexpr (Wg) {
+        packScores<Dt, kHalf>(p[0], fs);
+        wgmmaFence();
+        wgScoresIssue<Dt, D, kHalf>(fs, qh, dk[0]);
+        wgmmaCommit();
+        wgmmaWaitAll();
+        wgmmaHold<D>(dv[0]);
+        wgmmaHold<D>(dk[0]);
+        holdPacked<kHalf>(fp);
+        holdPacked<kHalf>(fs);
+      } else {
         productScores<Dt, D, MT, kHalf>(p, qh, dk);
+      }
     }
     // Tma: the next step's lse and D (this thread's copies) are in before
     // the __syncthreads that shows them to the others.
@@ -1232,9 +1292,14 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT, Mode))
       const int c0 = half * kHalf;
       const unsigned short *kh = ks + c0 * ld, *vh = vs + c0 * ld;
       float p[MT][kHalf / 8][4], dp[MT][kHalf / 8][4];
-      if constexpr (Wg) {
-        wgRows<Dt, kHalf>(qs, kh, p[0]);
-        wgRows<Dt, kHalf>(dos, vh, dp[0]);
+      if constexpr (Wg) { // both issued, one wait
+        wgmmaFence();
+        wgRowsIssue<Dt, kHalf>(qs, kh, p[0]);
+        wgRowsIssue<Dt, kHalf>(dos, vh, dp[0]);
+        wgmmaCommit();
+        wgmmaWaitAll();
+        wgmmaHold<kHalf>(p[0]);
+        wgmmaHold<kHalf>(dp[0]);
       } else {
         productRows<Dt, D, MT, kHalf>(qa, kh, p);
         productRows<Dt, D, MT, kHalf>(doa, vh, dp);

@@ -13,7 +13,7 @@
 # kernels to profile with Nsight Compute). OUTDIR receives at most eight
 # files (what the device tool of this workplace brings back):
 #   checks.txt     run.sh --parts unit-cuda,train
-#   ab.txt         tcc-run bench --profile of the largest GPT-2 artifact by
+#   ab.txt         tcc-run bench --profile-shapes of the largest GPT-2 artifact by
 #                  each runner (bin/tcc-run last), then batch by batch
 #   gpt2.txt, gpt2_small.md, gpt2_small_profile.json   run.sh --parts gpt2
 #   ncu.txt        Nsight Compute (speed of light, memory, occupancy, warp
@@ -72,7 +72,7 @@ if [ -d "$G" ]; then
     [ -x "$v" ] && [ -n "$largest" ] || continue
     echo "== $(basename "$v") b$largest" >> "$OUT/ab.txt"
     timeout 40 "$v" bench "$G/b$largest.tcc" --steps 3 --warmup 1 --device cuda \
-      --only compiled --profile >> "$OUT/ab.txt" 2>&1
+      --only compiled --profile-shapes >> "$OUT/ab.txt" 2>&1
   done
   for a in "$G"/b*.tcc; do
     echo "== $(basename "$RUN") $(basename "$a")" >> "$OUT/ab.txt"
@@ -109,8 +109,10 @@ UNIT="$ART/bin/tcc_unit_tests"
 CS="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
 for tool in racecheck memcheck; do
   echo "== $tool" >> "$OUT/sanitize.txt"
-  timeout 40 "$CS" --tool "$tool" --error-exitcode 9 "$UNIT" \
-    --gtest_filter='CudaKernels/CudaKernelCase.MatchesTheCpu/attention_tiled_bf16' \
+  # The tensor-copy and warpgroup-product kernels (the cp.async ones were
+  # clean on 2026-11-26).
+  timeout 60 "$CS" --tool "$tool" --error-exitcode 9 "$UNIT" \
+    --gtest_filter='CudaKernels/CudaKernelCase.MatchesTheCpu/attention_tiled_bf16_tma:CudaKernels/CudaKernelCase.MatchesTheCpu/attention_tiled_bf16_wgmma' \
     >> "$OUT/sanitize.txt" 2>&1
   echo "exit status $?" >> "$OUT/sanitize.txt"
 done

@@ -52,6 +52,35 @@ INSTANTIATE_TEST_SUITE_P(CudaKernels, CudaKernelCase,
                            return i.param;
                          });
 
+// On an H100 (compute capability 9.0) with this runtime built for sm_90a,
+// TCC_CUDA_ATTENTION_MMA=wgmma does pick warpgroup products for GPT-2's
+// shapes, so the attention_tiled_*_wgmma cases test them and not mma.sync.
+TEST(CudaKernels, WarpgroupProductsRunOnSm90) {
+  TCC_REQUIRE_GPU();
+  int dev = 0, major = 0, minor = 0;
+  TCC_CUDA_CHECK(cudaGetDevice(&dev));
+  TCC_CUDA_CHECK(
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  TCC_CUDA_CHECK(
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  if (major != 9 || minor != 0)
+    GTEST_SKIP() << "wgmma is sm_90a's; this GPU is " << major << "." << minor;
+  alignas(16) static unsigned short buf[64];
+  cuda::AttentionTiles t;
+  t.q = buf;
+  t.k = buf + 8;
+  t.v = buf + 16;
+  t.dout = buf + 24;
+  t.d = 64;
+  t.heads = 12;
+  t.batch = 384;
+  t.tq = t.tk = 1024;
+  t.inputPitch = 3 * 12 * 64;
+  AttentionProductsScope products(cuda::TileProducts::Wgmma);
+  EXPECT_TRUE(cuda::tiledAttentionWgmma(t, false));
+  EXPECT_TRUE(cuda::tiledAttentionWgmma(t, true));
+}
+
 // Consecutive AdamW updates run as one launch.
 TEST(CudaKernels, AdamWRunsAsOneMultiTensorLaunch) {
   TCC_REQUIRE_GPU();
