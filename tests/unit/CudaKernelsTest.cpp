@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CudaKernelCases.h"
+#include "CudaWgmmaProbe.h"
 
 #include "runtime/cuda/CudaAttention.h"
 #include "runtime/cuda/CudaCheck.h"
@@ -79,6 +80,45 @@ TEST(CudaKernels, WarpgroupProductsRunOnSm90) {
   AttentionProductsScope products(cuda::TileProducts::Wgmma);
   EXPECT_TRUE(cuda::tiledAttentionWgmma(t, false));
   EXPECT_TRUE(cuda::tiledAttentionWgmma(t, true));
+}
+
+// wgmma's layouts on the hardware (CudaWgmmaProbe.h; the emulator runs
+// the same kernel in CudaWgmmaEmuTest.cpp): if the attention's wgmma cases
+// fail on a GPU, this says which operand form the hardware reads otherwise
+// than the emulator.
+TEST(CudaKernels, WgmmaProbeGivesThePlainProducts) {
+  TCC_REQUIRE_GPU();
+  int dev = 0, major = 0, minor = 0;
+  TCC_CUDA_CHECK(cudaGetDevice(&dev));
+  TCC_CUDA_CHECK(
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  TCC_CUDA_CHECK(
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  if (major != 9 || minor != 0)
+    GTEST_SKIP() << "wgmma is sm_90a's; this GPU is " << major << "." << minor;
+  ProbeMatrix a(3), b(4);
+  void *pa = nullptr, *pb = nullptr, *pout = nullptr;
+  const size_t bytes = a.bits.size() * 2;
+  TCC_CUDA_CHECK(cudaMalloc(&pa, bytes));
+  TCC_CUDA_CHECK(cudaMalloc(&pb, bytes));
+  TCC_CUDA_CHECK(cudaMalloc(&pout, kWgmmaProbeOut * sizeof(float)));
+  auto *da = static_cast<unsigned short *>(pa),
+       *db = static_cast<unsigned short *>(pb);
+  auto *dout = static_cast<float *>(pout);
+  TCC_CUDA_CHECK(cudaMemcpy(da, a.bits.data(), bytes, cudaMemcpyHostToDevice));
+  TCC_CUDA_CHECK(cudaMemcpy(db, b.bits.data(), bytes, cudaMemcpyHostToDevice));
+  for (WgmmaProbe probe : {WgmmaProbe::SharedAB, WgmmaProbe::RegisterA}) {
+    std::vector<float> out(kWgmmaProbeOut);
+    TCC_CUDA_CHECK(cudaMemset(dout, 0xff, kWgmmaProbeOut * sizeof(float)));
+    runWgmmaProbe(probe, da, db, dout);
+    TCC_CUDA_CHECK(cudaDeviceSynchronize());
+    TCC_CUDA_CHECK(cudaMemcpy(out.data(), dout, out.size() * sizeof(float),
+                              cudaMemcpyDeviceToHost));
+    expectWgmmaProbe(probe, a, b, out);
+  }
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dout);
 }
 
 // Consecutive AdamW updates run as one launch.

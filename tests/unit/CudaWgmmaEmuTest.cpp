@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "CudaKernelEmu.h"
 
+#include "CudaWgmmaProbe.h"
 #include "runtime/cpu/Half.h"
 #include "runtime/cuda/CudaWgmma.cuh"
 
@@ -22,27 +23,19 @@
 #include <vector>
 
 using namespace tcc::rt::cuda;
+using tcc::rt::test::expectWgmmaProbe;
+using tcc::rt::test::kWgmmaProbeOut;
+using tcc::rt::test::ProbeMatrix;
+using tcc::rt::test::runWgmmaProbe;
+using tcc::rt::test::WgmmaProbe;
 
 namespace {
 
 constexpr int kTileBytes = 64 * 64 * 2;
 constexpr size_t kSmem = 4 * kTileBytes + 1024 + 64;
 
-/// A 64 x 64 bf16 matrix of small integers (products and sums exact, so
-/// any summation order gives the reference's bits).
-struct Matrix {
-  std::vector<unsigned short> bits = std::vector<unsigned short>(64 * 64);
-  std::vector<float> v = std::vector<float>(64 * 64);
-  explicit Matrix(unsigned seed) {
-    std::mt19937 rng(seed);
-    std::uniform_int_distribution<int> u(-3, 3);
-    for (int i = 0; i < 64 * 64; ++i) {
-      v[i] = static_cast<float>(u(rng));
-      bits[i] = tcc::rt::f32ToBf16(v[i]);
-    }
-  }
-  float at(int r, int c) const { return v[r * 64 + c]; }
-};
+/// A 64 x 64 bf16 matrix of small integers (the probe's).
+using Matrix = ProbeMatrix;
 
 /// A map of m read as one swizzled box of 64 x 64.
 CUtensorMap swizzledMap(const Matrix &m) {
@@ -112,75 +105,16 @@ TEST(CudaWgmmaEmu, SwizzledCopyPermutesChunksByRow) {
           << r << "," << c;
 }
 
-// K-major A and B: S = A B^T over 64 columns in 4 k16 steps (32 bytes
-// further each), 64 wide, and 32 wide over the tile's second half (rows
-// 32..63, as the backward's halves).
-TEST(CudaWgmmaEmu, SharedOperandsGiveTheProduct) {
-  Matrix a(3), b(4);
-  std::vector<float> full(64 * 64), half(64 * 32);
-  runWarpgroup(a, b, [&](unsigned short *ta, unsigned short *tb) {
-    unsigned aAt = smemAddress(ta), bAt = smemAddress(tb);
-    float d[8][4], h[4][4];
-    wgmmaFence();
-    for (int kk = 0; kk < 4; ++kk) {
-      wgmmaSS<kDtBF16, 64>(d, wgmmaDesc(aAt + 32 * kk, 16, 1024),
-                           wgmmaDesc(bAt + 32 * kk, 16, 1024), kk);
-      wgmmaSS<kDtBF16, 32>(h, wgmmaDesc(aAt + 32 * kk, 16, 1024),
-                           wgmmaDesc(bAt + 4096 + 32 * kk, 16, 1024), kk);
-    }
-    wgmmaCommit();
-    wgmmaWaitAll();
-    storeFragment<64>(d, full.data());
-    storeFragment<32>(h, half.data());
-  });
-  for (int i = 0; i < 64; ++i)
-    for (int j = 0; j < 64; ++j) {
-      float want = 0;
-      for (int k = 0; k < 64; ++k)
-        want += a.at(i, k) * b.at(j, k);
-      ASSERT_EQ(full[i * 64 + j], want) << i << "," << j;
-      if (j >= 32) {
-        ASSERT_EQ(half[i * 32 + j - 32], want) << i << "," << j;
-      }
-    }
-}
-
-// A from registers (the m16k16 fragment of each warp's 16 rows) and B
-// MN-major (its rows are K): C += A B over 64 rows of B in 4 k16 steps (2
-// blocks of 8 rows further each), onto C's starting values.
-TEST(CudaWgmmaEmu, RegisterAOnMnMajorBGivesTheProduct) {
-  Matrix a(5), b(6);
-  std::vector<float> got(64 * 64);
-  runWarpgroup(a, b, [&](unsigned short *, unsigned short *tb) {
-    int t = static_cast<int>(threadIdx.x), w = t / 32, g = (t % 32) / 4,
-        q = t % 4;
-    auto pair = [&](int r, int c) {
-      return static_cast<unsigned>(a.bits[r * 64 + c]) |
-             static_cast<unsigned>(a.bits[r * 64 + c + 1]) << 16;
-    };
-    float d[8][4];
-    for (int j = 0; j < 8; ++j)
-      for (int e = 0; e < 4; ++e)
-        d[j][e] = 1.0f; // C
-    unsigned bAt = smemAddress(tb);
-    wgmmaFence();
-    for (int kk = 0; kk < 4; ++kk) {
-      int r = 16 * w + g, c = 16 * kk + 2 * q;
-      unsigned fa[4] = {pair(r, c), pair(r + 8, c), pair(r, c + 8),
-                        pair(r + 8, c + 8)};
-      wgmmaRS<kDtBF16, 64>(d, fa, wgmmaDesc(bAt + 2048 * kk, 8192, 1024));
-    }
-    wgmmaCommit();
-    wgmmaWaitAll();
-    storeFragment<64>(d, got.data());
-  });
-  for (int i = 0; i < 64; ++i)
-    for (int j = 0; j < 64; ++j) {
-      float want = 1.0f;
-      for (int k = 0; k < 64; ++k)
-        want += a.at(i, k) * b.at(k, j);
-      ASSERT_EQ(got[i * 64 + j], want) << i << "," << j;
-    }
+// The layout probe (CudaWgmmaProbe.h, the same kernel CudaKernelsTest runs
+// on a GPU): K-major A and B through descriptors, 64 and 32 wide (4 k16
+// steps 32 bytes apart); register A and MN-major B (2048 bytes apart).
+TEST(CudaWgmmaEmu, ProbeGivesThePlainProducts) {
+  ProbeMatrix a(3), b(4);
+  for (WgmmaProbe probe : {WgmmaProbe::SharedAB, WgmmaProbe::RegisterA}) {
+    std::vector<float> out(kWgmmaProbeOut, -1.0f);
+    runWgmmaProbe(probe, a.bits.data(), b.bits.data(), out.data());
+    expectWgmmaProbe(probe, a, b, out);
+  }
 }
 
 // The accumulators keep their values until the wait: a kernel that reads
