@@ -44,7 +44,12 @@
 // Tiles move from global to shared memory with cp.async, two deep: a step
 // starts the copies of the next step's tiles, then multiplies its own. Or,
 // with TCC_CUDA_ATTENTION_COPY=tma, by one TMA tensor copy a tile (see
-// "Tensor copies" below).
+// "Tensor copies" below). With TCC_CUDA_ATTENTION_MMA=wgmma (D = 64, MT =
+// 1; TileMode kWgmmaTiles) the block's 4 warps are one warpgroup and each
+// product is sm_90a's wgmma on the whole 64-row tile (CudaWgmma.cuh; wgRows
+// and wgScores), its tiles dense and 128-byte swizzled by the tensor
+// copies; wgmma's accumulator fragment is the C fragment above, repeated,
+// so the element-wise code is the same.
 //
 // Shared memory (dynamic): 16-bit tiles, rows D + 8 elements apart (16-byte
 // rows for ldmatrix and cp.async; the 16 bytes of padding put the 8 rows
