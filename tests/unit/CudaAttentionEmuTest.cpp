@@ -1123,28 +1123,18 @@ TEST(CudaAttentionEmuDeathTest, TiledAttentionCopyFromTheEnvironment) {
 // aligned (operands and pitches) and coordinates of 32 bits; anything else
 // keeps cp.async.
 TEST(CudaAttentionEmu, TensorCopiesFit) {
-  alignas(16) static unsigned short buf[64];
-  cuda::AttentionTiles t;
-  t.q = buf;
-  t.k = buf + 8;
-  t.v = buf + 16;
-  t.dout = buf + 24;
-  t.d = 64;
-  t.heads = 12;
-  t.batch = 24;
-  t.tq = t.tk = 1024;
-  t.inputPitch = 3 * 12 * 64;
+  cuda::AttentionTiles t = gpt2AttentionTiles();
   EXPECT_TRUE(cuda::attentionTmaFits(t, true, 9));
   EXPECT_TRUE(cuda::attentionTmaFits(t, false, 10));
   EXPECT_FALSE(cuda::attentionTmaFits(t, true, 8));
   cuda::AttentionTiles u = t;
-  u.k = buf + 4; // 8 bytes in
+  u.k = static_cast<const unsigned short *>(t.q) + 4; // 8 bytes in
   EXPECT_FALSE(cuda::attentionTmaFits(u, false, 9));
   u = t;
   u.inputPitch = 3 * 12 * 64 + 4; // rows 8 bytes apart from 16-byte units
   EXPECT_FALSE(cuda::attentionTmaFits(u, false, 9));
   u = t;
-  u.dout = buf + 1;
+  u.dout = static_cast<const unsigned short *>(t.q) + 1;
   EXPECT_TRUE(cuda::attentionTmaFits(u, false, 9)); // the forward reads no dO
   EXPECT_FALSE(cuda::attentionTmaFits(u, true, 9));
   u = t;
@@ -1186,17 +1176,7 @@ TEST(CudaAttentionEmuDeathTest, TiledAttentionProductsFromTheEnvironment) {
 // or 10), head dim 64 and everything tensor copies need; anything else
 // keeps mma.sync.
 TEST(CudaAttentionEmu, WarpgroupProductsFit) {
-  alignas(16) static unsigned short buf[64];
-  cuda::AttentionTiles t;
-  t.q = buf;
-  t.k = buf + 8;
-  t.v = buf + 16;
-  t.dout = buf + 24;
-  t.d = 64;
-  t.heads = 12;
-  t.batch = 24;
-  t.tq = t.tk = 1024;
-  t.inputPitch = 3 * 12 * 64;
+  cuda::AttentionTiles t = gpt2AttentionTiles();
   EXPECT_TRUE(cuda::attentionWgmmaFits(t, true, 9, 0));
   EXPECT_FALSE(cuda::attentionWgmmaFits(t, true, 10, 0));
   EXPECT_FALSE(cuda::attentionWgmmaFits(t, true, 9, 1));
@@ -1206,7 +1186,7 @@ TEST(CudaAttentionEmu, WarpgroupProductsFit) {
   u.inputPitch = 3 * 12 * 32;
   EXPECT_FALSE(cuda::attentionWgmmaFits(u, true, 9, 0));
   u = t;
-  u.k = buf + 4; // what tensor copies refuse
+  u.k = static_cast<const unsigned short *>(t.q) + 4; // tensor copies refuse
   EXPECT_FALSE(cuda::attentionWgmmaFits(u, false, 9, 0));
 }
 

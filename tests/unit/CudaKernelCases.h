@@ -723,6 +723,25 @@ inline void attentionCases(std::vector<KernelCase> &cases) {
       }
 }
 
+/// A tiled attention launch of GPT-2 small's shape (12 heads of 64, T 1024,
+/// q, k and v the thirds of one projection) over `batch` entries, its
+/// operands 16-byte aligned (a static buffer; nothing is read): what the
+/// launchers' choices of copies and products are asked about.
+inline cuda::AttentionTiles gpt2AttentionTiles(long long batch = 24) {
+  alignas(16) static unsigned short buf[64];
+  cuda::AttentionTiles t;
+  t.q = buf;
+  t.k = buf + 8;
+  t.v = buf + 16;
+  t.dout = buf + 24;
+  t.d = 64;
+  t.heads = 12;
+  t.batch = batch;
+  t.tq = t.tk = 1024;
+  t.inputPitch = 3 * 12 * 64;
+  return t;
+}
+
 /// Every case above.
 inline std::vector<KernelCase> kernelCases() {
   std::vector<KernelCase> cases;

@@ -35,6 +35,21 @@ void compare(const OneProgram &p, const std::vector<int32_t> &outs,
 
 class CudaKernelCase : public ::testing::TestWithParam<std::string> {};
 
+/// "" on a GPU of compute capability 9.0 (where sm_90a's wgmma runs), else
+/// why the wgmma tests skip.
+std::string notSm90() {
+  int dev = 0, major = 0, minor = 0;
+  TCC_CUDA_CHECK(cudaGetDevice(&dev));
+  TCC_CUDA_CHECK(
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  TCC_CUDA_CHECK(
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  if (major == 9 && minor == 0)
+    return "";
+  return "wgmma is sm_90a's; this GPU is " + std::to_string(major) + "." +
+         std::to_string(minor);
+}
+
 } // namespace
 
 TEST_P(CudaKernelCase, MatchesTheCpu) {
@@ -58,25 +73,9 @@ INSTANTIATE_TEST_SUITE_P(CudaKernels, CudaKernelCase,
 // shapes, so the attention_tiled_*_wgmma cases test them and not mma.sync.
 TEST(CudaKernels, WarpgroupProductsRunOnSm90) {
   TCC_REQUIRE_GPU();
-  int dev = 0, major = 0, minor = 0;
-  TCC_CUDA_CHECK(cudaGetDevice(&dev));
-  TCC_CUDA_CHECK(
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  TCC_CUDA_CHECK(
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  if (major != 9 || minor != 0)
-    GTEST_SKIP() << "wgmma is sm_90a's; this GPU is " << major << "." << minor;
-  alignas(16) static unsigned short buf[64];
-  cuda::AttentionTiles t;
-  t.q = buf;
-  t.k = buf + 8;
-  t.v = buf + 16;
-  t.dout = buf + 24;
-  t.d = 64;
-  t.heads = 12;
-  t.batch = 384;
-  t.tq = t.tk = 1024;
-  t.inputPitch = 3 * 12 * 64;
+  if (std::string why = notSm90(); !why.empty())
+    GTEST_SKIP() << why;
+  cuda::AttentionTiles t = gpt2AttentionTiles(384);
   AttentionProductsScope products(cuda::TileProducts::Wgmma);
   EXPECT_TRUE(cuda::tiledAttentionWgmma(t, false));
   EXPECT_TRUE(cuda::tiledAttentionWgmma(t, true));
@@ -88,14 +87,8 @@ TEST(CudaKernels, WarpgroupProductsRunOnSm90) {
 // than the emulator.
 TEST(CudaKernels, WgmmaProbeGivesThePlainProducts) {
   TCC_REQUIRE_GPU();
-  int dev = 0, major = 0, minor = 0;
-  TCC_CUDA_CHECK(cudaGetDevice(&dev));
-  TCC_CUDA_CHECK(
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  TCC_CUDA_CHECK(
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  if (major != 9 || minor != 0)
-    GTEST_SKIP() << "wgmma is sm_90a's; this GPU is " << major << "." << minor;
+  if (std::string why = notSm90(); !why.empty())
+    GTEST_SKIP() << why;
   ProbeMatrix a(3), b(4);
   void *pa = nullptr, *pb = nullptr, *pout = nullptr;
   const size_t bytes = a.bits.size() * 2;
