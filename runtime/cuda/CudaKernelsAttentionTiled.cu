@@ -118,7 +118,8 @@ __host__ __device__ constexpr int warpTiles(TiledKernel k, int d, int mt) {
 /// what they need.
 /// MT = 2: 2, which caps nothing (a thread has at most 255 registers).
 /// With wgmma (D = 64) 4 for each: its products take no operand registers,
-/// and dK / dV's kernel fits 128 (ptxas, sm_90a: no spills).
+/// and dK / dV's kernel fits 128 (ptxas, sm_90a: 24 bytes spilled, reloaded
+/// by 4 loads a half step, with lse and D read where first used).
 __host__ __device__ constexpr int blocksFor(TiledKernel k, int d, int mt,
                                             int mode = kAsyncTiles) {
   return mt > 1 ? 2 : d > 64 ? 1 : k == kKVGrad && mode != kWgmmaTiles ? 3 : 4;
@@ -1121,15 +1122,20 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT, Mode))
     for (int half = 0; half < 2; ++half) {
       const int c0 = half * kHalf;
       const unsigned short *qh = qs + c0 * ld, *doh = dos + c0 * ld;
-      // The lane's queries' lse (log2 units) and D.
+      // The lane's queries' lse (log2 units) and D. With wgmma each is read
+      // where it is first used: held across the products they would take
+      // 16 of the registers the kernel's 4 blocks a multiprocessor allow.
       float lse2[kHalf / 8][2], dd[kHalf / 8][2];
-      TCC_UNROLL
-      for (int n = 0; n < kHalf / 8; ++n)
+      auto loadStats = [&](float(*dst)[2], const float *src, float mul) {
         TCC_UNROLL
-      for (int u = 0; u < 2; ++u) {
-        int col = c0 + n * 8 + 2 * tc + u;
-        lse2[n][u] = lse[col] * kLog2e;
-        dd[n][u] = dot[col];
+        for (int n = 0; n < kHalf / 8; ++n)
+          TCC_UNROLL
+        for (int u = 0; u < 2; ++u)
+          dst[n][u] = src[c0 + n * 8 + 2 * tc + u] * mul;
+      };
+      if constexpr (!Wg) {
+        loadStats(lse2, lse, kLog2e);
+        loadStats(dd, dot, 1.0f);
       }
       // S^T = K Q^T; P^T = exp(score - lse), 0 where there is no score.
       // wgmma: dP^T = V dO^T (below) at once, one wait for both.
@@ -1142,6 +1148,7 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT, Mode))
         wgmmaWaitAll();
         wgmmaHold<kHalf>(p[0]);
         wgmmaHold<kHalf>(dp[0]);
+        loadStats(lse2, lse, kLog2e);
       } else {
         productRows<Dt, D, MT, kHalf>(ka, qh, p);
       }
@@ -1178,6 +1185,8 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT, Mode))
       // scale multiplies dK once, at the store).
       if constexpr (!Wg)
         productRows<Dt, D, MT, kHalf>(va, doh, dp);
+      else
+        loadStats(dd, dot, 1.0f);
       TCC_UNROLL
       for (int mi = 0; mi < MT; ++mi)
         TCC_UNROLL
