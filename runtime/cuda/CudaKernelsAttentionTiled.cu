@@ -668,12 +668,31 @@ __device__ __forceinline__ void initBarriers(unsigned long long *bars) {
 
 /// Whether every score of queries [i0, i0 + ni) and keys [j0, j0 + nj) is
 /// the plain scaled product: no mask, all in range, none above the
-/// diagonal. Most tiles are; they skip scoreOf's tests.
+/// diagonal. Most tiles are; they skip scoreOf's tests, and so do those
+/// of diagonalScores.
 __device__ __forceinline__ bool plainScores(const AttentionTiles &t,
                                             long long i0, int ni, long long j0,
                                             int nj) {
   return !t.mask && i0 + ni <= t.tq && j0 + nj <= t.tk &&
          (!t.causal || j0 + nj - 1 <= i0);
+}
+
+/// Whether the scores of queries [i0, i0 + ni) and keys [j0, j0 + nj) are
+/// plain but for the causal mask (no mask, all in range): the tiles on the
+/// diagonal, 16 of the 136 a causal T = 1024 sequence's 64-row tiles take.
+/// They take the plain path and mask a score with one compare
+/// (keyPastQuery) instead of going through scoreOf's tests and multiplies.
+__device__ __forceinline__ bool diagonalScores(const AttentionTiles &t,
+                                               long long i0, int ni,
+                                               long long j0, int nj) {
+  return !t.mask && t.causal && i0 + ni <= t.tq && j0 + nj <= t.tk;
+}
+
+/// Column minus row of element (n, e) of an m16n8 fragment (a lane's rows
+/// r and r + 8 by e >> 1, columns c + 8 n and + 1 by e & 1), given c - r
+/// of the lane's first element: compile-time offsets on one lane value.
+__device__ __forceinline__ int colMinusRow(int first, int n, int e) {
+  return first + 8 * n + (e & 1) - 8 * (e >> 1);
 }
 
 /// The score of query i and key j from the raw product s: scale s + mask,
@@ -887,7 +906,8 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT, Mode))
       // `mul` is what that multiply-add applies: scale2 to raw scores, 1
       // to ones already scaled.
       float mul = 1.0f;
-      if (plainScores(t, iw + 16 * mi, 16, k0, kTile)) {
+      const bool plain = plainScores(t, iw + 16 * mi, 16, k0, kTile);
+      if (plain || diagonalScores(t, iw + 16 * mi, 16, k0, kTile)) {
         if (scale2 > 0.0f) {
           mul = scale2;
         } else {
@@ -896,6 +916,17 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT, Mode))
             TCC_UNROLL
           for (int e = 0; e < 4; ++e)
             s[mi][n][e] *= scale2;
+        }
+        // On the diagonal: keys after the query are -inf (scaled already
+        // or by mul > 0, still -inf).
+        if (!plain) {
+          const int first = static_cast<int>(k0 + 2 * tc - (i0 + 16 * mi));
+          TCC_UNROLL
+          for (int n = 0; n < kSteps; ++n)
+            TCC_UNROLL
+          for (int e = 0; e < 4; ++e)
+            if (colMinusRow(first, n, e) > 0)
+              s[mi][n][e] = kNegInf;
         }
         TCC_UNROLL
         for (int n = 0; n < kSteps; ++n)
@@ -1154,12 +1185,18 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT, Mode))
       }
       TCC_UNROLL
       for (int mi = 0; mi < MT; ++mi) {
-        if (plainScores(t, q0 + c0, kHalf, jw + 16 * mi, 16)) {
+        const bool plain = plainScores(t, q0 + c0, kHalf, jw + 16 * mi, 16);
+        if (plain || diagonalScores(t, q0 + c0, kHalf, jw + 16 * mi, 16)) {
+          // Rows are keys, columns queries: on the diagonal a key after its
+          // query (column minus row < 0) has probability 0.
+          const int first = static_cast<int>(q0 + c0 + 2 * tc - (j0 + 16 * mi));
           TCC_UNROLL
           for (int n = 0; n < kHalf / 8; ++n)
             TCC_UNROLL
-          for (int e = 0; e < 4; ++e)
-            p[mi][n][e] = exp2Fast(fmaF(p[mi][n][e], scale2, -lse2[n][e & 1]));
+          for (int e = 0; e < 4; ++e) {
+            float x = exp2Fast(fmaF(p[mi][n][e], scale2, -lse2[n][e & 1]));
+            p[mi][n][e] = plain || colMinusRow(first, n, e) >= 0 ? x : 0.0f;
+          }
           continue;
         }
         TCC_UNROLL
@@ -1320,12 +1357,17 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT, Mode))
       }
       TCC_UNROLL
       for (int mi = 0; mi < MT; ++mi) {
-        if (plainScores(t, iw + 16 * mi, 16, k0 + c0, kHalf)) {
+        const bool plain = plainScores(t, iw + 16 * mi, 16, k0 + c0, kHalf);
+        if (plain || diagonalScores(t, iw + 16 * mi, 16, k0 + c0, kHalf)) {
+          // On the diagonal a key after the query has probability 0.
+          const int first = static_cast<int>(k0 + c0 + 2 * tc - (i0 + 16 * mi));
           TCC_UNROLL
           for (int n = 0; n < kHalf / 8; ++n)
             TCC_UNROLL
-          for (int e = 0; e < 4; ++e)
-            p[mi][n][e] = exp2Fast(fmaF(p[mi][n][e], scale2, -lse[mi][e >> 1]));
+          for (int e = 0; e < 4; ++e) {
+            float x = exp2Fast(fmaF(p[mi][n][e], scale2, -lse[mi][e >> 1]));
+            p[mi][n][e] = plain || colMinusRow(first, n, e) <= 0 ? x : 0.0f;
+          }
         } else {
           TCC_UNROLL
           for (int n = 0; n < kHalf / 8; ++n)
