@@ -24,6 +24,9 @@ Two halves, because the GPU machine has no MLIR (it runs artifacts only):
 
 `--preset tiny` (d 64, 2 layers, T 64, vocab 512) runs both halves on a
 CPU in a minute, to check the script itself (`run --device cpu`).
+`run --tcc-variant NAME=RUNNER` (repeatable) adds a row 'tcc, NAME' for
+another tcc-run executable, such as a wrapper that sets an opt-in kernel's
+environment setting (tests/gpu/prepare.sh --variant), and its ratio to tcc.
 
 MFU = model FLOPs per second / the GPU's dense bf16 peak, with model FLOPs
 per token = 6 * N + 12 * layers * d * T (PaLM's formula: the backward's
@@ -194,9 +197,10 @@ def run_torch(args, mode, batch):
     return json.loads(p.stdout.strip().splitlines()[-1]), ""
 
 
-def run_tcc(args, art, device, attention=None):
-    """tcc-run bench; `attention` sets TCC_CUDA_ATTENTION (tiled/chunked)."""
-    cmd = [args.tcc_run, "bench", art, "--steps", str(args.steps),
+def run_tcc(args, art, device, attention=None, runner=None):
+    """tcc-run bench; `attention` sets TCC_CUDA_ATTENTION (tiled/chunked),
+    `runner` replaces args.tcc_run (a --tcc-variant's)."""
+    cmd = [runner or args.tcc_run, "bench", art, "--steps", str(args.steps),
            "--device", device, "--only", "compiled", "--json"]
     env = dict(os.environ)
     if attention:
@@ -356,6 +360,18 @@ def profile_tcc(args, art, log, peak, bandwidth):
     return out
 
 
+def tcc_variant(text):
+    """--tcc-variant's NAME=RUNNER: (NAME, RUNNER), RUNNER an executable."""
+    name, sep, runner = text.partition("=")
+    if not sep or not re.fullmatch(r"[A-Za-z0-9_-]+", name) or not runner:
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not NAME=RUNNER (NAME letters, digits, _ or -)")
+    if not (os.path.isfile(runner) and os.access(runner, os.X_OK)):
+        raise argparse.ArgumentTypeError(
+            f"{name}: runner '{runner}' is not an executable file")
+    return name, runner
+
+
 def largest_fitting(batches, measure, log, what):
     """Tries batches from the largest down; the first that runs wins."""
     for b in sorted(batches, reverse=True):
@@ -402,6 +418,14 @@ def run(args):
         systems.append(("tcc, chunked attention",
                         lambda b: run_tcc(args, arts[b], args.device,
                                           "chunked"), batches))
+    # Other runners of the same artifacts (tests/gpu/prepare.sh --variant
+    # wraps tcc-run under a setting): opt-in kernels measured beside the
+    # defaults in the same run, each at the largest batch it fits.
+    for name, runner in args.tcc_variant:
+        systems.append((f"tcc, {name}",
+                        lambda b, runner=runner: run_tcc(
+                            args, arts[b], args.device, runner=runner),
+                        batches))
     device_name = args.device
     for name, measure, bs in systems:
         b, r = largest_fitting(bs, measure, log, name)
@@ -445,6 +469,11 @@ def run(args):
             if ref in base:
                 out.append(f"\ntcc / {ref}: {base['tcc'] / base[ref]:.2f}x "
                            "tokens/s")
+        for name, _ in args.tcc_variant:
+            if f"tcc, {name}" in base:
+                out.append(f"\ntcc, {name} / tcc: "
+                           f"{base[f'tcc, {name}'] / base['tcc']:.2f}x "
+                           "tokens/s")
     tcc_row = next((r for r in rows if r[0] == "tcc" and r[2]), None)
     if tcc_row and not args.no_profile:
         bandwidth = args.bandwidth_tbs * 1e12 if args.bandwidth_tbs else \
@@ -454,7 +483,11 @@ def run(args):
     with open(os.path.join(args.out, "gpt2_small.md"), "w") as f:
         f.write(text)
     print(text)
-    return 0 if all(r is not None for _, _, r in rows) else 1
+    # A variant that runs at no batch is in its row and the log; the
+    # systems measured by default decide the status.
+    variants = {f"tcc, {name}" for name, _ in args.tcc_variant}
+    return 0 if all(r is not None for name, _, r in rows
+                    if name not in variants) else 1
 
 
 def main():
@@ -488,6 +521,11 @@ def main():
                    "roofline (default: by name)")
     r.add_argument("--no-profile", action="store_true",
                    help="skip the per-kernel profile of tcc's step")
+    r.add_argument("--tcc-variant", action="append", default=[],
+                   type=tcc_variant, metavar="NAME=RUNNER",
+                   help="also measure the artifacts with the tcc-run "
+                   "executable RUNNER, as the row 'tcc, NAME' "
+                   "(repeatable; e.g. a tests/gpu/prepare.sh --variant)")
     w = sub.add_parser("torch-worker")
     w.add_argument("--preset", choices=PRESETS, required=True)
     w.add_argument("--mode", choices=["eager", "compile"], required=True)

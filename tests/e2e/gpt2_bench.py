@@ -49,12 +49,28 @@ def main():
     run([sys.executable, BENCH, "prepare", "--out", a.work, "--tcc", a.tcc,
          "--preset", "tiny", "--batches", str(batch), "--target", "cpu"])
     out = os.path.join(a.work, "out")
+    # Runner variants (as tests/gpu/prepare.sh --variant makes them): one
+    # that runs tcc-run under a setting, one that fails, which its row
+    # shows without failing the run.
+    wrapped = os.path.join(a.work, "tcc-run-wrapped")
+    broken = os.path.join(a.work, "tcc-run-broken")
+    with open(wrapped, "w") as f:
+        f.write(f'#!/bin/sh\nTCC_GPT2_BENCH_VARIANT=1 exec '
+                f'"{os.path.abspath(a.tcc_run)}" "$@"\n')
+    with open(broken, "w") as f:
+        f.write("#!/bin/sh\necho broken >&2\nexit 3\n")
+    for path in (wrapped, broken):
+        os.chmod(path, 0o755)
     report = run([sys.executable, BENCH, "run", "--artifacts", a.work,
                   "--tcc-run", a.tcc_run, "--out", out, "--device", "cpu",
                   "--steps", "2", "--warmup", "1",
                   # A made-up device, so that the roofline columns fill.
-                  "--peak-tflops", "0.2", "--bandwidth-tbs", "0.02"])
+                  "--peak-tflops", "0.2", "--bandwidth-tbs", "0.02",
+                  "--tcc-variant", f"wrapped={wrapped}",
+                  "--tcc-variant", f"broken={broken}"])
     for needed in ("| PyTorch eager | 4 |", "| tcc | 4 |",
+                   "| tcc, wrapped | 4 |", "tcc, wrapped / tcc:",
+                   "| tcc, broken | none fits |",
                    "tcc / PyTorch eager:", "## Where tcc's step goes",
                    "MFU counts", "Roofline: 0.02 TB/s and 0.2 TFLOP/s",
                    "| roofline ms | above it ms |",

@@ -16,6 +16,7 @@
 #   ab.txt         tcc-run bench --profile-shapes of the largest GPT-2 artifact by
 #                  each runner (bin/tcc-run last), then batch by batch
 #   gpt2.txt, gpt2_small.md, gpt2_small_profile.json   run.sh --parts gpt2
+#                  (a row for each bin/tcc-run-NAME beside the defaults)
 #   ncu.txt        Nsight Compute (speed of light, memory, occupancy, warp
 #                  stalls) of the first launch of each kernel ncu.txt names,
 #                  in the largest GPT-2 artifact (bin/tcc-run, no graphs)
@@ -98,8 +99,11 @@ if [ -f "$ART/ncu.txt" ] && [ -n "${largest:-}" ]; then
   done < "$ART/ncu.txt"
 fi
 
-# 3. The GPT-2 benchmark against PyTorch.
-timeout 150 bash "$ROOT/tests/gpu/run.sh" "$RES/gpt2" "$ART" --build-dir "$WORK/build" \
+# 3. The GPT-2 benchmark against PyTorch, with a row for each runner
+# variant (about 30 s more each: loading the artifact, then its steps).
+nvar=0
+for v in "$ART"/bin/tcc-run-*; do [ -x "$v" ] && nvar=$((nvar + 1)); done
+timeout $((150 + 30 * nvar)) bash "$ROOT/tests/gpu/run.sh" "$RES/gpt2" "$ART" --build-dir "$WORK/build" \
   "${PREBUILT[@]}" --parts gpt2 > "$OUT/gpt2.txt" 2>&1 || STATUS=1
 cp "$RES/gpt2/gpt2_small.md" "$RES/gpt2/gpt2_small_profile.json" "$OUT/" 2>/dev/null
 

@@ -26,7 +26,9 @@
 # 3. for each artifact ARTIFACT_DIR/runs.txt lists: trains it on cuda and on
 #    cpu and compares the loss curves, then `tcc-run bench --device cuda`;
 # 4. runs benchmarks/gpt2_small.py when it exists (its artifacts in
-#    ARTIFACT_DIR/gpt2_small, from its `prepare` step);
+#    ARTIFACT_DIR/gpt2_small, from its `prepare` step), with a row for each
+#    runner variant beside the prebuilt tcc-run (tcc-run-NAME, from
+#    prepare.sh --variant) when the prebuilt binaries run;
 # 5. writes OUTDIR/results.md (tables) and a log per step in OUTDIR.
 # Exit status: 0 when every step passed, 1 when one failed (named on
 # stderr and in results.md), 2 without a GPU, 64 for wrong arguments.
@@ -269,9 +271,16 @@ if want gpt2 && [ -f "$ROOT/benchmarks/gpt2_small.py" ]; then
   if [ ! -f "$G/config.json" ]; then
     failed "benchmarks/gpt2_small.py: no $G/config.json (prepare it: benchmarks/gpt2_small.py prepare --out ARTIFACT_DIR/gpt2_small)"
   else
+    # The prepared variants (wrappers of the prebuilt tcc-run under a
+    # setting) get rows of their own, measured in the same run.
+    VARIANT_ARGS=()
+    for v in "$(dirname "$RUN")"/tcc-run-*; do
+      [ -x "$v" ] && [ "$(dirname "$RUN")" != "$BUILD/tools/tcc-run" ] || continue
+      VARIANT_ARGS+=(--tcc-variant "${v##*/tcc-run-}=$v")
+    done
     echo "== benchmarks/gpt2_small.py ($OUT/logs/gpt2_small.out)"
     "$PY" "$ROOT/benchmarks/gpt2_small.py" run --artifacts "$G" --tcc-run "$RUN" \
-      --out "$OUT" > "$OUT/logs/gpt2_small.out" 2>&1 ||
+      --out "$OUT" "${VARIANT_ARGS[@]}" > "$OUT/logs/gpt2_small.out" 2>&1 ||
       failed "benchmarks/gpt2_small.py (logs/gpt2_small.out, gpt2_small.log)"
     cat "$OUT/logs/gpt2_small.out"
   fi
