@@ -875,7 +875,8 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT, Mode))
   for (int mi = 0; mi < MT; ++mi)
     zero<D / 8>(o[mi]);
   // m-tile mi's rows are iw + 16 mi.., the lane's i0 + 16 mi and 8 more:
-  // running max m and sum l (the four lanes of a row agree).
+  // running max m (the four lanes of a row agree) and the lane's part of
+  // the row's sum l.
   const long long iw = q0 + warp * 16 * MT, i0 = iw + gr;
   float m[MT][2], l[MT][2];
   TCC_UNROLL
@@ -960,9 +961,11 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT, Mode))
         s[mi][n][e] = exp2Fast(fmaF(s[mi][n][e], mul, -base[e >> 1]));
         sum[e >> 1] += s[mi][n][e];
       }
+      // The lane's share of the row sum: the quad's are added once, after
+      // the last step (alpha is the row's, the same in its four lanes).
       TCC_UNROLL
       for (int h = 0; h < 2; ++h)
-        l[mi][h] = l[mi][h] * alpha[h] + quadSum(sum[h]);
+        l[mi][h] = l[mi][h] * alpha[h] + sum[h];
       TCC_UNROLL
       for (int n = 0; n < D / 8; ++n)
         TCC_UNROLL
@@ -988,6 +991,7 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT, Mode))
     float inv[2];
     TCC_UNROLL
     for (int h = 0; h < 2; ++h) {
+      l[mi][h] = quadSum(l[mi][h]);
       inv[h] = l[mi][h] > 0.0f ? 1.0f / l[mi][h] : NAN;
       long long i = i0 + 16 * mi + 8 * h;
       if (tc == 0 && i < t.tq)
