@@ -15,8 +15,9 @@
 #   checks.txt     run.sh --parts unit-cuda,train
 #   ab.txt         tcc-run bench --profile-shapes of the largest GPT-2 artifact by
 #                  each runner (bin/tcc-run last), then batch by batch
-#   gpt2.txt, gpt2_small.md, gpt2_small_profile.json   run.sh --parts gpt2
-#                  (a row for each bin/tcc-run-NAME beside the defaults)
+#   gpt2.txt, gpt2_small.md, gpt2_small_profile.json   run.sh --parts
+#                  gpt2,models (a row for each bin/tcc-run-NAME beside the
+#                  defaults; gpt2.txt ends with the models' tables)
 #   ncu.txt        Nsight Compute (speed of light, memory, occupancy, warp
 #                  stalls) of the first launch of each kernel ncu.txt names,
 #                  in the largest GPT-2 artifact (bin/tcc-run, no graphs)
@@ -100,11 +101,13 @@ if [ -f "$ART/ncu.txt" ] && [ -n "${largest:-}" ]; then
 fi
 
 # 3. The GPT-2 benchmark against PyTorch, with a row for each runner
-# variant (about 30 s more each: loading the artifact, then its steps).
+# variant (about 30 s more each: loading the artifact, then its steps), and
+# the MLP and GPT-style model against PyTorch (about 90 s: torch.compile
+# compiles each).
 nvar=0
 for v in "$ART"/bin/tcc-run-*; do [ -x "$v" ] && nvar=$((nvar + 1)); done
-timeout $((150 + 30 * nvar)) bash "$ROOT/tests/gpu/run.sh" "$RES/gpt2" "$ART" --build-dir "$WORK/build" \
-  "${PREBUILT[@]}" --parts gpt2 > "$OUT/gpt2.txt" 2>&1 || STATUS=1
+timeout $((240 + 30 * nvar)) bash "$ROOT/tests/gpu/run.sh" "$RES/gpt2" "$ART" --build-dir "$WORK/build" \
+  "${PREBUILT[@]}" --parts gpt2,models > "$OUT/gpt2.txt" 2>&1 || STATUS=1
 cp "$RES/gpt2/gpt2_small.md" "$RES/gpt2/gpt2_small_profile.json" "$OUT/" 2>/dev/null
 
 # 4. Races and out-of-bounds accesses in the tiled attention kernels.

@@ -16,7 +16,8 @@
 
   gpu_report.py results OUTDIR
       Writes OUTDIR/results.md from OUTDIR/rows/*.json, OUTDIR/info.txt,
-      OUTDIR/status.txt and OUTDIR/gpt2_small.md (when present).
+      OUTDIR/status.txt, OUTDIR/gpt2_small.md and OUTDIR/models.md (when
+      present).
 """
 import glob
 import json
@@ -157,6 +158,9 @@ def results(outdir):
     gpt2 = read("gpt2_small.md")
     if gpt2:
         md += ["## benchmarks/gpt2_small.py", "", gpt2, ""]
+    models = read("models.md")
+    if models:
+        md += ["## benchmarks/gpu_models.py", "", models, ""]
     with open(os.path.join(outdir, "results.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     return 0

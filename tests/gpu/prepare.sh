@@ -15,6 +15,8 @@
 #   train_x.npy train_y.npy   the digits (examples/digits) for the MLPs
 #   corpus.txt      examples/text/licenses.txt, byte tokens for the GPT
 #   runs.txt        one line per artifact: NAME STEPS TOLERANCE ARGS...
+#   models/         benchmarks/gpu_models.py's MLP and GPT-style model at
+#                   their benchmark batches (AdamW), and its config.json
 # all compiled with --target cuda (sm_90a: H100/H200), and with --deps
 #   deps.tar.gz     OpenBLAS, zlib, nlohmann-json, GoogleTest and OpenBLAS's
 #                   Fortran runtime as installed here (Debian), for a GPU
@@ -112,6 +114,10 @@ compile "$OUT/gpt.onnx" gpt_bf16.tcc --batch 16 --freeze mask --optimizer adamw 
 compile "$OUT/gpt_vocab.onnx" gpt_vocab_bf16.tcc --batch 16 --freeze mask \
   --optimizer adamw --precision bf16 --weights seeded
 rm -f "$OUT/gpt.onnx" "$OUT/gpt_vocab.onnx"
+# The other issues' models at benchmark batches, for run.sh's models part
+# (benchmarks/gpu_models.py: tcc against PyTorch eager and torch.compile).
+"$PY" "$ROOT/benchmarks/gpu_models.py" prepare --out "$OUT/models" --tcc "$TCC" \
+  --gpu-arch "$ARCH"
 cp "$ROOT/examples/digits/train_x.npy" "$ROOT/examples/digits/train_y.npy" "$OUT/"
 cp "$ROOT/examples/text/licenses.txt" "$OUT/corpus.txt"
 

@@ -9,8 +9,8 @@
 # --build-dir DIR: build there instead of OUTDIR/build (keep the build out of
 #   a results folder that is copied back, and reuse it in a later call).
 # --parts LIST: the steps after the build, comma-separated, any of unit,
-#   unit-cuda (step 2's CUDA tests alone), train (step 3) and gpt2 (step 4);
-#   default unit,train,gpt2. A machine that
+#   unit-cuda (step 2's CUDA tests alone), train (step 3), gpt2 (step 4) and
+#   models (step 5); default unit,train,gpt2,models. A machine that
 #   allows a few minutes per command can run them in separate calls over
 #   one --build-dir.
 # --prebuilt DIR: DIR holds tcc-run and tcc_unit_tests built on another x86-64
@@ -29,19 +29,21 @@
 #    ARTIFACT_DIR/gpt2_small, from its `prepare` step), with a row for each
 #    runner variant beside the prebuilt tcc-run (tcc-run-NAME, from
 #    prepare.sh --variant) when the prebuilt binaries run;
-# 5. writes OUTDIR/results.md (tables) and a log per step in OUTDIR.
+# 5. runs benchmarks/gpu_models.py on ARTIFACT_DIR/models (the MLP and the
+#    GPT-style model against PyTorch eager and torch.compile);
+# 6. writes OUTDIR/results.md (tables) and a log per step in OUTDIR.
 # Exit status: 0 when every step passed, 1 when one failed (named on
 # stderr and in results.md), 2 without a GPU, 64 for wrong arguments.
 set -uo pipefail
 
 usage() {
-  echo "usage: tests/gpu/run.sh OUTDIR [ARTIFACT_DIR] [--build-dir DIR] [--parts unit,train,gpt2] [--prebuilt DIR]  (see tests/gpu/README.md)" >&2
+  echo "usage: tests/gpu/run.sh OUTDIR [ARTIFACT_DIR] [--build-dir DIR] [--parts unit,train,gpt2,models] [--prebuilt DIR]  (see tests/gpu/README.md)" >&2
   exit 64
 }
 POS=()
 BUILD_ARG=""
 PREBUILT=""
-PARTS="unit,train,gpt2"
+PARTS="unit,train,gpt2,models"
 while [ $# -gt 0 ]; do
   case "$1" in
     -h | --help) usage ;;
@@ -58,8 +60,8 @@ done
 [ ${#POS[@]} -ge 1 ] && [ ${#POS[@]} -le 2 ] || usage
 for p in ${PARTS//,/ }; do
   case "$p" in
-    unit | unit-cuda | train | gpt2) ;;
-    *) echo "tests/gpu/run.sh: --parts: unknown part '$p' (unit, unit-cuda, train, gpt2)" >&2; exit 64 ;;
+    unit | unit-cuda | train | gpt2 | models) ;;
+    *) echo "tests/gpu/run.sh: --parts: unknown part '$p' (unit, unit-cuda, train, gpt2, models)" >&2; exit 64 ;;
   esac
 done
 want() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
@@ -214,7 +216,7 @@ if want unit; then
 fi
 
 # 3. The artifacts: loss curves on cuda and cpu, then bench.
-if [ -z "$ART" ] && { want train || want gpt2; }; then
+if [ -z "$ART" ] && { want train || want gpt2 || want models; }; then
   failed "no ARTIFACT_DIR: no training was checked (tests/gpu/README.md says how to make one)"
   finish
 fi
@@ -283,6 +285,20 @@ if want gpt2 && [ -f "$ROOT/benchmarks/gpt2_small.py" ]; then
       --out "$OUT" "${VARIANT_ARGS[@]}" > "$OUT/logs/gpt2_small.out" 2>&1 ||
       failed "benchmarks/gpt2_small.py (logs/gpt2_small.out, gpt2_small.log)"
     cat "$OUT/logs/gpt2_small.out"
+  fi
+fi
+
+# 5. The other issues' models against PyTorch.
+if want models && [ -f "$ROOT/benchmarks/gpu_models.py" ]; then
+  M="$ART/models"
+  if [ ! -f "$M/config.json" ]; then
+    failed "benchmarks/gpu_models.py: no $M/config.json (tests/gpu/prepare.sh makes it)"
+  else
+    echo "== benchmarks/gpu_models.py ($OUT/logs/gpu_models.out)"
+    "$PY" "$ROOT/benchmarks/gpu_models.py" run --artifacts "$M" --tcc-run "$RUN" \
+      --out "$OUT" > "$OUT/logs/gpu_models.out" 2>&1 ||
+      failed "benchmarks/gpu_models.py (logs/gpu_models.out, gpu_models.log)"
+    cat "$OUT/logs/gpu_models.out"
   fi
 fi
 finish
