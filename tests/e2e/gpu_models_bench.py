@@ -78,6 +78,12 @@ def main():
             p.stdout.count("| tcc | failed (gpu_models.log) |") != 2:
         sys.exit(f"FAILED: a failing tcc-run gave status {p.returncode}:\n"
                  f"{p.stdout}\n{p.stderr}")
+    # A negative batch is refused before anything is exported.
+    p = bench(["prepare", "--out", os.path.join(a.work, "neg"), "--tcc",
+               a.tcc, "--target", "cpu", "--batch", "-1"], check=False)
+    if p.returncode != 2 or "--batch must be positive" not in p.stderr or \
+            os.path.exists(os.path.join(a.work, "neg")):
+        sys.exit(f"FAILED: --batch -1 gave status {p.returncode}:\n{p.stderr}")
     print("gpu_models.py: both models measured on the CPU; a failing runner "
           "is reported")
 
