@@ -383,9 +383,22 @@ def largest_fitting(batches, measure, log, what):
     return None, None
 
 
+def read_config(artifacts):
+    """ARTIFACTS/config.json as `prepare` wrote it; exits 1 naming what is
+    wrong when it is missing or not JSON."""
+    path = os.path.join(artifacts, "config.json")
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        sys.exit(f"%s: no {path}: make ARTIFACTS with `%s --out "
+                 f"{artifacts}` first" % (os.path.basename(__file__), 'gpt2_small.py prepare'))
+    except (OSError, ValueError) as e:
+        sys.exit(f"%s: {path}: {e}" % os.path.basename(__file__))
+
+
 def run(args):
-    with open(os.path.join(args.artifacts, "config.json")) as f:
-        conf = json.load(f)
+    conf = read_config(args.artifacts)
     args.preset = conf["preset"]
     args.precision = conf["precision"]
     cfg = conf["config"]

@@ -169,10 +169,23 @@ def run_torch(args, name, mode, batch):
     return json.loads(p.stdout.strip().splitlines()[-1]), ""
 
 
+def read_config(artifacts):
+    """ARTIFACTS/config.json as `prepare` wrote it; exits 1 naming what is
+    wrong when it is missing or not JSON."""
+    path = os.path.join(artifacts, "config.json")
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        sys.exit(f"%s: no {path}: make ARTIFACTS with `%s --out "
+                 f"{artifacts}` first" % (os.path.basename(__file__), 'gpu_models.py prepare'))
+    except (OSError, ValueError) as e:
+        sys.exit(f"%s: {path}: {e}" % os.path.basename(__file__))
+
+
 def run(args):
     from gpt2_small import run_tcc
-    with open(os.path.join(args.artifacts, "config.json")) as f:
-        conf = json.load(f)
+    conf = read_config(args.artifacts)
     os.makedirs(args.out, exist_ok=True)
     log = open(os.path.join(args.out, "gpu_models.log"), "w")
     out, failed, device_name = [], False, args.device

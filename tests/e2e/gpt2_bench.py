@@ -141,6 +141,19 @@ def main():
             sys.exit(f"FAILED: {name}: the profile counts {got.get(name)} "
                      f"FLOPs per step, the model {flops}")
         print(f"{name}: {flops:.4g} FLOPs per step, as the model counts")
+    # Artifacts that are not JSON: the error names the file and the fault.
+    bad = os.path.join(a.work, "bad")
+    os.makedirs(bad, exist_ok=True)
+    with open(os.path.join(bad, "config.json"), "w") as f:
+        f.write("{not json")
+    p = subprocess.run([sys.executable, BENCH, "run", "--artifacts", bad,
+                        "--tcc-run", a.tcc_run, "--out",
+                        os.path.join(a.work, "bad_out"), "--device", "cpu"],
+                       capture_output=True, text=True)
+    if p.returncode != 1 or "bad/config.json: Expecting property name" \
+            not in p.stderr:
+        sys.exit(f"FAILED: a broken config.json gave status {p.returncode}:"
+                 f"\n{p.stderr}")
     print("PASSED")
 
 

@@ -78,6 +78,14 @@ def main():
             p.stdout.count("| tcc | failed (gpu_models.log) |") != 2:
         sys.exit(f"FAILED: a failing tcc-run gave status {p.returncode}:\n"
                  f"{p.stdout}\n{p.stderr}")
+    # Artifacts never prepared: the error names the missing file.
+    p = bench(["run", "--artifacts", os.path.join(a.work, "none"),
+               "--tcc-run", a.tcc_run, "--out", os.path.join(a.work, "o2"),
+               "--device", "cpu"], check=False)
+    if p.returncode != 1 or "none/config.json: make ARTIFACTS with " \
+            "`gpu_models.py prepare" not in p.stderr:
+        sys.exit(f"FAILED: run without artifacts gave status {p.returncode}:"
+                 f"\n{p.stderr}")
     # A negative batch is refused before anything is exported.
     p = bench(["prepare", "--out", os.path.join(a.work, "neg"), "--tcc",
                a.tcc, "--target", "cpu", "--batch", "-1"], check=False)
