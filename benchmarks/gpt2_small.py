@@ -165,36 +165,48 @@ def torch_worker(args):
         opt.step()
         return loss
 
-    for _ in range(args.warmup):
+    r = time_steps(step, args.warmup, args.steps, cuda)
+    r["adamw"] = "fused" if fused else "default"
+    print(json.dumps(r))
+
+
+def time_steps(step, warmup, steps, cuda):
+    """A PyTorch worker's figures: `step` run `warmup` times, then timed
+    `steps` times (synchronized on a GPU); the median step, the last loss,
+    the GPU's peak memory over the timed steps, PyTorch and the device."""
+    import torch
+    for _ in range(warmup):
         step()
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
     times = []
-    for _ in range(args.steps):
+    for _ in range(steps):
         t0 = time.perf_counter()
         loss = step()
         if cuda:
             torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
-    peak = torch.cuda.max_memory_allocated() if cuda else 0
-    print(json.dumps({"step_s": statistics.median(times),
-                      "loss": float(loss), "peak_bytes": peak,
-                      "torch": torch.__version__,
-                      "adamw": "fused" if fused else "default",
-                      "device": torch.cuda.get_device_name() if cuda
-                      else "cpu"}))
+    return {"step_s": statistics.median(times), "loss": float(loss),
+            "peak_bytes": torch.cuda.max_memory_allocated() if cuda else 0,
+            "torch": torch.__version__,
+            "device": torch.cuda.get_device_name() if cuda else "cpu"}
+
+
+def run_worker(cmd):
+    """A worker process's JSON line, or None and the end of its output."""
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        return None, (p.stdout + p.stderr)[-2000:]
+    return json.loads(p.stdout.strip().splitlines()[-1]), ""
 
 
 def run_torch(args, mode, batch):
-    cmd = [sys.executable, __file__, "torch-worker", "--preset", args.preset,
-           "--mode", mode, "--batch", str(batch), "--device", args.device,
-           "--precision", args.precision, "--steps", str(args.steps),
-           "--warmup", str(args.warmup)]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        return None, p.stderr[-2000:]
-    return json.loads(p.stdout.strip().splitlines()[-1]), ""
+    return run_worker([sys.executable, __file__, "torch-worker", "--preset",
+                       args.preset, "--mode", mode, "--batch", str(batch),
+                       "--device", args.device, "--precision", args.precision,
+                       "--steps", str(args.steps), "--warmup",
+                       str(args.warmup)])
 
 
 def run_tcc(args, art, device, attention=None, runner=None):
@@ -383,18 +395,19 @@ def largest_fitting(batches, measure, log, what):
     return None, None
 
 
-def read_config(artifacts):
-    """ARTIFACTS/config.json as `prepare` wrote it; exits 1 naming what is
-    wrong when it is missing or not JSON."""
+def read_config(artifacts, script=__file__):
+    """ARTIFACTS/config.json as `script prepare` wrote it; exits 1 naming
+    what is wrong when it is missing or not JSON."""
+    name = os.path.basename(script)
     path = os.path.join(artifacts, "config.json")
     try:
         with open(path) as f:
             return json.load(f)
     except FileNotFoundError:
-        sys.exit(f"%s: no {path}: make ARTIFACTS with `%s --out "
-                 f"{artifacts}` first" % (os.path.basename(__file__), 'gpt2_small.py prepare'))
+        sys.exit(f"{name}: no {path}: make ARTIFACTS with `{name} prepare "
+                 f"--out {artifacts}` first")
     except (OSError, ValueError) as e:
-        sys.exit(f"%s: {path}: {e}" % os.path.basename(__file__))
+        sys.exit(f"{name}: {path}: {e}")
 
 
 def run(args):

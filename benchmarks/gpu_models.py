@@ -28,7 +28,6 @@ the script on a CPU in seconds. The report is OUT/models.md.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -36,6 +35,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 sys.path.insert(0, HERE)
+# The workers' timing, the runners and the artifacts' config, as the GPT-2
+# benchmark measures them.
+from gpt2_small import read_config, run_tcc, run_worker, time_steps  # noqa: E402
 
 # Each model as the other issues train it, at a batch that gives a GPU
 # enough work to measure (a step of the MLP at the examples' batch 32 is a
@@ -139,53 +141,19 @@ def torch_worker(args):
         opt.step()
         return loss
 
-    for _ in range(args.warmup):
-        step()
-    if cuda:
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-    times = []
-    for _ in range(args.steps):
-        t0 = time.perf_counter()
-        loss = step()
-        if cuda:
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - t0)
-    print(json.dumps({
-        "step_s": statistics.median(times), "loss": float(loss),
-        "peak_bytes": torch.cuda.max_memory_allocated() if cuda else 0,
-        "torch": torch.__version__,
-        "device": torch.cuda.get_device_name() if cuda else "cpu"}))
+    print(json.dumps(time_steps(step, args.warmup, args.steps, cuda)))
 
 
 def run_torch(args, name, mode, batch):
-    cmd = [sys.executable, os.path.abspath(__file__), "torch-worker",
-           "--model", name, "--mode", mode, "--batch", str(batch),
-           "--device", args.device, "--steps", str(args.steps),
-           "--warmup", str(args.warmup)]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        return None, (p.stdout + p.stderr)[-2000:]
-    return json.loads(p.stdout.strip().splitlines()[-1]), ""
-
-
-def read_config(artifacts):
-    """ARTIFACTS/config.json as `prepare` wrote it; exits 1 naming what is
-    wrong when it is missing or not JSON."""
-    path = os.path.join(artifacts, "config.json")
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        sys.exit(f"%s: no {path}: make ARTIFACTS with `%s --out "
-                 f"{artifacts}` first" % (os.path.basename(__file__), 'gpu_models.py prepare'))
-    except (OSError, ValueError) as e:
-        sys.exit(f"%s: {path}: {e}" % os.path.basename(__file__))
+    return run_worker([sys.executable, os.path.abspath(__file__),
+                       "torch-worker", "--model", name, "--mode", mode,
+                       "--batch", str(batch), "--device", args.device,
+                       "--steps", str(args.steps), "--warmup",
+                       str(args.warmup)])
 
 
 def run(args):
-    from gpt2_small import run_tcc
-    conf = read_config(args.artifacts)
+    conf = read_config(args.artifacts, __file__)
     os.makedirs(args.out, exist_ok=True)
     log = open(os.path.join(args.out, "gpu_models.log"), "w")
     out, failed, device_name = [], False, args.device
