@@ -118,8 +118,8 @@ __host__ __device__ constexpr int warpTiles(TiledKernel k, int d, int mt) {
 /// what they need.
 /// MT = 2: 2, which caps nothing (a thread has at most 255 registers).
 /// With wgmma (D = 64) 4 for each: its products take no operand registers,
-/// and dK / dV's kernel fits 128 (ptxas, sm_90a: 24 bytes spilled, reloaded
-/// by 4 loads a half step, with lse and D read where first used).
+/// and dK / dV's kernel fits 128 (ptxas 13.0, sm_90a: 28 bytes spilled,
+/// reloaded by 5 loads a half step, with lse and D read where first used).
 __host__ __device__ constexpr int blocksFor(TiledKernel k, int d, int mt,
                                             int mode = kAsyncTiles) {
   return mt > 1 ? 2 : d > 64 ? 1 : k == kKVGrad && mode != kWgmmaTiles ? 3 : 4;
@@ -666,26 +666,23 @@ __device__ __forceinline__ void initBarriers(unsigned long long *bars) {
   }
 }
 
-/// Whether every score of queries [i0, i0 + ni) and keys [j0, j0 + nj) is
-/// the plain scaled product: no mask, all in range, none above the
-/// diagonal. Most tiles are; they skip scoreOf's tests, and so do those
-/// of diagonalScores.
+/// Whether the scores of queries [i0, i0 + ni) and keys [j0, j0 + nj) need
+/// none of scoreOf's tests but the causal one: no mask, all in range. Such
+/// tiles take the plain path; those on the causal diagonal (16 of the 136
+/// 64-row tiles of a causal T = 1024 sequence) mask a score there with one
+/// compare (colMinusRow) instead of scoreOf's tests and multiplies.
+__device__ __forceinline__ bool unmaskedScores(const AttentionTiles &t,
+                                               long long i0, int ni,
+                                               long long j0, int nj) {
+  return !t.mask && i0 + ni <= t.tq && j0 + nj <= t.tk;
+}
+
+/// Whether every score of such a tile is the plain scaled product: none
+/// above the diagonal either. Most tiles are.
 __device__ __forceinline__ bool plainScores(const AttentionTiles &t,
                                             long long i0, int ni, long long j0,
                                             int nj) {
-  return !t.mask && i0 + ni <= t.tq && j0 + nj <= t.tk &&
-         (!t.causal || j0 + nj - 1 <= i0);
-}
-
-/// Whether the scores of queries [i0, i0 + ni) and keys [j0, j0 + nj) are
-/// plain but for the causal mask (no mask, all in range): the tiles on the
-/// diagonal, 16 of the 136 a causal T = 1024 sequence's 64-row tiles take.
-/// They take the plain path and mask a score with one compare
-/// (keyPastQuery) instead of going through scoreOf's tests and multiplies.
-__device__ __forceinline__ bool diagonalScores(const AttentionTiles &t,
-                                               long long i0, int ni,
-                                               long long j0, int nj) {
-  return !t.mask && t.causal && i0 + ni <= t.tq && j0 + nj <= t.tk;
+  return unmaskedScores(t, i0, ni, j0, nj) && (!t.causal || j0 + nj - 1 <= i0);
 }
 
 /// Column minus row of element (n, e) of an m16n8 fragment (a lane's rows
@@ -907,8 +904,8 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT, Mode))
       // `mul` is what that multiply-add applies: scale2 to raw scores, 1
       // to ones already scaled.
       float mul = 1.0f;
-      const bool plain = plainScores(t, iw + 16 * mi, 16, k0, kTile);
-      if (plain || diagonalScores(t, iw + 16 * mi, 16, k0, kTile)) {
+      if (unmaskedScores(t, iw + 16 * mi, 16, k0, kTile)) {
+        const bool plain = plainScores(t, iw + 16 * mi, 16, k0, kTile);
         if (scale2 > 0.0f) {
           mul = scale2;
         } else {
@@ -1189,8 +1186,8 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT, Mode))
       }
       TCC_UNROLL
       for (int mi = 0; mi < MT; ++mi) {
-        const bool plain = plainScores(t, q0 + c0, kHalf, jw + 16 * mi, 16);
-        if (plain || diagonalScores(t, q0 + c0, kHalf, jw + 16 * mi, 16)) {
+        if (unmaskedScores(t, q0 + c0, kHalf, jw + 16 * mi, 16)) {
+          const bool plain = plainScores(t, q0 + c0, kHalf, jw + 16 * mi, 16);
           // Rows are keys, columns queries: on the diagonal a key after its
           // query (column minus row < 0) has probability 0.
           const int first = static_cast<int>(q0 + c0 + 2 * tc - (j0 + 16 * mi));
@@ -1361,8 +1358,8 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT, Mode))
       }
       TCC_UNROLL
       for (int mi = 0; mi < MT; ++mi) {
-        const bool plain = plainScores(t, iw + 16 * mi, 16, k0 + c0, kHalf);
-        if (plain || diagonalScores(t, iw + 16 * mi, 16, k0 + c0, kHalf)) {
+        if (unmaskedScores(t, iw + 16 * mi, 16, k0 + c0, kHalf)) {
+          const bool plain = plainScores(t, iw + 16 * mi, 16, k0 + c0, kHalf);
           // On the diagonal a key after the query has probability 0.
           const int first = static_cast<int>(k0 + c0 + 2 * tc - (i0 + 16 * mi));
           TCC_UNROLL
