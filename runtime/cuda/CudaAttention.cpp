@@ -106,8 +106,8 @@ void setTiledAttentionWarpRows(int rows) {
 }
 
 TileCopies attentionTileCopies(const char *value) {
-  return oneOf("TCC_CUDA_ATTENTION_COPY", value, "async", TileCopies::Async,
-               "tma", TileCopies::Tma);
+  return oneOf("TCC_CUDA_ATTENTION_COPY", value, "tma", TileCopies::Tma,
+               "async", TileCopies::Async);
 }
 
 static Setting<TileCopies, TileCopies::Environment, attentionTileCopies> copies{
@@ -118,8 +118,8 @@ TileCopies tiledAttentionCopies() { return copies.get(); }
 void setTiledAttentionCopies(TileCopies c) { copies.choose(c); }
 
 TileProducts attentionTileProducts(const char *value) {
-  return oneOf("TCC_CUDA_ATTENTION_MMA", value, "sync", TileProducts::Sync,
-               "wgmma", TileProducts::Wgmma);
+  return oneOf("TCC_CUDA_ATTENTION_MMA", value, "wgmma", TileProducts::Wgmma,
+               "sync", TileProducts::Sync);
 }
 
 static Setting<TileProducts, TileProducts::Environment, attentionTileProducts>

@@ -124,10 +124,11 @@ void attentionGradRows(const AttentionRows &r, const float *dp, void *p, int tp,
 //    the saved lse, and D = rowsum(dO O) is computed once into the scratch.
 // Causal attention visits only the tiles on or below the diagonal. Rows and
 // keys past Tq / Tk are zeros in shared memory and never written back.
-// Tiles come from global memory by cp.async, or with
-// TCC_CUDA_ATTENTION_COPY=tma by TMA tensor copies (TileCopies); products
-// are mma.sync a warp, or with TCC_CUDA_ATTENTION_MMA=wgmma warpgroup
-// products on swizzled tiles (TileProducts).
+// Tiles come from global memory by TMA tensor copies on sm_90 (TileCopies;
+// TCC_CUDA_ATTENTION_COPY=async or older GPUs: cp.async); products are
+// sm_90a's warpgroup products on swizzled tiles at head dim 64
+// (TileProducts; TCC_CUDA_ATTENTION_MMA=sync or elsewhere: mma.sync a
+// warp).
 
 /// One tiled attention or attention_grad launch (device pointers; the
 /// layout is AttentionDims's: heads > 1 is sequence-major).
@@ -178,16 +179,18 @@ void setTiledAttentionWarpRows(int rows);
 /// How the tiled kernels copy their tiles from global to shared memory.
 enum class TileCopies {
   Environment, ///< as TCC_CUDA_ATTENTION_COPY says (setTiledAttentionCopies)
-  Async,       ///< cp.async by every thread, 16 bytes a copy (the default)
+  Async,       ///< cp.async by every thread, 16 bytes a copy
   /// Tensor copies (TMA, CudaTma.cuh): one instruction a tile, issued by
   /// one thread and counted on an mbarrier; GPUs of compute capability 9.0
   /// and later, kernels of 16-row warps, 16-byte aligned rows
-  /// (attentionTmaFits); elsewhere Async. Opt-in until timed on a GPU.
+  /// (attentionTmaFits); elsewhere Async. The default: GPT-2 small's
+  /// attention_grad 23.6 ms a step against 27.2 with Async at batch 64 on
+  /// an H100 (2026-11-27).
   Tma,
 };
 
-/// TCC_CUDA_ATTENTION_COPY's value: unset, empty or 'async' (Async) or
-/// 'tma' (Tma); anything else throws Error naming it.
+/// TCC_CUDA_ATTENTION_COPY's value: unset, empty or 'tma' (Tma) or
+/// 'async' (Async); anything else throws Error naming it.
 TileCopies attentionTileCopies(const char *value);
 
 /// setTiledAttentionCopies's choice if one is set, else
@@ -212,17 +215,18 @@ bool tiledAttentionTma(const AttentionTiles &t, bool grad);
 /// How the tiled kernels multiply their tiles.
 enum class TileProducts {
   Environment, ///< as TCC_CUDA_ATTENTION_MMA says (setTiledAttentionProducts)
-  Sync,        ///< mma.sync a warp, operands by ldmatrix (the default)
+  Sync,        ///< mma.sync a warp, operands by ldmatrix
   /// Warpgroup products (wgmma, CudaWgmma.cuh) on tiles that tensor copies
   /// put in shared memory in the 128-byte swizzle: sm_90a (a runtime built
   /// for it, on a GPU of compute capability 9.0), head dim 64 and what
-  /// tensor copies need (attentionWgmmaFits); elsewhere Sync. Opt-in until
-  /// timed on a GPU.
+  /// tensor copies need (attentionWgmmaFits); elsewhere Sync. The default:
+  /// GPT-2 small at batch 64 on an H100 (2026-11-27), attention_grad 18.6
+  /// ms a step against 26.3 and the forward 5.2 against 7.9.
   Wgmma,
 };
 
-/// TCC_CUDA_ATTENTION_MMA's value: unset, empty or 'sync' (Sync) or
-/// 'wgmma' (Wgmma); anything else throws Error naming it.
+/// TCC_CUDA_ATTENTION_MMA's value: unset, empty or 'wgmma' (Wgmma) or
+/// 'sync' (Sync); anything else throws Error naming it.
 TileProducts attentionTileProducts(const char *value);
 
 /// setTiledAttentionProducts's choice if one is set, else

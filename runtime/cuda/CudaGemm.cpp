@@ -525,10 +525,6 @@ bool dgeluBgradSplit(const char *value) {
   return splitOrFused("TCC_CUDA_DGELU_BGRAD", value);
 }
 
-bool biasGradSplit(const char *value) {
-  return splitOrFused("TCC_CUDA_BGRAD", value);
-}
-
 /// The CudaGemm epilogue of a matmul_epilogue code.
 static Ep gemmEpilogueFor(const GemmEpilogueInfo &e) {
   if (e.act == GemmAct::DgeluTanh)
@@ -585,11 +581,22 @@ void launch_matmul_epilogue(const CudaArgs &a) {
     // bias or activation: a plain GEMM, then the bias gradient).
     static const bool splitDgelu =
         dgeluBgradSplit(std::getenv("TCC_CUDA_DGELU_BGRAD"));
-    static const bool splitBgrad = biasGradSplit(std::getenv("TCC_CUDA_BGRAD"));
+    const BiasGradWay bgradWay = biasGradWayOfEnvironment();
     Ep ep = gemmEpilogueFor(e);
     bool split = ep == Ep::DgeluBgrad && splitDgelu;
-    bool plainThenSum =
-        (ep == Ep::BgradLhs || ep == Ep::BgradRhs) && splitBgrad;
+    bool weightGrad = ep == Ep::BgradLhs || ep == Ep::BgradRhs;
+    // Where the summed operand is much larger than the rest (GPT-2's LM
+    // head), the GEMM sums it: a line of ones (CudaGemmEpilogue.cpp).
+    if (weightGrad)
+      if (auto line = onesLineFor(e.code, ta, tb, *A.shape, *B.shape, *D.shape,
+                                  A.dtype, D.dtype, a.out[1].dtype, bgradWay)) {
+        biasGradByOnesLine(a, *line,
+                           [&](const TensorView &x, const TensorView &y,
+                               const TensorView &z, bool tx,
+                               bool ty) { a.gemm->matmul(x, y, z, tx, ty); });
+        return;
+      }
+    bool plainThenSum = weightGrad && bgradWay != BiasGradWay::Fused;
     if (e.bgrad != GemmBiasGrad::None && !split) {
       args.biasGrad = a.out[1].data;
       args.biasType = a.out[1].dtype;

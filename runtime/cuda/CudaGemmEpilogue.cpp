@@ -13,6 +13,9 @@
 #include "runtime/cpu/GemmEpilogue.h"
 #include "runtime/cuda/CudaKernels.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 namespace tcc::rt::cuda {
 
 namespace {
@@ -70,13 +73,106 @@ int64_t prepare_matmul_epilogue(const Instr &in,
                 " GEMM results; the CUDA kernels take rank <= " +
                 std::to_string(kCudaMaxRank));
   // The bias gradient as a column sum (the fallback, or cuBLASLt's DGELU
-  // without BGRAD) keeps its row chunks' partial sums in the scratch.
+  // without BGRAD) keeps its row chunks' partial sums in the scratch; by a
+  // line of ones, the widened operand and the product are there.
   if (e.bgrad == GemmBiasGrad::None)
     return 0;
   BiasGradSum s = biasGradSum(e, t[in.outputs[0]].shape.size());
   int32_t summed = s.operand == 2 ? in.outputs[0] : in.inputs[s.operand];
-  return prepare_reduce(
+  int64_t bytes = prepare_reduce(
       Instr{"reduce_sum", {summed}, {in.outputs[1]}, s.axes, {}}, t);
+  if (e.bgrad == GemmBiasGrad::Out)
+    return bytes;
+  const TensorInfo &A = t[in.inputs[0]], &B = t[in.inputs[1]],
+                   &D = t[in.outputs[0]];
+  if (auto line =
+          onesLineFor(e.code, in.iattrs[0] != 0, in.iattrs[1] != 0, A.shape,
+                      B.shape, D.shape, A.dtype, D.dtype,
+                      t[in.outputs[1]].dtype, biasGradWayOfEnvironment()))
+    bytes = std::max(bytes, line->widenedBytes + line->productBytes);
+  return bytes;
+}
+
+BiasGradWay biasGradWay(const char *value) {
+  if (!value || !*value || std::string(value) == "line")
+    return BiasGradWay::Line;
+  if (std::string(value) == "split")
+    return BiasGradWay::Split;
+  if (std::string(value) == "fused")
+    return BiasGradWay::Fused;
+  throw Error(std::string("TCC_CUDA_BGRAD is '") + value +
+              "'; it takes 'line', 'split' or 'fused'");
+}
+
+BiasGradWay biasGradWayOfEnvironment() {
+  static const BiasGradWay way = biasGradWay(std::getenv("TCC_CUDA_BGRAD"));
+  return way;
+}
+
+std::optional<OnesLine>
+onesLineFor(int64_t epilogue, bool ta, bool tb, const std::vector<int64_t> &a,
+            const std::vector<int64_t> &b, const std::vector<int64_t> &d,
+            DType ab, DType dType, DType sumType, BiasGradWay way) {
+  const GemmEpilogueInfo *e = gemmEpilogueByCode(epilogue);
+  if (way != BiasGradWay::Line || !e ||
+      (e->bgrad != GemmBiasGrad::Lhs && e->bgrad != GemmBiasGrad::Rhs) ||
+      a.size() != 2 || b.size() != 2 || d.size() != 2 || dType != sumType ||
+      (dType != DType::F32 && !isHalfDType(dType)))
+    return std::nullopt;
+  OnesLine l;
+  l.lhs = e->bgrad == GemmBiasGrad::Lhs;
+  l.m = d[0];
+  l.n = d[1];
+  l.k = ta ? a[0] : a[1];
+  l.ab = ab;
+  l.d = dType;
+  if (l.m < 1 || l.n < 1 || l.k < 1)
+    return std::nullopt;
+  // The widened side: op(B) [k, n] for bgrad_lhs, op(A) [m, k] for
+  // bgrad_rhs, to n + extra or m + extra (a multiple of 8).
+  int64_t side = l.lhs ? l.n : l.m;
+  l.extra = (side + 1 + 7) / 8 * 8 - side;
+  bool trans = l.lhs ? tb : ta;
+  // Stored: op(B) = B [k, n], or B [n, k] transposed; op(A) = A [m, k], or
+  // A [k, m] transposed. The dimension that is `side` grows.
+  bool sideIsRows = l.lhs ? trans : !trans;
+  l.wRows = sideIsRows ? side + l.extra : l.k;
+  l.wCols = sideIsRows ? l.k : side + l.extra;
+  int64_t abBytes = static_cast<int64_t>(dtypeSize(ab)),
+          dBytes = static_cast<int64_t>(dtypeSize(dType));
+  l.widenedBytes = (l.wRows * l.wCols * abBytes + 255) / 256 * 256;
+  l.productBytes =
+      (l.lhs ? l.m * (l.n + l.extra) : (l.m + l.extra) * l.n) * dBytes;
+  // The column sum reads the summed operand once. The line reads the other
+  // operand and writes it widened, then reads the product and writes D:
+  // take it when that is under half the bytes.
+  int64_t summed = (l.lhs ? l.m : l.n) * l.k * abBytes;
+  int64_t other = side * l.k * abBytes;
+  int64_t moved = 2 * other + l.widenedBytes + 2 * l.productBytes;
+  if (summed <= 2 * moved)
+    return std::nullopt;
+  return l;
+}
+
+void biasGradByOnesLine(const CudaArgs &a, const OnesLine &l,
+                        const PlainGemm &gemm) {
+  const TensorView &A = a.in[0], &B = a.in[1], &D = a.out[0], &sums = a.out[1];
+  bool ta = a.instr.iattrs[0] != 0, tb = a.instr.iattrs[1] != 0;
+  const TensorView &other = l.lhs ? B : A;
+  char *scratch = static_cast<char *>(a.scratch);
+  std::vector<int64_t> wShape{l.wRows, l.wCols};
+  std::vector<int64_t> pShape{l.lhs ? l.m : l.m + l.extra,
+                              l.lhs ? l.n + l.extra : l.n};
+  TensorView W{scratch, l.ab, &wShape, l.wRows * l.wCols};
+  TensorView P{scratch + l.widenedBytes, l.d, &pShape, pShape[0] * pShape[1]};
+  widenWithOnes(other.data, W.data, l.ab, other.dim(0), other.dim(1), l.wRows,
+                l.wCols, a.stream, a.smCount);
+  if (l.lhs)
+    gemm(A, W, P, ta, tb);
+  else
+    gemm(W, B, P, ta, tb);
+  splitOffLine(P.data, D.data, sums.data, l.d, l.m, l.n, pShape[0], pShape[1],
+               a.stream, a.smCount);
 }
 
 /// Runs a registry kernel on views of `a`'s operands.

@@ -28,6 +28,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -144,10 +146,69 @@ void epilogueBiasGrad(const CudaArgs &a);
 /// epilogue, then the bias gradient as a column sum: true) or 'fused' (one
 /// DGELU_BGRAD epilogue: false); anything else throws Error naming it.
 bool dgeluBgradSplit(const char *value);
-/// TCC_CUDA_BGRAD's value: unset, empty or 'split' (a plain GEMM, then the
-/// bias gradient as a column sum: true) or 'fused' (cuBLASLt's BGRADA /
-/// BGRADB epilogue: false); anything else throws Error naming it.
-bool biasGradSplit(const char *value);
+
+/// How a weight gradient's bias gradient (bgrad_lhs / bgrad_rhs) runs.
+enum class BiasGradWay {
+  /// Where the line pays (onesLineFor), the GEMM computes the sums: the
+  /// operand not summed gains a line of ones, the product one more row or
+  /// column; elsewhere Split. The default.
+  Line,
+  Split, ///< a plain GEMM, then the summed operand's column sum
+  Fused, ///< cuBLASLt's BGRADA / BGRADB epilogue
+};
+/// TCC_CUDA_BGRAD's value: unset, empty or 'line' (Line), 'split' (Split)
+/// or 'fused' (Fused); anything else throws Error naming it.
+BiasGradWay biasGradWay(const char *value);
+/// TCC_CUDA_BGRAD's way (read once).
+BiasGradWay biasGradWayOfEnvironment();
+
+/// A weight gradient D [m, n] = op(A) [m, k] op(B) [k, n] whose bias
+/// gradient the GEMM computes itself. bgrad_lhs sums op(A) over k (m
+/// sums): op(B) gains columns, the first of them ones and the rest zeros,
+/// to n + extra (a multiple of 8, so rows stay 16-byte aligned), and the
+/// product [m, n + extra] holds the sums in column n. bgrad_rhs sums op(B)
+/// (n sums): op(A) gains rows to m + extra, the product [m + extra, n]
+/// holds them in row m. The widened operand and the product live in the
+/// instr's scratch. The GEMM's sums are in f32 like the column sum's; D
+/// and the sums share a type (the sums are D's words).
+struct OnesLine {
+  bool lhs = true;
+  int64_t m = 0, n = 0, k = 0, extra = 0;
+  DType ab = DType::F32, d = DType::F32;
+  /// The widened operand's stored shape (op(B) or op(A) as stored:
+  /// transposed ones gain columns where the others gain rows).
+  int64_t wRows = 0, wCols = 0;
+  /// Bytes of the widened operand in the scratch (rounded up to 256) and of
+  /// the product after it.
+  int64_t widenedBytes = 0, productBytes = 0;
+};
+/// The line for a matmul_epilogue of code `epilogue`, transposes ta / tb
+/// and these shapes and types, when `way` is Line and it moves fewer bytes
+/// than the column sum it replaces (it copies the other operand and the
+/// product once more: GPT-2's LM head, whose summed operand is 6.6 GB at
+/// batch 64, and not its other weight gradients); else none.
+std::optional<OnesLine>
+onesLineFor(int64_t epilogue, bool ta, bool tb, const std::vector<int64_t> &a,
+            const std::vector<int64_t> &b, const std::vector<int64_t> &d,
+            DType ab, DType dType, DType sumType, BiasGradWay way);
+/// The weight gradient and its sums by the line: widens the operand, runs
+/// `gemm` (a plain GEMM of op(A) op(B) into the product, given as views),
+/// then splits the product into out[0] and out[1].
+using PlainGemm = std::function<void(const TensorView &, const TensorView &,
+                                     const TensorView &, bool, bool)>;
+void biasGradByOnesLine(const CudaArgs &a, const OnesLine &line,
+                        const PlainGemm &gemm);
+/// The copies around it (CudaKernelsOnesLine.cu), 2- or 4-byte words of
+/// float type t: y [yRows, yCols] = x [rows, cols], then a line of ones
+/// (column `cols` or row `rows`: one of yRows > rows, yCols > cols), then
+/// zeros; and y [rows, cols] = x [xRows, xCols]'s corner, `line` its
+/// column `cols` or row `rows`.
+void widenWithOnes(const void *x, void *y, DType t, long long rows,
+                   long long cols, long long yRows, long long yCols,
+                   cudaStream_t stream, int smCount);
+void splitOffLine(const void *x, void *y, void *line, DType t, long long rows,
+                  long long cols, long long xRows, long long xCols,
+                  cudaStream_t stream, int smCount);
 
 // --- Scratch needs (CudaKernelsRows.cu, CudaKernelsLayout.cu) -------------
 int64_t prepare_softmax_cross_entropy(const Instr &,

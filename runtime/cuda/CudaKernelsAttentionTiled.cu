@@ -43,11 +43,12 @@
 //
 // Tiles move from global to shared memory with cp.async, two deep: a step
 // starts the copies of the next step's tiles, then multiplies its own. Or,
-// with TCC_CUDA_ATTENTION_COPY=tma, by one TMA tensor copy a tile (see
-// "Tensor copies" below). With TCC_CUDA_ATTENTION_MMA=wgmma (D = 64, MT =
-// 1; TileMode kWgmmaTiles) the block's 4 warps are one warpgroup and each
-// product is sm_90a's wgmma on the whole 64-row tile (CudaWgmma.cuh; wgRows
-// and wgScores), its tiles dense and 128-byte swizzled by the tensor
+// on sm_90 (TCC_CUDA_ATTENTION_COPY=tma, the default), by one TMA tensor
+// copy a tile (see "Tensor copies" below). With warpgroup products
+// (TCC_CUDA_ATTENTION_MMA=wgmma, the default where they fit: sm_90a, D =
+// 64, MT = 1; TileMode kWgmmaTiles) the block's 4 warps are one warpgroup and
+// each product is sm_90a's wgmma on the whole 64-row tile (CudaWgmma.cuh;
+// wgRows and wgScores), its tiles dense and 128-byte swizzled by the tensor
 // copies; wgmma's accumulator fragment is the C fragment above, repeated,
 // so the element-wise code is the same.
 //

@@ -287,6 +287,43 @@ __device__ __forceinline__ float blockMax(float v, float *shared) {
   return warpMax(r);
 }
 
+/// Final sums of slice-wise partial sums: for column j = blockIdx.x * 32 +
+/// threadIdx.x of a (32, 8) block, the sum over s < slices of
+/// p[s * stride + j], returned to threadIdx.y == 0 (columns j >= n: 0).
+/// Row lane y adds slices y, y + 8, ... in order, then lane 0 adds the 8
+/// lanes in order, so results repeat. Where one thread looped over all the
+/// slices (128 dependent L2 reads for each of 768 columns: 3 blocks on a
+/// GPU of 132 multiprocessors), 8 threads a column now keep their loads in
+/// flight on 8 times the blocks. Every thread of the block must call it
+/// (it synchronizes); `shared` is the block's [8][33] scratch.
+template <class Acc>
+__device__ Acc sliceSum(const Acc *p, long long slices, long long stride,
+                        long long n, Acc (*shared)[33]) {
+  long long j = blockIdx.x * 32LL + threadIdx.x;
+  Acc acc = Acc(0);
+  if (j < n) {
+    long long s = threadIdx.y;
+    // Four loads in flight before their adds.
+    for (; s + 24 < slices; s += 32) {
+      Acc v0 = p[s * stride + j], v1 = p[(s + 8) * stride + j],
+          v2 = p[(s + 16) * stride + j], v3 = p[(s + 24) * stride + j];
+      acc += v0;
+      acc += v1;
+      acc += v2;
+      acc += v3;
+    }
+    for (; s < slices; s += 8)
+      acc += p[s * stride + j];
+  }
+  shared[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  Acc total = Acc(0);
+  if (threadIdx.y == 0)
+    for (int y = 0; y < 8; ++y)
+      total += shared[y][threadIdx.x];
+  return total;
+}
+
 /// Threads per block for one row of n elements: a multiple of 32 in
 /// [32, 1024], about one element per thread up to 1024.
 inline int rowBlock(int64_t n) {

@@ -387,7 +387,7 @@ __global__ void __launch_bounds__(1024)
 /// several (a column sum of few outputs over many rows, like a bias
 /// gradient: [8192, 768] -> [768] would otherwise run on 24 blocks) each
 /// writes its partial sum to `partial` [chunks, outputs] and
-/// reduceChunksKernel adds them in chunk order.
+/// reduceChunksKernel adds them in a fixed order (sliceSum).
 __global__ void reduceColsKernel(const void *x, int tx, void *y, int ty,
                                  long long outputs, long long len,
                                  long long chunkLen, Strided<1> kept,
@@ -500,16 +500,20 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-__global__ void reduceChunksKernel(const float *partial, long long chunks,
-                                   void *y, int ty, long long outputs,
-                                   float count, bool mean) {
-  for (long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-       k < outputs; k += (long long)gridDim.x * blockDim.x) {
-    float t = 0.0f;
-    for (long long c = 0; c < chunks; ++c)
-      t += partial[c * outputs + k];
+/// Block (32, 8), ceil(outputs / 32) blocks (sliceSum).
+__global__ void __launch_bounds__(256)
+    reduceChunksKernel(const float *partial, long long chunks, void *y, int ty,
+                       long long outputs, float count, bool mean) {
+  __shared__ float lanes[8][33];
+  float t = sliceSum(partial, chunks, outputs, outputs, lanes);
+  long long k = blockIdx.x * 32LL + threadIdx.x;
+  if (threadIdx.y == 0 && k < outputs)
     stf(y, ty, k, mean ? t / count : t);
-  }
+}
+
+/// reduceChunksKernel's grid: a block for 32 outputs.
+static unsigned chunkGrid(long long outputs) {
+  return static_cast<unsigned>((outputs + 31) / 32);
 }
 
 namespace {
@@ -614,8 +618,7 @@ void launch_reduce(const CudaArgs &a) {
       go(static_cast<unsigned short>(0));
     if (partial) {
       checkLaunch(a.instr.kernel.c_str());
-      TCC_LAUNCH(reduceChunksKernel, gridFor(outputs, 256, a.smCount), 256,
-                 a.stream)
+      TCC_LAUNCH(reduceChunksKernel, chunkGrid(outputs), dim3(32, 8), a.stream)
       (partial, p.chunks, Y.data, dt(Y), outputs, fcount, mean);
     }
   } else {
@@ -629,8 +632,7 @@ void launch_reduce(const CudaArgs &a) {
      fcount, mean, partial);
     if (partial) {
       checkLaunch(a.instr.kernel.c_str());
-      TCC_LAUNCH(reduceChunksKernel, gridFor(outputs, 256, a.smCount), 256,
-                 a.stream)
+      TCC_LAUNCH(reduceChunksKernel, chunkGrid(outputs), dim3(32, 8), a.stream)
       (partial, p.chunks, Y.data, dt(Y), outputs, fcount, mean);
     }
   }

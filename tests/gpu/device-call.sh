@@ -5,8 +5,11 @@
 # its results copied to OUTDIR as soon as it ends (a call cut short still
 # brings back what finished).
 #
-#   tests/gpu/device-call.sh ARCHIVE OUTDIR
+#   tests/gpu/device-call.sh ARCHIVE OUTDIR [STEPS]
 #
+# STEPS (default ab,ncu,gpt2,sanitize) picks which of the steps after the
+# checks (1, always) run, for a short call at the end of a lease (`ab`
+# alone: about two minutes with the machine's start).
 # ARCHIVE is ARTIFACT_DIR packed by `tests/gpu/prepare.sh --pack FILE`
 # (with --prebuilt: bin/tcc-run and bin/tcc_unit_tests, and any
 # bin/tcc-run-NAME variants to time against bin/tcc-run, and ncu.txt, the
@@ -21,17 +24,27 @@
 #   ncu.txt        Nsight Compute (speed of light, memory, occupancy, warp
 #                  stalls) of the first launch of each kernel ncu.txt names,
 #                  in the largest GPT-2 artifact (bin/tcc-run, no graphs)
-#   sanitize.txt   compute-sanitizer racecheck and memcheck
+#   sanitize.txt   compute-sanitizer racecheck and memcheck (the tiled
+#                  attention's tensor-copy kernels, the line of ones, slice
+#                  sums)
 #   logs.tgz       every log
 # Exit status: 0 when the checks and the benchmark passed, 1 otherwise, 2
 # without a GPU (run.sh's), 64 for wrong arguments. The packaged form of
 # the calls that measured tests/gpu/README.md's figures.
 set -u
 
-if [ $# -ne 2 ] || [ "${1#-}" != "$1" ]; then
-  echo "usage: tests/gpu/device-call.sh ARCHIVE OUTDIR  (see tests/gpu/README.md)" >&2
+if [ $# -lt 2 ] || [ $# -gt 3 ] || [ "${1#-}" != "$1" ]; then
+  echo "usage: tests/gpu/device-call.sh ARCHIVE OUTDIR [STEPS]  (see tests/gpu/README.md)" >&2
   exit 64
 fi
+STEPS="${3:-ab,ncu,gpt2,sanitize}"
+for s in ${STEPS//,/ }; do
+  case "$s" in
+    ab|ncu|gpt2|sanitize) ;;
+    *) echo "tests/gpu/device-call.sh: unknown step '$s' in '$STEPS' (steps: ab,ncu,gpt2,sanitize)" >&2; exit 64 ;;
+  esac
+done
+want() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 [ -f "$1" ] || { echo "tests/gpu/device-call.sh: ARCHIVE $1 is not a file" >&2; exit 64; }
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 mkdir -p "$2" || exit 1
@@ -68,8 +81,8 @@ RUN="$ART/bin/tcc-run"
 
 # 2. A/B: each runner variant on the largest GPT-2 artifact, with profiles.
 G="$ART/gpt2_small"
-if [ -d "$G" ]; then
-  largest="$(ls "$G"/b*.tcc 2>/dev/null | sed 's/.*\/b\([0-9]*\)\.tcc/\1/' | sort -n | tail -n 1)"
+largest="$(ls "$G"/b*.tcc 2>/dev/null | sed 's/.*\/b\([0-9]*\)\.tcc/\1/' | sort -n | tail -n 1)"
+if want ab && [ -d "$G" ]; then
   for v in "$ART"/bin/tcc-run-* "$RUN"; do
     [ -x "$v" ] && [ -n "$largest" ] || continue
     echo "== $(basename "$v") b$largest" >> "$OUT/ab.txt"
@@ -85,7 +98,7 @@ fi
 # 2b. Nsight Compute on the kernels ncu.txt names (each under a minute:
 # ncu replays the one launch, the rest of the step runs normally).
 NCU_BIN="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
-if [ -f "$ART/ncu.txt" ] && [ -n "${largest:-}" ]; then
+if want ncu && [ -f "$ART/ncu.txt" ] && [ -n "${largest:-}" ]; then
   while read -r k; do
     [ -n "$k" ] || continue
     echo "== ncu $k b$largest" >> "$OUT/ncu.txt"
@@ -104,22 +117,26 @@ fi
 # variant (about 30 s more each: loading the artifact, then its steps), and
 # the MLP and GPT-style model against PyTorch (about 90 s: torch.compile
 # compiles each).
-nvar=0
-for v in "$ART"/bin/tcc-run-*; do [ -x "$v" ] && nvar=$((nvar + 1)); done
-timeout $((240 + 30 * nvar)) bash "$ROOT/tests/gpu/run.sh" "$RES/gpt2" "$ART" --build-dir "$WORK/build" \
-  "${PREBUILT[@]}" --parts gpt2,models > "$OUT/gpt2.txt" 2>&1 || STATUS=1
-cp "$RES/gpt2/gpt2_small.md" "$RES/gpt2/gpt2_small_profile.json" "$OUT/" 2>/dev/null
+if want gpt2; then
+  nvar=0
+  for v in "$ART"/bin/tcc-run-*; do [ -x "$v" ] && nvar=$((nvar + 1)); done
+  timeout $((240 + 30 * nvar)) bash "$ROOT/tests/gpu/run.sh" "$RES/gpt2" "$ART" --build-dir "$WORK/build" \
+    "${PREBUILT[@]}" --parts gpt2,models > "$OUT/gpt2.txt" 2>&1 || STATUS=1
+  cp "$RES/gpt2/gpt2_small.md" "$RES/gpt2/gpt2_small_profile.json" "$OUT/" 2>/dev/null
+fi
 
-# 4. Races and out-of-bounds accesses in the tiled attention kernels.
+# 4. Races and out-of-bounds accesses in the kernels named below.
 UNIT="$ART/bin/tcc_unit_tests"
 [ -x "$UNIT" ] || UNIT="$WORK/build/tests/unit/tcc_unit_tests"
 CS="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
 for tool in racecheck memcheck; do
+  want sanitize || break
   echo "== $tool" >> "$OUT/sanitize.txt"
   # The tensor-copy and warpgroup-product kernels (the cp.async ones were
-  # clean on 2026-11-26).
+  # clean on 2026-11-26), the line of ones' copies and the slice sums of
+  # column sums and layer norm parameter gradients.
   timeout 60 "$CS" --tool "$tool" --error-exitcode 9 "$UNIT" \
-    --gtest_filter='CudaKernels/CudaKernelCase.MatchesTheCpu/attention_tiled_bf16_tma:CudaKernels/CudaKernelCase.MatchesTheCpu/attention_tiled_bf16_wgmma' \
+    --gtest_filter='CudaKernels/CudaKernelCase.MatchesTheCpu/attention_tiled_bf16_tma:CudaKernels/CudaKernelCase.MatchesTheCpu/attention_tiled_bf16_wgmma:CudaKernels/CudaKernelCase.MatchesTheCpu/matmul_epilogue_ones_line_*:CudaKernels/CudaKernelCase.MatchesTheCpu/reductions:CudaKernels/CudaKernelCase.MatchesTheCpu/layer_norm_param_grad_bf16' \
     >> "$OUT/sanitize.txt" 2>&1
   echo "exit status $?" >> "$OUT/sanitize.txt"
 done
@@ -127,7 +144,7 @@ done
 tar -czf "$OUT/logs.tgz" -C "$RES" . 2>/dev/null
 grep -E "PASSED|FAILED|ok$|differ" "$OUT/checks.txt" | head -n 20
 grep -E "^==|^  compiled  |attention|matmul_epilogue" "$OUT/ab.txt" 2>/dev/null | head -n 40
-sed -n '/| system/,/tcc \/ torch.compile/p' "$OUT/gpt2.txt"
-grep -E "^==|SUMMARY|exit status" "$OUT/sanitize.txt"
+[ -f "$OUT/gpt2.txt" ] && sed -n '/| system/,/tcc \/ torch.compile/p' "$OUT/gpt2.txt"
+[ -f "$OUT/sanitize.txt" ] && grep -E "^==|SUMMARY|exit status" "$OUT/sanitize.txt"
 rm -rf "$WORK"
 exit $STATUS

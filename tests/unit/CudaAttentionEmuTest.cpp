@@ -1097,12 +1097,12 @@ TEST(CudaAttentionEmuDeathTest, TiledAttentionWarpRowsFromTheEnvironment) {
 // it takes. The tests' override gives the environment's back with
 // Environment.
 TEST(CudaAttentionEmu, TiledAttentionCopySetting) {
-  EXPECT_EQ(cuda::attentionTileCopies(nullptr), cuda::TileCopies::Async);
-  EXPECT_EQ(cuda::attentionTileCopies(""), cuda::TileCopies::Async);
+  EXPECT_EQ(cuda::attentionTileCopies(nullptr), cuda::TileCopies::Tma);
+  EXPECT_EQ(cuda::attentionTileCopies(""), cuda::TileCopies::Tma);
   EXPECT_EQ(cuda::attentionTileCopies("async"), cuda::TileCopies::Async);
   EXPECT_EQ(cuda::attentionTileCopies("tma"), cuda::TileCopies::Tma);
   expectRefused(cuda::attentionTileCopies, {"TMA", "bulk", "tma ", "1"},
-                "TCC_CUDA_ATTENTION_COPY", "'async' or 'tma'");
+                "TCC_CUDA_ATTENTION_COPY", "'tma' or 'async'");
   expectOverride(cuda::tiledAttentionCopies, cuda::setTiledAttentionCopies,
                  {cuda::TileCopies::Tma, cuda::TileCopies::Async},
                  cuda::TileCopies::Environment);
@@ -1116,7 +1116,7 @@ TEST(CudaAttentionEmuDeathTest, TiledAttentionCopyFromTheEnvironment) {
       "TCC_CUDA_ATTENTION_COPY", "tma",
       [] { return cuda::tiledAttentionCopies() == cuda::TileCopies::Tma; },
       "bulk", true,
-      "TCC_CUDA_ATTENTION_COPY is 'bulk'; it takes 'async' or 'tma'");
+      "TCC_CUDA_ATTENTION_COPY is 'bulk'; it takes 'tma' or 'async'");
 }
 
 // Tensor copies need compute capability 9.0, rows that start 16-byte
@@ -1147,12 +1147,12 @@ TEST(CudaAttentionEmu, TensorCopiesFit) {
 // takes. The tests' override gives the environment's back with
 // Environment.
 TEST(CudaAttentionEmu, TiledAttentionProductsSetting) {
-  EXPECT_EQ(cuda::attentionTileProducts(nullptr), cuda::TileProducts::Sync);
-  EXPECT_EQ(cuda::attentionTileProducts(""), cuda::TileProducts::Sync);
+  EXPECT_EQ(cuda::attentionTileProducts(nullptr), cuda::TileProducts::Wgmma);
+  EXPECT_EQ(cuda::attentionTileProducts(""), cuda::TileProducts::Wgmma);
   EXPECT_EQ(cuda::attentionTileProducts("sync"), cuda::TileProducts::Sync);
   EXPECT_EQ(cuda::attentionTileProducts("wgmma"), cuda::TileProducts::Wgmma);
   expectRefused(cuda::attentionTileProducts, {"WGMMA", "mma", "wgmma ", "tma"},
-                "TCC_CUDA_ATTENTION_MMA", "'sync' or 'wgmma'");
+                "TCC_CUDA_ATTENTION_MMA", "'wgmma' or 'sync'");
   expectOverride(cuda::tiledAttentionProducts, cuda::setTiledAttentionProducts,
                  {cuda::TileProducts::Wgmma, cuda::TileProducts::Sync},
                  cuda::TileProducts::Environment);
@@ -1169,7 +1169,7 @@ TEST(CudaAttentionEmuDeathTest, TiledAttentionProductsFromTheEnvironment) {
         return cuda::tiledAttentionProducts() == cuda::TileProducts::Wgmma;
       },
       "hmma", false,
-      "TCC_CUDA_ATTENTION_MMA is 'hmma'; it takes 'sync' or 'wgmma'");
+      "TCC_CUDA_ATTENTION_MMA is 'hmma'; it takes 'wgmma' or 'sync'");
 }
 
 // Warpgroup products need sm_90a itself (compute capability 9.0, not 9.x

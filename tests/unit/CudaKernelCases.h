@@ -283,6 +283,11 @@ inline void reductionCases(std::vector<KernelCase> &cases) {
   int32_t tall3 = p.random(DType::F32, {3, 700, 5});
   c.outs.push_back(p.out(DType::F32, {5}));
   p.instr("reduce_mean", {tall3}, {c.outs.back()}, {0, 1});
+  // 9000 rows: 35 chunks, whose final sums (sliceSum) take a thread's
+  // four-deep loads once and then its tail.
+  int32_t taller = p.random(DType::F32, {9000, 40});
+  c.outs.push_back(p.out(DType::F32, {40}));
+  p.instr("reduce_sum", {taller}, {c.outs.back()}, {0});
 
   // Leading axes over rows of whole 16-byte words: the vectorized column
   // sums (8 bf16 or 4 f32 columns a thread), with row chunks (2100 rows:
@@ -373,33 +378,27 @@ inline void layerNormCases(std::vector<KernelCase> &cases) {
   KernelCase c{"layer_norm_param_grad_bf16"};
   c.rtol = c.atol = 1e-5;
   OneProgram &p = c.prog;
-  int32_t x = p.random(DType::BF16, {300, 20}, -3, 3);
-  int32_t dy = p.random(DType::BF16, {300, 20});
-  int32_t mean = p.random(DType::F32, {300}, -0.5f, 0.5f);
-  int32_t rstd = p.random(DType::F32, {300}, 0.5f, 2.0f);
-  int32_t pg = p.out(DType::F32, {20}), pb = p.out(DType::F32, {20});
-  p.instr("layer_norm_param_grad", {dy, x, mean, rstd}, {pg, pb}, {1});
-  c.outs = {pg, pb};
+  // dy of type `tdy` and bf16 x, [rows, n], with f32 mean and rstd.
+  auto paramGrad = [&](int64_t rows, int64_t n, DType tdy) {
+    int32_t x = p.random(DType::BF16, {rows, n}, -3, 3);
+    int32_t dy = p.random(tdy, {rows, n});
+    int32_t mean = p.random(DType::F32, {rows}, -0.5f, 0.5f);
+    int32_t rstd = p.random(DType::F32, {rows}, 0.5f, 2.0f);
+    int32_t pg = p.out(DType::F32, {n}), pb = p.out(DType::F32, {n});
+    p.instr("layer_norm_param_grad", {dy, x, mean, rstd}, {pg, pb}, {1});
+    c.outs.push_back(pg);
+    c.outs.push_back(pb);
+  };
+  paramGrad(300, 20, DType::BF16);
   // Rows of whole 16-byte words: 8 columns a thread (264: two blocks, the
   // second partial), 700 rows in 3 slices with odd tails, f16 dy.
-  int32_t xv = p.random(DType::BF16, {700, 264}, -3, 3);
-  int32_t dyv = p.random(DType::F16, {700, 264});
-  int32_t mv = p.random(DType::F32, {700}, -0.5f, 0.5f);
-  int32_t rv = p.random(DType::F32, {700}, 0.5f, 2.0f);
-  int32_t pgv = p.out(DType::F32, {264}), pbv = p.out(DType::F32, {264});
-  p.instr("layer_norm_param_grad", {dyv, xv, mv, rv}, {pgv, pbv}, {1});
-  c.outs.push_back(pgv);
-  c.outs.push_back(pbv);
+  paramGrad(700, 264, DType::F16);
   // bf16 dy and x (GPT-2's), 2 slices of 261 and 260 rows: steps of four
   // rows a thread, then the rows left one at a time.
-  int32_t xb = p.random(DType::BF16, {521, 16}, -3, 3);
-  int32_t dyb = p.random(DType::BF16, {521, 16});
-  int32_t mb = p.random(DType::F32, {521}, -0.5f, 0.5f);
-  int32_t rb = p.random(DType::F32, {521}, 0.5f, 2.0f);
-  int32_t pgb = p.out(DType::F32, {16}), pbb = p.out(DType::F32, {16});
-  p.instr("layer_norm_param_grad", {dyb, xb, mb, rb}, {pgb, pbb}, {1});
-  c.outs.push_back(pgb);
-  c.outs.push_back(pbb);
+  paramGrad(521, 16, DType::BF16);
+  // 7000 rows: 28 slices, whose final sums (sliceSum) take a thread's
+  // four-deep loads once and then its tail.
+  paramGrad(7000, 24, DType::BF16);
   cases.push_back(std::move(c));
 }
 
@@ -543,6 +542,41 @@ inline void gemmEpilogueCases(std::vector<KernelCase> &cases) {
     OneProgram &p = c.prog;
     for (const char *name : {"bgrad_lhs", "bgrad_rhs"})
       weightGradGemm(p, t, 37, name, c.outs);
+    cases.push_back(std::move(c));
+  }
+  // Bias gradients that the GEMM sums by a line of ones (onesLineFor: the
+  // summed operand is large beside the other one and D): D [300, n] and its
+  // 300 sums by bgrad_lhs, D [n, 300] and 300 by bgrad_rhs, over 200 rows,
+  // with the other operand as stored and transposed (the line is a column
+  // of op(B) or a row of op(A): a row or a column of what is stored) and n
+  // 8 or 5 (16-byte vectors, or words, in the copies), f32 and 16-bit in
+  // (f32 out, as tcc-mixed-precision makes).
+  for (DType t : {DType::F32, DType::BF16}) {
+    KernelCase c{std::string("matmul_epilogue_ones_line_") + dtypeName(t)};
+    c.rtol = c.atol = 1e-4;
+    OneProgram &p = c.prog;
+    for (const char *name : {"bgrad_lhs", "bgrad_rhs"})
+      for (auto [otherTransposed, n] :
+           {std::pair<bool, int64_t>{false, 8}, {true, 8}, {false, 5}}) {
+        const GemmEpilogueInfo &e = *gemmEpilogueByName(name);
+        bool lhs = e.bgrad == GemmBiasGrad::Lhs;
+        // lhs: op(A) = A^T [300, 200] summed, op(B) [200, n];
+        // rhs: op(A) [n, 200], op(B) = B [200, 300] summed.
+        bool ta = lhs || otherTransposed, tb = lhs && otherTransposed;
+        std::vector<int64_t> narrow = otherTransposed == lhs
+                                          ? std::vector<int64_t>{n, 200}
+                                          : std::vector<int64_t>{200, n};
+        std::vector<int64_t> wide{200, 300};
+        int32_t a = p.random(t, lhs ? wide : narrow, -1, 1),
+                b = p.random(t, lhs ? narrow : wide, -1, 1);
+        std::vector<int32_t> out{
+            p.out(DType::F32, lhs ? std::vector<int64_t>{300, n}
+                                  : std::vector<int64_t>{n, 300}),
+            p.out(DType::F32, {300})};
+        p.instr("matmul_epilogue", {a, b}, out,
+                {ta ? 1 : 0, tb ? 1 : 0, e.code});
+        c.outs.insert(c.outs.end(), out.begin(), out.end());
+      }
     cases.push_back(std::move(c));
   }
   // Bias gradients over 600 rows: the column sum (the fallback's, and the

@@ -21,11 +21,14 @@ int64_t prepare_matmul(const Instr &, const std::vector<TensorInfo> &) {
 }
 void launch_matmul(const CudaArgs &) { throw Error("matmul is not emulated"); }
 // matmul_epilogue without cuBLASLt: the GEMM on the CPU kernel, then the
-// real fallback (CudaGemmEpilogue.cpp) with emulated kernels.
-void launch_matmul_epilogue(const CudaArgs &a) {
+// real fallback (CudaGemmEpilogue.cpp) with emulated kernels, or, where the
+// GPU sums a bias gradient by a line of ones, the line's real copies around
+// the CPU's GEMM.
+static void cpuGemm(const TensorView &A, const TensorView &B,
+                    const TensorView &D, bool ta, bool tb) {
   std::vector<TensorInfo> infos;
   std::vector<void *> buffers;
-  for (const TensorView *v : {&a.in[0], &a.in[1], &a.out[0]}) {
+  for (const TensorView *v : {&A, &B, &D}) {
     TensorInfo t;
     t.name = "t" + std::to_string(infos.size());
     t.dtype = v->dtype;
@@ -33,9 +36,18 @@ void launch_matmul_epilogue(const CudaArgs &a) {
     infos.push_back(t);
     buffers.push_back(v->data);
   }
-  runKernel(Instr{"matmul", {0, 1}, {2}, {a.instr.iattrs[0], a.instr.iattrs[1]},
-                  {}},
-            infos, buffers);
+  runKernel(Instr{"matmul", {0, 1}, {2}, {ta ? 1 : 0, tb ? 1 : 0}, {}}, infos,
+            buffers);
+}
+void launch_matmul_epilogue(const CudaArgs &a) {
+  bool ta = a.instr.iattrs[0] != 0, tb = a.instr.iattrs[1] != 0;
+  if (a.out.size() == 2)
+    if (auto line = onesLineFor(a.instr.iattrs[2], ta, tb, *a.in[0].shape,
+                                *a.in[1].shape, *a.out[0].shape, a.in[0].dtype,
+                                a.out[0].dtype, a.out[1].dtype,
+                                biasGradWayOfEnvironment()))
+      return biasGradByOnesLine(a, *line, cpuGemm);
+  cpuGemm(a.in[0], a.in[1], a.out[0], ta, tb);
   epilogueFallback(a);
 }
 // attention / attention_grad run their real chunk loops and row kernels
@@ -190,6 +202,113 @@ TEST(CudaKernelEmuAttention, WarpgroupProductsAgreeBitForBit) {
 
 // The multi-tensor AdamW launch over a table of three tensors equals three
 // single updates on the CPU (the first also writes its bf16 copy).
+// TCC_CUDA_BGRAD picks how the weight gradients' bias gradients run; a
+// value it does not know is an error that names it and what it takes.
+TEST(CudaKernelEmuGemm, BiasGradSetting) {
+  EXPECT_EQ(cuda::biasGradWay(nullptr), cuda::BiasGradWay::Line);
+  EXPECT_EQ(cuda::biasGradWay(""), cuda::BiasGradWay::Line);
+  EXPECT_EQ(cuda::biasGradWay("line"), cuda::BiasGradWay::Line);
+  EXPECT_EQ(cuda::biasGradWay("split"), cuda::BiasGradWay::Split);
+  EXPECT_EQ(cuda::biasGradWay("fused"), cuda::BiasGradWay::Fused);
+  try {
+    cuda::biasGradWay("Split");
+    ADD_FAILURE() << "no error for 'Split'";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("TCC_CUDA_BGRAD is 'Split'; it "
+                                         "takes 'line', 'split' or 'fused'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The line of ones is taken where the summed operand outweighs what it
+// copies: GPT-2's LM head at batch 64 (6.6 GB summed), not its qkv weight
+// gradient (302 MB against a 101 MB copy of the other operand); never for
+// another way, another epilogue, a D whose type the sums do not share, or
+// a batched GEMM.
+TEST(CudaKernelEmuGemm, OnesLineOnlyWhereItPays) {
+  const int64_t lhs = gemmEpilogueByName("bgrad_lhs")->code,
+                rhs = gemmEpilogueByName("bgrad_rhs")->code;
+  auto line = [&](int64_t code, int64_t m, int64_t n, DType d, DType sums,
+                  cuda::BiasGradWay way = cuda::BiasGradWay::Line) {
+    const int64_t k = 65536;
+    // The compiler's weight gradients: op(A) = A^T, op(B) = B.
+    return cuda::onesLineFor(code, true, false, {k, m}, {k, n}, {m, n},
+                             DType::BF16, d, sums, way);
+  };
+  auto head = line(lhs, 50304, 768, DType::F32, DType::F32);
+  ASSERT_TRUE(head.has_value());
+  EXPECT_TRUE(head->lhs);
+  EXPECT_EQ(head->extra, 8);
+  EXPECT_EQ(head->k, 65536);
+  EXPECT_EQ(head->wRows, 65536); // B [k, n] gains columns
+  EXPECT_EQ(head->wCols, 776);
+  EXPECT_EQ(head->widenedBytes, 65536 * 776 * 2);
+  EXPECT_EQ(head->productBytes, 50304 * 776 * 4);
+  EXPECT_FALSE(line(lhs, 2304, 768, DType::F32, DType::F32).has_value());
+  EXPECT_FALSE(
+      line(lhs, 50304, 768, DType::F32, DType::F32, cuda::BiasGradWay::Split)
+          .has_value());
+  EXPECT_FALSE(
+      line(lhs, 50304, 768, DType::F32, DType::F32, cuda::BiasGradWay::Fused)
+          .has_value());
+  EXPECT_FALSE(line(lhs, 50304, 768, DType::BF16, DType::F32).has_value());
+  EXPECT_FALSE(line(gemmEpilogueByName("dgelu_tanh_bgrad")->code, 50304, 768,
+                    DType::F32, DType::F32)
+                   .has_value());
+  // bgrad_rhs sums op(B): a wide B and a narrow A, which gains rows of
+  // A^T, so columns of A as stored.
+  auto r = cuda::onesLineFor(rhs, true, false, {65536, 20}, {65536, 50304},
+                             {20, 50304}, DType::BF16, DType::BF16, DType::BF16,
+                             cuda::BiasGradWay::Line);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_FALSE(r->lhs);
+  EXPECT_EQ(r->extra, 4); // 20 + 1 rounded up to 24
+  EXPECT_EQ(r->wRows, 65536);
+  EXPECT_EQ(r->wCols, 24);
+  EXPECT_EQ(r->productBytes, 24 * 50304 * 2);
+  EXPECT_FALSE(cuda::onesLineFor(lhs, true, false, {4, 65536, 50304},
+                                 {4, 65536, 768}, {4, 50304, 768}, DType::BF16,
+                                 DType::F32, DType::F32,
+                                 cuda::BiasGradWay::Line)
+                   .has_value());
+}
+
+// The line's copies refuse shapes that do not add exactly one of rows and
+// columns, naming the copy and both shapes.
+TEST(CudaKernelEmuGemm, OnesLineCopiesCheckTheirShapes) {
+  std::vector<float> x(16), y(64);
+  auto expectRefused = [](const std::function<void()> &f, const char *what) {
+    try {
+      f();
+      ADD_FAILURE() << "no error: " << what;
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos)
+          << e.what();
+    }
+  };
+  expectRefused(
+      [&] {
+        cuda::widenWithOnes(x.data(), y.data(), DType::F32, 4, 4, 8, 8, nullptr,
+                            1);
+      },
+      "widenWithOnes: [8, 8] does not add rows or columns (one of them) to "
+      "[4, 4]");
+  expectRefused(
+      [&] {
+        cuda::splitOffLine(y.data(), x.data(), x.data(), DType::F32, 4, 4, 4, 4,
+                           nullptr, 1);
+      },
+      "splitOffLine: [4, 4] does not add rows or columns (one of them) to "
+      "[4, 4]");
+  expectRefused(
+      [&] {
+        cuda::widenWithOnes(x.data(), y.data(), DType::I64, 4, 2, 4, 8, nullptr,
+                            1);
+      },
+      "a line of ones takes f32, bf16 or f16, not i64");
+}
+
 TEST(CudaKernelEmuAdamW, MultiTensorLaunch) {
   std::vector<KernelCase> cases;
   optimizerCases(cases);

@@ -153,22 +153,6 @@ TEST(CudaKernels, DgeluBgradSetting) {
   }
 }
 
-// TCC_CUDA_BGRAD picks how the weight gradients' bias gradients run.
-TEST(CudaKernels, BiasGradSetting) {
-  EXPECT_TRUE(cuda::biasGradSplit(nullptr));
-  EXPECT_TRUE(cuda::biasGradSplit(""));
-  EXPECT_TRUE(cuda::biasGradSplit("split"));
-  EXPECT_FALSE(cuda::biasGradSplit("fused"));
-  try {
-    cuda::biasGradSplit("Split");
-    ADD_FAILURE() << "no error for 'Split'";
-  } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find("TCC_CUDA_BGRAD is 'Split'"),
-              std::string::npos)
-        << e.what();
-  }
-}
-
 TEST(CudaKernels, GemmAutotuneSetting) {
   EXPECT_EQ(cuda::gemmAutotuneCandidates(nullptr), 1);
   EXPECT_EQ(cuda::gemmAutotuneCandidates(""), 1);
