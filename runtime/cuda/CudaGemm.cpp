@@ -6,6 +6,7 @@
 #include "runtime/cuda/CudaAttention.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaKernels.h"
+#include "runtime/cuda/GemmAlgoCache.h"
 
 #include <climits>
 #include <cstdlib>
@@ -22,6 +23,8 @@ struct CudaGemm::Plan {
   /// With autotuning: the heuristic's other answers, timed on the first
   /// call outside a graph capture, then cleared (`algo` the fastest).
   std::vector<cublasLtMatmulAlgo_t> candidates;
+  /// The problem's name in the algorithm cache (with one).
+  std::string cacheKey;
   ~Plan() {
     if (c)
       cublasLtMatrixLayoutDestroy(c);
@@ -33,6 +36,32 @@ struct CudaGemm::Plan {
       cublasLtMatmulDescDestroy(desc);
   }
 };
+
+static_assert(sizeof(cublasLtMatmulAlgo_t) == sizeof(GemmAlgoCache::Algo),
+              "the algorithm cache files cuBLASLt's 64-byte algorithms");
+
+/// A plan's key as the algorithm cache names its problem: the numbers of
+/// the key, comma-separated.
+template <class Tuple> static std::string cacheKeyOf(const Tuple &key) {
+  std::string s;
+  std::apply(
+      [&](const auto &...v) {
+        ((s += (s.empty() ? "" : ",") + std::to_string(v)), ...);
+      },
+      key);
+  return s;
+}
+
+/// The scope of this process's GPU and cuBLASLt in the algorithm cache.
+static std::string algoCacheScope() {
+  int dev = 0;
+  cudaDeviceProp prop{};
+  TCC_CUDA_CHECK(cudaGetDevice(&dev));
+  TCC_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+  return std::string(prop.name) + " sm_" + std::to_string(prop.major) +
+         std::to_string(prop.minor) + ", cuBLASLt " +
+         std::to_string(cublasLtGetVersion());
+}
 
 static cudaDataType_t cudaType(DType t) {
   switch (t) {
@@ -122,6 +151,9 @@ CudaGemm::CudaGemm(cudaStream_t stream, bool tf32)
     : stream_(stream), tf32_(tf32),
       candidates_(
           gemmAutotuneCandidates(std::getenv("TCC_CUDA_GEMM_AUTOTUNE"))) {
+  if (auto path =
+          gemmAlgoCachePath(std::getenv("TCC_CUDA_GEMM_AUTOTUNE_CACHE")))
+    algoCache_ = std::make_unique<GemmAlgoCache>(*path, algoCacheScope());
   cublasLtHandle_t h = nullptr;
   TCC_CUBLAS_CHECK(cublasLtCreate(&h));
   handle_ = h;
@@ -292,6 +324,23 @@ CudaGemm::Plan *CudaGemm::plan(const Problem &p, Epilogue ep, DType biasType,
       pl->candidates.push_back(results[i].algo);
   if (!pl->candidates.empty())
     pl->candidates.insert(pl->candidates.begin(), pl->algo);
+  // A pick an earlier run recorded, if cuBLASLt still takes it for this
+  // problem: used untimed.
+  if (algoCache_) {
+    pl->cacheKey = cacheKeyOf(key);
+    if (auto hit = algoCache_->find(pl->cacheKey)) {
+      cublasLtMatmulAlgo_t algo;
+      std::memcpy(&algo, hit->data(), sizeof algo);
+      cublasLtMatmulHeuristicResult_t check{};
+      if (cublasLtMatmulAlgoCheck(static_cast<cublasLtHandle_t>(handle_),
+                                  pl->desc, pl->x, pl->y, pl->c, pl->c, &algo,
+                                  &check) == CUBLAS_STATUS_SUCCESS &&
+          check.workspaceSize <= static_cast<size_t>(kWorkspaceBytes)) {
+        pl->algo = algo;
+        pl->candidates.clear();
+      }
+    }
+  }
   Plan *ref = pl.get();
   plans_.emplace(key, std::move(pl));
   return ref;
@@ -355,6 +404,11 @@ void CudaGemm::autotune(Plan &pl, const void *a, const void *b, void *c) {
   cudaEventDestroy(start);
   pl.candidates.clear();
   TCC_CUDA_CHECK(e);
+  if (algoCache_ && timed) {
+    GemmAlgoCache::Algo words;
+    std::memcpy(words.data(), &pl.algo, sizeof words);
+    algoCache_->store(pl.cacheKey, words);
+  }
 }
 
 static void checkProblem(const CudaGemm::Problem &p) {

@@ -16,7 +16,9 @@
 // cached with its descriptors; one 32 MiB workspace serves every call.
 // TCC_CUDA_GEMM_AUTOTUNE=N (2 to 16) instead times the heuristic's first N
 // answers on the first call of each problem and keeps the fastest (the
-// choice can then differ between runs, and with it the last bits).
+// choice can then differ between runs, and with it the last bits);
+// TCC_CUDA_GEMM_AUTOTUNE_CACHE=FILE keeps the picks in FILE for later runs
+// (GemmAlgoCache.h).
 //
 // Epilogues (the `matmul_epilogue` kernel, runtime/cpu/GemmEpilogue.h) run
 // in the GEMM: bias add, ReLU/GELU with or without bias, GELU saving its
@@ -48,6 +50,8 @@
 #include <tuple>
 
 namespace tcc::rt::cuda {
+
+class GemmAlgoCache;
 
 class CudaGemm {
 public:
@@ -163,6 +167,8 @@ private:
   cudaStream_t stream_;
   bool tf32_;
   int candidates_; // heuristic answers asked for (1: no autotuning)
+  /// TCC_CUDA_GEMM_AUTOTUNE_CACHE's picks (GemmAlgoCache.h), or none.
+  std::unique_ptr<GemmAlgoCache> algoCache_;
   bool epilogues_ = true;
   void *handle_ = nullptr; // cublasLtHandle_t
   void *workspace_ = nullptr;

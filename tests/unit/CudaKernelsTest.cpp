@@ -15,6 +15,10 @@
 #include "runtime/cuda/CudaGemm.h"
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
 
 using namespace tcc::rt;
 using namespace tcc::rt::test;
@@ -151,6 +155,66 @@ TEST(CudaKernels, DgeluBgradSetting) {
               std::string::npos)
         << e.what();
   }
+}
+
+// TCC_CUDA_GEMM_AUTOTUNE_CACHE: a tuned run records its pick, and a later
+// run with the cache alone takes it untimed: the same bits, the file as it
+// was.
+TEST(CudaKernels, GemmAutotuneCacheRepeatsPicks) {
+  TCC_REQUIRE_GPU();
+  std::string path =
+      std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+      "/tcc_gemm_algos_" + std::to_string(::getpid()) + ".json";
+  std::remove(path.c_str());
+  const int64_t m = 384, n = 256, k = 512;
+  std::vector<uint16_t> a(m * k), b(k * n);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = static_cast<uint16_t>(0x3c00 + (i * 7919) % 512); // f16 in [1, 2)
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = static_cast<uint16_t>(0x3800 + (i * 104729) % 512);
+  void *da = nullptr, *db = nullptr, *dc = nullptr;
+  TCC_CUDA_CHECK(cudaMalloc(&da, a.size() * 2));
+  TCC_CUDA_CHECK(cudaMalloc(&db, b.size() * 2));
+  TCC_CUDA_CHECK(cudaMalloc(&dc, m * n * 4));
+  TCC_CUDA_CHECK(
+      cudaMemcpy(da, a.data(), a.size() * 2, cudaMemcpyHostToDevice));
+  TCC_CUDA_CHECK(
+      cudaMemcpy(db, b.data(), b.size() * 2, cudaMemcpyHostToDevice));
+  cuda::CudaGemm::Problem p;
+  p.ab = DType::F16;
+  p.c = DType::F32;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  auto run = [&] {
+    std::vector<float> c(m * n);
+    cuda::CudaGemm gemm(nullptr, false);
+    gemm.gemm(p, da, db, dc);
+    TCC_CUDA_CHECK(cudaDeviceSynchronize());
+    TCC_CUDA_CHECK(
+        cudaMemcpy(c.data(), dc, c.size() * 4, cudaMemcpyDeviceToHost));
+    return c;
+  };
+  setenv("TCC_CUDA_GEMM_AUTOTUNE_CACHE", path.c_str(), 1);
+  setenv("TCC_CUDA_GEMM_AUTOTUNE", "8", 1);
+  std::vector<float> tuned = run();
+  unsetenv("TCC_CUDA_GEMM_AUTOTUNE");
+  std::ifstream in(path);
+  std::stringstream recorded;
+  recorded << in.rdbuf();
+  EXPECT_NE(recorded.str().find("tcc-gemm-algos"), std::string::npos);
+  EXPECT_NE(recorded.str().find("cuBLASLt"), std::string::npos);
+  std::vector<float> again = run();
+  unsetenv("TCC_CUDA_GEMM_AUTOTUNE_CACHE");
+  EXPECT_EQ(tuned, again);
+  std::ifstream after(path);
+  std::stringstream kept;
+  kept << after.rdbuf();
+  EXPECT_EQ(kept.str(), recorded.str());
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dc);
+  std::remove(path.c_str());
 }
 
 TEST(CudaKernels, GemmAutotuneSetting) {
