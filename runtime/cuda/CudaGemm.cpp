@@ -641,15 +641,11 @@ void launch_matmul_epilogue(const CudaArgs &a) {
     bool weightGrad = ep == Ep::BgradLhs || ep == Ep::BgradRhs;
     // Where the summed operand is much larger than the rest (GPT-2's LM
     // head), the GEMM sums it: a line of ones (CudaGemmEpilogue.cpp).
-    if (weightGrad)
-      if (auto line = onesLineFor(e.code, ta, tb, *A.shape, *B.shape, *D.shape,
-                                  A.dtype, D.dtype, a.out[1].dtype, bgradWay)) {
-        biasGradByOnesLine(a, *line,
-                           [&](const TensorView &x, const TensorView &y,
-                               const TensorView &z, bool tx,
-                               bool ty) { a.gemm->matmul(x, y, z, tx, ty); });
-        return;
-      }
+    if (weightGrad &&
+        runByOnesLine(a, [&](const TensorView &x, const TensorView &y,
+                             const TensorView &z, bool tx,
+                             bool ty) { a.gemm->matmul(x, y, z, tx, ty); }))
+      return;
     bool plainThenSum = weightGrad && bgradWay != BiasGradWay::Fused;
     if (e.bgrad != GemmBiasGrad::None && !split) {
       args.biasGrad = a.out[1].data;

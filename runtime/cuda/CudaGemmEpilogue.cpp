@@ -175,6 +175,18 @@ void biasGradByOnesLine(const CudaArgs &a, const OnesLine &l,
                a.stream, a.smCount);
 }
 
+bool runByOnesLine(const CudaArgs &a, const PlainGemm &gemm) {
+  if (a.in.size() < 2 || a.out.size() != 2)
+    return false;
+  auto line = onesLineFor(
+      a.instr.iattrs[2], a.instr.iattrs[0] != 0, a.instr.iattrs[1] != 0,
+      *a.in[0].shape, *a.in[1].shape, *a.out[0].shape, a.in[0].dtype,
+      a.out[0].dtype, a.out[1].dtype, biasGradWayOfEnvironment());
+  if (line)
+    biasGradByOnesLine(a, *line, gemm);
+  return line.has_value();
+}
+
 /// Runs a registry kernel on views of `a`'s operands.
 static void run(void (*launch)(const CudaArgs &), const CudaArgs &a,
                 const char *kernel, std::vector<TensorView> in,

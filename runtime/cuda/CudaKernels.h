@@ -198,6 +198,10 @@ using PlainGemm = std::function<void(const TensorView &, const TensorView &,
                                      const TensorView &, bool, bool)>;
 void biasGradByOnesLine(const CudaArgs &a, const OnesLine &line,
                         const PlainGemm &gemm);
+/// matmul_epilogue `a` by the line when onesLineFor (with TCC_CUDA_BGRAD's
+/// way) gives one for its operands: true, having run it; else false,
+/// having run nothing.
+bool runByOnesLine(const CudaArgs &a, const PlainGemm &gemm);
 /// The copies around it (CudaKernelsOnesLine.cu), 2- or 4-byte words of
 /// float type t: y [yRows, yCols] = x [rows, cols], then a line of ones
 /// (column `cols` or row `rows`: one of yRows > rows, yCols > cols), then

@@ -40,14 +40,10 @@ static void cpuGemm(const TensorView &A, const TensorView &B,
             buffers);
 }
 void launch_matmul_epilogue(const CudaArgs &a) {
-  bool ta = a.instr.iattrs[0] != 0, tb = a.instr.iattrs[1] != 0;
-  if (a.out.size() == 2)
-    if (auto line = onesLineFor(a.instr.iattrs[2], ta, tb, *a.in[0].shape,
-                                *a.in[1].shape, *a.out[0].shape, a.in[0].dtype,
-                                a.out[0].dtype, a.out[1].dtype,
-                                biasGradWayOfEnvironment()))
-      return biasGradByOnesLine(a, *line, cpuGemm);
-  cpuGemm(a.in[0], a.in[1], a.out[0], ta, tb);
+  if (runByOnesLine(a, cpuGemm))
+    return;
+  cpuGemm(a.in[0], a.in[1], a.out[0], a.instr.iattrs[0] != 0,
+          a.instr.iattrs[1] != 0);
   epilogueFallback(a);
 }
 // attention / attention_grad run their real chunk loops and row kernels
