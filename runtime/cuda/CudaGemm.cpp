@@ -7,10 +7,13 @@
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaKernels.h"
 #include "runtime/cuda/GemmAlgoCache.h"
+#include "runtime/cuda/GemmAlgoPick.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -148,9 +151,10 @@ int gemmAutotuneCandidates(const char *value) {
 }
 
 CudaGemm::CudaGemm(cudaStream_t stream, bool tf32)
-    : stream_(stream), tf32_(tf32),
-      candidates_(
-          gemmAutotuneCandidates(std::getenv("TCC_CUDA_GEMM_AUTOTUNE"))) {
+    : stream_(stream), tf32_(tf32), candidates_(gemmAutotuneCandidates(
+                                        std::getenv("TCC_CUDA_GEMM_AUTOTUNE"))),
+      margin_(
+          gemmAutotuneMargin(std::getenv("TCC_CUDA_GEMM_AUTOTUNE_MARGIN"))) {
   if (auto path =
           gemmAlgoCachePath(std::getenv("TCC_CUDA_GEMM_AUTOTUNE_CACHE")))
     algoCache_ = std::make_unique<GemmAlgoCache>(*path, algoCacheScope());
@@ -355,56 +359,75 @@ int CudaGemm::run(const Plan &pl, const void *algo, const void *a,
                         workspace_, kWorkspaceBytes, stream_);
 }
 
-// Each candidate once to warm up, then kTimedRuns timed together; the
-// fastest is kept. Every run writes the same outputs from the same inputs
-// (beta 0: C, the bias gradient and the GELU input are written, never
-// read), so the call's result is that of the kept algorithm alone. Not
-// while the stream is being captured into a graph: events cannot be waited
-// on there, and the plan stays untuned until an uncaptured call (the graph
-// cache runs a step uncaptured first).
+// Each candidate once to warm up, then kGemmAutotuneRounds rounds in which
+// each runs once in turn, every run between two cudaEvents; pickTimedAlgo
+// (GemmAlgoPick.h) keeps the heuristic's first answer unless another's
+// median run is shorter by more than the margin. Every run writes the same
+// outputs from the same inputs (beta 0: C, the bias gradient and the GELU
+// input are written, never read), so the call's result is that of the
+// kept algorithm alone. Not while the stream is being captured into a
+// graph: events cannot be waited on there, and the plan stays untuned
+// until an uncaptured call (the graph cache runs a step uncaptured first).
 void CudaGemm::autotune(Plan &pl, const void *a, const void *b, void *c) {
-  constexpr int kTimedRuns = 3;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   TCC_CUDA_CHECK(cudaStreamIsCapturing(stream_, &capture));
   if (capture != cudaStreamCaptureStatusNone)
     return;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  TCC_CUDA_CHECK(cudaEventCreate(&start));
-  cudaError_t made = cudaEventCreate(&stop);
-  if (made != cudaSuccess) {
-    cudaEventDestroy(start);
-    TCC_CUDA_CHECK(made);
-  }
-  float best = 0.0f;
-  bool timed = false;
-  cudaError_t e = cudaSuccess;
-  for (const cublasLtMatmulAlgo_t &algo : pl.candidates) {
-    if (run(pl, &algo, a, b, c) != CUBLAS_STATUS_SUCCESS)
-      continue; // offered but refused: not a candidate
-    bool ran = true;
-    e = cudaEventRecord(start, stream_);
-    for (int r = 0; r < kTimedRuns && e == cudaSuccess; ++r)
-      ran &= run(pl, &algo, a, b, c) == CUBLAS_STATUS_SUCCESS;
-    if (e == cudaSuccess)
-      e = cudaEventRecord(stop, stream_);
-    if (e == cudaSuccess)
-      e = cudaEventSynchronize(stop);
-    float ms = 0.0f;
-    if (e == cudaSuccess)
-      e = cudaEventElapsedTime(&ms, start, stop);
-    if (e != cudaSuccess)
-      break;
-    if (ran && (!timed || ms < best)) {
-      best = ms;
-      pl.algo = algo;
-      timed = true;
+  const size_t n = pl.candidates.size();
+  // Offered but refused at the warm-up: not a candidate.
+  std::vector<bool> runs(n);
+  for (size_t i = 0; i < n; ++i)
+    runs[i] = run(pl, &pl.candidates[i], a, b, c) == CUBLAS_STATUS_SUCCESS;
+  // One event before the first timed run and one after each.
+  struct Events {
+    std::vector<cudaEvent_t> list;
+    ~Events() {
+      for (cudaEvent_t e : list)
+        cudaEventDestroy(e);
     }
+  } events;
+  size_t live = static_cast<size_t>(std::count(runs.begin(), runs.end(), true));
+  cudaError_t e = cudaSuccess;
+  for (size_t i = 0; i < 1 + kGemmAutotuneRounds * live && e == cudaSuccess;
+       ++i) {
+    cudaEvent_t ev = nullptr;
+    e = cudaEventCreate(&ev);
+    if (e == cudaSuccess)
+      events.list.push_back(ev);
   }
-  cudaEventDestroy(stop);
-  cudaEventDestroy(start);
-  pl.candidates.clear();
   TCC_CUDA_CHECK(e);
-  if (algoCache_ && timed) {
+  std::vector<std::vector<float>> ms(n);
+  std::vector<std::vector<bool>> ok(n);
+  size_t next = 0;
+  e = cudaEventRecord(events.list[next++], stream_);
+  for (int r = 0; r < kGemmAutotuneRounds && e == cudaSuccess; ++r)
+    for (size_t i = 0; i < n && e == cudaSuccess; ++i) {
+      if (!runs[i])
+        continue;
+      ok[i].push_back(run(pl, &pl.candidates[i], a, b, c) ==
+                      CUBLAS_STATUS_SUCCESS);
+      e = cudaEventRecord(events.list[next++], stream_);
+    }
+  if (e == cudaSuccess)
+    e = cudaEventSynchronize(events.list[next - 1]);
+  TCC_CUDA_CHECK(e);
+  // The events were recorded in the order of the loops above.
+  next = 0;
+  for (int r = 0; r < kGemmAutotuneRounds; ++r)
+    for (size_t i = 0; i < n; ++i) {
+      if (!runs[i])
+        continue;
+      float t = 0.0f;
+      TCC_CUDA_CHECK(
+          cudaEventElapsedTime(&t, events.list[next], events.list[next + 1]));
+      ++next;
+      ms[i].push_back(ok[i][static_cast<size_t>(r)] ? t : -1.0f);
+    }
+  std::optional<size_t> pick = pickTimedAlgo(ms, margin_);
+  if (pick)
+    pl.algo = pl.candidates[*pick];
+  pl.candidates.clear();
+  if (algoCache_ && pick) {
     GemmAlgoCache::Algo words;
     std::memcpy(words.data(), &pl.algo, sizeof words);
     algoCache_->store(pl.cacheKey, words);

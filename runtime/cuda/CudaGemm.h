@@ -161,12 +161,13 @@ private:
   int run(const Plan &pl, const void *algo, const void *a, const void *b,
           void *c);
   /// Times the plan's candidate algorithms on these operands and keeps the
-  /// fastest (TCC_CUDA_GEMM_AUTOTUNE).
+  /// one pickTimedAlgo chooses (TCC_CUDA_GEMM_AUTOTUNE, GemmAlgoPick.h).
   void autotune(Plan &pl, const void *a, const void *b, void *c);
 
   cudaStream_t stream_;
   bool tf32_;
   int candidates_; // heuristic answers asked for (1: no autotuning)
+  double margin_;  // TCC_CUDA_GEMM_AUTOTUNE_MARGIN, percent
   /// TCC_CUDA_GEMM_AUTOTUNE_CACHE's picks (GemmAlgoCache.h), or none.
   std::unique_ptr<GemmAlgoCache> algoCache_;
   bool epilogues_ = true;
