@@ -70,6 +70,9 @@ def main():
                   "--tcc-variant", f"broken={broken}"])
     for needed in ("| PyTorch eager | 4 |", "| tcc | 4 |",
                    "| tcc, wrapped | 4 |", "tcc, wrapped / tcc:",
+                   # --repeats (3 by default): tcc's rows run in rounds.
+                   "tcc: step ms the median of 3 runs in rounds: ",
+                   "tcc, wrapped: step ms the median of 3 runs",
                    "| tcc, broken | none fits |",
                    "tcc / PyTorch eager:", "## Where tcc's step goes",
                    "MFU counts", "Roofline: 0.02 TB/s and 0.2 TFLOP/s",
