@@ -120,7 +120,9 @@ fi
 if want gpt2; then
   nvar=0
   for v in "$ART"/bin/tcc-run-*; do [ -x "$v" ] && nvar=$((nvar + 1)); done
-  timeout $((240 + 30 * nvar)) bash "$ROOT/tests/gpu/run.sh" "$RES/gpt2" "$ART" --build-dir "$WORK/build" \
+  # tcc and each variant run 3 times (gpt2_small.py --repeats): about 20 s
+  # a run at batch 64.
+  timeout $((280 + 70 * nvar)) bash "$ROOT/tests/gpu/run.sh" "$RES/gpt2" "$ART" --build-dir "$WORK/build" \
     "${PREBUILT[@]}" --parts gpt2,models > "$OUT/gpt2.txt" 2>&1 || STATUS=1
   cp "$RES/gpt2/gpt2_small.md" "$RES/gpt2/gpt2_small_profile.json" "$OUT/" 2>/dev/null
 fi
