@@ -374,4 +374,101 @@ def FuseAttentionPass : Pass<"tcc-fuse-attention", "mlir::func::FuncOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Test-only passes: each prints what one helper analysis of passes/ decides
+// (as MLIR's -test-print-liveness does), so that its lit test can check the
+// answers. They change nothing and are in no pipeline. Output goes to stderr;
+// values are named as the printer numbers them in their function.
+//===----------------------------------------------------------------------===//
+
+def TestPrintActivationsPass
+    : Pass<"tcc-test-print-activations", "mlir::ModuleOp"> {
+  let summary = "Test only: prints ActivationAnalysis (which values a "
+                "training step saves across its loss, and their bytes)";
+  let description = [{
+    For tests/lit/passes/activation-analysis.mlir; changes nothing. For each
+    function with a body, in module order:
+
+    ```
+    activations @forward: no loss result
+    activations @train_step: loss %6 = tcc.mse_loss (tensor<f32>)
+      %0 = tcc.constant (tensor<f32>): not an activation
+      %2 = tcc.relu (tensor<16x8xf32>): activation, 512 bytes (512 B)
+      total: 3 activations, 1792 bytes (1.75 KiB)
+    ```
+
+    `no loss result` when analyzeActivations has nothing to analyze; else
+    its loss op, then one line per result of each op before the loss op, in
+    block order: an activation with its bytes (runtimeTensorBytes, then
+    formatBytes), or not one; then ActivationInfo's count and totalBytes.
+  }];
+}
+
+def TestPrintFusionPass : Pass<"tcc-test-print-fusion", "mlir::ModuleOp"> {
+  let summary = "Test only: prints FusionModel (what may join a fused region "
+                "over which domain, and why a producer-consumer pair is cut)";
+  let description = [{
+    For tests/lit/passes/fusion-model.mlir; changes nothing. Only the model
+    is asked: tcc-fuse's clustering (which regions it merges, its cycle and
+    loss checks) is not run. For each function with a body, in module order,
+    first each op of the entry block:
+
+    ```
+    fusion @chain
+      %0 = tcc.add: elementwise, domain 4x8
+        operand 0: rows [4] strides [8] col 1; full, scale 8
+        operand 1: rows [4] strides [0] col 1; constant, scale 0
+        result 0: full
+      %2 = tcc.matmul: not fusible
+    ```
+
+    (`classify`; for a fusible op `ownDomain` as rows x cols, `data
+    movement` (isDataMovement), `pad N` (padOf), per operand its
+    `operandView` over that domain (or `does not fit`) with the View's flags
+    full (isFullNative), row (isRowNative), constant, and its rowScale (or
+    `no scale`), per result its `resultLayout`: full, row, scalar, padded or
+    `does not fit`); then, for each value a fusible op reads from another
+    fusible op of the block, the two as one region:
+
+    ```
+      %1 = tcc.gelu reads %0 = tcc.add: joins, domain 4x8
+      %3 = tcc.mul reads %2 = tcc.softmax_cross_entropy: cut, domain 4x8: tcc.mul: reads a whole-region result
+    ```
+
+    (`regionDomain` of the pair, `regionIsLegal` and its reason).
+  }];
+}
+
+def TestPrintMemoryPass : Pass<"tcc-test-print-memory", "mlir::ModuleOp"> {
+  let summary = "Test only: prints MemoryModel (dependences, update chains, "
+                "temporaries' bytes and lifetimes, predicted peak and anatomy)";
+  let description = [{
+    For tests/lit/passes/memory-model.mlir; changes nothing. For each
+    function of one block, in module order, builds a FuncMemoryModel and
+    prints, with ops numbered by block position (#i, terminator excluded):
+
+    ```
+    memory @train_step: 10 ops, 7 temps
+      #1 %1 = tcc.matmul: preds [#0]
+      #7 %7 = tcc.matmul: preds [#0, #6], feeds update #8
+      #8 %new_param, %new_momentum_buffer = tcc.sgd_momentum_update: preds [#7, #1], update, chain inputs [#1, #0]
+      temp 0: def #0, 128 bytes, users [#1, #7], live #0..#7
+      temp 2: def #2, 4 bytes, returned, users [], live #2..end
+      temp 6: def #7, 256 bytes, gradient, users [#8], live #7..#8
+      persistent: weights 256, weight_copies 0, optimizer_state 256, grad_accumulators 0, other_state 8, inputs 144, constants 4 (total 668)
+      at the peak: activations 128, gradients 256, temporaries 36 (temp_peak 420)
+      saved_activations 160
+      peak 1088
+    ```
+
+    Per op its predecessors (data and in-place anti-dependences), and
+    whether it produces an update (with its chain's inputs) or feeds only
+    one. Per temp (in definition order) its def, bytes, whether it is a
+    gradient or returned (liveToEnd), its readers and its life in block
+    order: from its def to its last reader, or to the end if returned. Then
+    the MemoryAnatomy that `simulate` predicts for the block order (after
+    tcc-plan-memory: the chosen schedule).
+  }];
+}
+
 #endif // TCC_PASSES_TD
