@@ -230,6 +230,24 @@ void checkResumable(const Checkpoint &c, const CheckpointMeta &now,
          "', CRC-32 " + hex32(was.artifactCrc) + "); this one is source '" +
          now.artifactSource + "', CRC-32 " + hex32(now.artifactCrc) +
          ". Resume with the artifact it was trained with");
+  // The data before the run's geometry: other data of another size changes
+  // the length of --epochs and the batches per epoch too, and the data is
+  // what the user changed.
+  for (const DataIdentity &d : was.data) {
+    auto it =
+        std::find_if(now.data.begin(), now.data.end(),
+                     [&](const DataIdentity &n) { return n.name == d.name; });
+    if (it == now.data.end())
+      fail("its run was fed input '" + d.name + "' from " + describe(d) +
+           ", this run is not");
+    if (it->crc32 != d.crc32 || it->shape != d.shape || it->dtype != d.dtype)
+      fail("--data " + d.name + "=" + describe(*it) +
+           " differs from the data the run was trained on, " + describe(d));
+  }
+  for (const DataIdentity &n : now.data)
+    if (std::none_of(was.data.begin(), was.data.end(),
+                     [&](const DataIdentity &d) { return d.name == n.name; }))
+      fail("this run feeds input '" + n.name + "', its run did not");
   if (was.epochs != now.epochs || was.totalSteps != now.totalSteps)
     fail("its run was " + lengthFlag(was) + " (" +
          std::to_string(was.totalSteps) + " steps), this run is " +
@@ -249,21 +267,6 @@ void checkResumable(const Checkpoint &c, const CheckpointMeta &now,
          std::to_string(was.batchesPerEpoch) + " batches per epoch, this run " +
          std::to_string(now.batchSize) + " and " +
          std::to_string(now.batchesPerEpoch));
-  for (const DataIdentity &d : was.data) {
-    auto it =
-        std::find_if(now.data.begin(), now.data.end(),
-                     [&](const DataIdentity &n) { return n.name == d.name; });
-    if (it == now.data.end())
-      fail("its run was fed input '" + d.name + "' from " + describe(d) +
-           ", this run is not");
-    if (it->crc32 != d.crc32 || it->shape != d.shape || it->dtype != d.dtype)
-      fail("--data " + d.name + "=" + describe(*it) +
-           " differs from the data the run was trained on, " + describe(d));
-  }
-  for (const DataIdentity &n : now.data)
-    if (std::none_of(was.data.begin(), was.data.end(),
-                     [&](const DataIdentity &d) { return d.name == n.name; }))
-      fail("this run feeds input '" + n.name + "', its run did not");
   if (was.blasThreads != now.blasThreads && warn)
     warn("warning: " + c.path + " was written by a run with " +
          std::to_string(was.blasThreads) + " BLAS threads, this run has " +

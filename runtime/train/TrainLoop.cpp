@@ -18,15 +18,17 @@ using namespace tcc::rt;
 using namespace tcc::rt::detail;
 
 std::vector<DataBinding>
-tcc::rt::parseDataBindings(const std::vector<std::string> &specs) {
+tcc::rt::parseDataBindings(const std::vector<std::string> &specs,
+                           const std::string &flag) {
   std::vector<DataBinding> out;
   for (const std::string &s : specs) {
     size_t eq = s.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
-      throw Error("--data '" + s + "': expected NAME=FILE, e.g. x=train_x.npy");
+      throw Error(flag + " '" + s +
+                  "': expected NAME=FILE, e.g. x=train_x.npy");
     for (const DataBinding &b : out)
       if (b.name == s.substr(0, eq))
-        throw Error("--data: input '" + b.name + "' is bound twice");
+        throw Error(flag + ": input '" + b.name + "' is bound twice");
     out.push_back({s.substr(0, eq), s.substr(eq + 1)});
   }
   return out;
@@ -252,7 +254,7 @@ EvalResult tcc::rt::evaluate(const Artifact &a,
                 "has shape " +
                 formatShape(out.shape));
   int64_t batch;
-  auto sources = makeSources(a, p.inputs, data, batch);
+  auto sources = makeSources(a, p.inputs, data, batch, nullptr, "--eval-data");
   auto lab = std::find_if(data.begin(), data.end(), [](const DataBinding &b) {
     return b.name == "labels";
   });

@@ -27,9 +27,11 @@ struct DataBinding {
   std::string path;
 };
 
-/// Parses "name=path" specs; throws Error naming a malformed one.
+/// Parses "name=path" specs; throws Error naming a malformed one and the
+/// flag they came from.
 std::vector<DataBinding>
-parseDataBindings(const std::vector<std::string> &specs);
+parseDataBindings(const std::vector<std::string> &specs,
+                  const std::string &flag = "--data");
 
 struct TrainOptions {
   std::vector<DataBinding> data;

@@ -33,7 +33,7 @@ static std::string shapeString(const std::vector<int64_t> &s) {
 std::vector<DataFeeder::Source>
 detail::makeSources(const Artifact &a, const std::vector<int32_t> &inputs,
                     const std::vector<DataBinding> &data, int64_t &batch,
-                    std::vector<DataIdentity> *ids) {
+                    std::vector<DataIdentity> *ids, const std::string &flag) {
   std::vector<DataFeeder::Source> sources;
   batch = -1;
   for (int32_t id : inputs) {
@@ -43,7 +43,8 @@ detail::makeSources(const Artifact &a, const std::vector<int32_t> &inputs,
     });
     if (it == data.end())
       throw Error("the model needs data for input '" + t.name + "' " +
-                  shapeString(t.shape) + ": pass --data " + t.name + "=FILE");
+                  shapeString(t.shape) + ": pass " + flag + " " + t.name +
+                  "=FILE");
     if (t.shape.empty())
       throw Error("input '" + t.name + "' has no batch dimension");
     if (isHalfDType(t.dtype))
@@ -70,7 +71,7 @@ detail::makeSources(const Artifact &a, const std::vector<int32_t> &inputs,
       std::string names;
       for (int32_t id : inputs)
         names += (names.empty() ? "" : ", ") + a.tensors[id].name;
-      throw Error("--data " + b.name + "=...: the model has no input '" +
+      throw Error(flag + " " + b.name + "=...: the model has no input '" +
                   b.name + "' (inputs: " + names + ")");
     }
   }
@@ -275,7 +276,9 @@ TrainPlan detail::planTraining(const Artifact &a, const TrainOptions &opts) {
   }
   t.batchSize = t.microBatch * t.gradAccum;
   t.perEpoch = numSamples / t.microBatch / t.gradAccum;
-  if (opts.epochs >= 0 && t.perEpoch == 0)
+  // Data of fewer samples than one micro-batch is not an epoch question:
+  // the feeder says so, naming the file (and a scalar file as such).
+  if (opts.epochs >= 0 && t.perEpoch == 0 && numSamples >= t.microBatch)
     throw Error("an epoch of the data has fewer than " +
                 std::to_string(t.gradAccum) + " micro-batches of " +
                 std::to_string(t.microBatch) + " samples");

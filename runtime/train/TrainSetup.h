@@ -34,11 +34,13 @@ inline double secondsSince(Clock::time_point t) {
 const Program &program(const Artifact &a, const std::string &name);
 
 /// One feeder source per bound input of `inputs`, in that order. With `ids`,
-/// also the identity of each source's data (for checkpoints).
+/// also the identity of each source's data (for checkpoints). `flag` is the
+/// option the bindings came from, for the messages.
 std::vector<DataFeeder::Source>
 makeSources(const Artifact &a, const std::vector<int32_t> &inputs,
             const std::vector<DataBinding> &data, int64_t &batch,
-            std::vector<DataIdentity> *ids = nullptr);
+            std::vector<DataIdentity> *ids = nullptr,
+            const std::string &flag = "--data");
 
 /// How a run is fed: which program reads the data, the batch geometry and
 /// the run's length, checked against the options.

@@ -285,6 +285,16 @@ TEST(CheckpointTest, CraftedManifestsAreRejected) {
        "must be positive"},
       {[](nlohmann::json &j) { j["artifact"]["crc32"] = 1LL << 33; },
        "artifact.crc32: out of range"},
+      {[](nlohmann::json &j) { j["run"]["data"][0]["crc32"] = 1LL << 33; },
+       "run.data[0].crc32: out of range for a CRC-32"},
+      {[](nlohmann::json &j) { j["loss"] = "0.5"; },
+       "manifest.loss: expected a number"},
+      {[](nlohmann::json &j) { j["feeder"]["shuffle"] = 1; },
+       "feeder.shuffle: expected true or false"},
+      {[](nlohmann::json &j) { j["run"]["epochs"] = -2; },
+       "run.epochs must be -1 (--steps) or non-negative"},
+      {[](nlohmann::json &j) { j["run"]["batch_size"] = 0; },
+       "run.batch_size and feeder.batches_per_epoch must be positive"},
       {[](nlohmann::json &j) { j.erase("run"); }, "missing field 'run'"},
       {[](nlohmann::json &j) { j["format"] = "tcc-artifact"; },
        "format is not 'tcc-checkpoint'"},
@@ -391,6 +401,26 @@ TEST(CheckpointTest, ResumeChecksArtifactAndRunOptions) {
               n.data.pop_back();
             }).find("its run was fed input 'labels'"),
             std::string::npos);
+  EXPECT_NE(msgFor([](CheckpointMeta &n) {
+              n.data.push_back({"mask", "m.npy", "f32", {40}, 7});
+            }).find("this run feeds input 'mask', its run did not"),
+            std::string::npos);
+  // Other data changes the run's geometry too: the data is what is named.
+  EXPECT_NE(msgFor([](CheckpointMeta &n) {
+              n.data[0].shape = {80, 64};
+              n.totalSteps = 120;
+              n.batchesPerEpoch = 10;
+            })
+                .find("--data x=data/x.npy (f32 [80,64], CRC-32 0x11223344) "
+                      "differs from the data the run was trained on"),
+            std::string::npos);
+  // And the other way round of shuffling.
+  Sample ordered;
+  ordered.meta.shuffle = false;
+  Checkpoint oc = parseCheckpoint(ordered.bytes(), "d/ckpt-00000020.tcckpt");
+  EXPECT_EQ(errorOf([&] { checkResumable(oc, s.meta); }),
+            "cannot resume from d/ckpt-00000020.tcckpt: its run used "
+            "--no-shuffle, this run shuffles");
   // A moved but identical data file is fine.
   CheckpointMeta moved = s.meta;
   moved.data[0].path = "/elsewhere/x.npy";

@@ -149,6 +149,66 @@ TEST(Npy, RejectsBadFiles) {
               "data.bin: unsupported data file");
 }
 
+/// A version-1 .npy image whose header dict is `dict` (padded as NumPy
+/// pads it), followed by `data`.
+static std::vector<uint8_t> npyWithHeader(std::string dict,
+                                          std::vector<uint8_t> data = {}) {
+  while ((10 + dict.size() + 1) % 64 != 0)
+    dict += ' ';
+  dict += '\n';
+  std::string image = "\x93NUMPY\x01";
+  image += '\0';
+  image += static_cast<char>(dict.size() & 0xff);
+  image += static_cast<char>(dict.size() >> 8);
+  image += dict;
+  image.append(data.begin(), data.end());
+  return {image.begin(), image.end()};
+}
+
+// Each malformed header, version and size names the file and the problem.
+TEST(Npy, RejectsMalformedHeadersAndSizes) {
+  auto parse = [](const std::vector<uint8_t> &b) {
+    return [b] { parseNpy(b.data(), b.size(), "x.npy"); };
+  };
+  expectError(parse(npyWithHeader("{'descr': '<f4', 'fortran_order': False}")),
+              "x.npy: bad .npy header: missing 'descr', 'fortran_order' or "
+              "'shape'");
+  expectError(parse(npyWithHeader("{descr: '<f4'}")),
+              "x.npy: bad .npy header: expected a quoted string");
+  expectError(parse(npyWithHeader("{'descr': '<f4")),
+              "x.npy: bad .npy header: unterminated string");
+  expectError(parse(npyWithHeader("{'descr': '<f4' 'shape': (2,)}")),
+              "x.npy: bad .npy header: expected ','");
+  expectError(parse(npyWithHeader("{'descr': '<f4', 'fortran_order': False, "
+                                  "'shape': (99999999999999999999,), }")),
+              "x.npy: bad .npy header: dimension too large");
+  expectError(parse(npyWithHeader("{'descr': '<f4', 'fortran_order': False, "
+                                  "'shape': (2, x), }")),
+              "x.npy: bad .npy header: expected a non-negative integer "
+              "dimension");
+  expectError(parse(npyWithHeader("{'descr': '<f4', 'fortran_order': False, "
+                                  "'shape': (1099511627776, 1099511627776), "
+                                  "}")),
+              "x.npy: shape [1099511627776,1099511627776] is too large");
+  expectError(parse(npyWithHeader("{'descr': '<f4', 'fortran_order': False, "
+                                  "'shape': (2,), 'order': 'C', }")),
+              "x.npy: bad .npy header: unexpected key 'order'");
+
+  std::vector<float> v = {1, 2};
+  auto good = npyBytes("<f4", {2}, v.data(), 8);
+  auto longer = good;
+  longer.insert(longer.end(), 3, 0);
+  expectError(parse(longer), "x.npy: 3 unexpected bytes after the data");
+  auto v5 = good;
+  v5[6] = 5;
+  expectError(parse(v5), "x.npy: unsupported .npy format version 5");
+  auto v2 = npyBytes("<f4", {2}, v.data(), 8, 2);
+  expectError(parse({v2.begin(), v2.begin() + 11}),
+              "x.npy: truncated .npy header");
+  expectError(parse({good.begin(), good.begin() + 40}),
+              "x.npy: truncated .npy header");
+}
+
 TEST(Csv, ReadsWithAndWithoutHeader) {
   HostArray a =
       loadCsv(writeText("h.csv", "a, b ,c\r\n1,2,3\r\n4,5.5,-6e1\r\n\r\n"));

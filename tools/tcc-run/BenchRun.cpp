@@ -61,7 +61,9 @@ static StepShape stepShape(const rt::Artifact &a) {
     auto it = a.meta.find("grad_accum");
     s.accum = it == a.meta.end() ? 1 : std::atoll(it->second.c_str());
     if (s.accum < 1)
-      throw rt::Error("the artifact's grad_accum is not a positive integer");
+      throw rt::Error("the artifact's grad_accum '" +
+                      (it == a.meta.end() ? std::string() : it->second) +
+                      "' is not a positive integer");
   }
   if (s.data->inputs.empty())
     throw rt::Error(s.data->name + " has no inputs to feed");

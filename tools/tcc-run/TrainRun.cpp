@@ -81,7 +81,7 @@ int run::runTrain(int argc, char **argv) {
       return 0;
     rt::DeviceRequest req = rt::parseDeviceRequest(f.device);
     rt::TrainOptions o = trainOptionsOf(f, rt::installStopHandlers());
-    auto evalBindings = rt::parseDataBindings(f.evalData);
+    auto evalBindings = rt::parseDataBindings(f.evalData, "--eval-data");
     // Without a GPU, --device cuda fails before anything is read.
     rt::DeviceProbe probe;
     if (req == rt::DeviceRequest::Cuda) {

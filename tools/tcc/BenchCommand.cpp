@@ -89,6 +89,18 @@ static void fillSynthetic(const rt::Artifact &a, rt::Session &s,
   }
 }
 
+/// The batch size of `a`'s train_step: the first dimension of its first
+/// input (a hand-made artifact may have none to feed).
+static int64_t batchOf(const rt::Artifact &a) {
+  const rt::Program *train = a.findProgram("train_step");
+  if (!train)
+    throw rt::Error("the artifact has no train_step program");
+  if (train->inputs.empty())
+    throw rt::Error("train_step has no inputs to feed");
+  const rt::TensorInfo &first = a.tensors[train->inputs[0]];
+  return first.shape.empty() ? 1 : first.shape[0];
+}
+
 static double timeStep(rt::Session &s) {
   auto t0 = std::chrono::steady_clock::now();
   s.run("train_step");
@@ -113,10 +125,7 @@ static int benchArtifact() {
       throw rt::Error("--only must be 'eager' or 'compiled', got '" + only +
                       "'");
     rt::Artifact a = rt::readArtifact(input);
-    const rt::Program *train = a.findProgram("train_step");
-    if (!train)
-      throw rt::Error("the artifact has no train_step program");
-    int64_t batch = a.tensors[train->inputs.at(0)].shape.at(0);
+    int64_t batch = batchOf(a);
     struct Run {
       const char *name;
       std::unique_ptr<rt::Session> session;
@@ -290,8 +299,7 @@ static int benchModel() {
       for (Variant &v : vs)
         v.times.push_back(timeStep(*v.session));
 
-    const rt::Program *train = vs[0].artifact.findProgram("train_step");
-    int64_t batch = vs[0].artifact.tensors[train->inputs.at(0)].shape.at(0);
+    int64_t batch = batchOf(vs[0].artifact);
     double eagerMs = rt::median(vs[0].times) * 1e3;
     std::printf("tcc bench %s: batch %lld, %lld timed steps per variant "
                 "(median, interleaved)\n",
@@ -316,6 +324,17 @@ static int benchModel() {
 }
 
 int tool::runBench() {
+  // Steps are timed and their median printed: none would print "inf", as
+  // tcc-run bench says too.
+  if (steps < 1 || warmup < 0) {
+    errs() << "tcc bench: error: "
+           << (steps < 1
+                   ? "--steps must be at least 1, got " + std::to_string(steps)
+                   : "--warmup must be at least 0, got " +
+                         std::to_string(warmup))
+           << "\n";
+    return 1;
+  }
   llvm::StringRef in(input);
   if (in.ends_with(".onnx") || in.ends_with(".onnxtxt"))
     return benchModel();

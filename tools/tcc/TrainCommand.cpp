@@ -163,10 +163,22 @@ static rt::TrainFlags trainFlags() {
 
 int tool::runTrain() {
   try {
+    // -1 means "not given" inside; given, a length below 1 is a mistake (a
+    // run of 0 steps, or a negative --steps silently ignored next to
+    // --epochs), as tcc-run says too.
+    if (steps.getNumOccurrences() && steps < 1)
+      throw rt::Error("--steps must be at least 1, got " +
+                      std::to_string(steps));
+    if (epochs.getNumOccurrences() && epochs < 1)
+      throw rt::Error("--epochs must be at least 1, got " +
+                      std::to_string(epochs));
+    if (prefetch < 1)
+      throw rt::Error("--prefetch must be at least 1, got " +
+                      std::to_string(prefetch));
     rt::TrainFlags f = trainFlags();
     rt::DeviceRequest req = rt::parseDeviceRequest(f.device);
     rt::TrainOptions o = rt::trainOptionsOf(f, rt::installStopHandlers());
-    auto evalBindings = rt::parseDataBindings(f.evalData);
+    auto evalBindings = rt::parseDataBindings(f.evalData, "--eval-data");
     rt::Artifact a = rt::readArtifact(input);
     rt::DeviceChoice choice = rt::selectDevice(req, a, input);
     if (!choice.note.empty())
@@ -197,16 +209,18 @@ int tool::runTrain() {
       std::printf("wrote %lld checkpoint(s) in %.2f s, the last %s\n",
                   (long long)r.checkpointsWritten, r.checkpointSeconds,
                   r.lastCheckpoint.c_str());
-    if (!evalBindings.empty()) {
-      rt::EvalResult e = run.evaluate(evalBindings);
-      std::printf("eval: %lld samples, accuracy %.2f%%, loss %.4f\n",
-                  (long long)e.samples, e.accuracy * 100, e.loss);
-    }
+    // The export first: a bad --eval-data file must not lose the trained
+    // model.
     if (!exportPath.empty()) {
       // On a GPU, each tensor the export reads is downloaded once.
       exportTrained(
           a, [&](int32_t id) { return run.hostData(id); }, exportPath);
       std::printf("exported %s\n", exportPath.c_str());
+    }
+    if (!evalBindings.empty()) {
+      rt::EvalResult e = run.evaluate(evalBindings);
+      std::printf("eval: %lld samples, accuracy %.2f%%, loss %.4f\n",
+                  (long long)e.samples, e.accuracy * 100, e.loss);
     }
   } catch (const rt::Error &e) {
     errs() << "tcc train: error: " << e.what() << "\n";

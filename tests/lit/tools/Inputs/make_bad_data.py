@@ -67,3 +67,20 @@ np.arange(300, 340, dtype="<u2").tofile(path("big.u16"))
 t = np.full(33, 7, dtype="<u2")
 t[32] = 300
 t.tofile(path("label.u16"))
+
+# .npy files damaged in one way each (x.npy's header is "{'descr': '<f4',
+# 'fortran_order': False, 'shape': (40, 64), }").
+npy = open(path("x.npy"), "rb").read()
+np.save(path("scalar.npy"), np.float32(3))  # a 0-d array: no samples
+with open(path("x_v4.npy"), "wb") as f:  # format version 4
+    f.write(npy[:6] + bytes([4]) + npy[7:])
+with open(path("x_tail.npy"), "wb") as f:  # 4 bytes after the data
+    f.write(npy + b"\0" * 4)
+with open(path("x_cut_header.npy"), "wb") as f:  # cut inside the header
+    f.write(npy[:40])
+with open(path("x_key.npy"), "wb") as f:
+    f.write(npy.replace(b"'fortran_order'", b"'fortran_ordex'", 1))
+with open(path("x_negdim.npy"), "wb") as f:  # same header length
+    f.write(npy.replace(b"(40, 64)", b"(-4, 64)", 1))
+with open(path("x_huge.npy"), "wb") as f:
+    f.write(npy.replace(b"(40, 64)", b"(4000000000, 4000000000)", 1))

@@ -21,6 +21,7 @@ Modes:
   meta KEY=VALUE   an artifact's meta entry set
   no-onnx          an artifact without its ONNX model (for --export)
   rename-program A=B  program A (and its temporaries) renamed to B
+  no-inputs P      program P lists no inputs (its instrs still read them)
 """
 import json
 import struct
@@ -80,6 +81,10 @@ def main():
                 for t in j["tensors"]:
                     if t.get("program") == old:
                         t["program"] = new
+            elif mode == "no-inputs":
+                for p in j["programs"]:
+                    if p["name"] == sys.argv[2]:
+                        p["inputs"] = []
             elif mode in ("kernel", "iattrs"):
                 step = next(p for p in j["programs"] if p["name"] == "train_step")
                 if mode == "kernel":
