@@ -193,7 +193,8 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   // --target cuda: the same regions (same numbers) as CUDA kernels.
   ::tcc::CudaSource cuda;
   if (opts.target == "cuda") {
-    auto cudaSource = ::tcc::generateCudaSource(module);
+    auto cudaSource = ::tcc::generateCudaSource(
+        module, ::tcc::computeCapabilityOf(opts.gpuArch));
     if (failed(cudaSource))
       return 1;
     if (opts.emit == EmitKind::Cuda)

@@ -13,7 +13,8 @@ using namespace mlir;
 using namespace ::tcc::fusedgen;
 
 namespace tcc {
-FailureOr<CudaSource> generateCudaSource(ArrayRef<Operation *> fusedOps) {
+FailureOr<CudaSource> generateCudaSource(ArrayRef<Operation *> fusedOps,
+                                         int arch) {
   CudaSource out;
   out.source = std::string(cudaPrelude()) + "\n";
   for (auto [i, o] : llvm::enumerate(fusedOps)) {
@@ -24,7 +25,7 @@ FailureOr<CudaSource> generateCudaSource(ArrayRef<Operation *> fusedOps) {
       return failure();
     std::string code;
     rt::DeviceKernel k;
-    if (failed(emitCudaKernel(gen, code, k)))
+    if (failed(emitCudaKernel(gen, arch, code, k)))
       return failure();
     out.source += code + "\n";
     out.kernels.push_back(std::move(k));
@@ -32,9 +33,18 @@ FailureOr<CudaSource> generateCudaSource(ArrayRef<Operation *> fusedOps) {
   return out;
 }
 
-FailureOr<CudaSource> generateCudaSource(ModuleOp module) {
+FailureOr<CudaSource> generateCudaSource(ModuleOp module, int arch) {
   SmallVector<Operation *> ops;
   module.walk([&](FusedOp f) { ops.push_back(f); });
-  return generateCudaSource(ops);
+  return generateCudaSource(ops, arch);
+}
+
+int computeCapabilityOf(llvm::StringRef gpuArch) {
+  int cc = 0;
+  if (!gpuArch.consume_front("sm_") ||
+      gpuArch.take_while([](char c) { return c >= '0' && c <= '9'; })
+          .getAsInteger(10, cc))
+    return 0;
+  return cc;
 }
 } // namespace tcc

@@ -30,11 +30,18 @@ struct CudaSource {
 /// attribute, as generateFusedSource does) and returns the CUDA source of
 /// their kernels with the launch table, or emits an error on an op it
 /// cannot generate. With no fused op the source is the prelude alone.
-mlir::FailureOr<CudaSource> generateCudaSource(mlir::ModuleOp module);
+/// `arch`: the compute capability the code is for (computeCapabilityOf
+/// --gpu-arch), 0 for code that runs on any GPU; from 90 (sm_90a) the
+/// kernels of a vocabulary's rows double-buffer them with bulk copies.
+mlir::FailureOr<CudaSource> generateCudaSource(mlir::ModuleOp module,
+                                               int arch = 0);
 
 /// Source for the given ops only (numbered 0..n-1, `kernel` set); for tests.
 mlir::FailureOr<CudaSource>
-generateCudaSource(llvm::ArrayRef<mlir::Operation *> fusedOps);
+generateCudaSource(llvm::ArrayRef<mlir::Operation *> fusedOps, int arch = 0);
+
+/// 90 for "sm_90a", 80 for "sm_80"; 0 for anything else.
+int computeCapabilityOf(llvm::StringRef gpuArch);
 
 } // namespace tcc
 

@@ -73,15 +73,16 @@ static std::string toCuda(std::string s) {
 namespace {
 class CudaEmitter {
 public:
-  explicit CudaEmitter(const KernelGraph &g)
+  CudaEmitter(const KernelGraph &g, int arch)
       : g(g), op(g.op), C(std::to_string(g.d.cols)),
         R(std::to_string(g.d.rows)), rows(g.hasRowNodes()),
-        wide(g.cudaRecomputes()), threads(threadsOf(g)),
+        wide(g.cudaRecomputes()), arch(arch),
         first(wide ? "threadIdx.x" : "lane"),
-        step(wide ? std::to_string(threads) : "32"),
         leader(wide ? "threadIdx.x == 0" : "lane == 0"),
         sync(wide ? "__syncthreads()" : "__syncwarp()") {
     planShared();
+    threads = threadsOf(g, pipelined);
+    step = wide ? std::to_string(threads) : "32";
     planPrefetch();
     planGroups();
   }
@@ -122,19 +123,27 @@ private:
   void emitRowScalar(std::ostream &os, int i) const;
   void emitFin(std::ostream &os) const;
   void emitStaging(std::ostream &os) const;
+  /// A strided kernel's copies of row `row` (an expression) into half
+  /// `half` of the double buffer, by thread 0 (planPipeline).
+  std::string bulkCopies(const std::string &row, const std::string &half) const;
   void planShared();
+  /// Whether the staged rows can be double-buffered and copied by the copy
+  /// engine (sm_90), and the shared memory of that.
+  void planPipeline(int64_t stagedBytes, int64_t redBytes);
   void planPrefetch();
   /// Threads per block: 256 (elements), 128 (rows: 4 warps, a row each) or,
   /// for block_rows, enough that each thread has 16 or more columns, from
   /// 128 to 512 (two 512-thread blocks of a vocabulary's staged row fit a
-  /// multiprocessor).
-  static int64_t threadsOf(const KernelGraph &g) {
+  /// multiprocessor), or to 1024 when the rows are double-buffered (one
+  /// such block of a vocabulary's rows fits a multiprocessor: the same 32
+  /// warps and 64 registers a thread).
+  static int64_t threadsOf(const KernelGraph &g, bool pipelined) {
     if (!g.hasRowNodes())
       return 256;
     if (!g.cudaRecomputes())
       return 128;
     int64_t t = (g.d.cols / 16 + 31) / 32 * 32;
-    return std::clamp<int64_t>(t, 128, 512);
+    return std::clamp<int64_t>(t, 128, pipelined ? 1024 : 512);
   }
   /// Bytes of shared memory a block_rows kernel may take, staged rows and
   /// reduction slots together: 99 KiB, what every GPU of compute
@@ -142,6 +151,11 @@ private:
   /// an artifact loads on all of them. GPT-2's bf16 logits row (50257
   /// words, 98.2 KiB) fits; an H100 holds two such blocks.
   static constexpr int64_t kSmemBudget = 99 * 1024;
+  /// A double-buffered kernel's (sm_90 only): what a block of an H100 may
+  /// take (rt::kMaxKernelSmem, 227 KiB), and what a multiprocessor has for
+  /// its blocks, each of which also takes 1 KiB of the system's.
+  static constexpr int64_t kSmemBudgetSm90 = rt::kMaxKernelSmem;
+  static constexpr int64_t kSmemPerSm90 = 228 * 1024;
   /// Reduction slots per reduction (one double per warp, up to 32 warps).
   static constexpr int64_t kRedSlots = 32;
 
@@ -151,7 +165,15 @@ private:
   bool rows;
   bool wide; // rows too wide for per-lane arrays: recompute instead, and
              // a block per row (block_rows)
-  int64_t threads;
+  int arch;  // the target's compute capability (90 for sm_90a), 0: any
+  int64_t threads = 0;
+  /// block_rows on sm_90 (planPipeline): a grid of gridPerSm blocks a
+  /// multiprocessor strides over the rows; the staged rows are two halves
+  /// `half` bytes apart, filled by bulk copies of `copyBytes` (per staged
+  /// node) counted on the two mbarriers at `barOffset`.
+  bool pipelined = false;
+  int64_t half = 0, barOffset = 0, gridPerSm = 0;
+  std::vector<int64_t> copyBytes;
   // block_rows vs rows: a thread's first column and the column step, the
   // thread that writes row results, the barrier before reading other
   // threads' writes.
@@ -459,9 +481,13 @@ static const char *cudaType(Type t) {
 }
 
 void CudaEmitter::signature(std::ostream &os, const std::string &symbol) const {
-  // block_rows: registers for two blocks per multiprocessor.
+  // block_rows: registers for two blocks per multiprocessor (strided: for
+  // the blocks a multiprocessor holds).
   os << "extern \"C\" __global__ void __launch_bounds__(" << threads
-     << (wide ? ", 2" : "") << ") " << symbol << "(";
+     << (pipelined ? ", " + std::to_string(gridPerSm)
+         : wide    ? std::string(", 2")
+                   : std::string())
+     << ") " << symbol << "(";
   // The pointers of an in-place pair may be equal: not __restrict__.
   for (auto [k, v] : llvm::enumerate(op.getInputs()))
     os << "const " << cudaType(v.getType())
@@ -528,7 +554,15 @@ void CudaEmitter::emitRowScalar(std::ostream &os, int i) const {
       os << "    const long long " << l << " = " << load(i, "") << ";\n"
          << "    if (" << l << " < 0 || " << l << " >= " << C << ") {\n"
          << "      if (" << leader << ")\n        tcc_bad_label(tcc_err, r, "
-         << l << ", " << C << ");\n      return;\n    }\n"
+         << l << ", " << C
+         << ");\n"
+         // A strided kernel's next row may be on its way: the block's
+         // shared memory must outlive that copy.
+         << (pipelined ? "      if (tcc_bulk && r + gridDim.x < " + R +
+                             ")\n        tcc_mbar_wait(tcc_bar + (tcc_h ^ 1), "
+                             "((tcc_it + 1) >> 1) & 1);\n"
+                       : std::string())
+         << "      return;\n    }\n"
          << "    const int " << v << " = static_cast<int>(" << l << ");\n";
       break;
     }
@@ -661,6 +695,50 @@ void CudaEmitter::planShared() {
   }
   redOffset = at;
   smemBytes = at + redBytes;
+  planPipeline(at, redBytes);
+}
+
+/// Every staged input must be a row of `rowScale` elements a row (or one
+/// row for all) whose copy, rounded up to 16 bytes, stays inside the input
+/// and starts 16-byte aligned (the base pointer is checked at run time);
+/// and both halves must fit kSmemBudgetSm90. GPT-2's bf16 logits (50257
+/// columns of rows 50304 apart): 2 x 100528 bytes. Why: a block per row
+/// staged its row, then computed, so on a multiprocessor of two blocks
+/// no loads were in flight while both computed (GPT-2's loss kernel took
+/// 5.5 ms of a batch-64 step on an H100, 2.4 TB/s of 3.35, where its 21
+/// instructions a column would issue in about 2.3 ms); here the copy
+/// engine fetches the next row while the block computes this one.
+void CudaEmitter::planPipeline(int64_t stagedBytes, int64_t redBytes) {
+  if (!wide || arch < 90 || stagedBytes == 0)
+    return;
+  copyBytes.assign(g.nodes.size(), 0);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (staged[i] < 0)
+      continue;
+    const Node &n = g.nodes[i];
+    int64_t elem = n.half == Half::None ? 4 : 2;
+    int64_t bytes = (g.d.cols * elem + 15) / 16 * 16;
+    int64_t inputBytes =
+        cast<ShapedType>(op.getInputs()[n.input].getType()).getNumElements() *
+        elem;
+    if (n.rowScale < 0 || n.rowScale * elem % 16 != 0 ||
+        (g.d.rows - 1) * n.rowScale * elem + bytes > inputBytes)
+      return;
+    copyBytes[i] = bytes;
+  }
+  int64_t total = 2 * stagedBytes + redBytes + 16;
+  if (total > kSmemBudgetSm90)
+    return;
+  pipelined = true;
+  half = stagedBytes;
+  redOffset = 2 * stagedBytes;
+  barOffset = redOffset + redBytes;
+  smemBytes = total;
+  // Blocks a multiprocessor: by shared memory, by threads (2048), at
+  // least one.
+  gridPerSm =
+      std::max<int64_t>(1, std::min<int64_t>(kSmemPerSm90 / (smemBytes + 1024),
+                                             2048 / threadsOf(g, true)));
 }
 
 /// The odd slots of a (non-wide) rows kernel whose column loop stores, and
@@ -705,17 +783,57 @@ void CudaEmitter::planPrefetch() {
 /// The staged rows' copies at the top of a block_rows row, and the
 /// barrier after which every thread may read any column of them.
 void CudaEmitter::emitStaging(std::ostream &os) const {
+  std::ostringstream copies;
   bool any = false;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (staged[i] < 0)
       continue;
     const Node &n = g.nodes[i];
-    os << "    tcc_stage_row(tcc_st" << i << ", in" << n.input << " + "
-       << n.tmpl << ", " << C << ");\n";
+    copies << "    tcc_stage_row(tcc_st" << i << ", in" << n.input << " + "
+           << n.tmpl << ", " << C << ");\n";
     any = true;
   }
-  if (any)
-    os << "    __syncthreads();\n";
+  if (!any)
+    return;
+  copies << "    __syncthreads();\n";
+  if (!pipelined) {
+    os << copies.str();
+    return;
+  }
+  // Thread 0 starts the copies of this block's next row into the other
+  // half; every thread waits for this row's.
+  std::string indented;
+  for (char c : copies.str())
+    indented += c == '\n' ? std::string("\n  ") : std::string(1, c);
+  os << "    if (tcc_bulk) {\n      const long long tcc_rn = r + gridDim.x;\n"
+     << "      if (threadIdx.x == 0 && tcc_rn < " << R << ") {\n"
+     << bulkCopies("tcc_rn", "(tcc_h ^ 1)") << "      }\n"
+     << "      tcc_mbar_wait(tcc_bar + tcc_h, (tcc_it >> 1) & 1);\n"
+     << "    } else {\n  " << indented.substr(0, indented.size() - 2)
+     << "    }\n";
+}
+
+std::string CudaEmitter::bulkCopies(const std::string &row,
+                                    const std::string &which) const {
+  int64_t total = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (staged[i] >= 0)
+      total += copyBytes[i];
+  std::ostringstream os;
+  os << "        tcc_fence_proxy_async();\n"
+     << "        tcc_mbar_expect(tcc_bar + " << which << ", " << total
+     << "u);\n";
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (staged[i] < 0)
+      continue;
+    const Node &n = g.nodes[i];
+    os << "        tcc_bulk_copy(tcc_smem + " << staged[i] << " + " << which
+       << " * " << half << ", in" << n.input;
+    if (n.rowScale > 0)
+      os << " + " << row << " * " << n.rowScale;
+    os << ", " << copyBytes[i] << "u, tcc_bar + " << which << ");\n";
+  }
+  return os.str();
 }
 
 void CudaEmitter::emitRows(std::ostream &os) const {
@@ -723,22 +841,52 @@ void CudaEmitter::emitRows(std::ostream &os) const {
      << "  const int lane = threadIdx.x & 31;\n  (void)lane;\n";
   if (wide) {
     os << "  TCC_SMEM_BYTES(tcc_smem);\n  (void)tcc_smem;\n";
+    // The staged rows: where they are, or (pipelined) in which half.
+    std::ostringstream rowsAt;
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       if (staged[i] < 0)
         continue;
       const char *type = cudaType(op.getInputs()[g.nodes[i].input].getType());
-      os << "  " << type << " *const tcc_st" << i << " = reinterpret_cast<"
-         << type << " *>(tcc_smem + " << staged[i] << ");\n";
+      rowsAt << (pipelined ? "    " : "  ") << type << " *const tcc_st" << i
+             << " = reinterpret_cast<" << type << " *>(tcc_smem + " << staged[i]
+             << (pipelined ? " + tcc_h * " + std::to_string(half)
+                           : std::string())
+             << ");\n";
     }
-    if (smemBytes > redOffset)
+    if (!pipelined)
+      os << rowsAt.str();
+    if ((pipelined ? barOffset : smemBytes) > redOffset)
       os << "  double *const tcc_red = reinterpret_cast<double *>(tcc_smem + "
          << redOffset << ");\n";
     for (unsigned k = 0; k < op.getResults().size(); ++k)
       if (groupStores((int)k))
         os << "  const bool tcc_al" << k << " = tcc_aligned16(out" << k
            << ");\n  (void)tcc_al" << k << ";\n";
-    os << "  for (long long r = blockIdx.x; r < " << R
-       << "; r += gridDim.x) {\n";
+    if (!pipelined) {
+      os << "  for (long long r = blockIdx.x; r < " << R
+         << "; r += gridDim.x) {\n";
+    } else {
+      // Bulk copies need 16-byte aligned sources (the offsets are, see
+      // planPipeline); otherwise the rows are staged by the threads.
+      os << "  unsigned long long *const tcc_bar = reinterpret_cast<unsigned "
+            "long long *>(tcc_smem + "
+         << barOffset << ");\n  const bool tcc_bulk = true";
+      std::set<int> inputs;
+      for (size_t i = 0; i < g.nodes.size(); ++i)
+        if (staged[i] >= 0)
+          inputs.insert(g.nodes[i].input);
+      for (int in : inputs)
+        os << " && tcc_aligned16(in" << in << ")";
+      os << ";\n  if (tcc_bulk) {\n    if (threadIdx.x == 0) {\n"
+         << "      tcc_mbar_init(tcc_bar);\n      tcc_mbar_init(tcc_bar + 1);\n"
+         << "    }\n    __syncthreads();\n"
+         << "    if (threadIdx.x == 0 && blockIdx.x < " << R << ") {\n"
+         << bulkCopies("(long long)blockIdx.x", "0") << "    }\n  }\n"
+         << "  int tcc_it = 0;\n  for (long long r = blockIdx.x; r < " << R
+         << "; r += gridDim.x, ++tcc_it) {\n"
+         << "    const int tcc_h = tcc_it & 1;\n"
+         << rowsAt.str();
+    }
   } else {
     os << "  const long long tcc_warps = ((long long)gridDim.x * blockDim.x) "
           ">> 5;\n";
@@ -915,6 +1063,7 @@ LogicalResult CudaEmitter::emit(std::string &code, rt::DeviceKernel &k) {
   k.partialsPerRow = g.partials;
   k.block = threads;
   k.smem = smemBytes;
+  k.gridPerSm = pipelined ? gridPerSm : 0;
   for (auto [o, i] : g.inPlace)
     k.inPlace.push_back({o, i});
 
@@ -943,8 +1092,8 @@ LogicalResult CudaEmitter::emit(std::string &code, rt::DeviceKernel &k) {
 }
 
 namespace tcc::fusedgen {
-LogicalResult emitCudaKernel(const KernelGraph &g, std::string &code,
+LogicalResult emitCudaKernel(const KernelGraph &g, int arch, std::string &code,
                              rt::DeviceKernel &kernel) {
-  return CudaEmitter(g).emit(code, kernel);
+  return CudaEmitter(g, arch).emit(code, kernel);
 }
 } // namespace tcc::fusedgen

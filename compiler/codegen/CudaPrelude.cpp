@@ -252,6 +252,108 @@ __device__ __forceinline__ void tcc_stage_row(T *dst, const T *src, int n) {
     dst[j] = src[j];
 }
 
+// The rows of a strided "block_rows" kernel (DeviceKernel::gridPerSm,
+// sm_90): thread 0 starts one bulk copy (cp.async.bulk, the copy engine;
+// no thread issues a load) of each staged input's next row into the other
+// half of the double buffer, counted on that half's mbarrier, and every
+// thread waits on the barrier of its current half. The barriers' phases
+// are the fills of their half in turn, so row iteration i waits on barrier
+// i & 1 for parity (i >> 1) & 1. Off the GPU (the emulator, which runs a
+// block's threads as threads) the copy is thread 0's memcpy at once and a
+// wait is a __syncthreads (every thread of the block waits at the same
+// point), which orders the memcpy before the reads it guards; the row
+// loop's closing __syncthreads orders it after the reads of the half it
+// overwrites.
+__device__ __forceinline__ unsigned tcc_smem_addr(const void *p) {
+#ifdef __CUDA_ARCH__
+  unsigned a;
+  asm("{\n .reg .u64 t;\n cvta.to.shared.u64 t, %1;\n cvt.u32.u64 %0, t;\n}\n"
+      : "=r"(a)
+      : "l"(p));
+  return a;
+#else
+  (void)p;
+  return 0;
+#endif
+}
+__device__ __forceinline__ void tcc_mbar_init(unsigned long long *bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared.b64 [%0], 1;\n" ::"r"(tcc_smem_addr(bar))
+               : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#else
+  *bar = 0;
+#endif
+}
+// Announces `bytes` for the barrier's current phase and arrives (thread 0,
+// before the copies it counts).
+__device__ __forceinline__ void tcc_mbar_expect(unsigned long long *bar,
+                                                unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("{\n .reg .b64 state;\n"
+               " mbarrier.arrive.expect_tx.shared.b64 state, [%0], %1;\n}\n"
+               ::"r"(tcc_smem_addr(bar)), "r"(bytes)
+               : "memory");
+#else
+  (void)bar;
+  (void)bytes;
+#endif
+}
+// The half's reads in the previous row (generic proxy) before the copy
+// engine's writes (async proxy) that overwrite it.
+__device__ __forceinline__ void tcc_fence_proxy_async() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+// `bytes` (a multiple of 16; both ends 16-byte aligned) from global `src`
+// to shared `dst`, counted on `bar`.
+__device__ __forceinline__ void tcc_bulk_copy(void *dst, const void *src,
+                                              unsigned bytes,
+                                              unsigned long long *bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::"
+               "bytes [%0], [%1], %2, [%3];\n" ::"r"(tcc_smem_addr(dst)),
+               "l"(src), "r"(bytes), "r"(tcc_smem_addr(bar))
+               : "memory");
+#elif defined(__CUDA_ARCH__)
+  (void)dst;
+  (void)src;
+  (void)bytes;
+  (void)bar;
+  __trap();
+#else
+  (void)bar;
+  memcpy(dst, src, bytes);
+#endif
+}
+// Waits until the barrier's phase of `parity` completed: its copies are
+// then visible. A phase that never completes is a kernel bug: after about
+// 2^26 polls the kernel traps (a launch error) instead of hanging the GPU.
+__device__ __forceinline__ void tcc_mbar_wait(unsigned long long *bar,
+                                              unsigned parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned at = tcc_smem_addr(bar);
+  for (unsigned polls = 0;; ++polls) {
+    unsigned done;
+    asm volatile("{\n .reg .pred p;\n"
+                 " mbarrier.try_wait.parity.shared.b64 p, [%1], %2;\n"
+                 " selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(at), "r"(parity)
+                 : "memory");
+    if (done)
+      return;
+    if (polls == (1u << 26))
+      __trap();
+  }
+#else
+  (void)bar;
+  (void)parity;
+  __syncthreads();
+#endif
+}
+
 // The 16-byte groups of a "block_rows" kernel's column loops (CudaEmit.cpp,
 // emitWideLoop): thread t's columns 8 q .. 8 q + 7 for q = t, t + B, ...
 // Loads and stores go through words (memcpy off the GPU): the emulator's

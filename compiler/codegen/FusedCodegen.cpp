@@ -166,6 +166,12 @@ FailureOr<int> KernelGen::use(Operation *o, unsigned i) {
     n.half = halfOf(elem);
     n.vec = view->colStride == 1 && d.cols > 1;
     n.tmpl = viewOffset(n.input, *view);
+    if (view->isConstant())
+      n.rowScale = 0;
+    else if (view->isFullNative(d.cols))
+      n.rowScale = d.cols;
+    else if (auto s = view->rowScale(); s && *s > 0)
+      n.rowScale = *s;
     return add(std::move(n));
   }
   auto it = valueNode.find(v);

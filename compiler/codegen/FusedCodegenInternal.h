@@ -61,6 +61,9 @@ struct Node {
   std::string tmpl; // Expr/Partial: template; Const: literal; Reduce: sum|max
   SmallVector<int> args;
   int input = -1, view = -1; // Load
+  /// Load: row r of the input starts at element r * rowScale (0: every row
+  /// is the same one); -1 for other views.
+  int64_t rowScale = -1;
   bool checkLabel = false;
   bool stored = false;
   int scratch = -1, output = -1; // where a stored vector lives
@@ -195,8 +198,10 @@ private:
 
 /// The CUDA C of one analysed region (CudaEmit.cpp): `tcc_fused_K` and, with
 /// partials, `tcc_fused_K_fin` (ABI: runtime/core/Artifact.h, above
-/// DeviceKernel), and the kernel's entry of the launch table.
-LogicalResult emitCudaKernel(const KernelGraph &g, std::string &code,
+/// DeviceKernel), and the kernel's entry of the launch table. `arch` is the
+/// target's compute capability (90 for sm_90a; 0 when the code must run on
+/// any): from 90 a block_rows kernel may double-buffer its rows.
+LogicalResult emitCudaKernel(const KernelGraph &g, int arch, std::string &code,
                              ::tcc::rt::DeviceKernel &kernel);
 } // namespace tcc::fusedgen
 

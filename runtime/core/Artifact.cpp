@@ -264,7 +264,7 @@ static nlohmann::json manifestJson(const Artifact &a) {
         o.push_back({dtypeName(t), n});
       return o;
     };
-    for (const DeviceKernel &k : a.device.kernels)
+    for (const DeviceKernel &k : a.device.kernels) {
       kernels.push_back({{"symbol", k.symbol},
                          {"fin", k.finSymbol},
                          {"name", k.name},
@@ -277,6 +277,10 @@ static nlohmann::json manifestJson(const Artifact &a) {
                          {"inputs", operands(k.inputs)},
                          {"outputs", operands(k.outputs)},
                          {"in_place", k.inPlace}});
+      // Only where it is used, so that other artifacts stay as they were.
+      if (k.gridPerSm)
+        kernels.back()["grid_per_sm"] = k.gridPerSm;
+    }
     root["device_code"] = {{"arch", a.device.arch},
                            {"offset", a.device.offset},
                            {"size", a.device.size},

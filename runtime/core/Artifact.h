@@ -140,7 +140,10 @@ constexpr int64_t kMaxKernelSmem = 227 * 1024;
 /// label. Launch: `block` threads per block and `smem` bytes of dynamic
 /// shared memory; mapping "rows" runs one warp per row (grid = ceil(rows *
 /// 32 / block)), "block_rows" one block per row (grid = rows; for rows too
-/// wide for a warp, e.g. a vocabulary's logits), "elements" one thread per
+/// wide for a warp, e.g. a vocabulary's logits; with `gridPerSm` > 0,
+/// grid = min(rows, gridPerSm x the GPU's multiprocessors), each block
+/// striding over the rows and copying its next row into shared memory
+/// while it computes the current one), "elements" one thread per
 /// element of the rows x cols domain (grid = ceil(rows * cols / block),
 /// capped by the runtime, the kernel strides). `finSymbol`, when
 /// not empty, has the same parameters and runs as one block of `block`
@@ -154,6 +157,9 @@ struct DeviceKernel {
   int64_t rows = 0, cols = 0, partialsPerRow = 0;
   int64_t block = 128;
   int64_t smem = 0; // dynamic shared memory bytes per block
+  /// block_rows: 0 for a block per row, else blocks per multiprocessor of
+  /// a grid that strides over the rows (see above).
+  int64_t gridPerSm = 0;
   /// (dtype, element count) per input and output, as the code was built.
   std::vector<std::pair<DType, int64_t>> inputs, outputs;
   /// (output, input) pairs whose pointers may be equal (the region's

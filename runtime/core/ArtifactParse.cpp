@@ -156,6 +156,8 @@ static DeviceCode parseDeviceCode(const json &j) {
     dk.block = asInt(field(k, "block", kctx), kctx + ".block");
     if (k.contains("smem"))
       dk.smem = asInt(k["smem"], kctx + ".smem");
+    if (k.contains("grid_per_sm"))
+      dk.gridPerSm = asInt(k["grid_per_sm"], kctx + ".grid_per_sm");
     dk.inputs = parseOperands(field(k, "inputs", kctx), kctx + ".inputs");
     dk.outputs = parseOperands(field(k, "outputs", kctx), kctx + ".outputs");
     if (k.contains("in_place")) {

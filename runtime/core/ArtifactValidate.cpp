@@ -119,6 +119,11 @@ static void checkDeviceCode(const Artifact &a) {
       throw Error(ref + ": invalid domain " + std::to_string(k.rows) + "x" +
                   std::to_string(k.cols) + " with " +
                   std::to_string(k.partialsPerRow) + " partials per row");
+    if (k.gridPerSm < 0 || k.gridPerSm > 32 ||
+        (k.gridPerSm && k.mapping != "block_rows"))
+      throw Error(ref + ": " + std::to_string(k.gridPerSm) +
+                  " blocks a multiprocessor; a strided grid is 1 to 32 of a "
+                  "block_rows kernel's blocks, else 0");
     if (k.block < 32 || k.block > 1024 || k.block % 32 != 0)
       throw Error(ref + ": block of " + std::to_string(k.block) +
                   " threads is not a multiple of 32 in [32, 1024]");

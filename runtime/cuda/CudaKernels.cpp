@@ -146,8 +146,13 @@ void launch_fused(const CudaArgs &a) {
         a.stream));
   int64_t block = k.block;
   bool perRow = k.mapping == "rows" || k.mapping == "block_rows";
+  // A strided block_rows grid (gridPerSm): as many blocks as stay resident,
+  // each prefetching its next row while it computes one.
   int64_t grid =
-      k.mapping == "block_rows" ? k.rows
+      k.mapping == "block_rows"
+          ? (k.gridPerSm > 0 ? std::min<int64_t>(
+                                   k.rows, k.gridPerSm * std::max(a.smCount, 1))
+                             : k.rows)
       : k.mapping == "rows"
           ? (k.rows * 32 + block - 1) / block
           : gridFor(k.rows * k.cols, static_cast<int>(block), a.smCount);

@@ -488,7 +488,21 @@ TEST(Artifact, DeviceKernelTablesAreChecked) {
   back = parseArtifact(bytes.data(), bytes.size(), "model.tcc");
   EXPECT_EQ(back.device.kernels[0].mapping, "block_rows");
   EXPECT_EQ(back.device.kernels[0].smem, 100608);
+  EXPECT_EQ(back.device.kernels[0].gridPerSm, 0);
+  // ... and a strided grid of them.
+  a.device.kernels[0].gridPerSm = 1;
+  bytes = format::serialize(a);
+  back = parseArtifact(bytes.data(), bytes.size(), "model.tcc");
+  EXPECT_EQ(back.device.kernels[0].gridPerSm, 1);
+  a.device.kernels[0].gridPerSm = 33;
+  expectInvalid(a, "device kernel 0 ('tcc_fused_0'): 33 blocks a "
+                   "multiprocessor; a strided grid is 1 to 32 of a block_rows "
+                   "kernel's blocks, else 0");
 
+  a = deviceArtifact(); // mapping "rows"
+  a.device.kernels[0].gridPerSm = 1;
+  expectInvalid(a, "device kernel 0 ('tcc_fused_0'): 1 blocks a "
+                   "multiprocessor; a strided grid is 1 to 32");
   a = deviceArtifact();
   a.device.kernels[0].mapping = "tiles";
   expectInvalid(a, "device kernel 0 ('tcc_fused_0'): unknown mapping 'tiles'");
@@ -530,4 +544,111 @@ TEST(Artifact, DeviceKernelTablesAreChecked) {
   expectRejected(withManifest(manifest, blob),
                  "device_code.kernels[0].in_place[0]: expected an [output, "
                  "input] pair");
+}
+
+// Each cross-reference check of validateArtifact on a file that passes the
+// checksum (a crafted or damaged-then-resealed artifact): the message names
+// the tensor, program or instr and what is wrong, and the file.
+TEST(Artifact, CrossReferencesAreChecked) {
+  struct Case {
+    void (*edit)(Artifact &);
+    const char *want;
+  } cases[] = {
+      {[](Artifact &a) { a.tensors[1].name.clear(); },
+       "tensor '' (id 1): empty name"},
+      {[](Artifact &a) { a.tensors[2].name = "w"; },
+       "tensor 'w' (id 2): duplicate tensor name"},
+      {[](Artifact &a) {
+         a.tensors[1].shape = {int64_t(1) << 40, 1 << 20};
+       },
+       "tensor 'w' (id 1): shape [1099511627776,1048576] is too large"},
+      {[](Artifact &a) { a.tensors[4].arenaOffset = 66; },
+       "tensor 'y' (id 4): arena offset 66 is not aligned to its element "
+       "size"},
+      {[](Artifact &a) { a.tensors[4].program = "eval"; },
+       "tensor 'y' (id 4): temp of unknown program 'eval'"},
+      {[](Artifact &a) { a.programs[1].name = "train_step"; },
+       "duplicate program name 'train_step'"},
+      {[](Artifact &a) { a.programs[1].name.clear(); },
+       "a program has an empty name"},
+      {[](Artifact &a) { a.programs[1].arenaBytes = -1; },
+       "program 'forward': invalid arena size -1"},
+      {[](Artifact &a) { a.programs[0].inputs = {1}; },
+       "program 'train_step': program input tensor 'w' (id 1) is a param, "
+       "not an input"},
+      {[](Artifact &a) { a.programs[0].instrs[0].kernel.clear(); },
+       "program 'train_step' instr 0 (): empty kernel name"},
+      {[](Artifact &a) { a.programs[0].instrs[1].outputs = {3}; },
+       "program 'train_step' instr 1 (sgd_update): writes constant tensor "
+       "'c' (id 3)"},
+      {[](Artifact &a) { a.programs[1].outputs = {4}; },
+       "program 'forward': output tensor 'y' (id 4) is a temp the program "
+       "does not write"},
+      {[](Artifact &a) { a.onnxSize = 1 << 20; },
+       "embedded ONNX model: bytes ["},
+      {[](Artifact &a) {
+         a.hostLibOffset = 0;
+         a.hostLibSize = 4;
+       },
+       "the host library names no ISA"},
+      {[](Artifact &a) {
+         a.device.offset = 0;
+         a.device.size = 4;
+         a.device.arch = "compute_90";
+       },
+       "device code: architecture 'compute_90' is not of the form sm_NN"},
+  };
+  for (const Case &c : cases) {
+    Artifact a = sampleArtifact();
+    c.edit(a);
+    expectRejected(format::serialize(a), c.want);
+  }
+  // Not written to a file (the writer keeps no kernels without a cubin).
+  Artifact d = sampleArtifact();
+  d.device.kernels.push_back(DeviceKernel());
+  expectInvalid(d, "device code: kernels but no cubin");
+  // The untouched artifact parses: each edit is the cause.
+  std::vector<uint8_t> good = format::serialize(sampleArtifact());
+  EXPECT_NO_THROW(parseArtifact(good.data(), good.size(), "model.tcc"));
+}
+
+// Manifest fields of the wrong type or out of range, named by their path.
+TEST(Artifact, ManifestFieldTypesAreNamed) {
+  std::string head = R"({"format":"tcc-artifact","version":1,"programs":[],)";
+  expectRejected(withManifest(head + R"("meta":[],"tensors":[]})"),
+                 "manifest.meta: expected a JSON object");
+  expectRejected(withManifest(head + R"("meta":{"lr":1},"tensors":[]})"),
+                 "manifest.meta.lr: expected a string");
+  expectRejected(withManifest(head + R"("tensors":[{"name":"x","dtype":"f32",)"
+                                     R"("shape":[2],"kind":"weight"}]})"),
+                 "unknown tensor kind 'weight' (expected param, state, input, "
+                 "constant or temp)");
+  expectRejected(withManifest(head + R"("tensors":[{"name":"x","dtype":"f64",)"
+                                     R"("shape":[2],"kind":"input"}]})"),
+                 "unknown dtype 'f64' (expected f32, i64, bf16 or f16)");
+  expectRejected(withManifest(head + R"("tensors":[{"name":"x","dtype":"f32",)"
+                                     R"("shape":[18446744073709551615],)"
+                                     R"("kind":"input"}]})"),
+                 "tensors[0] ('x').shape: integer out of range");
+  expectRejected(withManifest(head + R"("tensors":[{"name":7,"dtype":"f32",)"
+                                     R"("shape":[2],"kind":"input"}]})"),
+                 "tensors[0].name: expected a string");
+}
+
+// Values JSON cannot hold are refused when writing, naming the tensor.
+TEST(Artifact, NonFiniteInitializerIsRefusedOnWrite) {
+  Artifact a = sampleArtifact();
+  a.tensors[1].dataOffset = -1;
+  a.tensors[1].init.kind = InitSpec::Kind::Normal;
+  a.tensors[1].init.b = INFINITY;
+  std::string path = tempPath("nonfinite.tcc");
+  try {
+    writeArtifact(a, path);
+    ADD_FAILURE() << "accepted an infinite standard deviation";
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(),
+                 (path + ": tensor 'w': initializer is not finite").c_str());
+  }
+  EXPECT_NE(::access(path.c_str(), F_OK), 0);
+  EXPECT_NE(::access((path + ".tmp").c_str(), F_OK), 0);
 }

@@ -310,11 +310,14 @@ struct CudaCodegen : ::testing::Test {
     }
     auto host = ::tcc::generateFusedSource(ops);
     auto cuda = ::tcc::generateCudaSource(ops);
-    ASSERT_TRUE(succeeded(host) && succeeded(cuda));
+    auto cuda90 = ::tcc::generateCudaSource(ops, 90);
+    ASSERT_TRUE(succeeded(host) && succeeded(cuda) && succeeded(cuda90));
     hostSource = new std::string(*host);
     cudaSource = new ::tcc::CudaSource(*cuda);
+    cudaSource90 = new ::tcc::CudaSource(*cuda90);
   }
   static void TearDownTestSuite() {
+    delete cudaSource90;
     delete cudaSource;
     delete hostSource;
     delete module;
@@ -326,14 +329,16 @@ struct CudaCodegen : ::testing::Test {
   static std::vector<Operation *> ops;
   static std::vector<std::string> caseOf, mappingOf;
   static std::string *hostSource;
-  static ::tcc::CudaSource *cudaSource;
+  /// For any GPU, and for sm_90 (--gpu-arch sm_90a: strided, double-buffered
+  /// block_rows kernels).
+  static ::tcc::CudaSource *cudaSource, *cudaSource90;
 };
 MLIRContext *CudaCodegen::ctx;
 OwningOpRef<ModuleOp> *CudaCodegen::module;
 std::vector<Operation *> CudaCodegen::ops;
 std::vector<std::string> CudaCodegen::caseOf, CudaCodegen::mappingOf;
 std::string *CudaCodegen::hostSource;
-::tcc::CudaSource *CudaCodegen::cudaSource;
+::tcc::CudaSource *CudaCodegen::cudaSource, *CudaCodegen::cudaSource90;
 
 TEST_F(CudaCodegen, LaunchTableDescribesEveryRegion) {
   ASSERT_EQ(cudaSource->kernels.size(), ops.size());
@@ -747,6 +752,136 @@ TEST_F(CudaCodegen, InPlacePairsRunOverTheirInputs) {
     }
   }
   EXPECT_GE(checked, 10) << "in-place pairs checked";
+}
+
+// On sm_90 the block_rows kernels whose staged rows fit twice stride over
+// the rows with a grid of gridPerSm blocks a multiprocessor, the copy
+// engine fetching each block's next row while it computes one. They must
+// compute what the kernels for any GPU compute, bit for bit (the same
+// threads a block, so the same reductions), whatever the grid: blocks of
+// one row, of several (the halves alternate), one block for all; with
+// outputs written over their inputs; and stop at a bad label.
+TEST_F(CudaCodegen, Sm90KernelsStrideAndDoubleBufferTheirRows) {
+  using namespace ::tcc::test;
+  ASSERT_EQ(cudaSource90->kernels.size(), cudaSource->kernels.size());
+  std::set<std::string> strided;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const rt::DeviceKernel &k0 = cudaSource->kernels[i],
+                           &k = cudaSource90->kernels[i];
+    SCOPED_TRACE(caseOf[i] + " kernel " + std::to_string(i));
+    EXPECT_EQ(k0.gridPerSm, 0);
+    EXPECT_EQ(k.mapping, k0.mapping);
+    if (k.gridPerSm == 0) {
+      EXPECT_EQ(k.smem, k0.smem);
+      EXPECT_EQ(k.block, k0.block);
+      continue;
+    }
+    strided.insert(caseOf[i]);
+    EXPECT_EQ(k.mapping, "block_rows");
+    // Up to 1024 threads (one block a multiprocessor of a vocabulary's
+    // rows) where the others stop at 512.
+    EXPECT_EQ(k.block, caseOf[i] == "cross_entropy_unstaged" ? 1024 : k0.block);
+    // Both halves, the reduction slots and two barriers.
+    EXPECT_GT(k.smem, k0.smem);
+    EXPECT_LE(k.smem, rt::kMaxKernelSmem);
+    EXPECT_GE(k.gridPerSm, 1);
+    EXPECT_LE(k.gridPerSm * (k.smem + 1024), 228 * 1024);
+    const std::string &src = cudaSource90->source;
+    size_t at = src.find("__launch_bounds__(" + std::to_string(k.block) + ", " +
+                         std::to_string(k.gridPerSm) + ") " + k.symbol + "(");
+    ASSERT_NE(at, std::string::npos);
+    std::string body = src.substr(at, src.find("\n}\n", at) - at);
+    EXPECT_NE(body.find("tcc_bulk_copy("), std::string::npos) << body;
+    EXPECT_NE(body.find("tcc_mbar_wait(tcc_bar + tcc_h, (tcc_it >> 1) & 1)"),
+              std::string::npos)
+        << body;
+    // Unaligned inputs: the threads stage the row as before.
+    EXPECT_NE(body.find("tcc_stage_row("), std::string::npos) << body;
+  }
+  // The staged rows fit twice: every wide case, the vocabulary rows read
+  // through a slice and a broadcast bias among them; the unstaged case
+  // double-buffers the one row it stages.
+  EXPECT_EQ(strided, (std::set<std::string>{"cross_entropy_vocab",
+                                            "cross_entropy_unstaged",
+                                            "cross_entropy_vocab_out",
+                                            "cross_entropy_vocab_padded"}));
+
+  ::tcc::DeviceBinary bin;
+  std::string err;
+  ASSERT_TRUE(
+      ::tcc::compileCudaSource(cudaSource90->source, "sm_90a", bin, err))
+      << err;
+
+  Libraries any, sm90;
+  ASSERT_NO_FATAL_FAILURE(buildLibraries(*hostSource, *cudaSource, any));
+  ASSERT_NO_FATAL_FAILURE(buildLibraries(*hostSource, *cudaSource90, sm90));
+  std::mt19937 rng(31);
+  int checked = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const rt::DeviceKernel &k0 = cudaSource->kernels[i],
+                           &k = cudaSource90->kernels[i];
+    if (k.gridPerSm == 0)
+      continue;
+    SCOPED_TRACE(caseOf[i] + " kernel " + std::to_string(i));
+    Buffers want(k0, rng);
+    runEmulated(*any.so, k0, want, abiGrid(k0));
+    ASSERT_EQ(want.err[3], 0);
+    // Bit for bit where the blocks are as large (the same reductions),
+    // else as close as the host library's check allows.
+    auto close = [&](const Buffers &b, const std::string &what) {
+      for (size_t o = 0; o < k.outputs.size(); ++o) {
+        if (k.block == k0.block) {
+          EXPECT_EQ(0, std::memcmp(b.out[o].data(), want.out[o].data(),
+                                   want.out[o].size() * sizeof(float)))
+              << what << ": output " << o;
+          continue;
+        }
+        float scale = 0;
+        for (float v : want.out[o])
+          scale = std::max(scale, std::fabs(v));
+        for (size_t e = 0; e < want.out[o].size(); ++e)
+          ASSERT_NEAR(b.out[o][e], want.out[o][e],
+                      1e-5f * scale + 2e-5f * std::fabs(want.out[o][e]))
+              << what << ": output " << o << " element " << e;
+      }
+    };
+    std::vector<std::vector<float>> first;
+    for (unsigned grid : {abiGrid(k), 1u, 2u, (unsigned)k.rows}) {
+      Buffers got(want, k);
+      got.resetOutputs();
+      runEmulated(*sm90.so, k, got, grid);
+      ASSERT_EQ(got.err[3], 0);
+      close(got, "grid " + std::to_string(grid));
+      // Every grid, bit for bit the same.
+      if (first.empty())
+        first = got.out;
+      for (size_t o = 0; o < k.outputs.size(); ++o)
+        EXPECT_EQ(0, std::memcmp(first[o].data(), got.out[o].data(),
+                                 first[o].size() * sizeof(float)))
+            << "grid " << grid << ": output " << o;
+    }
+    for (auto [o, in] : k.inPlace) {
+      Buffers over(want, k);
+      over.resetOutputs();
+      over.args[k.inputs.size() + o] = over.args[in];
+      runEmulated(*sm90.so, k, over, 2);
+      EXPECT_EQ(0, std::memcmp(over.args[in], first[o].data(),
+                               first[o].size() * sizeof(float)))
+          << "output " << o << " over input " << in;
+    }
+    if (k.partialsPerRow) {
+      Buffers bad(want, k);
+      bad.resetOutputs();
+      for (auto &labels : bad.i64)
+        labels[std::min<int64_t>(2, labels.size() - 1)] = k.cols;
+      runEmulated(*sm90.so, k, bad, 2);
+      EXPECT_EQ(bad.err[3], 1);
+      EXPECT_EQ(bad.err[0], std::min<int64_t>(2, k.rows - 1));
+      EXPECT_EQ(bad.err[1], k.cols);
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, (int)strided.size());
 }
 
 } // namespace

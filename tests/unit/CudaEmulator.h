@@ -18,6 +18,7 @@
 
 #include "runtime/core/Artifact.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <dlfcn.h>
 #include <string>
@@ -211,11 +212,13 @@ using EmuWrapper = void (*)(void *const *);
 using EmuLaunch = void (*)(EmuWrapper, void *const *, unsigned, unsigned,
                            unsigned);
 
-/// The ABI's grid: a warp per row, a block per row, or a thread per
-/// element.
-inline unsigned abiGrid(const rt::DeviceKernel &k) {
+/// The ABI's grid: a warp per row, a block per row (or, for a strided
+/// block_rows kernel, gridPerSm blocks a multiprocessor of a GPU of `sms`),
+/// or a thread per element.
+inline unsigned abiGrid(const rt::DeviceKernel &k, int64_t sms = 2) {
   if (k.mapping == "block_rows")
-    return (unsigned)k.rows;
+    return (unsigned)(k.gridPerSm ? std::min(k.rows, k.gridPerSm * sms)
+                                  : k.rows);
   int64_t threads = k.mapping == "rows" ? k.rows * 32 : k.rows * k.cols;
   return (unsigned)((threads + k.block - 1) / k.block);
 }
