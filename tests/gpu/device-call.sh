@@ -26,7 +26,8 @@
 #                  in the largest GPT-2 artifact (bin/tcc-run, no graphs)
 #   sanitize.txt   compute-sanitizer racecheck and memcheck (the tiled
 #                  attention's tensor-copy kernels, the line of ones, slice
-#                  sums)
+#                  sums, and two steps of gpt_vocab_bf16.tcc: the strided
+#                  loss kernel's bulk copies)
 #   logs.tgz       every log
 # Exit status: 0 when the checks and the benchmark passed, 1 otherwise, 2
 # without a GPU (run.sh's), 64 for wrong arguments. The packaged form of
@@ -140,6 +141,13 @@ for tool in racecheck memcheck; do
   timeout 60 "$CS" --tool "$tool" --error-exitcode 9 "$UNIT" \
     --gtest_filter='CudaKernels/CudaKernelCase.MatchesTheCpu/attention_tiled_bf16_tma:CudaKernels/CudaKernelCase.MatchesTheCpu/attention_tiled_bf16_wgmma:CudaKernels/CudaKernelCase.MatchesTheCpu/matmul_epilogue_ones_line_*:CudaKernels/CudaKernelCase.MatchesTheCpu/reductions:CudaKernels/CudaKernelCase.MatchesTheCpu/layer_norm_param_grad_bf16' \
     >> "$OUT/sanitize.txt" 2>&1
+  echo "exit status $?" >> "$OUT/sanitize.txt"
+  # The generated loss kernel of a 4099-class head, strided on sm_90: bulk
+  # copies of next rows on mbarriers (two steps, kernel by kernel).
+  echo "== $tool tcc-run train gpt_vocab_bf16.tcc" >> "$OUT/sanitize.txt"
+  timeout 90 "$CS" --tool "$tool" --error-exitcode 9 "$RUN" train \
+    "$ART/gpt_vocab_bf16.tcc" --tokens "$ART/corpus.txt" --steps 2 \
+    --device cuda --no-cuda-graphs --no-progress >> "$OUT/sanitize.txt" 2>&1
   echo "exit status $?" >> "$OUT/sanitize.txt"
 done
 
