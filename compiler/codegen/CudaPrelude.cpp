@@ -263,7 +263,9 @@ __device__ __forceinline__ void tcc_stage_row(T *dst, const T *src, int n) {
 // wait is a __syncthreads (every thread of the block waits at the same
 // point), which orders the memcpy before the reads it guards; the row
 // loop's closing __syncthreads orders it after the reads of the half it
-// overwrites.
+// overwrites. The PTX is runtime/cuda/CudaTma.cuh's (mbarInit,
+// mbarArriveExpectTx, mbarWait), written again because NVRTC compiles
+// this prelude alone.
 __device__ __forceinline__ unsigned tcc_smem_addr(const void *p) {
 #ifdef __CUDA_ARCH__
   unsigned a;
