@@ -170,9 +170,9 @@ private:
   /// block_rows on sm_90 (planPipeline): a grid of gridPerSm blocks a
   /// multiprocessor strides over the rows; the staged rows are two halves
   /// `half` bytes apart, filled by bulk copies of `copyBytes` (per staged
-  /// node) counted on the two mbarriers at `barOffset`.
+  /// node; `copyTotal` in all) counted on the two mbarriers at `barOffset`.
   bool pipelined = false;
-  int64_t half = 0, barOffset = 0, gridPerSm = 0;
+  int64_t half = 0, barOffset = 0, gridPerSm = 0, copyTotal = 0;
   std::vector<int64_t> copyBytes;
   // block_rows vs rows: a thread's first column and the column step, the
   // thread that writes row results, the barrier before reading other
@@ -712,6 +712,7 @@ void CudaEmitter::planPipeline(int64_t stagedBytes, int64_t redBytes) {
   if (!wide || arch < 90 || stagedBytes == 0)
     return;
   copyBytes.assign(g.nodes.size(), 0);
+  int64_t total = 0; // bytes copied a row
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (staged[i] < 0)
       continue;
@@ -725,15 +726,16 @@ void CudaEmitter::planPipeline(int64_t stagedBytes, int64_t redBytes) {
         (g.d.rows - 1) * n.rowScale * elem + bytes > inputBytes)
       return;
     copyBytes[i] = bytes;
+    total += bytes;
   }
-  int64_t total = 2 * stagedBytes + redBytes + 16;
-  if (total > kSmemBudgetSm90)
+  if (2 * stagedBytes + redBytes + 16 > kSmemBudgetSm90)
     return;
   pipelined = true;
+  copyTotal = total;
   half = stagedBytes;
   redOffset = 2 * stagedBytes;
   barOffset = redOffset + redBytes;
-  smemBytes = total;
+  smemBytes = barOffset + 16; // two mbarriers
   // Blocks a multiprocessor: by shared memory, by threads (2048), at
   // least one.
   gridPerSm =
@@ -783,45 +785,37 @@ void CudaEmitter::planPrefetch() {
 /// The staged rows' copies at the top of a block_rows row, and the
 /// barrier after which every thread may read any column of them.
 void CudaEmitter::emitStaging(std::ostream &os) const {
-  std::ostringstream copies;
-  bool any = false;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (staged[i] < 0)
-      continue;
-    const Node &n = g.nodes[i];
-    copies << "    tcc_stage_row(tcc_st" << i << ", in" << n.input << " + "
-           << n.tmpl << ", " << C << ");\n";
-    any = true;
-  }
-  if (!any)
+  // The threads' copies, indented `in`, then the barrier.
+  auto byThreads = [&](const std::string &in) {
+    std::ostringstream s;
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (staged[i] >= 0)
+        s << in << "tcc_stage_row(tcc_st" << i << ", in" << g.nodes[i].input
+          << " + " << g.nodes[i].tmpl << ", " << C << ");\n";
+    return s.str() + in + "__syncthreads();\n";
+  };
+  if (std::all_of(staged.begin(), staged.end(),
+                  [](int64_t s) { return s < 0; }))
     return;
-  copies << "    __syncthreads();\n";
   if (!pipelined) {
-    os << copies.str();
+    os << byThreads("    ");
     return;
   }
   // Thread 0 starts the copies of this block's next row into the other
   // half; every thread waits for this row's.
-  std::string indented;
-  for (char c : copies.str())
-    indented += c == '\n' ? std::string("\n  ") : std::string(1, c);
   os << "    if (tcc_bulk) {\n      const long long tcc_rn = r + gridDim.x;\n"
      << "      if (threadIdx.x == 0 && tcc_rn < " << R << ") {\n"
      << bulkCopies("tcc_rn", "(tcc_h ^ 1)") << "      }\n"
      << "      tcc_mbar_wait(tcc_bar + tcc_h, (tcc_it >> 1) & 1);\n"
-     << "    } else {\n  " << indented.substr(0, indented.size() - 2)
-     << "    }\n";
+     << "    } else {\n"
+     << byThreads("      ") << "    }\n";
 }
 
 std::string CudaEmitter::bulkCopies(const std::string &row,
                                     const std::string &which) const {
-  int64_t total = 0;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (staged[i] >= 0)
-      total += copyBytes[i];
   std::ostringstream os;
   os << "        tcc_fence_proxy_async();\n"
-     << "        tcc_mbar_expect(tcc_bar + " << which << ", " << total
+     << "        tcc_mbar_expect(tcc_bar + " << which << ", " << copyTotal
      << "u);\n";
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (staged[i] < 0)
@@ -1063,7 +1057,7 @@ LogicalResult CudaEmitter::emit(std::string &code, rt::DeviceKernel &k) {
   k.partialsPerRow = g.partials;
   k.block = threads;
   k.smem = smemBytes;
-  k.gridPerSm = pipelined ? gridPerSm : 0;
+  k.gridPerSm = gridPerSm; // 0 unless pipelined
   for (auto [o, i] : g.inPlace)
     k.inPlace.push_back({o, i});
 

@@ -396,33 +396,27 @@ void CudaGemm::autotune(Plan &pl, const void *a, const void *b, void *c) {
       events.list.push_back(ev);
   }
   TCC_CUDA_CHECK(e);
-  std::vector<std::vector<float>> ms(n);
-  std::vector<std::vector<bool>> ok(n);
-  size_t next = 0;
-  e = cudaEventRecord(events.list[next++], stream_);
+  // Timed run k (candidate, whether it ran) lies between events k and k + 1.
+  std::vector<std::pair<size_t, bool>> timed;
+  e = cudaEventRecord(events.list[0], stream_);
   for (int r = 0; r < kGemmAutotuneRounds && e == cudaSuccess; ++r)
     for (size_t i = 0; i < n && e == cudaSuccess; ++i) {
       if (!runs[i])
         continue;
-      ok[i].push_back(run(pl, &pl.candidates[i], a, b, c) ==
-                      CUBLAS_STATUS_SUCCESS);
-      e = cudaEventRecord(events.list[next++], stream_);
+      timed.push_back(
+          {i, run(pl, &pl.candidates[i], a, b, c) == CUBLAS_STATUS_SUCCESS});
+      e = cudaEventRecord(events.list[timed.size()], stream_);
     }
   if (e == cudaSuccess)
-    e = cudaEventSynchronize(events.list[next - 1]);
+    e = cudaEventSynchronize(events.list[timed.size()]);
   TCC_CUDA_CHECK(e);
-  // The events were recorded in the order of the loops above.
-  next = 0;
-  for (int r = 0; r < kGemmAutotuneRounds; ++r)
-    for (size_t i = 0; i < n; ++i) {
-      if (!runs[i])
-        continue;
-      float t = 0.0f;
-      TCC_CUDA_CHECK(
-          cudaEventElapsedTime(&t, events.list[next], events.list[next + 1]));
-      ++next;
-      ms[i].push_back(ok[i][static_cast<size_t>(r)] ? t : -1.0f);
-    }
+  std::vector<std::vector<float>> ms(n);
+  for (size_t k = 0; k < timed.size(); ++k) {
+    float t = 0.0f;
+    TCC_CUDA_CHECK(
+        cudaEventElapsedTime(&t, events.list[k], events.list[k + 1]));
+    ms[timed[k].first].push_back(timed[k].second ? t : -1.0f);
+  }
   std::optional<size_t> pick = pickTimedAlgo(ms, margin_);
   if (pick)
     pl.algo = pl.candidates[*pick];
