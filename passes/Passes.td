@@ -386,7 +386,7 @@ def TestPrintActivationsPass
   let summary = "Test only: prints ActivationAnalysis (which values a "
                 "training step saves across its loss, and their bytes)";
   let description = [{
-    For tests/lit/passes/activation-analysis.mlir; changes nothing. For each
+    For tests/lit/passes/test-print-activations.mlir; changes nothing. For each
     function with a body, in module order:
 
     ```
@@ -408,7 +408,7 @@ def TestPrintFusionPass : Pass<"tcc-test-print-fusion", "mlir::ModuleOp"> {
   let summary = "Test only: prints FusionModel (what may join a fused region "
                 "over which domain, and why a producer-consumer pair is cut)";
   let description = [{
-    For tests/lit/passes/fusion-model.mlir; changes nothing. Only the model
+    For tests/lit/passes/test-print-fusion.mlir; changes nothing. Only the model
     is asked: tcc-fuse's clustering (which regions it merges, its cycle and
     loss checks) is not run. For each function with a body, in module order,
     first each op of the entry block:
@@ -443,7 +443,7 @@ def TestPrintMemoryPass : Pass<"tcc-test-print-memory", "mlir::ModuleOp"> {
   let summary = "Test only: prints MemoryModel (dependences, update chains, "
                 "temporaries' bytes and lifetimes, predicted peak and anatomy)";
   let description = [{
-    For tests/lit/passes/memory-model.mlir; changes nothing. For each
+    For tests/lit/passes/test-print-memory.mlir; changes nothing. For each
     function of one block, in module order, builds a FuncMemoryModel and
     prints, with ops numbered by block position (#i, terminator excluded):
 

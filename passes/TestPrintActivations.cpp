@@ -1,6 +1,6 @@
 //===- TestPrintActivations.cpp - Print ActivationAnalysis for tests ------===//
 //
-// Test only (tests/lit/passes/activation-analysis.mlir): writes what
+// Test only (tests/lit/passes/test-print-activations.mlir): writes what
 // analyzeActivations decides for each function to stderr, in the format of
 // TestPrintActivationsPass's description in Passes.td. Changes nothing.
 //

@@ -1,11 +1,11 @@
 //===- TestPrintFusion.cpp - Print FusionModel's decisions for tests ------===//
 //
-// Test only (tests/lit/passes/fusion-model.mlir): writes what FusionModel.h
-// decides about each op of a function, and about each producer-consumer pair
-// of fusible ops, to stderr, in the format of TestPrintFusionPass's
-// description in Passes.td. Only the model is asked: tcc-fuse's clustering
-// (which regions it merges, its cycle and loss checks) is not run. Changes
-// nothing.
+// Test only (tests/lit/passes/test-print-fusion.mlir): writes what
+// FusionModel.h decides about each op of a function, and about each
+// producer-consumer pair of fusible ops, to stderr, in the format of
+// TestPrintFusionPass's description in Passes.td. Only the model is asked:
+// tcc-fuse's clustering (which regions it merges, its cycle and loss checks) is
+// not run. Changes nothing.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/FusionModel.h"

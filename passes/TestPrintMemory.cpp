@@ -1,6 +1,6 @@
 //===- TestPrintMemory.cpp - Print MemoryModel's predictions for tests ----===//
 //
-// Test only (tests/lit/passes/memory-model.mlir): builds a FuncMemoryModel
+// Test only (tests/lit/passes/test-print-memory.mlir): builds a FuncMemoryModel
 // of each function and writes its dependences, update chains, temporaries
 // and the anatomy `simulate` predicts for the block order to stderr, in the
 // format of TestPrintMemoryPass's description in Passes.td. Changes nothing.
