@@ -233,11 +233,14 @@ int64_t MemoryReport::scratch(const std::vector<std::string> &names) const {
 
 int64_t
 MemoryReport::predictedPeak(const std::vector<std::string> &names) const {
-  int64_t total = persistent() + scratch(names);
-  for (const std::string &n : names)
-    if (const Program *p = find(n))
-      total += p->arena;
-  return total;
+  return persistent() + sharedArena() + scratch(names);
+}
+
+int64_t MemoryReport::sharedArena() const {
+  int64_t most = 0;
+  for (const Program &p : programs)
+    most = std::max(most, p.arena);
+  return most;
 }
 
 void tcc::printMemoryReport(const MemoryReport &r, std::ostream &os) {
@@ -264,7 +267,7 @@ void tcc::printMemoryReport(const MemoryReport &r, std::ostream &os) {
   line("constants", r.constants, "");
   for (const MemoryReport::Program &p : r.programs) {
     os << "  program " << p.name << ":\n";
-    line("  arena", p.arena, "all temporaries, one allocation");
+    line("  arena", p.arena, "its temporaries as planned");
     line("  live peak", p.livePeak, "lower bound of the arena");
     line("  no planning", p.sumOfTemps, "every temporary its own bytes");
     os << "    at the live peak (instr " << p.peakInstr << " of " << p.numInstrs
@@ -282,10 +285,9 @@ void tcc::printMemoryReport(const MemoryReport &r, std::ostream &os) {
   if (!training.empty()) {
     line("kernel scratch", r.scratch(training),
          "convolution unfold buffers; with GPU code, attention scratch");
-    std::string note = "persistent + arena";
-    for (size_t i = 1; i < training.size(); ++i)
-      note += "s";
-    note += " + scratch (training step)";
-    line("predicted peak", r.predictedPeak(training), note.c_str());
+    line("shared arena", r.sharedArena(),
+         "the largest program's: the programs run one at a time");
+    const char *note = "persistent + shared arena + scratch (training step)";
+    line("predicted peak", r.predictedPeak(training), note);
   }
 }

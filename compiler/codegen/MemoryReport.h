@@ -59,8 +59,12 @@ struct MemoryReport {
   /// the given programs, or for an artifact with GPU code the CUDA
   /// attention kernels' score chunks (whichever is larger).
   int64_t scratch(const std::vector<std::string> &programNames) const;
+  /// The arena of a compiled session: the programs share one, the size of
+  /// the largest program's (they run one at a time, and a temporary lives
+  /// only within a run of its own program).
+  int64_t sharedArena() const;
   /// Predicted peak of a compiled session that runs `programNames`:
-  /// persistent + their arenas + scratch.
+  /// persistent + the shared arena + their scratch.
   int64_t predictedPeak(const std::vector<std::string> &programNames) const;
   /// The programs a training run executes each step: train_step, and
   /// accumulate when the artifact has it.

@@ -41,7 +41,6 @@ struct Session::ProgramState {
   /// Eager: temps to allocate before / free after each instr. Program
   /// outputs are never freed during a run so the caller can read them.
   std::vector<std::vector<int32_t>> allocBefore, freeAfter;
-  void *arena = nullptr; // Compiled: allocated on the first run
 };
 
 // Sets OpenBLAS's pool size from TCC_NUM_THREADS so benchmarks can pin it.
@@ -200,6 +199,33 @@ void *Session::data(const std::string &name) {
   throw Error("no tensor named '" + name + "' in the artifact");
 }
 
+// Programs run one at a time and a temp lives only within a run of its own
+// program (the artifact's validation: written before read, never read by
+// another program), so one arena sized for the largest program serves them
+// all. The previous owner's temps lose their buffers, so reading one after
+// another program ran is a clear "not live" instead of another program's
+// bytes.
+void Session::useArena(ProgramState &ps) {
+  if (!arena_) {
+    const Program *largest = nullptr;
+    for (const auto &other : programs_)
+      if (!largest || other->program.arenaBytes > largest->arenaBytes)
+        largest = &other->program;
+    arena_ = allocate(largest->arenaBytes,
+                      "the arena shared by the programs (sized for '" +
+                          largest->name + "')");
+    arenaBytes_ = largest->arenaBytes;
+  }
+  if (arenaOwner_ == &ps)
+    return;
+  if (arenaOwner_)
+    for (int32_t id : arenaOwner_->temps)
+      buffers_[id] = nullptr;
+  for (int32_t id : ps.temps)
+    buffers_[id] = static_cast<char *>(arena_) + tensors_[id].arenaOffset;
+  arenaOwner_ = &ps;
+}
+
 Session::ProgramState &Session::state(const std::string &program) {
   std::string names;
   for (const auto &ps : programs_) {
@@ -230,12 +256,7 @@ static void call(KernelFn fn, KernelArgs &args, const Instr &in,
 
 void Session::runCompiled(ProgramState &ps) {
   const Program &p = ps.program;
-  if (!ps.arena) {
-    ps.arena = allocate(p.arenaBytes, "the arena of program '" + p.name + "'");
-    arenaBytes_ += p.arenaBytes;
-    for (int32_t id : ps.temps)
-      buffers_[id] = static_cast<char *>(ps.arena) + tensors_[id].arenaOffset;
-  }
+  useArena(ps);
   for (size_t i = 0; i < p.instrs.size(); ++i) {
     if (!profiling_) {
       call(ps.fns[i], ps.args[i], p.instrs[i], buffers_);

@@ -3,7 +3,8 @@
 // A Session owns the buffers of one artifact: persistent tensors (params,
 // optimizer state, inputs, constants) and the temporaries of each program.
 // Compiled mode places temporaries at the compiler's static plan inside one
-// arena per program, allocated once; Eager mode ignores the plan and
+// arena that the programs share (they run one at a time; it is the largest
+// program's size), allocated on the first run; Eager mode ignores the plan and
 // allocates and frees each temporary around its uses, the way a framework
 // does, which gives a baseline for memory and speed.
 //
@@ -30,8 +31,8 @@ enum class ExecMode { Compiled, Eager };
 struct MemoryStats {
   /// Params, state, inputs and constants.
   int64_t persistentBytes = 0;
-  /// Compiled: the arenas allocated so far. Eager: the peak of the bytes of
-  /// live temporaries.
+  /// Compiled: the shared arena once allocated (the largest program's).
+  /// Eager: the peak of the bytes of live temporaries.
   int64_t tempPeakBytes = 0;
   int64_t peakBytes = 0; // persistent + temp peak
   /// Measured: the most bytes the session's allocations (persistent buffers,
@@ -65,7 +66,8 @@ public:
   Session &operator=(const Session &) = delete;
 
   /// The buffer of tensor `id` (throws Error if out of range). Temps have
-  /// one only while it exists: after their program has run (compiled) or
+  /// one only while it exists: after their program has run and until
+  /// another program runs (compiled: the programs share one arena) or
   /// while live / for program outputs after a run (eager); else null.
   void *data(int32_t tensorId);
   const void *data(int32_t tensorId) const;
@@ -100,6 +102,8 @@ private:
   void *allocate(int64_t bytes, const std::string &what);
   ProgramState &state(const std::string &program);
   void runCompiled(ProgramState &ps);
+  /// Compiled: gives the shared arena to `ps`'s temps (allocating it first).
+  void useArena(ProgramState &ps);
   void runEager(ProgramState &ps);
   void record(const std::string &kernel, const KernelCost &cost,
               std::chrono::steady_clock::time_point t0);
@@ -114,6 +118,8 @@ private:
   /// The artifact's generated kernels (null when it has none).
   std::unique_ptr<FusedLibrary> fused_;
   int64_t persistentBytes_ = 0;
+  void *arena_ = nullptr;                    // Compiled: shared by the programs
+  const ProgramState *arenaOwner_ = nullptr; // whose temps it holds now
   int64_t arenaBytes_ = 0;
   int64_t liveTempBytes_ = 0, peakTempBytes_ = 0;
   int64_t allocatedBytes_ = 0, measuredPeak_ = 0; // see MemoryStats

@@ -100,6 +100,21 @@ void CudaSession::Impl::notePeak() {
   measuredPeak = std::max(measuredPeak, fixedBytes + liveAsyncBytes);
 }
 
+// The previous owner's temps lose their buffers: reading one after another
+// program ran is a clear "not live" instead of another program's bytes.
+// A program's buffers are the same at each of its runs, so its CUDA graph
+// (keyed by every buffer) is found again after another program ran.
+void CudaSession::Impl::useArena(ProgramState &ps) {
+  if (arenaOwner == &ps)
+    return;
+  if (arenaOwner)
+    for (int32_t id : arenaOwner->temps)
+      buffers[id] = nullptr;
+  for (int32_t id : ps.temps)
+    buffers[id] = arena + tensors[id].arenaOffset;
+  arenaOwner = &ps;
+}
+
 void CudaSession::Impl::launch(ProgramState &ps, size_t i) {
   if (ps.group[i] >= 0) {
     AdamGroup &g = ps.groups[ps.group[i]];
@@ -138,6 +153,8 @@ void CudaSession::run(const std::string &program) {
   if (eager) // outputs of the previous run, or temps left by a failed one
     for (int32_t id : ps.temps)
       m.freeTemp(id);
+  else
+    m.useArena(ps);
   if (m.profiling && ps.events.empty()) {
     ps.events.assign(2 * instrs.size(), nullptr);
     for (cudaEvent_t &e : ps.events)

@@ -3,8 +3,9 @@
 // The GPU counterpart of runtime/core/Session.h, for artifacts compiled with
 // `tcc compile --target cuda`. It runs the same programs (the same instrs,
 // tensor table and memory plan) with CUDA kernels:
-//  - memory: one cudaMalloc holds every persistent tensor and every
-//    program's arena, laid out by the compiler's static plan (Compiled), or
+//  - memory: one cudaMalloc holds every persistent tensor and one arena
+//    that the programs share (the largest program's; each program's temps
+//    laid out in it by the compiler's static plan) (Compiled), or
 //    persistent tensors in that block and each temporary from the
 //    stream-ordered pool (cudaMallocAsync) around its uses, as a framework's
 //    caching allocator does (Eager);
@@ -78,7 +79,9 @@ public:
   /// The compute stream (a cudaStream_t) every program runs on.
   void *stream() const;
 
-  /// Device pointer of tensor `id` (null for temps not allocated now).
+  /// Device pointer of tensor `id` (null for temps not allocated now:
+  /// compiled, a temp has one from its program's run until another program
+  /// runs, since the programs share the arena).
   void *deviceData(int32_t id) const;
   /// Makes input tensor `id` read `devicePtr` from now on (it must hold
   /// byteSize() bytes and stay valid while programs that read it run): the
@@ -99,7 +102,8 @@ public:
   void upload(int32_t id, const void *host);
 
   /// Device bytes: persistentBytes (params, state, inputs, constants),
-  /// tempPeakBytes (arenas, or the eager peak of live temporaries), and
+  /// tempPeakBytes (the shared arena, or the eager peak of live
+  /// temporaries), and
   /// measuredPeakBytes (what cudaMalloc/cudaMallocAsync handed out at most,
   /// plus cuBLASLt workspace).
   MemoryStats memory() const;

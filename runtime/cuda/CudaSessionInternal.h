@@ -62,7 +62,6 @@ struct ProgramState {
   /// member of a group (launched with its first).
   std::vector<int> group;
   std::vector<AdamGroup> groups;
-  char *arena = nullptr;           // Compiled: inside the session's block
   std::vector<cudaEvent_t> events; // profiling: start/stop per instr
   std::unique_ptr<GraphCache> graphs; // Compiled, CudaOptions::graphs
 };
@@ -86,7 +85,12 @@ struct CudaSession::Impl {
   // Device state.
   int smCount = 1;
   cudaStream_t stream = nullptr;
-  char *block = nullptr; // persistent tensors (+ arenas when Compiled)
+  char *block = nullptr; // persistent tensors (+ the arena when Compiled)
+  /// Compiled: one arena inside the block, sized for the largest program
+  /// and shared by all (CudaSession::Impl::useArena), and whose temps it
+  /// holds now.
+  char *arena = nullptr;
+  const ProgramState *arenaOwner = nullptr;
   int64_t blockBytes = 0;
   cudaMemPool_t pool = nullptr; // Eager temporaries
   long long *errWords = nullptr;
@@ -116,6 +120,7 @@ struct CudaSession::Impl {
 
   // Running (CudaSession.cpp).
   ProgramState &state(const std::string &name);
+  void useArena(ProgramState &ps);
   void launch(ProgramState &ps, size_t i);
   void allocTemp(int32_t id);
   void freeTemp(int32_t id);

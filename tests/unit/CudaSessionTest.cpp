@@ -327,6 +327,55 @@ TEST(CudaSession, MemoryAndProfile) {
   }
 }
 
+// The programs share one arena, the largest program's: after another
+// program ran, a program's temps have no buffer; each program's CUDA graph
+// is found again when the programs alternate, and what they compute is
+// what each computes alone.
+TEST(CudaSession, ProgramsShareOneArena) {
+  TCC_REQUIRE_GPU();
+  OneProgram p; // program "p": y = relu(-x) through one temp
+  int32_t x = p.random(DType::F32, {64, 32});
+  int32_t h = p.temp(DType::F32, {64, 32});
+  int32_t y = p.out(DType::F32, {64, 32});
+  p.instr("neg", {x}, {h});
+  p.instr("relu", {h}, {y});
+  p.program("q"); // z = -relu(x) + x through two temps: a larger arena
+  int32_t g = p.temp(DType::F32, {64, 32});
+  int32_t n = p.temp(DType::F32, {64, 32});
+  int32_t z = p.out(DType::F32, {64, 32});
+  p.instr("relu", {x}, {g});
+  p.instr("neg", {g}, {n});
+  p.instr("add", {n, x}, {z});
+  const int64_t qArena = p.artifact().programs[1].arenaBytes;
+  ASSERT_GT(qArena, p.artifact().programs[0].arenaBytes);
+
+  cuda::CudaSession s(p.artifact(), ExecMode::Compiled);
+  EXPECT_EQ(s.memory().tempPeakBytes, qArena);
+  EXPECT_EQ(s.deviceData(h), nullptr); // no run yet
+  s.run("p");
+  char *base = static_cast<char *>(s.deviceData(h));
+  ASSERT_NE(base, nullptr);
+  s.run("q");
+  EXPECT_EQ(s.deviceData(h), nullptr);
+  EXPECT_EQ(static_cast<char *>(s.deviceData(g)), base);
+  std::vector<float> xs(64 * 32), ys(64 * 32), zs(64 * 32);
+  expectError([&] { s.download(h, ys.data()); }, "has no device buffer now");
+  for (int i = 0; i < 4; ++i) {
+    s.run("p");
+    s.run("q");
+  }
+  s.synchronize();
+  EXPECT_EQ(s.graphStatus().rfind("on: 2 graphs", 0), 0u) << s.graphStatus();
+
+  s.download(x, xs.data());
+  s.download(y, ys.data());
+  s.download(z, zs.data());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    EXPECT_EQ(ys[i], std::max(-xs[i], 0.0f)) << i;
+    EXPECT_EQ(zs[i], -std::max(xs[i], 0.0f) + xs[i]) << i;
+  }
+}
+
 TEST(CudaSession, UploadDownloadAndBindInput) {
   TCC_REQUIRE_GPU();
   OneProgram p;

@@ -329,4 +329,14 @@ TEST(MemoryReport, ClassifiesParamsGradientsAndOptimizerState) {
   EXPECT_EQ(p->gradientTotal, 8 * 8 * 4);    // g
   EXPECT_EQ(p->activations + p->gradients + p->temporaries, p->livePeak);
   EXPECT_EQ(r.predictedPeak({"train_step"}), r.persistent() + b.p.arenaBytes);
+
+  // A second program's arena: the session shares the larger one.
+  rt::Program small = b.p;
+  small.name = "forward";
+  small.arenaBytes = b.p.arenaBytes / 2;
+  b.a.programs.push_back(small);
+  MemoryReport two = analyzeMemory(b.a);
+  EXPECT_EQ(two.sharedArena(), b.p.arenaBytes);
+  EXPECT_EQ(two.predictedPeak({"train_step"}),
+            two.persistent() + b.p.arenaBytes);
 }

@@ -174,8 +174,13 @@ TEST(Session, MemoryAccounting) {
   // x 48 + target 32 + W, m, v 3*24 + step 4 + one 4 + labels 32
   const int64_t persistent = 48 + 32 + 72 + 4 + 4 + 32;
   EXPECT_EQ(compiled.memory().persistentBytes, persistent);
-  EXPECT_EQ(compiled.memory().tempPeakBytes, 0); // arenas are lazy
+  EXPECT_EQ(compiled.memory().tempPeakBytes, 0); // the arena is lazy
   compiled.run("train_step");
+  EXPECT_EQ(compiled.memory().tempPeakBytes, 256);
+  EXPECT_EQ(compiled.memory().peakBytes, persistent + 256);
+  // The programs share the largest one's arena (not 256 + 64 + 128).
+  compiled.run("forward");
+  compiled.run("xent");
   EXPECT_EQ(compiled.memory().tempPeakBytes, 256);
   EXPECT_EQ(compiled.memory().peakBytes, persistent + 256);
 
@@ -187,6 +192,36 @@ TEST(Session, MemoryAccounting) {
   EXPECT_EQ(eager.data(H), nullptr);    // intermediates are freed
   eager.run("train_step");
   EXPECT_EQ(eager.memory().tempPeakBytes, 100); // nothing leaks across runs
+}
+
+// Each program's temps sit in the one arena at their planned offsets; only
+// the program that ran last has buffers, and a run between two training
+// steps (which overwrites the arena) changes nothing they compute.
+TEST(Session, ProgramsShareOneArena) {
+  TinyModel m;
+  Session s(m.a, ExecMode::Compiled), alone(m.a, ExecMode::Compiled);
+  for (Session *t : {&s, &alone}) {
+    fill(*t, X, xData());
+    fill(*t, Target, targetData());
+  }
+  s.run("train_step");
+  alone.run("train_step");
+  char *base = static_cast<char *>(s.data(H)); // offset 0
+  ASSERT_NE(base, nullptr);
+  EXPECT_EQ(static_cast<char *>(s.data(Y)), base + 64);
+  EXPECT_EQ(s.data(H2), nullptr); // forward has not run
+
+  s.run("forward");
+  EXPECT_EQ(static_cast<char *>(s.data(H2)), base);
+  EXPECT_EQ(static_cast<char *>(s.data(Y2)), base + 32);
+  EXPECT_EQ(s.data(Loss), nullptr); // train_step's temps are not live now
+  EXPECT_EQ(s.data(H), nullptr);
+
+  s.run("train_step");
+  alone.run("train_step");
+  EXPECT_EQ(s.data(Y2), nullptr);
+  EXPECT_EQ(read(s, Loss, 1), read(alone, Loss, 1));
+  EXPECT_EQ(read(s, W, 6), read(alone, W, 6));
 }
 
 TEST(Session, KernelErrorsSurfaceAndEagerRecovers) {
