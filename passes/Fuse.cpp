@@ -53,11 +53,12 @@ using namespace mlir::tcc::fusion;
 
 /// layer_norm_grad over the last axis -> element-wise ops and last-axis
 /// means (dx: they join a region with their neighbours) and one
-/// layer_norm_param_grad for dscale and dbias (column sums over all rows,
-/// which a region cannot compute: as reduce_sums they would read `dy * xhat`
-/// and `dy` that the region writes out in f32 for them alone; the op reads
-/// dy and x once, as the 16-bit values a bf16 model stores when they reach
-/// the op through exact widenings). The formulas of run_layer_norm_grad.
+/// layer_norm_param_grad for dscale and dbias (column sums over all rows;
+/// as reduce_sums they would read `dy * xhat` and `dy` that a region wrote
+/// out in f32 for them alone). The op reads dy and x as the 16-bit values a
+/// bf16 model stores when they reach it through exact widenings, and joins
+/// dx's region (Clusters::add), which then reads them once for both. The
+/// formulas of run_layer_norm_grad.
 static void expandLayerNormGrad(LayerNormGradOp op) {
   auto xt = cast<RankedTensorType>(op.getInput().getType());
   int64_t rank = xt.getRank();
@@ -168,6 +169,20 @@ struct Clusters {
   }
 
   void add(Operation *op) {
+    // A layer norm's parameter gradients (column sums) join the region of
+    // its input gradient, which reads the same dy and x: one pass over
+    // them. Alone they stay the library's kernel.
+    if (isa<LayerNormParamGradOp>(op)) {
+      SetVector<int> siblings;
+      for (Value v : op->getOperands().take_front(2))
+        for (Operation *user : v.getUsers())
+          if (auto it = regionOf.find(user); it != regionOf.end())
+            siblings.insert(it->second);
+      for (int r : siblings)
+        if (tryMerge(op, {r}))
+          return;
+      return;
+    }
     SetVector<int> producers;
     for (Value v : op->getOperands())
       if (Operation *def = v.getDefiningOp()) {

@@ -183,6 +183,20 @@ OpKind fusion::classify(Operation *op) {
       })
       .Case<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(
           [&](auto) { return row(true); })
+      // Column sums over the rows of dy and x as the model stores them
+      // (16-bit in a bf16 model), mean and rstd f32, f32 results; rows no
+      // wider than a CUDA warp's per-lane arrays keep (kMaxColSumCols).
+      .Case<LayerNormParamGradOp>([&](LayerNormParamGradOp l) {
+        auto f32 = [](Value v) {
+          return cast<RankedTensorType>(v.getType()).getElementType().isF32();
+        };
+        ArrayRef<int64_t> s = shapeOf(l.getInput());
+        bool ok = s.size() >= 2 && lastAxis(l.getAxis(), l.getInput()) &&
+                  s.back() <= kMaxColSumCols && shapeOf(l.getGrad()) == s &&
+                  f32(l.getMean()) && f32(l.getRstd()) &&
+                  f32(l.getScaleGrad()) && f32(l.getBiasGrad());
+        return ok ? OpKind::Row : OpKind::None;
+      })
       .Default([](Operation *) { return OpKind::None; });
 }
 
@@ -239,6 +253,8 @@ FailureOr<Layout> fusion::resultLayout(Operation *op, unsigned i, Domain d) {
       return failure();
     if (isa<SoftmaxCrossEntropyOp>(op))
       return Layout::Scalar;
+    if (isa<LayerNormParamGradOp>(op))
+      return Layout::Column;
     if (isa<ReduceSumOp, ReduceMeanOp>(op) || (isa<LayerNormOp>(op) && i > 0))
       return Layout::Row;
     return Layout::Full;
@@ -282,6 +298,9 @@ FailureOr<View> fusion::operandView(Operation *op, unsigned i, Domain d) {
       return nativeRow(d);
     if (isa<SoftmaxCrossEntropyGradOp>(op) && i == 0)
       return View{{}, {}, 0};
+    if (isa<LayerNormParamGradOp>(op) && i >= 2) // mean, rstd: per row
+      return numelOf(os) == d.rows ? FailureOr<View>(nativeRow(d))
+                                   : FailureOr<View>(failure());
     if (isa<LayerNormOp>(op) && i > 0) { // scale, bias: broadcast over rows
       if (numelOf(os) != d.cols)
         return failure();
@@ -353,6 +372,14 @@ bool fusion::regionIsLegal(ArrayRef<Operation *> ops, Domain d,
       *why = (op->getName().getStringRef() + ": " + msg).str();
     return false;
   };
+  // A loss's partials and column sums each need their own finishing pass.
+  bool scalar = false, column = false;
+  for (Operation *op : ops) {
+    scalar |= isa<SoftmaxCrossEntropyOp>(op);
+    column |= isa<LayerNormParamGradOp>(op);
+  }
+  if (scalar && column)
+    return fail(ops.front(), "a loss and column sums in one region");
   for (Operation *op : ops) {
     if (classify(op) == OpKind::None)
       return fail(op, "not fusible");
@@ -368,7 +395,7 @@ bool fusion::regionIsLegal(ArrayRef<Operation *> ops, Domain d,
         continue;
       unsigned idx = cast<OpResult>(op->getOperand(i)).getResultNumber();
       Layout produced = *resultLayout(def, idx, d);
-      if (produced == Layout::Scalar)
+      if (produced == Layout::Scalar || produced == Layout::Column)
         return fail(op, "reads a whole-region result");
       if (produced == Layout::Padded)
         return fail(op, "reads a padded value (it may only leave the region)");

@@ -7,6 +7,10 @@
 //   * full:  rows*cols elements, last dimension cols (row r at r*cols), or
 //   * row:   rows elements (one per row, at r) - row statistics, losses'
 //            per-position values, [..., 1] shaped results.
+// Whole-region results leave the region and are read by nothing inside:
+// a scalar (a loss, the sum of per-row partials) or columns (cols values,
+// sums over all rows: a layer norm's scale and bias gradients, which then
+// read dy and x in the same pass as the norm's input gradient).
 // Region inputs may be read through any broadcast (a View): per row, an
 // offset computed from the row index, then stride 1 or 0 along the columns.
 // A tcc.slice with zero starts, positive steps and a unit last-axis step is
@@ -62,6 +66,11 @@ enum class OpKind {
   Row,         // softmax family, last-axis reductions, layer_norm, losses
 };
 
+/// The widest rows whose column sums (tcc.layer_norm_param_grad) a region
+/// computes: a CUDA rows kernel's lanes keep their columns' values in
+/// per-lane arrays up to this width (KernelGraph::kMaxLaneSlots * 32).
+constexpr int64_t kMaxColSumCols = 2048;
+
 /// Whether `op` may be part of a fused region, and as what.
 OpKind classify(Operation *op);
 
@@ -77,6 +86,7 @@ enum class Layout {
   Full,
   Row,
   Scalar, // one value for the whole region
+  Column, // one value per column: a sum over all rows; output only
   Padded, // full with `padOf` zero columns after each row; output only
 };
 FailureOr<Layout> resultLayout(Operation *op, unsigned i, Domain d);

@@ -54,6 +54,8 @@ static StringRef layoutName(Layout l) {
     return "row";
   case Layout::Scalar:
     return "scalar";
+  case Layout::Column:
+    return "column";
   case Layout::Padded:
     return "padded";
   }

@@ -83,6 +83,9 @@ public:
     planShared();
     threads = threadsOf(g, pipelined);
     step = wide ? std::to_string(threads) : "32";
+    // Column sums: each warp's float sums of its rows of the slice.
+    if (g.colSums && !wide)
+      smemBytes = threads / 32 * g.colSums * g.d.cols * 4;
     planPrefetch();
     planGroups();
   }
@@ -117,11 +120,14 @@ private:
   void planGroups();
   /// Whether the column loop of odd slot `t` indexes a per-lane array.
   bool loopUsesArrays(int t) const;
-  void signature(std::ostream &os, const std::string &symbol) const;
+  /// `bound`: the launch bound of a column-sum fin (else the kernel's).
+  void signature(std::ostream &os, const std::string &symbol,
+                 int64_t bound = 0) const;
   void emitElements(std::ostream &os) const;
   void emitRows(std::ostream &os) const;
   void emitRowScalar(std::ostream &os, int i) const;
   void emitFin(std::ostream &os) const;
+  void emitColFin(std::ostream &os) const;
   void emitStaging(std::ostream &os) const;
   /// A strided kernel's copies of row `row` (an expression) into half
   /// `half` of the double buffer, by thread 0 (planPipeline).
@@ -424,6 +430,13 @@ std::string CudaEmitter::ref(int n, int loopTime) const {
   return vecIndex(n, "j");
 }
 
+/// Whether node `n` is computed in the column loop of odd slot `t`: a
+/// vector expression, or a column sum's addition.
+static bool inLoop(const Node &n, int t) {
+  return n.vec && n.time == t &&
+         (n.kind == NodeKind::Expr || n.kind == NodeKind::ColSum);
+}
+
 /// The nodes a template reads, through `$0`.. (in order, with repeats).
 static SmallVector<int> templateArgs(const Node &n) {
   SmallVector<int> args;
@@ -440,7 +453,7 @@ bool CudaEmitter::loopUsesArrays(int t) const {
   if (prefetch.count(t))
     return true;
   for (const Node &n : g.nodes) {
-    if (!n.vec || n.time != t || n.kind != NodeKind::Expr)
+    if (!inLoop(n, t))
       continue;
     if (n.scratch >= 0)
       return true;
@@ -480,13 +493,16 @@ static const char *cudaType(Type t) {
   return "long long";
 }
 
-void CudaEmitter::signature(std::ostream &os, const std::string &symbol) const {
+void CudaEmitter::signature(std::ostream &os, const std::string &symbol,
+                            int64_t bound) const {
   // block_rows: registers for two blocks per multiprocessor (strided: for
   // the blocks a multiprocessor holds).
-  os << "extern \"C\" __global__ void __launch_bounds__(" << threads
-     << (pipelined ? ", " + std::to_string(gridPerSm)
-         : wide    ? std::string(", 2")
-                   : std::string())
+  os << "extern \"C\" __global__ void __launch_bounds__("
+     << (bound ? bound : threads)
+     << (bound       ? std::string()
+         : pipelined ? ", " + std::to_string(gridPerSm)
+         : wide      ? std::string(", 2")
+                     : std::string())
      << ") " << symbol << "(";
   // The pointers of an in-place pair may be equal: not __restrict__.
   for (auto [k, v] : llvm::enumerate(op.getInputs()))
@@ -771,7 +787,7 @@ void CudaEmitter::planPrefetch() {
       continue;
     std::set<int> loads;
     for (const Node &n : g.nodes) {
-      if (!n.vec || n.time != t || n.kind != NodeKind::Expr)
+      if (!inLoop(n, t))
         continue;
       for (int a : templateArgs(n))
         if (g.nodes[a].kind == NodeKind::Load && g.nodes[a].vec)
@@ -892,9 +908,30 @@ void CudaEmitter::emitRows(std::ostream &os) const {
     for (int n : prefetched)
       os << "  " << (g.nodes[n].isInt ? "long long" : "float") << " tcc_p" << n
          << "[" << (g.d.cols + 31) / 32 << "];\n";
-    os << "  for (long long r = ((long long)blockIdx.x * blockDim.x + "
-          "threadIdx.x) >> 5; r < "
-       << R << "; r += tcc_warps) {\n";
+    if (!g.colSums) {
+      os << "  for (long long r = ((long long)blockIdx.x * blockDim.x + "
+            "threadIdx.x) >> 5; r < "
+         << R << "; r += tcc_warps) {\n";
+    } else {
+      // Column sums: a block per slice of rows (any grid strides over
+      // them), its warps taking the slice's rows in turn; each lane adds
+      // its columns into its warp's sums in shared memory, which only it
+      // touches until the block adds the warps' (emitRows' end).
+      std::string cs = std::to_string(g.colSums * g.d.cols),
+                  sr = std::to_string(g.sliceRows);
+      os << "  (void)tcc_warps;\n  TCC_SMEM_BYTES(tcc_smem);\n"
+         << "  float *const tcc_csw = reinterpret_cast<float *>(tcc_smem);\n"
+         << "  float *const tcc_cs = tcc_csw + (threadIdx.x >> 5) * " << cs
+         << ";\n  for (long long tcc_s = blockIdx.x; tcc_s < " << g.slices()
+         << "; tcc_s += gridDim.x) {\n"
+         << "  for (int j = lane; j < " << C << "; j += 32) {\n";
+      for (int c = 0; c < g.colSums; ++c)
+        os << "    tcc_cs[" << c * g.d.cols << " + j] = 0.0f;\n";
+      os << "  }\n  const long long tcc_r1 = (tcc_s + 1) * " << sr << " < " << R
+         << " ? (tcc_s + 1) * " << sr << " : " << R << ";\n"
+         << "  for (long long r = tcc_s * " << sr
+         << " + (threadIdx.x >> 5); r < tcc_r1; r += blockDim.x >> 5) {\n";
+    }
   }
   for (const ViewVar &v : g.views)
     os << v.code;
@@ -918,7 +955,7 @@ void CudaEmitter::emitRows(std::ostream &os) const {
     }
     bool any = false;
     for (const Node &n : g.nodes)
-      any |= n.vec && n.time == t && n.kind == NodeKind::Expr;
+      any |= inLoop(n, t);
     if (!any)
       continue;
     // A loop that writes an in-place output: every lane has done the
@@ -946,8 +983,13 @@ void CudaEmitter::emitRows(std::ostream &os) const {
       std::string inPlaceStores;
       for (size_t i = 0; i < g.nodes.size(); ++i) {
         const Node &n = g.nodes[i];
-        if (!n.vec || n.time != t || n.kind != NodeKind::Expr)
+        if (!inLoop(n, t))
           continue;
+        if (n.kind == NodeKind::ColSum) {
+          b << "      tcc_cs[" << n.colSum * g.d.cols
+            << " + j] += " << subst(n, t) << ";\n";
+          continue;
+        }
         b << "      " << define((int)i, subst(n, t)) << "\n";
         if (n.output >= 0)
           store(b, inPlaceStores, (int)i, "      ");
@@ -983,7 +1025,56 @@ void CudaEmitter::emitRows(std::ostream &os) const {
   // rows, reduction slots) before the next row's copies overwrite it.
   if (wide)
     os << "    __syncthreads();\n";
-  os << "  }\n}\n";
+  os << "  }\n";
+  if (g.colSums) {
+    // The block's sums of the slice: the warps' in warp order, in double.
+    std::string cs = std::to_string(g.colSums * g.d.cols);
+    os << "  __syncthreads();\n"
+       << "  for (int tcc_i = threadIdx.x; tcc_i < " << cs
+       << "; tcc_i += blockDim.x) {\n    double tcc_t = 0.0;\n"
+       << "    for (int tcc_w = 0; tcc_w < (int)(blockDim.x >> 5); ++tcc_w)\n"
+       << "      tcc_t += static_cast<double>(tcc_csw[tcc_w * " << cs
+       << " + tcc_i]);\n    tcc_partials[" << g.colBase() << " + tcc_s * " << cs
+       << " + tcc_i] = tcc_t;\n  }\n  __syncthreads();\n  }\n";
+  }
+  os << "}\n";
+}
+
+/// The column sums' totals: 32 columns a block (any grid strides over
+/// them), whose threads (x, y) add slices y, y + Y, .. of column x (four
+/// loads in flight), then thread y = 0 adds the Y sums in order. One
+/// thread a column had waited on 512 dependent loads.
+void CudaEmitter::emitColFin(std::ostream &os) const {
+  std::string cs = std::to_string(g.colSums * g.d.cols),
+              S = std::to_string(g.slices());
+  os << " {\n";
+  for (unsigned k = 0; k < op.getInputs().size(); ++k)
+    os << "  (void)in" << k << ";\n";
+  os << "  (void)tcc_err;\n  __shared__ double tcc_fin_cols[32][33];\n"
+     << "  const int x = threadIdx.x & 31, y = threadIdx.x >> 5, ny = "
+        "blockDim.x >> 5;\n"
+     << "  for (long long tcc_i0 = (long long)blockIdx.x * 32; tcc_i0 < " << cs
+     << "; tcc_i0 += (long long)gridDim.x * 32) {\n"
+     << "    const long long tcc_i = tcc_i0 + x;\n    double t = 0.0;\n"
+     << "    if (tcc_i < " << cs << ") {\n"
+     << "      const double *p = tcc_partials + " << g.colBase()
+     << " + tcc_i;\n      long long s = y;\n"
+     << "      for (; s + 3 * ny < " << S << "; s += 4 * ny) {\n"
+     << "        const double a = p[s * " << cs << "], b = p[(s + ny) * " << cs
+     << "], c = p[(s + 2 * ny) * " << cs << "], d = p[(s + 3 * ny) * " << cs
+     << "];\n        t += a;\n        t += b;\n        t += c;\n"
+     << "        t += d;\n      }\n      for (; s < " << S
+     << "; s += ny)\n        t += p[s * " << cs << "];\n    }\n"
+     << "    tcc_fin_cols[y][x] = t;\n    __syncthreads();\n"
+     << "    if (y == 0 && tcc_i < " << cs << ") {\n      double all = 0.0;\n"
+     << "      for (int w = 0; w < ny; ++w)\n        all += "
+        "tcc_fin_cols[w][x];\n"
+     << "      const int c = (int)(tcc_i / " << C << "), j = (int)(tcc_i % "
+     << C << ");\n      (void)c;\n";
+  for (auto [k, c] : g.colOut)
+    os << "      if (c == " << c << ")\n        out" << k
+       << "[j] = static_cast<float>(all);\n";
+  os << "    }\n    __syncthreads();\n  }\n}\n";
 }
 
 /// The losses' mean over rows. Thread t of the one block adds rows
@@ -1049,7 +1140,10 @@ LogicalResult CudaEmitter::emit(std::string &code, rt::DeviceKernel &k) {
   }
   std::string K = std::to_string(g.index);
   k.symbol = "tcc_fused_" + K;
-  k.finSymbol = g.partials ? k.symbol + "_fin" : "";
+  if (g.colSums && wide)
+    return op.emitError("CUDA codegen: column sums over rows of ")
+           << g.d.cols << " columns (at most " << kMaxColSumCols << ")";
+  k.finSymbol = g.partials || g.colSums ? k.symbol + "_fin" : "";
   k.name = regionName(op);
   k.mapping = wide ? "block_rows" : rows ? "rows" : "elements";
   k.rows = g.d.rows;
@@ -1058,6 +1152,8 @@ LogicalResult CudaEmitter::emit(std::string &code, rt::DeviceKernel &k) {
   k.block = threads;
   k.smem = smemBytes;
   k.gridPerSm = gridPerSm; // 0 unless pipelined
+  k.colSums = g.colSums;
+  k.sliceRows = g.sliceRows;
   for (auto [o, i] : g.inPlace)
     k.inPlace.push_back({o, i});
 
@@ -1069,6 +1165,9 @@ LogicalResult CudaEmitter::emit(std::string &code, rt::DeviceKernel &k) {
     os << ", " << k.smem << " bytes of shared memory";
   if (g.partials)
     os << ", " << g.partials << " partials per row";
+  if (g.colSums)
+    os << ", " << g.colSums << " column sums over " << g.slices()
+       << " slices of " << g.sliceRows << " rows";
   os << "\n";
   signature(os, k.symbol);
   if (rows)
@@ -1078,6 +1177,9 @@ LogicalResult CudaEmitter::emit(std::string &code, rt::DeviceKernel &k) {
   if (g.partials) {
     signature(os, k.finSymbol);
     emitFin(os);
+  } else if (g.colSums) {
+    signature(os, k.finSymbol, rt::kColFinThreads);
+    emitColFin(os);
   }
   code = toCuda(os.str());
   for (size_t pos; (pos = code.find("PARTIALS")) != std::string::npos;)

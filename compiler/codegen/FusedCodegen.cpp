@@ -35,6 +35,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -101,6 +102,20 @@ int KernelGen::reduce(StringRef kind, int arg) {
   if (nodes[arg].kind != NodeKind::Load)
     nodes[arg].stored = true;
   return add(std::move(n));
+}
+
+int KernelGen::colSum(StringRef tmpl, ArrayRef<int> args) {
+  Node n{NodeKind::ColSum};
+  n.tmpl = tmpl.str();
+  n.args.assign(args.begin(), args.end());
+  n.vec = true;
+  int t = 1;
+  for (int a : args)
+    t = std::max(t, avail(a));
+  n.time = t % 2 ? t : t + 1;
+  n.colSum = colSums++;
+  nodes.push_back(std::move(n)); // never merged: each is one output
+  return (int)nodes.size() - 1;
 }
 
 int KernelGen::pick(int vecArg, int idx) {
@@ -300,6 +315,14 @@ LogicalResult KernelGen::lower(Operation *o) {
     set(2, rstd);
     return success();
   }
+  if (isa<LayerNormParamGradOp>(o)) {
+    // As run_layer_norm_param_grad: xhat in f32, the sums of dy * xhat and
+    // dy (in double on the host, FusedEmit.cpp).
+    int xhat = expr("(($0 - $1) * $2)", {a[1], a[2], a[3]}, true);
+    set(0, colSum("($0 * $1)", {a[0], xhat}));
+    set(1, colSum("$0", {a[0]}));
+    return success();
+  }
   if (isa<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(o)) {
     bool grad = isa<SoftmaxCrossEntropyGradOp>(o);
     int x = asF32Row(a[grad ? 1 : 0]), lab = a[grad ? 2 : 1];
@@ -351,7 +374,7 @@ LogicalResult KernelGen::lower(Operation *o) {
 bool KernelGraph::hasRowNodes() const {
   for (const Node &n : nodes)
     if (n.kind == NodeKind::Reduce || n.kind == NodeKind::Pick ||
-        n.kind == NodeKind::Partial)
+        n.kind == NodeKind::Partial || n.kind == NodeKind::ColSum)
       return true;
   return false;
 }
@@ -387,6 +410,13 @@ LogicalResult KernelGen::analyze() {
              << k << " is a region argument";
     Layout l = *resultLayout(res.getOwner(), res.getResultNumber(), d);
     int n = valueNode.lookup(v);
+    if (l == Layout::Column) {
+      if (!elem.isF32())
+        return op.emitError("fused codegen: column result #")
+               << k << " is " << elem << ", not f32";
+      colOut.push_back({(int)k, nodes[n].colSum});
+      continue;
+    }
     if (l == Layout::Scalar) {
       for (auto &p : partialOut)
         if (p.first < 0) {
@@ -419,7 +449,7 @@ LogicalResult KernelGen::analyze() {
   // Which vectors live in memory: those a later time slot reads (reductions
   // and picks marked theirs when they were made).
   for (Node &n : nodes)
-    if (n.kind == NodeKind::Expr && n.vec)
+    if ((n.kind == NodeKind::Expr || n.kind == NodeKind::ColSum) && n.vec)
       for (int a : n.args)
         if (nodes[a].kind == NodeKind::Expr && nodes[a].vec &&
             nodes[a].time < n.time)
@@ -431,6 +461,15 @@ LogicalResult KernelGen::analyze() {
         (n.output < 0 || n.half != Half::None))
       n.scratch = scratch++;
     maxTime = std::max(maxTime, n.time);
+  }
+  // Row slices of the column sums: about 128 rows each, at most 512 (a
+  // block of the CUDA kernel each; their partials are then a few MB).
+  if (colSums) {
+    if (partials)
+      return op.emitError(
+          "fused codegen: a region with column sums has no loss");
+    int64_t slices = std::clamp<int64_t>((d.rows + 127) / 128, 1, 512);
+    sliceRows = (d.rows + slices - 1) / slices;
   }
   findInPlace();
   return success();
@@ -558,7 +597,7 @@ FailureOr<std::string> generateFusedSource(ArrayRef<Operation *> fusedOps) {
       return failure();
     setInPlace(f, gen);
     os << code << "\n";
-    hasFin.push_back(m[5] > 0);
+    hasFin.push_back(m[5] > 0 || m[8] > 0); // losses or column sums
     names.push_back(regionName(f));
     meta.insert(meta.end(), m.begin(), m.end());
     offsets.push_back((int64_t)meta.size());

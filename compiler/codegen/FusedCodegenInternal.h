@@ -32,7 +32,13 @@ using namespace mlir::tcc::fusion;
 } // namespace tcc::fusedgen
 
 namespace tcc::fusedgen {
-enum class NodeKind { Load, Const, Expr, Reduce, Pick, Partial };
+/// ColSum: a vector's sum over all rows (a Layout::Column output), per
+/// column: each row adds its value (`tmpl` over the args) to its row
+/// slice's partial sums, which the fin adds in slice order
+/// (KernelGraph::sliceRows). The host computes `tmpl` over the args
+/// widened to double (as the library's kernel), the GPU in float, each
+/// warp's rows of a slice in float and the rest in double.
+enum class NodeKind { Load, Const, Expr, Reduce, Pick, Partial, ColSum };
 
 /// The 16-bit float a value is stored as. Code computes in f32: a Load of a
 /// bf16/f16 input converts each word up (exact); an Expr whose MLIR type is
@@ -67,6 +73,7 @@ struct Node {
   bool checkLabel = false;
   bool stored = false;
   int scratch = -1, output = -1; // where a stored vector lives
+  int colSum = -1;               // ColSum: its slot among the column sums
 };
 
 struct ViewVar {
@@ -100,6 +107,19 @@ struct KernelGraph {
   std::vector<ViewVar> views; // row offsets of general broadcast views
   int partials = 0;           // per-row partials (losses)
   std::vector<std::pair<int, int>> partialOut; // (output, slot)
+  /// Column sums (ColSum nodes) and their (output, slot). Rows are summed
+  /// in slices of `sliceRows` (the last may be shorter), fixed by the
+  /// shape: slice s's partial sums are doubles at colBase() + (s *
+  /// colSums + slot) * cols of the partials, each in row order, and the
+  /// fin adds the slices in order, so the sums do not depend on how rows
+  /// are split across threads or blocks.
+  int colSums = 0;
+  std::vector<std::pair<int, int>> colOut;
+  int64_t sliceRows = 0;
+  int64_t slices() const {
+    return sliceRows ? (d.rows + sliceRows - 1) / sliceRows : 0;
+  }
+  int64_t colBase() const { return d.rows * partials; }
   std::vector<std::pair<int, int>> rowStores;  // (node, output): row results
   /// Per output: the zero columns after each row (a last-axis pad,
   /// Layout::Padded), 0 for the others. Row r of output k is at
@@ -176,6 +196,8 @@ private:
   /// is first converted), for reductions and picks that read whole rows.
   int asF32Row(int arg);
   int reduce(StringRef kind, int arg);
+  /// A column sum of `tmpl` over vector args, into slot colSums.
+  int colSum(StringRef tmpl, ArrayRef<int> args);
   int pick(int vecArg, int idx);
   int avail(int n) const { return nodes[n].time; }
   std::string ref(int n, int loopTime, StringRef j) const;

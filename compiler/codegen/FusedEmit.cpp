@@ -128,6 +128,12 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
   os << "  for (int64_t r = tcc_r0; r < tcc_r1; ++r) {\n";
   for (const ViewVar &v : views)
     os << v.code;
+  // The row's slice of each column sum (the runtime gives a call whole
+  // slices, so no other thread adds to them).
+  for (int c = 0; c < colSums; ++c)
+    os << "    double *__restrict cs" << c << " = tcc_partials + " << colBase()
+       << " + (r / " << sliceRows << ") * " << colSums * d.cols << " + "
+       << c * d.cols << ";\n";
   // Padded outputs: the pad columns of the row are zeros.
   for (size_t k = 0; k < outPad.size(); ++k)
     if (outPad[k])
@@ -179,9 +185,13 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
       }
       continue;
     }
+    auto inLoop = [&](const Node &n) {
+      return n.vec && n.time == t &&
+             (n.kind == NodeKind::Expr || n.kind == NodeKind::ColSum);
+    };
     bool any = false;
     for (const Node &n : nodes)
-      any |= n.vec && n.time == t && n.kind == NodeKind::Expr;
+      any |= inLoop(n);
     if (!any)
       continue;
     // Iteration j reads column j of an in-place input before it stores
@@ -195,7 +205,7 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
     loopLocals.clear();
     std::set<int> reads;
     for (const Node &n : nodes)
-      if (n.vec && n.time == t && n.kind == NodeKind::Expr)
+      if (inLoop(n))
         for (int a : n.args)
           if (nodes[a].vec &&
               (nodes[a].kind == NodeKind::Load || nodes[a].time != t))
@@ -206,8 +216,26 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
     loopLocals = reads;
     for (size_t i = 0; i < nodes.size(); ++i) {
       const Node &n = nodes[i];
-      if (!n.vec || n.time != t || n.kind != NodeKind::Expr)
+      if (!inLoop(n))
         continue;
+      if (n.kind == NodeKind::ColSum) {
+        // In double: each argument widened first.
+        Node wide = n;
+        wide.tmpl.clear();
+        for (size_t c = 0; c < n.tmpl.size(); ++c) {
+          if (n.tmpl[c] == '$' && c + 1 < n.tmpl.size() &&
+              isdigit(n.tmpl[c + 1])) {
+            wide.tmpl += "static_cast<double>($";
+            wide.tmpl += n.tmpl[++c];
+            wide.tmpl += ")";
+          } else {
+            wide.tmpl += n.tmpl[c];
+          }
+        }
+        os << "      cs" << n.colSum << "[j] += " << subst(wide, t, "j")
+           << ";\n";
+        continue;
+      }
       os << "      " << define((int)i, subst(n, t, "j")) << "\n";
       if (n.output >= 0)
         os << "      out" << n.output << "[r * " << outStride(n.output)
@@ -219,9 +247,16 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
     loopLocals.clear();
   }
   os << "  }\n  return 0;\n}\n";
-  if (partials) {
+  if (partials || colSums) {
     os << "extern \"C\" void tcc_fused_" << K
        << "_fin(void *const *tcc_buf, const double *tcc_partials) {\n";
+    for (auto [k, c] : colOut)
+      os << "  for (int64_t j = 0; j < " << C << "; ++j) {\n"
+         << "    double t = 0;\n    for (int64_t s = 0; s < " << slices()
+         << "; ++s)\n      t += tcc_partials[" << colBase() << " + s * "
+         << colSums * d.cols << " + " << c * d.cols << " + j];\n"
+         << "    static_cast<float *>(tcc_buf[" << nIn + k
+         << "])[j] = static_cast<float>(t);\n  }\n";
     for (auto [k, p] : partialOut) {
       if (k < 0)
         continue;
@@ -255,7 +290,9 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
           (int64_t)scratch * d.cols,
           partials,
           work,
-          (int64_t)inPlace.size()};
+          (int64_t)inPlace.size(),
+          colSums,
+          sliceRows};
   for (Value v : llvm::concat<Value>(op.getInputs(), op.getResults())) {
     auto t = cast<ShapedType>(v.getType());
     meta.push_back(dtypeCode(t));

@@ -280,6 +280,10 @@ static nlohmann::json manifestJson(const Artifact &a) {
       // Only where it is used, so that other artifacts stay as they were.
       if (k.gridPerSm)
         kernels.back()["grid_per_sm"] = k.gridPerSm;
+      if (k.colSums) {
+        kernels.back()["col_sums"] = k.colSums;
+        kernels.back()["slice_rows"] = k.sliceRows;
+      }
     }
     root["device_code"] = {{"arch", a.device.arch},
                            {"offset", a.device.offset},

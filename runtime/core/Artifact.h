@@ -150,6 +150,15 @@ constexpr int64_t kMaxKernelSmem = 227 * 1024;
 /// threads after the main kernel: it sums the partials (losses), each
 /// thread a run of rows in order, then the threads' sums in order (with
 /// any block size, one thread included, a correct sum).
+/// With `colSums` > 0 (column sums, "rows" only; no per-row partials) the
+/// rows come in slices of `sliceRows`: grid = the number of slices, each
+/// block (any grid strides over them) sums its slice's rows into
+/// `partials` (colSums x cols doubles a slice, written whole), and the fin
+/// runs as ceil(colSums x cols / 32) blocks of kColFinThreads threads, 32
+/// columns a block, adding the slices in order into the outputs.
+/// Threads of a column-sum fin's blocks (DeviceKernel::colSums).
+constexpr int64_t kColFinThreads = 256;
+
 struct DeviceKernel {
   std::string symbol, finSymbol;
   std::string name; // the region's ops, for profiles
@@ -160,6 +169,15 @@ struct DeviceKernel {
   /// block_rows: 0 for a block per row, else blocks per multiprocessor of
   /// a grid that strides over the rows (see above).
   int64_t gridPerSm = 0;
+  /// Column sums and their row slices (see above); 0 for none.
+  int64_t colSums = 0, sliceRows = 0;
+  int64_t slices() const {
+    return sliceRows ? (rows + sliceRows - 1) / sliceRows : 0;
+  }
+  /// Doubles of device scratch the kernel's partials take.
+  int64_t partialCount() const {
+    return rows * partialsPerRow + slices() * colSums * cols;
+  }
   /// (dtype, element count) per input and output, as the code was built.
   std::vector<std::pair<DType, int64_t>> inputs, outputs;
   /// (output, input) pairs whose pointers may be equal (the region's

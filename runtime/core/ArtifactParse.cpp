@@ -158,6 +158,10 @@ static DeviceCode parseDeviceCode(const json &j) {
       dk.smem = asInt(k["smem"], kctx + ".smem");
     if (k.contains("grid_per_sm"))
       dk.gridPerSm = asInt(k["grid_per_sm"], kctx + ".grid_per_sm");
+    if (k.contains("col_sums"))
+      dk.colSums = asInt(k["col_sums"], kctx + ".col_sums");
+    if (k.contains("slice_rows"))
+      dk.sliceRows = asInt(k["slice_rows"], kctx + ".slice_rows");
     dk.inputs = parseOperands(field(k, "inputs", kctx), kctx + ".inputs");
     dk.outputs = parseOperands(field(k, "outputs", kctx), kctx + ".outputs");
     if (k.contains("in_place")) {

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Artifact.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <unordered_set>
@@ -124,6 +125,15 @@ static void checkDeviceCode(const Artifact &a) {
       throw Error(ref + ": " + std::to_string(k.gridPerSm) +
                   " blocks a multiprocessor; a strided grid is 1 to 32 of a "
                   "block_rows kernel's blocks, else 0");
+    if (k.colSums < 0 || k.colSums > static_cast<int64_t>(k.outputs.size()) ||
+        (k.colSums &&
+         (k.mapping != "rows" || k.partialsPerRow || k.finSymbol.empty() ||
+          k.sliceRows < 1 || k.sliceRows > std::max<int64_t>(k.rows, 1))))
+      throw Error(ref + ": " + std::to_string(k.colSums) +
+                  " column sums over slices of " + std::to_string(k.sliceRows) +
+                  " rows; column sums are at most the outputs, of a rows "
+                  "kernel with a fin and no per-row partials, over slices "
+                  "of 1 to its rows");
     if (k.block < 32 || k.block > 1024 || k.block % 32 != 0)
       throw Error(ref + ": block of " + std::to_string(k.block) +
                   " threads is not a multiple of 32 in [32, 1024]");

@@ -115,6 +115,17 @@ FusedLibrary::FusedLibrary(const uint8_t *bytes, size_t size,
     kern.scratchFloats = m[4];
     kern.partialsPerRow = m[5];
     kern.workPerElement = m[6];
+    kern.colSums = m[8];
+    kern.sliceRows = m[9];
+    if (kern.colSums < 0 || kern.sliceRows < 0 ||
+        (kern.colSums > 0 && kern.sliceRows == 0)) {
+      ::dlclose(handle_);
+      handle_ = nullptr;
+      throw Error("generated kernel " + std::to_string(k) + " has " +
+                  std::to_string(kern.colSums) +
+                  " column sums over slices of " +
+                  std::to_string(kern.sliceRows) + " rows");
+    }
     kern.name = names[k] ? names[k] : "?";
     for (int64_t i = 0; i < m[2] + m[3]; ++i) {
       int64_t code = m[kFusedMetaHeader + 2 * i];
@@ -224,12 +235,14 @@ void run_fused(const KernelArgs &a) {
     buffers.push_back(v.data);
   for (const TensorView &v : a.out)
     buffers.push_back(v.data);
-  std::vector<double> partials(static_cast<size_t>(k.rows * k.partialsPerRow),
-                               0.0);
+  std::vector<double> partials(static_cast<size_t>(k.partialCount()), 0.0);
   ThreadPool &pool = ThreadPool::global();
+  // Column sums: chunks of whole slices (each slice one thread's rows).
+  int64_t grain = k.colSums ? k.sliceRows : 1;
+  int64_t units = (k.rows + grain - 1) / grain;
   int64_t chunks = 1;
   if (k.rows * k.cols * k.workPerElement >= kMinParallelWork)
-    chunks = std::min<int64_t>(4 * (int64_t)pool.size(), k.rows);
+    chunks = std::min<int64_t>(4 * (int64_t)pool.size(), units);
   struct ChunkError {
     int rc = 0;
     int64_t err[3] = {0, 0, 0};
@@ -242,7 +255,8 @@ void run_fused(const KernelArgs &a) {
           (k.scratchFloats - scratch.size()) * sizeof(float)));
       scratch.resize(static_cast<size_t>(k.scratchFloats));
     }
-    int64_t r0 = k.rows * c / chunks, r1 = k.rows * (c + 1) / chunks;
+    int64_t r0 = std::min(k.rows, units * c / chunks * grain),
+            r1 = std::min(k.rows, units * (c + 1) / chunks * grain);
     errors[c].rc = k.fn(buffers.data(), r0, r1, scratch.data(), partials.data(),
                         errors[c].err);
   });

@@ -24,6 +24,9 @@
 // Kernel k's meta, from tcc_fused_meta[offsets[k]]: rows, cols, inputs,
 // outputs, scratch floats per thread, partials per row, work per element
 // (a rough cost: cheap ops 1, transcendental ones 4), in-place pairs P,
+// column sums C and their slice rows S (C > 0: the partials also hold C x
+// cols doubles per slice of S rows, after the per-row ones; see
+// KernelGraph::sliceRows),
 // then (dtype code, element count) per input and per output (dtype codes:
 // 0 f32, 1 i64, 2 bf16, 3 f16; a 16-bit operand is an array of uint16_t
 // words), then P (output, input) pairs whose pointers may be equal: the
@@ -31,10 +34,13 @@
 // the same address of that output.
 // fn(buffers, r0, r1, scratch, partials, err) computes rows [r0, r1): each
 // row is independent of the others, so rows may be split across threads
-// and the result does not depend on how. It returns 0, or 1 after filling
-// err[0..2] = {position, label, classes} for a label out of range.
+// and the result does not depend on how (with column sums, at multiples
+// of S: a slice's sums are one thread's, in row order). It returns 0, or
+// 1 after filling err[0..2] = {position, label, classes} for a label out
+// of range. The partials start as zeros.
 // fin(buffers, partials), when present, runs once after all rows: it sums
-// the per-row partials in row order (whole-region results: losses).
+// the per-row partials in row order (whole-region results: losses) and
+// each column sum's slices in slice order.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_RUNTIME_CPU_FUSEDLIBRARY_H
@@ -48,9 +54,9 @@
 
 namespace tcc::rt {
 
-constexpr int64_t kFusedAbi = 2;
+constexpr int64_t kFusedAbi = 3;
 /// Meta fields before the per-operand pairs.
-constexpr int64_t kFusedMetaHeader = 8;
+constexpr int64_t kFusedMetaHeader = 10;
 
 using FusedFn = int (*)(void *const *buffers, int64_t rowBegin, int64_t rowEnd,
                         float *scratch, double *partials, int64_t *err);
@@ -81,6 +87,12 @@ public:
     FusedFin fin = nullptr;
     int64_t rows = 0, cols = 0, scratchFloats = 0, partialsPerRow = 0;
     int64_t workPerElement = 1;
+    int64_t colSums = 0, sliceRows = 0; // column sums (see the ABI above)
+    /// Doubles of partials: per-row ones, then the column sums' slices.
+    int64_t partialCount() const {
+      int64_t slices = sliceRows ? (rows + sliceRows - 1) / sliceRows : 0;
+      return rows * partialsPerRow + slices * colSums * cols;
+    }
     std::string name; // the region's ops, for profiles
     std::vector<std::pair<DType, int64_t>> inputs, outputs;
     std::vector<std::pair<int64_t, int64_t>> inPlace; // (output, input)

@@ -132,15 +132,16 @@ void launch_fused(const CudaArgs &a) {
     ptrs.push_back(v.data);
   for (const TensorView &v : a.out)
     ptrs.push_back(v.data);
-  double *partials =
-      k.partialsPerRow ? static_cast<double *>(a.scratch) : nullptr;
+  double *partials = k.partialsPerRow || k.colSums
+                         ? static_cast<double *>(a.scratch)
+                         : nullptr;
   long long *err = a.err;
   std::vector<void *> params;
   for (void *&p : ptrs)
     params.push_back(&p);
   params.push_back(&partials);
   params.push_back(&err);
-  if (partials && k.rows)
+  if (k.partialsPerRow && k.rows)
     TCC_CUDA_CHECK(cudaMemsetAsync(
         partials, 0, static_cast<size_t>(k.rows * k.partialsPerRow) * 8,
         a.stream));
@@ -148,8 +149,11 @@ void launch_fused(const CudaArgs &a) {
   bool perRow = k.mapping == "rows" || k.mapping == "block_rows";
   // A strided block_rows grid (gridPerSm): as many blocks as stay resident,
   // each prefetching its next row while it computes one.
+  // Column sums: a block per row slice (CudaEmit.cpp), each writing its
+  // slice's partial sums whole.
   int64_t grid =
-      k.mapping == "block_rows"
+      k.colSums ? k.slices()
+      : k.mapping == "block_rows"
           ? (k.gridPerSm > 0 ? std::min<int64_t>(
                                    k.rows, k.gridPerSm * std::max(a.smCount, 1))
                              : k.rows)
@@ -165,7 +169,13 @@ void launch_fused(const CudaArgs &a) {
         dim3(static_cast<unsigned>(block)), params.data(),
         static_cast<size_t>(k.smem), a.stream));
   }
-  if (h.fin)
+  if (h.fin && k.colSums) // 32 columns a block, their slices added in order
+    TCC_CUDA_CHECK(cudaLaunchKernel(
+        reinterpret_cast<const void *>(h.fin),
+        dim3(static_cast<unsigned>((k.colSums * k.cols + 31) / 32)),
+        dim3(static_cast<unsigned>(kColFinThreads)), params.data(), 0,
+        a.stream));
+  else if (h.fin)
     TCC_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void *>(h.fin),
                                     dim3(1), dim3(static_cast<unsigned>(block)),
                                     params.data(), 0, a.stream));

@@ -91,8 +91,7 @@ void CudaSession::Impl::validate(const Artifact &a) {
         if (in.kernel == "fused") {
           checkFused(in, tensors, a.device);
           const DeviceKernel &dk = a.device.kernels[in.iattrs[0]];
-          scratchBytes =
-              std::max(scratchBytes, dk.rows * dk.partialsPerRow * 8);
+          scratchBytes = std::max(scratchBytes, dk.partialCount() * 8);
         }
       } catch (const Error &e) {
         throw Error("program '" + p.name + "' instr " + std::to_string(i) +

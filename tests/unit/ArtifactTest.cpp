@@ -499,6 +499,32 @@ TEST(Artifact, DeviceKernelTablesAreChecked) {
                    "multiprocessor; a strided grid is 1 to 32 of a block_rows "
                    "kernel's blocks, else 0");
 
+  // Column sums (a rows kernel with a fin) come back as written; their
+  // slices and fin are checked.
+  a = deviceArtifact();
+  a.device.kernels[0].mapping = "rows";
+  a.device.kernels[0].colSums = 1;
+  a.device.kernels[0].sliceRows = 1;
+  a.device.kernels[0].finSymbol = "tcc_fused_0_fin";
+  bytes = format::serialize(a);
+  back = parseArtifact(bytes.data(), bytes.size(), "model.tcc");
+  EXPECT_EQ(back.device.kernels[0].colSums, 1);
+  EXPECT_EQ(back.device.kernels[0].sliceRows, 1);
+  EXPECT_EQ(back.device.kernels[0].partialCount(), 2 * 6);
+  a.device.kernels[0].sliceRows = 3; // more than the kernel's 2 rows
+  expectInvalid(a, "device kernel 0 ('tcc_fused_0'): 1 column sums over "
+                   "slices of 3 rows; column sums are at most the outputs, of "
+                   "a rows kernel with a fin and no per-row partials");
+  a.device.kernels[0].sliceRows = 1;
+  a.device.kernels[0].colSums = 2; // one output
+  expectInvalid(a, "2 column sums over slices of 1 rows");
+  a.device.kernels[0].colSums = 1;
+  a.device.kernels[0].finSymbol = "";
+  expectInvalid(a, "1 column sums over slices of 1 rows");
+  a.device.kernels[0].finSymbol = "tcc_fused_0_fin";
+  a.device.kernels[0].mapping = "elements";
+  expectInvalid(a, "1 column sums over slices of 1 rows");
+
   a = deviceArtifact(); // mapping "rows"
   a.device.kernels[0].gridPerSm = 1;
   expectInvalid(a, "device kernel 0 ('tcc_fused_0'): 1 blocks a "

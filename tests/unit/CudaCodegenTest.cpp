@@ -283,6 +283,15 @@ std::vector<Case> cases() {
   %r1 = tcc.softmax_cross_entropy %0, %labels : (tensor<3x4x33xf32>, tensor<3x4xi64>) -> tensor<f32>
   return %r0, %r1 : tensor<3x4x33xf32>, tensor<f32>)",
        "rows", 12 * 33},
+      // A layer norm's backward: dx and the scale and bias gradients (column
+      // sums over 260 rows: 3 slices of 87, the last 86) in one region.
+      {"layer_norm_grad",
+       "(%dy: tensor<2x130x40xf32>, %x: tensor<2x130x40xf32>, %g: "
+       "tensor<40xf32>, %m: tensor<2x130x1xf32>, %r: tensor<2x130x1xf32>) -> "
+       "(tensor<2x130x40xf32>, tensor<40xf32>, tensor<40xf32>)",
+       R"(%dx, %dg, %db = tcc.layer_norm_grad %dy, %x, %g, %m, %r {axis = 2 : i64} : (tensor<2x130x40xf32>, tensor<2x130x40xf32>, tensor<40xf32>, tensor<2x130x1xf32>, tensor<2x130x1xf32>) -> (tensor<2x130x40xf32>, tensor<40xf32>, tensor<40xf32>)
+  return %dx, %dg, %db : tensor<2x130x40xf32>, tensor<40xf32>, tensor<40xf32>)",
+       "rows"},
       {"reductions",
        "(%x: tensor<5x7x19xf32>) -> (tensor<5x7xf32>, tensor<5x7x19xf32>, "
        "tensor<5x7x1xf32>)",
@@ -358,10 +367,14 @@ TEST_F(CudaCodegen, LaunchTableDescribesEveryRegion) {
     EXPECT_EQ(k.block, blockRows             ? perRowBlock
                        : k.mapping == "rows" ? 128
                                              : 256);
-    EXPECT_EQ(k.smem > 0, blockRows);
     bool loss = caseOf[i].rfind("cross_entropy", 0) == 0;
+    bool colSums = caseOf[i].rfind("layer_norm_grad", 0) == 0;
+    // Column sums: each warp's sums of a slice's rows in shared memory.
+    EXPECT_EQ(k.smem, colSums ? 4 * 2 * k.cols * 4 : blockRows ? k.smem : 0);
+    EXPECT_EQ(k.smem > 0, blockRows || colSums);
     EXPECT_EQ(k.partialsPerRow, loss ? 1 : 0);
-    EXPECT_EQ(k.finSymbol, loss ? k.symbol + "_fin" : "");
+    EXPECT_EQ(k.colSums, colSums ? 2 : 0);
+    EXPECT_EQ(k.finSymbol, loss || colSums ? k.symbol + "_fin" : "");
     ASSERT_EQ(k.inputs.size(), f.getInputs().size());
     ASSERT_EQ(k.outputs.size(), f.getNumResults());
     int64_t largest = 0;
@@ -523,8 +536,8 @@ struct Buffers {
       out.emplace_back(o.second, std::nanf(""));
       args.push_back(out.back().data());
     }
-    partials.assign(k.rows * k.partialsPerRow, std::nan(""));
-    args.push_back(k.partialsPerRow ? partials.data() : nullptr);
+    partials.assign(k.partialCount(), std::nan(""));
+    args.push_back(k.partialCount() ? partials.data() : nullptr);
     args.push_back(err);
   }
   /// A copy whose args point at its own vectors (`k`: the kernel).
@@ -536,7 +549,7 @@ struct Buffers {
                                                 : (void *)i64[n++].data());
     for (auto &o : out)
       args.push_back(o.data());
-    args.push_back(k.partialsPerRow ? partials.data() : nullptr);
+    args.push_back(k.partialCount() ? partials.data() : nullptr);
     args.push_back(err);
   }
   void resetOutputs() {
@@ -558,7 +571,8 @@ void runEmulated(const ::tcc::test::SharedObject &so, const rt::DeviceKernel &k,
   if (!k.finSymbol.empty() && b.err[3] == 0) {
     auto fin = reinterpret_cast<EmuWrapper>(so.sym("emu_" + k.finSymbol));
     ASSERT_TRUE(fin);
-    launch(fin, b.args.data(), 1, (unsigned)k.block, 0);
+    auto [finGrid, finBlock] = abiFin(k);
+    launch(fin, b.args.data(), finGrid, finBlock, 0);
   }
 }
 
@@ -600,7 +614,7 @@ TEST_F(CudaCodegen, EmulatedKernelsMatchTheHostLibrary) {
                  ")");
     Buffers want(k, rng), got(want, k);
     std::vector<float> scratch(h.scratchFloats + 1);
-    std::vector<double> hostPartials(k.rows * h.partialsPerRow + 1);
+    std::vector<double> hostPartials(h.partialCount() + 1);
     int64_t hostErr[3] = {0, 0, 0};
     ASSERT_EQ(0, h.fn(want.args.data(), 0, k.rows, scratch.data(),
                       hostPartials.data(), hostErr));
@@ -711,7 +725,7 @@ TEST_F(CudaCodegen, InPlacePairsRunOverTheirInputs) {
                    std::to_string(o) + " over input " + std::to_string(in));
       ASSERT_EQ(k.inputs[in].first, rt::DType::F32);
       std::vector<float> scratch(h.scratchFloats + 1);
-      std::vector<double> partials(k.rows * h.partialsPerRow + 1);
+      std::vector<double> partials(h.partialCount() + 1);
       int64_t hostErr[3] = {0, 0, 0};
       // Separate buffers (the reference), then the output's pointer at the
       // input's floats.
@@ -727,6 +741,7 @@ TEST_F(CudaCodegen, InPlacePairsRunOverTheirInputs) {
       if (h.fin)
         h.fin(want.args.data(), partials.data());
       float *over = alias(hostAlias);
+      std::fill(partials.begin(), partials.end(), 0.0); // the ABI's start
       ASSERT_EQ(0, h.fn(hostAlias.args.data(), 0, k.rows, scratch.data(),
                         partials.data(), hostErr));
       if (h.fin)

@@ -214,13 +214,23 @@ using EmuLaunch = void (*)(EmuWrapper, void *const *, unsigned, unsigned,
 
 /// The ABI's grid: a warp per row, a block per row (or, for a strided
 /// block_rows kernel, gridPerSm blocks a multiprocessor of a GPU of `sms`),
-/// or a thread per element.
+/// a block per row slice (column sums), or a thread per element.
 inline unsigned abiGrid(const rt::DeviceKernel &k, int64_t sms = 2) {
+  if (k.colSums)
+    return (unsigned)k.slices();
   if (k.mapping == "block_rows")
     return (unsigned)(k.gridPerSm ? std::min(k.rows, k.gridPerSm * sms)
                                   : k.rows);
   int64_t threads = k.mapping == "rows" ? k.rows * 32 : k.rows * k.cols;
   return (unsigned)((threads + k.block - 1) / k.block);
+}
+
+/// The ABI's launch of a kernel's fin: (grid, block).
+inline std::pair<unsigned, unsigned> abiFin(const rt::DeviceKernel &k) {
+  if (k.colSums)
+    return {(unsigned)((k.colSums * k.cols + 31) / 32),
+            (unsigned)rt::kColFinThreads};
+  return {1u, (unsigned)k.block};
 }
 
 } // namespace tcc::test

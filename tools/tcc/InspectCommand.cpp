@@ -115,12 +115,13 @@ int tool::runInspect() {
             << (target != a.meta.end() ? target->second : std::string("cpu"))
             << "\n";
   if (a.device.present()) {
-    int64_t fins = 0;
+    int64_t fins = 0, colFins = 0;
     for (const rt::DeviceKernel &k : a.device.kernels)
-      fins += !k.finSymbol.empty();
+      (k.colSums ? colFins : fins) += !k.finSymbol.empty();
     std::cout << "device code: " << a.device.arch << ", "
               << a.device.kernels.size() << " kernels (+" << fins
-              << " loss finalizers), cubin "
+              << " loss finalizers, +" << colFins
+              << " column-sum finalizers), cubin "
               << tool::formatBytes(a.device.size) << ", "
               << (a.device.compiler.empty() ? "unknown compiler"
                                             : a.device.compiler)

@@ -147,18 +147,19 @@ func.func @train_step(%x: tensor<4x8xf32> {tcc.kind = "input", tcc.name = "x"},
 
 // -----
 
-// layer_norm_grad over the last axis is expanded: dx joins a region, the
-// scale and bias gradients are one layer_norm_param_grad outside it, which
-// reads dy and x themselves (no dy * xhat or dy written out for it).
+// layer_norm_grad over the last axis is expanded: dx's ops and one
+// layer_norm_param_grad for the scale and bias gradients (column sums over
+// the rows), which joins dx's region: one pass reads dy and x for all
+// three (no dy * xhat or dy written out for the sums).
 // CHECK-LABEL: func.func @layer_norm_grad
 // CHECK-NOT:   tcc.layer_norm_grad
 // CHECK-NOT:   tcc.reduce_sum
-// CHECK:       %[[F:.+]] = tcc.fused
+// CHECK:       %[[F:.+]]:3 = tcc.fused
 // CHECK:         tcc.reduce_mean
-// CHECK:         tcc.yield %{{[^,]+}} : tensor<2x3x8xf32>
-// CHECK-NOT:   tcc.reduce_sum
-// CHECK:       %[[S:.+]], %[[B:.+]] = tcc.layer_norm_param_grad %arg0, %arg1, %arg3, %arg4 {axis = 2 : i64}
-// CHECK:       return %[[F]], %[[S]], %[[B]]
+// CHECK:         %[[S:.+]], %[[B:.+]] = tcc.layer_norm_param_grad %{{.+}} {axis = 2 : i64}
+// CHECK:         tcc.yield %{{[^,]+}}, %[[S]], %[[B]] : tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>
+// CHECK-NOT:   tcc.layer_norm_param_grad
+// CHECK:       return %[[F]]#0, %[[F]]#1, %[[F]]#2
 func.func @layer_norm_grad(%dy: tensor<2x3x8xf32>, %x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %mean: tensor<2x3x1xf32>, %rstd: tensor<2x3x1xf32>) -> (tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>) {
   %dx, %dg, %db = tcc.layer_norm_grad %dy, %x, %g, %mean, %rstd {axis = 2 : i64} : (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>) -> (tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>)
   return %dx, %dg, %db : tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>
@@ -167,17 +168,31 @@ func.func @layer_norm_grad(%dy: tensor<2x3x8xf32>, %x: tensor<2x3x8xf32>, %g: te
 // -----
 
 // A bf16 model's layer norm runs in f32 on exact widenings of its 16-bit
-// dy and x: the column sums read the 16-bit values, so the region does not
-// write an f32 copy of either for them.
+// dy and x: the column sums read the 16-bit values (the region's inputs),
+// so the region writes no f32 copy of either.
 // CHECK-LABEL: func.func @layer_norm_grad_bf16
-// CHECK:       tcc.fused
-// CHECK:         tcc.yield %{{[^,]+}} : tensor<6x8xf32>
-// CHECK:       tcc.layer_norm_param_grad %arg0, %arg1, %arg3, %arg4 {axis = 1 : i64} : (tensor<6x8xbf16>, tensor<6x8xbf16>, tensor<6x1xf32>, tensor<6x1xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+// CHECK:       tcc.fused(%arg0, %arg1, %arg3, %arg4, %arg2) : (tensor<6x8xbf16>, tensor<6x8xbf16>, tensor<6x1xf32>, tensor<6x1xf32>, tensor<8xf32>) -> (tensor<6x8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT:  ^bb0(%[[DY:[^:]+]]: tensor<6x8xbf16>, %[[X:[^:]+]]: tensor<6x8xbf16>, %[[M:[^:]+]]: tensor<6x1xf32>, %[[R:[^:]+]]: tensor<6x1xf32>,
+// CHECK:         tcc.layer_norm_param_grad %[[DY]], %[[X]], %[[M]], %[[R]] {axis = 1 : i64} : (tensor<6x8xbf16>, tensor<6x8xbf16>, tensor<6x1xf32>, tensor<6x1xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+// CHECK:         tcc.yield %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}} : tensor<6x8xf32>, tensor<8xf32>, tensor<8xf32>
 func.func @layer_norm_grad_bf16(%dy16: tensor<6x8xbf16>, %x16: tensor<6x8xbf16>, %g: tensor<8xf32>, %mean: tensor<6x1xf32>, %rstd: tensor<6x1xf32>) -> (tensor<6x8xf32>, tensor<8xf32>, tensor<8xf32>) {
   %dy = tcc.cast %dy16 : tensor<6x8xbf16> -> tensor<6x8xf32>
   %x = tcc.cast %x16 : tensor<6x8xbf16> -> tensor<6x8xf32>
   %dx, %dg, %db = tcc.layer_norm_grad %dy, %x, %g, %mean, %rstd {axis = 1 : i64} : (tensor<6x8xf32>, tensor<6x8xf32>, tensor<8xf32>, tensor<6x1xf32>, tensor<6x1xf32>) -> (tensor<6x8xf32>, tensor<8xf32>, tensor<8xf32>)
   return %dx, %dg, %db : tensor<6x8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Rows wider than kMaxColSumCols: the column sums stay the library's
+// kernel, outside dx's region.
+// CHECK-LABEL: func.func @layer_norm_grad_wide
+// CHECK:       tcc.fused
+// CHECK:         tcc.yield %{{[^,]+}} : tensor<2x4096xf32>
+// CHECK:       tcc.layer_norm_param_grad %arg0, %arg1, %arg3, %arg4 {axis = 1 : i64}
+func.func @layer_norm_grad_wide(%dy: tensor<2x4096xf32>, %x: tensor<2x4096xf32>, %g: tensor<4096xf32>, %mean: tensor<2x1xf32>, %rstd: tensor<2x1xf32>) -> (tensor<2x4096xf32>, tensor<4096xf32>, tensor<4096xf32>) {
+  %dx, %dg, %db = tcc.layer_norm_grad %dy, %x, %g, %mean, %rstd {axis = 1 : i64} : (tensor<2x4096xf32>, tensor<2x4096xf32>, tensor<4096xf32>, tensor<2x1xf32>, tensor<2x1xf32>) -> (tensor<2x4096xf32>, tensor<4096xf32>, tensor<4096xf32>)
+  return %dx, %dg, %db : tensor<2x4096xf32>, tensor<4096xf32>, tensor<4096xf32>
 }
 
 // -----
