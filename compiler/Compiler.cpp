@@ -164,6 +164,7 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   pipe.optimize = opts.emit != EmitKind::Train;
   pipe.fuse = opts.fuse;
   pipe.fuseAttention = opts.fuseAttention;
+  pipe.fuseColumnSums = opts.fuseColumnSums;
   pipe.shadowWeights = opts.shadowWeights;
   pipe.gemmEpilogue =
       opts.gemmEpilogue >= 0 ? opts.gemmEpilogue == 1 : opts.target == "cuda";
@@ -252,6 +253,8 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   artifact.meta["pad_multiple"] = std::to_string(pipe.padMultiple);
   artifact.meta["gemm_epilogue"] = pipe.gemmEpilogue ? "on" : "off";
   artifact.meta["fuse_attention"] = pipe.fuseAttention ? "on" : "off";
+  if (pipe.fuse)
+    artifact.meta["fuse_column_sums"] = pipe.fuseColumnSums ? "on" : "off";
   artifact.meta["shadow_weights"] = pipe.shadowWeights ? "on" : "off";
   artifact.meta["precision"] = opts.precision;
   artifact.meta["target"] = opts.target;

@@ -46,6 +46,10 @@ struct CompileOptions {
   /// before autodiff, so P is recomputed in the backward, not saved
   /// (--fuse-attention=false: the unfused graph).
   bool fuseAttention = true;
+  /// tcc-fuse's column sums: a layer norm's parameter gradients join its
+  /// input gradient's region (--fuse-column-sums=false: the library
+  /// kernel, which reads dy and x again).
+  bool fuseColumnSums = true;
   /// tcc-gemm-epilogue (bias, activation and bias gradient folded into
   /// GEMMs): 1 on, 0 off, -1 the target's default (on for cuda only; see
   /// docs/ARCHITECTURE.md for the CPU measurements).

@@ -104,6 +104,8 @@ struct Clusters {
   /// Ops that start a region of their own instead of joining their
   /// producers' (widenAtEachReader's clones).
   llvm::DenseSet<Operation *> alone;
+  /// Whether layer norm parameter gradients may join a region.
+  bool columnSums = true;
 
   /// Whether contracting `members` (and every existing region) into single
   /// ops would put a cycle through `members`: some path leaves it and comes
@@ -173,6 +175,8 @@ struct Clusters {
     // its input gradient, which reads the same dy and x: one pass over
     // them. Alone they stay the library's kernel.
     if (isa<LayerNormParamGradOp>(op)) {
+      if (!columnSums)
+        return;
       SetVector<int> siblings;
       for (Value v : op->getOperands().take_front(2))
         for (Operation *user : v.getUsers())
@@ -380,6 +384,7 @@ struct FusePass final : tcc::impl::FusePassBase<FusePass> {
     for (Block &block : fn.getBody()) {
       Clusters c;
       c.alone = alone;
+      c.columnSums = columnSums;
       unsigned i = 0;
       for (Operation &op : block)
         c.pos[&op] = i++;

@@ -71,6 +71,11 @@ struct TrainPipelineOptions
                     llvm::cl::desc("group element-wise and row ops into "
                                    "tcc.fused regions (tcc-fuse)"),
                     llvm::cl::init(true)};
+  Option<bool> fuseColumnSums{
+      *this, "fuse-column-sums",
+      llvm::cl::desc("layer norm parameter gradients join their input "
+                     "gradient's region as column sums (tcc-fuse)"),
+      llvm::cl::init(true)};
   Option<bool> fuseAttention{
       *this, "fuse-attention",
       llvm::cl::desc("replace matmul(softmax(q k^T), v) with tcc.attention "

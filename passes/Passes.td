@@ -207,10 +207,17 @@ def FusePass : Pass<"tcc-fuse", "mlir::func::FuncOp"> {
     reduce_sum/reduce_mean, softmax_cross_entropy and its gradient), become
     one `tcc.fused` op each, which the CPU code generator compiles into one
     generated kernel. A layer_norm_grad over the last axis is first expanded
-    into primitive ops so its input gradient fuses too. Matmuls,
-    convolutions, gathers, transposes and optimizer updates stay outside.
-    Runs after autodiff (tcc.fused is not differentiable).
+    into primitive ops so its input gradient fuses too, and (with
+    `column-sums`) its scale and bias gradients join that region as column
+    sums, so one pass reads dy and x for all three. Matmuls, convolutions,
+    gathers, transposes and optimizer updates stay outside. Runs after
+    autodiff (tcc.fused is not differentiable).
   }];
+  let options = [
+    Option<"columnSums", "column-sums", "bool", /*default=*/"true",
+           "layer norm parameter gradients join their input gradient's "
+           "region as column sums (false: the library kernel)">
+  ];
   let dependentDialects = ["mlir::tcc::TccDialect"];
 }
 

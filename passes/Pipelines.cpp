@@ -79,7 +79,8 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
   // Fusion: after rematerialization (whose recomputed ops fuse too), before
   // memory planning (which then plans the fused regions' outputs).
   if (opts.optimize && opts.fuse)
-    pm.addNestedPass<func::FuncOp>(createFusePass());
+    pm.addNestedPass<func::FuncOp>(
+        createFusePass(FusePassOptions{opts.fuseColumnSums}));
   // Last: it orders the final ops (keep it after every pass that adds ops).
   if (opts.optimize && opts.planMemory)
     pm.addPass(createPlanMemoryPass());

@@ -90,6 +90,13 @@ static cl::opt<bool> fuseAttention(
              "(tcc-fuse-attention; default on, --fuse-attention=false turns "
              "it off)"),
     cl::init(true), cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
+static cl::opt<bool> fuseColumnSums(
+    "fuse-column-sums",
+    cl::desc("A layer norm's scale and bias gradients join its input "
+             "gradient's fused region as column sums, so one pass reads dy "
+             "and x for all three (default on; --fuse-column-sums=false "
+             "keeps the library kernel, which reads them again)"),
+    cl::init(true), cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
 static cl::opt<bool> shadowWeights(
     "shadow-weights",
     cl::desc("With --precision bf16/fp16 and AdamW, the update also writes "
@@ -252,6 +259,7 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
   o.planMemory = !noPlanMemory;
   o.fuse = !noFuse;
   o.fuseAttention = fuseAttention;
+  o.fuseColumnSums = fuseColumnSums;
   o.shadowWeights = shadowWeights;
   if (gemmEpilogue.getNumOccurrences())
     o.gemmEpilogue = gemmEpilogue ? 1 : 0;
