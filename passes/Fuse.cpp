@@ -171,18 +171,25 @@ struct Clusters {
   }
 
   void add(Operation *op) {
-    // A layer norm's parameter gradients (column sums) join the region of
-    // its input gradient, which reads the same dy and x: one pass over
-    // them. Alone they stay the library's kernel.
-    if (isa<LayerNormParamGradOp>(op)) {
+    // Column sums join a region that computes what they sum (a bias
+    // gradient: its producer's) or reads it (a layer norm's parameter
+    // gradients: the region of its input gradient, which reads the same
+    // dy and x): one pass over the rows for both. Alone they stay the
+    // library's kernels.
+    if (isColumnSum(op)) {
       if (!columnSums)
         return;
-      SetVector<int> siblings;
-      for (Value v : op->getOperands().take_front(2))
-        for (Operation *user : v.getUsers())
-          if (auto it = regionOf.find(user); it != regionOf.end())
-            siblings.insert(it->second);
-      for (int r : siblings)
+      SetVector<int> near;
+      for (Value v : op->getOperands().take_front(2)) {
+        if (Operation *def = v.getDefiningOp())
+          if (auto it = regionOf.find(def); it != regionOf.end())
+            near.insert(it->second);
+        if (isa<LayerNormParamGradOp>(op))
+          for (Operation *user : v.getUsers())
+            if (auto it = regionOf.find(user); it != regionOf.end())
+              near.insert(it->second);
+      }
+      for (int r : near)
         if (tryMerge(op, {r}))
           return;
       return;

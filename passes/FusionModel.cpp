@@ -111,6 +111,33 @@ static bool isViewSlice(SliceOp s) {
          llvm::all_of(s.getSteps(), [](int64_t v) { return v > 0; });
 }
 
+/// Whether `v` is a loss's gradient, through casts, slices, pads and
+/// reshapes.
+static bool isLossGradientValue(Value v) {
+  for (Operation *op = v.getDefiningOp(); op;
+       op = op->getOperand(0).getDefiningOp()) {
+    if (isa<SoftmaxCrossEntropyGradOp>(op))
+      return true;
+    if (!isa<CastOp, SliceOp, SliceGradOp, ReshapeOp>(op))
+      return false;
+  }
+  return false;
+}
+
+bool fusion::isColumnSum(Operation *op) {
+  if (isa<LayerNormParamGradOp>(op))
+    return true;
+  auto r = dyn_cast<ReduceSumOp>(op);
+  if (!r || !r.sumsAllButLastAxis())
+    return false;
+  // A loss's gradient shares the loss's region, which takes no column sums;
+  // where it does not (a rematerialized step may split them), its sum stays
+  // the library's too, so that both plans sum it alike.
+  ArrayRef<int64_t> s = shapeOf(r.getInput());
+  return s.size() >= 2 && s.back() <= kMaxColSumCols &&
+         !isLossGradientValue(r.getInput());
+}
+
 bool fusion::isDataMovement(Operation *op) {
   return isa<ReshapeOp, BroadcastToOp, SliceOp, SliceGradOp>(op);
 }
@@ -175,8 +202,9 @@ OpKind fusion::classify(Operation *op) {
           [&](auto s) { return row(lastAxis(s.getAxis(), s.getGrad())); })
       .Case<ReduceSumOp, ReduceMeanOp>([&](auto r) {
         int64_t rank = (int64_t)shapeOf(r.getInput()).size();
-        return row(rank >= 1 && r.getAxes().size() == 1 &&
-                   r.getAxes()[0] == rank - 1);
+        return row((rank >= 1 && r.getAxes().size() == 1 &&
+                    r.getAxes()[0] == rank - 1) ||
+                   isColumnSum(r));
       })
       .Case<LayerNormOp>([&](LayerNormOp l) {
         return row(lastAxis(l.getAxis(), l.getInput()));
@@ -253,7 +281,7 @@ FailureOr<Layout> fusion::resultLayout(Operation *op, unsigned i, Domain d) {
       return failure();
     if (isa<SoftmaxCrossEntropyOp>(op))
       return Layout::Scalar;
-    if (isa<LayerNormParamGradOp>(op))
+    if (isColumnSum(op))
       return Layout::Column;
     if (isa<ReduceSumOp, ReduceMeanOp>(op) || (isa<LayerNormOp>(op) && i > 0))
       return Layout::Row;
@@ -376,7 +404,7 @@ bool fusion::regionIsLegal(ArrayRef<Operation *> ops, Domain d,
   bool scalar = false, column = false;
   for (Operation *op : ops) {
     scalar |= isa<SoftmaxCrossEntropyOp>(op);
-    column |= isa<LayerNormParamGradOp>(op);
+    column |= isColumnSum(op);
   }
   if (scalar && column)
     return fail(ops.front(), "a loss and column sums in one region");

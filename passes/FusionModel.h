@@ -10,7 +10,8 @@
 // Whole-region results leave the region and are read by nothing inside:
 // a scalar (a loss, the sum of per-row partials) or columns (cols values,
 // sums over all rows: a layer norm's scale and bias gradients, which then
-// read dy and x in the same pass as the norm's input gradient).
+// read dy and x in the same pass as the norm's input gradient, or a bias
+// gradient summed where its dy is computed).
 // Region inputs may be read through any broadcast (a View): per row, an
 // offset computed from the row index, then stride 1 or 0 along the columns.
 // A tcc.slice with zero starts, positive steps and a unit last-axis step is
@@ -70,6 +71,13 @@ enum class OpKind {
 /// computes: a CUDA rows kernel's lanes keep their columns' values in
 /// per-lane arrays up to this width (KernelGraph::kMaxLaneSlots * 32).
 constexpr int64_t kMaxColSumCols = 2048;
+
+/// Whether `op`'s results are column sums (Layout::Column) when it is in a
+/// region: tcc.layer_norm_param_grad, or a reduce_sum over every axis but
+/// the last (a bias gradient) of rows at most kMaxColSumCols wide, not of
+/// a loss's gradient. Such an op only joins a region that computes (or
+/// reads) what it sums.
+bool isColumnSum(Operation *op);
 
 /// Whether `op` may be part of a fused region, and as what.
 OpKind classify(Operation *op);

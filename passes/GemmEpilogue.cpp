@@ -47,6 +47,7 @@
 // a bias add whose bias is not a [N] vector.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/FusionModel.h"
 #include "passes/Passes.h"
 
 #include "dialects/tcc/TccOps.h"
@@ -110,6 +111,24 @@ static Value stripReshapes(Value v) {
 static bool isBiasGradSum(ReduceSumOp r) {
   return r.sumsAllButLastAxis() &&
          isGemmType(typeOf(r.getResult()).getElementType());
+}
+
+/// Whether tcc-fuse will sum `r` as a column sum in the region of the op
+/// that computes what it sums (through exact widenings and reshapes): a
+/// GPT-2 residual gradient, whose region then writes the attention
+/// projection's or fc2's bias gradient instead of a GEMM's column sum
+/// reading it again.
+/// (Not a loss's gradient, whose sum stays the GEMM's: isColumnSum.)
+static bool summedInRegion(ReduceSumOp r) {
+  Value dy = stripReshapes(CastOp::beforeExactWidening(r.getInput()));
+  Operation *def = dy.getDefiningOp();
+  // tcc-fuse expands a last-axis f32 layer_norm_grad into fusible ops.
+  auto ln = dyn_cast_or_null<LayerNormGradOp>(def);
+  bool expands = ln && typeOf(ln.getInput()).getRank() >= 2 &&
+                 ln.getAxis() == typeOf(ln.getInput()).getRank() - 1 &&
+                 typeOf(ln.getInput()).getElementType().isF32();
+  return fusion::isColumnSum(r) && def &&
+         (expands || fusion::classify(def) != fusion::OpKind::None);
 }
 
 /// Erases `op` and then every op that fed only it, as far as they are
@@ -183,7 +202,7 @@ struct GemmEpiloguePass final
       fuseForward(mm);
     SmallVector<ReduceSumOp> sums;
     fn.walk([&](ReduceSumOp r) {
-      if (isBiasGradSum(r))
+      if (isBiasGradSum(r) && !(columnSums && summedInRegion(r)))
         sums.push_back(r);
     });
     for (ReduceSumOp r : sums)

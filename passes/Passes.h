@@ -73,8 +73,9 @@ struct TrainPipelineOptions
                     llvm::cl::init(true)};
   Option<bool> fuseColumnSums{
       *this, "fuse-column-sums",
-      llvm::cl::desc("layer norm parameter gradients join their input "
-                     "gradient's region as column sums (tcc-fuse)"),
+      llvm::cl::desc("layer norm parameter gradients and bias gradients "
+                     "join the regions that read or compute what they sum, "
+                     "as column sums (tcc-fuse, tcc-gemm-epilogue)"),
       llvm::cl::init(true)};
   Option<bool> fuseAttention{
       *this, "fuse-attention",

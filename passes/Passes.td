@@ -215,8 +215,9 @@ def FusePass : Pass<"tcc-fuse", "mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"columnSums", "column-sums", "bool", /*default=*/"true",
-           "layer norm parameter gradients join their input gradient's "
-           "region as column sums (false: the library kernel)">
+           "layer norm parameter gradients and bias gradients join the "
+           "regions that read or compute what they sum, as column sums "
+           "(false: library kernels)">
   ];
   let dependentDialects = ["mlir::tcc::TccDialect"];
 }
@@ -275,7 +276,15 @@ def GemmEpiloguePass : Pass<"tcc-gemm-epilogue", "mlir::func::FuncOp"> {
     ```
     becomes
     `%y = tcc.matmul_epilogue %x, %w bias %b {epilogue = "bias_relu"}`.
+    With `column-sums` (tcc-fuse's), a bias gradient whose summed value a
+    fusible op computes stays a reduce_sum: it joins that op's region as a
+    column sum, which reads nothing again.
   }];
+  let options = [
+    Option<"columnSums", "column-sums", "bool", /*default=*/"false",
+           "leave bias gradients of values a fused region computes to "
+           "tcc-fuse's column sums">
+  ];
   let dependentDialects = ["mlir::tcc::TccDialect"];
 }
 

@@ -70,7 +70,8 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
   // GEMMs and their 16-bit bias adds) and rematerialization (recomputed
   // GEMMs fold too), before fusion, which would take the bias adds.
   if (opts.optimize && opts.gemmEpilogue)
-    pm.addNestedPass<func::FuncOp>(createGemmEpiloguePass());
+    pm.addNestedPass<func::FuncOp>(createGemmEpiloguePass(
+        GemmEpiloguePassOptions{opts.fuse && opts.fuseColumnSums}));
   // Fused-QKV attention: after autodiff (that form has no gradient rule)
   // and rematerialization (whose recomputed attention packs too), before
   // fusion and memory planning, which then see no slices of the projection.

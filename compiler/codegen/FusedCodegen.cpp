@@ -292,6 +292,10 @@ LogicalResult KernelGen::lower(Operation *o) {
     set(0, expr("($0 - tcc_exp($1) * $2)", {a[0], a[1], s}, true));
     return success();
   }
+  if (isa<ReduceSumOp>(o) && *layout == Layout::Column) {
+    set(0, colSum("$0", {a[0]}));
+    return success();
+  }
   if (isa<ReduceSumOp>(o)) {
     set(0, reduce("sum", a[0]));
     return success();

@@ -17,7 +17,9 @@
 # files (what the device tool of this workplace brings back):
 #   checks.txt     run.sh --parts unit-cuda,train
 #   ab.txt         tcc-run bench --profile-shapes of the largest GPT-2 artifact by
-#                  each runner (bin/tcc-run last), then batch by batch
+#                  each runner (bin/tcc-run last), then batch by batch, then
+#                  each artifact in ab/ (the GPT-2 model compiled with other
+#                  flags, e.g. ab/nocolsums.tcc with --fuse-column-sums=false)
 #   gpt2.txt, gpt2_small.md, gpt2_small_profile.json   run.sh --parts
 #                  gpt2,models (a row for each bin/tcc-run-NAME beside the
 #                  defaults; gpt2.txt ends with the models' tables)
@@ -90,7 +92,8 @@ if want ab && [ -d "$G" ]; then
     timeout 40 "$v" bench "$G/b$largest.tcc" --steps 3 --warmup 1 --device cuda \
       --only compiled --profile-shapes >> "$OUT/ab.txt" 2>&1
   done
-  for a in "$G"/b*.tcc; do
+  for a in "$G"/b*.tcc "$ART"/ab/*.tcc; do
+    [ -f "$a" ] || continue
     echo "== $(basename "$RUN") $(basename "$a")" >> "$OUT/ab.txt"
     timeout 30 "$RUN" bench "$a" --steps 20 --device cuda --only compiled >> "$OUT/ab.txt" 2>&1
   done

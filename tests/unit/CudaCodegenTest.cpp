@@ -292,6 +292,15 @@ std::vector<Case> cases() {
        R"(%dx, %dg, %db = tcc.layer_norm_grad %dy, %x, %g, %m, %r {axis = 2 : i64} : (tensor<2x130x40xf32>, tensor<2x130x40xf32>, tensor<40xf32>, tensor<2x130x1xf32>, tensor<2x130x1xf32>) -> (tensor<2x130x40xf32>, tensor<40xf32>, tensor<40xf32>)
   return %dx, %dg, %db : tensor<2x130x40xf32>, tensor<40xf32>, tensor<40xf32>)",
        "rows"},
+      // A bias gradient summed where its dy is computed: an element-wise
+      // region with one column sum (33 columns: a lane's last slot partial).
+      {"bias_grad",
+       "(%dy: tensor<2x70x33xf32>, %y: tensor<2x70x33xf32>) -> "
+       "(tensor<2x70x33xf32>, tensor<33xf32>)",
+       R"(%d = tcc.relu_grad %dy, %y : tensor<2x70x33xf32>
+  %db = tcc.reduce_sum %d {axes = array<i64: 0, 1>} : tensor<2x70x33xf32> -> tensor<33xf32>
+  return %d, %db : tensor<2x70x33xf32>, tensor<33xf32>)",
+       "rows"},
       {"reductions",
        "(%x: tensor<5x7x19xf32>) -> (tensor<5x7xf32>, tensor<5x7x19xf32>, "
        "tensor<5x7x1xf32>)",
@@ -368,12 +377,16 @@ TEST_F(CudaCodegen, LaunchTableDescribesEveryRegion) {
                        : k.mapping == "rows" ? 128
                                              : 256);
     bool loss = caseOf[i].rfind("cross_entropy", 0) == 0;
-    bool colSums = caseOf[i].rfind("layer_norm_grad", 0) == 0;
+    int64_t colSums = caseOf[i] == "layer_norm_grad" ? 2
+                      : caseOf[i] == "bias_grad"     ? 1
+                                                     : 0;
     // Column sums: each warp's sums of a slice's rows in shared memory.
-    EXPECT_EQ(k.smem, colSums ? 4 * 2 * k.cols * 4 : blockRows ? k.smem : 0);
+    EXPECT_EQ(k.smem, colSums     ? 4 * colSums * k.cols * 4
+                      : blockRows ? k.smem
+                                  : 0);
     EXPECT_EQ(k.smem > 0, blockRows || colSums);
     EXPECT_EQ(k.partialsPerRow, loss ? 1 : 0);
-    EXPECT_EQ(k.colSums, colSums ? 2 : 0);
+    EXPECT_EQ(k.colSums, colSums);
     EXPECT_EQ(k.finSymbol, loss || colSums ? k.symbol + "_fin" : "");
     ASSERT_EQ(k.inputs.size(), f.getInputs().size());
     ASSERT_EQ(k.outputs.size(), f.getNumResults());

@@ -94,8 +94,10 @@ static cl::opt<bool> fuseColumnSums(
     "fuse-column-sums",
     cl::desc("A layer norm's scale and bias gradients join its input "
              "gradient's fused region as column sums, so one pass reads dy "
-             "and x for all three (default on; --fuse-column-sums=false "
-             "keeps the library kernel, which reads them again)"),
+             "and x for all three, and a bias gradient joins the region "
+             "that computes its dy (default on; --fuse-column-sums=false "
+             "keeps library kernels and GEMM epilogues, which read them "
+             "again)"),
     cl::init(true), cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
 static cl::opt<bool> shadowWeights(
     "shadow-weights",

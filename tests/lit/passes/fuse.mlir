@@ -197,6 +197,25 @@ func.func @layer_norm_grad_wide(%dy: tensor<2x4096xf32>, %x: tensor<2x4096xf32>,
 
 // -----
 
+// A bias gradient (a sum over every leading axis) joins the region that
+// computes its dy as a column sum; a sum of a value no region computes
+// stays the library's kernel.
+// CHECK-LABEL: func.func @bias_grad_column_sum
+// CHECK:       %[[F:.+]]:2 = tcc.fused
+// CHECK:         %[[D:.+]] = tcc.relu_grad
+// CHECK:         %[[S:.+]] = tcc.reduce_sum %[[D]] {axes = array<i64: 0, 1>}
+// CHECK:         tcc.yield %[[D]], %[[S]] : tensor<2x3x8xf32>, tensor<8xf32>
+// CHECK:       %[[A:.+]] = tcc.reduce_sum %arg0 {axes = array<i64: 0, 1>}
+// CHECK:       return %[[F]]#0, %[[F]]#1, %[[A]]
+func.func @bias_grad_column_sum(%dy: tensor<2x3x8xf32>, %y: tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %d = tcc.relu_grad %dy, %y : tensor<2x3x8xf32>
+  %s = tcc.reduce_sum %d {axes = array<i64: 0, 1>} : tensor<2x3x8xf32> -> tensor<8xf32>
+  %a = tcc.reduce_sum %dy {axes = array<i64: 0, 1>} : tensor<2x3x8xf32> -> tensor<8xf32>
+  return %d, %s, %a : tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
 // Data movement alone is not worth a generated kernel.
 // CHECK-LABEL: func.func @reshape_only
 // CHECK-NOT:   tcc.fused

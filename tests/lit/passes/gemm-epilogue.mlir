@@ -1,5 +1,6 @@
 // RUN: tcc-opt %s --tcc-gemm-epilogue --split-input-file | FileCheck %s
 // RUN: tcc-opt %s --split-input-file | FileCheck %s --check-prefix=OFF
+// RUN: tcc-opt %s --tcc-gemm-epilogue=column-sums=true --split-input-file | FileCheck %s --check-prefix=COLS
 
 // A linear + ReLU layer in f32 and its backward (the MLP's step).
 
@@ -12,6 +13,17 @@
 // CHECK-NEXT:    return %[[Y]], %[[DZ]], %[[DW]], %[[DB]]
 // OFF-LABEL:   func.func @linear_relu
 // OFF-NOT:     matmul_epilogue
+// With column-sums (tcc-fuse's), the bias gradient of dy computed by a
+// fusible op (the ReLU gradient) stays a sum, which joins that op's region;
+// the weight gradient is a plain GEMM. Where dy is an argument, as below,
+// the bias gradient still folds.
+// COLS-LABEL:  func.func @linear_relu
+// COLS:          tcc.matmul_epilogue %{{.+}}, %{{.+}} bias %{{.+}} {epilogue = "bias_relu", transpose_rhs = true}
+// COLS-NEXT:     %[[DZ:.+]] = tcc.relu_grad
+// COLS-NEXT:     tcc.reduce_sum %[[DZ]] {axes = array<i64: 0>}
+// COLS-NEXT:     tcc.matmul %[[DZ]], %{{.+}} {transpose_lhs = true}
+// COLS-LABEL:  func.func @bf16_bias
+// COLS:          epilogue = "bgrad_rhs"
 func.func @linear_relu(%x: tensor<8x4xf32>, %w: tensor<16x4xf32>, %b: tensor<16xf32>, %dy: tensor<8x16xf32>)
     -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x4xf32>, tensor<16xf32>) {
   %h = tcc.matmul %x, %w {transpose_rhs = true} : (tensor<8x4xf32>, tensor<16x4xf32>) -> tensor<8x16xf32>

@@ -108,13 +108,17 @@ func.func @row_broadcast(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf3
 
 // -----
 
-// Not fusible: a softmax or a sum over a leading axis (not rows), a row op on
-// bf16 (row ops read f32 rows). An element-wise op on bf16 is fusible, but
-// its only reader is that softmax: no pair at all.
+// Not fusible: a softmax over a leading axis (not rows), a row op on bf16
+// (row ops read f32 rows). A sum over every leading axis is a column sum
+// (a bias gradient): one value per column, over the rows. An element-wise
+// op on bf16 is fusible, but its only reader is that softmax: no pair at
+// all.
 
 // CHECK-LABEL: fusion @not_fusible{{$}}
 // CHECK-NEXT:    %0 = tcc.softmax: not fusible{{$}}
-// CHECK-NEXT:    %1 = tcc.reduce_sum: not fusible{{$}}
+// CHECK-NEXT:    %1 = tcc.reduce_sum: row, domain 4x8{{$}}
+// CHECK-NEXT:      operand 0: rows [4] strides [8] col 1; full, scale 8{{$}}
+// CHECK-NEXT:      result 0: column{{$}}
 // CHECK-NEXT:    %2 = tcc.add: elementwise, domain 4x8{{$}}
 // CHECK-NEXT:      operand 0: rows [4] strides [8] col 1; full, scale 8{{$}}
 // CHECK-NEXT:      operand 1: rows [4] strides [8] col 1; full, scale 8{{$}}
