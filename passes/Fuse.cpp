@@ -60,10 +60,9 @@ using namespace mlir::tcc::fusion;
 /// dx's region (Clusters::add), which then reads them once for both. The
 /// formulas of run_layer_norm_grad.
 static void expandLayerNormGrad(LayerNormGradOp op) {
-  auto xt = cast<RankedTensorType>(op.getInput().getType());
-  int64_t rank = xt.getRank();
-  if (rank < 2 || op.getAxis() != rank - 1 || !xt.getElementType().isF32())
+  if (!expandsLayerNormGrad(op))
     return;
+  int64_t rank = cast<RankedTensorType>(op.getInput().getType()).getRank();
   OpBuilder b(op);
   Location loc = op.getLoc();
   Value dy = op.getGrad(), x = op.getInput();

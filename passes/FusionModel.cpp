@@ -124,6 +124,15 @@ static bool isLossGradientValue(Value v) {
   return false;
 }
 
+bool fusion::expandsLayerNormGrad(Operation *op) {
+  auto ln = dyn_cast<LayerNormGradOp>(op);
+  if (!ln)
+    return false;
+  auto xt = cast<RankedTensorType>(ln.getInput().getType());
+  return xt.getRank() >= 2 && ln.getAxis() == xt.getRank() - 1 &&
+         xt.getElementType().isF32();
+}
+
 bool fusion::isColumnSum(Operation *op) {
   if (isa<LayerNormParamGradOp>(op))
     return true;

@@ -72,6 +72,10 @@ enum class OpKind {
 /// per-lane arrays up to this width (KernelGraph::kMaxLaneSlots * 32).
 constexpr int64_t kMaxColSumCols = 2048;
 
+/// Whether tcc-fuse expands `op` (a layer_norm_grad over the last axis of
+/// an f32 input of rank >= 2) into fusible ops and a layer_norm_param_grad.
+bool expandsLayerNormGrad(Operation *op);
+
 /// Whether `op`'s results are column sums (Layout::Column) when it is in a
 /// region: tcc.layer_norm_param_grad, or a reduce_sum over every axis but
 /// the last (a bias gradient) of rows at most kMaxColSumCols wide, not of

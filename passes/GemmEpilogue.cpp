@@ -123,12 +123,9 @@ static bool summedInRegion(ReduceSumOp r) {
   Value dy = stripReshapes(CastOp::beforeExactWidening(r.getInput()));
   Operation *def = dy.getDefiningOp();
   // tcc-fuse expands a last-axis f32 layer_norm_grad into fusible ops.
-  auto ln = dyn_cast_or_null<LayerNormGradOp>(def);
-  bool expands = ln && typeOf(ln.getInput()).getRank() >= 2 &&
-                 ln.getAxis() == typeOf(ln.getInput()).getRank() - 1 &&
-                 typeOf(ln.getInput()).getElementType().isF32();
   return fusion::isColumnSum(r) && def &&
-         (expands || fusion::classify(def) != fusion::OpKind::None);
+         (fusion::expandsLayerNormGrad(def) ||
+          fusion::classify(def) != fusion::OpKind::None);
 }
 
 /// Erases `op` and then every op that fed only it, as far as they are
