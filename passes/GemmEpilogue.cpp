@@ -47,6 +47,7 @@
 // a bias add whose bias is not a [N] vector.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/AttentionPacking.h"
 #include "passes/FusionModel.h"
 #include "passes/Passes.h"
 
@@ -199,7 +200,8 @@ struct GemmEpiloguePass final
       fuseForward(mm);
     SmallVector<ReduceSumOp> sums;
     fn.walk([&](ReduceSumOp r) {
-      if (isBiasGradSum(r) && !(columnSums && summedInRegion(r)))
+      if (isBiasGradSum(r) && !(columnSums && (summedInRegion(r) ||
+                                               packing::sumsPackedGradient(r))))
         sums.push_back(r);
     });
     for (ReduceSumOp r : sums)

@@ -22,6 +22,7 @@
 // erased.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/AttentionPacking.h"
 #include "passes/Passes.h"
 
 #include "dialects/tcc/TccOps.h"
@@ -38,84 +39,17 @@ namespace mlir::tcc {
 
 using namespace mlir;
 using namespace mlir::tcc;
+using packing::mergedGradients;
+using packing::projectionOf;
 
 static RankedTensorType typeOf(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
 
-namespace {
-/// Where a head-split operand comes from: third `part` of `projection`.
-struct Third {
-  Value projection;
-  int64_t part = -1;
-};
-} // namespace
-
-/// `v` ([B..., T, H, D]) as reshape(slice(X)) where the slice keeps every
-/// axis of X ([B..., T, 3 * H * D]) whole except the last, of which it takes
-/// the columns [part * H * D, (part + 1) * H * D) with unit step.
-static std::optional<Third> thirdOf(Value v) {
-  auto reshape = v.getDefiningOp<ReshapeOp>();
-  if (!reshape)
-    return std::nullopt;
-  auto slice = reshape.getInput().getDefiningOp<SliceOp>();
-  if (!slice)
-    return std::nullopt;
-  ArrayRef<int64_t> vs = typeOf(v).getShape();
-  ArrayRef<int64_t> xs = typeOf(slice.getInput()).getShape();
-  ArrayRef<int64_t> ss = typeOf(slice.getResult()).getShape();
-  size_t r = xs.size();
-  if (vs.size() != r + 1 || r < 2)
-    return std::nullopt;
-  int64_t e = vs[r - 1] * vs[r];
-  if (xs.back() != 3 * e || ss.back() != e)
-    return std::nullopt;
-  for (size_t i = 0; i + 1 < r; ++i)
-    if (xs[i] != vs[i] || ss[i] != xs[i] || slice.getStarts()[i] != 0 ||
-        slice.getSteps()[i] != 1)
-      return std::nullopt;
-  int64_t start = slice.getStarts()[r - 1];
-  if (slice.getSteps()[r - 1] != 1 || start % e != 0)
-    return std::nullopt;
-  return Third{slice.getInput(), start / e};
-}
-
-/// The projection that q, k and v are the three thirds of, in order.
-static Value projectionOf(Value q, Value k, Value v) {
-  auto tq = thirdOf(q), tk = thirdOf(k), tv = thirdOf(v);
-  if (!tq || !tk || !tv || tq->part != 0 || tk->part != 1 || tv->part != 2 ||
-      tk->projection != tq->projection || tv->projection != tq->projection)
-    return {};
-  return tq->projection;
-}
-
-/// The concat that merges the three gradients of `g` back into the
-/// projection's gradient (of `projType`), each through a reshape with no
-/// other user, or null.
-static ConcatOp mergedGradients(AttentionGradOp g, RankedTensorType projType) {
-  ConcatOp concat;
-  SmallVector<Value> grads(g.getGrads());
-  for (auto [i, dx] : llvm::enumerate(grads)) {
-    auto r = dyn_cast_or_null<ReshapeOp>(dx.hasOneUse() ? *dx.getUsers().begin()
-                                                        : nullptr);
-    if (!r || !r->hasOneUse())
-      return {};
-    auto c = dyn_cast<ConcatOp>(*r->getUsers().begin());
-    if (!c || (concat && c != concat) || c.getInputs().size() != 3 ||
-        c.getInputs()[i] != r.getResult())
-      return {};
-    concat = c;
-  }
-  if (!concat || concat.getType() != projType ||
-      static_cast<int64_t>(concat.getAxis()) != projType.getRank() - 1)
-    return {};
-  return concat;
-}
-
 /// Erases `op` when it has no users left, then its operands' producers that
-/// are slices or reshapes left without users.
+/// are slices, reshapes or casts left without users.
 static void eraseIfDead(Operation *op) {
-  if (!op || !op->use_empty() || !isa<SliceOp, ReshapeOp>(op))
+  if (!op || !op->use_empty() || !isa<SliceOp, ReshapeOp, CastOp>(op))
     return;
   SmallVector<Value> operands(op->getOperands());
   op->erase();
@@ -180,12 +114,21 @@ void PackAttentionPass::pack(AttentionOp a) {
     ConcatOp concat = mergedGradients(g, projType);
     if (!concat)
       continue;
+    // The projection's bias gradient, summed by the op (column_sums).
+    ReduceSumOp sum =
+        columnSums ? packing::columnSumOf(concat.getResult()) : ReduceSumOp();
     b.setInsertionPoint(g);
-    auto ng = AttentionGradOp::create(b, g.getLoc(), qkv, qkv, qkv, g.getOut(),
-                                      g.getLse(), g.getGrad(), g.getMask(),
-                                      g.getScaleAttr(), g.getCausalAttr(),
-                                      g.getSeqMajorAttr(), b.getBoolAttr(true));
+    auto ng = AttentionGradOp::create(
+        b, g.getLoc(), qkv, qkv, qkv, g.getOut(), g.getLse(), g.getGrad(),
+        g.getMask(), g.getScaleAttr(), g.getCausalAttr(), g.getSeqMajorAttr(),
+        b.getBoolAttr(true), b.getBoolAttr(static_cast<bool>(sum)));
     LLVM_DEBUG(llvm::dbgs() << "fused qkv gradient: " << ng << "\n");
+    if (sum) {
+      sum.getResult().replaceAllUsesWith(ng.getGrads()[1]);
+      Operation *from = sum.getInput().getDefiningOp();
+      sum->erase();
+      eraseIfDead(from);
+    }
     b.setInsertionPoint(concat);
     Value dx =
         ReshapeOp::create(b, concat.getLoc(), projType, ng.getGrads()[0]);

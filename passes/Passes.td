@@ -278,12 +278,14 @@ def GemmEpiloguePass : Pass<"tcc-gemm-epilogue", "mlir::func::FuncOp"> {
     `%y = tcc.matmul_epilogue %x, %w bias %b {epilogue = "bias_relu"}`.
     With `column-sums` (tcc-fuse's), a bias gradient whose summed value a
     fusible op computes stays a reduce_sum: it joins that op's region as a
-    column sum, which reads nothing again.
+    column sum, which reads nothing again; so does the bias gradient of a
+    QKV projection whose attention_grad tcc-pack-attention packs, which
+    that op then sums.
   }];
   let options = [
     Option<"columnSums", "column-sums", "bool", /*default=*/"false",
-           "leave bias gradients of values a fused region computes to "
-           "tcc-fuse's column sums">
+           "leave bias gradients of values a fused region or a packed "
+           "attention_grad computes to their column sums">
   ];
   let dependentDialects = ["mlir::tcc::TccDialect"];
 }
@@ -358,7 +360,19 @@ def PackAttentionPass : Pass<"tcc-pack-attention", "mlir::func::FuncOp"> {
     ```
     becomes `%p = tcc.reshape %x : tensor<2x4x24xf32> -> tensor<2x4x6x4xf32>`
     and `tcc.attention %p, %p, %p {fused_qkv = true, ...}`.
+
+    With `column-sums`, the projection's bias gradient - a reduce_sum of the
+    merged gradient over every axis but the last, f32 - becomes the
+    attention_grad's second result (`column_sums`): the backward kernels
+    add each tile's columns while they hold it, instead of a GEMM epilogue
+    or a reduction reading the gradient again (tcc-gemm-epilogue leaves
+    such a sum alone under the same option).
   }];
+  let options = [
+    Option<"columnSums", "column-sums", "bool", /*default=*/"false",
+           "a fused-QKV attention_grad also writes the projection's bias "
+           "gradient (its column sums)">
+  ];
   let dependentDialects = ["mlir::tcc::TccDialect"];
 }
 

@@ -76,7 +76,8 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
   // and rematerialization (whose recomputed attention packs too), before
   // fusion and memory planning, which then see no slices of the projection.
   if (opts.optimize && opts.fuseAttention)
-    pm.addNestedPass<func::FuncOp>(createPackAttentionPass());
+    pm.addNestedPass<func::FuncOp>(createPackAttentionPass(
+        PackAttentionPassOptions{opts.fuse && opts.fuseColumnSums}));
   // Fusion: after rematerialization (whose recomputed ops fuse too), before
   // memory planning (which then plans the fused regions' outputs).
   if (opts.optimize && opts.fuse)

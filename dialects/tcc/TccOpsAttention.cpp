@@ -179,11 +179,23 @@ AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
       return emitOptionalError(loc, "tcc.attention_grad: ", name, " is ",
                                v.getType(), ", expected ", want,
                                " (from query, key and value)");
-  // fused_qkv: one gradient, the projection's.
+  // fused_qkv: one gradient, the projection's (and its column sums).
+  auto sums = adaptor.getColumnSumsAttr();
+  bool columnSums = sums && sums.getValue();
   if (isFusedQkv(adaptor.getFusedQkvAttr())) {
-    results.push_back(adaptor.getQuery().getType());
+    auto qt = cast<RankedTensorType>(adaptor.getQuery().getType());
+    results.push_back(qt);
+    if (columnSums) {
+      ArrayRef<int64_t> s = qt.getShape();
+      results.push_back(RankedTensorType::get(
+          {s[s.size() - 2] * s.back()}, Float32Type::get(qt.getContext())));
+    }
     return success();
   }
+  if (columnSums)
+    return emitOptionalError(loc, "tcc.attention_grad: column_sums needs "
+                                  "fused_qkv (the sums are the projection "
+                                  "gradient's)");
   for (Value v : {adaptor.getQuery(), adaptor.getKey(), adaptor.getValue()})
     results.push_back(v.getType());
   return success();

@@ -81,6 +81,14 @@ def Tcc_AttentionGradOp : Tcc_InferOp<"attention_grad"> {
     tcc.attention); with `fused_qkv` the one result is the projection's
     gradient, `[B..., Tq, 3 * H, D]` (each third the gradient of that
     third), written in place of the three and their concatenation.
+
+    With `column_sums` (fused_qkv only) a second result, f32 `[3 * H * D]`,
+    holds the sums of that gradient's columns over every leading axis (the
+    projection's bias gradient), added while the kernel still holds the
+    gradient instead of by a pass that reads it again. Rows are summed in
+    slices of 64 positions of one sequence, in the order
+    runtime/core/AttentionColumnSums.h fixes (tcc-pack-attention folds a
+    bias gradient's reduce_sum into it).
     ```mlir
     %dq, %dk, %dv = tcc.attention_grad %q, %k, %v, %o, %lse, %do {scale = 0.125 : f64, causal = true} : (tensor<16x64x32xf32>, tensor<16x64x32xf32>, tensor<16x64x32xf32>, tensor<16x64x32xf32>, tensor<16x64xf32>, tensor<16x64x32xf32>) -> (tensor<16x64x32xf32>, tensor<16x64x32xf32>, tensor<16x64x32xf32>)
     ```
@@ -91,8 +99,10 @@ def Tcc_AttentionGradOp : Tcc_InferOp<"attention_grad"> {
                    Optional<Tcc_FloatTensor>:$mask, F64Attr:$scale,
                    DefaultValuedAttr<BoolAttr, "false">:$causal,
                    DefaultValuedAttr<BoolAttr, "false">:$seq_major,
-                   DefaultValuedAttr<BoolAttr, "false">:$fused_qkv);
-  // query_grad, key_grad, value_grad; with fused_qkv, the projection's.
+                   DefaultValuedAttr<BoolAttr, "false">:$fused_qkv,
+                   DefaultValuedAttr<BoolAttr, "false">:$column_sums);
+  // query_grad, key_grad, value_grad; with fused_qkv, the projection's (and
+  // with column_sums its column sums).
   let results = (outs Variadic<Tcc_FloatTensor>:$grads);
   let assemblyFormat = "$query `,` $key `,` $value `,` $out `,` $lse `,` $grad "
                        "(`,` $mask^)? attr-dict `:` "

@@ -72,10 +72,12 @@ AttentionPlan planAttention(const AttentionDims &dims, DType t,
   return p;
 }
 
-int64_t attentionScratchBytes(const AttentionDims &dims, DType t) {
-  if (attentionTilesFit(dims, t))
-    return attentionTilesScratch(dims);
-  return planAttention(dims, t).scratchBytes;
+int64_t attentionScratchBytes(const AttentionDims &dims, DType t,
+                              bool columnSums) {
+  int64_t own = attentionTilesFit(dims, t)
+                    ? attentionTilesScratch(dims)
+                    : planAttention(dims, t).scratchBytes;
+  return columnSums ? attentionSumsOffset(own) + attentionSumsBytes(dims) : own;
 }
 
 int64_t attentionScratchBytes(const std::vector<int64_t> &q,

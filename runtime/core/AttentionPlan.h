@@ -11,6 +11,7 @@
 #define TCC_RUNTIME_CORE_ATTENTIONPLAN_H
 
 #include "runtime/core/Artifact.h"
+#include "runtime/core/AttentionColumnSums.h"
 
 #include <cstdint>
 #include <vector>
@@ -152,10 +153,30 @@ inline int64_t attentionTilesScratch(const AttentionDims &dims) {
   return (dims.batch * dims.tq * 4 + 255) / 256 * 256;
 }
 
+/// attention_grad's column sums (fused QKV; AttentionColumnSums.h): the
+/// slices' f32 sums [attentionSumSlices, attentionSumCols], in the GPU's
+/// scratch after what the backward takes itself (from a 256-byte
+/// boundary), attentionSumsBytes long.
+inline int64_t attentionSumSlices(const AttentionDims &d) {
+  return d.heads > 0 ? d.batch / d.heads * attentionSumTiles(d.tq) : 0;
+}
+inline int64_t attentionSumCols(const AttentionDims &d) {
+  return 3 * d.heads * d.d;
+}
+inline int64_t attentionSumsBytes(const AttentionDims &d) {
+  return (attentionSumSlices(d) * attentionSumCols(d) * 4 + 255) / 256 * 256;
+}
+/// Where they start after `scratch` bytes of the backward's own.
+inline int64_t attentionSumsOffset(int64_t scratch) {
+  return (scratch + 255) / 256 * 256;
+}
+
 /// The scratch the GPU's attention takes by default: the tiled kernels' when
 /// they fit, else the chunk plan's (what the compiler's memory report
-/// predicts; TCC_CUDA_ATTENTION=chunked or an older GPU takes the latter).
-int64_t attentionScratchBytes(const AttentionDims &dims, DType t);
+/// predicts; TCC_CUDA_ATTENTION=chunked or an older GPU takes the latter),
+/// and a backward's column sums when it writes them.
+int64_t attentionScratchBytes(const AttentionDims &dims, DType t,
+                              bool columnSums = false);
 int64_t attentionScratchBytes(const std::vector<int64_t> &q,
                               const std::vector<int64_t> &k,
                               const std::vector<int64_t> &v, DType t,

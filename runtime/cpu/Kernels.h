@@ -122,8 +122,11 @@
 //                     softmax(scale q k^T + mask) v, keys j > i masked when
 //                     causal; lse = the rows' logsumexp.
 //   attention_grad    in [q, k, v, out, lse, dout (, mask)] out [dq, dk, dv]
-//                     (fused_qkv: [dqkv]), i [causal, seq_major (,
-//                     fused_qkv)], f [scale]: P recomputed from lse.
+//                     (fused_qkv: [dqkv] or [dqkv, sums]), i [causal,
+//                     seq_major (, fused_qkv)], f [scale]: P recomputed
+//                     from lse; sums (f32 [3HD]): dqkv's column sums over
+//                     every leading axis, added in the order of
+//                     runtime/core/AttentionColumnSums.h.
 //
 // Generated kernels (runtime/cpu/FusedLibrary.h):
 //   fused             in [...] out [...], i [kernel]: kernel `kernel` of the

@@ -42,6 +42,7 @@
 // from the unrounded P. Outputs are rounded once. lse and mask are f32.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/core/AttentionColumnSums.h"
 #include "runtime/core/AttentionPlan.h"
 #include "runtime/cpu/FastExp.h"
 #include "runtime/cpu/Half.h"
@@ -159,8 +160,11 @@ static bool checkAttentionCommon(AttnOperands &ops) {
     qs[qs.size() - 2] /= 3;
     ops.shape[1] = ops.shape[2] = qs;
   }
-  // fused_qkv: one gradient, the projection's.
-  expectArity(s, s.in.size(), ops.grad ? (fusedQkv ? 1 : 3) : 2);
+  // fused_qkv: one gradient, the projection's (and maybe its column sums).
+  size_t nOut = ops.grad ? (fusedQkv ? 1 : 3) : 2;
+  if (ops.grad && fusedQkv && s.out.size() == 2)
+    nOut = 2;
+  expectArity(s, s.in.size(), nOut);
 
   const TensorInfo &q = ops.q();
   if (!isFloatDType(q.dtype))
@@ -253,9 +257,16 @@ void check_attention_grad(const KernelSig &s) {
   expectShape(s, true, 4, lseShape(ops, seqMajor));
   expectDType(s, true, 5, t, "dout has q's type");
   expectShape(s, true, 5, outShape(ops));
-  for (size_t o = 0; o < s.out.size(); ++o) {
+  size_t grads = ops.fusedQkv ? 1 : 3;
+  for (size_t o = 0; o < grads; ++o) {
     expectDType(s, false, o, t, "gradients have q's type");
     expectShape(s, false, o, ops.fusedQkv ? s.in[0]->shape : ops.shape[o]);
+  }
+  // The column sums (AttentionColumnSums.h): f32 [3 H D].
+  if (s.out.size() > grads) {
+    const std::vector<int64_t> &g = s.in[0]->shape;
+    expectDType(s, false, grads, DType::F32, "column sums are always f32");
+    expectShape(s, false, grads, {g[g.size() - 2] * g.back()});
   }
 }
 
@@ -618,9 +629,43 @@ static void backwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
   storeEntry(g, DV, b, g.tk, g.dv, dv, 2);
 }
 
+/// attention_grad's column sums of the projection gradient G into `sums`,
+/// in AttentionColumnSums.h's order: each slice's sums of G's 64 rows
+/// (widened), then each column's total over the slices.
+static void columnSums(const AttnGeom &g, const TensorView &G,
+                       const TensorView &sums) {
+  const int64_t cols = sums.numel, tiles = attentionSumTiles(g.tq);
+  const int64_t slices = g.batch / g.heads * tiles;
+  std::vector<float> parts(static_cast<size_t>(slices * cols));
+  auto slice = [&](int64_t s) {
+    thread_local std::vector<float> rows;
+    int64_t b = s / tiles, i0 = (s % tiles) * kAttentionSumRows;
+    int64_t n = std::min(kAttentionSumRows, g.tq - i0);
+    rows.resize(static_cast<size_t>(n * cols));
+    const char *src = static_cast<const char *>(G.data) +
+                      (b * g.tq + i0) * cols * dtypeSize(G.dtype);
+    widenToF32(src, G.dtype, rows.data(), n * cols);
+    for (int64_t c = 0; c < cols; ++c)
+      parts[s * cols + c] =
+          attentionSliceSum([&](int64_t r) { return rows[r * cols + c]; }, n);
+  };
+  ThreadPool &pool = ThreadPool::global();
+  if (slices > 1 && pool.size() > 1 && slices * cols >= (1 << 16))
+    pool.parallelFor(slices, slice);
+  else
+    for (int64_t s = 0; s < slices; ++s)
+      slice(s);
+  float *out = sums.f32();
+  for (int64_t c = 0; c < cols; ++c)
+    out[c] = attentionSlicesTotal(
+        [&](int64_t s) { return parts[s * cols + c]; }, slices);
+}
+
 void run_attention_grad(const KernelArgs &a) {
   AttnGeom g = geometry(a, 6);
   forEachEntry(g, [&](int64_t b) { backwardEntry(a, g, b); });
+  if (a.out.size() == 2)
+    columnSums(g, a.out[0], a.out[1]);
 }
 
 } // namespace tcc::rt::kernels

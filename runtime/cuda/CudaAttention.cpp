@@ -29,6 +29,9 @@ static AttentionPlan planOf(const Instr &in, const std::vector<TensorInfo> &t) {
   // one gradient.
   bool fused = in.iattrs.size() > 2 && in.iattrs[2] != 0;
   size_t nOut = grad ? (fused ? 1 : 3) : 2;
+  // A fused-QKV backward may add its column sums.
+  if (grad && fused && in.outputs.size() == 2)
+    nOut = 2;
   if (in.inputs.size() < nIn || in.inputs.size() > nIn + 1 ||
       in.outputs.size() != nOut)
     throw Error("the CUDA " + in.kernel + " kernel takes " +
@@ -220,11 +223,25 @@ static std::vector<DType> inputTypes(const Instr &in,
   return types;
 }
 
+/// Whether the instr writes column sums (a fused-QKV backward's second
+/// output).
+static bool writesColumnSums(const Instr &in) {
+  return in.kernel == "attention_grad" && in.outputs.size() == 2;
+}
+
+/// Where the column sums' slices start in the scratch: after what the
+/// tiled kernels or the chunk loop take.
+static int64_t sumsOffset(const AttentionPlan &plan, bool tiles) {
+  return attentionSumsOffset(tiles ? attentionTilesScratch(plan)
+                                   : plan.scratchBytes);
+}
+
 int64_t prepare_attention(const Instr &in, const std::vector<TensorInfo> &t) {
   AttentionPlan plan = planOf(in, t);
-  if (useTiles(in, plan, inputTypes(in, t)))
-    return attentionTilesScratch(plan);
-  return plan.scratchBytes;
+  bool tiles = useTiles(in, plan, inputTypes(in, t));
+  if (writesColumnSums(in))
+    return sumsOffset(plan, tiles) + attentionSumsBytes(plan);
+  return tiles ? attentionTilesScratch(plan) : plan.scratchBytes;
 }
 
 /// One GEMM of the loop; an empty C is skipped and an empty sum (k = 0)
@@ -490,6 +507,14 @@ static std::optional<AttentionTiles> tilesOf(const CudaArgs &a,
     t.dkType = static_cast<int>(dK.dtype);
     t.dvType = static_cast<int>(dV.dtype);
     t.rowDot = static_cast<float *>(a.scratch);
+    // The kernels add the gradients as they store them: in the operands'
+    // 16-bit type (checkInstr: the gradients have q's type).
+    if (writesColumnSums(a.instr) && dQ.dtype != a.in[0].dtype)
+      throw Error("the tiled CUDA attention_grad writes column sums of "
+                  "gradients of its operands' type only");
+    if (writesColumnSums(a.instr))
+      t.colParts = reinterpret_cast<float *>(static_cast<char *>(a.scratch) +
+                                             sumsOffset(pl, true));
   } else {
     t.out = a.out[0].data;
     t.outType = static_cast<int>(a.out[0].dtype);
@@ -508,10 +533,23 @@ void launch_attention(const CudaArgs &a) {
 
 void launch_attention_grad(const CudaArgs &a) {
   AttentionPlan pl = planOfViews(a);
-  if (auto t = tilesOf(a, pl))
+  auto t = tilesOf(a, pl);
+  if (t)
     attentionTiledBackward(*t, a.stream);
   else
     runAttentionGrad(a, pl, attentionGemm(a));
+  if (!writesColumnSums(a.instr))
+    return;
+  // The tiled kernels wrote the slices' sums as they stored; the chunk
+  // loop's GEMMs did not.
+  float *parts = reinterpret_cast<float *>(static_cast<char *>(a.scratch) +
+                                           sumsOffset(pl, t.has_value()));
+  if (!t)
+    attentionSliceSums(a.out[0].data, static_cast<int>(a.out[0].dtype),
+                       pl.batch / pl.heads, pl.tq, attentionSumCols(pl), parts,
+                       a.stream);
+  attentionColumnTotals(parts, attentionSumSlices(pl), attentionSumCols(pl),
+                        a.out[1].f32(), a.stream);
 }
 
 } // namespace tcc::rt::cuda

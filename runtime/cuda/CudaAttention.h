@@ -106,6 +106,24 @@ void attentionGradRows(const AttentionRows &r, const float *dp, void *p, int tp,
                        const void *dout, const void *out, int to, long long dv,
                        cudaStream_t stream);
 
+// --- Column sums (CudaKernelsAttention.cu) ---------------------------------
+//
+// A fused-QKV attention_grad with a second output writes the projection
+// gradient's column sums in runtime/core/AttentionColumnSums.h's order: each
+// slice's sums into `parts` [slices, cols] f32 (the scratch, after what the
+// backward itself takes: attentionSumsOffset), then each column's total.
+// The tiled kernels add their slices as they store their tiles
+// (AttentionTiles::colParts); after the chunk loop attentionSliceSums reads
+// the gradient for them.
+
+/// The slices' sums of g (rows [outer * tq, cols] of dtype tg) into parts.
+void attentionSliceSums(const void *g, int tg, long long outer, long long tq,
+                        long long cols, float *parts, cudaStream_t stream);
+
+/// Each column's total of the slices' sums, into out (f32 [cols]).
+void attentionColumnTotals(const float *parts, long long slices, long long cols,
+                           float *out, cudaStream_t stream);
+
 // --- Tiled attention (CudaKernelsAttentionTiled.cu) ------------------------
 //
 // For 16-bit q, k, v with D = Dv of 16, 32, 64, 80, 96 or 128, on a GPU of
@@ -140,6 +158,10 @@ struct AttentionTiles {
   void *dq = nullptr, *dk = nullptr, *dv = nullptr;
   int dqType = 0, dkType = 0, dvType = 0, outType = 0, oType = 0;
   float *rowDot = nullptr; // backward: D, [batch, tq] f32 (the scratch)
+  /// Backward, fused QKV: the slices' column sums of dq, dk and dv as
+  /// stored ([slices, inputPitch] f32, slice outer * tiles + row / 64:
+  /// runtime/core/AttentionColumnSums.h), or none.
+  float *colParts = nullptr;
   int dtype = 0;           // kDtBF16 or kDtF16
   long long batch = 0, tq = 0, tk = 0, heads = 1;
   /// Elements from one row of q, k, v or their gradients to the next

@@ -197,4 +197,74 @@ void attentionGradRows(const AttentionRows &r, const float *dp, void *p, int tp,
   checkLaunch("attention_grad");
 }
 
+//===----------------------------------------------------------------------===//
+// Column sums (runtime/core/AttentionColumnSums.h's order)
+//===----------------------------------------------------------------------===//
+
+/// Slice blockIdx.y (and gridDim.y on) of g's columns blockIdx.x * 256 +
+/// threadIdx.x: its four 16-row units, each rows g and g + 8 paired, the
+/// pairs as a tree, as a tiled kernel's warps add their fragments.
+__global__ void __launch_bounds__(256)
+    attentionSliceSumsKernel(const void *g, int tg, long long tq,
+                             long long tiles, long long slices, long long cols,
+                             float *parts) {
+  const long long c = blockIdx.x * 256LL + threadIdx.x;
+  if (c >= cols)
+    return;
+  for (long long s = blockIdx.y; s < slices; s += gridDim.y) {
+    const long long b = s / tiles, i0 = (s - b * tiles) * 64;
+    const long long n = tq - i0 < 64 ? tq - i0 : 64;
+    const long long base = (b * tq + i0) * cols + c;
+    float unit[4];
+    for (int u = 0; u < 4; ++u) {
+      float v[8];
+      for (int r8 = 0; r8 < 8; ++r8) {
+        const int r = 16 * u + r8;
+        float lo = r < n ? ldf(g, tg, base + r * cols) : 0.0f;
+        float hi = r + 8 < n ? ldf(g, tg, base + (r + 8) * cols) : 0.0f;
+        v[r8] = lo + hi;
+      }
+      unit[u] =
+          ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+    }
+    parts[s * cols + c] = ((unit[0] + unit[1]) + unit[2]) + unit[3];
+  }
+}
+
+/// Column blockIdx.x * 32 + threadIdx.x's total of the slices (sliceSum).
+/// Block (32, 8).
+__global__ void __launch_bounds__(256)
+    attentionColumnTotalsKernel(const float *parts, long long slices,
+                                long long cols, float *out) {
+  __shared__ float lanes[8][33];
+  float v = sliceSum(parts, slices, cols, cols, lanes);
+  long long j = blockIdx.x * 32LL + threadIdx.x;
+  if (threadIdx.y == 0 && j < cols)
+    out[j] = v;
+}
+
+void attentionSliceSums(const void *g, int tg, long long outer, long long tq,
+                        long long cols, float *parts, cudaStream_t stream) {
+  (void)stream;
+  const long long tiles = attentionSumTiles(tq), slices = outer * tiles;
+  if (slices == 0 || cols == 0)
+    return;
+  dim3 grid(static_cast<unsigned>((cols + 255) / 256),
+            static_cast<unsigned>(slices < 65535 ? slices : 65535));
+  TCC_LAUNCH(attentionSliceSumsKernel, grid, dim3(256), stream)
+  (g, tg, tq, tiles, slices, cols, parts);
+  checkLaunch("attention_grad (column sums)");
+}
+
+void attentionColumnTotals(const float *parts, long long slices, long long cols,
+                           float *out, cudaStream_t stream) {
+  (void)stream;
+  if (cols == 0)
+    return;
+  TCC_LAUNCH(attentionColumnTotalsKernel,
+             dim3(static_cast<unsigned>((cols + 31) / 32)), dim3(32, 8), stream)
+  (parts, slices, cols, out);
+  checkLaunch("attention_grad (column sums)");
+}
+
 } // namespace tcc::rt::cuda

@@ -765,6 +765,64 @@ storeAcc(const AttentionTiles &t, const float (*acc)[4], const float *mul,
   }
 }
 
+/// Column sums (AttentionTiles::colParts; runtime/core/
+/// AttentionColumnSums.h): the sums of each of the warp's 16-row units
+/// (m-tile mi: rows rw + 16 mi..) of what storeAcc writes of `acc` times
+/// mul (the gradients have the operands' dtype Dt), rows past `rows` as 0,
+/// into units[(warp MT + mi) D + column] (shared memory). A lane rounds
+/// its two columns of rows g and g + 8 by paired conversions and adds the
+/// rows, then three xor shuffles add the 8 lanes of a column as a tree.
+template <int Dt, int D, int MT>
+__device__ __forceinline__ void unitSums(const float (*acc)[D / 8][4],
+                                         float mul, long long rw,
+                                         long long rows, float *units) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int gr = lane >> 2, tc = lane & 3;
+  auto widen = [](unsigned bits) {
+    unsigned short h = static_cast<unsigned short>(bits & 0xffffu);
+    return Dt == kDtBF16 ? bf16Bits(h) : f16Bits(h);
+  };
+  TCC_UNROLL
+  for (int mi = 0; mi < MT; ++mi) {
+    const long long r = rw + 16 * mi + gr;
+    const bool in0 = r < rows, in8 = r + 8 < rows;
+    TCC_UNROLL
+    for (int n = 0; n < D / 8; ++n) {
+      const unsigned lo = pack2<Dt>(acc[mi][n][0] * mul, acc[mi][n][1] * mul);
+      const unsigned hi = pack2<Dt>(acc[mi][n][2] * mul, acc[mi][n][3] * mul);
+      TCC_UNROLL
+      for (int u = 0; u < 2; ++u) {
+        float v = (in0 ? widen(lo >> (16 * u)) : 0.0f) +
+                  (in8 ? widen(hi >> (16 * u)) : 0.0f);
+        v += __shfl_xor_sync(0xffffffffu, v, 4);
+        v += __shfl_xor_sync(0xffffffffu, v, 8);
+        v += __shfl_xor_sync(0xffffffffu, v, 16);
+        if (gr == 0)
+          units[(warp * MT + mi) * D + n * 8 + 2 * tc + u] = v;
+      }
+    }
+  }
+}
+
+/// The block's slices (64 rows each from r0, MT of them) of unitSums'
+/// units, each its four units added in order, to t.colParts: columns
+/// colBase + head d.. of the projection gradient.
+template <int D, int MT>
+__device__ __forceinline__ void
+sliceSums(const AttentionTiles &t, const float *units, EntryAt e, long long r0,
+          long long rows, long long colBase) {
+  const long long tiles = (rows + 63) / 64;
+  for (int i = threadIdx.x; i < MT * D; i += kThreads) {
+    const int s = i / D, c = i - s * D;
+    const long long first = r0 + 64LL * s;
+    if (first >= rows)
+      continue;
+    const float *u = units + 4 * s * D + c;
+    t.colParts[(e.outer * tiles + first / 64) * t.inputPitch + colBase +
+               e.head * t.d + c] = ((u[0] + u[D]) + u[2 * D]) + u[3 * D];
+  }
+}
+
 /// The step's K and V tiles in the double buffer `kv` (K0, V0, K1, V1)
 /// once they are in, after starting the copies of the next step's (keys
 /// from k0 + 64) when there is one: by tensor copies on `bars`, or
@@ -1267,6 +1325,15 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT, Mode))
     storeAcc<D>(t, dv[mi], one, ge, jw + 16 * mi, t.tk, t.inputPitch, t.dv,
                 t.dvType);
   }
+  if (t.colParts) {  // the same for the whole block
+    __syncthreads(); // every thread's copies are in: the tiles are free
+    float *units = reinterpret_cast<float *>(smem);
+    unitSums<Dt, D, MT>(dk, t.scale, jw, t.tk, units);
+    unitSums<Dt, D, MT>(dv, 1.0f, jw, t.tk, units + 4 * MT * D);
+    __syncthreads();
+    sliceSums<D, MT>(t, units, ge, k0, t.tk, t.heads * t.d);
+    sliceSums<D, MT>(t, units + 4 * MT * D, ge, k0, t.tk, 2 * t.heads * t.d);
+  }
 }
 
 /// dQ: block (entry g, query tile of 64 MT rows); the warp owns 16 MT
@@ -1408,6 +1475,13 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT, Mode))
   for (int mi = 0; mi < MT; ++mi)
     storeAcc<D>(t, dq[mi], scale, ge, iw + 16 * mi, t.tq, t.inputPitch, t.dq,
                 t.dqType);
+  if (t.colParts) { // as in the dK / dV kernel
+    __syncthreads();
+    float *units = reinterpret_cast<float *>(smem);
+    unitSums<Dt, D, MT>(dq, t.scale, iw, t.tq, units);
+    __syncthreads();
+    sliceSums<D, MT>(t, units, ge, q0, t.tq, 0);
+  }
 }
 
 /// Launches kernel `k` over `blocks` blocks with `smem` bytes of dynamic

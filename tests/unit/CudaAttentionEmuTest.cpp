@@ -966,6 +966,14 @@ TEST(CudaAttentionEmu, TiledChoice) {
             96 * 1024 * 4);
   EXPECT_EQ(attentionScratchBytes(gpt, gpt, gpt, DType::F32, true),
             cuda::planAttention(gpt, gpt, gpt, DType::F32, true).scratchBytes);
+  // Its fused-QKV backward's column sums after that: 8 sequences of 16
+  // slices of 64 positions, 3 * 768 columns, f32.
+  std::vector<int64_t> qkv = {8, 1024, 36, 64};
+  AttentionDims fused = attentionDims(qkv, qkv, qkv, true, true);
+  EXPECT_EQ(attentionSumSlices(fused), 8 * 16);
+  EXPECT_EQ(attentionSumCols(fused), 2304);
+  EXPECT_EQ(attentionScratchBytes(fused, DType::BF16, true),
+            96 * 1024 * 4 + 8 * 16 * 2304 * 4);
   EXPECT_EQ(attentionTilesScratch(
                 attentionDims({3, 5, 16}, {3, 5, 16}, {3, 5, 16}, false)),
             256); // rounded up to 256 bytes

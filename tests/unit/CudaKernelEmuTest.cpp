@@ -196,6 +196,44 @@ TEST(CudaKernelEmuAttention, WarpgroupProductsAgreeBitForBit) {
   }
 }
 
+// A fused QKV attention_grad's column sums (the projection's bias
+// gradient) are, bit for bit, runtime/core/AttentionColumnSums.h's sums of
+// the gradient the kernels wrote: added by the tiled kernels as they store
+// each tile, in every way of copying and multiplying and with warps of 16
+// and 32 rows, and by a pass over the gradient after the chunk loop (head
+// dim 48). Slices with tails (70, 130 rows), whole ones (128), causal and
+// masked, one outer index and several.
+TEST(CudaKernelEmuAttention, ColumnSumsAddTheGradientInOrder) {
+  struct Way {
+    int rows;
+    cuda::TileCopies copies;
+    cuda::TileProducts products;
+  };
+  const Way ways[] = {{16, cuda::TileCopies::Async, cuda::TileProducts::Sync},
+                      {32, cuda::TileCopies::Async, cuda::TileProducts::Sync},
+                      {16, cuda::TileCopies::Tma, cuda::TileProducts::Sync},
+                      {16, cuda::TileCopies::Tma, cuda::TileProducts::Wgmma}};
+  for (const Way &w : ways) {
+    SCOPED_TRACE("warp rows " + std::to_string(w.rows) + ", way " +
+                 std::to_string(static_cast<int>(w.copies)) + "/" +
+                 std::to_string(static_cast<int>(w.products)));
+    AttentionWarpRowsScope rows(w.rows);
+    AttentionCopiesScope copies(w.copies);
+    AttentionProductsScope products(w.products);
+    OneProgram p;
+    std::vector<int32_t> outs;
+    DType t = DType::BF16;
+    attentionPair(p, t, {2}, 70, 70, 64, 64, {}, true, outs, 3, true, true);
+    attentionPair(p, t, {}, 130, 130, 32, 32, {1, 130}, false, outs, 2, true,
+                  true);
+    attentionPair(p, t, {1}, 128, 128, 64, 64, {}, false, outs, 2, true, true);
+    attentionPair(p, t, {3}, 40, 40, 48, 48, {}, true, outs, 2, true, true);
+    std::vector<std::vector<uint8_t>> got = runEmulated(p);
+    for (size_t i = 0; i + 3 < outs.size(); i += 4)
+      expectColumnSumsInOrder(p, got, outs[i + 2], outs[i + 3]);
+  }
+}
+
 // The multi-tensor AdamW launch over a table of three tensors equals three
 // single updates on the CPU (the first also writes its bf16 copy).
 // TCC_CUDA_BGRAD picks how the weight gradients' bias gradients run; a

@@ -328,6 +328,31 @@ TEST(CudaKernels, AttentionTiled) {
   }
 }
 
+// GPT-2's fused-QKV backward with the projection's column sums (its QKV
+// bias gradient) on the GPU: bit for bit runtime/core/AttentionColumnSums.h's
+// sums of the gradient the same run wrote, with either warp shape and the
+// default copies and products (warpgroup products on an H100), and the
+// chunk loop (head dim 48); the same bits from run to run.
+TEST(CudaKernels, AttentionColumnSums) {
+  TCC_REQUIRE_GPU();
+  OneProgram p;
+  std::vector<int32_t> outs;
+  attentionPair(p, DType::BF16, {4}, 1024, 1024, 64, 64, {}, true, outs, 12,
+                true, true);
+  attentionPair(p, DType::BF16, {2}, 200, 200, 48, 48, {}, true, outs, 2, true,
+                true);
+  for (int warpRows : {16, 32}) {
+    SCOPED_TRACE(std::to_string(warpRows) + " rows a warp");
+    AttentionWarpRowsScope scope(warpRows);
+    auto first = p.runGpu(ExecMode::Compiled, {}, 2);
+    auto second = p.runGpu(ExecMode::Compiled, {}, 2);
+    for (size_t i = 0; i + 3 < outs.size(); i += 4) {
+      expectColumnSumsInOrder(p, first, outs[i + 2], outs[i + 3]);
+      EXPECT_EQ(first[outs[i + 3]], second[outs[i + 3]]) << "run to run";
+    }
+  }
+}
+
 // A leading dim shorter than its row (rows that would overlap) is named
 // before cuBLASLt sees the problem, for each of A, B and C.
 TEST(CudaKernels, GemmRejectsShortLeadingDims) {

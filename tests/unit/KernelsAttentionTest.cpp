@@ -763,3 +763,79 @@ TEST(KernelsAttention, SeqMajorMatchesPacked) {
   checkSeqMajor({{2, 2}, 64, 64, 8, 8, true}, 2, DType::BF16);
   checkSeqMajor({{3, 2}, 80, 80, 16, 16, true}, 2, DType::F16);
 }
+
+namespace {
+/// A fused-QKV attention_grad over [outer, T, 3H, D] random operands,
+/// with its column sums (`sums`) or without; returns the gradient, then
+/// the sums.
+std::pair<std::vector<float>, std::vector<float>>
+fusedGradient(DType t, int64_t outer, int64_t tlen, int64_t heads, int64_t d,
+              bool sums) {
+  Tensors ts;
+  std::vector<int64_t> proj = {outer, tlen, 3 * heads, d},
+                       rows = {outer, tlen, heads, d};
+  int64_t n = test::numel(proj), m = test::numel(rows);
+  int32_t x = ts.add(t, proj, test::randomValues(n, 3));
+  int32_t dout = ts.add(t, rows, test::randomValues(m, 4));
+  int32_t out = ts.add(t, rows), lse = ts.add(DType::F32, {outer, heads, tlen});
+  int32_t g = ts.add(t, proj), s = ts.add(DType::F32, {3 * heads * d});
+  std::vector<int64_t> attrs = {1, 1, 1};
+  ts.run("attention", {x, x, x}, {out, lse}, attrs, {0.5});
+  ts.run("attention_grad", {x, x, x, out, lse, dout},
+         sums ? std::vector<int32_t>{g, s} : std::vector<int32_t>{g}, attrs,
+         {0.5});
+  return {ts.get(g), sums ? ts.get(s) : std::vector<float>{}};
+}
+} // namespace
+
+// A fused-QKV attention_grad's second output, the projection gradient's
+// column sums (tcc-pack-attention's column_sums): the gradient is the same
+// bits as without it, and each sum is the column's sum in double within
+// f32 rounding (several 64-position slices a sequence, a short last one,
+// two sequences, 16-bit gradients).
+TEST(KernelsAttention, ColumnSumsOfTheFusedGradient) {
+  for (DType t : kTypes) {
+    SCOPED_TRACE(dtypeName(t));
+    const int64_t outer = 2, tlen = 150, heads = 2, d = 4, cols = 3 * heads * d;
+    auto [g, sums] = fusedGradient(t, outer, tlen, heads, d, true);
+    auto [plain, none] = fusedGradient(t, outer, tlen, heads, d, false);
+    EXPECT_EQ(g, plain);
+    ASSERT_EQ(sums.size(), static_cast<size_t>(cols));
+    for (int64_t c = 0; c < cols; ++c) {
+      double want = 0, mag = 0;
+      for (int64_t r = 0; r < outer * tlen; ++r) {
+        want += g[r * cols + c];
+        mag += std::fabs(g[r * cols + c]);
+      }
+      EXPECT_NEAR(sums[c], want, 1e-6 * mag + 1e-7) << "column " << c;
+    }
+  }
+}
+
+// The column sums' checks: only with fused_qkv, f32 [3HD].
+TEST(KernelsAttention, ColumnSumsCheckErrors) {
+  Tensors ts;
+  DType h = DType::BF16;
+  int32_t x = ts.add(h, {2, 5, 6, 4}), out = ts.add(h, {2, 5, 2, 4});
+  int32_t lse = ts.add(DType::F32, {2, 2, 5}), g = ts.add(h, {2, 5, 6, 4});
+  int32_t sums = ts.add(DType::F32, {24}), bad16 = ts.add(h, {24});
+  int32_t short_ = ts.add(DType::F32, {12});
+  auto check = [&](std::vector<int32_t> outs) {
+    checkInstr(
+        Instr{
+            "attention_grad", {x, x, x, out, lse, out}, outs, {1, 1, 1}, {0.5}},
+        ts.infos);
+  };
+  EXPECT_NO_THROW(check({g, sums}));
+  auto fails = [&](std::vector<int32_t> outs, const std::string &msg) {
+    try {
+      check(outs);
+      ADD_FAILURE() << "no error; expected: " << msg;
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find(msg), std::string::npos) << e.what();
+    }
+  };
+  fails({g, bad16}, "is bf16, expected f32 (column sums are always f32)");
+  fails({g, short_}, "has shape [12], expected [24]");
+  fails({g, sums, sums}, "expects 6 inputs and 1 outputs, got 6 and 3");
+}

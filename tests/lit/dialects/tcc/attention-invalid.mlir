@@ -197,3 +197,13 @@ func.func @fused_qkv_heads(%x: tensor<2x8x10x16xf32>) -> tensor<2x8x4x16xf32> {
   %dq, %dk, %dv = tcc.attention_grad %x, %x, %x, %x, %x, %x {scale = 1.0 : f64, seq_major = true, fused_qkv = true} : (tensor<2x8x10x16xf32>, tensor<2x8x10x16xf32>, tensor<2x8x10x16xf32>, tensor<2x8x10x16xf32>, tensor<2x8x10x16xf32>, tensor<2x8x10x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>)
   return %dq : tensor<2x8x4x16xf32>
 }
+
+// -----
+
+func.func @column_sums_unfused(%q: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+  %o, %l = tcc.attention %q, %q, %q {scale = 1.0 : f64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>)
+  // expected-error @+2 {{tcc.attention_grad: column_sums needs fused_qkv (the sums are the projection gradient's)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dq, %dk, %dv = tcc.attention_grad %q, %q, %q, %o, %l, %o {scale = 1.0 : f64, column_sums = true} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>)
+  return %dq : tensor<2x8x16xf32>
+}

@@ -31,6 +31,14 @@ func.func @fused_qkv(%x: tensor<2x8x12x16xbf16>) -> tensor<2x8x12x16xbf16> {
   return %dx : tensor<2x8x12x16xbf16>
 }
 
+// With column_sums, also the projection gradient's column sums: f32 [3HD].
+// CHECK-LABEL: func.func @fused_qkv_column_sums
+// CHECK: %{{.+}}:2 = tcc.attention_grad {{.+}} {column_sums = true, fused_qkv = true, scale = 1.250000e-01 : f64, seq_major = true} : {{.+}} -> (tensor<2x8x12x16xbf16>, tensor<192xf32>)
+func.func @fused_qkv_column_sums(%x: tensor<2x8x12x16xbf16>, %o: tensor<2x8x4x16xbf16>, %lse: tensor<2x4x8xf32>) -> (tensor<2x8x12x16xbf16>, tensor<192xf32>) {
+  %dx, %db = tcc.attention_grad %x, %x, %x, %o, %lse, %o {scale = 0.125 : f64, seq_major = true, fused_qkv = true, column_sums = true} : (tensor<2x8x12x16xbf16>, tensor<2x8x12x16xbf16>, tensor<2x8x12x16xbf16>, tensor<2x8x4x16xbf16>, tensor<2x4x8xf32>, tensor<2x8x4x16xbf16>) -> (tensor<2x8x12x16xbf16>, tensor<192xf32>)
+  return %dx, %db : tensor<2x8x12x16xbf16>, tensor<192xf32>
+}
+
 // CHECK-LABEL: func.func @forward
 // CHECK: %{{.+}}, %{{.+}} = tcc.attention %{{.+}}, %{{.+}}, %{{.+}} {causal = true, scale = 1.250000e-01 : f64} : (tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>)
 // CHECK: %{{.+}}, %{{.+}} = tcc.attention %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {scale = 5.000000e-01 : f64} : (tensor<2x3x5x4xf32>, tensor<2x3x7x4xf32>, tensor<2x3x7x6xf32>, tensor<2x3x1x7xf32>) -> (tensor<2x3x5x6xf32>, tensor<2x3x5xf32>)
