@@ -116,9 +116,7 @@ struct KernelGraph {
   int colSums = 0;
   std::vector<std::pair<int, int>> colOut;
   int64_t sliceRows = 0;
-  int64_t slices() const {
-    return sliceRows ? (d.rows + sliceRows - 1) / sliceRows : 0;
-  }
+  int64_t slices() const { return rt::columnSumSlices(d.rows, sliceRows); }
   int64_t colBase() const { return d.rows * partials; }
   std::vector<std::pair<int, int>> rowStores;  // (node, output): row results
   /// Per output: the zero columns after each row (a last-axis pad,

@@ -159,6 +159,29 @@ constexpr int64_t kMaxKernelSmem = 227 * 1024;
 /// Threads of a column-sum fin's blocks (DeviceKernel::colSums).
 constexpr int64_t kColFinThreads = 256;
 
+/// Hands a shared arena (at `arena`) from one program's temporaries
+/// (`from`; null: none) to another's (`to`): from's lose their buffers, so
+/// reading one afterwards is a "not live" error instead of another
+/// program's bytes, and to's point at their planned arena offsets. The CPU
+/// and CUDA sessions share one arena between their programs this way.
+inline void handOverArena(std::vector<void *> &buffers,
+                          const std::vector<int32_t> *from,
+                          const std::vector<int32_t> &to, char *arena,
+                          const std::vector<TensorInfo> &tensors) {
+  if (from)
+    for (int32_t id : *from)
+      buffers[id] = nullptr;
+  for (int32_t id : to)
+    buffers[id] = arena + tensors[id].arenaOffset;
+}
+
+/// The column sums' row slices of `rows` rows in slices of `sliceRows` (the
+/// last may be shorter; 0 without column sums): the compiler's generated
+/// code, the host library and the GPU launches count them alike.
+inline int64_t columnSumSlices(int64_t rows, int64_t sliceRows) {
+  return sliceRows ? (rows + sliceRows - 1) / sliceRows : 0;
+}
+
 struct DeviceKernel {
   std::string symbol, finSymbol;
   std::string name; // the region's ops, for profiles
@@ -171,9 +194,7 @@ struct DeviceKernel {
   int64_t gridPerSm = 0;
   /// Column sums and their row slices (see above); 0 for none.
   int64_t colSums = 0, sliceRows = 0;
-  int64_t slices() const {
-    return sliceRows ? (rows + sliceRows - 1) / sliceRows : 0;
-  }
+  int64_t slices() const { return columnSumSlices(rows, sliceRows); }
   /// Doubles of device scratch the kernel's partials take.
   int64_t partialCount() const {
     return rows * partialsPerRow + slices() * colSums * cols;

@@ -218,11 +218,8 @@ void Session::useArena(ProgramState &ps) {
   }
   if (arenaOwner_ == &ps)
     return;
-  if (arenaOwner_)
-    for (int32_t id : arenaOwner_->temps)
-      buffers_[id] = nullptr;
-  for (int32_t id : ps.temps)
-    buffers_[id] = static_cast<char *>(arena_) + tensors_[id].arenaOffset;
+  handOverArena(buffers_, arenaOwner_ ? &arenaOwner_->temps : nullptr, ps.temps,
+                static_cast<char *>(arena_), tensors_);
   arenaOwner_ = &ps;
 }
 

@@ -90,8 +90,8 @@ public:
     int64_t colSums = 0, sliceRows = 0; // column sums (see the ABI above)
     /// Doubles of partials: per-row ones, then the column sums' slices.
     int64_t partialCount() const {
-      int64_t slices = sliceRows ? (rows + sliceRows - 1) / sliceRows : 0;
-      return rows * partialsPerRow + slices * colSums * cols;
+      return rows * partialsPerRow +
+             columnSumSlices(rows, sliceRows) * colSums * cols;
     }
     std::string name; // the region's ops, for profiles
     std::vector<std::pair<DType, int64_t>> inputs, outputs;

@@ -107,11 +107,8 @@ void CudaSession::Impl::notePeak() {
 void CudaSession::Impl::useArena(ProgramState &ps) {
   if (arenaOwner == &ps)
     return;
-  if (arenaOwner)
-    for (int32_t id : arenaOwner->temps)
-      buffers[id] = nullptr;
-  for (int32_t id : ps.temps)
-    buffers[id] = arena + tensors[id].arenaOffset;
+  handOverArena(buffers, arenaOwner ? &arenaOwner->temps : nullptr, ps.temps,
+                arena, tensors);
   arenaOwner = &ps;
 }
 

@@ -95,7 +95,8 @@ static cl::opt<bool> fuseColumnSums(
     cl::desc("A layer norm's scale and bias gradients join its input "
              "gradient's fused region as column sums, so one pass reads dy "
              "and x for all three, and a bias gradient joins the region "
-             "that computes its dy (default on; --fuse-column-sums=false "
+             "that computes its dy, or a fused QKV projection's into its "
+             "attention gradient (default on; --fuse-column-sums=false "
              "keeps library kernels and GEMM epilogues, which read them "
              "again)"),
     cl::init(true), cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
