@@ -550,6 +550,51 @@ TEST_F(Fixture, LibraryChecksOperandsAndIsa) {
   EXPECT_GT(refused, 0);
 }
 
+// A library whose kernel claims column sums without row slices (meta
+// fields 8 and 9, see FusedLibrary.h's ABI) is refused at load, naming the
+// kernel: the runtime would otherwise size and split its partials by a
+// slice of 0 rows. The library is built here with the host compiler, as
+// tcc compile builds real ones.
+TEST(HostCompile, ColumnSumsWithoutSlicesAreRefused) {
+  auto source = [](int colSums, int sliceRows) {
+    return "#include <cstdint>\n"
+           "extern \"C\" {\n"
+           "typedef int (*Fn)(void *const *, int64_t, int64_t, float *, "
+           "double *, int64_t *);\n"
+           "typedef void (*Fin)(void *const *, const double *);\n"
+           "static int k0(void *const *, int64_t, int64_t, float *, double *,"
+           " int64_t *) { return 0; }\n"
+           "extern const int64_t tcc_fused_abi = " +
+           std::to_string(rt::kFusedAbi) +
+           ";\n"
+           "extern const int64_t tcc_fused_count = 1;\n"
+           "extern const Fn tcc_fused_fns[1] = {k0};\n"
+           "extern const Fin tcc_fused_fins[1] = {nullptr};\n"
+           "extern const int64_t tcc_fused_meta_offsets[2] = {0, 14};\n"
+           "extern const int64_t tcc_fused_meta[14] = {4, 8, 1, 1, 0, 0, 1, "
+           "0, " +
+           std::to_string(colSums) + ", " + std::to_string(sliceRows) +
+           ", 0, 32, 0, 8};\n"
+           "extern const char *const tcc_fused_names[1] = {\"sum\"};\n"
+           "}\n";
+  };
+  ::tcc::HostLibrary good, bad;
+  std::string err;
+  ASSERT_TRUE(::tcc::compileHostLibrary(source(1, 2), good, err)) << err;
+  ASSERT_TRUE(::tcc::compileHostLibrary(source(1, 0), bad, err)) << err;
+  rt::FusedLibrary l(good.bytes.data(), good.bytes.size(), good.isa);
+  EXPECT_EQ(l.kernel(0).partialCount(), 2 * 1 * 8);
+  try {
+    rt::FusedLibrary(bad.bytes.data(), bad.bytes.size(), bad.isa);
+    ADD_FAILURE() << "a column sum over slices of 0 rows was loaded";
+  } catch (const rt::Error &e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "generated kernel 0 has 1 column sums over slices of 0 rows"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(HostCompile, BrokenCompilerIsReported) {
   ::setenv("TCC_HOST_CXX", "/bin/false", 1);
   ::tcc::HostLibrary lib;
