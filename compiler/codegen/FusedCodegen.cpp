@@ -466,14 +466,13 @@ LogicalResult KernelGen::analyze() {
       n.scratch = scratch++;
     maxTime = std::max(maxTime, n.time);
   }
-  // Row slices of the column sums: about 128 rows each, at most 512 (a
-  // block of the CUDA kernel each; their partials are then a few MB).
+  // Row slices of the column sums (rt::columnSumSliceRows, which the
+  // library kernels that sum columns share).
   if (colSums) {
     if (partials)
       return op.emitError(
           "fused codegen: a region with column sums has no loss");
-    int64_t slices = std::clamp<int64_t>((d.rows + 127) / 128, 1, 512);
-    sliceRows = (d.rows + slices - 1) / slices;
+    sliceRows = rt::columnSumSliceRows(d.rows);
   }
   findInPlace();
   return success();

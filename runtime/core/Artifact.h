@@ -175,6 +175,18 @@ inline void handOverArena(std::vector<void *> &buffers,
     buffers[id] = arena + tensors[id].arenaOffset;
 }
 
+/// Rows a column-sum slice takes for `rows` rows: about 128, at most 512
+/// slices (a block of the CUDA kernel each; their partials are then a few
+/// MB). The generated code and the library kernels that sum columns (CPU:
+/// kernels::ColumnSums) slice alike, so a sum is the same bits either way.
+inline int64_t columnSumSliceRows(int64_t rows) {
+  if (rows <= 0)
+    return 0;
+  int64_t slices = (rows + 127) / 128;
+  slices = slices < 1 ? 1 : slices > 512 ? 512 : slices;
+  return (rows + slices - 1) / slices;
+}
+
 /// The column sums' row slices of `rows` rows in slices of `sliceRows` (the
 /// last may be shorter; 0 without column sums): the compiler's generated
 /// code, the host library and the GPU launches count them alike.

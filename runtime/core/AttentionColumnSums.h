@@ -5,8 +5,10 @@
 // the QKV projection's bias gradient (tcc-pack-attention's column_sums).
 // The CUDA backward kernels add them while they still hold each tile of G,
 // so no pass reads G again; this header fixes the order of the additions,
-// which the CPU kernel and the CUDA kernels without tiles follow too, so
-// that all three give the same bits from the same G:
+// which the CUDA chunk loop's pass follows too, so that both give the same
+// bits from the same G, and which the tests recompute on the host (the CPU
+// kernel adds as reduce_sum does, so that a CPU step's bits do not depend
+// on whether the op or a reduce_sum sums G):
 //
 // * Slices: 64 positions of one sequence (a tiled kernel's block), slice
 //   b * attentionSumTiles(T) + i / 64 for row i of sequence b; the last of

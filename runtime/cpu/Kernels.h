@@ -125,8 +125,8 @@
 //                     (fused_qkv: [dqkv] or [dqkv, sums]), i [causal,
 //                     seq_major (, fused_qkv)], f [scale]: P recomputed
 //                     from lse; sums (f32 [3HD]): dqkv's column sums over
-//                     every leading axis, added in the order of
-//                     runtime/core/AttentionColumnSums.h.
+//                     every leading axis, added as reduce_sum adds them
+//                     (the CUDA kernels: runtime/core/AttentionColumnSums.h).
 //
 // Generated kernels (runtime/cpu/FusedLibrary.h):
 //   fused             in [...] out [...], i [kernel]: kernel `kernel` of the

@@ -42,7 +42,6 @@
 // from the unrounded P. Outputs are rounded once. lse and mask are f32.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/core/AttentionColumnSums.h"
 #include "runtime/core/AttentionPlan.h"
 #include "runtime/cpu/FastExp.h"
 #include "runtime/cpu/Half.h"
@@ -629,43 +628,39 @@ static void backwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
   storeEntry(g, DV, b, g.tk, g.dv, dv, 2);
 }
 
-/// attention_grad's column sums of the projection gradient G into `sums`,
-/// in AttentionColumnSums.h's order: each slice's sums of G's 64 rows
-/// (widened), then each column's total over the slices.
-static void columnSums(const AttnGeom &g, const TensorView &G,
-                       const TensorView &sums) {
-  const int64_t cols = sums.numel, tiles = attentionSumTiles(g.tq);
-  const int64_t slices = g.batch / g.heads * tiles;
-  std::vector<float> parts(static_cast<size_t>(slices * cols));
-  auto slice = [&](int64_t s) {
-    thread_local std::vector<float> rows;
-    int64_t b = s / tiles, i0 = (s % tiles) * kAttentionSumRows;
-    int64_t n = std::min(kAttentionSumRows, g.tq - i0);
-    rows.resize(static_cast<size_t>(n * cols));
-    const char *src = static_cast<const char *>(G.data) +
-                      (b * g.tq + i0) * cols * dtypeSize(G.dtype);
-    widenToF32(src, G.dtype, rows.data(), n * cols);
-    for (int64_t c = 0; c < cols; ++c)
-      parts[s * cols + c] =
-          attentionSliceSum([&](int64_t r) { return rows[r * cols + c]; }, n);
-  };
-  ThreadPool &pool = ThreadPool::global();
-  if (slices > 1 && pool.size() > 1 && slices * cols >= (1 << 16))
-    pool.parallelFor(slices, slice);
-  else
-    for (int64_t s = 0; s < slices; ++s)
-      slice(s);
-  float *out = sums.f32();
-  for (int64_t c = 0; c < cols; ++c)
-    out[c] = attentionSlicesTotal(
-        [&](int64_t s) { return parts[s * cols + c]; }, slices);
+/// attention_grad's column sums of the projection gradient G into `sums`:
+/// G's values as stored, summed in reduce_sum's order (ColumnSums), so a
+/// step that sums the bias gradient here has the bits of one that sums it
+/// by a reduce_sum of G (--fuse-column-sums=false). (The CUDA kernels add
+/// in runtime/core/AttentionColumnSums.h's order instead, their tiles'.)
+static void columnSums(const TensorView &G, const TensorView &sums) {
+  const int64_t cols = sums.numel, rows = cols ? G.numel / cols : 0;
+  if (G.dtype == DType::F32) {
+    sumColumns(G.f32(), rows, cols, cols, sums.f32());
+    return;
+  }
+  ColumnSums cs(rows, cols);
+  const size_t es = dtypeSize(G.dtype);
+  cs.forEachSlice(rows * cols, [&](int64_t r0, int64_t r1) {
+    thread_local std::vector<float> wide;
+    wide.resize(static_cast<size_t>((r1 - r0) * cols));
+    widenToF32(static_cast<const char *>(G.data) + r0 * cols * es, G.dtype,
+               wide.data(), (r1 - r0) * cols);
+    for (int64_t r = r0; r < r1; ++r) {
+      double *acc = cs.at(r);
+      const float *row = wide.data() + (r - r0) * cols;
+      for (int64_t j = 0; j < cols; ++j)
+        acc[j] += static_cast<double>(row[j]);
+    }
+  });
+  cs.finish(0, sums.f32());
 }
 
 void run_attention_grad(const KernelArgs &a) {
   AttnGeom g = geometry(a, 6);
   forEachEntry(g, [&](int64_t b) { backwardEntry(a, g, b); });
   if (a.out.size() == 2)
-    columnSums(g, a.out[0], a.out[1]);
+    columnSums(a.out[0], a.out[1]);
 }
 
 } // namespace tcc::rt::kernels

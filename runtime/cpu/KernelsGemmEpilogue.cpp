@@ -14,9 +14,9 @@
 //   across the ThreadPool. The formulas are the library kernels' (run_relu,
 //   run_gelu, run_gelu_grad called on row ranges), so they match the
 //   unfused ops bit for bit given the same accumulator.
-// * Bias gradients: column sums in the row order reduce_sum uses (f32,
-//   row after row), so a fused bias gradient equals the unfused one bit for
-//   bit; columns are split across the ThreadPool. bgrad_lhs/bgrad_rhs sum a
+// * Bias gradients: column sums in reduce_sum's order (ColumnSums: row
+//   slices in double, then the slices in order), so a fused bias gradient
+//   equals the unfused one bit for bit. bgrad_lhs/bgrad_rhs sum a
 //   GEMM operand (cuBLASLt reduces it while loading it; OpenBLAS packs its
 //   operands internally, so here it is one more read of that operand,
 //   in the same call); dgelu_tanh_bgrad sums each block of D while cached.
@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <optional>
 
 namespace tcc::rt::kernels {
 
@@ -156,20 +157,6 @@ static void parallelRows(int64_t rows, int64_t work, F &&fn) {
   });
 }
 
-/// sum[j] += x[r * ld + j] for r in [0, rows), j in [0, cols): row after
-/// row in f32, as reduce_sum over the leading axis adds; columns split
-/// across threads (each column's order is unchanged).
-static void addColumnSums(const float *x, int64_t rows, int64_t cols,
-                          int64_t ld, float *sum) {
-  parallelRows(cols, rows * cols, [&](int64_t c0, int64_t c1) {
-    for (int64_t r = 0; r < rows; ++r) {
-      const float *row = x + r * ld;
-      for (int64_t j = c0; j < c1; ++j)
-        sum[j] += row[j];
-    }
-  });
-}
-
 /// The library kernel `run` (relu, gelu, gelu_grad) over a range of
 /// elements: the same formulas as the unfused ops.
 static void runElementwise(void (*run)(const KernelArgs &), int64_t approx,
@@ -222,15 +209,23 @@ void run_matmul_epilogue(const KernelArgs &args) {
   float *c = D.f32();
   const float *a = A.f32(), *b = B.f32();
   float *bgrad = e.bgrad != GemmBiasGrad::None ? args.out[1].f32() : nullptr;
-  if (bgrad)
-    std::fill(bgrad, bgrad + args.out[1].numel, 0.0f);
   // Operand sums (the GEMM's inputs, whatever D's size).
   if (e.bgrad == GemmBiasGrad::Lhs) // A [K, M]: sum its rows
-    addColumnSums(a, d.k, d.rows, d.rows, bgrad);
+    sumColumns(a, d.k, d.rows, d.rows, bgrad);
   else if (e.bgrad == GemmBiasGrad::Rhs) // B [K, N]
-    addColumnSums(b, d.k, d.n, d.n, bgrad);
-  if (D.numel == 0)
+    sumColumns(b, d.k, d.n, d.n, bgrad);
+  // D's sums, added block by block (each slice's rows still in order).
+  std::optional<ColumnSums> outSums;
+  if (e.bgrad == GemmBiasGrad::Out)
+    outSums.emplace(d.rows, d.n);
+  auto finishOut = [&] {
+    if (outSums)
+      outSums->finish(0, bgrad);
+  };
+  if (D.numel == 0) {
+    finishOut();
     return;
+  }
 
   const float *bias = e.bias ? args.in[2].f32() : nullptr;
   bool perElement =
@@ -262,9 +257,17 @@ void run_matmul_epilogue(const KernelArgs &args) {
       parallelRows(rows, rows * d.n * cost, [&](int64_t i0, int64_t i1) {
         epilogueRows(e, args, r0, d.n, i0, i1);
       });
-    if (e.bgrad == GemmBiasGrad::Out)
-      addColumnSums(cb, rows, d.n, d.n, bgrad);
+    if (outSums)
+      parallelRows(d.n, rows * d.n, [&](int64_t c0, int64_t c1) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const float *row = cb + r * d.n;
+          double *acc = outSums->at(r0 + r);
+          for (int64_t j = c0; j < c1; ++j)
+            acc[j] += static_cast<double>(row[j]);
+        }
+      });
   }
+  finishOut();
 }
 
 } // namespace tcc::rt::kernels

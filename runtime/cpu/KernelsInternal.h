@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace tcc::rt::kernels {
@@ -43,6 +44,42 @@ inline int64_t runtimeAxis(const KernelArgs &a, size_t rank) {
   int64_t axis = a.instr.iattrs[0];
   return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
 }
+
+// --- Column sums in the fused regions' order (KernelsReduce.cpp) ------------
+/// Sums over rows, per column, added as a fused region's column sums add
+/// them (compiler/codegen/FusedCodegen.cpp): rows in slices of
+/// columnSumSliceRows(rows), each slice's sums in double in row order, then
+/// each column's slices in order from 0, rounded once to f32. reduce_sum
+/// over leading axes, the layer norms' parameter gradients and the GEMM
+/// epilogues' bias gradients sum so, and a fused region's column sums
+/// equal them bit for bit. `count` sums of `cols` columns each.
+class ColumnSums {
+public:
+  ColumnSums(int64_t rows, int64_t cols, int count = 1);
+  int64_t sliceRows() const { return sliceRows_; }
+  int64_t slices() const { return slices_; }
+  /// Sum k's partials of the slice that holds row r (cols doubles): rows
+  /// of one slice must be added in order; slices may run in parallel.
+  double *at(int64_t r, int k = 0) {
+    return parts_.data() + ((r / sliceRows_) * count_ + k) * cols_;
+  }
+  /// Runs rows(r0, r1) for each slice's rows, the slices on the ThreadPool
+  /// when `work` (element operations) is worth it.
+  void forEachSlice(int64_t work,
+                    const std::function<void(int64_t, int64_t)> &rows);
+  /// Sum k's totals, into out[0..cols).
+  void finish(int k, float *out) const;
+
+private:
+  int64_t rows_, cols_, sliceRows_, slices_;
+  int count_;
+  std::vector<double> parts_;
+};
+
+/// out[j] = the sum over r < rows of x[r * ld + j] (j < cols), in
+/// ColumnSums' order.
+void sumColumns(const float *x, int64_t rows, int64_t cols, int64_t ld,
+                float *out);
 
 // --- bf16/f16 operands (KernelsHalf.cpp) -------------------------------------
 /// Whether some operand is bf16 or f16.

@@ -97,16 +97,18 @@ void check_layer_norm_grad(const KernelSig &s) {
 
 // Per row, with g = dy * scale and xhat = (x - mean) * rstd:
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
-// scale_grad and bias_grad sum dy * xhat and dy over the rows, in double.
+// scale_grad and bias_grad sum dy * xhat and dy over the rows, in double,
+// in the order of a fused region's column sums (ColumnSums).
 void run_layer_norm_grad(const KernelArgs &a) {
   const float *dy = a.in[0].f32(), *x = a.in[1].f32(), *gamma = a.in[2].f32(),
               *mean = a.in[3].f32(), *rstd = a.in[4].f32();
   float *dx = a.out[0].f32(), *dgamma = a.out[1].f32(), *dbeta = a.out[2].f32();
   RowView v = rowView(*a.in[1].shape, a.instr.iattrs[0]);
-  std::vector<double> accGamma(v.n, 0.0), accBeta(v.n, 0.0);
+  ColumnSums sums(v.rows, v.n, 2);
   for (int64_t r = 0; r < v.rows; ++r) {
     const float *dyr = dy + r * v.n, *xr = x + r * v.n;
     float *dxr = dx + r * v.n;
+    double *accGamma = sums.at(r, 0), *accBeta = sums.at(r, 1);
     const float m = mean[r], rs = rstd[r];
     double sumG = 0, sumGX = 0;
     for (int64_t j = 0; j < v.n; ++j) {
@@ -124,10 +126,8 @@ void run_layer_norm_grad(const KernelArgs &a) {
       dxr[j] = rs * (dyr[j] * gamma[j] - meanG - xhat * meanGX);
     }
   }
-  for (int64_t j = 0; j < v.n; ++j) {
-    dgamma[j] = static_cast<float>(accGamma[j]);
-    dbeta[j] = static_cast<float>(accBeta[j]);
-  }
+  sums.finish(0, dgamma);
+  sums.finish(1, dbeta);
 }
 
 void check_layer_norm_param_grad(const KernelSig &s) {
@@ -138,31 +138,29 @@ void check_layer_norm_param_grad(const KernelSig &s) {
 }
 
 // layer_norm_grad's scale_grad and bias_grad alone: sums of dy * xhat and
-// dy over the rows, in double. A task owns a block of columns and sums each
-// in row order, so the result does not depend on the threads.
+// dy over the rows, in double, in ColumnSums' order (row slices on the
+// ThreadPool, each in row order), so the result depends neither on the
+// threads nor on whether a fused region sums them.
 void run_layer_norm_param_grad(const KernelArgs &a) {
   const float *dy = a.in[0].f32(), *x = a.in[1].f32(), *mean = a.in[2].f32(),
               *rstd = a.in[3].f32();
   float *dgamma = a.out[0].f32(), *dbeta = a.out[1].f32();
   RowView v = rowView(*a.in[1].shape, a.instr.iattrs[0]);
-  constexpr int64_t kCols = 64;
-  ThreadPool::global().parallelFor((v.n + kCols - 1) / kCols, [&](int64_t b) {
-    const int64_t j0 = b * kCols, j1 = std::min(v.n, j0 + kCols);
-    double accGamma[kCols] = {}, accBeta[kCols] = {};
-    for (int64_t r = 0; r < v.rows; ++r) {
+  ColumnSums sums(v.rows, v.n, 2);
+  sums.forEachSlice(v.rows * v.n, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
       const float *dyr = dy + r * v.n, *xr = x + r * v.n;
+      double *accGamma = sums.at(r, 0), *accBeta = sums.at(r, 1);
       const float m = mean[r], rs = rstd[r];
-      for (int64_t j = j0; j < j1; ++j) {
+      for (int64_t j = 0; j < v.n; ++j) {
         float xhat = (xr[j] - m) * rs;
-        accGamma[j - j0] += static_cast<double>(dyr[j]) * xhat;
-        accBeta[j - j0] += dyr[j];
+        accGamma[j] += static_cast<double>(dyr[j]) * xhat;
+        accBeta[j] += dyr[j];
       }
     }
-    for (int64_t j = j0; j < j1; ++j) {
-      dgamma[j] = static_cast<float>(accGamma[j - j0]);
-      dbeta[j] = static_cast<float>(accBeta[j - j0]);
-    }
   });
+  sums.finish(0, dgamma);
+  sums.finish(1, dbeta);
 }
 
 } // namespace tcc::rt::kernels

@@ -790,9 +790,10 @@ fusedGradient(DType t, int64_t outer, int64_t tlen, int64_t heads, int64_t d,
 
 // A fused-QKV attention_grad's second output, the projection gradient's
 // column sums (tcc-pack-attention's column_sums): the gradient is the same
-// bits as without it, and each sum is the column's sum in double within
-// f32 rounding (several 64-position slices a sequence, a short last one,
-// two sequences, 16-bit gradients).
+// bits as without it, each sum is the column's sum in double within f32
+// rounding, and the same bits as reduce_sum's of the gradient (the
+// unfused graph's; rows of 128-row slices and a short last one, two
+// sequences, 16-bit gradients widened).
 TEST(KernelsAttention, ColumnSumsOfTheFusedGradient) {
   for (DType t : kTypes) {
     SCOPED_TRACE(dtypeName(t));
@@ -809,6 +810,13 @@ TEST(KernelsAttention, ColumnSumsOfTheFusedGradient) {
       }
       EXPECT_NEAR(sums[c], want, 1e-6 * mag + 1e-7) << "column " << c;
     }
+    Tensors ts;
+    int32_t x = ts.add(DType::F32, {outer * tlen, cols}, g);
+    int32_t y = ts.add(DType::F32, {cols});
+    ts.run("reduce_sum", {x}, {y}, {0});
+    std::vector<float> reduced = ts.get(y);
+    EXPECT_EQ(0, std::memcmp(reduced.data(), sums.data(), cols * sizeof(float)))
+        << "not reduce_sum's bits";
   }
 }
 

@@ -195,8 +195,9 @@ TEST(GemmEpilogueKernel, RowBlocksAndThreads) {
                   {{3, 100, 8}, {8, 1024}, false, false}, DType::F32, 7);
 }
 
-// A fused bias gradient is the unfused reduce_sum, bit for bit (same f32
-// order), so fusing it changes no weight update on the CPU.
+// A fused bias gradient is the unfused reduce_sum, bit for bit (the same
+// order: kernels::ColumnSums), so fusing it changes no weight update on
+// the CPU.
 TEST(GemmEpilogueKernel, BiasGradientIsReduceSumBitForBit) {
   Tensors ts;
   std::vector<float> x = test::normalValues(300 * 40, 3),
