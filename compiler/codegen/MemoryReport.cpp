@@ -200,8 +200,7 @@ MemoryReport tcc::analyzeMemory(const rt::Artifact &a) {
               rt::attentionScratchBytes(
                   rt::attentionDims(q.shape, a.tensors[in.inputs[1]].shape,
                                     a.tensors[in.inputs[2]].shape, in),
-                  q.dtype,
-                  in.kernel == "attention_grad" && in.outputs.size() == 2));
+                  q.dtype, rt::attentionWritesColumnSums(in)));
         }
     r.programs.push_back(pr);
   }

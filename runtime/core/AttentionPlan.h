@@ -153,6 +153,12 @@ inline int64_t attentionTilesScratch(const AttentionDims &dims) {
   return (dims.batch * dims.tq * 4 + 255) / 256 * 256;
 }
 
+/// Whether the instr writes column sums (a fused-QKV attention_grad's
+/// second output).
+inline bool attentionWritesColumnSums(const Instr &in) {
+  return in.kernel == "attention_grad" && in.outputs.size() == 2;
+}
+
 /// attention_grad's column sums (fused QKV; AttentionColumnSums.h): the
 /// slices' f32 sums [attentionSumSlices, attentionSumCols], in the GPU's
 /// scratch after what the backward takes itself (from a 256-byte

@@ -635,23 +635,20 @@ static void backwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
 /// in runtime/core/AttentionColumnSums.h's order instead, their tiles'.)
 static void columnSums(const TensorView &G, const TensorView &sums) {
   const int64_t cols = sums.numel, rows = cols ? G.numel / cols : 0;
-  if (G.dtype == DType::F32) {
-    sumColumns(G.f32(), rows, cols, cols, sums.f32());
-    return;
-  }
   ColumnSums cs(rows, cols);
-  const size_t es = dtypeSize(G.dtype);
   cs.forEachSlice(rows * cols, [&](int64_t r0, int64_t r1) {
+    // The slice's rows as f32 (16-bit ones widened).
+    const float *x = G.dtype == DType::F32 ? G.f32() + r0 * cols : nullptr;
     thread_local std::vector<float> wide;
-    wide.resize(static_cast<size_t>((r1 - r0) * cols));
-    widenToF32(static_cast<const char *>(G.data) + r0 * cols * es, G.dtype,
-               wide.data(), (r1 - r0) * cols);
-    for (int64_t r = r0; r < r1; ++r) {
-      double *acc = cs.at(r);
-      const float *row = wide.data() + (r - r0) * cols;
-      for (int64_t j = 0; j < cols; ++j)
-        acc[j] += static_cast<double>(row[j]);
+    if (!x) {
+      wide.resize(static_cast<size_t>((r1 - r0) * cols));
+      widenToF32(static_cast<const char *>(G.data) +
+                     r0 * cols * dtypeSize(G.dtype),
+                 G.dtype, wide.data(), (r1 - r0) * cols);
+      x = wide.data();
     }
+    for (int64_t r = r0; r < r1; ++r)
+      cs.addRow(r, x + (r - r0) * cols, 0, cols);
   });
   cs.finish(0, sums.f32());
 }

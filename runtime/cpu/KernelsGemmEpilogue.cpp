@@ -259,12 +259,8 @@ void run_matmul_epilogue(const KernelArgs &args) {
       });
     if (outSums)
       parallelRows(d.n, rows * d.n, [&](int64_t c0, int64_t c1) {
-        for (int64_t r = 0; r < rows; ++r) {
-          const float *row = cb + r * d.n;
-          double *acc = outSums->at(r0 + r);
-          for (int64_t j = c0; j < c1; ++j)
-            acc[j] += static_cast<double>(row[j]);
-        }
+        for (int64_t r = 0; r < rows; ++r)
+          outSums->addRow(r0 + r, cb + r * d.n, c0, c1);
       });
   }
   finishOut();

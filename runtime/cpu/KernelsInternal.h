@@ -56,12 +56,16 @@ inline int64_t runtimeAxis(const KernelArgs &a, size_t rank) {
 class ColumnSums {
 public:
   ColumnSums(int64_t rows, int64_t cols, int count = 1);
-  int64_t sliceRows() const { return sliceRows_; }
-  int64_t slices() const { return slices_; }
   /// Sum k's partials of the slice that holds row r (cols doubles): rows
   /// of one slice must be added in order; slices may run in parallel.
   double *at(int64_t r, int k = 0) {
     return parts_.data() + ((r / sliceRows_) * count_ + k) * cols_;
+  }
+  /// Adds columns [c0, c1) of row r (`row` its values) into sum 0.
+  void addRow(int64_t r, const float *row, int64_t c0, int64_t c1) {
+    double *acc = at(r);
+    for (int64_t j = c0; j < c1; ++j)
+      acc[j] += static_cast<double>(row[j]);
   }
   /// Runs rows(r0, r1) for each slice's rows, the slices on the ThreadPool
   /// when `work` (element operations) is worth it.

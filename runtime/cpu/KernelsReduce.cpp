@@ -74,12 +74,8 @@ void sumColumns(const float *x, int64_t rows, int64_t cols, int64_t ld,
                 float *out) {
   ColumnSums sums(rows, cols);
   sums.forEachSlice(rows * cols, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      double *acc = sums.at(r);
-      const float *row = x + r * ld;
-      for (int64_t j = 0; j < cols; ++j)
-        acc[j] += static_cast<double>(row[j]);
-    }
+    for (int64_t r = r0; r < r1; ++r)
+      sums.addRow(r, x + r * ld, 0, cols);
   });
   sums.finish(0, out);
 }

@@ -223,12 +223,6 @@ static std::vector<DType> inputTypes(const Instr &in,
   return types;
 }
 
-/// Whether the instr writes column sums (a fused-QKV backward's second
-/// output).
-static bool writesColumnSums(const Instr &in) {
-  return in.kernel == "attention_grad" && in.outputs.size() == 2;
-}
-
 /// Where the column sums' slices start in the scratch: after what the
 /// tiled kernels or the chunk loop take.
 static int64_t sumsOffset(const AttentionPlan &plan, bool tiles) {
@@ -239,7 +233,7 @@ static int64_t sumsOffset(const AttentionPlan &plan, bool tiles) {
 int64_t prepare_attention(const Instr &in, const std::vector<TensorInfo> &t) {
   AttentionPlan plan = planOf(in, t);
   bool tiles = useTiles(in, plan, inputTypes(in, t));
-  if (writesColumnSums(in))
+  if (attentionWritesColumnSums(in))
     return sumsOffset(plan, tiles) + attentionSumsBytes(plan);
   return tiles ? attentionTilesScratch(plan) : plan.scratchBytes;
 }
@@ -507,12 +501,9 @@ static std::optional<AttentionTiles> tilesOf(const CudaArgs &a,
     t.dkType = static_cast<int>(dK.dtype);
     t.dvType = static_cast<int>(dV.dtype);
     t.rowDot = static_cast<float *>(a.scratch);
-    // The kernels add the gradients as they store them: in the operands'
+    // The kernels add the gradients as they store them, in the operands'
     // 16-bit type (checkInstr: the gradients have q's type).
-    if (writesColumnSums(a.instr) && dQ.dtype != a.in[0].dtype)
-      throw Error("the tiled CUDA attention_grad writes column sums of "
-                  "gradients of its operands' type only");
-    if (writesColumnSums(a.instr))
+    if (attentionWritesColumnSums(a.instr))
       t.colParts = reinterpret_cast<float *>(static_cast<char *>(a.scratch) +
                                              sumsOffset(pl, true));
   } else {
@@ -538,7 +529,7 @@ void launch_attention_grad(const CudaArgs &a) {
     attentionTiledBackward(*t, a.stream);
   else
     runAttentionGrad(a, pl, attentionGemm(a));
-  if (!writesColumnSums(a.instr))
+  if (!attentionWritesColumnSums(a.instr))
     return;
   // The tiled kernels wrote the slices' sums as they stored; the chunk
   // loop's GEMMs did not.
