@@ -640,30 +640,44 @@ __device__ __forceinline__ TileAt tileAt(const AttentionTiles &t,
           static_cast<int>(e.outer), to};
 }
 
-/// Fills N shared tiles by tensor copies that complete on `bar` (thread 0
-/// announces their bytes, then starts them).
+/// Thread 0 announces the bytes of N shared tiles on `bar`, then starts the
+/// tensor copies that fill them.
+template <int D, int Mode, int N>
+__device__ __forceinline__ void startTileCopies(const TileAt (&tiles)[N],
+                                                unsigned long long *bar) {
+  mbarArriveExpectTx(bar, static_cast<unsigned>(N * tileBytes(D, kTile, Mode)));
+  // The reads of earlier steps (generic proxy) before the copies (async
+  // proxy) that overwrite them.
+  fenceProxyAsync();
+  TCC_UNROLL
+  for (int i = 0; i < N; ++i)
+    tensorCopy3d(tiles[i].to, tiles[i].map, tiles[i].col, tiles[i].row,
+                 tiles[i].outer, bar);
+}
+
+/// Fills N shared tiles by tensor copies that complete on `bar`.
 template <int D, int Mode, int N>
 __device__ __forceinline__ void tmaTiles(const TileAt (&tiles)[N],
                                          unsigned long long *bar) {
-  if (threadIdx.x == 0) {
-    mbarArriveExpectTx(bar,
-                       static_cast<unsigned>(N * tileBytes(D, kTile, Mode)));
-    // The reads of earlier steps (generic proxy) before the copies (async
-    // proxy) that overwrite them.
-    fenceProxyAsync();
-    TCC_UNROLL
-    for (int i = 0; i < N; ++i)
-      tensorCopy3d(tiles[i].to, tiles[i].map, tiles[i].col, tiles[i].row,
-                   tiles[i].outer, bar);
-  }
+  if (threadIdx.x == 0)
+    startTileCopies<D, Mode>(tiles, bar);
 }
 
-/// Thread 0 makes the kernel's two barriers (one arrival a phase: its
-/// own); the other threads use them after the next __syncthreads.
-__device__ __forceinline__ void initBarriers(unsigned long long *bars) {
+/// Thread 0 makes the kernel's two barriers (one arrival a phase: its own)
+/// and starts the first tiles on bars[0]; the other threads use the
+/// barriers after the next __syncthreads. The inits share the copies'
+/// branch so that ptxas keeps them on thread 0's path: as a separate
+/// `if`, it turned them into warp-uniform instructions before the branch
+/// (sm_90a, the backward kernels), which compute-sanitizer's racecheck
+/// charges to every lane of warp 0 and then reports thread 0's arrive as
+/// an intra-warp hazard.
+template <int D, int Mode, int N>
+__device__ __forceinline__ void initBarriersAndTiles(const TileAt (&tiles)[N],
+                                                     unsigned long long *bars) {
   if (threadIdx.x == 0) {
     mbarInit(&bars[0], 1);
     mbarInit(&bars[1], 1);
+    startTileCopies<D, Mode>(tiles, &bars[0]);
   }
 }
 
@@ -905,11 +919,10 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kForward, D, MT, Mode))
       reinterpret_cast<unsigned long long *>(smem + forwardSmem(D, MT, Mode));
   long long kEnd = t.causal && q0 + rows < t.tk ? q0 + rows : t.tk;
   if constexpr (Tma) {
-    initBarriers(bars);
     const TileAt first[3] = {tileAt(t, maps.q, ge, q0, qs),
                              tileAt(t, maps.k, ge, 0, kv),
                              tileAt(t, maps.v, ge, 0, kv + tile)};
-    tmaTiles<D, Mode>(first, &bars[0]);
+    initBarriersAndTiles<D, Mode>(first, bars);
     __syncthreads(); // the barriers are made
   } else {
     loadTile<D, rows>(t, t.q, t.inputPitch, ge, q0, t.tq, qs);
@@ -1147,12 +1160,11 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kKVGrad, D, MT, Mode))
   unsigned long long *bars =
       reinterpret_cast<unsigned long long *>(smem + kvGradSmem(D, MT, Mode));
   if constexpr (Tma) {
-    initBarriers(bars);
     const TileAt first[4] = {tileAt(t, maps.k, ge, k0, ks),
                              tileAt(t, maps.v, ge, k0, vs),
                              tileAt(t, maps.q, ge, qBegin, qdo),
                              tileAt(t, maps.dout, ge, qBegin, qdo + tile)};
-    tmaTiles<D, Mode>(first, &bars[0]);
+    initBarriersAndTiles<D, Mode>(first, bars);
     loadRowStats(t, g, qBegin, stats, stats + kTile);
     cpAsyncCommit();
     cpAsyncWait<0>();
@@ -1361,11 +1373,10 @@ __global__ void __launch_bounds__(kThreads, blocksFor(kQGrad, D, MT, Mode))
   unsigned long long *bars =
       reinterpret_cast<unsigned long long *>(smem + qGradSmem(D, MT, Mode));
   if constexpr (Tma) {
-    initBarriers(bars);
     const TileAt first[4] = {
         tileAt(t, maps.q, ge, q0, qs), tileAt(t, maps.dout, ge, q0, dos),
         tileAt(t, maps.k, ge, 0, kv), tileAt(t, maps.v, ge, 0, kv + tile)};
-    tmaTiles<D, Mode>(first, &bars[0]);
+    initBarriersAndTiles<D, Mode>(first, bars);
     __syncthreads(); // the barriers are made
   } else {
     loadTile<D, rows>(t, t.q, t.inputPitch, ge, q0, t.tq, qs);

@@ -147,17 +147,27 @@ for tool in racecheck memcheck; do
   echo "exit status $?" >> "$OUT/sanitize.txt"
   # The generated loss kernel of a 4099-class head, strided on sm_90: bulk
   # copies of next rows on mbarriers (two steps, kernel by kernel).
+  # racecheck also reports hazards inside cuBLASLt's own kernels (nvjet_*,
+  # their tensor-copy pipelines; 20 on 2026-11-27), which are not tcc's to
+  # fix; its kernel filters (--kernel-name, --kernel-name-exclude) made
+  # that compute-sanitizer (2025.3.1) fail the step with an internal error.
+  # So it runs unfiltered, and a line counts the hazards in tcc's kernels.
   echo "== $tool tcc-run train gpt_vocab_bf16.tcc" >> "$OUT/sanitize.txt"
   timeout 90 "$CS" --tool "$tool" --error-exitcode 9 "$RUN" train \
     "$ART/gpt_vocab_bf16.tcc" --tokens "$ART/corpus.txt" --steps 2 \
-    --device cuda --no-cuda-graphs --no-progress >> "$OUT/sanitize.txt" 2>&1
-  echo "exit status $?" >> "$OUT/sanitize.txt"
+    --device cuda --no-cuda-graphs --no-progress > "$WORK/sanitize_train.txt" 2>&1
+  echo "exit status $?" >> "$WORK/sanitize_train.txt"
+  cat "$WORK/sanitize_train.txt" >> "$OUT/sanitize.txt"
+  if [ "$tool" = racecheck ]; then
+    echo "hazards outside cuBLASLt's kernels: $(grep -E 'Race reported between' "$WORK/sanitize_train.txt" |
+      grep -vcE 'Race reported between (Read|Write) access at nvjet_')" >> "$OUT/sanitize.txt"
+  fi
 done
 
 tar -czf "$OUT/logs.tgz" -C "$RES" . 2>/dev/null
 grep -E "PASSED|FAILED|ok$|differ" "$OUT/checks.txt" | head -n 20
 grep -E "^==|^  compiled  |attention|matmul_epilogue" "$OUT/ab.txt" 2>/dev/null | head -n 40
 [ -f "$OUT/gpt2.txt" ] && sed -n '/| system/,/tcc \/ torch.compile/p' "$OUT/gpt2.txt"
-[ -f "$OUT/sanitize.txt" ] && grep -E "^==|SUMMARY|exit status" "$OUT/sanitize.txt"
+[ -f "$OUT/sanitize.txt" ] && grep -E "^==|SUMMARY|exit status|^hazards outside" "$OUT/sanitize.txt"
 rm -rf "$WORK"
 exit $STATUS
