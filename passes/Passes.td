@@ -188,6 +188,13 @@ def PlanMemoryPass : Pass<"tcc-plan-memory", "mlir::ModuleOp"> {
     Example: in `@train_step` of an MLP trained with AdamW, each
     `tcc.adamw_update` moves from the end of the function to right after the
     op completing its gradient.
+
+    Then, with `group-updates`, an AdamW update moves down to just before the
+    next one with the same attributes (the CUDA runtime runs consecutive
+    AdamW updates as one multi-tensor launch) where the predicted peak grows
+    by at most 1/1024 of the chosen order's: typically a bias's update,
+    whose gradient comes out of the region that made the activation
+    gradient before the weight's does.
   }];
   let dependentDialects = ["mlir::tcc::TccDialect"];
   let options = [
@@ -196,6 +203,13 @@ def PlanMemoryPass : Pass<"tcc-plan-memory", "mlir::ModuleOp"> {
            "greedy">,
     Option<"annotate", "annotate", "bool", /*default=*/"true",
            "Attach the predicted anatomy as tcc.memory">,
+    Option<"groupUpdates", "group-updates", "bool", /*default=*/"true",
+           "Move an AdamW update next to the following one where the peak "
+           "grows by at most 1/1024">,
+  ];
+  let statistics = [
+    Statistic<"numGrouped", "grouped-updates",
+              "AdamW updates moved next to the following one">,
   ];
 }
 

@@ -284,7 +284,7 @@ std::vector<Case> cases() {
   return %r0, %r1 : tensor<3x4x33xf32>, tensor<f32>)",
        "rows", 12 * 33},
       // A layer norm's backward: dx and the scale and bias gradients (column
-      // sums over 260 rows: 3 slices of 87, the last 86) in one region.
+      // sums over 260 rows: 33 slices of 8, the last 4) in one region.
       {"layer_norm_grad",
        "(%dy: tensor<2x130x40xf32>, %x: tensor<2x130x40xf32>, %g: "
        "tensor<40xf32>, %m: tensor<2x130x1xf32>, %r: tensor<2x130x1xf32>) -> "

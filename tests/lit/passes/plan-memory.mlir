@@ -2,6 +2,7 @@
 // RUN: tcc-opt %s --split-input-file --tcc-plan-memory=strategy=original | FileCheck %s --check-prefix=ORIG
 // RUN: tcc-opt %s --split-input-file --tcc-plan-memory=strategy=feed | FileCheck %s --check-prefix=FEED
 // RUN: not tcc-opt %s --split-input-file --tcc-plan-memory=strategy=bogus 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: tcc-opt %s --split-input-file --tcc-plan-memory=group-updates=false | FileCheck %s --check-prefix=APART
 
 // A two-layer MLP step with SGD as the pipeline leaves it: every update at
 // the end, so the large gradient of w2 (8 KiB) lives through the whole
@@ -109,3 +110,90 @@ func.func @shared(%x: tensor<4x4xf32> {tcc.kind = "input", tcc.name = "x"},
 
 // ORIG-LABEL: func.func @shared
 // ORIG-SAME:    temp_peak = 1152 : i64
+
+// -----
+
+// A bias's update is ready before its weight's (its gradient, a column sum
+// of dy, needs no GEMM), so hoisting runs it first, apart from the weight's
+// by %dx's GEMM and %dw's. group-updates moves it down beside the weight's
+// (one multi-tensor AdamW launch on CUDA): its 64-byte gradient then lives
+// through %dx, 128 KiB, within 1/1024 of the peak.
+
+func.func @grouped(%x: tensor<1024x32xf32> {tcc.kind = "input", tcc.name = "x"},
+                      %dy: tensor<1024x16xf32> {tcc.kind = "input", tcc.name = "dy"},
+                      %w: tensor<16x32xf32> {tcc.kind = "param", tcc.name = "w"},
+                      %b: tensor<16xf32> {tcc.kind = "param", tcc.name = "b"},
+                      %mw: tensor<16x32xf32> {tcc.kind = "state", tcc.name = "w.exp_avg"},
+                      %vw: tensor<16x32xf32> {tcc.kind = "state", tcc.name = "w.exp_avg_sq"},
+                      %mb: tensor<16xf32> {tcc.kind = "state", tcc.name = "b.exp_avg"},
+                      %vb: tensor<16xf32> {tcc.kind = "state", tcc.name = "b.exp_avg_sq"},
+                      %t: tensor<f32> {tcc.kind = "state", tcc.name = "adamw.step"})
+    -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"},
+        tensor<16x32xf32> {tcc.kind = "update", tcc.name = "w"},
+        tensor<16xf32> {tcc.kind = "update", tcc.name = "b"},
+        tensor<16x32xf32> {tcc.kind = "update", tcc.name = "w.exp_avg"},
+        tensor<16x32xf32> {tcc.kind = "update", tcc.name = "w.exp_avg_sq"},
+        tensor<16xf32> {tcc.kind = "update", tcc.name = "b.exp_avg"},
+        tensor<16xf32> {tcc.kind = "update", tcc.name = "b.exp_avg_sq"},
+        tensor<f32> {tcc.kind = "update", tcc.name = "adamw.step"}) {
+  %one = tcc.constant dense<1.0> : tensor<f32>
+  %t1 = tcc.add %t, %one : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %db = tcc.reduce_sum %dy {axes = array<i64: 0>} : tensor<1024x16xf32> -> tensor<16xf32>
+  %dx = tcc.matmul %dy, %w : (tensor<1024x16xf32>, tensor<16x32xf32>) -> tensor<1024x32xf32>
+  %loss = tcc.reduce_sum %dx {axes = array<i64: 0, 1>} : tensor<1024x32xf32> -> tensor<f32>
+  %dw = tcc.matmul %dy, %x {transpose_lhs = true} : (tensor<1024x16xf32>, tensor<1024x32xf32>) -> tensor<16x32xf32>
+  %b1, %mb1, %vb1 = tcc.adamw_update %b, %db, %mb, %vb, %t1 {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<16xf32>, tensor<f32>
+  %w1, %mw1, %vw1 = tcc.adamw_update %w, %dw, %mw, %vw, %t1 {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<16x32xf32>, tensor<f32>
+  return %loss, %w1, %b1, %mw1, %vw1, %mb1, %vb1, %t1 : tensor<f32>, tensor<16x32xf32>, tensor<16xf32>, tensor<16x32xf32>, tensor<16x32xf32>, tensor<16xf32>, tensor<16xf32>, tensor<f32>
+}
+
+// CHECK-LABEL: func.func @grouped
+// CHECK:         %[[DB:.+]] = tcc.reduce_sum %arg1 {axes = array<i64: 0>}
+// CHECK-NEXT:    tcc.matmul
+// CHECK-NEXT:    tcc.reduce_sum
+// CHECK-NEXT:    %[[DW:.+]] = tcc.matmul %arg1, %arg0 {transpose_lhs = true}
+// CHECK-NEXT:    tcc.adamw_update %arg3, %[[DB]],
+// CHECK-NEXT:    tcc.adamw_update %arg2, %[[DW]],
+
+// APART-LABEL: func.func @grouped
+// APART:         %[[DB:.+]] = tcc.reduce_sum %arg1 {axes = array<i64: 0>}
+// APART-NEXT:    tcc.adamw_update %arg3, %[[DB]],
+// APART-NEXT:    tcc.matmul
+
+// -----
+
+// The same at 64 rows: %dx is 8 KiB, and 64 bytes more at the peak are more
+// than 1/1024 of it, so the bias's update stays where hoisting put it.
+
+func.func @apart(%x: tensor<64x32xf32> {tcc.kind = "input", tcc.name = "x"},
+                      %dy: tensor<64x16xf32> {tcc.kind = "input", tcc.name = "dy"},
+                      %w: tensor<16x32xf32> {tcc.kind = "param", tcc.name = "w"},
+                      %b: tensor<16xf32> {tcc.kind = "param", tcc.name = "b"},
+                      %mw: tensor<16x32xf32> {tcc.kind = "state", tcc.name = "w.exp_avg"},
+                      %vw: tensor<16x32xf32> {tcc.kind = "state", tcc.name = "w.exp_avg_sq"},
+                      %mb: tensor<16xf32> {tcc.kind = "state", tcc.name = "b.exp_avg"},
+                      %vb: tensor<16xf32> {tcc.kind = "state", tcc.name = "b.exp_avg_sq"},
+                      %t: tensor<f32> {tcc.kind = "state", tcc.name = "adamw.step"})
+    -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"},
+        tensor<16x32xf32> {tcc.kind = "update", tcc.name = "w"},
+        tensor<16xf32> {tcc.kind = "update", tcc.name = "b"},
+        tensor<16x32xf32> {tcc.kind = "update", tcc.name = "w.exp_avg"},
+        tensor<16x32xf32> {tcc.kind = "update", tcc.name = "w.exp_avg_sq"},
+        tensor<16xf32> {tcc.kind = "update", tcc.name = "b.exp_avg"},
+        tensor<16xf32> {tcc.kind = "update", tcc.name = "b.exp_avg_sq"},
+        tensor<f32> {tcc.kind = "update", tcc.name = "adamw.step"}) {
+  %one = tcc.constant dense<1.0> : tensor<f32>
+  %t1 = tcc.add %t, %one : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %db = tcc.reduce_sum %dy {axes = array<i64: 0>} : tensor<64x16xf32> -> tensor<16xf32>
+  %dx = tcc.matmul %dy, %w : (tensor<64x16xf32>, tensor<16x32xf32>) -> tensor<64x32xf32>
+  %loss = tcc.reduce_sum %dx {axes = array<i64: 0, 1>} : tensor<64x32xf32> -> tensor<f32>
+  %dw = tcc.matmul %dy, %x {transpose_lhs = true} : (tensor<64x16xf32>, tensor<64x32xf32>) -> tensor<16x32xf32>
+  %b1, %mb1, %vb1 = tcc.adamw_update %b, %db, %mb, %vb, %t1 {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<16xf32>, tensor<f32>
+  %w1, %mw1, %vw1 = tcc.adamw_update %w, %dw, %mw, %vw, %t1 {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<16x32xf32>, tensor<f32>
+  return %loss, %w1, %b1, %mw1, %vw1, %mb1, %vb1, %t1 : tensor<f32>, tensor<16x32xf32>, tensor<16xf32>, tensor<16x32xf32>, tensor<16x32xf32>, tensor<16xf32>, tensor<16xf32>, tensor<f32>
+}
+
+// CHECK-LABEL: func.func @apart
+// CHECK:         %[[DB:.+]] = tcc.reduce_sum %arg1 {axes = array<i64: 0>}
+// CHECK-NEXT:    tcc.adamw_update %arg3, %[[DB]],
+// CHECK-NEXT:    tcc.matmul
