@@ -256,6 +256,17 @@ TEST(Kernels, ReduceSumAndMeanOverAxes) {
 TEST(Kernels, ReduceSumOverLeadingAxesInSlices) {
   const int64_t rows = 8000, cols = 37;
   ASSERT_EQ(columnSumSliceRows(rows), 16);
+  // ceil(rows / 8) slices, at most 512, the rows spread over them.
+  EXPECT_EQ(columnSumSliceRows(1), 1);
+  EXPECT_EQ(columnSumSliceRows(8), 8);
+  EXPECT_EQ(columnSumSliceRows(9), 5);
+  EXPECT_EQ(columnSumSliceRows(1024), 8);
+  EXPECT_EQ(columnSumSliceRows(4096), 8);
+  EXPECT_EQ(columnSumSliceRows(4097), 9);
+  EXPECT_EQ(columnSumSliceRows(65536), 128);
+  // Past 4096 rows, 512 is a bound: 65537 rows in slices of 129 are 509.
+  EXPECT_EQ(columnSumSliceRows(65537), 129);
+  EXPECT_EQ(columnSumSlices(65537, columnSumSliceRows(65537)), 509);
   auto xv = randomValues(rows * cols, 11);
   std::vector<float> want(cols);
   for (int64_t j = 0; j < cols; ++j) {
