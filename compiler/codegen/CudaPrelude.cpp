@@ -12,7 +12,7 @@
 // tcc_libm_* variants (16-bit results) are the same functions here.
 // bf16/f16 words: on the GPU by the hardware's conversions (cvt.rn, inline
 // PTX, no header), as runtime/cuda's kernels convert them: bit for bit
-// runtime/cpu/Half.h but for NaN payloads. Off the GPU (the CUDA emulator
+// runtime/core/prelude/Half.h but for NaN payloads. Off the GPU (the CUDA emulator
 // of tests/unit, which compiles this text with the host compiler) by hand,
 // bit for bit Half.h (the f16 rounding is float arithmetic, exact with
 // --fmad=false and no flush to zero). By hand a narrowing was eight integer

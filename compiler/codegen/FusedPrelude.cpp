@@ -5,7 +5,7 @@
 // ~2e-7 relative, checked by FusedCodegenTest against libm), GELU formulas
 // as runtime/cpu/KernelsMath.cpp spells them, and row reductions with a
 // fixed lane order so results do not depend on the thread count.
-// bf16/f16 values: the conversions of runtime/cpu/Half.h, written again
+// bf16/f16 values: the conversions of runtime/core/prelude/Half.h, written again
 // here (round to nearest-even, NaN kept quiet, f16 subnormals), and libm
 // variants of the special functions (tcc_libm_*) for ops whose result is
 // rounded to 16 bits, so those are bit for bit the unfused kernels'.
@@ -52,7 +52,7 @@ inline uint32_t tcc_f_to_bits(float f) {
   return u;
 }
 
-// bf16 <-> f32 (runtime/cpu/Half.h): widening is exact; narrowing adds
+// bf16 <-> f32 (runtime/core/prelude/Half.h): widening is exact; narrowing adds
 // 0x7fff plus the lowest kept bit (nearest, ties to even; past the largest
 // finite value it carries into Inf); a NaN keeps sign and top payload bits
 // and becomes quiet.
@@ -67,7 +67,7 @@ inline uint16_t tcc_f32_to_bf16(float f) {
                                                                 : rounded);
 }
 
-// f16 <-> f32 (runtime/cpu/Half.h, after the FP16 library): float
+// f16 <-> f32 (runtime/core/prelude/Half.h, after the FP16 library): float
 // arithmetic does the rebiasing and the rounding (exact without flush to
 // zero), subnormals included; beyond f16's range Inf, NaN -> 0x7E00.
 inline float tcc_f16_to_f32(uint16_t h) {
@@ -256,7 +256,7 @@ inline float tcc_rowsum(const float *__restrict x, int64_t n) {
          ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
-// e^x as runtime/cpu/FastExp.h's fastExp computes it, operation for
+// e^x as runtime/core/prelude/FastExp.h's fastExp computes it, operation for
 // operation (no fused multiply-add: contraction is off here, and the
 // runtime has none), so the losses' softmax is the library kernel's bit for
 // bit while both vectorize (FusedCodegenTest checks the two agree).

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/FusedCodegenInternal.h"
 
-#include "runtime/cpu/Half.h"
+#include "runtime/core/prelude/Half.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 

@@ -10,7 +10,7 @@
 
 #include "compiler/codegen/MemoryPlanner.h"
 #include "dialects/tcc/TccOps.h"
-#include "runtime/cpu/GemmEpilogue.h"
+#include "runtime/core/abi/GemmEpilogue.h"
 #include "runtime/cpu/Kernels.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -273,7 +273,7 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
       })
       .Case<mlir::tcc::MatmulEpilogueOp>(
           [&](mlir::tcc::MatmulEpilogueOp m) -> LogicalResult {
-            // The epilogue travels as its code (runtime/cpu/GemmEpilogue.h).
+            // The epilogue travels as its code (runtime/core/abi/GemmEpilogue.h).
             auto *e = rt::gemmEpilogueByName(m.getEpilogue().str().c_str());
             if (!e)
               return m.emitError("no kernel for the GEMM epilogue '")

@@ -1,13 +1,13 @@
 //===- TccOpsGemm.cpp - tcc.matmul_epilogue's verifier --------------------===//
 //
 // The epilogues and their operand roles come from the one table the
-// runtime's kernels use (runtime/cpu/GemmEpilogue.h, header-only), so the
+// runtime's kernels use (runtime/core/abi/GemmEpilogue.h, header-only), so the
 // verifier accepts exactly what the kernels run.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/tcc/TccOps.h"
 #include "dialects/tcc/TccOpsUtils.h"
-#include "runtime/cpu/GemmEpilogue.h"
+#include "runtime/core/abi/GemmEpilogue.h"
 
 #include "mlir/IR/Diagnostics.h"
 

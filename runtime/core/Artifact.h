@@ -41,7 +41,7 @@ public:
 };
 
 /// BF16 and F16 (IEEE half) are 16-bit floats, stored as raw words
-/// (runtime/cpu/Half.h); kernels compute on them in f32.
+/// (runtime/core/prelude/Half.h); kernels compute on them in f32.
 enum class DType : uint8_t { F32, I64, BF16, F16 };
 const char *dtypeName(DType t);          // "f32", "i64", "bf16", "f16"
 DType parseDType(const std::string &s);  // throws Error on unknown

@@ -2,7 +2,7 @@
 #include "runtime/core/KernelCost.h"
 
 #include "runtime/core/AttentionPlan.h"
-#include "runtime/cpu/GemmEpilogue.h"
+#include "runtime/core/abi/GemmEpilogue.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -2,7 +2,7 @@
 #include "runtime/cpu/FusedLibrary.h"
 
 #include "runtime/cpu/KernelsInternal.h"
-#include "runtime/cpu/ThreadPool.h"
+#include "runtime/core/ThreadPool.h"
 
 #include <dlfcn.h>
 #include <unistd.h>

@@ -228,7 +228,7 @@ void checkAliasing(const Instr &instr, const std::vector<TensorInfo> &tensors);
 KernelFn kernelFor(const Instr &instr, const std::vector<TensorInfo> &tensors);
 
 /// Converts n elements of a float tensor of type `t` (f32, bf16, f16) to or
-/// from f32, rounding to nearest-even (runtime/cpu/Half.h).
+/// from f32, rounding to nearest-even (runtime/core/prelude/Half.h).
 void widenToF32(const void *src, DType t, float *dst, int64_t n);
 void narrowFromF32(const float *src, DType t, void *dst, int64_t n);
 

@@ -43,10 +43,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/AttentionPlan.h"
-#include "runtime/cpu/FastExp.h"
-#include "runtime/cpu/Half.h"
+#include "runtime/core/prelude/FastExp.h"
+#include "runtime/core/prelude/Half.h"
 #include "runtime/cpu/KernelsInternal.h"
-#include "runtime/cpu/ThreadPool.h"
+#include "runtime/core/ThreadPool.h"
 
 #include <cblas.h>
 

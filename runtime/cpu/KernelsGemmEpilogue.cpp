@@ -26,9 +26,9 @@
 // rounded once, as cuBLASLt does.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cpu/GemmEpilogue.h"
+#include "runtime/core/abi/GemmEpilogue.h"
 #include "runtime/cpu/KernelsInternal.h"
-#include "runtime/cpu/ThreadPool.h"
+#include "runtime/core/ThreadPool.h"
 
 #include <cblas.h>
 

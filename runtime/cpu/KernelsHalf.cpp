@@ -21,7 +21,7 @@
 // `cast` between two float types is a conversion and runs natively here.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cpu/Half.h"
+#include "runtime/core/prelude/Half.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/KernelsInternal.h"
 

@@ -4,7 +4,7 @@
 // are kept in double so the loss of a large batch does not drift.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cpu/FastExp.h"
+#include "runtime/core/prelude/FastExp.h"
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 //===- KernelsMatmul.cpp - (Batched) matrix multiplication via OpenBLAS ---===//
-#include "runtime/cpu/GemmEpilogue.h"
+#include "runtime/core/abi/GemmEpilogue.h"
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <cblas.h>

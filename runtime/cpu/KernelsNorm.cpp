@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/KernelsInternal.h"
-#include "runtime/cpu/ThreadPool.h"
+#include "runtime/core/ThreadPool.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 //===- KernelsReduce.cpp - reduce_sum and reduce_mean ---------------------===//
 #include "runtime/cpu/KernelsInternal.h"
-#include "runtime/cpu/ThreadPool.h"
+#include "runtime/core/ThreadPool.h"
 
 #include <algorithm>
 

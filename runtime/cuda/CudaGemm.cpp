@@ -1,7 +1,7 @@
 //===- CudaGemm.cpp - cuBLASLt plans and the matmul kernel ----------------===//
 #include "runtime/cuda/CudaGemm.h"
 
-#include "runtime/cpu/GemmEpilogue.h"
+#include "runtime/core/abi/GemmEpilogue.h"
 #include "runtime/cpu/KernelsInternal.h"
 #include "runtime/cuda/CudaAttention.h"
 #include "runtime/cuda/CudaCheck.h"

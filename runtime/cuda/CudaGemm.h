@@ -20,7 +20,7 @@
 // TCC_CUDA_GEMM_AUTOTUNE_CACHE=FILE keeps the picks in FILE for later runs
 // (GemmAlgoCache.h).
 //
-// Epilogues (the `matmul_epilogue` kernel, runtime/cpu/GemmEpilogue.h) run
+// Epilogues (the `matmul_epilogue` kernel, runtime/core/abi/GemmEpilogue.h) run
 // in the GEMM: bias add, ReLU/GELU with or without bias, GELU saving its
 // pre-activation (aux), GELU's gradient from a saved pre-activation, and
 // bias gradients. Named in row-major terms here; in cuBLASLt's

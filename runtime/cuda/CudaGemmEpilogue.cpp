@@ -10,7 +10,7 @@
 // tests (tests/unit/CudaKernelEmuTest.cpp) run this file on CPU threads.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cpu/GemmEpilogue.h"
+#include "runtime/core/abi/GemmEpilogue.h"
 #include "runtime/cuda/CudaKernels.h"
 
 #include <algorithm>

@@ -30,7 +30,7 @@
 #include "runtime/cuda/CudaKernels.h"
 
 #ifdef TCC_CUDA_EMULATE
-#include "runtime/cpu/Half.h"
+#include "runtime/core/prelude/Half.h"
 #define TCC_LAUNCH(kernel, grid, block, stream)                                \
   ::tcc_emu::launcher(kernel, grid, block)
 #define TCC_LAUNCH_SMEM(kernel, grid, block, smem, stream)                     \

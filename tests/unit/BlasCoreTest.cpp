@@ -1,6 +1,6 @@
 // The tools re-execute with OPENBLAS_CORETYPE=Haswell only where OpenBLAS
 // fell back to its generic kernels on a CPU that runs the AVX2 ones.
-#include "runtime/core/BlasCore.h"
+#include "runtime/cpu/BlasCore.h"
 
 #include <gtest/gtest.h>
 

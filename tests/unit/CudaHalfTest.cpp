@@ -19,7 +19,7 @@
 #include "dialects/tcc/TccOps.h"
 #include "passes/Passes.h"
 #include "runtime/cpu/FusedLibrary.h"
-#include "runtime/cpu/Half.h"
+#include "runtime/core/prelude/Half.h"
 #include "tests/unit/CudaEmulator.h"
 #include "tests/unit/FusedTestModule.h"
 

@@ -16,8 +16,8 @@
 #include "CudaTestUtil.h"
 
 #include "runtime/core/AttentionColumnSums.h"
-#include "runtime/cpu/GemmEpilogue.h"
-#include "runtime/cpu/Half.h"
+#include "runtime/core/abi/GemmEpilogue.h"
+#include "runtime/core/prelude/Half.h"
 #include "runtime/cuda/CudaAttention.h"
 
 #include <algorithm>
@@ -474,7 +474,7 @@ inline void optimizerCases(std::vector<KernelCase> &cases) {
   cases.push_back(std::move(d));
 }
 
-/// matmul_epilogue: every epilogue (runtime/cpu/GemmEpilogue.h) per dtype.
+/// matmul_epilogue: every epilogue (runtime/core/abi/GemmEpilogue.h) per dtype.
 /// On a GPU one cuBLASLt call each (a pre-activation row of 20 elements is
 /// not one cuBLASLt takes: that one runs the fallback); in the emulator the
 /// GEMM is the CPU's and the fallback kernels run emulated. 16-bit results

@@ -12,7 +12,7 @@
 // block's shared memory, and atomics need no lock. A barrier that is not
 // reached by every thread (a kernel bug that hangs or corrupts a GPU)
 // aborts the test with a message. Device math is the host libm's and
-// 16-bit conversions are runtime/cpu/Half.h's.
+// 16-bit conversions are runtime/core/prelude/Half.h's.
 //
 // The CUDA runtime calls the launchers make (memsets and copies, 1-D and
 // 2-D, on "device" memory, which is host memory here) are defined by

@@ -14,7 +14,7 @@
 #ifndef TCC_TESTS_UNIT_CUDAMMAEMU_H
 #define TCC_TESTS_UNIT_CUDAMMAEMU_H
 
-#include "runtime/cpu/Half.h"
+#include "runtime/core/prelude/Half.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -6,7 +6,7 @@
 // finite values.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cpu/Half.h"
+#include "runtime/core/prelude/Half.h"
 #include "runtime/cuda/CudaNonFinite.h"
 
 #include <gtest/gtest.h>

@@ -178,7 +178,7 @@ TEST(CudaSession, UnsupportedCasesAreRefused) {
   }
   // matmul_epilogue: one type for the inputs and D (f32 D from 16-bit
   // inputs for the bias-gradient forms only), checked by checkInstr before
-  // the CUDA kernel's own check (codes: runtime/cpu/GemmEpilogue.h; 1 bias,
+  // the CUDA kernel's own check (codes: runtime/core/abi/GemmEpilogue.h; 1 bias,
   // 6 gelu_tanh_aux, 9 bgrad_rhs).
   {
     OneProgram p;

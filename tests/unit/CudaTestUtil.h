@@ -10,7 +10,7 @@
 #define TCC_TESTS_UNIT_CUDATESTUTIL_H
 
 #include "runtime/core/Artifact.h"
-#include "runtime/cpu/Half.h"
+#include "runtime/core/prelude/Half.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cuda/CudaSession.h"
 

@@ -12,7 +12,7 @@
 #include "CudaKernelEmu.h"
 
 #include "CudaWgmmaProbe.h"
-#include "runtime/cpu/Half.h"
+#include "runtime/core/prelude/Half.h"
 #include "runtime/cuda/CudaWgmma.cuh"
 
 #include <cuda.h>

@@ -13,7 +13,7 @@
 #ifndef TCC_TESTS_UNIT_CUDAWGMMAPROBE_H
 #define TCC_TESTS_UNIT_CUDAWGMMAPROBE_H
 
-#include "runtime/cpu/Half.h"
+#include "runtime/core/prelude/Half.h"
 
 #ifndef __CUDACC__ // the tests' side (the kernel's file needs no gtest)
 #include <gtest/gtest.h>

@@ -17,9 +17,9 @@
 #include "passes/Passes.h"
 #include "runtime/core/ArtifactFormat.h"
 #include "runtime/core/Session.h"
-#include "runtime/cpu/FastExp.h"
+#include "runtime/core/prelude/FastExp.h"
 #include "runtime/cpu/FusedLibrary.h"
-#include "runtime/cpu/ThreadPool.h"
+#include "runtime/core/ThreadPool.h"
 #include "tests/unit/FusedTestModule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -15,8 +15,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Session.h"
 #include "runtime/cpu/FusedLibrary.h"
-#include "runtime/cpu/Half.h"
-#include "runtime/cpu/ThreadPool.h"
+#include "runtime/core/prelude/Half.h"
+#include "runtime/core/ThreadPool.h"
 #include "tests/unit/FusedTestModule.h"
 
 #include <gtest/gtest.h>

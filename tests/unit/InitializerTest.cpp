@@ -7,8 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Initializer.h"
 #include "runtime/core/Session.h"
-#include "runtime/cpu/Half.h"
-#include "runtime/cpu/ThreadPool.h"
+#include "runtime/core/prelude/Half.h"
+#include "runtime/core/ThreadPool.h"
 
 #include <gtest/gtest.h>
 

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "KernelTestUtil.h"
-#include "runtime/cpu/FastExp.h"
-#include "runtime/cpu/ThreadPool.h"
+#include "runtime/core/prelude/FastExp.h"
+#include "runtime/core/ThreadPool.h"
 
 #include <cblas.h>
 #include <gtest/gtest.h>

@@ -7,8 +7,8 @@
 // instrs (artifacts are untrusted).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cpu/GemmEpilogue.h"
-#include "runtime/cpu/Half.h"
+#include "runtime/core/abi/GemmEpilogue.h"
+#include "runtime/core/prelude/Half.h"
 #include "runtime/cpu/Kernels.h"
 #include "tests/unit/KernelTestUtil.h"
 

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Session.h"
-#include "runtime/cpu/Half.h"
+#include "runtime/core/prelude/Half.h"
 #include "runtime/cpu/Kernels.h"
 #include "tests/unit/KernelTestUtil.h"
 

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "KernelTestUtil.h"
 
-#include "runtime/cpu/ThreadPool.h"
+#include "runtime/core/ThreadPool.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // Also run under ThreadSanitizer by `./setup.sh test` (runtime-only build).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cpu/ThreadPool.h"
+#include "runtime/core/ThreadPool.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "tools/tcc-run/Commands.h"
 
-#include "runtime/core/BlasCore.h"
+#include "runtime/cpu/BlasCore.h"
 #include "runtime/cuda/CudaSession.h"
 #include "tools/tcc-run/Args.h"
 

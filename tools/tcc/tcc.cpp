@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "tools/tcc/Commands.h"
 
-#include "runtime/core/BlasCore.h"
+#include "runtime/cpu/BlasCore.h"
 #include "runtime/core/ProcessMemory.h"
 
 #include "llvm/Support/InitLLVM.h"

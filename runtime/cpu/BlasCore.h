@@ -10,8 +10,8 @@
 // with it set.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TCC_RUNTIME_CORE_BLASCORE_H
-#define TCC_RUNTIME_CORE_BLASCORE_H
+#ifndef TCC_RUNTIME_CPU_BLASCORE_H
+#define TCC_RUNTIME_CPU_BLASCORE_H
 
 namespace tcc::rt {
 
@@ -28,4 +28,4 @@ bool blasCoreNeedsHaswell(const char *core, bool avx2AndFma);
 
 } // namespace tcc::rt
 
-#endif // TCC_RUNTIME_CORE_BLASCORE_H
+#endif // TCC_RUNTIME_CPU_BLASCORE_H

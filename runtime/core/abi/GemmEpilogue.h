@@ -23,8 +23,8 @@
 //   dgelu_tanh_bgrad    the same, and aux[n] = sum over rows of D
 //
 //===----------------------------------------------------------------------===//
-#ifndef TCC_RUNTIME_CPU_GEMMEPILOGUE_H
-#define TCC_RUNTIME_CPU_GEMMEPILOGUE_H
+#ifndef TCC_RUNTIME_CORE_ABI_GEMMEPILOGUE_H
+#define TCC_RUNTIME_CORE_ABI_GEMMEPILOGUE_H
 
 #include "runtime/core/Artifact.h"
 
@@ -95,4 +95,4 @@ inline const GemmEpilogueInfo *gemmEpilogueByName(const char *name) {
 
 } // namespace tcc::rt
 
-#endif // TCC_RUNTIME_CPU_GEMMEPILOGUE_H
+#endif // TCC_RUNTIME_CORE_ABI_GEMMEPILOGUE_H

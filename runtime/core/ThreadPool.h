@@ -9,8 +9,8 @@
 // pools on the same cores would fight.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TCC_RUNTIME_CPU_THREADPOOL_H
-#define TCC_RUNTIME_CPU_THREADPOOL_H
+#ifndef TCC_RUNTIME_CORE_THREADPOOL_H
+#define TCC_RUNTIME_CORE_THREADPOOL_H
 
 #include <atomic>
 #include <condition_variable>
@@ -65,4 +65,4 @@ private:
 
 } // namespace tcc::rt
 
-#endif // TCC_RUNTIME_CPU_THREADPOOL_H
+#endif // TCC_RUNTIME_CORE_THREADPOOL_H

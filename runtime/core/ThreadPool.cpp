@@ -8,7 +8,7 @@
 // never waits for a thread that has nothing to do.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cpu/ThreadPool.h"
+#include "runtime/core/ThreadPool.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -1,5 +1,5 @@
 //===- BlasCore.cpp - OpenBLAS kernels for CPUs it does not recognise -----===//
-#include "runtime/core/BlasCore.h"
+#include "runtime/cpu/BlasCore.h"
 
 #include <cblas.h>
 #include <strings.h>

@@ -10,10 +10,10 @@
 // bit for bit, so callers build it without multiply-add contraction.
 //
 //===----------------------------------------------------------------------===//
-#ifndef TCC_RUNTIME_CPU_FASTEXP_H
-#define TCC_RUNTIME_CPU_FASTEXP_H
+#ifndef TCC_RUNTIME_CORE_PRELUDE_FASTEXP_H
+#define TCC_RUNTIME_CORE_PRELUDE_FASTEXP_H
 
-#include "runtime/cpu/Half.h"
+#include "runtime/core/prelude/Half.h"
 
 #include <cmath>
 #include <cstdint>
@@ -51,4 +51,4 @@ inline float fastExp(float x) {
 
 } // namespace tcc::rt
 
-#endif // TCC_RUNTIME_CPU_FASTEXP_H
+#endif // TCC_RUNTIME_CORE_PRELUDE_FASTEXP_H

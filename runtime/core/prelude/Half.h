@@ -18,8 +18,8 @@
 // -ffast-math).
 //
 //===----------------------------------------------------------------------===//
-#ifndef TCC_RUNTIME_CPU_HALF_H
-#define TCC_RUNTIME_CPU_HALF_H
+#ifndef TCC_RUNTIME_CORE_PRELUDE_HALF_H
+#define TCC_RUNTIME_CORE_PRELUDE_HALF_H
 
 #include <cstdint>
 #include <cstring>
@@ -90,4 +90,4 @@ inline uint16_t f32ToF16(float f) {
 
 } // namespace tcc::rt
 
-#endif // TCC_RUNTIME_CPU_HALF_H
+#endif // TCC_RUNTIME_CORE_PRELUDE_HALF_H
