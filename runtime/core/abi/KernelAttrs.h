@@ -1,0 +1,389 @@
+//===- KernelAttrs.h - Typed views of a kernel call's attributes -*- C++ -*-===//
+//
+// An Instr stores its attributes as the artifact does: two flat lists,
+// integers (iattrs) and doubles (fattrs). Each kernel of KernelList.def names
+// one struct here, whose `visit` lists its fields in storage order; reading
+// (attrsOf), writing (setAttrs) and the count check every instr gets
+// (checkAttrs) all follow that one list, so no code indexes iattrs by
+// position. Field kinds, in the order a visitor sees them:
+//
+//   v.integer(x, name)        one integer
+//   v.flag(b, name)           one integer, 0 or 1
+//   v.real(d, name)           one double
+//   v.optionalFlag(b, name)   one trailing integer that may be absent (false)
+//   v.list(xs, name)          every remaining integer
+//   v.halves(a, b, na, nb)    every remaining integer, split in two halves
+//
+// Lists are views into the instr's iattrs (AttrList), so reading allocates
+// nothing and they live as long as the instr.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_RUNTIME_CORE_ABI_KERNELATTRS_H
+#define TCC_RUNTIME_CORE_ABI_KERNELATTRS_H
+
+#include "runtime/core/Artifact.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tcc::rt::abi {
+
+/// A run of integer attributes: a view into an Instr's iattrs (reading) or
+/// into the writer's own values (setAttrs copies them).
+struct AttrList {
+  const int64_t *data = nullptr;
+  size_t count = 0;
+
+  AttrList() = default;
+  AttrList(const int64_t *d, size_t n) : data(d), count(n) {}
+  AttrList(const std::vector<int64_t> &v) : data(v.data()), count(v.size()) {}
+  size_t size() const { return count; }
+  bool empty() const { return count == 0; }
+  int64_t operator[](size_t i) const { return data[i]; }
+  const int64_t *begin() const { return data; }
+  const int64_t *end() const { return data + count; }
+  std::vector<int64_t> vec() const { return {begin(), end()}; }
+};
+
+struct NoAttrs {
+  template <class V> void visit(V &) {}
+};
+
+/// matmul: op(A) = A^T when transA (B likewise).
+struct MatmulAttrs {
+  bool transA = false, transB = false;
+  template <class V> void visit(V &v) {
+    v.flag(transA, "transA");
+    v.flag(transB, "transB");
+  }
+};
+
+/// matmul_epilogue: `epilogue` is a code of GemmEpilogue.h.
+struct MatmulEpilogueAttrs {
+  bool transA = false, transB = false;
+  int64_t epilogue = 0;
+  template <class V> void visit(V &v) {
+    v.flag(transA, "transA");
+    v.flag(transB, "transB");
+    v.integer(epilogue, "epilogue");
+  }
+};
+
+/// One axis (negative: counted from the end where the kernel allows it):
+/// softmax family, gather, concat, the layer norms' gradients.
+struct AxisAttrs {
+  int64_t axis = 0;
+  template <class V> void visit(V &v) { v.integer(axis, "axis"); }
+};
+
+/// reduce_sum, reduce_mean: the reduced axes, sorted.
+struct AxesAttrs {
+  AttrList axes;
+  template <class V> void visit(V &v) { v.list(axes, "axes"); }
+};
+
+/// transpose: y.shape[i] = x.shape[perm[i]].
+struct PermAttrs {
+  AttrList perm;
+  template <class V> void visit(V &v) { v.list(perm, "perm"); }
+};
+
+/// slice, slice_grad: one start and one step per dim of the full tensor.
+struct WindowAttrs {
+  AttrList starts, steps;
+  template <class V> void visit(V &v) {
+    v.halves(starts, steps, "starts", "steps");
+  }
+};
+
+/// cast: toBool converts to 0/1 (x != 0).
+struct CastAttrs {
+  bool toBool = false;
+  template <class V> void visit(V &v) { v.flag(toBool, "to_bool"); }
+};
+
+/// conv2d and its gradients; pads are [top, left, bottom, right].
+struct Conv2dAttrs {
+  int64_t strideH = 1, strideW = 1;
+  int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
+  int64_t dilationH = 1, dilationW = 1;
+  int64_t groups = 1;
+  template <class V> void visit(V &v) {
+    v.integer(strideH, "stride_h");
+    v.integer(strideW, "stride_w");
+    v.integer(padTop, "pad_top");
+    v.integer(padLeft, "pad_left");
+    v.integer(padBottom, "pad_bottom");
+    v.integer(padRight, "pad_right");
+    v.integer(dilationH, "dilation_h");
+    v.integer(dilationW, "dilation_w");
+    v.integer(groups, "groups");
+  }
+};
+
+/// The window of a 2-D pooling.
+struct Pool2dWindow {
+  int64_t kernelH = 1, kernelW = 1, strideH = 1, strideW = 1;
+  int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
+  int64_t dilationH = 1, dilationW = 1;
+  bool ceilMode = false;
+  template <class V> void visit(V &v) {
+    v.integer(kernelH, "kernel_h");
+    v.integer(kernelW, "kernel_w");
+    v.integer(strideH, "stride_h");
+    v.integer(strideW, "stride_w");
+    v.integer(padTop, "pad_top");
+    v.integer(padLeft, "pad_left");
+    v.integer(padBottom, "pad_bottom");
+    v.integer(padRight, "pad_right");
+    v.integer(dilationH, "dilation_h");
+    v.integer(dilationW, "dilation_w");
+    v.flag(ceilMode, "ceil_mode");
+  }
+};
+
+/// max_pool2d (its gradient reads the indices and takes no attributes).
+struct MaxPool2dAttrs : Pool2dWindow {};
+
+/// avg_pool2d and its gradient (dilations 1).
+struct AvgPool2dAttrs : Pool2dWindow {
+  bool countIncludePad = false;
+  template <class V> void visit(V &v) {
+    Pool2dWindow::visit(v);
+    v.flag(countIncludePad, "count_include_pad");
+  }
+};
+
+/// batch_norm_train and its gradient.
+struct EpsAttrs {
+  double eps = 1e-5;
+  template <class V> void visit(V &v) { v.real(eps, "eps"); }
+};
+
+struct LayerNormAttrs {
+  int64_t axis = -1;
+  double eps = 1e-5;
+  template <class V> void visit(V &v) {
+    v.integer(axis, "axis");
+    v.real(eps, "eps");
+  }
+};
+
+/// pow_scalar and its gradient.
+struct PowScalarAttrs {
+  double exponent = 1;
+  template <class V> void visit(V &v) { v.real(exponent, "exponent"); }
+};
+
+/// gelu and its gradient: the tanh approximation, else the exact erf form.
+struct GeluAttrs {
+  bool tanh = false;
+  template <class V> void visit(V &v) { v.flag(tanh, "approximate_tanh"); }
+};
+
+struct DropoutAttrs {
+  int64_t seed = 0;
+  double ratio = 0;
+  template <class V> void visit(V &v) {
+    v.integer(seed, "seed");
+    v.real(ratio, "ratio");
+  }
+};
+
+/// attention, attention_grad (runtime/core/AttentionPlan.h: layouts).
+struct AttentionAttrs {
+  bool causal = false, seqMajor = false, fusedQkv = false;
+  double scale = 1;
+  template <class V> void visit(V &v) {
+    v.flag(causal, "causal");
+    v.flag(seqMajor, "seq_major");
+    v.optionalFlag(fusedQkv, "fused_qkv");
+    v.real(scale, "scale");
+  }
+};
+
+struct SgdAttrs {
+  double lr = 0, weightDecay = 0;
+  template <class V> void visit(V &v) {
+    v.real(lr, "lr");
+    v.real(weightDecay, "weight_decay");
+  }
+};
+
+struct SgdMomentumAttrs {
+  double lr = 0, momentum = 0, weightDecay = 0;
+  template <class V> void visit(V &v) {
+    v.real(lr, "lr");
+    v.real(momentum, "momentum");
+    v.real(weightDecay, "weight_decay");
+  }
+};
+
+struct AdamwAttrs {
+  double lr = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
+  template <class V> void visit(V &v) {
+    v.real(lr, "lr");
+    v.real(beta1, "beta1");
+    v.real(beta2, "beta2");
+    v.real(eps, "eps");
+    v.real(weightDecay, "weight_decay");
+  }
+};
+
+/// fused: generated kernel `kernel` of the artifact's code, and the
+/// (output, input) pairs it may run in place (flattened: o0, i0, o1, i1...).
+struct FusedAttrs {
+  int64_t kernel = 0;
+  AttrList inPlace;
+  template <class V> void visit(V &v) {
+    v.integer(kernel, "kernel");
+    v.list(inPlace, "in_place");
+  }
+  size_t inPlacePairs() const { return inPlace.size() / 2; }
+  std::pair<int64_t, int64_t> inPlacePair(size_t k) const {
+    return {inPlace[2 * k], inPlace[2 * k + 1]};
+  }
+};
+
+namespace detail {
+
+/// Reads fields from an instr whose counts checkAttrs accepted.
+class AttrReader {
+public:
+  explicit AttrReader(const Instr &in) : in_(in) {}
+  void integer(int64_t &x, const char *) { x = in_.iattrs[i_++]; }
+  void flag(bool &b, const char *) { b = in_.iattrs[i_++] != 0; }
+  void real(double &d, const char *) { d = in_.fattrs[f_++]; }
+  void optionalFlag(bool &b, const char *) {
+    b = i_ < in_.iattrs.size() && in_.iattrs[i_++] != 0;
+  }
+  void list(AttrList &xs, const char *) {
+    xs = rest();
+  }
+  void halves(AttrList &a, AttrList &b, const char *, const char *) {
+    AttrList all = rest();
+    a = AttrList(all.data, all.count / 2);
+    b = AttrList(all.data + all.count / 2, all.count - all.count / 2);
+  }
+
+private:
+  AttrList rest() {
+    AttrList r(in_.iattrs.data() + i_, in_.iattrs.size() - i_);
+    i_ = in_.iattrs.size();
+    return r;
+  }
+  const Instr &in_;
+  size_t i_ = 0, f_ = 0;
+};
+
+/// Appends fields to an instr's attribute lists.
+class AttrWriter {
+public:
+  explicit AttrWriter(Instr &in) : in_(in) {}
+  void integer(const int64_t &x, const char *) { in_.iattrs.push_back(x); }
+  void flag(const bool &b, const char *) { in_.iattrs.push_back(b ? 1 : 0); }
+  void real(const double &d, const char *) { in_.fattrs.push_back(d); }
+  void optionalFlag(const bool &b, const char *n) { flag(b, n); }
+  void list(const AttrList &xs, const char *) {
+    in_.iattrs.insert(in_.iattrs.end(), xs.begin(), xs.end());
+  }
+  void halves(const AttrList &a, const AttrList &b, const char *na,
+              const char *nb) {
+    list(a, na);
+    list(b, nb);
+  }
+
+private:
+  Instr &in_;
+};
+
+/// The shape of an attribute list: how many integers and doubles it takes.
+struct AttrShape {
+  size_t integers = 0, reals = 0;
+  bool optional = false; // one more trailing integer may follow
+  int tail = 0;          // 0: none; 1: any remaining integers; 2: an even count
+  std::vector<const char *> flags; // names of the 0/1 fields, in order
+  std::vector<size_t> flagAt;      // their integer positions
+  std::string integerNames, realNames;
+
+  void integer(const int64_t &, const char *n) { add(integerNames, n); ++integers; }
+  void flag(const bool &, const char *n) {
+    flags.push_back(n);
+    flagAt.push_back(integers);
+    integer(0, n);
+  }
+  void real(const double &, const char *n) { add(realNames, n); ++reals; }
+  void optionalFlag(const bool &, const char *n) {
+    add(integerNames, (std::string("[") + n + "]").c_str());
+    optional = true;
+  }
+  void list(const AttrList &, const char *n) {
+    add(integerNames, (std::string(n) + "...").c_str());
+    tail = 1;
+  }
+  void halves(const AttrList &, const AttrList &, const char *a,
+              const char *b) {
+    add(integerNames, (std::string(a) + "... ++ " + b + "...").c_str());
+    tail = 2;
+  }
+
+private:
+  static void add(std::string &s, const char *n) {
+    s += s.empty() ? n : std::string(", ") + n;
+  }
+};
+
+template <class A> AttrShape shapeOf() {
+  AttrShape s;
+  A a;
+  a.visit(s);
+  return s;
+}
+
+/// Error text when `in`'s attribute counts do not fit `s` ("" when they do).
+std::string attrCountError(const Instr &in, const AttrShape &s);
+
+} // namespace detail
+
+/// Throws Error when `in`'s attributes do not have the counts A stores
+/// ("expects 2 integer attributes (transA, transB), got 3") or a flag is
+/// not 0 or 1. checkInstr runs it for every instr, so kernels read
+/// attrsOf without further checks.
+template <class A> void checkAttrs(const Instr &in) {
+  static const detail::AttrShape shape = detail::shapeOf<A>();
+  std::string e = detail::attrCountError(in, shape);
+  if (!e.empty())
+    throw Error(e);
+}
+
+/// The attributes of a checked instr.
+template <class A> A attrsOf(const Instr &in) {
+  A a;
+  detail::AttrReader r(in);
+  a.visit(r);
+  return a;
+}
+
+/// The attributes of an instr that may not have been checked (cost models
+/// and reports that run before validation): none when the counts differ.
+template <class A> std::optional<A> tryAttrsOf(const Instr &in) {
+  static const detail::AttrShape shape = detail::shapeOf<A>();
+  if (!detail::attrCountError(in, shape).empty())
+    return std::nullopt;
+  return attrsOf<A>(in);
+}
+
+/// Replaces `in`'s attributes by `a`'s.
+template <class A> void setAttrs(Instr &in, const A &a) {
+  in.iattrs.clear();
+  in.fattrs.clear();
+  detail::AttrWriter w(in);
+  const_cast<A &>(a).visit(w);
+}
+
+} // namespace tcc::rt::abi
+
+#endif // TCC_RUNTIME_CORE_ABI_KERNELATTRS_H
