@@ -1,12 +1,28 @@
-//===- Session.h - Executes an artifact's programs ------------------------===//
+//===- Session.h - An artifact on a device: the backend interface -*- C++ -*-===//
 //
-// A Session owns the buffers of one artifact: persistent tensors (params,
-// optimizer state, inputs, constants) and the temporaries of each program.
+// A Session is one artifact loaded on one device by a backend
+// (runtime/core/Backend.h): the tensors' buffers, the programs' kernels and a
+// timeline of work. Everything above the backends -- the training loop, the
+// evaluation, the benchmarks, checkpoints -- is written against this class,
+// once; the CPU backend (runtime/cpu/CpuSession.h) and the CUDA backend
+// (runtime/cuda/CudaSession.h) implement it.
+//
+// What differs between devices is stated as traits, not as a second loop:
+//  - asynchronous: run() enqueues and returns (CUDA: a stream). Results are
+//    read through readAsync into host memory and are valid once an Event
+//    recorded behind them has been waited for, so a loop can read step N
+//    while step N + 1 runs. A synchronous session (CPU) has done the work
+//    when run() returns, and its events are host timestamps.
+//  - inputSlots: how many batches can be staged ahead of the runs that read
+//    them (InputSlots; CUDA: pinned buffers copied on a stream of their
+//    own). 1: each batch is written where the run reads it, just before it.
+// CUDA graphs, multi-tensor optimizer launches and the like stay inside the
+// backend: a program is run by name, however the backend runs it.
+//
 // Compiled mode places temporaries at the compiler's static plan inside one
-// arena that the programs share (they run one at a time; it is the largest
-// program's size), allocated on the first run; Eager mode ignores the plan and
-// allocates and frees each temporary around its uses, the way a framework
-// does, which gives a baseline for memory and speed.
+// arena that the programs share (they run one at a time); Eager mode ignores
+// the plan and allocates and frees each temporary around its uses, the way
+// a framework does, which gives a baseline for memory and speed.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_RUNTIME_CORE_SESSION_H
@@ -14,12 +30,8 @@
 
 #include "runtime/core/Artifact.h"
 #include "runtime/core/KernelCost.h"
-#include "runtime/cpu/FusedLibrary.h"
-#include "runtime/cpu/Kernels.h"
 
-#include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,11 +47,9 @@ struct MemoryStats {
   /// Eager: the peak of the bytes of live temporaries.
   int64_t tempPeakBytes = 0;
   int64_t peakBytes = 0; // persistent + temp peak
-  /// Measured: the most bytes the session's allocations (persistent buffers,
-  /// arenas, eager temporaries, each as allocated: rounded up to 64 bytes)
-  /// plus the kernels' scratch (kernelScratchBytes(), process-wide) held at
-  /// once, sampled after every kernel call (eager) or run (compiled, whose
-  /// allocations only grow).
+  /// Measured: the most bytes the session's allocations (persistent
+  /// buffers, arenas, eager temporaries, each as allocated) plus the
+  /// kernels' scratch held at once.
   int64_t measuredPeakBytes = 0;
   int64_t scratchBytes = 0; // kernel scratch held now
 };
@@ -47,7 +57,6 @@ struct MemoryStats {
 /// Eager execution's temporaries of one program: every temp its instrs
 /// touch, and per instr the temps to allocate before it runs (first write)
 /// and to free after it (last read; program outputs survive the run).
-/// Shared by the CPU and the CUDA session.
 struct EagerLifetimes {
   std::vector<int32_t> temps;
   std::vector<std::vector<int32_t>> allocBefore, freeAfter;
@@ -55,78 +64,140 @@ struct EagerLifetimes {
 EagerLifetimes eagerLifetimes(const Program &p,
                               const std::vector<TensorInfo> &tensors);
 
+/// What a session's device offers the loops above it (see the file header).
+struct SessionTraits {
+  bool asynchronous = false;
+  size_t inputSlots = 1;
+};
+
+/// A point on a session's timeline: after record(), the work enqueued
+/// before it. Made by Session::createEvent.
+class Event {
+public:
+  virtual ~Event() = default;
+};
+
+/// Host memory that a session copies from and to fastest (CUDA: pinned),
+/// 64-byte aligned.
+class HostBuffer {
+public:
+  virtual ~HostBuffer() = default;
+  uint8_t *data() const { return data_; }
+  size_t size() const { return size_; }
+
+protected:
+  uint8_t *data_ = nullptr;
+  size_t size_ = 0;
+};
+
+/// Slots holding batches of a program's input tensors ahead of the runs
+/// that read them (Session::inputSlots).
+class InputSlots {
+public:
+  virtual ~InputSlots() = default;
+  size_t count() const { return count_; }
+  /// Writes one batch (`tensors`: one per target, in order, each exactly
+  /// the target's byteSize()) into slot `s` and starts its way to where the
+  /// runs read it. Waits while the slot's previous batch is still being
+  /// copied; the copy follows the run that released the slot. Error when a
+  /// tensor's size differs.
+  virtual void stage(size_t s,
+                     const std::vector<std::vector<uint8_t>> &tensors) = 0;
+  /// The runs enqueued next read slot `s`'s batch (after its copy).
+  virtual void use(size_t s) = 0;
+  /// Enqueued after the last run that reads slot `s`: it may be refilled
+  /// once that run is done.
+  virtual void release(size_t s) = 0;
+
+protected:
+  size_t count_ = 1;
+};
+
 class Session {
 public:
-  /// Validates the artifact and every instr (unknown kernels, shapes, dtypes,
-  /// aliasing) and allocates the persistent buffers. Throws Error. Reads
-  /// TCC_NUM_THREADS to size OpenBLAS's thread pool.
-  Session(const Artifact &artifact, ExecMode mode);
-  ~Session();
+  using KernelTime = rt::KernelTime;
+
+  virtual ~Session() = default;
   Session(const Session &) = delete;
   Session &operator=(const Session &) = delete;
 
-  /// The buffer of tensor `id` (throws Error if out of range). Temps have
-  /// one only while it exists: after their program has run and until
-  /// another program runs (compiled: the programs share one arena) or
-  /// while live / for program outputs after a run (eager); else null.
-  void *data(int32_t tensorId);
-  const void *data(int32_t tensorId) const;
-  /// Convenience: data() of the tensor named `name` (throws if none).
-  void *data(const std::string &name);
+  /// The backend's name ("cpu", "cuda").
+  virtual const char *backend() const = 0;
+  /// The device in a user's words: "cpu", "NVIDIA H100 80GB HBM3 (sm_90,
+  /// 79.1 GiB)".
+  virtual std::string deviceDescription() const = 0;
+  virtual ExecMode mode() const = 0;
+  virtual const std::vector<TensorInfo> &tensors() const = 0;
+  virtual SessionTraits traits() const = 0;
+  /// Host threads the kernels split their work across where that decides
+  /// the order of floating-point sums (the CPU's BLAS threads): a
+  /// checkpoint records it, and a run resumed with another count is not
+  /// bit-identical. 0 where results do not depend on it.
+  virtual int64_t orderingThreads() const { return 0; }
 
-  /// Runs every instr of `program` in order. Throws Error for an unknown
-  /// program or a kernel error (e.g. a label out of range).
-  void run(const std::string &program);
+  // --- Data -----------------------------------------------------------------
+  /// Synchronous copies of tensor `id` (byteSize() bytes) from and to host
+  /// memory; they wait for the work enqueued before them. Error for an id
+  /// out of range or a temporary that has no buffer now.
+  virtual void upload(int32_t id, const void *host) = 0;
+  virtual void download(int32_t id, void *host) = 0;
+  /// Tensor `id`'s bytes where the host addresses them directly (CPU), else
+  /// null (also for a temporary that has no buffer now).
+  virtual void *hostData(int32_t id) { return nullptr; }
+  /// Enqueues a copy of tensor `id`'s first `bytes` bytes into `host` behind
+  /// the work enqueued so far (done when run() returns on a synchronous
+  /// session; on an asynchronous one `host` should come from allocateHost
+  /// and is valid after an Event recorded later has been waited for).
+  virtual void readAsync(int32_t id, void *host, size_t bytes) = 0;
+  /// Host memory for batches and read-backs.
+  virtual std::unique_ptr<HostBuffer> allocateHost(size_t bytes);
+  /// `count` slots (at most traits().inputSlots) for the input tensors
+  /// `targets`. While the slots exist, runs read the inputs from the slot
+  /// last passed to use().
+  virtual std::unique_ptr<InputSlots>
+  inputSlots(const std::vector<int32_t> &targets, size_t count) = 0;
 
-  MemoryStats memory() const;
+  // --- Running --------------------------------------------------------------
+  /// Runs (or, asynchronous, enqueues) every instr of `program`. Error for
+  /// an unknown program or a kernel's error (a label out of range: on an
+  /// asynchronous session it may surface at the next synchronize()).
+  virtual void run(const std::string &program) = 0;
+  /// Waits for all enqueued work; Error for a kernel's error since the last
+  /// synchronize.
+  virtual void synchronize() = 0;
+  virtual std::unique_ptr<Event> createEvent() = 0;
+  /// Marks the work enqueued so far.
+  virtual void record(Event &e) = 0;
+  /// Waits on the host for the work before `e`'s last record().
+  virtual void wait(Event &e) = 0;
+  /// Seconds of device time between two recorded events (both waited for
+  /// or followed by a wait for a later one).
+  virtual double seconds(Event &from, Event &to) = 0;
 
-  /// Per-kernel timing (off by default: it adds a clock read per call),
-  /// with each call's bytes and FLOPs (runtime/core/KernelCost.h).
-  /// `byShape`: GEMMs and attention are listed per problem shape
-  /// (profileShape) as well as per kernel.
-  using KernelTime = rt::KernelTime;
-  void setProfiling(bool on, bool byShape = false) {
-    profiling_ = on;
-    profileByShape_ = byShape;
-  }
-  /// Accumulated time per kernel name since profiling was turned on,
-  /// slowest first.
-  std::vector<KernelTime> profile() const;
-  ExecMode mode() const { return mode_; }
-  const std::vector<TensorInfo> &tensors() const { return tensors_; }
+  /// Whether any of the f32 tensors `ids` holds a NaN or an Inf (after the
+  /// work enqueued so far). The default scans host copies.
+  virtual bool anyNonFinite(const std::vector<int32_t> &ids);
 
-private:
-  struct Buffer; // 64-byte aligned heap block
-  struct ProgramState;
+  // --- Measuring ------------------------------------------------------------
+  virtual MemoryStats memory() const = 0;
+  /// Per-kernel timing (off by default: it adds work per call), with each
+  /// call's bytes and FLOPs (runtime/core/KernelCost.h). `byShape`: GEMMs
+  /// and attention are listed per problem shape as well.
+  virtual void setProfiling(bool on, bool byShape = false) = 0;
+  /// Accumulated time per kernel since profiling was turned on, slowest
+  /// first.
+  virtual std::vector<KernelTime> profile() const = 0;
+  /// How compiled runs replay captured launches ("on: 2 graphs, 40
+  /// replays", "off (eager mode)"); "" where the backend captures none.
+  virtual std::string graphStatus() const { return ""; }
 
-  void *allocate(int64_t bytes, const std::string &what);
-  ProgramState &state(const std::string &program);
-  void runCompiled(ProgramState &ps);
-  /// Compiled: gives the shared arena to `ps`'s temps (allocating it first).
-  void useArena(ProgramState &ps);
-  void runEager(ProgramState &ps);
-  void record(const std::string &kernel, const KernelCost &cost,
-              std::chrono::steady_clock::time_point t0);
-
-  ExecMode mode_;
-  std::vector<TensorInfo> tensors_;
-  std::vector<std::unique_ptr<ProgramState>> programs_;
-  /// Current buffer of each tensor (null for temps not live).
-  std::vector<void *> buffers_;
-  /// Persistent buffers and arenas, freed with the session.
-  std::vector<std::unique_ptr<Buffer>> owned_;
-  /// The artifact's generated kernels (null when it has none).
-  std::unique_ptr<FusedLibrary> fused_;
-  int64_t persistentBytes_ = 0;
-  void *arena_ = nullptr;                    // Compiled: shared by the programs
-  const ProgramState *arenaOwner_ = nullptr; // whose temps it holds now
-  int64_t arenaBytes_ = 0;
-  int64_t liveTempBytes_ = 0, peakTempBytes_ = 0;
-  int64_t allocatedBytes_ = 0, measuredPeak_ = 0; // see MemoryStats
-  void notePeak();
-  bool profiling_ = false, profileByShape_ = false;
-  std::map<std::string, KernelTime> profile_;
+protected:
+  Session() = default;
 };
+
+/// Device seconds of one run of `program` (events around it; waits for it
+/// and reports a kernel's error).
+double timeRun(Session &s, const std::string &program);
 
 } // namespace tcc::rt
 

@@ -9,7 +9,7 @@
 // dims loop over strided-batched calls of the inner ones. A shared B and a
 // non-transposed A fold the batch into M (one large GEMM), as on the CPU.
 //
-// Types: f32 (compute 32F, or 32F_FAST_TF32 with CudaOptions::tf32), bf16
+// Types: f32 (compute 32F, or 32F_FAST_TF32 with SessionOptions::tf32), bf16
 // and f16 (f32 compute, 16-bit in and out, or 16-bit in and f32 out).
 // The algorithm is chosen once per problem (shape, types, transposes,
 // batch layout, pointer alignments, epilogue) by cuBLASLt's heuristic and
@@ -126,7 +126,7 @@ public:
   bool tryGemm(const Problem &p, const void *a, const void *b, void *c,
                Epilogue ep, const EpilogueArgs &args);
   /// Off: tryGemm declines every epilogue, so matmul_epilogue always runs
-  /// its fallback (CudaOptions::gemmEpilogues; tests of the fallback).
+  /// its fallback (SessionOptions::gemmEpilogues; tests of the fallback).
   void setEpilogues(bool on) { epilogues_ = on; }
 
   /// The `matmul` kernel (operands as checkInstr accepts them, device

@@ -18,7 +18,7 @@
 namespace tcc::rt::cuda {
 
 CudaSession::CudaSession(const Artifact &artifact, ExecMode mode,
-                         const CudaOptions &opts)
+                         const SessionOptions &opts)
     : impl_(std::make_unique<Impl>()) {
   impl_->mode = mode;
   impl_->opts = opts;
@@ -28,6 +28,12 @@ CudaSession::CudaSession(const Artifact &artifact, ExecMode mode,
 CudaSession::~CudaSession() = default;
 
 void *CudaSession::stream() const { return impl_->stream; }
+
+ExecMode CudaSession::mode() const { return impl_->mode; }
+
+std::string CudaSession::deviceDescription() const {
+  return cuda::deviceDescription();
+}
 
 const std::vector<TensorInfo> &CudaSession::tensors() const {
   return impl_->tensors;
@@ -210,7 +216,7 @@ void CudaSession::run(const std::string &program) {
         cudaEventElapsedTime(&ms, ps.events[2 * i], ps.events[2 * i + 1]));
     const std::string &key =
         m.profileByShape ? ps.shapeLabels[i] : ps.labels[i];
-    Session::KernelTime &k = m.profile[key];
+    KernelTime &k = m.profile[key];
     k.kernel = key;
     k.calls++;
     k.seconds += ms * 1e-3;
@@ -338,12 +344,12 @@ void CudaSession::setProfiling(bool on, bool byShape) {
   impl_->profileByShape = byShape;
 }
 
-std::vector<Session::KernelTime> CudaSession::profile() const {
-  std::vector<Session::KernelTime> v;
+std::vector<KernelTime> CudaSession::profile() const {
+  std::vector<KernelTime> v;
   for (const auto &[name, k] : impl_->profile)
     v.push_back(k);
   std::sort(v.begin(), v.end(),
-            [](const Session::KernelTime &a, const Session::KernelTime &b) {
+            [](const KernelTime &a, const KernelTime &b) {
               return a.seconds > b.seconds;
             });
   return v;

@@ -63,7 +63,7 @@ struct ProgramState {
   std::vector<int> group;
   std::vector<AdamGroup> groups;
   std::vector<cudaEvent_t> events; // profiling: start/stop per instr
-  std::unique_ptr<GraphCache> graphs; // Compiled, CudaOptions::graphs
+  std::unique_ptr<GraphCache> graphs; // Compiled, SessionOptions::graphs
 };
 
 /// An instr whose kernel can report a data error.
@@ -75,7 +75,7 @@ struct ErrSlot {
 
 struct CudaSession::Impl {
   ExecMode mode = ExecMode::Compiled;
-  CudaOptions opts;
+  SessionOptions opts;
   std::vector<TensorInfo> tensors;
   std::vector<std::unique_ptr<ProgramState>> programs;
   std::vector<void *> buffers; // current device buffer of each tensor
@@ -100,6 +100,9 @@ struct CudaSession::Impl {
   std::vector<FusedHandle> fused;
   std::unique_ptr<CudaGemm> gemm;
   std::vector<void *> smallAllocs; // AdamW tables
+  /// anyNonFinite: one device counter per scanned tensor, and its copy.
+  void *nonFiniteDevice = nullptr;
+  std::vector<unsigned long long> nonFiniteCounts;
 
   // Accounting (MemoryStats).
   int64_t persistentBytes = 0, arenaBytes = 0;

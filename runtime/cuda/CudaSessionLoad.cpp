@@ -395,6 +395,8 @@ CudaSession::Impl::~Impl() {
     cudaLibraryUnload(library);
   for (void *p : smallAllocs)
     cudaFree(p);
+  if (nonFiniteDevice)
+    cudaFree(nonFiniteDevice);
   if (scratch)
     cudaFree(scratch);
   if (errWords)

@@ -116,9 +116,20 @@ uint32_t artifactIdentity(const Artifact &a) {
   return format::getU32(bytes.data() + 32);
 }
 
+void *hostTensor(Session &s, int32_t id) {
+  void *p = s.hostData(id);
+  if (!p)
+    throw Error("tensor '" + s.tensors().at(id).name + "' of the " +
+                s.backend() +
+                " session is not in host memory; copy it through a host "
+                "mirror (the training loop's HostMirror)");
+  return p;
+}
+
 std::vector<TensorRef> persistentTensors(Session &s) {
-  return persistentTensors(
-      s.tensors(), [&](int32_t id) -> const void * { return s.data(id); });
+  return persistentTensors(s.tensors(), [&](int32_t id) -> const void * {
+    return hostTensor(s, id);
+  });
 }
 
 std::vector<TensorRef>

@@ -128,6 +128,10 @@ std::string hex32(uint32_t v);
 /// manifest and blob as tcc serializes them).
 uint32_t artifactIdentity(const Artifact &a);
 
+/// Tensor `id`'s bytes in host memory (Session::hostData); Error for a
+/// session that keeps it elsewhere (a GPU's: use the overloads below on a
+/// host copy).
+void *hostTensor(Session &s, int32_t id);
 /// Views of every checkpointed tensor of `s`, in tensor-id order.
 std::vector<TensorRef> persistentTensors(Session &s);
 /// The same over any copy of the tensors (a host mirror of a GPU session):

@@ -172,7 +172,7 @@ loadNewestCheckpoint(const std::string &from,
 
 void restoreCheckpoint(Session &s, const Checkpoint &c) {
   restoreCheckpoint(
-      s.tensors(), [&](int32_t id) { return s.data(id); }, c);
+      s.tensors(), [&](int32_t id) { return hostTensor(s, id); }, c);
 }
 
 void restoreCheckpoint(const std::vector<TensorInfo> &tensors,

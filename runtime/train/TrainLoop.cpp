@@ -1,6 +1,7 @@
 //===- TrainLoop.cpp - Running training steps fed by the data feeder ------===//
 #include "runtime/train/TrainLoop.h"
 
+#include "runtime/core/NonFinite.h"
 #include "runtime/feeder/DataFeeder.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/TrainSetup.h"
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <utility>
 
 using namespace tcc::rt;
 using namespace tcc::rt::detail;
@@ -42,184 +44,383 @@ double tcc::rt::median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/// Whether `p[0..n)` holds a NaN or an Inf: one whose exponent bits are all
-/// ones. Adding 1 to the exponent field then carries into bit 31. Only
-/// and/add/or, which vectorize with plain SSE2, keep the per-step scan
-/// cheap (a compare or an unsigned max would need SSE4.1).
-static bool hasNonFinite(const float *p, int64_t n) {
-  uint32_t acc = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t b;
-    std::memcpy(&b, p + i, sizeof b);
-    acc |= (b & 0x7f800000u) + 0x00800000u;
+namespace {
+
+/// Host copies of every parameter and state tensor: what the non-finite
+/// scan names the bad value from and checkpoints are written from and
+/// restored into. A session whose tensors the host addresses (CPU) is its
+/// own mirror; otherwise they are downloaded into host memory of the
+/// session's (pinned on CUDA).
+class HostMirror {
+public:
+  explicit HostMirror(Session &s) : s_(s) {
+    const std::vector<TensorInfo> &ts = s.tensors();
+    offsetOf_.assign(ts.size(), -1);
+    size_t bytes = 0;
+    direct_ = true;
+    for (size_t id = 0; id < ts.size(); ++id)
+      if (isCheckpointed(ts[id].kind)) {
+        ids_.push_back(static_cast<int32_t>(id));
+        offsetOf_[id] = static_cast<int64_t>(bytes);
+        bytes += (static_cast<size_t>(ts[id].byteSize()) + 63) / 64 * 64;
+        direct_ = direct_ && s.hostData(static_cast<int32_t>(id));
+      }
+    bytes_ = bytes;
   }
-  return acc & 0x80000000u;
+  /// The session's values into the mirror (nothing to do when direct).
+  void download() {
+    if (direct_)
+      return;
+    allocate();
+    for (int32_t id : ids_)
+      s_.download(id, mem_->data() + offsetOf_[id]);
+  }
+  /// The mirror's values into the session.
+  void upload() {
+    if (direct_)
+      return;
+    allocate();
+    for (int32_t id : ids_)
+      s_.upload(id, mem_->data() + offsetOf_[id]);
+  }
+  void *data(int32_t id) {
+    if (id < 0 || id >= static_cast<int32_t>(offsetOf_.size()) ||
+        offsetOf_[id] < 0)
+      throw Error("tensor " + std::to_string(id) +
+                  " is not a parameter or state tensor");
+    if (direct_)
+      return s_.hostData(id);
+    allocate();
+    return mem_->data() + offsetOf_[id];
+  }
+
+private:
+  void allocate() {
+    if (!mem_)
+      mem_ = s_.allocateHost(bytes_);
+  }
+  Session &s_;
+  bool direct_ = true;
+  std::vector<int32_t> ids_;
+  std::vector<int64_t> offsetOf_; // by tensor id, -1: not checkpointed
+  size_t bytes_ = 0;
+  std::unique_ptr<HostBuffer> mem_;
+};
+
+/// One micro-batch's run: events around the wait for its batch's copy and
+/// around the run itself.
+struct MicroRun {
+  std::unique_ptr<Event> waitStart, waitEnd, runEnd;
+};
+
+/// What one optimizer step leaves to read back, possibly a step late.
+struct StepRecord {
+  int64_t step = 0, epoch = 0;
+  float *readback = nullptr; // K losses, skipped count, loss scale
+  std::vector<MicroRun> micro;
+  /// Around train_step when accumulating; `done` follows the read-backs.
+  std::unique_ptr<Event> stepStart, stepEnd, done;
+};
+
+class Trainer {
+public:
+  Trainer(Session &s, const TrainOptions &opts, const TrainPlan &plan,
+          LossScaling scaling, HostMirror &mirror, CheckpointMeta &meta,
+          TrainResult &r, DataFeeder &feeder)
+      : s_(s), opts_(opts), plan_(plan), scaling_(scaling), mirror_(mirror),
+        meta_(meta), r_(r), feeder_(feeder),
+        async_(s.traits().asynchronous) {
+    size_t slots = async_ ? std::min(opts.prefetch, s.traits().inputSlots)
+                          : size_t{1};
+    slots_ = s.inputSlots(plan.feedTargets, std::max<size_t>(slots, 1));
+    slotEpoch_.assign(slots_->count(), 0);
+    lossId_ = plan.data->outputs[0];
+    scanIds_ = nonFiniteScanned(s.tensors());
+    int64_t k = plan.gradAccum;
+    readback_ = s.allocateHost(2 * (k + 2) * sizeof(float));
+    for (int i = 0; i < 2; ++i) {
+      StepRecord &rec = records_[i];
+      rec.readback = reinterpret_cast<float *>(readback_->data()) + i * (k + 2);
+      for (int64_t j = 0; j < k; ++j)
+        rec.micro.push_back(
+            {s.createEvent(), s.createEvent(), s.createEvent()});
+      rec.stepStart = s.createEvent();
+      rec.stepEnd = s.createEvent();
+      rec.done = s.createEvent();
+    }
+  }
+
+  void setMetrics(std::unique_ptr<std::ofstream> m) { metrics_ = std::move(m); }
+  void run();
+
+private:
+  bool fillNext();
+  bool enqueueStep(int64_t step, StepRecord &rec);
+  void finish(StepRecord &rec);
+  void checkFinite(int64_t step);
+  void checkpoint(int64_t step, float loss);
+  /// Steps whose state is read on the host before the next is enqueued.
+  bool syncPoint(int64_t step) const {
+    bool ckpt = !opts_.checkpointDir.empty() && opts_.checkpointEvery > 0 &&
+                step % opts_.checkpointEvery == 0;
+    bool scan =
+        opts_.nonfiniteCheckEvery > 0 && step % opts_.nonfiniteCheckEvery == 0;
+    return !async_ || step == plan_.total || ckpt || scan;
+  }
+
+  Session &s_;
+  const TrainOptions &opts_;
+  const TrainPlan &plan_;
+  LossScaling scaling_;
+  HostMirror &mirror_;
+  CheckpointMeta &meta_;
+  TrainResult &r_;
+  DataFeeder &feeder_;
+  bool async_;
+
+  std::unique_ptr<InputSlots> slots_;
+  std::vector<int64_t> slotEpoch_; // of the batch each slot holds
+  int32_t lossId_ = -1;
+  int64_t filled_ = 0, nextMicro_ = 0; // micro-batches staged, enqueued
+  bool exhausted_ = false;
+  DataFeeder::Batch batch_;
+  std::unique_ptr<HostBuffer> readback_;
+  StepRecord records_[2];
+
+  float prevSkipped_ = 0, lastLoss_ = 0;
+  int64_t scannedStep_ = -1, checkpointedStep_ = -1, mirrorStep_ = -1;
+  std::vector<int32_t> scanIds_; // f32 parameters and state
+  int64_t killAfter_ = -1;
+  std::unique_ptr<Progress> progress_;
+  std::unique_ptr<std::ofstream> metrics_;
+  Clock::time_point start_;
+};
+
+/// Stages micro-batch `filled_` into its slot; false when the feeder has no
+/// more batches.
+bool Trainer::fillNext() {
+  size_t slot = static_cast<size_t>(filled_) % slots_->count();
+  Clock::time_point t0 = Clock::now();
+  bool fed = feeder_.next(batch_);
+  r_.dataWaitSeconds += secondsSince(t0);
+  if (!fed)
+    return false;
+  slots_->stage(slot, batch_.tensors);
+  slotEpoch_[slot] = batch_.epoch;
+  ++filled_;
+  return true;
 }
 
-std::string tcc::rt::findNonFinite(Session &s) {
-  return findNonFinite(s.tensors(),
-                       [&](int32_t id) -> const void * { return s.data(id); });
+/// Enqueues optimizer step `step` (K data-program runs, then train_step when
+/// accumulating) and the copies of its results into rec.readback. False if
+/// the data ran out.
+bool Trainer::enqueueStep(int64_t step, StepRecord &rec) {
+  rec.step = step;
+  int64_t k = plan_.gradAccum;
+  int64_t p = static_cast<int64_t>(slots_->count());
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t m = nextMicro_;
+    while (!exhausted_ && filled_ < m + p)
+      exhausted_ = !fillNext();
+    if (filled_ <= m)
+      return false;
+    size_t slot = static_cast<size_t>(m % p);
+    MicroRun &mr = rec.micro[j];
+    s_.record(*mr.waitStart);
+    slots_->use(slot);
+    s_.record(*mr.waitEnd);
+    s_.run(plan_.data->name);
+    s_.record(*mr.runEnd);
+    s_.readAsync(lossId_, rec.readback + j, sizeof(float));
+    slots_->release(slot);
+    rec.epoch = slotEpoch_[slot];
+    ++nextMicro_;
+  }
+  s_.record(*rec.stepStart);
+  if (plan_.micro)
+    s_.run("train_step");
+  s_.record(*rec.stepEnd);
+  if (scaling_.skippedId >= 0)
+    s_.readAsync(scaling_.skippedId, rec.readback + k, sizeof(float));
+  if (scaling_.scaleId >= 0)
+    s_.readAsync(scaling_.scaleId, rec.readback + k + 1, sizeof(float));
+  s_.record(*rec.done);
+  return true;
 }
 
-std::string
-tcc::rt::findNonFinite(const std::vector<TensorInfo> &tensors,
-                       const std::function<const void *(int32_t)> &data) {
-  for (size_t id = 0; id < tensors.size(); ++id) {
-    const TensorInfo &t = tensors[id];
-    if ((t.kind != TensorKind::Param && t.kind != TensorKind::State) ||
-        t.dtype != DType::F32)
-      continue;
-    const float *p = static_cast<const float *>(data((int32_t)id));
-    int64_t n = t.numElements();
-    if (!hasNonFinite(p, n))
-      continue;
-    // Rare path: count them and name the first.
-    int64_t bad = 0, first = -1;
-    for (int64_t i = 0; i < n; ++i)
-      if (!std::isfinite(p[i]) && bad++ == 0)
-        first = i;
-    float v = p[first];
-    std::string what = std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf";
-    return std::string(t.kind == TensorKind::Param ? "parameter" : "state") +
-           " '" + t.name + "' has " + std::to_string(bad) +
-           " non-finite value" + (bad == 1 ? "" : "s") + " (first: " + what +
-           " at index " + std::to_string(first) + ")";
+// Parameters and state are scanned for NaN/Inf every nonfiniteCheckEvery
+// steps, after the last one and always before a checkpoint: one with
+// non-finite weights is never written. The session answers whether any is
+// there (a GPU counts on the device); the values come to the host only to
+// name the bad one.
+void Trainer::checkFinite(int64_t step) {
+  if (scannedStep_ == step)
+    return;
+  Clock::time_point t0 = Clock::now();
+  s_.synchronize(); // a kernel's error first: it explains the values
+  bool bad = s_.anyNonFinite(scanIds_);
+  std::string what;
+  if (bad) {
+    mirror_.download();
+    mirrorStep_ = step;
+    what = findNonFinite(s_.tensors(), [&](int32_t id) -> const void * {
+      return mirror_.data(id);
+    });
+    if (what.empty()) // the device counted what the host does not see
+      what = "a parameter or state tensor has non-finite values on the "
+             "device but not in its downloaded copy";
   }
-  return "";
+  r_.nonfiniteCheckSeconds += secondsSince(t0);
+  scannedStep_ = step;
+  if (bad)
+    throw Error("step " + std::to_string(step) + ": " + what +
+                "; lower the learning rate or check the data" +
+                (opts_.checkpointDir.empty()
+                     ? ""
+                     : " (no checkpoint written for this step)"));
 }
+
+void Trainer::checkpoint(int64_t step, float loss) {
+  checkFinite(step);
+  if (mirrorStep_ != step) {
+    mirror_.download(); // what the checkpoint writes
+    mirrorStep_ = step;
+  }
+  checkpointedStep_ = step;
+  Clock::time_point t0 = Clock::now();
+  meta_.step = step;
+  meta_.loss = loss;
+  r_.lastCheckpoint =
+      saveCheckpoint(opts_.checkpointDir, meta_,
+                     persistentTensors(s_.tensors(),
+                                       [&](int32_t id) -> const void * {
+                                         return mirror_.data(id);
+                                       }),
+                     opts_.keepCheckpoints, logOf(opts_));
+  ++r_.checkpointsWritten;
+  r_.checkpointSeconds += secondsSince(t0);
+}
+
+/// Reads back step rec.step (waiting for it) and does what follows a step:
+/// checks, metrics, checkpoint, progress.
+void Trainer::finish(StepRecord &rec) {
+  s_.wait(*rec.done);
+  int64_t k = plan_.gradAccum, step = rec.step;
+  double lossSum = 0, dt = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    const MicroRun &mr = rec.micro[j];
+    lossSum += rec.readback[j];
+    r_.copyWaitSeconds += s_.seconds(*mr.waitStart, *mr.waitEnd);
+    dt += s_.seconds(*mr.waitEnd, *mr.runEnd);
+  }
+  if (plan_.micro)
+    dt += s_.seconds(*rec.stepStart, *rec.stepEnd);
+  // The mean of the micro-batch means is the mean over the whole batch.
+  float loss = static_cast<float>(lossSum / k);
+  bool skipped = false;
+  if (scaling_.skippedId >= 0) {
+    skipped = rec.readback[k] != prevSkipped_;
+    prevSkipped_ = rec.readback[k];
+  }
+  r_.skippedSteps += skipped;
+  if (scaling_.scaleId >= 0)
+    r_.lossScale = rec.readback[k + 1];
+  if (!std::isfinite(loss) && !(skipped && opts_.skipNonfinite)) {
+    s_.synchronize(); // a kernel's error (a label out of range) first
+    throw Error(nonFiniteLossMessage(step, loss));
+  }
+  if (step == plan_.total ||
+      (opts_.nonfiniteCheckEvery > 0 && step % opts_.nonfiniteCheckEvery == 0))
+    checkFinite(step);
+  r_.losses.push_back(loss);
+  r_.stepSeconds.push_back(dt);
+  r_.steps = step;
+  lastLoss_ = loss;
+  double elapsed = secondsSince(start_);
+  double sps = r_.batchSize * (step - r_.startStep) / std::max(elapsed, 1e-9);
+  if (metrics_)
+    writeMetricsLine(*metrics_, step, rec.epoch, loss, r_.batchSize, dt,
+                     scaling_.skippedId >= 0, skipped, r_.lossScale);
+  // After the metrics line, so a resumed run never lacks a step's line.
+  if (!opts_.checkpointDir.empty() &&
+      (step == plan_.total ||
+       (opts_.checkpointEvery > 0 && step % opts_.checkpointEvery == 0)))
+    checkpoint(step, loss);
+  progress_->update(step, loss, sps, elapsed);
+  if (step == killAfter_)
+    std::raise(SIGKILL);
+}
+
+void Trainer::run() {
+  if (scaling_.skippedId >= 0)
+    s_.download(scaling_.skippedId, &prevSkipped_);
+  killAfter_ = killAfterStepForTesting();
+  progress_ =
+      std::make_unique<Progress>(opts_.progress, r_.startStep, plan_.total);
+  start_ = Clock::now();
+  r_.steps = r_.startStep;
+  StepRecord *pending = nullptr; // enqueued, not read back yet
+  for (int64_t step = r_.startStep + 1; step <= plan_.total; ++step) {
+    StepRecord &rec = records_[step % 2];
+    if (!enqueueStep(step, rec))
+      break;
+    // Step N-1 is read back while step N runs.
+    if (pending)
+      finish(*std::exchange(pending, nullptr));
+    if (syncPoint(step))
+      finish(rec);
+    else
+      pending = &rec;
+    // Polled between steps only: a step is never cut in half, and the
+    // checkpoint below is of the last step enqueued.
+    if (int sig = opts_.stopSignal ? opts_.stopSignal->load() : 0) {
+      r_.interruptedBy = sig;
+      if (pending)
+        finish(*std::exchange(pending, nullptr));
+      if (!opts_.checkpointDir.empty() && checkpointedStep_ != r_.steps)
+        checkpoint(r_.steps, lastLoss_);
+      break;
+    }
+  }
+  if (pending)
+    finish(*pending);
+  s_.synchronize();
+  r_.totalSeconds = secondsSince(start_);
+}
+
+} // namespace
 
 TrainResult tcc::rt::train(Session &session, const Artifact &a,
                            const TrainOptions &opts) {
+  if (opts.prefetch < 1)
+    throw Error("--prefetch must be at least 1, got 0");
   TrainPlan plan = planTraining(a, opts);
   std::function<void(const std::string &)> log = logOf(opts);
   bool checkpointing = !opts.checkpointDir.empty();
   bool resuming = !opts.resumeFrom.empty();
   TrainResult r;
-  const Program *micro = plan.micro;
-  const Program &dataProg = *plan.data;
   r.gradAccum = plan.gradAccum;
   r.batchSize = plan.batchSize;
-  int64_t total = plan.total;
-  const std::vector<int32_t> &feedTargets = plan.feedTargets;
-
   LossScaling scaling = lossScaling(a, opts);
-  int32_t skippedId = scaling.skippedId, scaleId = scaling.scaleId;
-  auto scalarOf = [&](int32_t id) {
-    return *static_cast<const float *>(session.data(id));
-  };
-
+  HostMirror mirror(session);
   CheckpointMeta meta;
   if (checkpointing || resuming)
-    meta = checkpointMeta(a, opts, plan);
+    meta = checkpointMeta(a, opts, plan, session.orderingThreads());
   if (resuming) {
     Checkpoint c = loadNewestCheckpoint(opts.resumeFrom, log);
     checkResumable(c, meta, log);
     checkFreshDir(opts, &c);
-    restoreCheckpoint(session, c);
+    restoreCheckpoint(
+        session.tensors(), [&](int32_t id) { return mirror.data(id); }, c);
+    mirror.upload();
     noteResumed(r, c, plan, log);
   } else {
     checkFreshDir(opts, nullptr);
   }
   std::unique_ptr<DataFeeder> feeder = startFeeder(plan, opts, r.startStep);
-  std::unique_ptr<std::ofstream> metrics =
-      openMetrics(opts, resuming, r.startStep, log);
-  // Parameters and state are scanned for NaN/Inf every
-  // nonfiniteCheckEvery steps, after the last one and always before a
-  // checkpoint: one with non-finite weights is never written.
-  int64_t scannedStep = -1;
-  auto checkFinite = [&](int64_t step) {
-    if (scannedStep == step)
-      return;
-    Clock::time_point t0 = Clock::now();
-    std::string bad = findNonFinite(session);
-    r.nonfiniteCheckSeconds += secondsSince(t0);
-    scannedStep = step;
-    if (!bad.empty())
-      throw Error(
-          "step " + std::to_string(step) + ": " + bad +
-          "; lower the learning rate or check the data" +
-          (checkpointing ? " (no checkpoint written for this step)" : ""));
-  };
-  int64_t checkpointedStep = -1;
-  auto checkpoint = [&](int64_t step, float loss) {
-    checkFinite(step);
-    checkpointedStep = step;
-    Clock::time_point t0 = Clock::now();
-    meta.step = step;
-    meta.loss = loss;
-    r.lastCheckpoint =
-        saveCheckpoint(opts.checkpointDir, meta, persistentTensors(session),
-                       opts.keepCheckpoints, log);
-    ++r.checkpointsWritten;
-    r.checkpointSeconds += secondsSince(t0);
-  };
-
-  int64_t killAfter = killAfterStepForTesting();
-  Progress progress(opts.progress, r.startStep, total);
-  Clock::time_point start = Clock::now();
-  DataFeeder::Batch batch;
-  r.steps = r.startStep;
-  for (int64_t step = r.startStep + 1; step <= total; ++step) {
-    double dt = 0, lossSum = 0;
-    float skippedBefore = skippedId >= 0 ? scalarOf(skippedId) : 0;
-    bool fed = true;
-    for (int64_t k = 0; k < r.gradAccum && fed; ++k) {
-      Clock::time_point waitStart = Clock::now();
-      fed = feeder->next(batch);
-      r.dataWaitSeconds += secondsSince(waitStart);
-      if (!fed)
-        break;
-      for (size_t i = 0; i < feedTargets.size(); ++i)
-        std::memcpy(session.data(feedTargets[i]), batch.tensors[i].data(),
-                    batch.tensors[i].size());
-      Clock::time_point t0 = Clock::now();
-      session.run(dataProg.name);
-      dt += secondsSince(t0);
-      lossSum += *static_cast<const float *>(session.data(dataProg.outputs[0]));
-    }
-    if (!fed)
-      break;
-    if (micro) {
-      Clock::time_point t0 = Clock::now();
-      session.run("train_step");
-      dt += secondsSince(t0);
-    }
-    // The mean of the micro-batch means is the mean over the whole batch.
-    float loss = static_cast<float>(lossSum / r.gradAccum);
-    bool skipped = skippedId >= 0 && scalarOf(skippedId) != skippedBefore;
-    r.skippedSteps += skipped;
-    if (scaleId >= 0)
-      r.lossScale = scalarOf(scaleId);
-    if (!std::isfinite(loss) && !(skipped && opts.skipNonfinite))
-      throw Error(nonFiniteLossMessage(step, loss));
-    if (step == total ||
-        (opts.nonfiniteCheckEvery > 0 && step % opts.nonfiniteCheckEvery == 0))
-      checkFinite(step);
-    r.losses.push_back(loss);
-    r.stepSeconds.push_back(dt);
-    r.steps = step;
-    double elapsed = secondsSince(start);
-    double sps = r.batchSize * (step - r.startStep) / std::max(elapsed, 1e-9);
-    if (metrics)
-      writeMetricsLine(*metrics, step, batch.epoch, loss, r.batchSize, dt,
-                       skippedId >= 0, skipped, r.lossScale);
-    // After the metrics line, so a resumed run never lacks a step's line.
-    if (checkpointing && (step == total || (opts.checkpointEvery > 0 &&
-                                            step % opts.checkpointEvery == 0)))
-      checkpoint(step, loss);
-    progress.update(step, loss, sps, elapsed);
-    if (step == killAfter)
-      std::raise(SIGKILL);
-    // Polled between steps only: a step is never cut in half, and the
-    // checkpoint below is of a whole step.
-    if (int sig = opts.stopSignal ? opts.stopSignal->load() : 0) {
-      r.interruptedBy = sig;
-      if (checkpointing && checkpointedStep != step)
-        checkpoint(step, loss);
-      break;
-    }
-  }
-  r.totalSeconds = secondsSince(start);
+  Trainer t(session, opts, plan, scaling, mirror, meta, r, *feeder);
+  t.setMetrics(openMetrics(opts, resuming, r.startStep, log));
+  t.run();
   return r;
 }
 
@@ -234,11 +435,19 @@ int32_t tcc::rt::lossScaleSkippedTensor(const Artifact &a) {
 EvalResult tcc::rt::evaluate(Session &session, const Artifact &a,
                              const std::vector<DataBinding> &data) {
   const Program &p = program(a, "forward");
+  std::vector<float> out;
   return evaluate(a, data, [&](const std::vector<std::vector<uint8_t>> &in) {
-    for (size_t i = 0; i < p.inputs.size(); ++i)
-      std::memcpy(session.data(p.inputs[i]), in[i].data(), in[i].size());
+    for (size_t i = 0; i < p.inputs.size(); ++i) {
+      if (static_cast<int64_t>(in[i].size()) !=
+          a.tensors[p.inputs[i]].byteSize())
+        throw Error("evaluation batch for input '" +
+                    a.tensors[p.inputs[i]].name + "' has the wrong size");
+      session.upload(p.inputs[i], in[i].data());
+    }
     session.run("forward");
-    return static_cast<const float *>(session.data(p.outputs[0]));
+    out.resize(a.tensors[p.outputs[0]].numElements());
+    session.download(p.outputs[0], out.data());
+    return out.data();
   });
 }
 

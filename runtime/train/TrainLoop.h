@@ -1,10 +1,18 @@
 //===- TrainLoop.h - Training steps fed by the data feeder ------*- C++ -*-===//
 //
-// The loop that `tcc train` drives: it binds data files to the artifact's
+// The loop that `tcc train` and `tcc-run train` drive, on any backend's
+// Session (runtime/core/Session.h): it binds data files to the artifact's
 // inputs, pulls batches from the asynchronous feeder, runs the train_step
 // program and reports loss, throughput and progress; it writes checkpoints
 // and resumes from them (Checkpoint.h). It also evaluates the forward
 // program on held-out data.
+//
+// One loop for every device. What a device offers is read from the
+// session's traits: on an asynchronous session (CUDA) batches are staged
+// `prefetch` slots ahead and step N's loss is read back while step N + 1
+// runs; on a synchronous one (CPU) each step is finished as soon as it ran.
+// Steps that write a checkpoint or scan the parameters, and the last step,
+// are always finished before the next is enqueued.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_RUNTIME_TRAIN_TRAINLOOP_H
@@ -94,8 +102,8 @@ struct TrainResult {
   std::vector<double> stepSeconds; // run time of each train_step
   double totalSeconds = 0;         // wall time of the loop
   double dataWaitSeconds = 0;      // time spent waiting for the feeder
-  /// GPU runs (runtime/cuda/CudaTrainLoop.h): GPU time the compute stream
-  /// stood waiting for input copies to the device (CUDA events).
+  /// Asynchronous sessions: device time the runs stood waiting for their
+  /// batches' copies to the device (events around the waits).
   double copyWaitSeconds = 0;
   std::string resumedFrom;         // the checkpoint file, when resuming
   float resumedLoss = 0;           // the loss of its last step
@@ -117,20 +125,13 @@ struct TrainResult {
 /// -1 if it has none.
 int32_t lossScaleSkippedTensor(const Artifact &a);
 
-/// Scans every parameter and state tensor (f32) of `s` for NaN and Inf.
-/// Returns "" if all are finite, else a description of the first bad one:
-/// "parameter '0.weight' has 3 non-finite values (first: NaN at index 17)".
-std::string findNonFinite(Session &s);
-/// The same over any copy of the tensors (a host mirror of a GPU session):
-/// `data(id)` holds tensor `id`'s values.
-std::string findNonFinite(const std::vector<TensorInfo> &tensors,
-                          const std::function<const void *(int32_t)> &data);
-
-/// Trains `session` (built from `artifact`). Throws Error on bad data,
+/// Trains `session` (opened from `artifact`). Throws Error on bad data,
 /// mismatched inputs, a non-finite loss or parameter ("step 12: the loss is
 /// NaN"; a checkpoint is never written with non-finite values), a checkpoint
-/// that cannot be written (the previous ones stay intact) or one that cannot be
-/// resumed from.
+/// that cannot be written (the previous ones stay intact) or one that cannot
+/// be resumed from, and the session's own errors (a CUDA call, a label out
+/// of range). opts.prefetch (at least 1) is the feeder's queue and, on an
+/// asynchronous session, the number of input slots.
 TrainResult train(Session &session, const Artifact &artifact,
                   const TrainOptions &opts);
 
@@ -142,7 +143,8 @@ struct EvalResult {
 
 /// Runs the forward program over every full batch of `data`, which must bind
 /// each forward input and `labels` (integer classes shaped like the output
-/// without its last axis).
+/// without its last axis): each batch is uploaded, run and its output
+/// downloaded and scored on the host.
 EvalResult evaluate(Session &session, const Artifact &artifact,
                     const std::vector<DataBinding> &data);
 /// The same with any executor: `forward` gets one batch (a tensor per

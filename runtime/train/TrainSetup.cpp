@@ -1,7 +1,6 @@
-//===- TrainSetup.cpp - What the CPU and GPU training loops share ---------===//
+//===- TrainSetup.cpp - Options, feeding, metrics and progress of a run ---===//
 #include "runtime/train/TrainSetup.h"
 
-#include <cblas.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -319,7 +318,8 @@ LossScaling detail::lossScaling(const Artifact &a, const TrainOptions &opts) {
 }
 
 CheckpointMeta detail::checkpointMeta(const Artifact &a,
-                                      const TrainOptions &opts, TrainPlan &t) {
+                                      const TrainOptions &opts, TrainPlan &t,
+                                      int64_t orderingThreads) {
   CheckpointMeta meta;
   meta.artifactCrc = artifactIdentity(a);
   auto source = a.meta.find("source");
@@ -328,7 +328,7 @@ CheckpointMeta detail::checkpointMeta(const Artifact &a,
   meta.epochs = opts.epochs;
   meta.batchSize = t.batchSize;
   meta.batchesPerEpoch = t.perEpoch;
-  meta.blasThreads = openblas_get_num_threads();
+  meta.blasThreads = orderingThreads;
   meta.seed = opts.seed;
   meta.shuffle = opts.shuffle;
   meta.data = std::move(t.ids);

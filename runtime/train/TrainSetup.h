@@ -1,11 +1,9 @@
-//===- TrainSetup.h - What the CPU and GPU training loops share -*- C++ -*-===//
+//===- TrainSetup.h - Options, feeding, metrics and progress of a run -*- C++ -*-===//
 //
-// The CPU loop (TrainLoop.cpp) and the GPU loop (runtime/cuda/
-// CudaTrainLoop.cpp) run the same training: the same binding of data files
-// to inputs, batching, gradient accumulation, run length, checkpoint and
-// resume rules, metrics lines and progress line. What they share lives
-// here, so both read the same options the same way; only how a step is run
-// and how tensors are reached differ. Internal to the runtime.
+// The training loop's pieces that do not touch a session (TrainLoop.cpp):
+// binding data files to inputs, batching, gradient accumulation, run
+// length, checkpoint and resume rules, metrics lines and the progress line.
+// Internal to the runtime.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_RUNTIME_TRAIN_TRAINSETUP_H
@@ -80,10 +78,10 @@ struct LossScaling {
 };
 LossScaling lossScaling(const Artifact &a, const TrainOptions &opts);
 
-/// The checkpoint metadata of this run (step and loss left 0). Moves
-/// plan.ids.
+/// The checkpoint metadata of this run (step and loss left 0), with the
+/// session's orderingThreads(). Moves plan.ids.
 CheckpointMeta checkpointMeta(const Artifact &a, const TrainOptions &opts,
-                              TrainPlan &plan);
+                              TrainPlan &plan, int64_t orderingThreads);
 
 /// After restoring `c`: records where the run resumes in `r` and logs it.
 void noteResumed(TrainResult &r, const Checkpoint &c, const TrainPlan &plan,

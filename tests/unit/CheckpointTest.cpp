@@ -1,7 +1,7 @@
 //===- CheckpointTest.cpp - Checkpoint format, directories, failures ------===//
 #include "runtime/train/Checkpoint.h"
 #include "runtime/core/ArtifactFormat.h"
-#include "runtime/core/Session.h"
+#include "runtime/cpu/CpuSession.h"
 #include "runtime/feeder/HostArray.h"
 
 #include <gtest/gtest.h>
@@ -187,7 +187,7 @@ TEST(CheckpointTest, RestoresIntoSessionByName) {
   Sample s;
   Checkpoint c = parseCheckpoint(s.bytes(), "c.tcckpt");
   Artifact a = sampleArtifact();
-  Session session(a, ExecMode::Compiled);
+  cpu::CpuSession session(a, ExecMode::Compiled);
   restoreCheckpoint(session, c);
   EXPECT_EQ(std::memcmp(session.data("w"), s.w.data(), 24), 0);
   EXPECT_EQ(std::memcmp(session.data("w.exp_avg"), s.m.data(), 24), 0);
@@ -323,7 +323,7 @@ TEST(CheckpointTest, MismatchedTensorsAreNamedAndNothingIsRestored) {
   Sample s;
   Checkpoint c = parseCheckpoint(s.bytes(), "dir/ckpt-00000020.tcckpt");
   Artifact a = sampleArtifact({3, 2});
-  Session session(a, ExecMode::Compiled);
+  cpu::CpuSession session(a, ExecMode::Compiled);
   EXPECT_EQ(errorOf([&] { restoreCheckpoint(session, c); }),
             "dir/ckpt-00000020.tcckpt: tensor 'w' is param [2,3] f32 in the "
             "checkpoint but param [3,2] f32 in the artifact");
@@ -333,7 +333,7 @@ TEST(CheckpointTest, MismatchedTensorsAreNamedAndNothingIsRestored) {
   Artifact extra = sampleArtifact();
   extra.tensors.push_back(extra.tensors[0]);
   extra.tensors.back().name = "b";
-  Session s2(extra, ExecMode::Eager);
+  cpu::CpuSession s2(extra, ExecMode::Eager);
   EXPECT_NE(
       errorOf([&] {
         restoreCheckpoint(s2, c);
@@ -342,7 +342,7 @@ TEST(CheckpointTest, MismatchedTensorsAreNamedAndNothingIsRestored) {
 
   Artifact fewer = sampleArtifact();
   fewer.tensors.pop_back();
-  Session s3(fewer, ExecMode::Compiled);
+  cpu::CpuSession s3(fewer, ExecMode::Compiled);
   EXPECT_NE(errorOf([&] {
               restoreCheckpoint(s3, c);
             }).find("tensor 'rng.counter' is not a param or state"),

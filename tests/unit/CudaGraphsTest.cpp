@@ -47,7 +47,7 @@ struct StepProgram {
 /// session's graph status.
 std::vector<std::vector<float>> runAlternating(StepProgram &sp, bool graphs,
                                                int runs, std::string *status) {
-  cuda::CudaOptions o;
+  SessionOptions o;
   o.graphs = graphs;
   cuda::CudaSession s(sp.p.artifact(), ExecMode::Compiled, o);
   std::vector<float> xa(128), xb(128);

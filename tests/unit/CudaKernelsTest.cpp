@@ -413,7 +413,7 @@ TEST(CudaKernels, MatmulTypesTransposesAndBatches) {
           b = p.random(DType::F32, {96, 32});
   int32_t c = p.out(DType::F32, {64, 32});
   p.instr("matmul", {a, b}, {c}, {0, 0});
-  cuda::CudaOptions tf32;
+  SessionOptions tf32;
   tf32.tf32 = true;
   expectClose(p, p.runCpu(), p.runGpu(ExecMode::Compiled, tf32), c, 1e-2, 5e-2);
 }
@@ -526,7 +526,7 @@ TEST(CudaKernels, GemmEpilogueFallback) {
   TCC_REQUIRE_GPU();
   std::vector<KernelCase> cases;
   gemmEpilogueCases(cases);
-  cuda::CudaOptions off;
+  SessionOptions off;
   off.gemmEpilogues = false;
   for (const KernelCase &c : cases) {
     compareCase(c, c.prog.runGpu(ExecMode::Compiled, off));

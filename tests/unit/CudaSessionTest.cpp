@@ -50,7 +50,13 @@ TEST(CudaSession, DeviceDetectionGivesAReason) {
     EXPECT_FALSE(why.empty());
     expectError([] { cuda::deviceDescription(); }, why);
   }
-  EXPECT_TRUE(cuda::backendBuilt());
+  // Linking the module registered the backend, and the registry answers
+  // with the same reason.
+  ASSERT_TRUE(backends::loaded("cuda"));
+  std::string registryWhy;
+  EXPECT_EQ(backends::find("cuda")->available(&registryWhy),
+            cuda::deviceAvailable());
+  EXPECT_EQ(registryWhy, why);
 }
 
 // Without a GPU the session says why; with one it loads (no test skips on

@@ -140,7 +140,7 @@ public:
   /// Every non-temporary tensor's bytes (temporaries: empty) after running
   /// the programs `runs` times on the GPU.
   std::vector<std::vector<uint8_t>> runGpu(ExecMode mode = ExecMode::Compiled,
-                                           cuda::CudaOptions opts = {},
+                                           SessionOptions opts = {},
                                            int runs = 1) const {
     cuda::CudaSession s(art_, mode, opts);
     for (int r = 0; r < runs; ++r)

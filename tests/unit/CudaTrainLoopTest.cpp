@@ -1,7 +1,8 @@
-//===- CudaTrainLoopTest.cpp - The GPU training loop against the CPU's ----===//
+//===- CudaTrainLoopTest.cpp - The training loop on a GPU against the CPU -===//
 //
-// Trains one artifact compiled with --target cuda on the GPU
-// (cuda::trainOnGpu) and on the CPU (rt::train) and compares: the loss
+// Trains one artifact compiled with --target cuda with the one training
+// loop (rt::train) on a CUDA session and on a CPU session and compares: the
+// loss
 // curves, the same results for every number of input slots (the feeding
 // pipeline never feeds a wrong or half-copied batch), checkpoints and
 // resume, a stop signal, a non-finite loss, evaluation.
@@ -12,9 +13,11 @@
 // tests/gpu/README.md). Each test is skipped, saying why, otherwise.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cuda/CudaTrainLoop.h"
+#include "runtime/cpu/CpuSession.h"
+#include "runtime/cuda/CudaSession.h"
 #include "runtime/feeder/HostArray.h"
 #include "runtime/train/Checkpoint.h"
+#include "runtime/train/TrainLoop.h"
 
 #include <gtest/gtest.h>
 
@@ -33,10 +36,6 @@ namespace {
 
 /// The test directory, or "" after GTEST_SKIP's reason is set in `why`.
 std::string testDir(std::string &why) {
-  if (!cuda::backendBuilt()) {
-    why = "this runtime was built without the CUDA backend";
-    return "";
-  }
   std::string noGpu;
   if (!cuda::deviceAvailable(&noGpu)) {
     why = "no GPU: " + noGpu;
@@ -80,14 +79,14 @@ TrainOptions options(const std::string &dir, int64_t steps) {
 }
 
 std::vector<float> cpuLosses(const Artifact &a, const TrainOptions &o) {
-  Session s(a, ExecMode::Compiled);
+  cpu::CpuSession s(a, ExecMode::Compiled);
   return train(s, a, o).losses;
 }
 
 TrainResult gpuRun(const Artifact &a, const TrainOptions &o,
                    ExecMode mode = ExecMode::Compiled) {
   cuda::CudaSession s(a, mode);
-  return cuda::trainOnGpu(s, a, o);
+  return train(s, a, o);
 }
 
 /// Each pair agrees to `rel` relative (and 1e-6 absolute) error.
@@ -172,7 +171,7 @@ TEST(CudaTrainLoop, MetricsAndCheckpointsResume) {
   expectClose(resumed.losses, tail, 1e-5, "resumed on the GPU");
   // A GPU checkpoint resumes on the CPU as well.
   r.checkpointDir = tmp + "/ck3";
-  Session cpu(a, ExecMode::Compiled);
+  cpu::CpuSession cpu(a, ExecMode::Compiled);
   expectClose(train(cpu, a, r).losses, tail, 2e-3, "resumed on the CPU");
 }
 
@@ -253,7 +252,7 @@ TEST(CudaTrainLoop, NonFiniteStateIsTheCpusError) {
   o.nonfiniteCheckEvery = 2;
   std::string cpuError, gpuError;
   try {
-    Session s(a, ExecMode::Compiled);
+    cpu::CpuSession s(a, ExecMode::Compiled);
     static_cast<float *>(s.data(id))[3] = INFINITY;
     train(s, a, o);
   } catch (const Error &e) {
@@ -265,7 +264,7 @@ TEST(CudaTrainLoop, NonFiniteStateIsTheCpusError) {
     s.download(id, v.data());
     v[3] = INFINITY;
     s.upload(id, v.data());
-    cuda::trainOnGpu(s, a, o);
+    train(s, a, o);
   } catch (const Error &e) {
     gpuError = e.what();
   }
@@ -280,17 +279,17 @@ TEST(CudaTrainLoop, EvaluationMatchesTheCpu) {
   Artifact a = readArtifact(dir + "/mlp.tcc");
   std::vector<DataBinding> data = {{"x", dir + "/train_x.npy"},
                                    {"labels", dir + "/train_y.npy"}};
-  Session cpu(a, ExecMode::Compiled);
+  cpu::CpuSession cpu(a, ExecMode::Compiled);
   cuda::CudaSession gpu(a, ExecMode::Compiled);
-  EvalResult c = evaluate(cpu, a, data), g = cuda::evaluateOnGpu(gpu, a, data);
+  EvalResult c = evaluate(cpu, a, data), g = evaluate(gpu, a, data);
   EXPECT_EQ(g.samples, c.samples);
   EXPECT_NEAR(g.loss, c.loss, 1e-4 * std::fabs(c.loss));
   EXPECT_NEAR(g.accuracy, c.accuracy, 2.0 / c.samples); // a tie or two
   // After training, evaluation reads the trained weights.
   TrainOptions o = options(dir, 30);
-  cuda::trainOnGpu(gpu, a, o);
+  train(gpu, a, o);
   train(cpu, a, o);
   c = evaluate(cpu, a, data);
-  g = cuda::evaluateOnGpu(gpu, a, data);
+  g = evaluate(gpu, a, data);
   EXPECT_NEAR(g.loss, c.loss, 2e-3 * std::fabs(c.loss));
 }

@@ -5,7 +5,7 @@
 // machine.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cuda/DeviceSelect.h"
+#include "runtime/core/DeviceSelect.h"
 
 #include <gtest/gtest.h>
 

@@ -16,7 +16,7 @@
 #include "dialects/tcc/TccOps.h"
 #include "passes/Passes.h"
 #include "runtime/core/ArtifactFormat.h"
-#include "runtime/core/Session.h"
+#include "runtime/cpu/CpuSession.h"
 #include "runtime/core/prelude/FastExp.h"
 #include "runtime/cpu/FusedLibrary.h"
 #include "runtime/core/ThreadPool.h"
@@ -279,7 +279,7 @@ rt::Artifact lowerAll(MLIRContext &ctx, bool fuse, std::string &source) {
 }
 
 /// Fills the inputs of every program from a fixed seed.
-void fill(const rt::Artifact &a, rt::Session &s) {
+void fill(const rt::Artifact &a, rt::cpu::CpuSession &s) {
   std::vector<Case> cs = cases();
   std::mt19937 rng(7);
   for (const Case &c : cs)
@@ -304,7 +304,7 @@ void fill(const rt::Artifact &a, rt::Session &s) {
     }
 }
 
-std::vector<std::vector<float>> outputs(const rt::Artifact &a, rt::Session &s,
+std::vector<std::vector<float>> outputs(const rt::Artifact &a, rt::cpu::CpuSession &s,
                                         const std::string &program) {
   // NaN: an element a kernel does not write (a pad column) never matches.
   // (The first run allocates the program's arena, where its outputs live.)
@@ -349,7 +349,7 @@ TEST_F(Fixture, GeneratedKernelsMatchReferenceKernels) {
   std::vector<uint8_t> bytes = rt::format::serialize(*fused);
   rt::Artifact back = rt::parseArtifact(bytes.data(), bytes.size(), "test");
   ASSERT_EQ(back.hostLibSize, fused->hostLibSize);
-  rt::Session r(*ref, rt::ExecMode::Compiled), f(back, rt::ExecMode::Compiled);
+  rt::cpu::CpuSession r(*ref, rt::ExecMode::Compiled), f(back, rt::ExecMode::Compiled);
   fill(*ref, r);
   fill(back, f);
   for (const Case &c : cases()) {
@@ -376,7 +376,7 @@ TEST_F(Fixture, ThreadCountDoesNotChangeResults) {
   std::vector<std::vector<std::vector<float>>> runs;
   for (int threads : {1, 3}) {
     rt::ThreadPool::setGlobalThreads(threads);
-    rt::Session f(*fused, rt::ExecMode::Compiled);
+    rt::cpu::CpuSession f(*fused, rt::ExecMode::Compiled);
     fill(*fused, f);
     std::vector<std::vector<float>> all;
     for (const Case &c : cases())
@@ -394,7 +394,7 @@ TEST_F(Fixture, ThreadCountDoesNotChangeResults) {
 // Slices and pads at a region's edges leave no kernel of their own, and a
 // padded output's pad columns are zeros (written over NaN).
 TEST_F(Fixture, SliceViewsAndPaddedOutputs) {
-  rt::Session f(*fused, rt::ExecMode::Compiled);
+  rt::cpu::CpuSession f(*fused, rt::ExecMode::Compiled);
   fill(*fused, f);
   int checked = 0;
   for (const Case &c : cases()) {
@@ -423,7 +423,7 @@ TEST_F(Fixture, SliceViewsAndPaddedOutputs) {
 }
 
 TEST_F(Fixture, PreludeFunctionsAreAccurate) {
-  rt::Session f(*fused, rt::ExecMode::Compiled);
+  rt::cpu::CpuSession f(*fused, rt::ExecMode::Compiled);
   fill(*fused, f);
   int32_t xid = fused->findTensor("special_functions.x");
   std::vector<float> x(static_cast<const float *>(f.data(xid)),
@@ -493,7 +493,7 @@ TEST(FusedPrelude, ExpExactIsTheRuntimesFastExp) {
 }
 
 TEST_F(Fixture, LabelOutOfRangeIsAnError) {
-  rt::Session f(*fused, rt::ExecMode::Compiled);
+  rt::cpu::CpuSession f(*fused, rt::ExecMode::Compiled);
   fill(*fused, f);
   int32_t id = fused->findTensor("cross_entropy.labels");
   static_cast<int64_t *>(f.data(id))[7] = 11;

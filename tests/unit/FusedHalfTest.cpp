@@ -13,7 +13,7 @@
 // fast exp of f32 regions.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/core/Session.h"
+#include "runtime/cpu/CpuSession.h"
 #include "runtime/cpu/FusedLibrary.h"
 #include "runtime/core/prelude/Half.h"
 #include "runtime/core/ThreadPool.h"
@@ -274,7 +274,7 @@ uint16_t edgeWord(std::mt19937 &rng, rt::DType t) {
   return t == rt::DType::BF16 ? rt::f32ToBf16(f) : rt::f32ToF16(f);
 }
 
-void fill(const rt::Artifact &a, rt::Session &s) {
+void fill(const rt::Artifact &a, rt::cpu::CpuSession &s) {
   std::mt19937 rng(2024);
   for (const Case &c : cases())
     for (const rt::Program &p : a.programs) {
@@ -345,7 +345,7 @@ TEST_F(FusedHalf, EveryOpJoinsARegion) {
 TEST_F(FusedHalf, RegionsMatchTheLibraryKernels) {
   ASSERT_GE(fused->hostLibOffset, 0);
   rt::ThreadPool::setGlobalThreads(3);
-  rt::Session r(*ref, rt::ExecMode::Compiled),
+  rt::cpu::CpuSession r(*ref, rt::ExecMode::Compiled),
       f(*fused, rt::ExecMode::Compiled);
   fill(*ref, r);
   fill(*fused, f);

@@ -12,7 +12,7 @@
 #include "dialects/tcc/TccDialect.h"
 #include "dialects/tcc/TccOps.h"
 #include "passes/Passes.h"
-#include "runtime/core/Session.h"
+#include "runtime/cpu/CpuSession.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -318,7 +318,7 @@ TEST_P(GradCheck, MatchesFiniteDifferences) {
   ::tcc::ScheduleBuilder builder(a, init);
   auto fn = module->lookupSymbol<func::FuncOp>("train_step");
   ASSERT_TRUE(succeeded(builder.lower(fn, "train_step")));
-  rt::Session s(a, rt::ExecMode::Compiled);
+  rt::cpu::CpuSession s(a, rt::ExecMode::Compiled);
   const rt::Program &prog = *a.findProgram("train_step");
   ASSERT_EQ(prog.outputs.size(), 1 + c.params.size());
   for (int32_t id : prog.inputs) {

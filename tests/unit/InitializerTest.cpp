@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Initializer.h"
-#include "runtime/core/Session.h"
+#include "runtime/cpu/CpuSession.h"
 #include "runtime/core/prelude/Half.h"
 #include "runtime/core/ThreadPool.h"
 
@@ -239,7 +239,7 @@ TEST(Initializer, SessionFillsSeededTensors) {
   step.kind = TensorKind::State;
   a.tensors.push_back(step);
   ASSERT_TRUE(a.blob.empty());
-  Session s(a, ExecMode::Compiled);
+  cpu::CpuSession s(a, ExecMode::Compiled);
   std::vector<float> w = fillF32(a.tensors[0]);
   EXPECT_EQ(0, std::memcmp(s.data(0), w.data(), w.size() * sizeof(float)));
   const float *mv = static_cast<const float *>(s.data(1));
@@ -274,7 +274,7 @@ TEST(Initializer, CastIsTheRoundedSourceValue) {
     a.tensors.push_back(c);
   }
   validateArtifact(a);
-  Session s(a, ExecMode::Compiled);
+  cpu::CpuSession s(a, ExecMode::Compiled);
   std::vector<float> w = fillF32(a.tensors[0]);
   for (int32_t id = 2; id < 5; ++id) {
     const TensorInfo &c = a.tensors[id];

@@ -7,7 +7,7 @@
 // references within the 16-bit formats' precision.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/core/Session.h"
+#include "runtime/cpu/CpuSession.h"
 #include "runtime/core/prelude/Half.h"
 #include "runtime/cpu/Kernels.h"
 #include "tests/unit/KernelTestUtil.h"
@@ -413,7 +413,7 @@ TEST(HalfSession, CompiledAndEagerRun16BitTemps) {
       want[i * 2 + j] = std::max(0.0f, bf16ToF32(f32ToBf16(s)));
     }
   for (ExecMode mode : {ExecMode::Compiled, ExecMode::Eager}) {
-    Session s(a, mode);
+    cpu::CpuSession s(a, mode);
     std::memcpy(s.data(x), xs.data(), xs.size() * sizeof(float));
     s.run("p");
     const float *got = static_cast<const float *>(s.data(y));

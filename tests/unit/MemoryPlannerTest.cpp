@@ -1,7 +1,7 @@
 //===- MemoryPlannerTest.cpp - Arena plans and the memory report ----------===//
 #include "compiler/codegen/MemoryPlanner.h"
 #include "compiler/codegen/MemoryReport.h"
-#include "runtime/core/Session.h"
+#include "runtime/cpu/CpuSession.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <gtest/gtest.h>
@@ -76,7 +76,7 @@ TEST(MemoryPlanner, InPlaceChainsShareBytes) {
   EXPECT_EQ(b.p.arenaBytes, 2 * 8 * 16 * 4);
   // The session accepts the plan (its aliasing check) and runs it.
   b.a.programs.push_back(b.p);
-  rt::Session session(b.a, rt::ExecMode::Compiled);
+  rt::cpu::CpuSession session(b.a, rt::ExecMode::Compiled);
   session.run("train_step");
   rt::MemoryStats m = session.memory();
   EXPECT_EQ(m.tempPeakBytes, b.p.arenaBytes);
@@ -84,7 +84,7 @@ TEST(MemoryPlanner, InPlaceChainsShareBytes) {
 
   // Eager allocates each output before it frees the dying input, so each
   // pair of consecutive temps is live at once: the same two buffers.
-  rt::Session eager(b.a, rt::ExecMode::Eager);
+  rt::cpu::CpuSession eager(b.a, rt::ExecMode::Eager);
   eager.run("train_step");
   rt::MemoryStats e = eager.memory();
   EXPECT_EQ(e.tempPeakBytes, 2 * 8 * 16 * 4);
@@ -183,7 +183,7 @@ TEST(MemoryPlanner, ReshapesAreViews) {
   b.a.programs.push_back(b.p);
   std::vector<std::vector<float>> outs;
   for (rt::ExecMode mode : {rt::ExecMode::Compiled, rt::ExecMode::Eager}) {
-    rt::Session s(b.a, mode);
+    rt::cpu::CpuSession s(b.a, mode);
     std::mt19937 rng(3);
     std::normal_distribution<float> nd;
     for (int32_t id : {x, w}) {
@@ -232,7 +232,7 @@ TEST(MemoryPlanner, PrefixSlicesAreViews) {
   b.a.programs.push_back(b.p);
   std::vector<std::vector<float>> outs;
   for (rt::ExecMode mode : {rt::ExecMode::Compiled, rt::ExecMode::Eager}) {
-    rt::Session sess(b.a, mode);
+    rt::cpu::CpuSession sess(b.a, mode);
     std::mt19937 rng(5);
     std::normal_distribution<float> nd;
     for (int32_t id : {x, w}) {

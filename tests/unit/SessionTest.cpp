@@ -1,5 +1,5 @@
 //===- SessionTest.cpp - Compiled vs eager execution of a tiny model ------===//
-#include "runtime/core/Session.h"
+#include "runtime/cpu/CpuSession.h"
 
 #include <gtest/gtest.h>
 
@@ -110,11 +110,11 @@ std::vector<float> xData() {
 }
 std::vector<float> targetData() { return {1, 0, 0, 1, 0.5f, 0.5f, 2, -1}; }
 
-void fill(Session &s, int32_t id, const std::vector<float> &v) {
+void fill(cpu::CpuSession &s, int32_t id, const std::vector<float> &v) {
   std::memcpy(s.data(id), v.data(), v.size() * sizeof(float));
 }
 
-std::vector<float> read(const Session &s, int32_t id, size_t n) {
+std::vector<float> read(const cpu::CpuSession &s, int32_t id, size_t n) {
   std::vector<float> v(n);
   std::memcpy(v.data(), s.data(id), n * sizeof(float));
   return v;
@@ -123,9 +123,9 @@ std::vector<float> read(const Session &s, int32_t id, size_t n) {
 
 TEST(Session, CompiledAndEagerAgreeBitForBit) {
   TinyModel m;
-  Session compiled(m.a, ExecMode::Compiled), eager(m.a, ExecMode::Eager);
+  cpu::CpuSession compiled(m.a, ExecMode::Compiled), eager(m.a, ExecMode::Eager);
   void *wBefore = compiled.data(W);
-  for (Session *s : {&compiled, &eager}) {
+  for (cpu::CpuSession *s : {&compiled, &eager}) {
     fill(*s, X, xData());
     fill(*s, Target, targetData());
   }
@@ -170,7 +170,7 @@ TEST(Session, CompiledAndEagerAgreeBitForBit) {
 
 TEST(Session, MemoryAccounting) {
   TinyModel m;
-  Session compiled(m.a, ExecMode::Compiled), eager(m.a, ExecMode::Eager);
+  cpu::CpuSession compiled(m.a, ExecMode::Compiled), eager(m.a, ExecMode::Eager);
   // x 48 + target 32 + W, m, v 3*24 + step 4 + one 4 + labels 32
   const int64_t persistent = 48 + 32 + 72 + 4 + 4 + 32;
   EXPECT_EQ(compiled.memory().persistentBytes, persistent);
@@ -199,8 +199,8 @@ TEST(Session, MemoryAccounting) {
 // steps (which overwrites the arena) changes nothing they compute.
 TEST(Session, ProgramsShareOneArena) {
   TinyModel m;
-  Session s(m.a, ExecMode::Compiled), alone(m.a, ExecMode::Compiled);
-  for (Session *t : {&s, &alone}) {
+  cpu::CpuSession s(m.a, ExecMode::Compiled), alone(m.a, ExecMode::Compiled);
+  for (cpu::CpuSession *t : {&s, &alone}) {
     fill(*t, X, xData());
     fill(*t, Target, targetData());
   }
@@ -226,7 +226,7 @@ TEST(Session, ProgramsShareOneArena) {
 
 TEST(Session, KernelErrorsSurfaceAndEagerRecovers) {
   TinyModel m;
-  Session s(m.a, ExecMode::Eager);
+  cpu::CpuSession s(m.a, ExecMode::Eager);
   fill(s, X, xData());
   std::vector<int64_t> labels = {0, 1, 2, 1};
   std::memcpy(s.data(Labels), labels.data(), 32);
@@ -245,7 +245,7 @@ TEST(Session, KernelErrorsSurfaceAndEagerRecovers) {
 static void expectSessionError(const Artifact &a, const std::string &needle) {
   for (ExecMode mode : {ExecMode::Compiled, ExecMode::Eager}) {
     try {
-      Session s(a, mode);
+      cpu::CpuSession s(a, mode);
       ADD_FAILURE() << "accepted; expected: " << needle;
     } catch (const Error &e) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
@@ -278,7 +278,7 @@ TEST(Session, RejectsBadArtifacts) {
   m.a.programs[1].instrs[0].outputs = {H}; // a temp of train_step
   expectSessionError(m.a, "a temp of program 'train_step'");
 
-  Session s(TinyModel().a, ExecMode::Compiled);
+  cpu::CpuSession s(TinyModel().a, ExecMode::Compiled);
   EXPECT_THROW(s.run("eval"), Error);
   EXPECT_THROW(s.data(999), Error);
   EXPECT_THROW(s.data("nope"), Error);
@@ -290,14 +290,14 @@ TEST(Session, ThreadSettingIsValidated) {
   ::setenv("TCC_NUM_THREADS", "two", 1);
   expectSessionError(m.a, "TCC_NUM_THREADS='two' is not a positive integer");
   ::setenv("TCC_NUM_THREADS", "1", 1);
-  EXPECT_NO_THROW(Session(m.a, ExecMode::Compiled));
+  EXPECT_NO_THROW(cpu::CpuSession(m.a, ExecMode::Compiled));
   ::unsetenv("TCC_NUM_THREADS");
 }
 
 TEST(Session, ProfileCountsCallsBytesAndFlops) {
   TinyModel m;
   for (ExecMode mode : {ExecMode::Compiled, ExecMode::Eager}) {
-    Session s(m.a, mode);
+    cpu::CpuSession s(m.a, mode);
     fill(s, X, xData());
     fill(s, Target, targetData());
     s.run("train_step"); // not profiled
@@ -324,7 +324,7 @@ TEST(Session, ProfileCountsCallsBytesAndFlops) {
 // By shape, the step's two GEMMs are two rows; the rest keep their names.
 TEST(Session, ProfileByShapeSplitsGemmsByProblem) {
   TinyModel m;
-  Session s(m.a, ExecMode::Compiled);
+  cpu::CpuSession s(m.a, ExecMode::Compiled);
   fill(s, X, xData());
   fill(s, Target, targetData());
   s.setProfiling(true, /*byShape=*/true);

@@ -12,7 +12,7 @@
 #include "compiler/codegen/ScheduleBuilder.h"
 #include "dialects/tcc/TccDialect.h"
 #include "frontends/onnx/OnnxImporter.h"
-#include "runtime/core/Session.h"
+#include "runtime/cpu/CpuSession.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -209,7 +209,7 @@ bool DataSetRun::execute(const rt::Artifact &artifact, rt::ExecMode mode,
     return false;
   }
   try {
-    rt::Session session(artifact, mode);
+    rt::cpu::CpuSession session(artifact, mode);
     for (int32_t id : prog.inputs) {
       const rt::TensorInfo &info = artifact.tensors[id];
       auto it = inputs.find(info.name);

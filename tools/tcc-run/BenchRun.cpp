@@ -6,17 +6,17 @@
 // inputs drawn inside the range their consumers accept (the rows of the
 // table a `gather` indexes, the classes of a cross-entropy), so every step
 // is a valid one. Their steps alternate so machine noise hits both alike;
-// the step time is the median. On the CPU a step is timed by the host
-// clock around the run; on a GPU by CUDA events around it on the stream.
+// the step time is the median, timed by the session's events around each
+// run (the CPU's: the host clock; a GPU's: CUDA events on its stream).
 //
 //===----------------------------------------------------------------------===//
 #include "tools/tcc-run/Commands.h"
 
+#include "runtime/core/Backend.h"
+#include "runtime/core/DeviceSelect.h"
 #include "runtime/core/ProcessMemory.h"
 #include "runtime/core/Session.h"
 #include "runtime/cpu/Kernels.h"
-#include "runtime/cuda/CudaTrainLoop.h"
-#include "runtime/cuda/DeviceSelect.h"
 #include "runtime/train/TrainLoop.h"
 #include "tools/tcc-run/Args.h"
 
@@ -44,8 +44,7 @@ struct StepShape {
 struct Run {
   const char *name;
   rt::ExecMode mode;
-  std::unique_ptr<rt::Session> cpu;
-  std::unique_ptr<rt::cuda::CudaSession> gpu;
+  std::unique_ptr<rt::Session> session;
   std::vector<double> times;
 };
 } // namespace
@@ -136,27 +135,10 @@ syntheticBatch(const rt::Artifact &a, const rt::Program &p, uint64_t seed) {
 /// Runs one optimizer step of `r`; returns its time in seconds.
 static double timeStep(Run &r, const StepShape &s) {
   double t = 0;
-  for (int64_t k = 0; k < s.accum; ++k) {
-    const std::string &prog = s.data->name;
-    if (r.gpu) {
-      t += rt::cuda::timeRun(*r.gpu, prog);
-    } else {
-      auto t0 = std::chrono::steady_clock::now();
-      r.cpu->run(prog);
-      t += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-               .count();
-    }
-  }
-  if (s.hasMicro) {
-    if (r.gpu) {
-      t += rt::cuda::timeRun(*r.gpu, "train_step");
-    } else {
-      auto t0 = std::chrono::steady_clock::now();
-      r.cpu->run("train_step");
-      t += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-               .count();
-    }
-  }
+  for (int64_t k = 0; k < s.accum; ++k)
+    t += rt::timeRun(*r.session, s.data->name);
+  if (s.hasMicro)
+    t += rt::timeRun(*r.session, "train_step");
   return t;
 }
 
@@ -165,17 +147,15 @@ static double timeStep(Run &r, const StepShape &s) {
 /// [{kernel, calls, seconds, bytes, flops}]}, totals over the steps).
 static void printProfile(Run &r, const StepShape &s, int64_t steps, bool json,
                          bool byShape) {
-  if (r.gpu)
-    r.gpu->setProfiling(true, byShape);
-  else
-    r.cpu->setProfiling(true, byShape);
+  r.session->setProfiling(true, byShape);
   for (int64_t i = 0; i < steps; ++i)
     timeStep(r, s);
-  std::vector<rt::KernelTime> prof =
-      r.gpu ? r.gpu->profile() : r.cpu->profile();
+  std::vector<rt::KernelTime> prof = r.session->profile();
   std::printf("  %s step by kernel (%lld steps%s):\n%s", r.name,
               (long long)steps,
-              r.gpu ? ", each kernel between its own events" : "",
+              r.session->traits().asynchronous
+                  ? ", each kernel between its own events"
+                  : "",
               rt::formatProfile(prof, steps, "    ").c_str());
   if (!json)
     return;
@@ -250,27 +230,20 @@ int run::runBench(int argc, char **argv) {
 
     std::vector<Run> runs;
     if (only != "compiled")
-      runs.push_back({"eager", rt::ExecMode::Eager, nullptr, nullptr, {}});
+      runs.push_back({"eager", rt::ExecMode::Eager, nullptr, {}});
     if (only != "eager")
-      runs.push_back(
-          {"compiled", rt::ExecMode::Compiled, nullptr, nullptr, {}});
+      runs.push_back({"compiled", rt::ExecMode::Compiled, nullptr, {}});
     rt::resetPeakRss();
     int64_t rssBefore = rt::readProcessMemory().rssBytes;
+    rt::SessionOptions so;
+    so.tf32 = tf32;
+    so.graphs = !noGraphs;
     for (Run &r : runs) {
       const std::vector<int32_t> &in = shape.data->inputs;
-      if (gpu) {
-        rt::cuda::CudaOptions co;
-        co.tf32 = tf32;
-        co.graphs = !noGraphs;
-        r.gpu = std::make_unique<rt::cuda::CudaSession>(a, r.mode, co);
-        for (size_t i = 0; i < in.size(); ++i)
-          r.gpu->upload(in[i], batch[i].data());
-      } else {
-        r.cpu = std::make_unique<rt::Session>(a, r.mode);
-        for (size_t i = 0; i < in.size(); ++i)
-          std::copy(batch[i].begin(), batch[i].end(),
-                    static_cast<uint8_t *>(r.cpu->data(in[i])));
-      }
+      r.session =
+          rt::openSession(rt::deviceName(choice.device), a, r.mode, so);
+      for (size_t i = 0; i < in.size(); ++i)
+        r.session->upload(in[i], batch[i].data());
     }
     for (int64_t i = 0; i < warmup; ++i)
       for (Run &r : runs)
@@ -288,7 +261,8 @@ int run::runBench(int argc, char **argv) {
           t.shape.size() == 2)
         tokens = t.shape[0] * t.shape[1] * shape.accum;
     }
-    std::string where = gpu ? "cuda, " + rt::cuda::deviceDescription() +
+    std::string where = gpu ? "cuda, " +
+                                  runs[0].session->deviceDescription() +
                                   (tf32 ? ", TF32" : "") + "; GPU events"
                             : std::string("cpu; host clock");
     std::printf("tcc-run bench %s on %s: batch %lld, %lld timed steps per "
@@ -300,7 +274,7 @@ int run::runBench(int argc, char **argv) {
                 "measured peak");
     for (Run &r : runs) {
       double ms = rt::median(r.times) * 1e3;
-      rt::MemoryStats m = r.gpu ? r.gpu->memory() : r.cpu->memory();
+      rt::MemoryStats m = r.session->memory();
       std::string tps = tokens
                             ? std::to_string((long long)(tokens / (ms / 1e3)))
                             : std::string("-");
@@ -313,10 +287,10 @@ int run::runBench(int argc, char **argv) {
     if (json)
       for (Run &r : runs) {
         double ms = rt::median(r.times) * 1e3;
-        rt::MemoryStats m = r.gpu ? r.gpu->memory() : r.cpu->memory();
+        rt::MemoryStats m = r.session->memory();
         nlohmann::json j;
         j["mode"] = r.name;
-        j["device"] = gpu ? rt::cuda::deviceDescription() : "cpu";
+        j["device"] = r.session->deviceDescription();
         j["batch"] = samples;
         j["steps"] = steps;
         j["median_step_ms"] = ms;
@@ -327,17 +301,17 @@ int run::runBench(int argc, char **argv) {
         j["persistent_bytes"] = m.persistentBytes;
         j["tf32"] = gpu && tf32;
         if (gpu)
-          j["cuda_graphs"] = r.gpu->graphStatus();
+          j["cuda_graphs"] = r.session->graphStatus();
         std::printf("%s\n", j.dump().c_str());
       }
     for (Run &r : runs)
-      if (r.gpu && r.mode == rt::ExecMode::Compiled)
+      if (gpu && r.mode == rt::ExecMode::Compiled)
         std::printf("  CUDA graphs (compiled): %s\n",
-                    r.gpu->graphStatus().c_str());
+                    r.session->graphStatus().c_str());
     if (runs.size() == 2) {
       double me = rt::median(runs[0].times), mc = rt::median(runs[1].times);
-      rt::MemoryStats se = gpu ? runs[0].gpu->memory() : runs[0].cpu->memory();
-      rt::MemoryStats sc = gpu ? runs[1].gpu->memory() : runs[1].cpu->memory();
+      rt::MemoryStats se = runs[0].session->memory();
+      rt::MemoryStats sc = runs[1].session->memory();
       std::printf(
           "  compiled vs eager: %.2fx faster, %.2fx the tensor memory\n",
           me / mc, double(sc.peakBytes) / double(se.peakBytes));

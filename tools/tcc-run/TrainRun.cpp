@@ -1,14 +1,14 @@
 //===- TrainRun.cpp - tcc-run train ---------------------------------------===//
 //
 // `tcc train` without the compiler: the same options (less --export, which
-// writes ONNX), the same loop on the CPU (runtime/train/TrainLoop.h) and its
-// GPU counterpart (runtime/cuda/CudaTrainLoop.h), the same summary lines.
+// writes ONNX), the same loop (runtime/train/TrainLoop.h) on whichever
+// backend the device selection opened, the same summary lines.
 //
 //===----------------------------------------------------------------------===//
 #include "tools/tcc-run/Commands.h"
 
 #include "runtime/core/ProcessMemory.h"
-#include "runtime/cuda/DeviceTrain.h"
+#include "runtime/train/TrainRun.h"
 #include "runtime/train/StopSignal.h"
 #include "tools/tcc-run/Args.h"
 
@@ -95,13 +95,13 @@ int run::runTrain(int argc, char **argv) {
     bool gpu = choice.device == rt::Device::Cuda;
     if (!choice.note.empty())
       std::fprintf(stderr, "tcc-run: %s\n", choice.note.c_str());
-    if (gpu)
-      std::fprintf(stderr, "tcc-run: GPU %s\n",
-                   rt::cuda::deviceDescription().c_str());
     rt::ExecMode mode = f.eager ? rt::ExecMode::Eager : rt::ExecMode::Compiled;
     rt::resetPeakRss();
     int64_t rssBefore = rt::readProcessMemory().rssBytes;
-    rt::DeviceTrainRun run(a, choice.device, mode, rt::cudaOptionsOf(f));
+    rt::TrainRun run(a, choice.device, mode, rt::sessionOptionsOf(f));
+    if (gpu)
+      std::fprintf(stderr, "tcc-run: GPU %s\n",
+                   run.session().deviceDescription().c_str());
     rt::TrainResult r = run.train(o);
     if (r.interruptedBy)
       return rt::reportInterrupted(r, o);

@@ -11,8 +11,9 @@
 //===----------------------------------------------------------------------===//
 #include "tools/tcc-run/Commands.h"
 
+#include "runtime/core/Backend.h"
+#include "runtime/core/DeviceSelect.h"
 #include "runtime/cpu/BlasCore.h"
-#include "runtime/cuda/CudaSession.h"
 #include "tools/tcc-run/Args.h"
 
 #include <cstdio>
@@ -31,7 +32,7 @@ static const char *const kUsage =
     "  train ART ...   train an artifact on data files or a token corpus\n"
     "  bench ART ...   time eager and compiled training steps on synthetic "
     "data\n"
-    "  info            this runtime's backends and the GPU it sees\n"
+    "  info            this runtime's backends and the devices they see\n"
     "\n"
     "Each command takes --help. The device is chosen with --device "
     "auto|cpu|cuda\n"
@@ -42,22 +43,33 @@ static const char *const kUsage =
 int run::runInfo(int argc, char **argv) {
   try {
     Args args("tcc-run info", "tcc-run info",
-              "Says whether this runtime has the CUDA backend and which GPU "
-              "it sees (or why none).");
+              "Lists this runtime's backends, whether each can run here, "
+              "and its device (or why not).");
     if (!args.parse(argc, argv, 2))
       return 0;
     std::printf("tcc-run %s: runtime only (no compiler)\n", TCC_VERSION);
-    std::printf("CPU backend: built (%u hardware threads; TCC_NUM_THREADS "
-                "sets the BLAS threads)\n",
+    std::printf("CPU: %u hardware threads (TCC_NUM_THREADS sets the "
+                "kernels' and BLAS threads)\n",
                 std::thread::hardware_concurrency());
-    bool built = rt::cuda::backendBuilt();
-    std::printf("CUDA backend: %s\n",
-                built ? "built" : "not built (TCC_ENABLE_CUDA=OFF)");
-    std::string why;
-    if (rt::cuda::deviceAvailable(&why))
-      std::printf("GPU: %s\n", rt::cuda::deviceDescription().c_str());
+    // Each backend is loaded to be asked; a module that does not load says
+    // why.
+    for (const std::string &name : rt::backends::names()) {
+      std::string why;
+      const rt::Backend *b = rt::backends::find(name, &why);
+      if (b && b->available(&why))
+        std::printf("backend %s: %s\n", name.c_str(),
+                    b->deviceDescription().c_str());
+      else
+        std::printf("backend %s: not usable here (%s)\n", name.c_str(),
+                    why.c_str());
+    }
+    // The line scripts read (tests/lit/lit.cfg.py, tests/gpu/run.sh).
+    rt::DeviceProbe gpu = rt::probeDevices();
+    if (gpu.gpu)
+      std::printf("GPU: %s\n",
+                  rt::backends::find("cuda")->deviceDescription().c_str());
     else
-      std::printf("GPU: none (%s)\n", why.c_str());
+      std::printf("GPU: none (%s)\n", gpu.whyNoGpu.c_str());
   } catch (const rt::Error &e) {
     std::fprintf(stderr, "tcc-run info: error: %s\n", e.what());
     return 1;

@@ -12,7 +12,7 @@
 #include "compiler/Compiler.h"
 #include "compiler/codegen/MemoryReport.h"
 #include "runtime/core/ProcessMemory.h"
-#include "runtime/core/Session.h"
+#include "runtime/cpu/CpuSession.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/train/TrainLoop.h"
 #include "tools/tcc/Commands.h"
@@ -59,7 +59,7 @@ static cl::opt<uint64_t> seed("seed", cl::desc("Seed of the synthetic data"),
 
 /// Random inputs: uniform floats, and integer labels drawn from the classes
 /// of the forward output's last axis.
-static void fillSynthetic(const rt::Artifact &a, rt::Session &s,
+static void fillSynthetic(const rt::Artifact &a, rt::cpu::CpuSession &s,
                           uint64_t seed) {
   const rt::Program *train = a.findProgram("train_step");
   const rt::Program *fwd = a.findProgram("forward");
@@ -101,7 +101,7 @@ static int64_t batchOf(const rt::Artifact &a) {
   return first.shape.empty() ? 1 : first.shape[0];
 }
 
-static double timeStep(rt::Session &s) {
+static double timeStep(rt::cpu::CpuSession &s) {
   auto t0 = std::chrono::steady_clock::now();
   s.run("train_step");
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
@@ -110,7 +110,7 @@ static double timeStep(rt::Session &s) {
 
 /// Prints where the step of `s` spends its time, per kernel name, with the
 /// bytes and FLOPs each moves per second (runtime/core/KernelCost.h).
-static void printProfile(rt::Session &s, const char *what) {
+static void printProfile(rt::cpu::CpuSession &s, const char *what) {
   s.setProfiling(true, profileShapes);
   for (int64_t i = 0; i < steps; ++i)
     timeStep(s);
@@ -128,7 +128,7 @@ static int benchArtifact() {
     int64_t batch = batchOf(a);
     struct Run {
       const char *name;
-      std::unique_ptr<rt::Session> session;
+      std::unique_ptr<rt::cpu::CpuSession> session;
       std::vector<double> times;
     };
     std::vector<Run> runs;
@@ -139,7 +139,7 @@ static int benchArtifact() {
     rt::resetPeakRss();
     int64_t rssBefore = rt::readProcessMemory().rssBytes;
     for (Run &r : runs) {
-      r.session = std::make_unique<rt::Session>(
+      r.session = std::make_unique<rt::cpu::CpuSession>(
           a, std::strcmp(r.name, "eager") == 0 ? rt::ExecMode::Eager
                                                : rt::ExecMode::Compiled);
       fillSynthetic(a, *r.session, seed);
@@ -201,7 +201,7 @@ struct Variant {
   std::function<void(CompileOptions &)> change;
   // Filled while benchmarking.
   rt::Artifact artifact;
-  std::unique_ptr<rt::Session> session;
+  std::unique_ptr<rt::cpu::CpuSession> session;
   std::vector<double> times;
 };
 } // namespace
@@ -289,7 +289,7 @@ static int benchModel() {
       vs[i].artifact = rt::readArtifact(o.output);
       llvm::sys::fs::remove(o.output);
       vs[i].session =
-          std::make_unique<rt::Session>(vs[i].artifact, vs[i].mode);
+          std::make_unique<rt::cpu::CpuSession>(vs[i].artifact, vs[i].mode);
       fillSynthetic(vs[i].artifact, *vs[i].session, seed);
     }
     for (int64_t s = 0; s < warmup; ++s)

@@ -1,8 +1,9 @@
 //===- TrainCommand.cpp - tcc train ---------------------------------------===//
 #include "compiler/OnnxModelIO.h"
 #include "compiler/codegen/MemoryReport.h"
+#include "runtime/core/NonFinite.h"
 #include "runtime/core/ProcessMemory.h"
-#include "runtime/cuda/DeviceTrain.h"
+#include "runtime/train/TrainRun.h"
 #include "runtime/train/StopSignal.h"
 #include "tools/tcc/Commands.h"
 
@@ -187,7 +188,7 @@ int tool::runTrain() {
     rt::resetPeakRss();
     int64_t rssBefore = rt::readProcessMemory().rssBytes;
     rt::ExecMode mode = f.eager ? rt::ExecMode::Eager : rt::ExecMode::Compiled;
-    rt::DeviceTrainRun run(a, choice.device, mode, rt::cudaOptionsOf(f));
+    rt::TrainRun run(a, choice.device, mode, rt::sessionOptionsOf(f));
     rt::TrainResult r = run.train(o);
     // No evaluation or export of a run cut short: it resumes from the
     // checkpoint instead.

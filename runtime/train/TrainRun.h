@@ -1,22 +1,19 @@
-//===- DeviceTrain.h - One training run on the CPU or a GPU -----*- C++ -*-===//
+//===- TrainRun.h - One training run on the chosen device -------*- C++ -*-===//
 //
 // What `tcc train` and `tcc-run train` share below their command lines: the
-// flags as TrainOptions, the session on the device DeviceSelect chose, the
-// loop (runtime/train/TrainLoop.h or runtime/cuda/CudaTrainLoop.h) and the
-// summary lines. The tools differ only in how they parse flags and in what
-// they add (tcc: the predicted memory and the ONNX export; tcc-run: the
-// runtime's own memory line).
-//
-// Built with and without the CUDA backend: without it, a Device::Cuda run
-// fails with CudaSession's "built without the CUDA backend" Error.
+// flags as TrainOptions, the session opened on the device DeviceSelect
+// chose (any registered backend), the one training loop and the summary
+// lines. The tools differ only in how they parse flags and in what they add
+// (tcc: the predicted memory and the ONNX export; tcc-run: the runtime's own
+// memory line).
 //
 //===----------------------------------------------------------------------===//
-#ifndef TCC_RUNTIME_CUDA_DEVICETRAIN_H
-#define TCC_RUNTIME_CUDA_DEVICETRAIN_H
+#ifndef TCC_RUNTIME_TRAIN_TRAINRUN_H
+#define TCC_RUNTIME_TRAIN_TRAINRUN_H
 
+#include "runtime/core/Backend.h"
+#include "runtime/core/DeviceSelect.h"
 #include "runtime/core/Session.h"
-#include "runtime/cuda/CudaSession.h"
-#include "runtime/cuda/DeviceSelect.h"
 #include "runtime/train/TrainLoop.h"
 
 #include <map>
@@ -44,31 +41,27 @@ struct TrainFlags {
 TrainOptions trainOptionsOf(const TrainFlags &f,
                             const std::atomic<int> *stopSignal);
 
-/// The GPU options the flags ask for (--tf32, --no-cuda-graphs).
-cuda::CudaOptions cudaOptionsOf(const TrainFlags &f);
+/// The session options the flags ask for (--tf32, --no-cuda-graphs).
+SessionOptions sessionOptionsOf(const TrainFlags &f);
 
 /// One session on one device, trained and then evaluated or read back.
-class DeviceTrainRun {
+class TrainRun {
 public:
-  /// Builds the session (on a GPU: allocates and uploads the weights).
-  DeviceTrainRun(const Artifact &artifact, Device device, ExecMode mode,
-                 const cuda::CudaOptions &cudaOptions);
-  ~DeviceTrainRun();
-  DeviceTrainRun(const DeviceTrainRun &) = delete;
-  DeviceTrainRun &operator=(const DeviceTrainRun &) = delete;
+  /// Opens the session (on a GPU: allocates and uploads the weights).
+  TrainRun(const Artifact &artifact, Device device, ExecMode mode,
+           const SessionOptions &options);
 
   TrainResult train(const TrainOptions &opts);
   EvalResult evaluate(const std::vector<DataBinding> &data);
-  MemoryStats memory() const;
-  bool onGpu() const { return cuda_ != nullptr; }
-  /// Tensor `id`'s values on the host: the CPU session's buffer, or a
-  /// download of the GPU tensor (once; kept for later calls).
+  MemoryStats memory() const { return session_->memory(); }
+  Session &session() { return *session_; }
+  /// Tensor `id`'s values on the host: the session's own bytes where the
+  /// host addresses them, else a download (once; kept for later calls).
   const void *hostData(int32_t id);
 
 private:
   const Artifact &artifact_;
-  std::unique_ptr<Session> cpu_;
-  std::unique_ptr<cuda::CudaSession> cuda_;
+  std::unique_ptr<Session> session_;
   std::map<int32_t, std::vector<uint8_t>> downloads_;
 };
 
@@ -87,4 +80,4 @@ void printTrainSummary(const Artifact &artifact, const TrainOptions &opts,
 
 } // namespace tcc::rt
 
-#endif // TCC_RUNTIME_CUDA_DEVICETRAIN_H
+#endif // TCC_RUNTIME_TRAIN_TRAINRUN_H

@@ -7,11 +7,14 @@
 //    compiled for the CPU only);
 //  - cpu: the CPU, also for an artifact compiled for CUDA (it carries the
 //    host code as well).
-// No CUDA header: it asks runtime/cuda/CudaSession.h's deviceAvailable().
+// It asks the registry (runtime/core/Backend.h): whether the backend that
+// runs the artifact's device code can be loaded and sees a device. Nothing
+// is loaded for a request the answer does not change (an artifact without
+// device code under auto, or --device cpu).
 //
 //===----------------------------------------------------------------------===//
-#ifndef TCC_RUNTIME_CUDA_DEVICESELECT_H
-#define TCC_RUNTIME_CUDA_DEVICESELECT_H
+#ifndef TCC_RUNTIME_CORE_DEVICESELECT_H
+#define TCC_RUNTIME_CORE_DEVICESELECT_H
 
 #include "runtime/core/Artifact.h"
 
@@ -25,7 +28,8 @@ enum class Device { Cpu, Cuda };
 /// "auto", "cpu" or "cuda"; Error "--device must be auto, cpu or cuda, got
 /// 'X'" otherwise.
 DeviceRequest parseDeviceRequest(const std::string &s);
-const char *deviceName(Device d); // "cpu", "cuda"
+/// The backend's name: "cpu", "cuda".
+const char *deviceName(Device d);
 
 struct DeviceChoice {
   Device device = Device::Cpu;
@@ -37,9 +41,9 @@ struct DeviceChoice {
 /// What the machine offers, so the choice can be tested without a GPU.
 struct DeviceProbe {
   bool gpu = false;
-  std::string whyNoGpu; // deviceAvailable()'s reason when !gpu
+  std::string whyNoGpu; // why the cuda backend is not available when !gpu
 };
-/// deviceAvailable() of this machine (and build).
+/// The cuda backend on this machine: loaded (its module) and available.
 DeviceProbe probeDevices();
 /// Throws Error "--device cuda: no GPU: REASON" when `probe` found none.
 /// Tools call it for --device cuda before reading the artifact.
@@ -57,4 +61,4 @@ DeviceChoice selectDevice(DeviceRequest req, const Artifact &a,
 
 } // namespace tcc::rt
 
-#endif // TCC_RUNTIME_CUDA_DEVICESELECT_H
+#endif // TCC_RUNTIME_CORE_DEVICESELECT_H

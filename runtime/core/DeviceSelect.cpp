@@ -1,7 +1,7 @@
 //===- DeviceSelect.cpp - Which device runs an artifact: --device ---------===//
-#include "runtime/cuda/DeviceSelect.h"
+#include "runtime/core/DeviceSelect.h"
 
-#include "runtime/cuda/CudaSession.h"
+#include "runtime/core/Backend.h"
 
 using namespace tcc::rt;
 
@@ -21,7 +21,11 @@ const char *tcc::rt::deviceName(Device d) {
 
 DeviceProbe tcc::rt::probeDevices() {
   DeviceProbe p;
-  p.gpu = cuda::deviceAvailable(&p.whyNoGpu);
+  std::string why;
+  const Backend *b = backends::find(deviceName(Device::Cuda), &why);
+  p.gpu = b && b->available(&why);
+  if (!p.gpu)
+    p.whyNoGpu = why;
   return p;
 }
 

@@ -1,8 +1,7 @@
-//===- DeviceTrain.cpp - One training run on the CPU or a GPU -------------===//
-#include "runtime/cuda/DeviceTrain.h"
+//===- TrainRun.cpp - One training run on the chosen device ---------------===//
+#include "runtime/train/TrainRun.h"
 
 #include "runtime/core/ProcessMemory.h"
-#include "runtime/cuda/CudaTrainLoop.h"
 
 #include <cstdio>
 #include <unistd.h>
@@ -37,46 +36,33 @@ TrainOptions rt::trainOptionsOf(const TrainFlags &f,
   return o;
 }
 
-cuda::CudaOptions rt::cudaOptionsOf(const TrainFlags &f) {
-  cuda::CudaOptions co;
-  co.tf32 = f.tf32;
-  co.graphs = !f.noGraphs;
-  return co;
+SessionOptions rt::sessionOptionsOf(const TrainFlags &f) {
+  SessionOptions o;
+  o.tf32 = f.tf32;
+  o.graphs = !f.noGraphs;
+  return o;
 }
 
-DeviceTrainRun::DeviceTrainRun(const Artifact &artifact, Device device,
-                               ExecMode mode,
-                               const cuda::CudaOptions &cudaOptions)
-    : artifact_(artifact) {
-  if (device == Device::Cuda)
-    cuda_ = std::make_unique<cuda::CudaSession>(artifact, mode, cudaOptions);
-  else
-    cpu_ = std::make_unique<Session>(artifact, mode);
+TrainRun::TrainRun(const Artifact &artifact, Device device, ExecMode mode,
+                   const SessionOptions &options)
+    : artifact_(artifact),
+      session_(openSession(deviceName(device), artifact, mode, options)) {}
+
+TrainResult TrainRun::train(const TrainOptions &opts) {
+  return rt::train(*session_, artifact_, opts);
 }
 
-DeviceTrainRun::~DeviceTrainRun() = default;
-
-TrainResult DeviceTrainRun::train(const TrainOptions &opts) {
-  return cuda_ ? cuda::trainOnGpu(*cuda_, artifact_, opts)
-               : rt::train(*cpu_, artifact_, opts);
+EvalResult TrainRun::evaluate(const std::vector<DataBinding> &data) {
+  return rt::evaluate(*session_, artifact_, data);
 }
 
-EvalResult DeviceTrainRun::evaluate(const std::vector<DataBinding> &data) {
-  return cuda_ ? cuda::evaluateOnGpu(*cuda_, artifact_, data)
-               : rt::evaluate(*cpu_, artifact_, data);
-}
-
-MemoryStats DeviceTrainRun::memory() const {
-  return cuda_ ? cuda_->memory() : cpu_->memory();
-}
-
-const void *DeviceTrainRun::hostData(int32_t id) {
-  if (!cuda_)
-    return cpu_->data(id);
+const void *TrainRun::hostData(int32_t id) {
+  if (const void *p = session_->hostData(id))
+    return p;
   std::vector<uint8_t> &v = downloads_[id];
   if (v.empty()) {
     v.resize(static_cast<size_t>(artifact_.tensors[id].byteSize()));
-    cuda_->download(id, v.data());
+    session_->download(id, v.data());
   }
   return v.data();
 }

@@ -1,0 +1,29 @@
+//===- CpuBackend.cpp - The CPU backend's registration ---------------------===//
+//
+// Part of the runtime library itself: every artifact carries host code
+// (its host library of generated kernels, or none at all), so the CPU can
+// run anything and is always there.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/core/Backend.h"
+#include "runtime/cpu/CpuSession.h"
+
+namespace tcc::rt::cpu {
+namespace {
+
+class CpuBackend final : public Backend {
+public:
+  const char *name() const override { return "cpu"; }
+  bool available(std::string *) const override { return true; }
+  bool runs(const Artifact &) const override { return true; }
+  std::string deviceDescription() const override { return "cpu"; }
+  std::unique_ptr<Session> open(const Artifact &a, ExecMode mode,
+                                const SessionOptions &) const override {
+    return std::make_unique<CpuSession>(a, mode);
+  }
+};
+
+const BackendRegistration registration(std::make_unique<CpuBackend>());
+
+} // namespace
+} // namespace tcc::rt::cpu
