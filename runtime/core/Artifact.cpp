@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <sys/mman.h>
 #include <unistd.h>
 
 namespace tcc::rt {
@@ -151,8 +152,59 @@ int64_t Artifact::addBlob(const void *data, size_t size) {
       (blob.size() + kArtifactAlign - 1) / kArtifactAlign * kArtifactAlign;
   blob.resize(offset + size);
   if (size)
-    std::memcpy(blob.data() + offset, data, size);
+    std::memcpy(blob.mutableData() + offset, data, size);
   return static_cast<int64_t>(offset);
+}
+
+MappedFile::~MappedFile() {
+  if (base_)
+    ::munmap(base_, size_);
+}
+
+/// Gives back the whole pages that [p, p + n) touches. They are clean
+/// pages of a read-only file mapping, so nothing is lost: the next read
+/// faults them in again from the page cache.
+void MappedFile::release(const uint8_t *p, size_t n) const {
+  if (!n || !base_)
+    return;
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  uintptr_t lo = reinterpret_cast<uintptr_t>(p) / page * page;
+  uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + n + page - 1) / page * page;
+  uintptr_t b = reinterpret_cast<uintptr_t>(base_);
+  lo = std::max(lo, b);
+  hi = std::min(hi, b + size_);
+  if (hi > lo)
+    ::madvise(reinterpret_cast<void *>(lo), hi - lo, MADV_DONTNEED);
+}
+
+Blob::Blob(std::shared_ptr<const MappedFile> file, const uint8_t *data,
+           size_t size)
+    : file_(std::move(file)), view_(data), viewSize_(size) {}
+
+void Blob::resize(size_t n) {
+  if (file_) {
+    owned_.assign(view_, view_ + viewSize_);
+    file_.reset();
+    view_ = nullptr;
+    viewSize_ = 0;
+  }
+  owned_.resize(n);
+}
+
+uint8_t *Blob::mutableData() {
+  resize(size());
+  return owned_.data();
+}
+
+void Blob::release(int64_t offset, int64_t size) const {
+  if (file_ && offset >= 0 && size > 0 &&
+      static_cast<uint64_t>(offset) + static_cast<uint64_t>(size) <= viewSize_)
+    file_->release(view_ + offset, static_cast<size_t>(size));
+}
+
+bool Blob::operator==(const Blob &o) const {
+  return size() == o.size() &&
+         (size() == 0 || std::memcmp(data(), o.data(), size()) == 0);
 }
 
 namespace format {
@@ -182,13 +234,19 @@ uint64_t getU64(const uint8_t *p) {
 }
 
 uint32_t checksum(const uint8_t *manifest, uint64_t m, const uint8_t *blob,
-                  uint64_t b) {
-  // zlib's crc32 takes a uInt length; feed large buffers in chunks.
+                  uint64_t b, const std::function<void(uint64_t, uint64_t)>
+                                  &done) {
+  // zlib's crc32 takes a uInt length; feed large buffers in chunks, small
+  // enough that a mapped blob's pages are given back as they are read.
+  constexpr uint64_t kChunk = 8u << 20;
   uLong crc = crc32(0L, Z_NULL, 0);
   for (auto [p, n] : {std::pair{manifest, m}, std::pair{blob, b}}) {
+    const uint8_t *start = p;
     while (n > 0) {
-      uInt chunk = static_cast<uInt>(std::min<uint64_t>(n, 1u << 30));
+      uInt chunk = static_cast<uInt>(std::min<uint64_t>(n, kChunk));
       crc = crc32(crc, p, chunk);
+      if (done && start == blob)
+        done(static_cast<uint64_t>(p - blob), chunk);
       p += chunk;
       n -= chunk;
     }
@@ -312,9 +370,24 @@ std::vector<uint8_t> format::serialize(const Artifact &a) {
   std::memcpy(out.data() + kHeaderSize, manifest.data(), m);
   if (b)
     std::memcpy(out.data() + blobStart, a.blob.data(), b);
+  a.blob.release(0, static_cast<int64_t>(b));
   putU32(out.data() + 32,
          checksum(out.data() + kHeaderSize, m, out.data() + blobStart, b));
   return out;
+}
+
+uint32_t artifactChecksum(const Artifact &a) {
+  std::string manifest;
+  try {
+    manifest = manifestJson(a).dump();
+  } catch (const nlohmann::json::exception &e) {
+    throw Error(std::string("cannot encode the manifest: ") + e.what());
+  }
+  return format::checksum(
+      reinterpret_cast<const uint8_t *>(manifest.data()), manifest.size(),
+      a.blob.data(), a.blob.size(), [&](uint64_t off, uint64_t n) {
+        a.blob.release(static_cast<int64_t>(off), static_cast<int64_t>(n));
+      });
 }
 
 void writeArtifact(const Artifact &a, const std::string &path) {

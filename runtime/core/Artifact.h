@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -235,13 +236,54 @@ struct DeviceCode {
   bool present() const { return offset >= 0; }
 };
 
+/// A read-only mapping of a file (readArtifact); unmapped with its last
+/// Blob.
+class MappedFile;
+
+/// The artifact's blob: bytes it owns (an artifact built in memory, or
+/// parsed from memory), or a view of the file it was read from, mapped
+/// read-only. A mapped blob's pages are given back to the system once they
+/// have been copied out (release), so a process holds a large model's
+/// initial weights once, in its tensors, and not a second time in the
+/// artifact; touching them again reads them again from the page cache.
+class Blob {
+public:
+  Blob() = default;
+  Blob(std::shared_ptr<const MappedFile> file, const uint8_t *data,
+       size_t size);
+
+  const uint8_t *data() const { return file_ ? view_ : owned_.data(); }
+  size_t size() const { return file_ ? viewSize_ : owned_.size(); }
+  bool empty() const { return size() == 0; }
+  const uint8_t *begin() const { return data(); }
+  const uint8_t *end() const { return data() + size(); }
+  bool mapped() const { return file_ != nullptr; }
+
+  /// Grows the blob to `n` bytes (zero-filled); a mapped blob is copied
+  /// into owned bytes first. For artifacts being built.
+  void resize(size_t n);
+  uint8_t *mutableData();
+  /// Done reading [offset, offset + size) for now: a mapped blob gives its
+  /// pages back; owned bytes stay.
+  void release(int64_t offset, int64_t size) const;
+
+  bool operator==(const Blob &o) const;
+  bool operator!=(const Blob &o) const { return !(*this == o); }
+
+private:
+  std::vector<uint8_t> owned_;
+  std::shared_ptr<const MappedFile> file_;
+  const uint8_t *view_ = nullptr;
+  size_t viewSize_ = 0;
+};
+
 struct Artifact {
   /// Free-form facts about how it was compiled (source model, batch, loss,
   /// optimizer, lr, ...). Shown by `tcc inspect`.
   std::map<std::string, std::string> meta;
   std::vector<TensorInfo> tensors;  // id = index
   std::vector<Program> programs;
-  std::vector<uint8_t> blob;        // initial data; offsets are 64-aligned
+  Blob blob;                        // initial data; offsets are 64-aligned
   /// Optional: the original ONNX model bytes, kept so training can export a
   /// trained model. Stored in the blob; -1 when absent.
   int64_t onnxOffset = -1;
@@ -271,8 +313,13 @@ void validateArtifact(const Artifact &a);
 /// half-written artifact at `path`. Throws Error.
 void writeArtifact(const Artifact &a, const std::string &path);
 /// Reads and validates (magic, version, sizes, checksum, manifest schema,
-/// offsets in range). Throws Error naming the file and what is wrong.
+/// offsets in range). Throws Error naming the file and what is wrong. The
+/// blob stays in the file, mapped (Blob); the checksum reads it once,
+/// giving pages back as it goes.
 Artifact readArtifact(const std::string &path);
+/// The CRC-32 a file of `a` carries in its header (what writeArtifact
+/// computes), without building the file's image.
+uint32_t artifactChecksum(const Artifact &a);
 /// Same, from memory (used by fuzzers and tests). `what` names the source.
 Artifact parseArtifact(const uint8_t *data, size_t size, const std::string &what);
 

@@ -13,6 +13,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <fstream>
 
 namespace tcc::rt {
@@ -253,7 +257,10 @@ static void parseManifest(const json &root, Artifact &a) {
     a.device = parseDeviceCode(root["device_code"]);
 }
 
-static Artifact parseChecked(const uint8_t *data, size_t size) {
+/// `file`: the mapping `data` lies in (readArtifact), which the blob then
+/// views; null: the blob is copied out of `data`.
+static Artifact parseChecked(const uint8_t *data, size_t size,
+                             std::shared_ptr<const MappedFile> file) {
   using namespace format;
   if (size < sizeof(kMagic) || std::memcmp(data, kMagic, sizeof(kMagic)) != 0)
     throw Error("not a tcc artifact (bad magic)");
@@ -277,7 +284,11 @@ static Artifact parseChecked(const uint8_t *data, size_t size) {
     throw Error(std::to_string(size - blobStart - b) +
                 " unexpected bytes after the blob");
   const uint8_t *manifest = data + kHeaderSize, *blob = data + blobStart;
-  if (checksum(manifest, m, blob, b) != getU32(data + 32))
+  auto released = [&](uint64_t off, uint64_t n) {
+    if (file)
+      file->release(blob + off, n);
+  };
+  if (checksum(manifest, m, blob, b, released) != getU32(data + 32))
     throw Error("checksum mismatch: file is corrupted");
 
   checkJsonDepth(manifest, m);
@@ -289,15 +300,22 @@ static Artifact parseChecked(const uint8_t *data, size_t size) {
   }
   Artifact a;
   parseManifest(root, a);
-  a.blob.assign(blob, blob + b);
+  if (file) {
+    a.blob = Blob(std::move(file), blob, b);
+  } else {
+    a.blob.resize(b);
+    if (b)
+      std::memcpy(a.blob.mutableData(), blob, b);
+  }
   validateArtifact(a);
   return a;
 }
 
-Artifact parseArtifact(const uint8_t *data, size_t size,
-                       const std::string &what) {
+static Artifact parseNamed(const uint8_t *data, size_t size,
+                           const std::string &what,
+                           std::shared_ptr<const MappedFile> file) {
   try {
-    return parseChecked(data, size);
+    return parseChecked(data, size, std::move(file));
   } catch (const Error &e) {
     throw Error(what + ": " + e.what());
   } catch (const json::exception &e) {
@@ -308,18 +326,44 @@ Artifact parseArtifact(const uint8_t *data, size_t size,
   }
 }
 
-Artifact readArtifact(const std::string &path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f)
+Artifact parseArtifact(const uint8_t *data, size_t size,
+                       const std::string &what) {
+  return parseNamed(data, size, what, nullptr);
+}
+
+std::shared_ptr<const MappedFile> MappedFile::open(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     throw Error(path + ": cannot open: " + std::strerror(errno));
-  std::streamoff size = f.tellg();
-  if (size < 0)
-    throw Error(path + ": cannot determine the file size");
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  f.seekg(0);
-  if (size > 0 && !f.read(reinterpret_cast<char *>(bytes.data()), size))
-    throw Error(path + ": read error");
-  return parseArtifact(bytes.data(), bytes.size(), path);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    int err = errno;
+    ::close(fd);
+    throw Error(path + ": " +
+                (S_ISDIR(st.st_mode) ? std::string("is a directory")
+                                     : "cannot determine the file size: " +
+                                           std::string(std::strerror(err))));
+  }
+  std::shared_ptr<MappedFile> f(new MappedFile());
+  f->size_ = static_cast<size_t>(st.st_size);
+  if (f->size_ > 0) {
+    void *p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int err = errno;
+      ::close(fd);
+      throw Error(path + ": cannot map: " + std::strerror(err));
+    }
+    f->base_ = p;
+  }
+  ::close(fd); // the mapping keeps the file
+  return f;
+}
+
+Artifact readArtifact(const std::string &path) {
+  std::shared_ptr<const MappedFile> file = MappedFile::open(path);
+  static const uint8_t kEmpty = 0;
+  const uint8_t *data = file->size() ? file->data() : &kEmpty;
+  return parseNamed(data, file->size(), path, file);
 }
 
 } // namespace tcc::rt

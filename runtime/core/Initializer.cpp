@@ -326,6 +326,7 @@ void fillInitialValue(const Artifact &a, int32_t id, void *dst) {
   switch (t.init.kind) {
   case InitSpec::Kind::Blob:
     std::memcpy(dst, a.blob.data() + t.dataOffset, t.byteSize());
+    a.blob.release(t.dataOffset, t.byteSize()); // the tensor has them now
     return;
   case InitSpec::Kind::Cast: {
     int32_t src = a.findTensor(t.init.source);

@@ -64,10 +64,12 @@ CpuSession::CpuSession(const Artifact &artifact, ExecMode mode)
     : mode_(mode), tensors_(artifact.tensors) {
   validateArtifact(artifact);
   applyThreadSetting();
-  if (artifact.hostLibOffset >= 0)
+  if (artifact.hostLibOffset >= 0) {
     fused_ = std::make_unique<FusedLibrary>(
         artifact.blob.data() + artifact.hostLibOffset,
         static_cast<size_t>(artifact.hostLibSize), artifact.hostLibIsa);
+    artifact.blob.release(artifact.hostLibOffset, artifact.hostLibSize);
+  }
   buffers_.assign(tensors_.size(), nullptr);
 
   for (const Program &p : artifact.programs) {

@@ -210,6 +210,7 @@ void CudaSession::Impl::allocate(const Artifact &a) {
     } else {
       TCC_CUDA_CHECK(cudaMemcpy(dst, a.blob.data() + t.dataOffset, bytes,
                                 cudaMemcpyHostToDevice));
+      a.blob.release(t.dataOffset, t.byteSize());
     }
   }
   if (mode == ExecMode::Compiled) {
@@ -255,6 +256,7 @@ void CudaSession::Impl::loadDeviceCode(const Artifact &a) {
   // load the cubin lazily.
   std::vector<uint8_t> cubin(a.blob.begin() + dc.offset,
                              a.blob.begin() + dc.offset + dc.size);
+  a.blob.release(dc.offset, dc.size);
   TCC_CUDA_CHECK(cudaLibraryLoadData(&library, cubin.data(), nullptr, nullptr,
                                      0, nullptr, nullptr, 0));
   for (const DeviceKernel &k : deviceKernels) {

@@ -250,7 +250,7 @@ TEST(Artifact, RandomManifestDamageNeverCrashes) {
   auto good = format::serialize(a);
   uint64_t m = format::getU64(good.data() + 16);
   std::string manifest(good.begin() + 64, good.begin() + 64 + m);
-  std::vector<uint8_t> blob(a.blob);
+  std::vector<uint8_t> blob(a.blob.begin(), a.blob.end());
   std::mt19937 rng(42);
   int rejected = 0;
   for (int iter = 0; iter < 2000; ++iter) {
@@ -303,6 +303,42 @@ TEST(Artifact, ReadMissingFileNamesIt) {
         std::string(e.what()).rfind("/nonexistent/model.tcc: cannot open", 0),
         0u);
   }
+}
+
+TEST(Artifact, ReadingADirectoryNamesIt) {
+  try {
+    readArtifact(::testing::TempDir());
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find(": is a directory"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// A file's blob is a read-only mapping of it: releasing pages changes
+// nothing a reader sees (they are read again from the file), the checksum
+// is the file's, and growing the blob copies it into owned bytes.
+TEST(Artifact, ReadBlobIsMappedAndReleasable) {
+  Artifact a = sampleArtifact();
+  std::string path = tempPath("mapped.tcc");
+  writeArtifact(a, path);
+  Artifact b = readArtifact(path);
+  ASSERT_TRUE(b.blob.mapped());
+  EXPECT_FALSE(a.blob.mapped());
+  EXPECT_EQ(a.blob, b.blob);
+  b.blob.release(0, static_cast<int64_t>(b.blob.size()));
+  b.blob.release(-5, 3);                   // ignored: out of range
+  b.blob.release(0, 1 << 30);              // ignored: past the end
+  EXPECT_EQ(a.blob, b.blob);
+  auto bytes = format::serialize(a);
+  EXPECT_EQ(artifactChecksum(b), format::getU32(bytes.data() + 32));
+  EXPECT_EQ(artifactChecksum(a), artifactChecksum(b));
+  int64_t at = b.addBlob("xyz", 3);
+  EXPECT_FALSE(b.blob.mapped());
+  EXPECT_EQ(std::memcmp(b.blob.data() + at, "xyz", 3), 0);
+  EXPECT_EQ(std::memcmp(b.blob.data(), a.blob.data(), a.blob.size()), 0);
+  std::remove(path.c_str());
 }
 
 /// sampleArtifact with --weights seeded: w drawn from a normal, the step
