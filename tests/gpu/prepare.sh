@@ -23,7 +23,8 @@
 #                   machine that lacks them (~16 MB)
 # and with --prebuilt BUILD_DIR (a runtime-only CUDA build made here:
 # -DTCC_RUNTIME_ONLY=ON -DTCC_ENABLE_CUDA=ON, targets tcc-run tcc_unit_tests)
-#   bin/            its tcc-run and tcc_unit_tests, stripped (~15 MB), which
+#   bin/            its tcc-run and tcc_unit_tests with the runtime library
+#                   and the CUDA backend's module, stripped (~15 MB), which
 #                   run.sh --prebuilt uses instead of building there
 # and with --variant NAME VAR=VALUE (with --prebuilt; repeatable)
 #   bin/tcc-run-NAME   bin/tcc-run with that environment variable set (e.g.
@@ -78,8 +79,9 @@ if [ -n "$PACK" ]; then
   esac
 fi
 if [ -n "$PREBUILT" ]; then
-  for b in tools/tcc-run/tcc-run tests/unit/tcc_unit_tests; do
-    [ -x "$PREBUILT/$b" ] || {
+  for b in tools/tcc-run/tcc-run tests/unit/tcc_unit_tests \
+    runtime/libtcc_runtime.so runtime/libtcc_backend_cuda.so; do
+    [ -f "$PREBUILT/$b" ] || {
       echo "tests/gpu/prepare.sh: --prebuilt: no $PREBUILT/$b (build it: ninja -C $PREBUILT tcc-run tcc_unit_tests)" >&2
       exit 1
     }
@@ -160,7 +162,11 @@ if [ "$DEPS" -eq 1 ]; then
 fi
 if [ -n "$PREBUILT" ]; then
   mkdir -p "$OUT/bin"
-  for b in tools/tcc-run/tcc-run tests/unit/tcc_unit_tests; do
+  # The runners, the runtime library they link and the CUDA backend's
+  # module, which the runtime loads from beside itself: in one folder, the
+  # runners find the library there ($ORIGIN in their run path).
+  for b in tools/tcc-run/tcc-run tests/unit/tcc_unit_tests \
+    runtime/libtcc_runtime.so runtime/libtcc_backend_cuda.so; do
     strip -o "$OUT/bin/$(basename "$b")" "$PREBUILT/$b"
   done
   for ((i = 0; i < ${#VARIANTS[@]}; i += 2)); do
