@@ -143,7 +143,7 @@ public:
   virtual void download(int32_t id, void *host) = 0;
   /// Tensor `id`'s bytes where the host addresses them directly (CPU), else
   /// null (also for a temporary that has no buffer now).
-  virtual void *hostData(int32_t id) { return nullptr; }
+  virtual void *hostData(int32_t /*id*/) { return nullptr; }
   /// Enqueues a copy of tensor `id`'s first `bytes` bytes into `host` behind
   /// the work enqueued so far (done when run() returns on a synchronous
   /// session; on an asynchronous one `host` should come from allocateHost
