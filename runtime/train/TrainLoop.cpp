@@ -130,8 +130,8 @@ public:
       : s_(s), opts_(opts), plan_(plan), scaling_(scaling), mirror_(mirror),
         meta_(meta), r_(r), feeder_(feeder),
         async_(s.traits().asynchronous) {
-    size_t slots = async_ ? std::min(opts.prefetch, s.traits().inputSlots)
-                          : size_t{1};
+    // A synchronous session offers one slot: the input tensors themselves.
+    size_t slots = std::min(opts.prefetch, s.traits().inputSlots);
     slots_ = s.inputSlots(plan.feedTargets, std::max<size_t>(slots, 1));
     slotEpoch_.assign(slots_->count(), 0);
     lossId_ = plan.data->outputs[0];
