@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Initializer.h"
-#include "runtime/cpu/FusedLibrary.h"
+#include "runtime/core/abi/FusedAbi.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaSessionInternal.h"
 
