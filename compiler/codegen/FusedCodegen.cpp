@@ -29,7 +29,7 @@
 #include "compiler/codegen/FusedCodegenInternal.h"
 #include "dialects/tcc/TccOps.h"
 #include "passes/FusionModel.h"
-#include "runtime/cpu/FusedLibrary.h"
+#include "runtime/core/abi/FusedAbi.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"

@@ -178,7 +178,7 @@ public:
   /// vectors live in memory. Emits an error on a region it cannot generate.
   LogicalResult analyze();
   /// analyze(), then the C++ of the host library and its meta
-  /// (runtime/cpu/FusedLibrary.h).
+  /// (runtime/core/abi/FusedAbi.h).
   LogicalResult run(std::string &code, std::vector<int64_t> &meta);
 
 private:

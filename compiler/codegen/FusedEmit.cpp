@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/FusedCodegenInternal.h"
 
-#include "runtime/cpu/FusedLibrary.h"
+#include "runtime/core/abi/FusedAbi.h"
 
 #include <sstream>
 

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/HostCompile.h"
 
-#include "runtime/cpu/FusedLibrary.h"
+#include "runtime/core/abi/FusedAbi.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"

@@ -3,8 +3,8 @@
 // Lifetimes are instruction intervals [first write, last read]; a program
 // output stays live to the end. Two steps:
 //
-// 1. In-place chains. When an element-wise kernel (the runtime's
-//    kernelAllowsInPlace list) or a generated kernel for a pair it lists
+// 1. In-place chains. When an element-wise kernel (KernelList.def's
+//    in-place flag) or a generated kernel for a pair it lists
 //    (rt::instrAllowsInPlace) reads a temp for the last time and writes a
 //    temp of the same dtype and element count, the output takes the input's
 //    bytes: the two become one buffer. Reshapes (copies) and chains of
@@ -26,7 +26,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/MemoryPlanner.h"
 
-#include "runtime/cpu/Kernels.h"
+#include "runtime/core/abi/Kernels.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -74,7 +74,8 @@ ProgramLifetimes tcc::analyzeLifetimes(const rt::Artifact &artifact,
     // even while the input lives on (the copy kernels skip equal pointers).
     // The buffer then lives until both are dead, which keeps any in-place
     // writer (step 1 needs a dying buffer) off it meanwhile.
-    bool view = inPlace && in.kernel == "copy" && in.inputs.size() == 1;
+    bool view = inPlace && rt::abi::is(in, rt::abi::KernelId::Copy) &&
+                in.inputs.size() == 1;
     // A prefix slice (a padded leading axis cut back) is a view too: its
     // output is the input's first bytes, at the input's offset.
     bool prefix = inPlace && in.inputs.size() == 1 && in.outputs.size() == 1 &&
@@ -108,7 +109,7 @@ ProgramLifetimes tcc::analyzeLifetimes(const rt::Artifact &artifact,
             (!prefix && t.numElements() != o.numElements()) ||
             std::find(taken.begin(), taken.end(), b) != taken.end() ||
             (!view && L.buffers[b].last != i) ||
-            (in.kernel == "fused" && inputsIn(b) != 1) ||
+            (rt::abi::is(in, rt::abi::KernelId::Fused) && inputsIn(b) != 1) ||
             (!prefix &&
              L.buffers[b].size != alignUp(std::max<int64_t>(o.byteSize(), 1))))
           continue;

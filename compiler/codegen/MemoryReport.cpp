@@ -3,10 +3,14 @@
 
 #include "compiler/codegen/MemoryPlanner.h"
 #include "runtime/core/AttentionPlan.h"
+#include "runtime/core/abi/KernelAbi.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <set>
+
+using K = ::tcc::rt::abi::KernelId;
 
 using namespace tcc;
 
@@ -21,8 +25,9 @@ std::string tcc::formatBytesExact(int64_t bytes) {
   return std::string(buf) + " (" + std::to_string(bytes) + " bytes)";
 }
 
-static bool isOptimizerKernel(const std::string &k) {
-  return k == "adamw_update" || k == "sgd_update" || k == "sgd_momentum_update";
+static bool isOptimizerKernel(const rt::Instr &in) {
+  return rt::abi::is(in, K::AdamwUpdate) || rt::abi::is(in, K::SgdUpdate) ||
+         rt::abi::is(in, K::SgdMomentumUpdate);
 }
 
 static bool endsWith(const std::string &s, const std::string &suffix) {
@@ -36,24 +41,26 @@ static bool endsWith(const std::string &s, const std::string &suffix) {
 static std::pair<int64_t, int64_t> convScratch(const rt::Artifact &a,
                                                const rt::Instr &in) {
   const std::vector<int64_t> *w = nullptr, *y = nullptr;
-  if (in.kernel == "conv2d") {
+  if (rt::abi::is(in, K::Conv2d)) {
     w = &a.tensors[in.inputs.at(1)].shape;
     y = &a.tensors[in.outputs.at(0)].shape;
-  } else if (in.kernel == "conv2d_grad_input") {
+  } else if (rt::abi::is(in, K::Conv2dGradInput)) {
     w = &a.tensors[in.inputs.at(1)].shape;
     y = &a.tensors[in.inputs.at(0)].shape;
-  } else if (in.kernel == "conv2d_grad_weight") {
+  } else if (rt::abi::is(in, K::Conv2dGradWeight)) {
     w = &a.tensors[in.outputs.at(0)].shape;
     y = &a.tensors[in.inputs.at(0)].shape;
   } else {
     return {0, 0};
   }
-  if (w->size() != 4 || y->size() != 4 || in.iattrs.size() < 9 ||
-      in.iattrs[8] <= 0)
+  // The report reads the artifact before the runtime checks it.
+  std::optional<rt::abi::Conv2dAttrs> c =
+      rt::abi::tryAttrsOf<rt::abi::Conv2dAttrs>(in);
+  if (w->size() != 4 || y->size() != 4 || !c || c->groups <= 0)
     return {0, 0};
   int64_t k = (*w)[1] * (*w)[2] * (*w)[3];
   int64_t np = (*y)[0] * (*y)[2] * (*y)[3];
-  int64_t og = (*w)[0] / in.iattrs[8];
+  int64_t og = (*w)[0] / c->groups;
   if (np == 0 || k == 0)
     return {0, 0};
   return {k * np, og * np};
@@ -65,7 +72,7 @@ MemoryReport tcc::analyzeMemory(const rt::Artifact &a) {
   std::set<int32_t> optimizerState, gradients;
   for (const rt::Program &p : a.programs)
     for (const rt::Instr &in : p.instrs) {
-      if (isOptimizerKernel(in.kernel)) {
+      if (isOptimizerKernel(in)) {
         for (size_t i = 2; i < in.inputs.size(); ++i)
           optimizerState.insert(in.inputs[i]);
         for (size_t i = 1; i < in.outputs.size(); ++i)
@@ -85,7 +92,7 @@ MemoryReport tcc::analyzeMemory(const rt::Artifact &a) {
   for (int pass = 0; pass < 2; ++pass)
     for (const rt::Program &p : a.programs)
       for (const rt::Instr &in : p.instrs) {
-        if (isOptimizerKernel(in.kernel))
+        if (isOptimizerKernel(in))
           continue;
         bool touches = false;
         for (const auto *ids : {&in.inputs, &in.outputs})
@@ -192,14 +199,18 @@ MemoryReport tcc::analyzeMemory(const rt::Artifact &a) {
     pr.convScratch = (col + tmp) * (int64_t)sizeof(float);
     if (a.device.present())
       for (const rt::Instr &in : p.instrs)
-        if ((in.kernel == "attention" || in.kernel == "attention_grad") &&
-            in.inputs.size() >= 3) {
+        if (rt::abi::is(in, K::Attention) ||
+            rt::abi::is(in, K::AttentionGrad)) {
+          std::optional<rt::abi::AttentionAttrs> at =
+              rt::abi::tryAttrsOf<rt::abi::AttentionAttrs>(in);
+          if (!at || in.inputs.size() < 3)
+            continue;
           const rt::TensorInfo &q = a.tensors[in.inputs[0]];
           pr.attentionScratch = std::max(
               pr.attentionScratch,
               rt::attentionScratchBytes(
                   rt::attentionDims(q.shape, a.tensors[in.inputs[1]].shape,
-                                    a.tensors[in.inputs[2]].shape, in),
+                                    a.tensors[in.inputs[2]].shape, *at),
                   q.dtype, rt::attentionWritesColumnSums(in)));
         }
     r.programs.push_back(pr);

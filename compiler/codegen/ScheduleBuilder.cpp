@@ -11,7 +11,7 @@
 #include "compiler/codegen/MemoryPlanner.h"
 #include "dialects/tcc/TccOps.h"
 #include "runtime/core/abi/GemmEpilogue.h"
-#include "runtime/cpu/Kernels.h"
+#include "runtime/core/abi/Kernels.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -20,9 +20,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 using namespace mlir;
 namespace rt = ::tcc::rt;
+using K = ::tcc::rt::abi::KernelId;
 using TccScheduleBuilder = ::tcc::ScheduleBuilder;
 
 static FailureOr<rt::DType> dtypeOf(Type t, Location loc) {
@@ -236,39 +238,69 @@ FailureOr<int32_t> TccScheduleBuilder::constantTensor(DenseElementsAttr dense,
   return addTensor(std::move(info));
 }
 
-/// Kernels that read and write each element independently, so their output
-/// may be the same buffer as a same-shaped input.
-static bool isElementwise(StringRef kernel) {
-  return llvm::is_contained({"add", "sub", "mul", "div", "neg", "relu",
-                             "relu_grad", "copy", "sgd_update",
-                             "sgd_momentum_update", "adamw_update",
-                             "increment", "where"},
-                            kernel);
+/// The kernel that runs `op`: the one its name without the dialect spells
+/// (KernelList.def), a copy for a reshape; none for an op no kernel runs.
+static std::optional<K> kernelOf(Operation *op) {
+  if (isa<mlir::tcc::ReshapeOp>(op))
+    return K::Copy;
+  return rt::abi::kernelByName(op->getName().stripDialect().str());
+}
+
+/// The window attributes of a convolution op (Conv2dAttrs; the verifier
+/// made strides and dilations 2 values, pads 4).
+template <class Op> static rt::abi::Conv2dAttrs convAttrs(Op c) {
+  ArrayRef<int64_t> s = c.getStrides(), p = c.getPads(), d = c.getDilations();
+  rt::abi::Conv2dAttrs a;
+  a.strideH = s[0], a.strideW = s[1];
+  a.padTop = p[0], a.padLeft = p[1], a.padBottom = p[2], a.padRight = p[3];
+  a.dilationH = d[0], a.dilationW = d[1];
+  a.groups = static_cast<int64_t>(c.getGroups());
+  return a;
+}
+
+/// The window of a pooling op with dilations `d` (Pool2dWindow).
+template <class Op>
+static rt::abi::Pool2dWindow poolWindow(Op p, ArrayRef<int64_t> d) {
+  ArrayRef<int64_t> k = p.getKernelShape(), s = p.getStrides(),
+                    pads = p.getPads();
+  rt::abi::Pool2dWindow w;
+  w.kernelH = k[0], w.kernelW = k[1], w.strideH = s[0], w.strideW = s[1];
+  w.padTop = pads[0], w.padLeft = pads[1], w.padBottom = pads[2],
+  w.padRight = pads[3];
+  w.dilationH = d[0], w.dilationW = d[1];
+  w.ceilMode = p.getCeilMode();
+  return w;
 }
 
 /// Fills kernel name and attributes of the instruction for `op`.
 static LogicalResult describe(Operation *op, rt::Instr &in) {
-  in.kernel = op->getName().stripDialect().str();
-  auto axes = [&](ArrayRef<int64_t> a) { in.iattrs.assign(a.begin(), a.end()); };
+  std::optional<K> id = kernelOf(op);
+  auto noKernel = [&] {
+    return op->emitError("no kernel for '")
+           << op->getName() << "' in the CPU code generator";
+  };
+  if (!id)
+    return noKernel();
+  in.kernel = rt::abi::name(*id);
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<mlir::tcc::ReshapeOp>([&](auto) {
-        in.kernel = "copy";
-        return success();
-      })
+      .Case<mlir::tcc::ReshapeOp>([&](auto) { return success(); })
       .Case<mlir::tcc::FusedOp>([&](mlir::tcc::FusedOp f) -> LogicalResult {
         // A generated kernel (compiler/codegen/FusedCodegen.cpp numbers them).
         if (!f.getKernel())
           return f.emitError("tcc.fused has no kernel number: the fused "
                              "code generator has not run");
-        in.iattrs = {(int64_t)*f.getKernel()};
         // Pairs the generated code may run in place; the memory plan
         // decides which share a buffer (MemoryPlanner.cpp).
-        if (auto pairs = f.getInPlace())
-          in.iattrs.insert(in.iattrs.end(), pairs->begin(), pairs->end());
+        std::vector<int64_t> pairs;
+        if (auto p = f.getInPlace())
+          pairs.assign(p->begin(), p->end());
+        rt::abi::setAttrs(in,
+                          rt::abi::FusedAttrs{(int64_t)*f.getKernel(), pairs});
         return success();
       })
       .Case<mlir::tcc::MatmulOp>([&](auto m) {
-        in.iattrs = {m.getTransposeLhs(), m.getTransposeRhs()};
+        rt::abi::setAttrs(
+            in, rt::abi::MatmulAttrs{m.getTransposeLhs(), m.getTransposeRhs()});
         return success();
       })
       .Case<mlir::tcc::MatmulEpilogueOp>(
@@ -278,143 +310,137 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
             if (!e)
               return m.emitError("no kernel for the GEMM epilogue '")
                      << m.getEpilogue() << "'";
-            in.iattrs = {m.getTransposeLhs(), m.getTransposeRhs(), e->code};
+            rt::abi::setAttrs(
+                in, rt::abi::MatmulEpilogueAttrs{m.getTransposeLhs(),
+                                                 m.getTransposeRhs(), e->code});
             return success();
           })
       // in [q, k, v (, mask)] / [q, k, v, out, lse, dout (, mask)]: the
-      // operand order of the ops (runtime/cpu/Kernels.h); with fused_qkv, q,
-      // k and v are the one projection tensor.
+      // operand order of the ops (runtime/core/abi/Kernels.h); with
+      // fused_qkv, q, k and v are the one projection tensor.
       .Case<mlir::tcc::AttentionOp, mlir::tcc::AttentionGradOp>([&](auto a) {
-        in.iattrs = {a.getCausal() ? 1 : 0, a.getSeqMajor() ? 1 : 0,
-                     a.getFusedQkv() ? 1 : 0};
-        in.fattrs = {a.getScale().convertToDouble()};
+        rt::abi::setAttrs(
+            in, rt::abi::AttentionAttrs{a.getCausal(), a.getSeqMajor(),
+                                        a.getFusedQkv(),
+                                        a.getScale().convertToDouble()});
         return success();
       })
       .Case<mlir::tcc::ReduceSumOp, mlir::tcc::ReduceMeanOp>([&](auto r) {
-        axes(r.getAxes());
+        ArrayRef<int64_t> axes = r.getAxes();
+        rt::abi::setAttrs(in, rt::abi::AxesAttrs{{axes.data(), axes.size()}});
         return success();
       })
       .Case<mlir::tcc::TransposeOp>([&](auto t) {
-        axes(t.getPerm());
+        ArrayRef<int64_t> perm = t.getPerm();
+        rt::abi::setAttrs(in, rt::abi::PermAttrs{{perm.data(), perm.size()}});
         return success();
       })
+      // The axis of the softmax family, gather (and its gradient, which
+      // reads the table size from its output's shape) and concat.
       .Case<mlir::tcc::SoftmaxOp, mlir::tcc::LogSoftmaxOp,
-            mlir::tcc::SoftmaxGradOp, mlir::tcc::LogSoftmaxGradOp>([&](auto s) {
-        in.iattrs = {(int64_t)s.getAxis()};
-        return success();
-      })
-      .Case<mlir::tcc::GatherOp, mlir::tcc::ConcatOp>([&](auto g) {
-        in.iattrs = {(int64_t)g.getAxis()};
-        return success();
-      })
-      .Case<mlir::tcc::GatherGradOp>([&](auto g) {
-        // The kernel reads the table size from its output's shape.
-        in.iattrs = {(int64_t)g.getAxis()};
-        return success();
-      })
+            mlir::tcc::SoftmaxGradOp, mlir::tcc::LogSoftmaxGradOp,
+            mlir::tcc::GatherOp, mlir::tcc::ConcatOp, mlir::tcc::GatherGradOp>(
+          [&](auto s) {
+            rt::abi::setAttrs(in, rt::abi::AxisAttrs{(int64_t)s.getAxis()});
+            return success();
+          })
       .Case<mlir::tcc::SliceOp, mlir::tcc::SliceGradOp>([&](auto s) {
-        axes(s.getStarts()); // iattrs = starts ++ steps
-        llvm::append_range(in.iattrs, s.getSteps());
+        ArrayRef<int64_t> starts = s.getStarts(), steps = s.getSteps();
+        rt::abi::setAttrs(in,
+                          rt::abi::WindowAttrs{{starts.data(), starts.size()},
+                                               {steps.data(), steps.size()}});
         return success();
       })
       .Case<mlir::tcc::CastOp>([&](auto c) {
         Type to = cast<ShapedType>(c.getType()).getElementType();
-        in.iattrs = {to.isInteger(1) ? 1 : 0}; // to_bool: x != 0
+        rt::abi::setAttrs(in, rt::abi::CastAttrs{to.isInteger(1)}); // x != 0
         return success();
       })
-      .Case<mlir::tcc::WhereOp, mlir::tcc::EqualOp>(
-          [](auto) { return success(); })
-      // Convolution, pooling, batch norm: iattrs as in runtime/cpu/Kernels.h.
+      // Convolution, pooling, batch norm: attributes as KernelAttrs.h
+      // lays them out.
       .Case<mlir::tcc::Conv2dOp, mlir::tcc::Conv2dGradInputOp,
             mlir::tcc::Conv2dGradWeightOp>([&](auto c) {
-        llvm::append_range(in.iattrs, c.getStrides());
-        llvm::append_range(in.iattrs, c.getPads());
-        llvm::append_range(in.iattrs, c.getDilations());
-        in.iattrs.push_back(c.getGroups());
+        rt::abi::setAttrs(in, convAttrs(c));
         return success();
       })
       .Case<mlir::tcc::MaxPool2dOp>([&](auto p) {
-        llvm::append_range(in.iattrs, p.getKernelShape());
-        llvm::append_range(in.iattrs, p.getStrides());
-        llvm::append_range(in.iattrs, p.getPads());
-        llvm::append_range(in.iattrs, p.getDilations());
-        in.iattrs.push_back(p.getCeilMode());
+        rt::abi::setAttrs(
+            in, rt::abi::MaxPool2dAttrs{poolWindow(p, p.getDilations())});
         return success();
       })
       .Case<mlir::tcc::AvgPool2dOp, mlir::tcc::AvgPool2dGradOp>([&](auto p) {
-        llvm::append_range(in.iattrs, p.getKernelShape());
-        llvm::append_range(in.iattrs, p.getStrides());
-        llvm::append_range(in.iattrs, p.getPads());
-        llvm::append_range(in.iattrs, ArrayRef<int64_t>{1, 1});
-        in.iattrs.push_back(p.getCeilMode());
-        in.iattrs.push_back(p.getCountIncludePad());
+        rt::abi::setAttrs(in, rt::abi::AvgPool2dAttrs{poolWindow(p, {1, 1}),
+                                                      p.getCountIncludePad()});
         return success();
       })
       .Case<mlir::tcc::BatchNormTrainOp, mlir::tcc::BatchNormTrainGradOp>(
           [&](auto b) {
-            in.fattrs = {b.getEpsilon().convertToDouble()};
+            rt::abi::setAttrs(
+                in, rt::abi::EpsAttrs{b.getEpsilon().convertToDouble()});
             return success();
           })
-      .Case<mlir::tcc::MaxPool2dGradOp>([](auto) { return success(); })
-      // Math, normalization, dropout (attributes as in runtime/cpu/Kernels.h).
+      // Math, normalization, dropout.
       .Case<mlir::tcc::PowScalarOp, mlir::tcc::PowScalarGradOp>([&](auto p) {
-        in.fattrs = {p.getExponent().convertToDouble()};
+        rt::abi::setAttrs(
+            in, rt::abi::PowScalarAttrs{p.getExponent().convertToDouble()});
         return success();
       })
       .Case<mlir::tcc::GeluOp, mlir::tcc::GeluGradOp>([&](auto g) {
-        in.iattrs = {g.getApproximate() == "tanh" ? 1 : 0};
+        rt::abi::setAttrs(in, rt::abi::GeluAttrs{g.getApproximate() == "tanh"});
         return success();
       })
       .Case<mlir::tcc::LayerNormOp>([&](auto l) {
-        in.iattrs = {(int64_t)l.getAxis()};
-        in.fattrs = {l.getEpsilon().convertToDouble()};
+        rt::abi::setAttrs(
+            in, rt::abi::LayerNormAttrs{(int64_t)l.getAxis(),
+                                        l.getEpsilon().convertToDouble()});
         return success();
       })
       .Case<mlir::tcc::LayerNormGradOp, mlir::tcc::LayerNormParamGradOp>(
           [&](auto l) {
-            in.iattrs = {(int64_t)l.getAxis()};
+            rt::abi::setAttrs(in, rt::abi::AxisAttrs{(int64_t)l.getAxis()});
             return success();
           })
       .Case<mlir::tcc::DropoutOp>([&](auto d) {
-        in.iattrs = {(int64_t)d.getSeed()};
-        in.fattrs = {d.getRatio().convertToDouble()};
+        rt::abi::setAttrs(
+            in, rt::abi::DropoutAttrs{(int64_t)d.getSeed(),
+                                      d.getRatio().convertToDouble()});
         return success();
       })
-      .Case<mlir::tcc::ExpOp, mlir::tcc::LogOp, mlir::tcc::SqrtOp,
-            mlir::tcc::TanhOp, mlir::tcc::SigmoidOp, mlir::tcc::ErfOp,
-            mlir::tcc::SqrtGradOp, mlir::tcc::TanhGradOp,
-            mlir::tcc::SigmoidGradOp, mlir::tcc::ErfGradOp, mlir::tcc::PowOp,
-            mlir::tcc::PowGradOp, mlir::tcc::IncrementOp>(
-          [](auto) { return success(); })
       .Case<mlir::tcc::SgdUpdateOp>([&](auto u) {
-        in.fattrs = {u.getLr().convertToDouble(),
-                     u.getWeightDecay().convertToDouble()};
+        rt::abi::setAttrs(
+            in, rt::abi::SgdAttrs{u.getLr().convertToDouble(),
+                                  u.getWeightDecay().convertToDouble()});
         return success();
       })
       .Case<mlir::tcc::SgdMomentumUpdateOp>([&](auto u) {
-        in.fattrs = {u.getLr().convertToDouble(),
-                     u.getMomentum().convertToDouble(),
-                     u.getWeightDecay().convertToDouble()};
+        rt::abi::setAttrs(in, rt::abi::SgdMomentumAttrs{
+                                  u.getLr().convertToDouble(),
+                                  u.getMomentum().convertToDouble(),
+                                  u.getWeightDecay().convertToDouble()});
         return success();
       })
       .Case<mlir::tcc::AdamWUpdateOp>([&](auto u) {
-        in.fattrs = {u.getLr().convertToDouble(),
-                     u.getBeta1().convertToDouble(),
-                     u.getBeta2().convertToDouble(),
-                     u.getEps().convertToDouble(),
-                     u.getWeightDecay().convertToDouble()};
+        rt::abi::setAttrs(
+            in, rt::abi::AdamwAttrs{u.getLr().convertToDouble(),
+                                    u.getBeta1().convertToDouble(),
+                                    u.getBeta2().convertToDouble(),
+                                    u.getEps().convertToDouble(),
+                                    u.getWeightDecay().convertToDouble()});
         return success();
       })
-      .Case<mlir::tcc::AddOp, mlir::tcc::SubOp, mlir::tcc::MulOp,
-            mlir::tcc::DivOp, mlir::tcc::NegOp, mlir::tcc::ReluOp,
-            mlir::tcc::ReluGradOp, mlir::tcc::BroadcastToOp,
-            mlir::tcc::SoftmaxCrossEntropyOp,
+      // Kernels without attributes (NoAttrs).
+      .Case<mlir::tcc::WhereOp, mlir::tcc::EqualOp, mlir::tcc::MaxPool2dGradOp,
+            mlir::tcc::ExpOp, mlir::tcc::LogOp, mlir::tcc::SqrtOp,
+            mlir::tcc::TanhOp, mlir::tcc::SigmoidOp, mlir::tcc::ErfOp,
+            mlir::tcc::SqrtGradOp, mlir::tcc::TanhGradOp,
+            mlir::tcc::SigmoidGradOp, mlir::tcc::ErfGradOp, mlir::tcc::PowOp,
+            mlir::tcc::PowGradOp, mlir::tcc::IncrementOp, mlir::tcc::AddOp,
+            mlir::tcc::SubOp, mlir::tcc::MulOp, mlir::tcc::DivOp,
+            mlir::tcc::NegOp, mlir::tcc::ReluOp, mlir::tcc::ReluGradOp,
+            mlir::tcc::BroadcastToOp, mlir::tcc::SoftmaxCrossEntropyOp,
             mlir::tcc::SoftmaxCrossEntropyGradOp, mlir::tcc::MseLossOp,
             mlir::tcc::MseLossGradOp>([](auto) { return success(); })
-      .Default([](Operation *op) {
-        return op->emitError("no kernel for '")
-               << op->getName() << "' in the CPU code generator";
-      });
+      .Default([&](Operation *) { return noKernel(); });
 }
 
 LogicalResult TccScheduleBuilder::lower(func::FuncOp fn, const std::string &name) {
@@ -471,10 +497,9 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn, const std::string &name
     for (OpOperand &use : it->second.getUses()) {
       Operation *user = use.getOwner();
       if (user == op) {
-        // A fused instr's iattrs already hold its pairs.
-        if (isa<mlir::tcc::FusedOp>(op)
-                ? !rt::instrAllowsInPlace(in, result, use.getOperandNumber())
-                : !isElementwise(in.kernel))
+        // A fused instr's attributes already hold its pairs; any other
+        // kernel runs in place when it is element-wise (KernelList.def).
+        if (!rt::instrAllowsInPlace(in, result, use.getOperandNumber()))
           return false;
       } else if (!user->isBeforeInBlock(op) && user != ret) {
         return false;
@@ -503,7 +528,7 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn, const std::string &name
       auto id = constantTensor(dense.resizeSplat(scalarType), name, c.getLoc());
       if (failed(id))
         return failure();
-      in.kernel = "broadcast_to";
+      in.kernel = rt::abi::name(K::BroadcastTo);
       in.inputs.push_back(*id);
     } else if (failed(describe(&op, in))) {
       return failure();
@@ -546,7 +571,7 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn, const std::string &name
     if (writtenInPlace.contains(v) && ids.lookup(v) == target)
       continue;
     rt::Instr copy;
-    copy.kernel = "copy";
+    copy.kernel = rt::abi::name(K::Copy);
     copy.inputs = {ids.lookup(v)};
     copy.outputs = {target};
     prog.instrs.push_back(std::move(copy));

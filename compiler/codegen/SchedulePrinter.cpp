@@ -39,18 +39,20 @@ void tcc::printSchedule(const rt::Artifact &a, std::ostream &os) {
         printRef(a, in.inputs[i], os);
       }
       os << ")";
-      if (!in.iattrs.empty()) {
-        os << " i=[";
-        for (size_t i = 0; i < in.iattrs.size(); ++i)
-          os << (i ? "," : "") << in.iattrs[i];
+      // Attributes as the artifact stores them (KernelAttrs.h names them).
+      auto list = [&](const char *tag, const auto &values) {
+        if (values.empty())
+          return;
+        os << " " << tag << "=[";
+        const char *sep = "";
+        for (auto v : values) {
+          os << sep << v;
+          sep = ",";
+        }
         os << "]";
-      }
-      if (!in.fattrs.empty()) {
-        os << " f=[";
-        for (size_t i = 0; i < in.fattrs.size(); ++i)
-          os << (i ? "," : "") << in.fattrs[i];
-        os << "]";
-      }
+      };
+      list("i", in.iattrs);
+      list("f", in.fattrs);
       os << " :";
       for (int32_t id : in.outputs) {
         os << " ";

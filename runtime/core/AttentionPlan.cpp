@@ -29,9 +29,9 @@ AttentionDims attentionDims(const std::vector<int64_t> &q,
 
 AttentionDims attentionDims(const std::vector<int64_t> &q,
                             const std::vector<int64_t> &k,
-                            const std::vector<int64_t> &v, const Instr &in) {
-  auto flag = [&](size_t i) { return in.iattrs.size() > i && in.iattrs[i]; };
-  return attentionDims(q, k, v, flag(1), flag(2));
+                            const std::vector<int64_t> &v,
+                            const abi::AttentionAttrs &a) {
+  return attentionDims(q, k, v, a.seqMajor, a.fusedQkv);
 }
 
 AttentionPlan planAttention(const std::vector<int64_t> &q,

@@ -12,6 +12,7 @@
 
 #include "runtime/core/Artifact.h"
 #include "runtime/core/AttentionColumnSums.h"
+#include "runtime/core/abi/KernelAbi.h"
 
 #include <cstdint>
 #include <vector>
@@ -31,7 +32,7 @@ constexpr int64_t kAttentionScratchBudget = 256ll << 20;
 
 /// The sizes of one attention instr.
 ///
-/// Layouts (the kernels' iattrs[1], tcc.attention's `seq_major`): packed,
+/// Layouts (AttentionAttrs::seqMajor, tcc.attention's `seq_major`): packed,
 /// q [B..., Tq, D], or sequence-major, q [B..., Tq, H, D] (what
 /// nn.MultiheadAttention's [T, N·H, D] and a [B, T, H, D] head split are
 /// before their transposes). Either way the batch entries are e = (o, h),
@@ -42,13 +43,13 @@ constexpr int64_t kAttentionScratchBudget = 256ll << 20;
 /// attentionRowOffset(e, i, heads, rows, cols); rows are `heads * cols`
 /// elements apart.
 ///
-/// Fused QKV (tcc.attention's `fused_qkv`, iattrs[2]; sequence-major only):
-/// q, k and v are one tensor [B..., T, 3H, D], the QKV projection, whose
-/// heads [0, H), [H, 2H) and [2H, 3H) are q's, k's and v's, and
-/// attention_grad writes dq, dk and dv into one tensor of that layout. Their
-/// rows are then 3 * H * D elements apart and k and v (dk, dv) start H * D
-/// and 2 * H * D elements in (inputPitch, inputOffset); out and dout keep
-/// H * D.
+/// Fused QKV (tcc.attention's `fused_qkv`, AttentionAttrs::fusedQkv;
+/// sequence-major only): q, k and v are one tensor [B..., T, 3H, D], the
+/// QKV projection, whose heads [0, H), [H, 2H) and [2H, 3H) are q's, k's
+/// and v's, and attention_grad writes dq, dk and dv into one tensor of that
+/// layout. Their rows are then 3 * H * D elements apart and k and v (dk, dv)
+/// start H * D and 2 * H * D elements in (inputPitch, inputOffset); out and
+/// dout keep H * D.
 struct AttentionDims {
   int64_t batch = 0, tq = 0, tk = 0, d = 0, dv = 0;
   /// H: entries per outer index (1 when not sequence-major).
@@ -116,11 +117,12 @@ AttentionDims attentionDims(const std::vector<int64_t> &q,
                             const std::vector<int64_t> &k,
                             const std::vector<int64_t> &v, bool seqMajor,
                             bool fusedQkv = false);
-/// The same in the layout of an attention / attention_grad instr's iattrs
-/// [causal, seq_major (, fused_qkv)].
+/// The same in the layout an attention / attention_grad instr's attributes
+/// give.
 AttentionDims attentionDims(const std::vector<int64_t> &q,
                             const std::vector<int64_t> &k,
-                            const std::vector<int64_t> &v, const Instr &in);
+                            const std::vector<int64_t> &v,
+                            const abi::AttentionAttrs &a);
 
 /// The plan for q, k, v (see attentionDims) of dtype `t`: as many entries
 /// per chunk as kAttentionScratchBudget holds (at least one), spread evenly
@@ -156,7 +158,7 @@ inline int64_t attentionTilesScratch(const AttentionDims &dims) {
 /// Whether the instr writes column sums (a fused-QKV attention_grad's
 /// second output).
 inline bool attentionWritesColumnSums(const Instr &in) {
-  return in.kernel == "attention_grad" && in.outputs.size() == 2;
+  return abi::is(in, abi::KernelId::AttentionGrad) && in.outputs.size() == 2;
 }
 
 /// attention_grad's column sums (fused QKV; AttentionColumnSums.h): the

@@ -21,9 +21,9 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Initializer.h"
 
-#include "runtime/core/prelude/Half.h"
-#include "runtime/cpu/Kernels.h"
 #include "runtime/core/ThreadPool.h"
+#include "runtime/core/abi/Kernels.h"
+#include "runtime/core/prelude/Half.h"
 
 #include <algorithm>
 #include <cmath>

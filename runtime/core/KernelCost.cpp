@@ -3,11 +3,17 @@
 
 #include "runtime/core/AttentionPlan.h"
 #include "runtime/core/abi/GemmEpilogue.h"
+#include "runtime/core/abi/KernelAbi.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 namespace tcc::rt {
+
+// Costs and labels are asked of instrs that may not have been checked yet
+// (tryAttrsOf): a malformed one costs what can be read of it.
+using K = abi::KernelId;
 
 /// Query-key pairs attention computes: all of them, or with `causal` those
 /// with key j <= query i (the kernels' top-left alignment).
@@ -18,14 +24,27 @@ static double keptPairs(int64_t tq, int64_t tk, bool causal) {
   return double(full) * double(full + 1) / 2 + double(tq - full) * double(tk);
 }
 
+/// Whether a matmul or matmul_epilogue transposes A; none for other kernels
+/// and malformed attributes.
+static std::optional<bool> gemmTransA(const Instr &in) {
+  if (abi::is(in, K::Matmul))
+    if (auto m = abi::tryAttrsOf<abi::MatmulAttrs>(in))
+      return m->transA;
+  if (abi::is(in, K::MatmulEpilogue))
+    if (auto m = abi::tryAttrsOf<abi::MatmulEpilogueAttrs>(in))
+      return m->transA;
+  return std::nullopt;
+}
+
 /// A GEMM's contracted length K (0 when the instr is malformed).
 static int64_t gemmK(const Instr &in, const std::vector<TensorInfo> &t) {
-  if (in.inputs.size() < 2 || in.outputs.empty() || in.iattrs.empty())
+  std::optional<bool> transA = gemmTransA(in);
+  if (in.inputs.size() < 2 || in.outputs.empty() || !transA)
     return 0;
   const std::vector<int64_t> &a = t[in.inputs[0]].shape;
   if (a.size() < 2)
     return 0;
-  return in.iattrs[0] ? a[a.size() - 2] : a.back();
+  return *transA ? a[a.size() - 2] : a.back();
 }
 
 static double gemmFlops(const Instr &in, const std::vector<TensorInfo> &t) {
@@ -43,8 +62,9 @@ static double gemmFlops(const Instr &in, const std::vector<TensorInfo> &t) {
 static double convFlops(const Instr &in, const std::vector<TensorInfo> &t) {
   if (in.inputs.size() < 2 || in.outputs.empty())
     return 0;
-  bool weightGrad = in.kernel == "conv2d_grad_weight";
-  const TensorInfo &y = t[in.kernel == "conv2d" ? in.outputs[0] : in.inputs[0]];
+  bool weightGrad = abi::is(in, K::Conv2dGradWeight);
+  const TensorInfo &y =
+      t[abi::is(in, K::Conv2d) ? in.outputs[0] : in.inputs[0]];
   const TensorInfo &w = t[weightGrad ? in.outputs[0] : in.inputs[1]];
   if (w.shape.empty() || w.shape[0] <= 0)
     return 0;
@@ -54,11 +74,13 @@ static double convFlops(const Instr &in, const std::vector<TensorInfo> &t) {
 
 static double attentionFlops(const Instr &in, const std::vector<TensorInfo> &t,
                              bool backward) {
-  if (in.inputs.size() < 3 || in.iattrs.empty())
+  std::optional<abi::AttentionAttrs> at =
+      abi::tryAttrsOf<abi::AttentionAttrs>(in);
+  if (in.inputs.size() < 3 || !at)
     return 0;
   AttentionDims d = attentionDims(t[in.inputs[0]].shape, t[in.inputs[1]].shape,
-                                  t[in.inputs[2]].shape, in);
-  double pairs = double(d.batch) * keptPairs(d.tq, d.tk, in.iattrs[0] != 0);
+                                  t[in.inputs[2]].shape, *at);
+  double pairs = double(d.batch) * keptPairs(d.tq, d.tk, at->causal);
   // Forward: S = Q K^T (d), O = P V (dv). Backward: S again, dP = dO V^T,
   // dV = P^T dO, dQ = dS K, dK = dS^T Q.
   double perPair = backward ? 3.0 * d.d + 2.0 * d.dv : double(d.d + d.dv);
@@ -67,7 +89,7 @@ static double attentionFlops(const Instr &in, const std::vector<TensorInfo> &t,
 
 /// Whether `in` is a copy or slice whose output the plan put on its input.
 static bool isView(const Instr &in, const std::vector<TensorInfo> &t) {
-  if ((in.kernel != "copy" && in.kernel != "slice") || in.inputs.empty() ||
+  if ((!abi::is(in, K::Copy) && !abi::is(in, K::Slice)) || in.inputs.empty() ||
       in.outputs.empty())
     return false;
   const TensorInfo &x = t[in.inputs[0]], &y = t[in.outputs[0]];
@@ -88,28 +110,29 @@ KernelCost kernelCost(const Instr &in, const std::vector<TensorInfo> &tensors,
     c.bytes += tensors[id].byteSize();
   for (int32_t id : in.outputs)
     c.bytes += tensors[id].byteSize();
-  if (in.kernel == "matmul" || in.kernel == "matmul_epilogue")
+  if (abi::is(in, K::Matmul) || abi::is(in, K::MatmulEpilogue))
     c.flops = gemmFlops(in, tensors);
-  else if (in.kernel == "conv2d" || in.kernel == "conv2d_grad_input" ||
-           in.kernel == "conv2d_grad_weight")
+  else if (abi::is(in, K::Conv2d) || abi::is(in, K::Conv2dGradInput) ||
+           abi::is(in, K::Conv2dGradWeight))
     c.flops = convFlops(in, tensors);
-  else if (in.kernel == "attention" || in.kernel == "attention_grad")
-    c.flops = attentionFlops(in, tensors, in.kernel == "attention_grad");
+  else if (abi::is(in, K::Attention) || abi::is(in, K::AttentionGrad))
+    c.flops = attentionFlops(in, tensors, abi::is(in, K::AttentionGrad));
   return c;
 }
 
 std::string profileLabel(const Instr &in, const std::string &fusedName) {
-  if (in.kernel == "fused")
-    return "fused:" + fusedName;
-  if (in.kernel == "matmul_epilogue" && in.iattrs.size() > 2)
-    if (const GemmEpilogueInfo *e = gemmEpilogueByCode(in.iattrs[2]))
-      return in.kernel + ":" + e->name;
+  if (abi::is(in, K::Fused))
+    return in.kernel + ":" + fusedName;
+  if (abi::is(in, K::MatmulEpilogue))
+    if (auto m = abi::tryAttrsOf<abi::MatmulEpilogueAttrs>(in))
+      if (const GemmEpilogueInfo *e = gemmEpilogueByCode(m->epilogue))
+        return in.kernel + ":" + e->name;
   return in.kernel;
 }
 
 std::string profileShape(const Instr &in, const std::vector<TensorInfo> &t) {
   std::string s;
-  if (in.kernel == "matmul" || in.kernel == "matmul_epilogue") {
+  if (abi::is(in, K::Matmul) || abi::is(in, K::MatmulEpilogue)) {
     int64_t k = gemmK(in, t);
     if (k == 0)
       return s;
@@ -118,16 +141,18 @@ std::string profileShape(const Instr &in, const std::vector<TensorInfo> &t) {
       s += (s.size() > 1 ? "x" : "") + std::to_string(n);
     return s + "] k" + std::to_string(k);
   }
-  if ((in.kernel == "attention" || in.kernel == "attention_grad") &&
-      in.inputs.size() >= 3 && !in.iattrs.empty()) {
+  std::optional<abi::AttentionAttrs> at;
+  if (abi::is(in, K::Attention) || abi::is(in, K::AttentionGrad))
+    at = abi::tryAttrsOf<abi::AttentionAttrs>(in);
+  if (at && in.inputs.size() >= 3) {
     AttentionDims d =
         attentionDims(t[in.inputs[0]].shape, t[in.inputs[1]].shape,
-                      t[in.inputs[2]].shape, in);
+                      t[in.inputs[2]].shape, *at);
     s = "b" + std::to_string(d.batch) + " t" + std::to_string(d.tq) + "x" +
         std::to_string(d.tk) + " d" + std::to_string(d.d);
     if (d.dv != d.d)
       s += " dv" + std::to_string(d.dv);
-    if (in.iattrs[0] != 0)
+    if (at->causal)
       s += " causal";
   }
   return s;

@@ -2,6 +2,7 @@
 #include "runtime/cpu/CpuSession.h"
 
 #include "runtime/core/Initializer.h"
+#include "runtime/core/abi/KernelAbi.h"
 
 #include <cblas.h>
 
@@ -81,7 +82,7 @@ CpuSession::CpuSession(const Artifact &artifact, ExecMode mode)
       try {
         checkInstr(in, tensors_);
         checkAliasing(in, tensors_);
-        if (in.kernel == "fused") {
+        if (abi::is(in, abi::KernelId::Fused)) {
           if (!fused_)
             throw Error("the artifact has no host library of generated "
                         "kernels");
@@ -95,7 +96,10 @@ CpuSession::CpuSession(const Artifact &artifact, ExecMode mode)
       ps->costs.push_back(
           kernelCost(in, tensors_, mode_ == ExecMode::Compiled));
       ps->labels.push_back(profileLabel(
-          in, in.kernel == "fused" ? fused_->kernel(in.iattrs[0]).name : ""));
+          in, abi::is(in, abi::KernelId::Fused)
+                  ? fused_->kernel(abi::attrs<abi::KernelId::Fused>(in).kernel)
+                        .name
+                  : ""));
       ps->shapeLabels.push_back(
           profileKey(ps->labels.back(), profileShape(in, tensors_)));
       KernelArgs args{in, {}, {}};

@@ -14,22 +14,6 @@
 
 namespace tcc::rt {
 
-std::string hostIsa() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c"))
-    return "x86-64-v3";
-#endif
-  return "generic";
-}
-
-bool cpuSupportsIsa(const std::string &isa) {
-  if (isa == "generic")
-    return true;
-  return isa == "x86-64-v3" && hostIsa() == "x86-64-v3";
-}
-
 namespace {
 /// Removes a file when it goes out of scope.
 struct TempFile {
@@ -154,7 +138,7 @@ FusedLibrary::~FusedLibrary() {
 
 void FusedLibrary::check(const Instr &instr,
                          const std::vector<TensorInfo> &tensors) const {
-  int64_t k = instr.iattrs.at(0);
+  int64_t k = abi::attrs<abi::KernelId::Fused>(instr).kernel;
   if (k < 0 || k >= static_cast<int64_t>(kernels_.size()))
     throw Error("generated kernel " + std::to_string(k) +
                 " does not exist (the library has " +
@@ -163,63 +147,7 @@ void FusedLibrary::check(const Instr &instr,
                      kernels_[k].inPlace);
 }
 
-void checkFusedOperands(
-    const Instr &instr, const std::vector<TensorInfo> &tensors, int64_t k,
-    const std::vector<std::pair<DType, int64_t>> &inputs,
-    const std::vector<std::pair<DType, int64_t>> &outputs,
-    const std::vector<std::pair<int64_t, int64_t>> &inPlace) {
-  if (instr.inputs.size() != inputs.size() ||
-      instr.outputs.size() != outputs.size())
-    throw Error("generated kernel " + std::to_string(k) + " takes " +
-                std::to_string(inputs.size()) + " inputs and " +
-                std::to_string(outputs.size()) + " outputs, got " +
-                std::to_string(instr.inputs.size()) + " and " +
-                std::to_string(instr.outputs.size()));
-  auto expect = [&](const std::vector<int32_t> &ids,
-                    const std::vector<std::pair<DType, int64_t>> &sig,
-                    const char *role) {
-    for (size_t i = 0; i < ids.size(); ++i) {
-      const TensorInfo &t = tensors[ids[i]];
-      if (t.dtype != sig[i].first || t.numElements() != sig[i].second)
-        throw Error(std::string(role) + " " + std::to_string(i) + " '" +
-                    t.name + "' is " + dtypeName(t.dtype) + " " +
-                    formatShape(t.shape) + "; generated kernel " +
-                    std::to_string(k) + " was compiled for " +
-                    dtypeName(sig[i].first) + " with " +
-                    std::to_string(sig[i].second) + " elements");
-    }
-  };
-  expect(instr.inputs, inputs, "input");
-  expect(instr.outputs, outputs, "output");
-  for (const auto &pair : fusedInPlacePairs(instr)) {
-    if (std::find(inPlace.begin(), inPlace.end(), pair) == inPlace.end())
-      throw Error("output " + std::to_string(pair.first) + " over input " +
-                  std::to_string(pair.second) + " in place: generated kernel " +
-                  std::to_string(k) +
-                  " was not compiled to run that pair in place");
-  }
-}
-
 namespace kernels {
-
-void check_fused(const KernelSig &s) {
-  const std::vector<int64_t> &a = s.instr.iattrs;
-  if (a.empty() || a.size() % 2 == 0)
-    throw Error("expects the kernel index and (output, input) pairs as "
-                "integer attributes, got " +
-                std::to_string(a.size()));
-  if (a[0] < 0)
-    throw Error("kernel index " + std::to_string(a[0]) + " is negative");
-  if (s.out.empty())
-    throw Error("expects at least one output");
-  for (auto [o, i] : fusedInPlacePairs(s.instr))
-    if (o < 0 || o >= (int64_t)s.out.size() || i < 0 ||
-        i >= (int64_t)s.in.size())
-      throw Error("in-place pair (" + std::to_string(o) + ", " +
-                  std::to_string(i) + ") names no output/input (" +
-                  std::to_string(s.out.size()) + " outputs, " +
-                  std::to_string(s.in.size()) + " inputs)");
-}
 
 /// Work below this (elements times the kernel's work per element) runs on
 /// the calling thread: waking the pool (tens of microseconds) and its
@@ -229,7 +157,8 @@ static constexpr int64_t kMinParallelWork = 1 << 19;
 void run_fused(const KernelArgs &a) {
   if (!a.fused)
     throw Error("the fused kernel needs the artifact's generated kernels");
-  const FusedLibrary::Kernel &k = a.fused->kernel(a.instr.iattrs[0]);
+  const FusedLibrary::Kernel &k =
+      a.fused->kernel(abi::attrs<KernelId::Fused>(a.instr).kernel);
   std::vector<void *> buffers;
   for (const TensorView &v : a.in)
     buffers.push_back(v.data);

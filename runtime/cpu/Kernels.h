@@ -1,165 +1,21 @@
-//===- Kernels.h - CPU kernels and their registry -------------------------===//
+//===- Kernels.h - The CPU backend's kernels ------------------------------===//
 //
-// A kernel is looked up by the name an Instr carries. Operand conventions
-// (f32 unless noted; "in-place" kernels allow an output to alias an input of
-// the same element count):
-//
-//   matmul            in [A,B] out [C], i [transA, transB]. A [...,M,K]
-//                     ([...,K,M] if transA), B [...,K,N] ([...,N,K] if
-//                     transB), C [...,M,N]; batch dims broadcast to C's.
-//   matmul_epilogue   in [A, B (, bias [N] | preact)] out [D (, aux)],
-//                     i [transA, transB, epilogue]: a GEMM with a fused
-//                     epilogue (codes and formulas in GemmEpilogue.h). A
-//                     [...,M,K] (rows flatten, not transposed) and B 2-D,
-//                     or both 2-D for bgrad_lhs/bgrad_rhs.
-//   add sub mul div   in [a,b] out [c]; a, b broadcast (numpy) to c. in-place
-//   neg relu          in [x] out [y]. in-place
-//   relu_grad         in [dy,x] out [dx] = x > 0 ? dy : 0. in-place
-//   reduce_sum        in [x] out [y], i = reduced axes of x (sorted, >= 0);
-//   reduce_mean       y keeps x's order of the other axes.
-//   broadcast_to      in [x] out [y], numpy broadcast.
-//   copy              in [x] out [y], same element count, f32 or i64. in-place
-//   transpose         in [x] out [y], i = perm, y.shape[i] = x.shape[perm[i]].
-//   softmax           in [x] out [y], i [axis].
-//   log_softmax       in [x] out [y], i [axis].
-//   softmax_grad      in [dy,y] out [dx], i [axis]: y * (dy - sum(dy*y)).
-//   log_softmax_grad  in [dy,y] out [dx], i [axis]: dy - exp(y) * sum(dy).
-//   softmax_cross_entropy       in [logits [...,C], labels i64 [...]]
-//                               out [loss []]: mean -log_softmax[label].
-//   softmax_cross_entropy_grad  in [dloss [], logits, labels] out [dlogits].
-//   mse_loss          in [pred,target] out [loss []] = mean((pred-target)^2).
-//   mse_loss_grad     in [dloss [],pred,target] out [dpred].
-//   sgd_update        in [p,g] out [p'], f [lr, wd]. in-place
-//   sgd_momentum_update  in [p,g,buf] out [p',buf'], f [lr, momentum, wd].
-//                        in-place
-//   adamw_update      in [p,g,m,v,step [] (, inv [], finite [] i64)]
-//                     out [p',m',v' (, low)],
-//                     f [lr, beta1, beta2, eps, wd]; torch.optim.AdamW.
-//                     in-place. The optional `low` (bf16/f16) receives p'
-//                     rounded to nearest-even (tcc-shadow-weights). With
-//                     `inv` and `finite` (fp16 loss scaling) the gradient
-//                     is g * inv, and finite == 0 leaves every output its
-//                     old value (low: p rounded).
-//
-// Data movement (f32 or i64 unless noted; bools are i64 0/1):
-//   gather            in [data, indices i64] out [y], i [axis >= 0]:
-//                     y = data[:axis] + indices + data[axis+1:]; an index
-//                     outside [-n, n) is a run-time Error.
-//   gather_grad       in [dy f32, indices i64] out [dx f32], i [axis]: zeros
-//                     with each dy slice added at its index (dx is `data`).
-//   concat            in [x0, x1, ...] out [y], i [axis >= 0].
-//   slice             in [x] out [y], i = starts ++ steps (one per dim of x):
-//                     y[i] = x[starts + i * steps]; y's shape is the window.
-//   slice_grad        in [dy f32] out [dx f32], i = starts ++ steps of dx:
-//                     zeros with dy written into the window.
-//   where             in [cond i64, a, b] out [y] = cond ? a : b, numpy
-//                     broadcast. in-place
-//   equal             in [a, b] out [y i64] = a == b, numpy broadcast.
-//   cast              in [x] out [y], i [to_bool]: f32 <-> i64 (truncating,
-//                     NaN -> 0, saturating); to_bool: y = x != 0.
-//
-// bf16 / f16: any kernel takes 16-bit float tensors wherever it takes f32
-// ones; it computes in f32 and rounds its 16-bit outputs once (KernelsHalf.cpp;
-// attention and fused handle 16-bit operands themselves).
-// `cast` also converts between f32, bf16 and f16 (to_bool 0).
-//
-// Convolution, pooling, batch norm (NCHW; pads are [top, left, bottom,
-// right]; window geometry as in dialects/tcc/TccOpsConv.td):
-//   conv2d            in [x [N,C,H,W], w [O,C/g,kH,kW] (, bias [O])] out [y],
-//                     i [sH, sW, pT, pL, pB, pR, dH, dW, groups].
-//   conv2d_grad_input   in [dy, w] out [dx], i as conv2d.
-//   conv2d_grad_weight  in [dy, x] out [dw], i as conv2d. The conv kernels
-//                     unfold into per-thread scratch outside the arena.
-//   max_pool2d        in [x] out [y, indices i64 (h * W + w in the plane)],
-//                     i [kH, kW, sH, sW, pT, pL, pB, pR, dH, dW, ceil_mode].
-//   max_pool2d_grad   in [dy, indices] out [dx]; an index outside the plane
-//                     is a run-time Error.
-//   avg_pool2d        in [x] out [y], i as max_pool2d (dilations 1) and
-//                     count_include_pad.
-//   avg_pool2d_grad   in [dy] out [dx], i as avg_pool2d.
-//   batch_norm_train  in [x [N,C,...], scale, bias] out [y, mean, var
-//                     (population)], f [eps].
-//   batch_norm_train_grad  in [dy, x, scale, mean, var]
-//                     out [dx, dscale, dbias], f [eps].
-//
-// Math, normalization, dropout (f32 unless noted; all element-wise ones are
-// in-place; PyTorch's formulas):
-//   exp log sqrt tanh sigmoid erf   in [x] out [y].
-//   sqrt_grad tanh_grad sigmoid_grad  in [dy, y] out [dx] (y: the output).
-//   erf_grad          in [dy, x] out [dx] (x: the input).
-//   pow               in [a, b] out [c] = a^b, numpy broadcast.
-//   pow_grad          in [dy, a, b] out [da, db], all of one shape.
-//   pow_scalar        in [x] out [y], f [exponent].
-//   pow_scalar_grad   in [dy, x] out [dx], f [exponent].
-//   gelu, gelu_grad   in [x] / [dy, x] out [y] / [dx], i [approximate: 0 erf,
-//                     1 tanh].
-//   layer_norm        in [x, scale, bias] out [y, mean, rstd], i [axis],
-//                     f [eps]: rows are x's dims before axis; scale and bias
-//                     have the element count of the rest, mean and rstd one
-//                     element per row. Not in-place.
-//   layer_norm_grad   in [dy, x, scale, mean, rstd] out [dx, dscale, dbias],
-//                     i [axis]. Not in-place.
-//   layer_norm_param_grad in [dy, x, mean, rstd] out [dscale, dbias],
-//                     i [axis]: layer_norm_grad's column sums alone.
-//   dropout           in [x, step i64 []] out [y, mask], i [seed],
-//                     f [ratio]: mask = 0 or 1/(1-ratio) from a counter-based
-//                     hash of (seed, step, index); y = x * mask.
-//   increment         in [s i64 []] out [s + 1].
-//
-// Fused attention (KernelsAttention.cpp; tcc.attention's semantics). q
-// [..., Tq, D], k [..., Tk, D], v [..., Tk, Dv], equal batch dims (rank >=
-// 3), or with seq_major q [B..., Tq, H, D], k [B..., Tk, H, D], v [B..., Tk,
-// H, Dv] whose batch entries are (B..., H) (runtime/core/AttentionPlan.h);
-// q, k, v, out, dout and the gradients share one float type and layout, lse
-// [entries..., Tq] and mask are f32. The mask (rank 2 or lse's + 1)
-// broadcasts to [entries..., Tq, Tk]: batch dims all 1 or the entries',
-// each of the last two 1 or full. 16-bit: P and dS are rounded to the type
-// before their GEMMs. With fused_qkv (i[2], sequence-major only) q, k and v
-// are one tensor [B..., T, 3H, D] (the same id thrice) read as its thirds,
-// and attention_grad writes one gradient of that shape. Not in-place.
-//   attention         in [q, k, v (, mask)] out [out, lse], i [causal,
-//                     seq_major (, fused_qkv)], f [scale]: out =
-//                     softmax(scale q k^T + mask) v, keys j > i masked when
-//                     causal; lse = the rows' logsumexp.
-//   attention_grad    in [q, k, v, out, lse, dout (, mask)] out [dq, dk, dv]
-//                     (fused_qkv: [dqkv] or [dqkv, sums]), i [causal,
-//                     seq_major (, fused_qkv)], f [scale]: P recomputed
-//                     from lse; sums (f32 [3HD]): dqkv's column sums over
-//                     every leading axis, added as reduce_sum adds them
-//                     (the CUDA kernels: runtime/core/AttentionColumnSums.h).
-//
-// Generated kernels (runtime/cpu/FusedLibrary.h):
-//   fused             in [...] out [...], i [kernel]: kernel `kernel` of the
-//                     artifact's host library, rows split across the
-//                     ThreadPool. Operands are checked against the
-//                     library's signature table. Not in-place.
-//
-// checkInstr validates an Instr against these conventions once, so kernels
-// can index their operands without further checks.
+// How the CPU runs the kernel ABI of runtime/core/abi/Kernels.h (operand
+// conventions, checkInstr, in-place rules): one function per kernel of
+// KernelList.def, looked up by the name an Instr carries, and the adapter
+// that gives every kernel bf16/f16 operands (KernelsHalf.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_RUNTIME_CPU_KERNELS_H
 #define TCC_RUNTIME_CPU_KERNELS_H
 
 #include "runtime/core/Artifact.h"
+#include "runtime/core/abi/Kernels.h"
 
 #include <string>
 #include <vector>
 
 namespace tcc::rt {
-
-/// One operand of a kernel call: a buffer and the static type it holds.
-struct TensorView {
-  void *data = nullptr;
-  DType dtype = DType::F32;
-  const std::vector<int64_t> *shape = nullptr;
-  int64_t numel = 0;
-
-  float *f32() const { return static_cast<float *>(data); }
-  int64_t *i64() const { return static_cast<int64_t *>(data); }
-  size_t rank() const { return shape->size(); }
-  int64_t dim(size_t i) const { return (*shape)[i]; }
-};
 
 class FusedLibrary;
 
@@ -173,64 +29,14 @@ struct KernelArgs {
 
 using KernelFn = void (*)(const KernelArgs &);
 
-/// The kernel registered under `name`, or null.
+/// The CPU kernel of the kernel named `name`, or null (an unknown name).
 const KernelFn *findKernel(const std::string &name);
-/// All registered kernel names, sorted.
-std::vector<std::string> kernelNames();
-/// Whether `name` is element-wise, i.e. an output may alias an input with the
-/// same element count (in-place update). False for unknown names.
-bool kernelAllowsInPlace(const std::string &name);
-/// Whether output `output` of `instr` may be the same bytes as input
-/// `input`: any pair of an element-wise kernel, or a pair a `fused` instr
-/// lists after its kernel index (iattrs [k, output, input, ...]; the
-/// generated kernel's table must allow it, checkFusedOperands).
-bool instrAllowsInPlace(const Instr &instr, size_t output, size_t input);
-/// Whether `instr` is a `slice` whose output is its input's first bytes:
-/// zero starts, unit steps, every axis but the first whole (a padded
-/// leading axis cut back, as a padded vocabulary's weight gradient is). The
-/// output may then be placed at its input's offset (a view; checkAliasing),
-/// and the kernel copies the output's bytes unless the two are the same.
-/// `in` and `out` are the operands' shapes.
-bool isPrefixSlice(const Instr &instr, const std::vector<int64_t> &in,
-                   const std::vector<int64_t> &out);
-/// Whether the window that a slice or slice_grad's iattrs (starts ++ steps)
-/// select in `full` is its first elements, as isPrefixSlice describes;
-/// `window` is the window's shape.
-bool isPrefixWindow(const Instr &instr, const std::vector<int64_t> &full,
-                    const std::vector<int64_t> &window);
-/// The (output, input) pairs a `fused` instr lists after its kernel index
-/// (iattrs [k, output, input, ...]); none for other kernels.
-std::vector<std::pair<int64_t, int64_t>> fusedInPlacePairs(const Instr &instr);
 
-/// Kernel scratch outside the arenas (buffers a kernel keeps between calls,
-/// e.g. convolution's unfolded input): kernels report every allocation and
-/// release with noteKernelScratch(+/-bytes); kernelScratchBytes() is what
-/// the process holds now, counted in the session's measured peak.
-void noteKernelScratch(int64_t deltaBytes);
-int64_t kernelScratchBytes();
-/// Checks operand counts, dtypes, shapes and attributes of `instr` (tensor ids
-/// index `tensors`). Throws Error saying what is wrong, without naming the
-/// instr: the caller knows its program and index.
-void checkInstr(const Instr &instr, const std::vector<TensorInfo> &tensors);
-
-/// Checks where `instr`'s operands live in the static layout (own buffers,
-/// arena offsets): outputs never overlap each other and overlap an input
-/// only as exactly the same bytes of a pair instrAllowsInPlace accepts (each
-/// element is read before it is written), or a prefix slice's output as the
-/// first bytes of its input. Both the CPU and the CUDA session rely on it.
-/// Throws Error like checkInstr.
-void checkAliasing(const Instr &instr, const std::vector<TensorInfo> &tensors);
-
-/// The function that runs `instr` (checked by checkInstr): its registered
-/// kernel, or, when an operand is bf16 or f16, that kernel behind an adapter
-/// that widens the 16-bit operands to f32 and rounds the 16-bit results
+/// The function that runs `instr` (checked by checkInstr): its kernel, or,
+/// when an operand is bf16 or f16, that kernel behind an adapter that widens
+/// the 16-bit operands to f32 and rounds the 16-bit results
 /// (KernelsHalf.cpp); `cast` between float types converts directly.
 KernelFn kernelFor(const Instr &instr, const std::vector<TensorInfo> &tensors);
-
-/// Converts n elements of a float tensor of type `t` (f32, bf16, f16) to or
-/// from f32, rounding to nearest-even (runtime/core/prelude/Half.h).
-void widenToF32(const void *src, DType t, float *dst, int64_t n);
-void narrowFromF32(const float *src, DType t, void *dst, int64_t n);
 
 /// Builds views for `instr` from tensor infos and buffers (indexed by id) and
 /// runs the kernel; convenient for tests and one-off calls.

@@ -34,36 +34,6 @@ static NCS ncs(const std::vector<int64_t> &shape) {
   return d;
 }
 
-/// Checks x at in[xi] is [N, C, ...] (f32, all operands f32), that `same`
-/// operands have x's shape and `perChannel` ones C elements, and eps.
-static void checkBatchNorm(const KernelSig &s, size_t xi,
-                           std::vector<std::pair<bool, size_t>> same,
-                           std::vector<std::pair<bool, size_t>> perChannel) {
-  expectAllF32(s);
-  expectFAttrs(s, 1);
-  const TensorInfo &x = *s.in[xi];
-  if (x.shape.size() < 2)
-    throw Error(operandName(s, true, xi) + " has shape " +
-                formatShape(x.shape) + "; expected [N, C, ...]");
-  if (!(s.instr.fattrs[0] >= 0))
-    throw Error("epsilon must be non-negative, got " +
-                std::to_string(s.instr.fattrs[0]));
-  for (auto [isIn, i] : same) {
-    const TensorInfo &t = isIn ? *s.in[i] : *s.out[i];
-    if (t.shape != x.shape)
-      throw Error(operandName(s, isIn, i) + " has shape " +
-                  formatShape(t.shape) + ", expected " + formatShape(x.shape));
-  }
-  for (auto [isIn, i] : perChannel)
-    expectNumel(s, isIn, i, x.shape[1]);
-}
-
-void check_batch_norm_train(const KernelSig &s) {
-  expectArity(s, 3, 3);
-  checkBatchNorm(s, 0, {{false, 0}},
-                 {{true, 1}, {true, 2}, {false, 1}, {false, 2}});
-}
-
 /// Per-channel mean and population variance of x, in double.
 static void channelStats(const float *x, const NCS &d,
                          std::vector<double> &mean, std::vector<double> &var) {
@@ -100,7 +70,7 @@ void run_batch_norm_train(const KernelArgs &a) {
   const float *x = X.f32(), *scale = a.in[1].f32(), *bias = a.in[2].f32();
   float *y = a.out[0].f32(), *meanOut = a.out[1].f32(),
         *varOut = a.out[2].f32();
-  double eps = a.instr.fattrs[0];
+  double eps = abi::attrs<KernelId::BatchNormTrain>(a.instr).eps;
   std::vector<double> mean, var;
   channelStats(x, d, mean, var);
   std::vector<float> alpha(d.c), beta(d.c);
@@ -124,19 +94,13 @@ void run_batch_norm_train(const KernelArgs &a) {
   }
 }
 
-void check_batch_norm_train_grad(const KernelSig &s) {
-  expectArity(s, 5, 3);
-  checkBatchNorm(s, 1, {{true, 0}, {false, 0}},
-                 {{true, 2}, {true, 3}, {true, 4}, {false, 1}, {false, 2}});
-}
-
 void run_batch_norm_train_grad(const KernelArgs &a) {
   const TensorView &X = a.in[1];
   NCS d = ncs(*X.shape);
   const float *dy = a.in[0].f32(), *x = X.f32(), *scale = a.in[2].f32(),
               *mean = a.in[3].f32(), *var = a.in[4].f32();
   float *dx = a.out[0].f32(), *dscale = a.out[1].f32(), *dbias = a.out[2].f32();
-  double eps = a.instr.fattrs[0];
+  double eps = abi::attrs<KernelId::BatchNormTrainGrad>(a.instr).eps;
   // sum(dy) and sum(dy * (x - mean)) per channel.
   std::vector<double> sumDy(d.c, 0.0), sumDyXmu(d.c, 0.0);
   for (int64_t n = 0; n < d.n; ++n)

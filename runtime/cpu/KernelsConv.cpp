@@ -12,7 +12,8 @@
 // convolution seen; they are not part of the static memory plan.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cpu/KernelsWindow.h"
+#include "runtime/core/abi/WindowGeometry.h"
+#include "runtime/cpu/KernelsInternal.h"
 
 #include <cblas.h>
 
@@ -22,120 +23,9 @@
 
 namespace tcc::rt::kernels {
 
-//===----------------------------------------------------------------------===//
-// Window geometry shared with the pooling kernels
-//===----------------------------------------------------------------------===//
-
-Window2d readWindow(const KernelSig &s, size_t at) {
-  const auto &a = s.instr.iattrs;
-  Window2d w;
-  w.sh = a[at];
-  w.sw = a[at + 1];
-  w.pt = a[at + 2];
-  w.pl = a[at + 3];
-  w.pb = a[at + 4];
-  w.pr = a[at + 5];
-  w.dh = a[at + 6];
-  w.dw = a[at + 7];
-  // Bounds keep every product of the geometry far from overflow.
-  const int64_t big = int64_t(1) << 24;
-  auto inRange = [&](int64_t v, int64_t lo) { return v >= lo && v <= big; };
-  if (!inRange(w.sh, 1) || !inRange(w.sw, 1) || !inRange(w.dh, 1) ||
-      !inRange(w.dw, 1))
-    throw Error("strides and dilations must be in [1, 2^24], got " +
-                formatShape({w.sh, w.sw}) + " and " +
-                formatShape({w.dh, w.dw}));
-  if (!inRange(w.pt, 0) || !inRange(w.pl, 0) || !inRange(w.pb, 0) ||
-      !inRange(w.pr, 0))
-    throw Error("pads must be in [0, 2^24], got " +
-                formatShape({w.pt, w.pl, w.pb, w.pr}));
-  return w;
-}
-
-void expectWindowShapes(const KernelSig &s, const Window2d &w, bool xIsInput,
-                        size_t xi, bool yIsInput, size_t yi, int64_t channels) {
-  const TensorInfo &x = xIsInput ? *s.in[xi] : *s.out[xi];
-  const TensorInfo &y = yIsInput ? *s.in[yi] : *s.out[yi];
-  if (x.shape.size() != 4)
-    throw Error(operandName(s, xIsInput, xi) + " has shape " +
-                formatShape(x.shape) + "; expected [N, C, H, W]");
-  if (w.kh < 1 || w.kw < 1 || w.kh > (1 << 24) || w.kw > (1 << 24))
-    throw Error("kernel size " + formatShape({w.kh, w.kw}) +
-                " is out of range");
-  int64_t oh = windowOut(x.shape[2], w.kh, w.sh, w.pt, w.pb, w.dh, w.ceil);
-  int64_t ow = windowOut(x.shape[3], w.kw, w.sw, w.pl, w.pr, w.dw, w.ceil);
-  if (oh < 1 || ow < 1)
-    throw Error("the window " + formatShape({w.kh, w.kw}) + " does not fit " +
-                operandName(s, xIsInput, xi) + " " + formatShape(x.shape));
-  std::vector<int64_t> expected = {x.shape[0], channels, oh, ow};
-  if (y.shape != expected)
-    throw Error(operandName(s, yIsInput, yi) + " has shape " +
-                formatShape(y.shape) + ", expected " + formatShape(expected));
-}
-
-//===----------------------------------------------------------------------===//
-// Convolution geometry. iattrs: [sh, sw, pt, pl, pb, pr, dh, dw, groups].
-//===----------------------------------------------------------------------===//
-
-namespace {
-struct ConvGeom {
-  Window2d w;
-  int64_t n, c, h, wd, o, oh, ow, groups;
-  int64_t cg, og; // channels per group, in and out
-  int64_t k, p;   // unfolded rows (cg * kh * kw) and output pixels (oh * ow)
-  int64_t np() const { return n * p; }
-};
-} // namespace
-
-static ConvGeom convGeom(const std::vector<int64_t> &x,
-                         const std::vector<int64_t> &wt,
-                         const std::vector<int64_t> &y,
-                         const std::vector<int64_t> &a) {
-  ConvGeom g;
-  g.w.sh = a[0], g.w.sw = a[1], g.w.pt = a[2], g.w.pl = a[3];
-  g.w.pb = a[4], g.w.pr = a[5], g.w.dh = a[6], g.w.dw = a[7];
-  g.groups = a[8];
-  g.w.kh = wt[2], g.w.kw = wt[3];
-  g.n = x[0], g.c = x[1], g.h = x[2], g.wd = x[3];
-  g.o = wt[0], g.oh = y[2], g.ow = y[3];
-  g.cg = g.c / g.groups, g.og = g.o / g.groups;
-  g.k = g.cg * g.w.kh * g.w.kw;
-  g.p = g.oh * g.ow;
-  return g;
-}
-
-/// Checks a convolution whose input, weight and output are the given
-/// operands (by side and index).
-static void checkConv(const KernelSig &s, bool xIn, size_t xi, bool wIn,
-                      size_t wi, bool yIn, size_t yi) {
-  expectAllF32(s);
-  expectIAttrs(s, 9);
-  Window2d w = readWindow(s, 0);
-  int64_t groups = s.instr.iattrs[8];
-  const TensorInfo &x = xIn ? *s.in[xi] : *s.out[xi];
-  const TensorInfo &wt = wIn ? *s.in[wi] : *s.out[wi];
-  if (wt.shape.size() != 4)
-    throw Error(operandName(s, wIn, wi) + " has shape " +
-                formatShape(wt.shape) + "; expected [O, C / groups, kH, kW]");
-  if (x.shape.size() != 4)
-    throw Error(operandName(s, xIn, xi) + " has shape " + formatShape(x.shape) +
-                "; expected [N, C, H, W]");
-  if (groups < 1 || x.shape[1] % groups || wt.shape[0] % groups ||
-      wt.shape[1] * groups != x.shape[1])
-    throw Error("groups = " + std::to_string(groups) + " does not fit " +
-                operandName(s, xIn, xi) + " " + formatShape(x.shape) + " and " +
-                operandName(s, wIn, wi) + " " + formatShape(wt.shape));
-  w.kh = wt.shape[2];
-  w.kw = wt.shape[3];
-  expectWindowShapes(s, w, xIn, xi, yIn, yi, wt.shape[0]);
-  const TensorInfo &y = yIn ? *s.in[yi] : *s.out[yi];
-  ConvGeom g = convGeom(x.shape, wt.shape, y.shape, s.instr.iattrs);
-  // OpenBLAS takes 32-bit sizes.
-  for (int64_t d : {g.k, g.np(), g.og})
-    if (d > INT_MAX)
-      throw Error("convolution dimension " + std::to_string(d) +
-                  " is too large for BLAS");
-}
+using abi::ConvGeom;
+using abi::convGeom;
+using abi::Window2d;
 
 /// Per-thread scratch, grown on demand and kept for the next call. It is
 /// reallocated at exactly the size asked for (not vector's doubling), so its
@@ -253,19 +143,10 @@ static void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
 // conv2d: in [x, w] or [x, w, bias], out [y]
 //===----------------------------------------------------------------------===//
 
-void check_conv2d(const KernelSig &s) {
-  if (s.in.size() != 2 && s.in.size() != 3)
-    throw Error("expects 2 or 3 inputs (x, w[, bias]), got " +
-                std::to_string(s.in.size()));
-  expectArity(s, s.in.size(), 1);
-  checkConv(s, true, 0, true, 1, false, 0);
-  if (s.in.size() == 3)
-    expectNumel(s, true, 2, s.in[1]->shape[0]);
-}
-
 void run_conv2d(const KernelArgs &a) {
   const TensorView &X = a.in[0], &W = a.in[1], &Y = a.out[0];
-  ConvGeom g = convGeom(*X.shape, *W.shape, *Y.shape, a.instr.iattrs);
+  ConvGeom g = convGeom(*X.shape, *W.shape, *Y.shape,
+                        abi::attrs<KernelId::Conv2d>(a.instr));
   const float *bias = a.in.size() == 3 ? a.in[2].f32() : nullptr;
   float *y = Y.f32();
   if (Y.numel == 0)
@@ -299,14 +180,10 @@ void run_conv2d(const KernelArgs &a) {
 // conv2d_grad_input: in [dy, w], out [dx]
 //===----------------------------------------------------------------------===//
 
-void check_conv2d_grad_input(const KernelSig &s) {
-  expectArity(s, 2, 1);
-  checkConv(s, false, 0, true, 1, true, 0);
-}
-
 void run_conv2d_grad_input(const KernelArgs &a) {
   const TensorView &DY = a.in[0], &W = a.in[1], &DX = a.out[0];
-  ConvGeom g = convGeom(*DX.shape, *W.shape, *DY.shape, a.instr.iattrs);
+  ConvGeom g = convGeom(*DX.shape, *W.shape, *DY.shape,
+                        abi::attrs<KernelId::Conv2dGradInput>(a.instr));
   float *dx = DX.f32();
   std::fill(dx, dx + DX.numel, 0.0f);
   if (DY.numel == 0 || g.k == 0)
@@ -325,14 +202,10 @@ void run_conv2d_grad_input(const KernelArgs &a) {
 // conv2d_grad_weight: in [dy, x], out [dw]
 //===----------------------------------------------------------------------===//
 
-void check_conv2d_grad_weight(const KernelSig &s) {
-  expectArity(s, 2, 1);
-  checkConv(s, true, 1, false, 0, true, 0);
-}
-
 void run_conv2d_grad_weight(const KernelArgs &a) {
   const TensorView &DY = a.in[0], &X = a.in[1], &DW = a.out[0];
-  ConvGeom g = convGeom(*X.shape, *DW.shape, *DY.shape, a.instr.iattrs);
+  ConvGeom g = convGeom(*X.shape, *DW.shape, *DY.shape,
+                        abi::attrs<KernelId::Conv2dGradWeight>(a.instr));
   float *dw = DW.f32();
   int64_t np = g.np();
   if (np == 0 || g.k == 0 || g.og == 0) { // nothing summed: zero gradient

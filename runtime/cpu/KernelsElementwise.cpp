@@ -69,27 +69,10 @@ template <class Op> static void runBinary(const KernelArgs &args) {
   });
 }
 
-void check_binary(const KernelSig &s) {
-  expectArity(s, 2, 1);
-  expectAllF32(s);
-  for (size_t i = 0; i < 2; ++i)
-    if (!broadcasts(s.in[i]->shape, s.out[0]->shape))
-      throw Error(operandName(s, true, i) + " has shape " +
-                  formatShape(s.in[i]->shape) +
-                  ", which does not broadcast to the output shape " +
-                  formatShape(s.out[0]->shape));
-}
-
 void run_add(const KernelArgs &a) { runBinary<Add>(a); }
 void run_sub(const KernelArgs &a) { runBinary<Sub>(a); }
 void run_mul(const KernelArgs &a) { runBinary<Mul>(a); }
 void run_div(const KernelArgs &a) { runBinary<Div>(a); }
-
-void check_unary(const KernelSig &s) {
-  expectArity(s, 1, 1);
-  expectAllF32(s);
-  expectNumel(s, false, 0, s.in[0]->numElements());
-}
 
 void run_neg(const KernelArgs &a) {
   const float *x = a.in[0].f32();
@@ -105,13 +88,6 @@ void run_relu(const KernelArgs &a) {
     y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-void check_relu_grad(const KernelSig &s) {
-  expectArity(s, 2, 1);
-  expectAllF32(s);
-  expectNumel(s, true, 1, s.in[0]->numElements());
-  expectNumel(s, false, 0, s.in[0]->numElements());
-}
-
 void run_relu_grad(const KernelArgs &a) {
   const float *dy = a.in[0].f32(), *x = a.in[1].f32();
   float *dx = a.out[0].f32();
@@ -119,14 +95,6 @@ void run_relu_grad(const KernelArgs &a) {
     float d = dy[i]; // loaded unconditionally so the select vectorizes
     dx[i] = x[i] > 0.0f ? d : 0.0f;
   }
-}
-
-void check_copy(const KernelSig &s) {
-  expectArity(s, 1, 1);
-  if (s.in[0]->dtype != s.out[0]->dtype)
-    throw Error(operandName(s, false, 0) + " is " + dtypeName(s.out[0]->dtype) +
-                " but the input is " + dtypeName(s.in[0]->dtype));
-  expectNumel(s, false, 0, s.in[0]->numElements());
 }
 
 void run_copy(const KernelArgs &a) {

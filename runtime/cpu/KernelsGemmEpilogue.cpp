@@ -47,88 +47,6 @@ struct EpilogueDims {
 };
 } // namespace
 
-static const GemmEpilogueInfo &epilogueOf(const KernelSig &s) {
-  const GemmEpilogueInfo *e = gemmEpilogueByCode(s.instr.iattrs[2]);
-  if (!e)
-    throw Error("unknown GEMM epilogue code " +
-                std::to_string(s.instr.iattrs[2]));
-  return *e;
-}
-
-static void expectShape(const KernelSig &s, bool isInput, size_t i,
-                        const std::vector<int64_t> &shape) {
-  const TensorInfo *t = isInput ? s.in[i] : s.out[i];
-  if (t->shape != shape)
-    throw Error(operandName(s, isInput, i) + " has shape " +
-                formatShape(t->shape) + ", expected " + formatShape(shape));
-}
-
-void check_matmul_epilogue(const KernelSig &s) {
-  expectIAttrs(s, 3);
-  for (size_t i = 0; i < 2; ++i)
-    if (s.instr.iattrs[i] != 0 && s.instr.iattrs[i] != 1)
-      throw Error("transpose flags must be 0 or 1, got " +
-                  formatShape(s.instr.iattrs));
-  const GemmEpilogueInfo &e = epilogueOf(s);
-  bool extraIn = e.bias || e.act == GemmAct::DgeluTanh;
-  expectArity(s, extraIn ? 3 : 2, e.hasAux() ? 2 : 1);
-  expectAllF32(s);
-  bool ta = s.instr.iattrs[0], tb = s.instr.iattrs[1];
-  const auto &a = s.in[0]->shape, &b = s.in[1]->shape, &d = s.out[0]->shape;
-  if (b.size() != 2)
-    throw Error(operandName(s, true, 1) + " has shape " + formatShape(b) +
-                "; the " + e.name + " epilogue needs a 2-D right operand");
-  int64_t kb = tb ? b[1] : b[0], n = tb ? b[0] : b[1];
-  int64_t m, ka;
-  if (e.rowsFlatten()) {
-    if (ta)
-      throw Error(std::string("the ") + e.name +
-                  " epilogue needs a non-transposed left operand");
-    if (a.size() < 2)
-      throw Error(operandName(s, true, 0) + " has shape " + formatShape(a) +
-                  "; matmul_epilogue needs rank >= 2");
-    ka = a.back();
-    m = 1;
-    for (size_t i = 0; i + 1 < a.size(); ++i)
-      m *= a[i];
-    std::vector<int64_t> want(a.begin(), a.end() - 1);
-    want.push_back(n);
-    if (ka != kb || d != want)
-      throw Error("shapes " + formatShape(a) + " x " + formatShape(b) +
-                  (tb ? "^T" : "") + " -> " + formatShape(d) + " do not agree");
-  } else {
-    if (a.size() != 2)
-      throw Error(operandName(s, true, 0) + " has shape " + formatShape(a) +
-                  "; the " + e.name + " epilogue needs 2-D operands");
-    if (e.bgrad == GemmBiasGrad::Lhs && !ta)
-      throw Error("the bgrad_lhs epilogue sums the transposed left operand; "
-                  "transpose_lhs is 0");
-    if (e.bgrad == GemmBiasGrad::Rhs && tb)
-      throw Error("the bgrad_rhs epilogue sums the non-transposed right "
-                  "operand; transpose_rhs is 1");
-    m = ta ? a[1] : a[0];
-    ka = ta ? a[0] : a[1];
-    if (ka != kb || d != std::vector<int64_t>{m, n})
-      throw Error("shapes " + formatShape(a) + (ta ? "^T" : "") + " x " +
-                  formatShape(b) + (tb ? "^T" : "") + " -> " + formatShape(d) +
-                  " do not agree");
-  }
-  for (int64_t dim : {m, n, ka})
-    if (dim > INT_MAX)
-      throw Error("matrix dimension " + std::to_string(dim) +
-                  " is too large for BLAS");
-  if (e.bias)
-    expectShape(s, true, 2, {n});
-  if (e.act == GemmAct::DgeluTanh)
-    expectShape(s, true, 2, d);
-  if (e.preactOut)
-    expectShape(s, false, 1, d);
-  if (e.bgrad == GemmBiasGrad::Lhs)
-    expectShape(s, false, 1, {m});
-  else if (e.bgrad != GemmBiasGrad::None)
-    expectShape(s, false, 1, {n});
-}
-
 static void sgemm(const EpilogueDims &d, int64_t rows, const float *a,
                   const float *b, float beta, float *c) {
   int lda = static_cast<int>(d.transA ? d.rows : d.k);
@@ -159,11 +77,10 @@ static void parallelRows(int64_t rows, int64_t work, F &&fn) {
 
 /// The library kernel `run` (relu, gelu, gelu_grad) over a range of
 /// elements: the same formulas as the unfused ops.
-static void runElementwise(void (*run)(const KernelArgs &), int64_t approx,
-                           float *y, const float *x, const float *x2,
-                           int64_t n) {
+static void runElementwise(void (*run)(const KernelArgs &), bool tanh, float *y,
+                           const float *x, const float *x2, int64_t n) {
   Instr in;
-  in.iattrs = {approx};
+  abi::setAttrs(in, abi::GeluAttrs{tanh}); // gelu's and gelu_grad's; relu: none
   std::vector<int64_t> shape{n};
   KernelArgs args{in, {}, {}};
   args.in.push_back(TensorView{const_cast<float *>(x), DType::F32, &shape, n});
@@ -185,14 +102,14 @@ static void epilogueRows(const GemmEpilogueInfo &e, const KernelArgs &args,
                 static_cast<size_t>(count) * sizeof(float));
   switch (e.act) {
   case GemmAct::Relu:
-    runElementwise(run_relu, 0, c, c, nullptr, count);
+    runElementwise(run_relu, false, c, c, nullptr, count);
     break;
   case GemmAct::GeluTanh:
-    runElementwise(run_gelu, 1, c, c, nullptr, count);
+    runElementwise(run_gelu, true, c, c, nullptr, count);
     break;
   case GemmAct::DgeluTanh: // D = gelu_grad(dy = acc, x = preact)
-    runElementwise(run_gelu_grad, 1, c, c, args.in[2].f32() + (base + r0) * n,
-                   count);
+    runElementwise(run_gelu_grad, true, c, c,
+                   args.in[2].f32() + (base + r0) * n, count);
     break;
   case GemmAct::None:
     break;
@@ -200,9 +117,11 @@ static void epilogueRows(const GemmEpilogueInfo &e, const KernelArgs &args,
 }
 
 void run_matmul_epilogue(const KernelArgs &args) {
-  const GemmEpilogueInfo &e = *gemmEpilogueByCode(args.instr.iattrs[2]);
+  const abi::MatmulEpilogueAttrs at =
+      abi::attrs<KernelId::MatmulEpilogue>(args.instr);
+  const GemmEpilogueInfo &e = *gemmEpilogueByCode(at.epilogue);
   const TensorView &A = args.in[0], &B = args.in[1], &D = args.out[0];
-  EpilogueDims d{args.instr.iattrs[0] != 0, args.instr.iattrs[1] != 0, 0, 0, 0};
+  EpilogueDims d{at.transA, at.transB, 0, 0, 0};
   d.n = D.dim(D.rank() - 1);
   d.rows = d.n ? D.numel / d.n : 0;
   d.k = d.transA ? A.dim(0) : A.dim(A.rank() - 1);

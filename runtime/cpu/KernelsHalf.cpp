@@ -21,7 +21,7 @@
 // `cast` between two float types is a conversion and runs natively here.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/core/prelude/Half.h"
+#include "runtime/core/abi/KernelCheck.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/KernelsInternal.h"
 
@@ -31,110 +31,9 @@
 
 namespace tcc::rt {
 
-void widenToF32(const void *src, DType t, float *dst, int64_t n) {
-  const uint16_t *h = static_cast<const uint16_t *>(src);
-  if (t == DType::BF16) {
-    for (int64_t i = 0; i < n; ++i)
-      dst[i] = bf16ToF32(h[i]);
-  } else if (t == DType::F16) {
-    for (int64_t i = 0; i < n; ++i)
-      dst[i] = f16ToF32(h[i]);
-  } else {
-    const float *f = static_cast<const float *>(src);
-    for (int64_t i = 0; i < n; ++i)
-      dst[i] = f[i];
-  }
-}
-
-void narrowFromF32(const float *src, DType t, void *dst, int64_t n) {
-  uint16_t *h = static_cast<uint16_t *>(dst);
-  if (t == DType::BF16) {
-    for (int64_t i = 0; i < n; ++i)
-      h[i] = f32ToBf16(src[i]);
-  } else if (t == DType::F16) {
-    for (int64_t i = 0; i < n; ++i)
-      h[i] = f32ToF16(src[i]);
-  } else {
-    float *f = static_cast<float *>(dst);
-    for (int64_t i = 0; i < n; ++i)
-      f[i] = src[i];
-  }
-}
+using abi::KernelId;
 
 namespace kernels {
-
-static bool anyHalf(const KernelSig &s) {
-  for (const auto *ops : {&s.in, &s.out})
-    for (const TensorInfo *t : *ops)
-      if (isHalfDType(t->dtype))
-        return true;
-  return false;
-}
-
-/// Whether the call is a conversion between two float types.
-static bool isFloatCast(const std::string &kernel, DType in, DType out) {
-  return kernel == "cast" && isFloatDType(in) && isFloatDType(out);
-}
-
-/// Kernels that load and store 16-bit words themselves: the generated ones
-/// (`fused`), attention, which rounds its intermediate P and dS, AdamW,
-/// whose only 16-bit operand is the copy of the new parameter it rounds,
-/// and `copy` (a reshape), which moves bytes between two tensors of one
-/// type: through the f32 adapter it would widen and round back every
-/// element, also of a view, and quiet signaling NaNs on the way.
-static bool handlesHalf(const std::string &kernel) {
-  return kernel == "fused" || kernel == "attention" ||
-         kernel == "attention_grad" || kernel == "adamw_update" ||
-         kernel == "copy";
-}
-
-bool needsHalfAdapter(const KernelSig &s) {
-  return anyHalf(s) && !handlesHalf(s.instr.kernel);
-}
-
-void checkAsF32(const KernelSig &s, CheckFn check) {
-  if (s.in.size() == 1 && s.out.size() == 1 &&
-      isFloatCast(s.instr.kernel, s.in[0]->dtype, s.out[0]->dtype)) {
-    expectIAttrs(s, 1);
-    if (s.instr.iattrs[0] != 0)
-      throw Error("the to_bool attribute is " +
-                  std::to_string(s.instr.iattrs[0]) + ", expected 0 for a " +
-                  dtypeName(s.in[0]->dtype) + " -> " +
-                  dtypeName(s.out[0]->dtype) + " conversion");
-    expectNumel(s, false, 0, s.in[0]->numElements());
-    return;
-  }
-  // GEMMs take one operand type and write it or (16-bit in) f32: a mix
-  // the widening below would hide.
-  if (s.instr.kernel == "matmul" || s.instr.kernel == "matmul_epilogue")
-    checkGemmDTypes(s);
-  // The f32 check sees each 16-bit operand as the f32 tensor the kernel
-  // will be given; an operand that must be an integer is still refused.
-  std::vector<TensorInfo> widened;
-  widened.reserve(s.in.size() + s.out.size());
-  KernelSig f32{s.instr, {}, {}};
-  auto widen = [&](const std::vector<const TensorInfo *> &from,
-                   std::vector<const TensorInfo *> &to) {
-    for (const TensorInfo *t : from) {
-      if (!isHalfDType(t->dtype)) {
-        to.push_back(t);
-        continue;
-      }
-      widened.push_back(*t);
-      widened.back().dtype = DType::F32;
-      to.push_back(&widened.back());
-    }
-  };
-  widen(s.in, f32.in);
-  widen(s.out, f32.out);
-  try {
-    check(f32);
-  } catch (const Error &e) {
-    throw Error(std::string(e.what()) +
-                " (bf16/f16 operands are checked as the f32 tensors the "
-                "kernel computes on)");
-  }
-}
 
 /// `cast` between float types: one pass, rounding to nearest-even.
 static void runFloatCast(const KernelArgs &a) {
@@ -219,16 +118,16 @@ KernelFn kernelFor(const Instr &instr, const std::vector<TensorInfo> &tensors) {
   if (instr.inputs.size() == 1 && instr.outputs.size() == 1 &&
       isPrefixSlice(instr, tensors.at(instr.inputs[0]).shape,
                     tensors.at(instr.outputs[0]).shape))
-    return *findKernel("copy");
+    return *findKernel(abi::name(KernelId::Copy));
   bool half = false;
   for (const auto *ids : {&instr.inputs, &instr.outputs})
     for (int32_t id : *ids)
       half = half || isHalfDType(tensors.at(id).dtype);
-  if (!half || kernels::handlesHalf(instr.kernel))
+  if (!half || abi::handlesHalf(instr))
     return *fn;
   if (instr.inputs.size() == 1 && instr.outputs.size() == 1 &&
-      kernels::isFloatCast(instr.kernel, tensors.at(instr.inputs[0]).dtype,
-                           tensors.at(instr.outputs[0]).dtype))
+      abi::isFloatCast(instr, tensors.at(instr.inputs[0]).dtype,
+                       tensors.at(instr.outputs[0]).dtype))
     return kernels::runFloatCast;
   return kernels::runViaF32;
 }

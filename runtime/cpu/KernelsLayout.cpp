@@ -6,17 +6,6 @@
 
 namespace tcc::rt::kernels {
 
-void check_broadcast_to(const KernelSig &s) {
-  expectArity(s, 1, 1);
-  if (s.in[0]->dtype != s.out[0]->dtype)
-    throw Error(operandName(s, false, 0) + " is " + dtypeName(s.out[0]->dtype) +
-                " but the input is " + dtypeName(s.in[0]->dtype));
-  if (!broadcasts(s.in[0]->shape, s.out[0]->shape))
-    throw Error(operandName(s, true, 0) + " has shape " +
-                formatShape(s.in[0]->shape) + ", which does not broadcast to " +
-                formatShape(s.out[0]->shape));
-}
-
 template <class T> static void broadcastTyped(const KernelArgs &a) {
   const TensorView &X = a.in[0], &Y = a.out[0];
   const T *x = static_cast<const T *>(X.data);
@@ -44,29 +33,6 @@ void run_broadcast_to(const KernelArgs &a) {
     broadcastTyped<int64_t>(a);
 }
 
-void check_transpose(const KernelSig &s) {
-  expectArity(s, 1, 1);
-  const auto &perm = s.instr.iattrs;
-  const auto &xs = s.in[0]->shape, &ys = s.out[0]->shape;
-  if (s.in[0]->dtype != s.out[0]->dtype)
-    throw Error(operandName(s, false, 0) + " is " + dtypeName(s.out[0]->dtype) +
-                " but the input is " + dtypeName(s.in[0]->dtype));
-  if (perm.size() != xs.size() || ys.size() != xs.size())
-    throw Error("perm has " + std::to_string(perm.size()) +
-                " entries for input rank " + std::to_string(xs.size()) +
-                " and output rank " + std::to_string(ys.size()));
-  std::vector<bool> seen(xs.size(), false);
-  for (size_t i = 0; i < perm.size(); ++i) {
-    int64_t p = perm[i];
-    if (p < 0 || p >= static_cast<int64_t>(xs.size()) || seen[p])
-      throw Error("perm " + formatShape(perm) + " is not a permutation");
-    seen[p] = true;
-    if (ys[i] != xs[p])
-      throw Error("output shape " + formatShape(ys) + " is not input shape " +
-                  formatShape(xs) + " permuted by " + formatShape(perm));
-  }
-}
-
 /// Copies an [R,C] block whose source is strided in both dims in 32x32
 /// tiles, so both the reads and the writes stay within a few cache lines.
 template <class T>
@@ -88,7 +54,7 @@ template <class T> static void transposeTyped(const KernelArgs &a) {
   const TensorView &X = a.in[0], &Y = a.out[0];
   const T *x = static_cast<const T *>(X.data);
   T *y = static_cast<T *>(Y.data);
-  const auto &perm = a.instr.iattrs;
+  const abi::AttrList perm = abi::attrs<KernelId::Transpose>(a.instr).perm;
   std::vector<int64_t> xst = contiguousStrides(*X.shape), permuted(perm.size());
   for (size_t i = 0; i < perm.size(); ++i)
     permuted[i] = xst[perm[i]];

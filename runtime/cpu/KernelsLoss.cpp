@@ -12,37 +12,11 @@
 
 namespace tcc::rt::kernels {
 
-static void expectScalar(const KernelSig &s, bool isInput, size_t i) {
-  expectNumel(s, isInput, i, 1);
-}
-
-/// logits [..., C] and labels i64 with one label per position.
-static void checkLogitsLabels(const KernelSig &s, size_t logits,
-                              size_t labels) {
-  const TensorInfo &l = *s.in[logits], &y = *s.in[labels];
-  if (l.dtype != DType::F32)
-    throw Error(operandName(s, true, logits) + " must be f32");
-  if (y.dtype != DType::I64)
-    throw Error(operandName(s, true, labels) + " must be i64 class indices");
-  if (l.shape.empty() || l.shape.back() == 0)
-    throw Error(operandName(s, true, logits) + " has shape " +
-                formatShape(l.shape) + "; expected [..., classes]");
-  expectNumel(s, true, labels, l.numElements() / l.shape.back());
-}
-
 static void checkLabel(int64_t label, int64_t pos, int64_t classes) {
   if (label < 0 || label >= classes)
     throw Error("label " + std::to_string(label) + " at position " +
                 std::to_string(pos) + " is outside [0, " +
                 std::to_string(classes) + ")");
-}
-
-void check_softmax_cross_entropy(const KernelSig &s) {
-  expectArity(s, 2, 1);
-  checkLogitsLabels(s, 0, 1);
-  if (s.out[0]->dtype != DType::F32)
-    throw Error(operandName(s, false, 0) + " must be f32");
-  expectScalar(s, false, 0);
 }
 
 namespace {
@@ -90,17 +64,6 @@ void run_softmax_cross_entropy(const KernelArgs &a) {
   a.out[0].f32()[0] = positions ? static_cast<float>(total / positions) : NAN;
 }
 
-void check_softmax_cross_entropy_grad(const KernelSig &s) {
-  expectArity(s, 3, 1);
-  if (s.in[0]->dtype != DType::F32)
-    throw Error(operandName(s, true, 0) + " must be f32");
-  expectScalar(s, true, 0);
-  checkLogitsLabels(s, 1, 2);
-  if (s.out[0]->dtype != DType::F32 || s.out[0]->shape != s.in[1]->shape)
-    throw Error(operandName(s, false, 0) + " must be f32 " +
-                formatShape(s.in[1]->shape) + " like the logits");
-}
-
 void run_softmax_cross_entropy_grad(const KernelArgs &a) {
   const TensorView &L = a.in[1];
   const float *logits = L.f32();
@@ -122,13 +85,6 @@ void run_softmax_cross_entropy_grad(const KernelArgs &a) {
   }
 }
 
-void check_mse_loss(const KernelSig &s) {
-  expectArity(s, 2, 1);
-  expectAllF32(s);
-  expectNumel(s, true, 1, s.in[0]->numElements());
-  expectScalar(s, false, 0);
-}
-
 void run_mse_loss(const KernelArgs &a) {
   const float *p = a.in[0].f32(), *t = a.in[1].f32();
   int64_t n = a.in[0].numel;
@@ -138,14 +94,6 @@ void run_mse_loss(const KernelArgs &a) {
     total += d * d;
   }
   a.out[0].f32()[0] = n ? static_cast<float>(total / n) : NAN;
-}
-
-void check_mse_loss_grad(const KernelSig &s) {
-  expectArity(s, 3, 1);
-  expectAllF32(s);
-  expectScalar(s, true, 0);
-  expectNumel(s, true, 2, s.in[1]->numElements());
-  expectNumel(s, false, 0, s.in[1]->numElements());
 }
 
 void run_mse_loss_grad(const KernelArgs &a) {

@@ -35,13 +35,6 @@ template <class F> static void mapGrad(const KernelArgs &a, F f) {
     dx[i] = f(dy[i], v[i]);
 }
 
-void check_unary_grad(const KernelSig &s) {
-  expectArity(s, 2, 1);
-  expectAllF32(s);
-  expectNumel(s, true, 1, s.in[0]->numElements());
-  expectNumel(s, false, 0, s.in[0]->numElements());
-}
-
 void run_exp(const KernelArgs &a) {
   mapUnary(a, [](float x) { return std::exp(x); });
 }
@@ -96,15 +89,9 @@ static float powScalar(float x, float e) {
   return std::pow(x, e);
 }
 
-void check_pow_scalar(const KernelSig &s) {
-  expectArity(s, 1, 1);
-  expectFAttrs(s, 1);
-  expectAllF32(s);
-  expectNumel(s, false, 0, s.in[0]->numElements());
-}
-
 void run_pow_scalar(const KernelArgs &a) {
-  const float e = static_cast<float>(a.instr.fattrs[0]);
+  const float e =
+      static_cast<float>(abi::attrs<KernelId::PowScalar>(a.instr).exponent);
   // The switch is outside the loop so each common case vectorizes.
   if (e == 2.0f)
     return mapUnary(a, [](float x) { return x * x; });
@@ -115,23 +102,17 @@ void run_pow_scalar(const KernelArgs &a) {
   mapUnary(a, [e](float x) { return powScalar(x, e); });
 }
 
-void check_pow_scalar_grad(const KernelSig &s) {
-  check_unary_grad(s);
-  expectFAttrs(s, 1);
-}
-
 void run_pow_scalar_grad(const KernelArgs &a) {
-  const float e = static_cast<float>(a.instr.fattrs[0]);
+  const double exponent = abi::attrs<KernelId::PowScalarGrad>(a.instr).exponent;
+  const float e = static_cast<float>(exponent);
   if (e == 0.0f)
     return mapGrad(a, [](float, float) { return 0.0f; });
   if (e == 2.0f) // x^1 needs no pow
     return mapGrad(a, [](float dy, float x) { return dy * (2.0f * x); });
-  const float em1 = static_cast<float>(a.instr.fattrs[0] - 1.0);
+  const float em1 = static_cast<float>(exponent - 1.0);
   mapGrad(a,
           [e, em1](float dy, float x) { return dy * (e * powScalar(x, em1)); });
 }
-
-void check_pow(const KernelSig &s) { check_binary(s); }
 
 void run_pow(const KernelArgs &args) {
   const TensorView &A = args.in[0], &B = args.in[1], &C = args.out[0];
@@ -148,16 +129,6 @@ void run_pow(const KernelArgs &args) {
       c[off[0] + i * st[0]] =
           std::pow(a[off[1] + i * st[1]], b[off[2] + i * st[2]]);
   });
-}
-
-void check_pow_grad(const KernelSig &s) {
-  expectArity(s, 3, 2);
-  expectAllF32(s);
-  int64_t n = s.in[0]->numElements();
-  for (size_t i = 1; i < 3; ++i)
-    expectNumel(s, true, i, n);
-  for (size_t i = 0; i < 2; ++i)
-    expectNumel(s, false, i, n);
 }
 
 // PyTorch: d lhs = dy * (b * a^(b-1)); d rhs = dy * (a^b * log(a)), 0 where
@@ -177,7 +148,7 @@ void run_pow_grad(const KernelArgs &args) {
 }
 
 //===----------------------------------------------------------------------===//
-// GELU (iattrs [approximate]: 0 = erf form, 1 = tanh form)
+// GELU (GeluAttrs::tanh: the tanh form, else the erf form)
 //===----------------------------------------------------------------------===//
 
 static constexpr float kSqrt1_2 = static_cast<float>(M_SQRT1_2);
@@ -188,22 +159,8 @@ static constexpr float kErfBeta =
     static_cast<float>(M_2_SQRTPI * M_SQRT1_2 * 0.5);
 static constexpr float kKappa = 0.044715f;
 
-static void checkApproximate(const KernelSig &s) {
-  expectIAttrs(s, 1);
-  if (s.instr.iattrs[0] != 0 && s.instr.iattrs[0] != 1)
-    throw Error("approximate must be 0 (erf) or 1 (tanh), got " +
-                std::to_string(s.instr.iattrs[0]));
-}
-
-void check_gelu(const KernelSig &s) {
-  expectArity(s, 1, 1);
-  expectAllF32(s);
-  expectNumel(s, false, 0, s.in[0]->numElements());
-  checkApproximate(s);
-}
-
 void run_gelu(const KernelArgs &a) {
-  if (a.instr.iattrs[0] == 0)
+  if (!abi::attrs<KernelId::Gelu>(a.instr).tanh)
     return mapUnary(
         a, [](float x) { return x * 0.5f * (1.0f + std::erf(x * kSqrt1_2)); });
   mapUnary(a, [](float x) {
@@ -212,13 +169,8 @@ void run_gelu(const KernelArgs &a) {
   });
 }
 
-void check_gelu_grad(const KernelSig &s) {
-  check_unary_grad(s);
-  checkApproximate(s);
-}
-
 void run_gelu_grad(const KernelArgs &a) {
-  if (a.instr.iattrs[0] == 0)
+  if (!abi::attrs<KernelId::GeluGrad>(a.instr).tanh)
     return mapGrad(a, [](float dy, float x) {
       float cdf = 0.5f * (1.0f + std::erf(x * kSqrt1_2));
       float pdf = kErfBeta * std::exp(x * x * -0.5f);
@@ -249,26 +201,6 @@ static inline uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-void check_dropout(const KernelSig &s) {
-  expectArity(s, 2, 2);
-  expectIAttrs(s, 1);
-  expectFAttrs(s, 1);
-  if (s.in[0]->dtype != DType::F32)
-    throw Error(operandName(s, true, 0) + " must be f32");
-  if (s.in[1]->dtype != DType::I64 || s.in[1]->numElements() != 1)
-    throw Error(operandName(s, true, 1) +
-                " must be the step counter, one i64 element; it is " +
-                dtypeName(s.in[1]->dtype) + " " + formatShape(s.in[1]->shape));
-  for (size_t i = 0; i < 2; ++i) {
-    if (s.out[i]->dtype != DType::F32)
-      throw Error(operandName(s, false, i) + " must be f32");
-    expectNumel(s, false, i, s.in[0]->numElements());
-  }
-  double ratio = s.instr.fattrs[0];
-  if (!(ratio >= 0.0 && ratio <= 1.0))
-    throw Error("ratio must be in [0, 1], got " + std::to_string(ratio));
-}
-
 // Element i of the op with seed `seed` at step t draws
 //   key  = mix64(seed ^ mix64(t)),   bits = mix64(key + (i + 1) * gamma)
 // (gamma = 0x9E3779B97F4A7C15: the i-th output of a SplitMix64 generator
@@ -278,8 +210,9 @@ void run_dropout(const KernelArgs &a) {
   const float *x = a.in[0].f32();
   const uint64_t step = static_cast<uint64_t>(a.in[1].i64()[0]);
   float *y = a.out[0].f32(), *mask = a.out[1].f32();
-  const double ratio = a.instr.fattrs[0];
-  const uint64_t seed = static_cast<uint64_t>(a.instr.iattrs[0]);
+  const abi::DropoutAttrs d = abi::attrs<KernelId::Dropout>(a.instr);
+  const double ratio = d.ratio;
+  const uint64_t seed = static_cast<uint64_t>(d.seed);
   const uint64_t threshold = static_cast<uint64_t>(std::ldexp(ratio, 32));
   // PyTorch: noise = bernoulli(1 - p) / (1 - p); y = x * noise.
   const float keep =
@@ -293,15 +226,6 @@ void run_dropout(const KernelArgs &a) {
     mask[i] = m;
     y[i] = xi * m;
   }
-}
-
-void check_increment(const KernelSig &s) {
-  expectArity(s, 1, 1);
-  for (const TensorInfo *t : {s.in[0], s.out[0]})
-    if (t->dtype != DType::I64 || t->numElements() != 1)
-      throw Error("operands must be one i64 element, got " +
-                  std::string(dtypeName(t->dtype)) + " " +
-                  formatShape(t->shape));
 }
 
 void run_increment(const KernelArgs &a) {

@@ -13,27 +13,12 @@
 
 namespace tcc::rt::kernels {
 
-/// All operands f32 with the parameter's element count; `scalars` inputs at
-/// the end are single elements instead.
-static void checkUpdate(const KernelSig &s, size_t nIn, size_t nOut, size_t nF,
-                        size_t scalars) {
-  expectArity(s, nIn, nOut);
-  expectFAttrs(s, nF);
-  expectAllF32(s);
-  int64_t n = s.in[0]->numElements();
-  for (size_t i = 1; i < nIn; ++i)
-    expectNumel(s, true, i, i + scalars >= nIn ? 1 : n);
-  for (size_t i = 0; i < nOut; ++i)
-    expectNumel(s, false, i, n);
-}
-
-void check_sgd_update(const KernelSig &s) { checkUpdate(s, 2, 1, 2, 0); }
-
 void run_sgd_update(const KernelArgs &a) {
   const float *p = a.in[0].f32(), *g = a.in[1].f32();
   float *out = a.out[0].f32();
-  const float lr = static_cast<float>(a.instr.fattrs[0]);
-  const float wd = static_cast<float>(a.instr.fattrs[1]);
+  const abi::SgdAttrs h = abi::attrs<KernelId::SgdUpdate>(a.instr);
+  const float lr = static_cast<float>(h.lr);
+  const float wd = static_cast<float>(h.weightDecay);
   for (int64_t i = 0, n = a.in[0].numel; i < n; ++i) {
     float pi = p[i];
     float d = g[i] + wd * pi;
@@ -41,16 +26,14 @@ void run_sgd_update(const KernelArgs &a) {
   }
 }
 
-void check_sgd_momentum_update(const KernelSig &s) {
-  checkUpdate(s, 3, 2, 3, 0);
-}
-
 void run_sgd_momentum_update(const KernelArgs &a) {
   const float *p = a.in[0].f32(), *g = a.in[1].f32(), *buf = a.in[2].f32();
   float *pOut = a.out[0].f32(), *bufOut = a.out[1].f32();
-  const float lr = static_cast<float>(a.instr.fattrs[0]);
-  const float momentum = static_cast<float>(a.instr.fattrs[1]);
-  const float wd = static_cast<float>(a.instr.fattrs[2]);
+  const abi::SgdMomentumAttrs h =
+      abi::attrs<KernelId::SgdMomentumUpdate>(a.instr);
+  const float lr = static_cast<float>(h.lr);
+  const float momentum = static_cast<float>(h.momentum);
+  const float wd = static_cast<float>(h.weightDecay);
   for (int64_t i = 0, n = a.in[0].numel; i < n; ++i) {
     float pi = p[i], bi = buf[i];
     float d = g[i] + wd * pi;
@@ -58,40 +41,6 @@ void run_sgd_momentum_update(const KernelArgs &a) {
     bufOut[i] = b;
     pOut[i] = pi - lr * b;
   }
-}
-
-/// A fourth output, when there, is the new parameter rounded to bf16 or f16
-/// (tcc-shadow-weights); the kernel writes it itself (KernelsHalf.cpp).
-/// Two more inputs, when there, are fp16 loss scaling's inverse scale (f32)
-/// and finiteness flag (a bool: i64 0/1), one element each.
-void check_adamw_update(const KernelSig &s) {
-  bool scaled = s.in.size() == 7;
-  if (scaled) {
-    const char *what[2] = {"the inverse loss scale, f32",
-                           "the finiteness flag, a bool"};
-    for (size_t i : {5, 6}) {
-      DType want = i == 5 ? DType::F32 : DType::I64;
-      if (s.in[i]->dtype != want)
-        throw Error(operandName(s, true, i) + " (" + what[i - 5] +
-                    ") must be " + dtypeName(want) + ", is " +
-                    dtypeName(s.in[i]->dtype));
-      expectNumel(s, true, i, 1);
-    }
-  }
-  // p, g, m, v, step and p', m', v' are checked as an f32 update's.
-  KernelSig f32{s.instr,
-                {s.in.begin(), s.in.end() - (scaled ? 2 : 0)},
-                {s.out.begin(), s.out.end() - (s.out.size() == 4 ? 1 : 0)}};
-  checkUpdate(f32, 5, 3, 5, 1);
-  if (s.out.size() != 4)
-    return;
-  const TensorInfo *low = s.out[3];
-  if (!isHalfDType(low->dtype))
-    throw Error(operandName(s, false, 3) +
-                " (the 16-bit copy of the new "
-                "parameter) must be bf16 or f16, is " +
-                dtypeName(low->dtype));
-  expectNumel(s, false, 3, s.in[0]->numElements());
 }
 
 namespace {
@@ -145,8 +94,9 @@ void run_adamw_update(const KernelArgs &a) {
   const float *p = a.in[0].f32(), *g = a.in[1].f32(), *m = a.in[2].f32(),
               *v = a.in[3].f32();
   float *pOut = a.out[0].f32(), *mOut = a.out[1].f32(), *vOut = a.out[2].f32();
-  const auto &f = a.instr.fattrs;
-  const double lr = f[0], beta1 = f[1], beta2 = f[2], eps = f[3], wd = f[4];
+  const abi::AdamwAttrs h = abi::attrs<KernelId::AdamwUpdate>(a.instr);
+  const double lr = h.lr, beta1 = h.beta1, beta2 = h.beta2, eps = h.eps,
+               wd = h.weightDecay;
   const double step = a.in[4].f32()[0];
 
   // Python-side scalars of torch.optim.adamw._single_tensor_adamw, in double,

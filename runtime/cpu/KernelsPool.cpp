@@ -5,13 +5,15 @@
 // count_include_pad. Boundary rules are PyTorch's (max_pool2d /
 // avg_pool2d on CPU), which the ONNX exporter's models are trained with.
 //
-// iattrs of all four: [kH, kW, sH, sW, padTop, padLeft, padBottom,
+// Attributes (MaxPool2dAttrs, AvgPool2dAttrs; checked by the ABI's
+// CheckConv.cpp): the window [kH, kW, sH, sW, padTop, padLeft, padBottom,
 // padRight, dH, dW, ceil_mode] and, for the average, count_include_pad
-// (its dilations must be 1). max_pool2d_grad takes none: the indices say
-// where each gradient goes.
+// (its dilations are 1). max_pool2d_grad takes none: the indices say where
+// each gradient goes.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cpu/KernelsWindow.h"
+#include "runtime/core/abi/WindowGeometry.h"
+#include "runtime/cpu/KernelsInternal.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,54 +21,15 @@
 
 namespace tcc::rt::kernels {
 
-/// The pooling window of the iattrs, checked; `avg` adds count_include_pad.
-static Window2d poolWindow(const KernelSig &s, bool avg) {
-  expectIAttrs(s, avg ? 12 : 11);
-  const auto &a = s.instr.iattrs;
-  Window2d w = readWindow(s, 2);
-  w.kh = a[0];
-  w.kw = a[1];
-  if (a[10] != 0 && a[10] != 1)
-    throw Error("ceil_mode must be 0 or 1, got " + std::to_string(a[10]));
-  w.ceil = a[10] != 0;
-  if (avg && ((a[11] != 0 && a[11] != 1) || w.dh != 1 || w.dw != 1))
-    throw Error("average pooling takes dilations [1,1] and count_include_pad "
-                "0 or 1, got " +
-                formatShape({w.dh, w.dw}) + " and " + std::to_string(a[11]));
-  return w;
-}
-
-static Window2d runtimeWindow(const std::vector<int64_t> &a) {
-  Window2d w;
-  w.kh = a[0], w.kw = a[1], w.sh = a[2], w.sw = a[3];
-  w.pt = a[4], w.pl = a[5], w.pb = a[6], w.pr = a[7];
-  w.dh = a[8], w.dw = a[9];
-  w.ceil = a[10] != 0;
-  return w;
-}
+using abi::Window2d;
 
 //===----------------------------------------------------------------------===//
 // max_pool2d: in [x], out [y, indices (i64)]
 //===----------------------------------------------------------------------===//
 
-void check_max_pool2d(const KernelSig &s) {
-  expectArity(s, 1, 2);
-  Window2d w = poolWindow(s, false);
-  if (s.in[0]->dtype != DType::F32 || s.out[0]->dtype != DType::F32)
-    throw Error("input and output 0 must be f32");
-  if (s.out[1]->dtype != DType::I64)
-    throw Error(operandName(s, false, 1) + " (the indices) must be i64");
-  expectWindowShapes(s, w, true, 0, false, 0,
-                     s.in[0]->shape.size() == 4 ? s.in[0]->shape[1] : 0);
-  if (s.out[1]->shape != s.out[0]->shape)
-    throw Error(operandName(s, false, 1) + " has shape " +
-                formatShape(s.out[1]->shape) + ", expected " +
-                formatShape(s.out[0]->shape));
-}
-
 void run_max_pool2d(const KernelArgs &a) {
   const TensorView &X = a.in[0], &Y = a.out[0], &I = a.out[1];
-  Window2d w = runtimeWindow(a.instr.iattrs);
+  Window2d w = abi::poolWindow(abi::attrs<KernelId::MaxPool2d>(a.instr));
   int64_t planes = X.dim(0) * X.dim(1), h = X.dim(2), wd = X.dim(3);
   int64_t oh = Y.dim(2), ow = Y.dim(3);
   const float *x = X.f32();
@@ -108,22 +71,6 @@ void run_max_pool2d(const KernelArgs &a) {
 //===----------------------------------------------------------------------===//
 // max_pool2d_grad: in [dy, indices], out [dx]
 //===----------------------------------------------------------------------===//
-
-void check_max_pool2d_grad(const KernelSig &s) {
-  expectArity(s, 2, 1);
-  expectIAttrs(s, 0);
-  if (s.in[0]->dtype != DType::F32 || s.out[0]->dtype != DType::F32)
-    throw Error("input 0 and the output must be f32");
-  if (s.in[1]->dtype != DType::I64)
-    throw Error(operandName(s, true, 1) + " (the indices) must be i64");
-  const auto &dy = s.in[0]->shape, &dx = s.out[0]->shape;
-  if (s.in[1]->shape != dy)
-    throw Error(operandName(s, true, 1) + " has shape " +
-                formatShape(s.in[1]->shape) + ", expected " + formatShape(dy));
-  if (dy.size() != 4 || dx.size() != 4 || dy[0] != dx[0] || dy[1] != dx[1])
-    throw Error("grad " + formatShape(dy) + " and output " + formatShape(dx) +
-                " must be [N, C, ...] with the same N and C");
-}
 
 void run_max_pool2d_grad(const KernelArgs &a) {
   const TensorView &DY = a.in[0], &I = a.in[1], &DX = a.out[0];
@@ -177,18 +124,11 @@ static AvgWindow avgWindow(const Window2d &w, bool includePad, int64_t h,
   return aw;
 }
 
-void check_avg_pool2d(const KernelSig &s) {
-  expectArity(s, 1, 1);
-  expectAllF32(s);
-  Window2d w = poolWindow(s, true);
-  expectWindowShapes(s, w, true, 0, false, 0,
-                     s.in[0]->shape.size() == 4 ? s.in[0]->shape[1] : 0);
-}
-
 void run_avg_pool2d(const KernelArgs &a) {
   const TensorView &X = a.in[0], &Y = a.out[0];
-  Window2d w = runtimeWindow(a.instr.iattrs);
-  bool includePad = a.instr.iattrs[11] != 0;
+  const abi::AvgPool2dAttrs at = abi::attrs<KernelId::AvgPool2d>(a.instr);
+  Window2d w = abi::poolWindow(at);
+  bool includePad = at.countIncludePad;
   int64_t planes = X.dim(0) * X.dim(1), h = X.dim(2), wd = X.dim(3);
   int64_t oh = Y.dim(2), ow = Y.dim(3);
   const float *x = X.f32();
@@ -208,18 +148,11 @@ void run_avg_pool2d(const KernelArgs &a) {
   }
 }
 
-void check_avg_pool2d_grad(const KernelSig &s) {
-  expectArity(s, 1, 1);
-  expectAllF32(s);
-  Window2d w = poolWindow(s, true);
-  expectWindowShapes(s, w, false, 0, true, 0,
-                     s.out[0]->shape.size() == 4 ? s.out[0]->shape[1] : 0);
-}
-
 void run_avg_pool2d_grad(const KernelArgs &a) {
   const TensorView &DY = a.in[0], &DX = a.out[0];
-  Window2d w = runtimeWindow(a.instr.iattrs);
-  bool includePad = a.instr.iattrs[11] != 0;
+  const abi::AvgPool2dAttrs at = abi::attrs<KernelId::AvgPool2dGrad>(a.instr);
+  Window2d w = abi::poolWindow(at);
+  bool includePad = at.countIncludePad;
   int64_t planes = DX.dim(0) * DX.dim(1), h = DX.dim(2), wd = DX.dim(3);
   int64_t oh = DY.dim(2), ow = DY.dim(3);
   const float *dy = DY.f32();

@@ -6,27 +6,6 @@
 
 namespace tcc::rt::kernels {
 
-void check_reduce(const KernelSig &s) {
-  expectArity(s, 1, 1);
-  expectAllF32(s);
-  const auto &axes = s.instr.iattrs;
-  const auto &xs = s.in[0]->shape;
-  int64_t kept = 1;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    if (axes[i] < 0 || axes[i] >= static_cast<int64_t>(xs.size()))
-      throw Error("reduced axis " + std::to_string(axes[i]) +
-                  " is out of range for input shape " + formatShape(xs));
-    if (i > 0 && axes[i] <= axes[i - 1])
-      throw Error("reduced axes " + formatShape(axes) +
-                  " are not sorted and unique");
-  }
-  for (size_t d = 0; d < xs.size(); ++d)
-    if (!std::binary_search(axes.begin(), axes.end(), int64_t(d)))
-      kept *= xs[d];
-  // keepdims only inserts size-1 dims, so the element count is what matters.
-  expectNumel(s, false, 0, kept);
-}
-
 /// Sum of a unit-stride row. Eight independent partial sums let GCC
 /// vectorize without -ffast-math and also reduce rounding error.
 static float rowSum(const float *x, int64_t n) {
@@ -82,7 +61,7 @@ void sumColumns(const float *x, int64_t rows, int64_t cols, int64_t ld,
 
 /// Whether `axes` are the leading axes of `xs`, all but the last: a
 /// column sum of the contiguous [rows, cols] matrix.
-static bool sumsLeadingAxes(const std::vector<int64_t> &axes,
+static bool sumsLeadingAxes(const abi::AttrList &axes,
                             const std::vector<int64_t> &xs) {
   if (xs.size() < 2 || axes.size() + 1 != xs.size())
     return false;
@@ -96,7 +75,8 @@ static void reduce(const KernelArgs &a, bool mean) {
   const TensorView &X = a.in[0], &Y = a.out[0];
   const float *x = X.f32();
   float *y = Y.f32();
-  const auto &axes = a.instr.iattrs;
+  // reduce_sum and reduce_mean share AxesAttrs.
+  const abi::AttrList axes = abi::attrsOf<abi::AxesAttrs>(a.instr).axes;
   const auto &xs = *X.shape;
   // A bias gradient's sum over every leading axis: in the order a fused
   // region's column sum adds (ColumnSums), so both give the same bits.

@@ -15,39 +15,12 @@
 
 namespace tcc::rt::kernels {
 
-static void expectSameDType(const KernelSig &s, bool isInput, size_t i,
-                            DType want) {
-  const TensorInfo *t = isInput ? s.in[i] : s.out[i];
-  if (t->dtype != want)
-    throw Error(operandName(s, isInput, i) + " is " + dtypeName(t->dtype) +
-                ", expected " + dtypeName(want));
-}
-
-static void expectShape(const KernelSig &s, bool isInput, size_t i,
-                        const std::vector<int64_t> &want) {
-  const TensorInfo *t = isInput ? s.in[i] : s.out[i];
-  if (t->shape != want)
-    throw Error(operandName(s, isInput, i) + " has shape " +
-                formatShape(t->shape) + ", expected " + formatShape(want));
-}
-
 static int64_t product(const std::vector<int64_t> &shape, size_t from,
                        size_t to) {
   int64_t n = 1;
   for (size_t i = from; i < to; ++i)
     n *= shape[i];
   return n;
-}
-
-/// The single axis attribute, in [0, rank): the compiler normalizes axes,
-/// so a negative one means a malformed artifact.
-static int64_t expectNonNegativeAxis(const KernelSig &s, size_t rank) {
-  expectIAttrs(s, 1);
-  int64_t axis = s.instr.iattrs[0];
-  if (axis < 0 || axis >= static_cast<int64_t>(rank))
-    throw Error("axis " + std::to_string(axis) + " is out of range for rank " +
-                std::to_string(rank));
-  return axis;
 }
 
 /// Calls f(T) with the C++ type stored for `dtype`.
@@ -61,36 +34,6 @@ template <class F> static void byDType(DType dtype, F &&f) {
 //===----------------------------------------------------------------------===//
 // gather, gather_grad
 //===----------------------------------------------------------------------===//
-
-/// `data` (rank >= 1) gathered along iattrs[0] by `indices` has shape
-/// `gathered`: data[:axis] + indices + data[axis+1:].
-static int64_t checkGatherShapes(const KernelSig &s,
-                                 const std::vector<int64_t> &data,
-                                 const std::vector<int64_t> &indices,
-                                 bool dataIsOutput) {
-  int64_t axis = expectNonNegativeAxis(s, data.size());
-  std::vector<int64_t> gathered(data.begin(), data.begin() + axis);
-  gathered.insert(gathered.end(), indices.begin(), indices.end());
-  gathered.insert(gathered.end(), data.begin() + axis + 1, data.end());
-  // The gathered tensor is output 0 of gather and input 0 of gather_grad.
-  expectShape(s, /*isInput=*/dataIsOutput, 0, gathered);
-  return axis;
-}
-
-void check_gather(const KernelSig &s) {
-  expectArity(s, 2, 1);
-  expectSameDType(s, true, 1, DType::I64);
-  expectSameDType(s, false, 0, s.in[0]->dtype);
-  checkGatherShapes(s, s.in[0]->shape, s.in[1]->shape, false);
-}
-
-void check_gather_grad(const KernelSig &s) {
-  expectArity(s, 2, 1);
-  expectSameDType(s, true, 0, DType::F32);
-  expectSameDType(s, true, 1, DType::I64);
-  expectSameDType(s, false, 0, DType::F32);
-  checkGatherShapes(s, s.out[0]->shape, s.in[1]->shape, true);
-}
 
 /// Index `j` of `indices`, wrapped into [0, n) as ONNX allows, or an Error.
 static int64_t gatherIndex(const TensorView &indices, int64_t j, int64_t n,
@@ -113,7 +56,7 @@ static int64_t gatherIndex(const TensorView &indices, int64_t j, int64_t n,
 
 void run_gather(const KernelArgs &a) {
   const TensorView &X = a.in[0], &I = a.in[1], &Y = a.out[0];
-  int64_t axis = a.instr.iattrs[0];
+  int64_t axis = abi::attrs<KernelId::Gather>(a.instr).axis;
   int64_t outer = product(*X.shape, 0, axis), n = X.dim(axis);
   int64_t inner = product(*X.shape, axis + 1, X.rank());
   size_t bytes = inner * dtypeSize(X.dtype);
@@ -131,7 +74,7 @@ void run_gather(const KernelArgs &a) {
 
 void run_gather_grad(const KernelArgs &a) {
   const TensorView &G = a.in[0], &I = a.in[1], &D = a.out[0];
-  int64_t axis = a.instr.iattrs[0];
+  int64_t axis = abi::attrs<KernelId::GatherGrad>(a.instr).axis;
   int64_t outer = product(*D.shape, 0, axis), n = D.dim(axis);
   int64_t inner = product(*D.shape, axis + 1, D.rank());
   const float *g = G.f32();
@@ -152,34 +95,9 @@ void run_gather_grad(const KernelArgs &a) {
 // concat
 //===----------------------------------------------------------------------===//
 
-void check_concat(const KernelSig &s) {
-  if (s.in.empty() || s.out.size() != 1)
-    throw Error("expects at least 1 input and 1 output, got " +
-                std::to_string(s.in.size()) + " and " +
-                std::to_string(s.out.size()));
-  const std::vector<int64_t> &ys = s.out[0]->shape;
-  int64_t axis = expectNonNegativeAxis(s, ys.size());
-  int64_t total = 0;
-  for (size_t i = 0; i < s.in.size(); ++i) {
-    expectSameDType(s, true, i, s.out[0]->dtype);
-    std::vector<int64_t> want = ys;
-    want[axis] = s.in[i]->shape.size() == ys.size() ? s.in[i]->shape[axis] : -1;
-    if (want[axis] < 0 || s.in[i]->shape != want)
-      throw Error(operandName(s, true, i) + " has shape " +
-                  formatShape(s.in[i]->shape) + ", which does not match " +
-                  "the output shape " + formatShape(ys) + " outside axis " +
-                  std::to_string(axis));
-    total += want[axis];
-  }
-  if (total != ys[axis])
-    throw Error("the inputs add up to " + std::to_string(total) +
-                " along axis " + std::to_string(axis) + ", the output has " +
-                std::to_string(ys[axis]));
-}
-
 void run_concat(const KernelArgs &a) {
   const TensorView &Y = a.out[0];
-  int64_t axis = a.instr.iattrs[0];
+  int64_t axis = abi::attrs<KernelId::Concat>(a.instr).axis;
   int64_t outer = product(*Y.shape, 0, axis);
   size_t esize = dtypeSize(Y.dtype);
   int64_t rowBytes = product(*Y.shape, axis, Y.rank()) * esize;
@@ -198,48 +116,6 @@ void run_concat(const KernelArgs &a) {
 // slice, slice_grad
 //===----------------------------------------------------------------------===//
 
-/// iattrs = starts ++ steps, one each per dimension of `full`; the window
-/// has `window`'s shape and must stay inside `full`.
-static void checkWindow(const KernelSig &s, const std::vector<int64_t> &full,
-                        const std::vector<int64_t> &window) {
-  size_t rank = full.size();
-  expectIAttrs(s, 2 * rank);
-  if (window.size() != rank)
-    throw Error("the window has rank " + std::to_string(window.size()) +
-                ", the sliced tensor " + std::to_string(rank));
-  for (size_t d = 0; d < rank; ++d) {
-    int64_t start = s.instr.iattrs[d], step = s.instr.iattrs[rank + d];
-    // Bounds before arithmetic: attributes are untrusted and must not
-    // overflow in the check itself.
-    bool ok = step != 0 && step >= -full[d] - 1 && step <= full[d] + 1 &&
-              start >= 0 && start <= full[d];
-    if (ok && window[d] > 0) {
-      int64_t last = start + (window[d] - 1) * step;
-      ok = start < full[d] && window[d] <= full[d] && last >= 0 &&
-           last < full[d];
-    }
-    if (!ok)
-      throw Error("dimension " + std::to_string(d) + ": " +
-                  std::to_string(window[d]) + " elements from " +
-                  std::to_string(start) + " in steps of " +
-                  std::to_string(step) + " do not fit in size " +
-                  std::to_string(full[d]));
-  }
-}
-
-void check_slice(const KernelSig &s) {
-  expectArity(s, 1, 1);
-  expectSameDType(s, false, 0, s.in[0]->dtype);
-  checkWindow(s, s.in[0]->shape, s.out[0]->shape);
-}
-
-void check_slice_grad(const KernelSig &s) {
-  expectArity(s, 1, 1);
-  expectSameDType(s, true, 0, DType::F32);
-  expectSameDType(s, false, 0, DType::F32);
-  checkWindow(s, s.out[0]->shape, s.in[0]->shape);
-}
-
 /// Visits the window: f(windowOffset, fullOffset, n, fullStride) for each
 /// innermost row of n elements (the window's rows are contiguous).
 template <class F>
@@ -247,11 +123,13 @@ static void forEachWindowRow(const Instr &instr,
                              const std::vector<int64_t> &full,
                              const std::vector<int64_t> &window, F &&f) {
   size_t rank = full.size();
+  // slice and slice_grad share WindowAttrs (one start and step per dim).
+  const abi::WindowAttrs w = abi::attrsOf<abi::WindowAttrs>(instr);
   std::vector<int64_t> fst = contiguousStrides(full), strided(rank);
   int64_t base = 0;
   for (size_t d = 0; d < rank; ++d) {
-    base += instr.iattrs[d] * fst[d];
-    strided[d] = fst[d] * instr.iattrs[rank + d];
+    base += w.starts[d] * fst[d];
+    strided[d] = fst[d] * w.steps[d];
   }
   LoopNest<2> nest(window, {contiguousStrides(window), strided});
   int64_t n = nest.innerDim(), sf = nest.innerStrides()[1];
@@ -302,23 +180,6 @@ void run_slice_grad(const KernelArgs &a) {
 // where, equal
 //===----------------------------------------------------------------------===//
 
-static void expectBroadcastsToOutput(const KernelSig &s) {
-  for (size_t i = 0; i < s.in.size(); ++i)
-    if (!broadcasts(s.in[i]->shape, s.out[0]->shape))
-      throw Error(operandName(s, true, i) + " has shape " +
-                  formatShape(s.in[i]->shape) +
-                  ", which does not broadcast to the output shape " +
-                  formatShape(s.out[0]->shape));
-}
-
-void check_where(const KernelSig &s) {
-  expectArity(s, 3, 1);
-  expectSameDType(s, true, 0, DType::I64);
-  expectSameDType(s, true, 1, s.out[0]->dtype);
-  expectSameDType(s, true, 2, s.out[0]->dtype);
-  expectBroadcastsToOutput(s);
-}
-
 template <class T> static void whereTyped(const KernelArgs &a) {
   const TensorView &Y = a.out[0];
   const int64_t *c = a.in[0].i64();
@@ -341,13 +202,6 @@ template <class T> static void whereTyped(const KernelArgs &a) {
 
 void run_where(const KernelArgs &a) {
   byDType(a.out[0].dtype, [&](auto t) { whereTyped<decltype(t)>(a); });
-}
-
-void check_equal(const KernelSig &s) {
-  expectArity(s, 2, 1);
-  expectSameDType(s, true, 1, s.in[0]->dtype);
-  expectSameDType(s, false, 0, DType::I64);
-  expectBroadcastsToOutput(s);
 }
 
 template <class T> static void equalTyped(const KernelArgs &a) {
@@ -375,20 +229,6 @@ void run_equal(const KernelArgs &a) {
 // cast
 //===----------------------------------------------------------------------===//
 
-void check_cast(const KernelSig &s) {
-  expectArity(s, 1, 1);
-  expectIAttrs(s, 1);
-  int64_t toBool = s.instr.iattrs[0];
-  if (toBool != 0 && toBool != 1)
-    throw Error("the to_bool attribute is " + std::to_string(toBool) +
-                ", expected 0 or 1");
-  if (toBool && s.out[0]->dtype != DType::I64)
-    throw Error(operandName(s, false, 0) +
-                " must be i64 (bools are stored as i64), is " +
-                dtypeName(s.out[0]->dtype));
-  expectNumel(s, false, 0, s.in[0]->numElements());
-}
-
 /// ONNX leaves float -> int64 undefined outside the range; C++ makes it
 /// undefined behaviour. Truncate toward zero, NaN to 0, saturate the rest.
 static int64_t floatToI64(float v) {
@@ -404,7 +244,7 @@ static int64_t floatToI64(float v) {
 void run_cast(const KernelArgs &a) {
   const TensorView &X = a.in[0], &Y = a.out[0];
   int64_t n = X.numel;
-  bool toBool = a.instr.iattrs[0] != 0;
+  bool toBool = abi::attrs<KernelId::Cast>(a.instr).toBool;
   if (X.dtype == DType::F32 && Y.dtype == DType::I64) {
     const float *x = X.f32();
     int64_t *y = Y.i64();

@@ -20,7 +20,9 @@ struct AxisView {
 
 static AxisView axisView(const KernelArgs &a, const TensorView &t) {
   AxisView v;
-  size_t axis = static_cast<size_t>(runtimeAxis(a, t.rank()));
+  // The four kernels share AxisAttrs (an axis checkInstr bounded).
+  size_t axis = static_cast<size_t>(
+      normalizeAxis(abi::attrsOf<abi::AxisAttrs>(a.instr).axis, t.rank()));
   for (size_t d = 0; d < t.rank(); ++d) {
     if (d < axis)
       v.outer *= t.dim(d);
@@ -30,29 +32,6 @@ static AxisView axisView(const KernelArgs &a, const TensorView &t) {
       v.inner *= t.dim(d);
   }
   return v;
-}
-
-void check_softmax_like(const KernelSig &s) {
-  expectArity(s, 1, 1);
-  expectAllF32(s);
-  if (s.out[0]->shape != s.in[0]->shape)
-    throw Error(operandName(s, false, 0) + " has shape " +
-                formatShape(s.out[0]->shape) + ", expected the input's " +
-                formatShape(s.in[0]->shape));
-  expectAxis(s, static_cast<int64_t>(s.in[0]->shape.size()));
-}
-
-void check_softmax_grad_like(const KernelSig &s) {
-  expectArity(s, 2, 1);
-  expectAllF32(s);
-  for (size_t i = 0; i < 2; ++i) {
-    const auto &shape = i == 0 ? s.in[1]->shape : s.out[0]->shape;
-    if (shape != s.in[0]->shape)
-      throw Error(operandName(s, i != 0, i == 0 ? 1 : 0) + " has shape " +
-                  formatShape(shape) + ", expected dy's " +
-                  formatShape(s.in[0]->shape));
-  }
-  expectAxis(s, static_cast<int64_t>(s.in[0]->shape.size()));
 }
 
 /// Row-wise softmax over `len` strided elements; `logOut` selects

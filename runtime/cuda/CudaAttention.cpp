@@ -23,11 +23,12 @@ namespace tcc::rt::cuda {
 /// Checks what the chunk loops rely on beyond checkInstr (which validated
 /// the operands against Kernels.h) and returns the plan.
 static AttentionPlan planOf(const Instr &in, const std::vector<TensorInfo> &t) {
-  bool grad = in.kernel == "attention_grad";
+  bool grad = abi::is(in, abi::KernelId::AttentionGrad);
   size_t nIn = grad ? 6 : 3;
-  // iattrs [causal, seq_major (, fused_qkv)]: a fused-QKV backward writes
-  // one gradient.
-  bool fused = in.iattrs.size() > 2 && in.iattrs[2] != 0;
+  // attention and attention_grad share AttentionAttrs: a fused-QKV
+  // backward writes one gradient.
+  const abi::AttentionAttrs at = abi::attrsOf<abi::AttentionAttrs>(in);
+  bool fused = at.fusedQkv;
   size_t nOut = grad ? (fused ? 1 : 3) : 2;
   // A fused-QKV backward may add its column sums.
   if (grad && fused && in.outputs.size() == 2)
@@ -48,7 +49,7 @@ static AttentionPlan planOf(const Instr &in, const std::vector<TensorInfo> &t) {
   if (q.dtype != DType::F32 && !isHalfDType(q.dtype))
     throw Error("no CUDA " + in.kernel + " kernel for " + dtypeName(q.dtype) +
                 " operands ('" + q.name + "'); it takes f32, bf16 or f16");
-  return planAttention(attentionDims(q.shape, k.shape, v.shape, in), q.dtype);
+  return planAttention(attentionDims(q.shape, k.shape, v.shape, at), q.dtype);
 }
 
 namespace {
@@ -210,7 +211,7 @@ static bool useTiles(const Instr &in, const AttentionDims &dims,
   for (size_t i = 1; i < 3; ++i)
     if (types[i] != types[0])
       return false;
-  if (in.kernel == "attention_grad" && types[5] != types[0])
+  if (abi::is(in, abi::KernelId::AttentionGrad) && types[5] != types[0])
     return false;
   return attentionTilesFit(dims, types[0]) && tilesAllowed() && gpuHasTiles();
 }
@@ -346,8 +347,9 @@ static AttentionRows rowsOf(const CudaArgs &a, const AttentionPlan &pl,
   r.firstRow = b0 * pl.tq;
   r.firstEntry = b0;
   r.heads = pl.heads;
-  r.causal = a.instr.iattrs[0] != 0;
-  r.scale = static_cast<float>(a.instr.fattrs[0]);
+  const abi::AttentionAttrs at = abi::attrsOf<abi::AttentionAttrs>(a.instr);
+  r.causal = at.causal;
+  r.scale = static_cast<float>(at.scale);
   if (mask) {
     size_t mr = mask->rank();
     int64_t rowsDim = mask->dim(mr - 2), colsDim = mask->dim(mr - 1);
@@ -441,7 +443,8 @@ void runAttentionGrad(const CudaArgs &a, const AttentionPlan &pl,
 
 static AttentionPlan planOfViews(const CudaArgs &a) {
   return planAttention(
-      attentionDims(*a.in[0].shape, *a.in[1].shape, *a.in[2].shape, a.instr),
+      attentionDims(*a.in[0].shape, *a.in[1].shape, *a.in[2].shape,
+                    abi::attrsOf<abi::AttentionAttrs>(a.instr)),
       a.in[0].dtype);
 }
 
@@ -454,7 +457,7 @@ static std::optional<AttentionTiles> tilesOf(const CudaArgs &a,
     types.push_back(v.dtype);
   if (!useTiles(a.instr, pl, types))
     return std::nullopt;
-  bool grad = a.instr.kernel == "attention_grad";
+  bool grad = abi::is(a.instr, abi::KernelId::AttentionGrad);
   AttentionTiles t;
   // 16-byte loads of whole rows (D is a multiple of 16 elements).
   for (size_t i = 0; i < (grad ? 6u : 3u); ++i)

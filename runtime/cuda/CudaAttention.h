@@ -1,6 +1,6 @@
 //===- CudaAttention.h - Memory-efficient attention on the GPU --*- C++ -*-===//
 //
-// The `attention` and `attention_grad` kernels of runtime/cpu/Kernels.h
+// The `attention` and `attention_grad` kernels of runtime/core/abi/Kernels.h
 // without a [B, Tq, Tk] tensor: the B batch entries (q's leading dims,
 // flattened, and its heads when sequence-major) are processed in chunks of
 // `chunk` entries, and only one chunk's scores live in the kernel scratch
@@ -17,7 +17,7 @@
 // belongs to one chunk and nothing accumulates across chunks: results are
 // deterministic and do not depend on the chunk size.
 //
-// Layouts (iattrs [causal, seq_major]; runtime/core/AttentionPlan.h): the
+// Layouts (AttentionAttrs::seqMajor; runtime/core/AttentionPlan.h): the
 // GEMMs read and write q, k, v, out, dout and the gradients where they are.
 // Packed ([B..., T, D]), a chunk is one strided-batched call per GEMM.
 // Sequence-major ([B..., T, H, D]), the chunk splits into runs of entries

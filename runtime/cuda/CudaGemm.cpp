@@ -2,7 +2,7 @@
 #include "runtime/cuda/CudaGemm.h"
 
 #include "runtime/core/abi/GemmEpilogue.h"
-#include "runtime/cpu/KernelsInternal.h"
+#include "runtime/core/abi/LoopNest.h"
 #include "runtime/cuda/CudaAttention.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaKernels.h"
@@ -540,10 +540,10 @@ void CudaGemm::matmul(const TensorView &A, const TensorView &B,
     return gemm(p, A.data, B.data, C.data);
   }
   std::vector<int64_t> cb = batchShape(*C.shape);
-  kernels::LoopNest<3> nest(
-      cb, {kernels::contiguousStrides(cb),
-           kernels::broadcastStrides(batchShape(*A.shape), cb.size()),
-           kernels::broadcastStrides(batchShape(*B.shape), cb.size())});
+  abi::LoopNest<3> nest(
+      cb, {abi::contiguousStrides(cb),
+           abi::broadcastStrides(batchShape(*A.shape), cb.size()),
+           abi::broadcastStrides(batchShape(*B.shape), cb.size())});
   const auto &st = nest.innerStrides();
   p.batch = nest.innerDim();
   p.strideC = st[0] * cMat;
@@ -578,8 +578,8 @@ AttentionGemm attentionGemm(const CudaArgs &a) {
 }
 
 void launch_matmul(const CudaArgs &a) {
-  a.gemm->matmul(a.in[0], a.in[1], a.out[0], a.instr.iattrs[0] != 0,
-                 a.instr.iattrs[1] != 0);
+  const abi::MatmulAttrs at = abi::attrs<abi::KernelId::Matmul>(a.instr);
+  a.gemm->matmul(a.in[0], a.in[1], a.out[0], at.transA, at.transB);
 }
 
 /// Setting `name`'s value: unset, empty or 'split' (true) or 'fused'.
@@ -618,9 +618,11 @@ static Ep gemmEpilogueFor(const GemmEpilogueInfo &e) {
 // The forward and dgelu forms are row GEMMs (A's leading dims fold into
 // M, B 2-D), the bias-gradient forms plain 2-D ones (checkInstr).
 void launch_matmul_epilogue(const CudaArgs &a) {
-  const GemmEpilogueInfo &e = *gemmEpilogueByCode(a.instr.iattrs[2]);
+  const abi::MatmulEpilogueAttrs at =
+      abi::attrs<abi::KernelId::MatmulEpilogue>(a.instr);
+  const GemmEpilogueInfo &e = *gemmEpilogueByCode(at.epilogue);
   const TensorView &A = a.in[0], &B = a.in[1], &D = a.out[0];
-  bool ta = a.instr.iattrs[0] != 0, tb = a.instr.iattrs[1] != 0;
+  bool ta = at.transA, tb = at.transB;
   CudaGemm::Problem p;
   p.ab = A.dtype;
   p.c = D.dtype;

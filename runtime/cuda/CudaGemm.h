@@ -1,6 +1,6 @@
 //===- CudaGemm.h - Matrix products on cuBLASLt -----------------*- C++ -*-===//
 //
-// The `matmul` kernel of runtime/cpu/Kernels.h on the GPU: row-major
+// The `matmul` kernel of runtime/core/abi/Kernels.h on the GPU: row-major
 // operands, transA/transB, batch dims broadcast (numpy) to C's. A row-major
 // C[M,N] = op(A) op(B) is the column-major C^T[N,M] = op(B)^T op(A)^T, so
 // cuBLASLt gets B in its "A" slot and A in its "B" slot, with no copies.
@@ -40,7 +40,7 @@
 #define TCC_RUNTIME_CUDA_CUDAGEMM_H
 
 #include "runtime/core/Artifact.h"
-#include "runtime/cpu/Kernels.h"
+#include "runtime/core/abi/Kernels.h"
 
 #include <cuda_runtime_api.h>
 

@@ -4,7 +4,7 @@
 // epilogue (launch_matmul_epilogue, CudaGemm.cpp). When cuBLASLt has no
 // algorithm for an epilogue (a pre-activation whose row length is not a
 // multiple of 8, a bias gradient type it does not take, ...), it runs a
-// plain GEMM into D and then this fallback: the registry's own kernels for
+// plain GEMM into D and then this fallback: the table's own kernels for
 // what the epilogue adds (add, copy, relu, gelu, gelu_grad, reduce_sum), so
 // the result is that of the unfused ops. No cuBLASLt here: the emulator
 // tests (tests/unit/CudaKernelEmuTest.cpp) run this file on CPU threads.
@@ -17,6 +17,8 @@
 #include <cstdlib>
 
 namespace tcc::rt::cuda {
+
+using K = abi::KernelId;
 
 namespace {
 /// What a bias gradient sums: A (operand 0) or B (1) over its leading axis
@@ -38,7 +40,8 @@ BiasGradSum biasGradSum(const GemmEpilogueInfo &e, size_t rankD) {
 
 int64_t prepare_matmul_epilogue(const Instr &in,
                                 const std::vector<TensorInfo> &t) {
-  const GemmEpilogueInfo &e = *gemmEpilogueByCode(in.iattrs[2]);
+  const abi::MatmulEpilogueAttrs at = abi::attrs<K::MatmulEpilogue>(in);
+  const GemmEpilogueInfo &e = *gemmEpilogueByCode(at.epilogue);
   DType ab = t[in.inputs[0]].dtype, d = t[in.outputs[0]].dtype;
   auto name = [&](int32_t id) { return "'" + t[id].name + "'"; };
   // cuBLASLt takes one type for A, B, D, the bias and the pre-activation,
@@ -79,16 +82,16 @@ int64_t prepare_matmul_epilogue(const Instr &in,
     return 0;
   BiasGradSum s = biasGradSum(e, t[in.outputs[0]].shape.size());
   int32_t summed = s.operand == 2 ? in.outputs[0] : in.inputs[s.operand];
-  int64_t bytes = prepare_reduce(
-      Instr{"reduce_sum", {summed}, {in.outputs[1]}, s.axes, {}}, t);
+  Instr sum{abi::name(K::ReduceSum), {summed}, {in.outputs[1]}, {}, {}};
+  abi::setAttrs(sum, abi::AxesAttrs{s.axes});
+  int64_t bytes = prepare_reduce(sum, t);
   if (e.bgrad == GemmBiasGrad::Out)
     return bytes;
   const TensorInfo &A = t[in.inputs[0]], &B = t[in.inputs[1]],
                    &D = t[in.outputs[0]];
-  if (auto line =
-          onesLineFor(e.code, in.iattrs[0] != 0, in.iattrs[1] != 0, A.shape,
-                      B.shape, D.shape, A.dtype, D.dtype,
-                      t[in.outputs[1]].dtype, biasGradWayOfEnvironment()))
+  if (auto line = onesLineFor(e.code, at.transA, at.transB, A.shape, B.shape,
+                              D.shape, A.dtype, D.dtype, t[in.outputs[1]].dtype,
+                              biasGradWayOfEnvironment()))
     bytes = std::max(bytes, line->widenedBytes + line->productBytes);
   return bytes;
 }
@@ -157,7 +160,8 @@ onesLineFor(int64_t epilogue, bool ta, bool tb, const std::vector<int64_t> &a,
 void biasGradByOnesLine(const CudaArgs &a, const OnesLine &l,
                         const PlainGemm &gemm) {
   const TensorView &A = a.in[0], &B = a.in[1], &D = a.out[0], &sums = a.out[1];
-  bool ta = a.instr.iattrs[0] != 0, tb = a.instr.iattrs[1] != 0;
+  const abi::MatmulEpilogueAttrs at = abi::attrs<K::MatmulEpilogue>(a.instr);
+  bool ta = at.transA, tb = at.transB;
   const TensorView &other = l.lhs ? B : A;
   char *scratch = static_cast<char *>(a.scratch);
   std::vector<int64_t> wShape{l.wRows, l.wCols};
@@ -178,20 +182,25 @@ void biasGradByOnesLine(const CudaArgs &a, const OnesLine &l,
 bool runByOnesLine(const CudaArgs &a, const PlainGemm &gemm) {
   if (a.in.size() < 2 || a.out.size() != 2)
     return false;
-  auto line = onesLineFor(
-      a.instr.iattrs[2], a.instr.iattrs[0] != 0, a.instr.iattrs[1] != 0,
-      *a.in[0].shape, *a.in[1].shape, *a.out[0].shape, a.in[0].dtype,
-      a.out[0].dtype, a.out[1].dtype, biasGradWayOfEnvironment());
+  const abi::MatmulEpilogueAttrs at = abi::attrs<K::MatmulEpilogue>(a.instr);
+  auto line =
+      onesLineFor(at.epilogue, at.transA, at.transB, *a.in[0].shape,
+                  *a.in[1].shape, *a.out[0].shape, a.in[0].dtype,
+                  a.out[0].dtype, a.out[1].dtype, biasGradWayOfEnvironment());
   if (line)
     biasGradByOnesLine(a, *line, gemm);
   return line.has_value();
 }
 
-/// Runs a registry kernel on views of `a`'s operands.
-static void run(void (*launch)(const CudaArgs &), const CudaArgs &a,
-                const char *kernel, std::vector<TensorView> in,
-                std::vector<TensorView> out, std::vector<int64_t> iattrs = {}) {
-  Instr instr{kernel, {}, {}, std::move(iattrs), {}};
+/// Runs the table's kernel `id` with attributes `attrs` on views of `a`'s
+/// operands.
+template <class Attrs = abi::NoAttrs>
+static void run(void (*launch)(const CudaArgs &), const CudaArgs &a, K id,
+                std::vector<TensorView> in, std::vector<TensorView> out,
+                const Attrs &attrs = {}) {
+  Instr instr;
+  instr.kernel = abi::name(id);
+  abi::setAttrs(instr, attrs);
   CudaArgs args{instr, std::move(in), std::move(out)};
   args.stream = a.stream;
   args.err = a.err;
@@ -201,28 +210,32 @@ static void run(void (*launch)(const CudaArgs &), const CudaArgs &a,
 }
 
 void epilogueFallback(const CudaArgs &a) {
-  const GemmEpilogueInfo &e = *gemmEpilogueByCode(a.instr.iattrs[2]);
+  const GemmEpilogueInfo &e =
+      *gemmEpilogueByCode(abi::attrs<K::MatmulEpilogue>(a.instr).epilogue);
   const TensorView &D = a.out[0];
   if (e.bias) // D += bias, broadcast over the rows
-    run(launch_binary, a, "add", {D, a.in[2]}, {D});
+    run(launch_binary, a, K::Add, {D, a.in[2]}, {D});
   if (e.preactOut)
-    run(launch_copy, a, "copy", {D}, {a.out[1]});
+    run(launch_copy, a, K::Copy, {D}, {a.out[1]});
   if (e.act == GemmAct::Relu)
-    run(launch_unary, a, "relu", {D}, {D});
+    run(launch_unary, a, K::Relu, {D}, {D});
   else if (e.act == GemmAct::GeluTanh)
-    run(launch_unary, a, "gelu", {D}, {D}, {1});
+    run(launch_unary, a, K::Gelu, {D}, {D}, abi::GeluAttrs{true});
   else if (e.act == GemmAct::DgeluTanh)
-    run(launch_unary_grad, a, "gelu_grad", {D, a.in[2]}, {D}, {1});
+    run(launch_unary_grad, a, K::GeluGrad, {D, a.in[2]}, {D},
+        abi::GeluAttrs{true});
   epilogueBiasGrad(a);
 }
 
 void epilogueBiasGrad(const CudaArgs &a) {
-  const GemmEpilogueInfo &e = *gemmEpilogueByCode(a.instr.iattrs[2]);
+  const GemmEpilogueInfo &e =
+      *gemmEpilogueByCode(abi::attrs<K::MatmulEpilogue>(a.instr).epilogue);
   if (e.bgrad == GemmBiasGrad::None)
     return;
   BiasGradSum s = biasGradSum(e, a.out[0].rank());
   const TensorView &summed = s.operand == 2 ? a.out[0] : a.in[s.operand];
-  run(launch_reduce, a, "reduce_sum", {summed}, {a.out[1]}, s.axes);
+  run(launch_reduce, a, K::ReduceSum, {summed}, {a.out[1]},
+      abi::AxesAttrs{s.axes});
 }
 
 } // namespace tcc::rt::cuda

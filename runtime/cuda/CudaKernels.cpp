@@ -1,11 +1,10 @@
-//===- CudaKernels.cpp - The CUDA kernel registry and generated kernels ---===//
+//===- CudaKernels.cpp - The CUDA kernel table and generated kernels ------===//
 #include "runtime/cuda/CudaKernels.h"
 
 #include "runtime/cuda/CudaCheck.h"
 
 #include <algorithm>
 #include <climits>
-#include <iterator>
 
 namespace tcc::rt::cuda {
 
@@ -36,96 +35,111 @@ int64_t prepare_adamw_update(const Instr &in,
   return 0;
 }
 
-using K = CudaErrKind;
+using E = CudaErrKind;
+using K = abi::KernelId;
 
-// Sorted by name so lookup can binary-search. Missing on purpose (an Error
-// at load, "run it on the CPU"): conv2d and its gradients, pooling, batch
-// norm.
-static const CudaKernelDef kCudaKernels[] = {
-    {"adamw_update", launch_adamw_update, prepare_adamw_update, K::None},
-    {"add", launch_binary, prepareRank, K::None},
-    {"attention", launch_attention, prepare_attention, K::None},
-    {"attention_grad", launch_attention_grad, prepare_attention, K::None},
-    {"broadcast_to", launch_broadcast_to, prepareRank, K::None},
-    {"cast", launch_cast, nullptr, K::None},
-    {"concat", launch_concat, nullptr, K::None},
-    {"copy", launch_copy, nullptr, K::None},
-    {"div", launch_binary, prepareRank, K::None},
-    {"dropout", launch_dropout, nullptr, K::None},
-    {"equal", launch_equal, prepareRank, K::None},
-    {"erf", launch_unary, nullptr, K::None},
-    {"erf_grad", launch_unary_grad, nullptr, K::None},
-    {"exp", launch_unary, nullptr, K::None},
-    {"fused", launch_fused, nullptr, K::Label},
-    {"gather", launch_gather, nullptr, K::Index},
-    {"gather_grad", launch_gather_grad, prepare_gather_grad, K::Index},
-    {"gelu", launch_unary, nullptr, K::None},
-    {"gelu_grad", launch_unary_grad, nullptr, K::None},
-    {"increment", launch_increment, nullptr, K::None},
-    {"layer_norm", launch_layer_norm, nullptr, K::None},
-    {"layer_norm_grad", launch_layer_norm_grad, prepare_layer_norm_grad,
-     K::None},
+// One entry per kernel of KernelList.def, in its order (checked below). No
+// launcher on purpose (an Error at load, "run it on the CPU"): conv2d and
+// its gradients, pooling, batch norm.
+static constexpr CudaKernelDef kCudaKernels[] = {
+    {K::AdamwUpdate, launch_adamw_update, prepare_adamw_update, E::None},
+    {K::Add, launch_binary, prepareRank, E::None},
+    {K::Attention, launch_attention, prepare_attention, E::None},
+    {K::AttentionGrad, launch_attention_grad, prepare_attention, E::None},
+    {K::AvgPool2d, nullptr, nullptr, E::None},
+    {K::AvgPool2dGrad, nullptr, nullptr, E::None},
+    {K::BatchNormTrain, nullptr, nullptr, E::None},
+    {K::BatchNormTrainGrad, nullptr, nullptr, E::None},
+    {K::BroadcastTo, launch_broadcast_to, prepareRank, E::None},
+    {K::Cast, launch_cast, nullptr, E::None},
+    {K::Concat, launch_concat, nullptr, E::None},
+    {K::Conv2d, nullptr, nullptr, E::None},
+    {K::Conv2dGradInput, nullptr, nullptr, E::None},
+    {K::Conv2dGradWeight, nullptr, nullptr, E::None},
+    {K::Copy, launch_copy, nullptr, E::None},
+    {K::Div, launch_binary, prepareRank, E::None},
+    {K::Dropout, launch_dropout, nullptr, E::None},
+    {K::Equal, launch_equal, prepareRank, E::None},
+    {K::Erf, launch_unary, nullptr, E::None},
+    {K::ErfGrad, launch_unary_grad, nullptr, E::None},
+    {K::Exp, launch_unary, nullptr, E::None},
+    {K::Fused, launch_fused, nullptr, E::Label},
+    {K::Gather, launch_gather, nullptr, E::Index},
+    {K::GatherGrad, launch_gather_grad, prepare_gather_grad, E::Index},
+    {K::Gelu, launch_unary, nullptr, E::None},
+    {K::GeluGrad, launch_unary_grad, nullptr, E::None},
+    {K::Increment, launch_increment, nullptr, E::None},
+    {K::LayerNorm, launch_layer_norm, nullptr, E::None},
+    {K::LayerNormGrad, launch_layer_norm_grad, prepare_layer_norm_grad,
+     E::None},
     // The same scratch: the row slices of the column sums.
-    {"layer_norm_param_grad", launch_layer_norm_param_grad,
-     prepare_layer_norm_grad, K::None},
-    {"log", launch_unary, nullptr, K::None},
-    {"log_softmax", launch_softmax, nullptr, K::None},
-    {"log_softmax_grad", launch_softmax_grad, nullptr, K::None},
-    {"matmul", launch_matmul, prepare_matmul, K::None},
-    {"matmul_epilogue", launch_matmul_epilogue, prepare_matmul_epilogue,
-     K::None},
-    {"mse_loss", launch_mse_loss, prepare_mse_loss, K::None},
-    {"mse_loss_grad", launch_mse_loss_grad, nullptr, K::None},
-    {"mul", launch_binary, prepareRank, K::None},
-    {"neg", launch_unary, nullptr, K::None},
-    {"pow", launch_binary, prepareRank, K::None},
-    {"pow_grad", launch_pow_grad, nullptr, K::None},
-    {"pow_scalar", launch_unary, nullptr, K::None},
-    {"pow_scalar_grad", launch_unary_grad, nullptr, K::None},
-    {"reduce_mean", launch_reduce, prepare_reduce, K::None},
-    {"reduce_sum", launch_reduce, prepare_reduce, K::None},
-    {"relu", launch_unary, nullptr, K::None},
-    {"relu_grad", launch_unary_grad, nullptr, K::None},
-    {"sgd_momentum_update", launch_sgd_momentum_update, nullptr, K::None},
-    {"sgd_update", launch_sgd_update, nullptr, K::None},
-    {"sigmoid", launch_unary, nullptr, K::None},
-    {"sigmoid_grad", launch_unary_grad, nullptr, K::None},
-    {"slice", launch_slice, prepareRank, K::None},
-    {"slice_grad", launch_slice_grad, prepareRank, K::None},
-    {"softmax", launch_softmax, nullptr, K::None},
-    {"softmax_cross_entropy", launch_softmax_cross_entropy,
-     prepare_softmax_cross_entropy, K::Label},
-    {"softmax_cross_entropy_grad", launch_softmax_cross_entropy_grad, nullptr,
-     K::Label},
-    {"softmax_grad", launch_softmax_grad, nullptr, K::None},
-    {"sqrt", launch_unary, nullptr, K::None},
-    {"sqrt_grad", launch_unary_grad, nullptr, K::None},
-    {"sub", launch_binary, prepareRank, K::None},
-    {"tanh", launch_unary, nullptr, K::None},
-    {"tanh_grad", launch_unary_grad, nullptr, K::None},
-    {"transpose", launch_transpose, prepareRank, K::None},
-    {"where", launch_where, prepareRank, K::None},
+    {K::LayerNormParamGrad, launch_layer_norm_param_grad,
+     prepare_layer_norm_grad, E::None},
+    {K::Log, launch_unary, nullptr, E::None},
+    {K::LogSoftmax, launch_softmax, nullptr, E::None},
+    {K::LogSoftmaxGrad, launch_softmax_grad, nullptr, E::None},
+    {K::Matmul, launch_matmul, prepare_matmul, E::None},
+    {K::MatmulEpilogue, launch_matmul_epilogue, prepare_matmul_epilogue,
+     E::None},
+    {K::MaxPool2d, nullptr, nullptr, E::None},
+    {K::MaxPool2dGrad, nullptr, nullptr, E::None},
+    {K::MseLoss, launch_mse_loss, prepare_mse_loss, E::None},
+    {K::MseLossGrad, launch_mse_loss_grad, nullptr, E::None},
+    {K::Mul, launch_binary, prepareRank, E::None},
+    {K::Neg, launch_unary, nullptr, E::None},
+    {K::Pow, launch_binary, prepareRank, E::None},
+    {K::PowGrad, launch_pow_grad, nullptr, E::None},
+    {K::PowScalar, launch_unary, nullptr, E::None},
+    {K::PowScalarGrad, launch_unary_grad, nullptr, E::None},
+    {K::ReduceMean, launch_reduce, prepare_reduce, E::None},
+    {K::ReduceSum, launch_reduce, prepare_reduce, E::None},
+    {K::Relu, launch_unary, nullptr, E::None},
+    {K::ReluGrad, launch_unary_grad, nullptr, E::None},
+    {K::SgdMomentumUpdate, launch_sgd_momentum_update, nullptr, E::None},
+    {K::SgdUpdate, launch_sgd_update, nullptr, E::None},
+    {K::Sigmoid, launch_unary, nullptr, E::None},
+    {K::SigmoidGrad, launch_unary_grad, nullptr, E::None},
+    {K::Slice, launch_slice, prepareRank, E::None},
+    {K::SliceGrad, launch_slice_grad, prepareRank, E::None},
+    {K::Softmax, launch_softmax, nullptr, E::None},
+    {K::SoftmaxCrossEntropy, launch_softmax_cross_entropy,
+     prepare_softmax_cross_entropy, E::Label},
+    {K::SoftmaxCrossEntropyGrad, launch_softmax_cross_entropy_grad, nullptr,
+     E::Label},
+    {K::SoftmaxGrad, launch_softmax_grad, nullptr, E::None},
+    {K::Sqrt, launch_unary, nullptr, E::None},
+    {K::SqrtGrad, launch_unary_grad, nullptr, E::None},
+    {K::Sub, launch_binary, prepareRank, E::None},
+    {K::Tanh, launch_unary, nullptr, E::None},
+    {K::TanhGrad, launch_unary_grad, nullptr, E::None},
+    {K::Transpose, launch_transpose, prepareRank, E::None},
+    {K::Where, launch_where, prepareRank, E::None},
 };
+static_assert(abi::coversInOrder(kCudaKernels),
+              "kCudaKernels needs one entry per kernel, in KernelList.def's "
+              "order");
 
 const CudaKernelDef *findCudaKernel(const std::string &name) {
-  auto *end = std::end(kCudaKernels);
-  auto *it = std::lower_bound(
-      std::begin(kCudaKernels), end, name,
-      [](const CudaKernelDef &d, const std::string &n) { return d.name < n; });
-  return it != end && it->name == name ? it : nullptr;
+  std::optional<K> id = abi::kernelByName(name);
+  if (!id)
+    return nullptr;
+  const CudaKernelDef &d = kCudaKernels[static_cast<size_t>(*id)];
+  return d.launch ? &d : nullptr;
 }
 
 std::vector<std::string> cudaKernelNames() {
   std::vector<std::string> names;
   for (const CudaKernelDef &d : kCudaKernels)
-    names.push_back(d.name);
+    if (d.launch)
+      names.push_back(abi::name(d.id));
   return names;
 }
 
 // A generated kernel of the artifact's cubin, with the ABI of Artifact.h
 // (DeviceKernel): one pointer per operand, then partials and err.
 void launch_fused(const CudaArgs &a) {
-  const FusedHandle &h = a.fused->at(static_cast<size_t>(a.instr.iattrs[0]));
+  const FusedHandle &h =
+      a.fused->at(static_cast<size_t>(abi::attrs<K::Fused>(a.instr).kernel));
   const DeviceKernel &k = *h.info;
   std::vector<void *> ptrs;
   for (const TensorView &v : a.in)

@@ -1,12 +1,13 @@
-//===- CudaKernels.h - The CUDA kernel registry -----------------*- C++ -*-===//
+//===- CudaKernels.h - The CUDA kernel table --------------------*- C++ -*-===//
 //
-// The GPU counterpart of runtime/cpu/Kernels.h: kernel name -> launcher.
-// Every launcher computes exactly what the CPU kernel of that name computes
-// (same operand conventions, see Kernels.h; f32 arithmetic; 16-bit float
-// operands widened on load and rounded once on store, as KernelsHalf.cpp
-// does), enqueued on the session's stream. CudaSession looks every instr's
-// kernel up at construction; a name with no entry is an Error there, never
-// a silent fallback to the CPU.
+// How the GPU runs the kernel ABI of runtime/core/abi/Kernels.h: one entry
+// per kernel of KernelList.def, a launcher or none. Every launcher computes
+// exactly what the CPU kernel of that name computes (same operand
+// conventions; f32 arithmetic; 16-bit float operands widened on load and
+// rounded once on store, as the CPU's KernelsHalf.cpp does), enqueued on the
+// session's stream. CudaSession looks every instr's kernel up at
+// construction; a kernel without a launcher (convolution, pooling, batch
+// norm) is an Error there, never a silent fallback to the CPU.
 //
 // Files: CudaKernelsElementwise.cu (unary/binary math, where, equal, cast,
 // dropout), CudaKernelsLayout.cu (transpose, broadcast_to, slice, gather,
@@ -23,7 +24,7 @@
 #define TCC_RUNTIME_CUDA_CUDAKERNELS_H
 
 #include "runtime/core/Artifact.h"
-#include "runtime/cpu/Kernels.h"
+#include "runtime/core/abi/Kernels.h"
 
 #include <cuda_runtime_api.h>
 
@@ -74,15 +75,16 @@ enum class CudaErrKind {
 };
 
 struct CudaKernelDef {
-  const char *name;
-  CudaLaunchFn launch;
+  abi::KernelId id;
+  CudaLaunchFn launch;   // null: no CUDA kernel (run it on the CPU)
   CudaPrepareFn prepare; // null: always supported, no scratch
   CudaErrKind err;
 };
 
-/// The CUDA kernel registered under `name`, or null.
+/// The CUDA kernel of the kernel named `name`, or null: an unknown name or
+/// a kernel the GPU does not run.
 const CudaKernelDef *findCudaKernel(const std::string &name);
-/// All registered names, sorted.
+/// The names of the kernels the GPU runs, sorted.
 std::vector<std::string> cudaKernelNames();
 
 /// Strided kernels index with up to this many (merged) dimensions.
@@ -92,7 +94,7 @@ constexpr int kCudaMaxRank = 8;
 /// blocks to fill the GPU, never 0.
 unsigned gridFor(int64_t n, int block, int smCount);
 
-// --- Launchers, one per registry entry (defined in the .cu files) --------
+// --- Launchers, one per table entry (defined in the .cu files) -----------
 #define TCC_CUDA_KERNEL(name) void launch_##name(const CudaArgs &a);
 // CudaKernelsElementwise.cu
 TCC_CUDA_KERNEL(unary) // neg relu exp log sqrt tanh sigmoid erf gelu pow_scalar
@@ -137,7 +139,7 @@ TCC_CUDA_KERNEL(matmul_epilogue) // cuBLASLt epilogue, else the fallback
 TCC_CUDA_KERNEL(fused)
 #undef TCC_CUDA_KERNEL
 /// matmul_epilogue after a plain GEMM wrote op(A) op(B) into D: the
-/// epilogue by the registry's kernels (CudaGemmEpilogue.cpp).
+/// epilogue by the table's kernels (CudaGemmEpilogue.cpp).
 void epilogueFallback(const CudaArgs &a);
 /// Its bias gradient alone (a sum of A, B or D), when the GEMM ran with an
 /// epilogue that left it out (CudaGemm.cpp: DGELU without BGRAD).
@@ -280,13 +282,12 @@ inline AdamScaling adamScaling(const Instr &in,
   return {buffers[in.inputs[5]], buffers[in.inputs[6]]};
 }
 
-/// Updates every entry of the device table `entries` (hyper-parameters
-/// f [lr, beta1, beta2, eps, wd] of the instrs, `step` an f32-like scalar
-/// of dtype `stepDt`, loss scaling `sc`), blocks as laid out in the device
-/// table `blocks`.
+/// Updates every entry of the device table `entries` (hyper-parameters `h`
+/// of the instrs, `step` an f32-like scalar of dtype `stepDt`, loss scaling
+/// `sc`), blocks as laid out in the device table `blocks`.
 void launchAdamwMulti(const AdamEntry *entries, const AdamBlock *blocks,
                       int64_t numBlocks, const void *step, DType stepDt,
-                      AdamScaling sc, const std::vector<double> &fattrs,
+                      AdamScaling sc, const abi::AdamwAttrs &h,
                       cudaStream_t stream);
 
 } // namespace tcc::rt::cuda

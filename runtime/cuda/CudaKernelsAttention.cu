@@ -182,7 +182,8 @@ void attentionRows(const AttentionRows &r, const float *s, void *p, int tp,
   (r, s, p, tp, lse, fromLse);
   else TCC_LAUNCH(attentionRowsKernel<false>, l.grid, l.block,
                   stream)(r, s, p, tp, lse, fromLse);
-  checkLaunch(fromLse ? "attention_grad" : "attention");
+  checkLaunch(abi::name(fromLse ? abi::KernelId::AttentionGrad
+                                : abi::KernelId::Attention));
 }
 
 void attentionGradRows(const AttentionRows &r, const float *dp, void *p, int tp,
@@ -194,7 +195,7 @@ void attentionGradRows(const AttentionRows &r, const float *dp, void *p, int tp,
   RowLaunch l = rowLaunch(r.rows, r.tk);
   TCC_LAUNCH(attentionGradRowsKernel, l.grid, l.block, stream)
   (r, dp, p, tp, dout, out, to, dv);
-  checkLaunch("attention_grad");
+  checkLaunch(abi::name(abi::KernelId::AttentionGrad));
 }
 
 //===----------------------------------------------------------------------===//
@@ -243,6 +244,12 @@ __global__ void __launch_bounds__(256)
     out[j] = v;
 }
 
+/// Launch failures of the column sums name them after the kernel they serve.
+static std::string columnSumsLabel() {
+  return std::string(abi::name(abi::KernelId::AttentionGrad)) +
+         " (column sums)";
+}
+
 void attentionSliceSums(const void *g, int tg, long long outer, long long tq,
                         long long cols, float *parts, cudaStream_t stream) {
   (void)stream;
@@ -253,7 +260,7 @@ void attentionSliceSums(const void *g, int tg, long long outer, long long tq,
             static_cast<unsigned>(slices < 65535 ? slices : 65535));
   TCC_LAUNCH(attentionSliceSumsKernel, grid, dim3(256), stream)
   (g, tg, tq, tiles, slices, cols, parts);
-  checkLaunch("attention_grad (column sums)");
+  checkLaunch(columnSumsLabel().c_str());
 }
 
 void attentionColumnTotals(const float *parts, long long slices, long long cols,
@@ -264,7 +271,7 @@ void attentionColumnTotals(const float *parts, long long slices, long long cols,
   TCC_LAUNCH(attentionColumnTotalsKernel,
              dim3(static_cast<unsigned>((cols + 31) / 32)), dim3(32, 8), stream)
   (parts, slices, cols, out);
-  checkLaunch("attention_grad (column sums)");
+  checkLaunch(columnSumsLabel().c_str());
 }
 
 } // namespace tcc::rt::cuda

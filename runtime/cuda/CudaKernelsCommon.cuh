@@ -8,7 +8,8 @@
 //    (KernelsHalf.cpp) computes. The switch is uniform across a warp;
 //  - Strided<N>: an index space of up to kCudaMaxRank merged dims with one
 //    element stride per operand (numpy broadcasting, transposes, windows),
-//    built on the host from the CPU's LoopNest (same merging of dims);
+//    built on the host from the ABI's LoopNest (the CPU kernels' merging
+//    of dims);
 //  - warp and block reductions in a fixed order (results do not depend on
 //    timing: a run is reproducible bit for bit).
 //
@@ -25,7 +26,8 @@
 #ifndef TCC_RUNTIME_CUDA_CUDAKERNELSCOMMON_CUH
 #define TCC_RUNTIME_CUDA_CUDAKERNELSCOMMON_CUH
 
-#include "runtime/cpu/KernelsInternal.h"
+#include "runtime/core/abi/KernelAbi.h"
+#include "runtime/core/abi/LoopNest.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaKernels.h"
 
@@ -196,7 +198,7 @@ template <size_t N>
 Strided<static_cast<int>(N)>
 makeStrided(const std::vector<int64_t> &shape,
             const std::array<std::vector<int64_t>, N> &operandStrides) {
-  kernels::LoopNest<N> nest(shape, operandStrides);
+  abi::LoopNest<N> nest(shape, operandStrides);
   Strided<static_cast<int>(N)> s;
   if (nest.dims.size() > static_cast<size_t>(kCudaMaxRank))
     throw Error("more than " + std::to_string(kCudaMaxRank) +

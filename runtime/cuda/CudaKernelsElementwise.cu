@@ -193,41 +193,84 @@ unsigned gridFor(int64_t n, int block, int smCount) {
 
 static constexpr int kBlock = 256;
 
+using K = abi::KernelId;
+
+/// The kernel a checked instr calls (its name is one of KernelList.def).
+static K kernelOf(const Instr &in) { return *abi::kernelByName(in.kernel); }
+
 void launch_unary(const CudaArgs &a) {
-  const std::string &k = a.instr.kernel;
-  int op = k == "neg"       ? kNeg
-           : k == "relu"    ? kRelu
-           : k == "exp"     ? kExp
-           : k == "log"     ? kLog
-           : k == "sqrt"    ? kSqrt
-           : k == "tanh"    ? kTanh
-           : k == "sigmoid" ? kSigmoid
-           : k == "erf"     ? kErf
-           : k == "gelu"    ? (a.instr.iattrs[0] == 0 ? kGeluErf : kGeluTanh)
-                            : kPowScalar;
-  float e = k == "pow_scalar" ? static_cast<float>(a.instr.fattrs[0]) : 0.0f;
+  const Instr &in = a.instr;
+  int op = kPowScalar;
+  float e = 0.0f;
+  switch (kernelOf(in)) {
+  case K::Neg:
+    op = kNeg;
+    break;
+  case K::Relu:
+    op = kRelu;
+    break;
+  case K::Exp:
+    op = kExp;
+    break;
+  case K::Log:
+    op = kLog;
+    break;
+  case K::Sqrt:
+    op = kSqrt;
+    break;
+  case K::Tanh:
+    op = kTanh;
+    break;
+  case K::Sigmoid:
+    op = kSigmoid;
+    break;
+  case K::Erf:
+    op = kErf;
+    break;
+  case K::Gelu:
+    op = abi::attrs<K::Gelu>(in).tanh ? kGeluTanh : kGeluErf;
+    break;
+  default: // pow_scalar
+    e = static_cast<float>(abi::attrs<K::PowScalar>(in).exponent);
+    break;
+  }
   int64_t n = a.out[0].numel;
   if (n == 0)
     return;
   TCC_LAUNCH(unaryKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
   (a.in[0].data, dt(a.in[0]), a.out[0].data, dt(a.out[0]), n, op, e);
-  checkLaunch(k.c_str());
+  checkLaunch(in.kernel.c_str());
 }
 
 void launch_unary_grad(const CudaArgs &a) {
-  const std::string &k = a.instr.kernel;
-  int op = k == "relu_grad"      ? kReluGrad
-           : k == "sqrt_grad"    ? kSqrtGrad
-           : k == "tanh_grad"    ? kTanhGrad
-           : k == "sigmoid_grad" ? kSigmoidGrad
-           : k == "erf_grad"     ? kErfGrad
-           : k == "gelu_grad"
-               ? (a.instr.iattrs[0] == 0 ? kGeluErfGrad : kGeluTanhGrad)
-               : kPowScalarGrad;
+  const Instr &in = a.instr;
+  int op = kPowScalarGrad;
   float e = 0.0f, em1 = 0.0f;
-  if (op == kPowScalarGrad) {
-    e = static_cast<float>(a.instr.fattrs[0]);
-    em1 = static_cast<float>(a.instr.fattrs[0] - 1.0);
+  switch (kernelOf(in)) {
+  case K::ReluGrad:
+    op = kReluGrad;
+    break;
+  case K::SqrtGrad:
+    op = kSqrtGrad;
+    break;
+  case K::TanhGrad:
+    op = kTanhGrad;
+    break;
+  case K::SigmoidGrad:
+    op = kSigmoidGrad;
+    break;
+  case K::ErfGrad:
+    op = kErfGrad;
+    break;
+  case K::GeluGrad:
+    op = abi::attrs<K::GeluGrad>(in).tanh ? kGeluTanhGrad : kGeluErfGrad;
+    break;
+  default: { // pow_scalar_grad
+    double exponent = abi::attrs<K::PowScalarGrad>(in).exponent;
+    e = static_cast<float>(exponent);
+    em1 = static_cast<float>(exponent - 1.0);
+    break;
+  }
   }
   int64_t n = a.out[0].numel;
   if (n == 0)
@@ -235,16 +278,27 @@ void launch_unary_grad(const CudaArgs &a) {
   TCC_LAUNCH(gradKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
   (a.in[0].data, dt(a.in[0]), a.in[1].data, dt(a.in[1]), a.out[0].data,
    dt(a.out[0]), n, op, e, em1);
-  checkLaunch(k.c_str());
+  checkLaunch(in.kernel.c_str());
 }
 
 void launch_binary(const CudaArgs &a) {
-  const std::string &k = a.instr.kernel;
-  int op = k == "add"   ? kAdd
-           : k == "sub" ? kSub
-           : k == "mul" ? kMul
-           : k == "div" ? kDiv
-                        : kPow;
+  int op = kPow;
+  switch (kernelOf(a.instr)) {
+  case K::Add:
+    op = kAdd;
+    break;
+  case K::Sub:
+    op = kSub;
+    break;
+  case K::Mul:
+    op = kMul;
+    break;
+  case K::Div:
+    op = kDiv;
+    break;
+  default:
+    break; // pow
+  }
   const TensorView &A = a.in[0], &B = a.in[1], &C = a.out[0];
   int64_t n = C.numel;
   if (n == 0)
@@ -254,14 +308,14 @@ void launch_binary(const CudaArgs &a) {
   Strided<3> s{};
   if (!flat) {
     size_t rank = C.rank();
-    s = makeStrided<3>(*C.shape, {kernels::contiguousStrides(*C.shape),
-                                  kernels::broadcastStrides(*A.shape, rank),
-                                  kernels::broadcastStrides(*B.shape, rank)});
+    s = makeStrided<3>(*C.shape, {abi::contiguousStrides(*C.shape),
+                                  abi::broadcastStrides(*A.shape, rank),
+                                  abi::broadcastStrides(*B.shape, rank)});
   }
   TCC_LAUNCH(binaryKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
   (A.data, dt(A), B.data, dt(B), C.data, dt(C), n, op, !flat,
    A.numel == n ? 1 : 0, B.numel == n ? 1 : 0, s);
-  checkLaunch(k.c_str());
+  checkLaunch(a.instr.kernel.c_str());
 }
 
 // PyTorch: d lhs = dy * (b * a^(b-1)); d rhs = dy * (a^b * log(a)), 0 where
@@ -286,7 +340,7 @@ void launch_pow_grad(const CudaArgs &a) {
   TCC_LAUNCH(powGradKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
   (a.in[0].data, dt(a.in[0]), a.in[1].data, dt(a.in[1]), a.in[2].data,
    dt(a.in[2]), a.out[0].data, dt(a.out[0]), a.out[1].data, dt(a.out[1]), n);
-  checkLaunch("pow_grad");
+  checkLaunch(a.instr.kernel.c_str());
 }
 
 //===----------------------------------------------------------------------===//
@@ -309,11 +363,11 @@ void launch_where(const CudaArgs &a) {
   if (Y.numel == 0)
     return;
   size_t rank = Y.rank();
-  Strided<4> s = makeStrided<4>(
-      *Y.shape, {kernels::contiguousStrides(*Y.shape),
-                 kernels::broadcastStrides(*a.in[0].shape, rank),
-                 kernels::broadcastStrides(*a.in[1].shape, rank),
-                 kernels::broadcastStrides(*a.in[2].shape, rank)});
+  Strided<4> s =
+      makeStrided<4>(*Y.shape, {abi::contiguousStrides(*Y.shape),
+                                abi::broadcastStrides(*a.in[0].shape, rank),
+                                abi::broadcastStrides(*a.in[1].shape, rank),
+                                abi::broadcastStrides(*a.in[2].shape, rank)});
   byElementSize(Y.dtype, [&](auto w) {
     using T = typename decltype(w)::T;
     TCC_LAUNCH(whereKernel<T>, gridFor(Y.numel, kBlock, a.smCount), kBlock,
@@ -322,7 +376,7 @@ void launch_where(const CudaArgs &a) {
      static_cast<const T *>(a.in[1].data), static_cast<const T *>(a.in[2].data),
      static_cast<T *>(Y.data), Y.numel, s);
   });
-  checkLaunch("where");
+  checkLaunch(a.instr.kernel.c_str());
 }
 
 /// i64 operands compare as integers; float ones (any width) as f32 values,
@@ -345,14 +399,14 @@ void launch_equal(const CudaArgs &a) {
   if (Y.numel == 0)
     return;
   size_t rank = Y.rank();
-  Strided<3> s = makeStrided<3>(
-      *Y.shape, {kernels::contiguousStrides(*Y.shape),
-                 kernels::broadcastStrides(*a.in[0].shape, rank),
-                 kernels::broadcastStrides(*a.in[1].shape, rank)});
+  Strided<3> s =
+      makeStrided<3>(*Y.shape, {abi::contiguousStrides(*Y.shape),
+                                abi::broadcastStrides(*a.in[0].shape, rank),
+                                abi::broadcastStrides(*a.in[1].shape, rank)});
   TCC_LAUNCH(equalKernel, gridFor(Y.numel, kBlock, a.smCount), kBlock, a.stream)
   (a.in[0].data, a.in[1].data, dt(a.in[0]), static_cast<long long *>(Y.data),
    Y.numel, s);
-  checkLaunch("equal");
+  checkLaunch(a.instr.kernel.c_str());
 }
 
 //===----------------------------------------------------------------------===//
@@ -394,8 +448,8 @@ void launch_cast(const CudaArgs &a) {
     return;
   TCC_LAUNCH(castKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
   (a.in[0].data, dt(a.in[0]), a.out[0].data, dt(a.out[0]), n,
-   a.instr.iattrs[0] != 0);
-  checkLaunch("cast");
+   abi::attrs<K::Cast>(a.instr).toBool);
+  checkLaunch(a.instr.kernel.c_str());
 }
 
 //===----------------------------------------------------------------------===//
@@ -433,15 +487,16 @@ void launch_dropout(const CudaArgs &a) {
   int64_t n = a.in[0].numel;
   if (n == 0)
     return;
-  const double ratio = a.instr.fattrs[0];
+  const abi::DropoutAttrs d = abi::attrs<K::Dropout>(a.instr);
+  const double ratio = d.ratio;
   const auto threshold = static_cast<unsigned long long>(std::ldexp(ratio, 32));
   const float keep =
       ratio < 1.0 ? 1.0f / (1.0f - static_cast<float>(ratio)) : 0.0f;
   TCC_LAUNCH(dropoutKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
   (a.in[0].data, dt(a.in[0]), static_cast<const long long *>(a.in[1].data),
    a.out[0].data, dt(a.out[0]), a.out[1].data, dt(a.out[1]), n,
-   static_cast<unsigned long long>(a.instr.iattrs[0]), threshold, keep);
-  checkLaunch("dropout");
+   static_cast<unsigned long long>(d.seed), threshold, keep);
+  checkLaunch(a.instr.kernel.c_str());
 }
 
 __global__ void incrementKernel(const long long *s, long long *out) {
@@ -452,7 +507,7 @@ void launch_increment(const CudaArgs &a) {
   TCC_LAUNCH(incrementKernel, 1, 1, a.stream)
   (static_cast<const long long *>(a.in[0].data),
    static_cast<long long *>(a.out[0].data));
-  checkLaunch("increment");
+  checkLaunch(a.instr.kernel.c_str());
 }
 
 } // namespace tcc::rt::cuda

@@ -58,9 +58,9 @@ void launch_copy(const CudaArgs &a) {
 void launch_broadcast_to(const CudaArgs &a) {
   const TensorView &X = a.in[0], &Y = a.out[0];
   Strided<2> s =
-      makeStrided<2>(*Y.shape, {kernels::contiguousStrides(*Y.shape),
-                                kernels::broadcastStrides(*X.shape, Y.rank())});
-  stridedCopy(a, X, Y, 0, s, "broadcast_to");
+      makeStrided<2>(*Y.shape, {abi::contiguousStrides(*Y.shape),
+                                abi::broadcastStrides(*X.shape, Y.rank())});
+  stridedCopy(a, X, Y, 0, s, a.instr.kernel.c_str());
 }
 
 //===----------------------------------------------------------------------===//
@@ -103,13 +103,13 @@ void launch_transpose(const CudaArgs &a) {
   const TensorView &X = a.in[0], &Y = a.out[0];
   if (Y.numel == 0)
     return;
-  const auto &perm = a.instr.iattrs;
-  std::vector<int64_t> xst = kernels::contiguousStrides(*X.shape),
+  const abi::AttrList perm = abi::attrs<abi::KernelId::Transpose>(a.instr).perm;
+  std::vector<int64_t> xst = abi::contiguousStrides(*X.shape),
                        permuted(perm.size());
   for (size_t i = 0; i < perm.size(); ++i)
     permuted[i] = xst[perm[i]];
-  std::vector<int64_t> yst = kernels::contiguousStrides(*Y.shape);
-  kernels::LoopNest<2> nest(*Y.shape, {yst, permuted});
+  std::vector<int64_t> yst = abi::contiguousStrides(*Y.shape);
+  abi::LoopNest<2> nest(*Y.shape, {yst, permuted});
   size_t r = nest.dims.size();
   if (r >= 2 && nest.strides[r - 1][1] != 1 && nest.strides[r - 2][1] == 1) {
     std::vector<int64_t> outerShape(nest.dims.begin(), nest.dims.end() - 2);
@@ -132,29 +132,31 @@ void launch_transpose(const CudaArgs &a) {
       (static_cast<const T *>(X.data), static_cast<T *>(Y.data), outer,
        outerCount, rows, cols, nest.strides[r - 2][0], nest.strides[r - 1][1]);
     });
-    checkLaunch("transpose");
+    checkLaunch(a.instr.kernel.c_str());
     return;
   }
   stridedCopy(a, X, Y, 0, makeStrided<2>(*Y.shape, {yst, permuted}),
-              "transpose");
+              a.instr.kernel.c_str());
 }
 
 //===----------------------------------------------------------------------===//
 // slice, slice_grad, concat
 //===----------------------------------------------------------------------===//
 
-/// The window of `full` that iattrs (starts ++ steps) select: its base
-/// offset and the strides of the window's dims in `full`.
+/// The window of `full` that a slice's or slice_grad's WindowAttrs (a start
+/// and a step per dim) select: its base offset and the strides of the
+/// window's dims in `full`.
 static long long windowStrides(const Instr &in,
                                const std::vector<int64_t> &full,
                                std::vector<int64_t> &strided) {
   size_t rank = full.size();
-  std::vector<int64_t> fst = kernels::contiguousStrides(full);
+  const abi::WindowAttrs w = abi::attrsOf<abi::WindowAttrs>(in);
+  std::vector<int64_t> fst = abi::contiguousStrides(full);
   strided.assign(rank, 0);
   long long base = 0;
   for (size_t d = 0; d < rank; ++d) {
-    base += in.iattrs[d] * fst[d];
-    strided[d] = fst[d] * in.iattrs[rank + d];
+    base += w.starts[d] * fst[d];
+    strided[d] = fst[d] * w.steps[d];
   }
   return base;
 }
@@ -172,8 +174,8 @@ void launch_slice(const CudaArgs &a) {
   long long base = windowStrides(a.instr, *X.shape, strided);
   stridedCopy(
       a, X, Y, base,
-      makeStrided<2>(*Y.shape, {kernels::contiguousStrides(*Y.shape), strided}),
-      "slice");
+      makeStrided<2>(*Y.shape, {abi::contiguousStrides(*Y.shape), strided}),
+      a.instr.kernel.c_str());
 }
 
 __global__ void sliceGradKernel(const void *dy, int tdy, void *dx, int tdx,
@@ -210,11 +212,11 @@ void launch_slice_grad(const CudaArgs &a) {
   std::vector<int64_t> strided;
   long long base = windowStrides(a.instr, *D.shape, strided);
   Strided<2> s =
-      makeStrided<2>(*G.shape, {kernels::contiguousStrides(*G.shape), strided});
+      makeStrided<2>(*G.shape, {abi::contiguousStrides(*G.shape), strided});
   TCC_LAUNCH(sliceGradKernel, gridFor(G.numel, kBlock, a.smCount), kBlock,
              a.stream)
   (G.data, dt(G), D.data, dt(D), base, G.numel, s);
-  checkLaunch("slice_grad");
+  checkLaunch(a.instr.kernel.c_str());
 }
 
 static int64_t product(const std::vector<int64_t> &shape, size_t from,
@@ -229,7 +231,7 @@ static int64_t product(const std::vector<int64_t> &shape, size_t from,
 // `offset` of the output's rows: one 2-D copy per input.
 void launch_concat(const CudaArgs &a) {
   const TensorView &Y = a.out[0];
-  int64_t axis = a.instr.iattrs[0];
+  int64_t axis = abi::attrs<abi::KernelId::Concat>(a.instr).axis;
   int64_t outer = product(*Y.shape, 0, axis);
   size_t esize = dtypeSize(Y.dtype);
   int64_t rowBytes = product(*Y.shape, axis, Y.rank()) * esize;
@@ -270,7 +272,7 @@ __global__ void gatherKernel(const T *x, const long long *idx, T *y,
 
 void launch_gather(const CudaArgs &a) {
   const TensorView &X = a.in[0], &I = a.in[1], &Y = a.out[0];
-  int64_t axis = a.instr.iattrs[0];
+  int64_t axis = abi::attrs<abi::KernelId::Gather>(a.instr).axis;
   int64_t outer = product(*X.shape, 0, axis), n = X.dim(axis);
   int64_t inner = product(*X.shape, axis + 1, X.rank());
   if (Y.numel == 0)
@@ -282,7 +284,7 @@ void launch_gather(const CudaArgs &a) {
     (static_cast<const T *>(X.data), static_cast<const long long *>(I.data),
      static_cast<T *>(Y.data), outer, I.numel, n, inner, a.err);
   });
-  checkLaunch("gather");
+  checkLaunch(a.instr.kernel.c_str());
 }
 
 __global__ void gatherGradKernel(const void *g, int tg, const long long *idx,
@@ -319,7 +321,7 @@ int64_t prepare_gather_grad(const Instr &in,
 
 void launch_gather_grad(const CudaArgs &a) {
   const TensorView &G = a.in[0], &I = a.in[1], &D = a.out[0];
-  int64_t axis = a.instr.iattrs[0];
+  int64_t axis = abi::attrs<abi::KernelId::GatherGrad>(a.instr).axis;
   int64_t outer = product(*D.shape, 0, axis), n = D.dim(axis);
   int64_t inner = product(*D.shape, axis + 1, D.rank());
   if (D.numel == 0)
@@ -332,13 +334,13 @@ void launch_gather_grad(const CudaArgs &a) {
                a.stream)
     (G.data, dt(G), static_cast<const long long *>(I.data), acc, outer, I.numel,
      n, inner, a.err);
-    checkLaunch("gather_grad");
+    checkLaunch(a.instr.kernel.c_str());
   }
   if (D.dtype != DType::F32) {
     TCC_LAUNCH(narrowKernel, gridFor(D.numel, kBlock, a.smCount), kBlock,
                a.stream)
     (acc, D.data, dt(D), D.numel);
-    checkLaunch("gather_grad");
+    checkLaunch(a.instr.kernel.c_str());
   }
 }
 
@@ -528,9 +530,9 @@ struct ReducePlan {
 };
 
 ReducePlan planReduce(const std::vector<int64_t> &xs,
-                      const std::vector<int64_t> &axes) {
+                      const abi::AttrList &axes) {
   ReducePlan p;
-  std::vector<int64_t> xst = kernels::contiguousStrides(xs);
+  std::vector<int64_t> xst = abi::contiguousStrides(xs);
   for (size_t d = 0; d < xs.size(); ++d) {
     if (std::binary_search(axes.begin(), axes.end(), int64_t(d))) {
       p.redShape.push_back(xs[d]);
@@ -542,7 +544,7 @@ ReducePlan planReduce(const std::vector<int64_t> &xs,
       p.outputs *= xs[d];
     }
   }
-  kernels::LoopNest<1> red(p.redShape, {p.redSt});
+  abi::LoopNest<1> red(p.redShape, {p.redSt});
   p.rows = p.count <= 1 || (red.dims.size() == 1 && red.strides[0][0] == 1);
   // Columns: chunks of >= 256 reduced elements, at most 128 (64 for more
   // than 32768 outputs), while the partial sums stay small (<= 16 MiB of
@@ -579,17 +581,19 @@ int64_t prepare_reduce(const Instr &in, const std::vector<TensorInfo> &t) {
     throw Error("no CUDA kernel for rank " + std::to_string(x.shape.size()) +
                 " operands ('" + x.name + "'); the CUDA kernels take rank <= " +
                 std::to_string(kCudaMaxRank));
-  ReducePlan p = planReduce(x.shape, in.iattrs);
+  // reduce_sum and reduce_mean share AxesAttrs.
+  ReducePlan p = planReduce(x.shape, abi::attrsOf<abi::AxesAttrs>(in).axes);
   return p.chunks > 1 ? p.chunks * p.outputs * int64_t(sizeof(float)) : 0;
 }
 
 void launch_reduce(const CudaArgs &a) {
   const TensorView &X = a.in[0], &Y = a.out[0];
-  ReducePlan p = planReduce(*X.shape, a.instr.iattrs);
+  ReducePlan p =
+      planReduce(*X.shape, abi::attrsOf<abi::AxesAttrs>(a.instr).axes);
   long long outputs = Y.numel;
   if (outputs == 0)
     return;
-  bool mean = a.instr.kernel == "reduce_mean";
+  bool mean = abi::is(a.instr, abi::KernelId::ReduceMean);
   // Like PyTorch (and the CPU), the mean of nothing is NaN (0/0).
   float fcount = static_cast<float>(p.count);
   Strided<1> kept = makeStrided<1>(p.keptShape, {p.keptSt});

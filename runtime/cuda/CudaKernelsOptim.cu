@@ -31,14 +31,15 @@ __global__ void sgdKernel(const void *p, int tp, const void *g, int tg,
 }
 
 void launch_sgd_update(const CudaArgs &a) {
+  const abi::SgdAttrs h = abi::attrs<abi::KernelId::SgdUpdate>(a.instr);
   long long n = a.in[0].numel;
   if (n == 0)
     return;
   TCC_LAUNCH(sgdKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
   (a.in[0].data, dt(a.in[0]), a.in[1].data, dt(a.in[1]), a.out[0].data,
-   dt(a.out[0]), n, static_cast<float>(a.instr.fattrs[0]),
-   static_cast<float>(a.instr.fattrs[1]));
-  checkLaunch("sgd_update");
+   dt(a.out[0]), n, static_cast<float>(h.lr),
+   static_cast<float>(h.weightDecay));
+  checkLaunch(a.instr.kernel.c_str());
 }
 
 __global__ void sgdMomentumKernel(const void *p, int tp, const void *g, int tg,
@@ -59,13 +60,14 @@ void launch_sgd_momentum_update(const CudaArgs &a) {
   long long n = a.in[0].numel;
   if (n == 0)
     return;
-  const auto &f = a.instr.fattrs;
+  const abi::SgdMomentumAttrs h =
+      abi::attrs<abi::KernelId::SgdMomentumUpdate>(a.instr);
   TCC_LAUNCH(sgdMomentumKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
   (a.in[0].data, dt(a.in[0]), a.in[1].data, dt(a.in[1]), a.in[2].data,
    dt(a.in[2]), a.out[0].data, dt(a.out[0]), a.out[1].data, dt(a.out[1]), n,
-   static_cast<float>(f[0]), static_cast<float>(f[1]),
-   static_cast<float>(f[2]));
-  checkLaunch("sgd_momentum_update");
+   static_cast<float>(h.lr), static_cast<float>(h.momentum),
+   static_cast<float>(h.weightDecay));
+  checkLaunch(a.instr.kernel.c_str());
 }
 
 //===----------------------------------------------------------------------===//
@@ -209,8 +211,8 @@ __global__ void adamwMultiKernel(const AdamEntry *entries,
   }
 }
 
-static AdamHyper hyper(const std::vector<double> &f) {
-  return AdamHyper{f[0], f[1], f[2], f[3], f[4]};
+static AdamHyper hyper(const abi::AdamwAttrs &h) {
+  return AdamHyper{h.lr, h.beta1, h.beta2, h.eps, h.weightDecay};
 }
 
 void launch_adamw_update(const CudaArgs &a) {
@@ -228,13 +230,14 @@ void launch_adamw_update(const CudaArgs &a) {
   if (a.in.size() == 7)
     sc = {a.in[5].data, a.in[6].data};
   TCC_LAUNCH(adamwKernel, gridFor(e.n, kBlock, a.smCount), kBlock, a.stream)
-  (e, a.in[4].data, dt(a.in[4]), sc, hyper(a.instr.fattrs));
-  checkLaunch("adamw_update");
+  (e, a.in[4].data, dt(a.in[4]), sc,
+   hyper(abi::attrs<abi::KernelId::AdamwUpdate>(a.instr)));
+  checkLaunch(a.instr.kernel.c_str());
 }
 
 void launchAdamwMulti(const AdamEntry *entries, const AdamBlock *blocks,
                       int64_t numBlocks, const void *step, DType stepDt,
-                      AdamScaling sc, const std::vector<double> &fattrs,
+                      AdamScaling sc, const abi::AdamwAttrs &h,
                       cudaStream_t stream) {
   (void)stream; // unused when emulated
   if (numBlocks == 0)
@@ -242,9 +245,10 @@ void launchAdamwMulti(const AdamEntry *entries, const AdamBlock *blocks,
   unsigned grid =
       static_cast<unsigned>(numBlocks < (1LL << 20) ? numBlocks : (1LL << 20));
   TCC_LAUNCH(adamwMultiKernel, grid, kBlock, stream)
-  (entries, blocks, numBlocks, step, static_cast<int>(stepDt), sc,
-   hyper(fattrs));
-  checkLaunch("adamw_update (multi-tensor)");
+  (entries, blocks, numBlocks, step, static_cast<int>(stepDt), sc, hyper(h));
+  checkLaunch(
+      (std::string(abi::name(abi::KernelId::AdamwUpdate)) + " (multi-tensor)")
+          .c_str());
 }
 
 } // namespace tcc::rt::cuda

@@ -26,8 +26,9 @@ struct AxisView {
 
 static AxisView axisView(const CudaArgs &a, const TensorView &t) {
   AxisView v;
-  int64_t ax = a.instr.iattrs[0];
-  size_t axis = static_cast<size_t>(ax < 0 ? ax + (int64_t)t.rank() : ax);
+  // The softmax family shares AxisAttrs (an axis checkInstr bounded).
+  size_t axis = static_cast<size_t>(
+      abi::normalizeAxis(abi::attrsOf<abi::AxisAttrs>(a.instr).axis, t.rank()));
   for (size_t d = 0; d < t.rank(); ++d) {
     if (d < axis)
       v.outer *= t.dim(d);
@@ -98,7 +99,7 @@ __global__ void softmaxColsKernel(const void *x, int tx, void *y, int ty,
 void launch_softmax(const CudaArgs &a) {
   const TensorView &X = a.in[0], &Y = a.out[0];
   AxisView v = axisView(a, X);
-  bool logOut = a.instr.kernel == "log_softmax";
+  bool logOut = abi::is(a.instr, abi::KernelId::LogSoftmax);
   if (X.numel == 0)
     return;
   if (v.inner == 1)
@@ -155,7 +156,7 @@ __global__ void softmaxGradColsKernel(const void *dy, int tdy, const void *y,
 void launch_softmax_grad(const CudaArgs &a) {
   const TensorView &DY = a.in[0], &Y = a.in[1], &DX = a.out[0];
   AxisView v = axisView(a, DY);
-  bool logIn = a.instr.kernel == "log_softmax_grad";
+  bool logIn = abi::is(a.instr, abi::KernelId::LogSoftmaxGrad);
   if (DY.numel == 0)
     return;
   if (v.inner == 1)
@@ -240,7 +241,7 @@ void launch_softmax_cross_entropy(const CudaArgs &a) {
                std::min(rowBlock(classes), 512), a.stream)
     (L.data, dt(L), static_cast<const long long *>(Lab.data), parts, rows,
      classes, a.err);
-    checkLaunch("softmax_cross_entropy");
+    checkLaunch(a.instr.kernel.c_str());
   }
   finalMean(a, parts, rows, rows, a.out[0]);
 }
@@ -290,7 +291,7 @@ void launch_softmax_cross_entropy_grad(const CudaArgs &a) {
   (a.in[0].data, dt(a.in[0]), L.data, dt(L),
    static_cast<const long long *>(Lab.data), a.out[0].data, dt(a.out[0]), rows,
    classes, a.err);
-  checkLaunch("softmax_cross_entropy_grad");
+  checkLaunch(a.instr.kernel.c_str());
 }
 
 /// Blocks of the MSE partial sums (scratch: this many doubles).
@@ -323,7 +324,7 @@ void launch_mse_loss(const CudaArgs &a) {
   if (n > 0) {
     TCC_LAUNCH(squaredErrorKernel, blocks, kBlock, a.stream)
     (P.data, dt(P), T.data, dt(T), n, parts);
-    checkLaunch("mse_loss");
+    checkLaunch(a.instr.kernel.c_str());
   }
   finalMean(a, parts, n > 0 ? blocks : 0, n, a.out[0]);
 }
@@ -344,7 +345,7 @@ void launch_mse_loss_grad(const CudaArgs &a) {
   TCC_LAUNCH(mseGradKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
   (a.in[0].data, dt(a.in[0]), a.in[1].data, dt(a.in[1]), a.in[2].data,
    dt(a.in[2]), a.out[0].data, dt(a.out[0]), n);
-  checkLaunch("mse_loss_grad");
+  checkLaunch(a.instr.kernel.c_str());
 }
 
 //===----------------------------------------------------------------------===//
@@ -395,16 +396,17 @@ __global__ void __launch_bounds__(1024)
 
 void launch_layer_norm(const CudaArgs &a) {
   const TensorView &X = a.in[0];
+  const abi::LayerNormAttrs at = abi::attrs<abi::KernelId::LayerNorm>(a.instr);
   long long rows, n;
-  normView(X, a.instr.iattrs[0], rows, n);
+  normView(X, at.axis, rows, n);
   if (rows == 0 || n == 0)
     return;
   TCC_LAUNCH(layerNormKernel, rowGrid(rows), std::min(rowBlock(n), 512),
              a.stream)
   (X.data, dt(X), a.in[1].data, dt(a.in[1]), a.in[2].data, dt(a.in[2]),
    a.out[0].data, dt(a.out[0]), a.out[1].data, dt(a.out[1]), a.out[2].data,
-   dt(a.out[2]), rows, n, a.instr.fattrs[0]);
-  checkLaunch("layer_norm");
+   dt(a.out[2]), rows, n, at.eps);
+  checkLaunch(a.instr.kernel.c_str());
 }
 
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * scale,
@@ -611,9 +613,11 @@ static int paramSlices(long long rows) {
 int64_t prepare_layer_norm_grad(const Instr &in,
                                 const std::vector<TensorInfo> &tensors) {
   const TensorInfo &x = tensors[in.inputs[1]];
+  // layer_norm_grad and layer_norm_param_grad share AxisAttrs.
+  int64_t axis = abi::attrsOf<abi::AxisAttrs>(in).axis;
   long long rows = 1, n = 1;
   for (size_t d = 0; d < x.shape.size(); ++d)
-    (static_cast<int64_t>(d) < in.iattrs[0] ? rows : n) *= x.shape[d];
+    (static_cast<int64_t>(d) < axis ? rows : n) *= x.shape[d];
   return paramSlices(rows) * 2 * n * static_cast<int64_t>(sizeof(double));
 }
 
@@ -663,7 +667,7 @@ static void launchParamGrad(const CudaArgs &a, const TensorView &dy,
 void launch_layer_norm_grad(const CudaArgs &a) {
   const TensorView &DY = a.in[0], &X = a.in[1];
   long long rows, n;
-  normView(X, a.instr.iattrs[0], rows, n);
+  normView(X, abi::attrs<abi::KernelId::LayerNormGrad>(a.instr).axis, rows, n);
   if (n == 0)
     return;
   if (rows > 0) {
@@ -672,19 +676,20 @@ void launch_layer_norm_grad(const CudaArgs &a) {
     (DY.data, dt(DY), X.data, dt(X), a.in[2].data, dt(a.in[2]), a.in[3].data,
      dt(a.in[3]), a.in[4].data, dt(a.in[4]), a.out[0].data, dt(a.out[0]), rows,
      n);
-    checkLaunch("layer_norm_grad");
+    checkLaunch(a.instr.kernel.c_str());
   }
   launchParamGrad(a, DY, X, a.in[3], a.in[4], a.out[1], a.out[2], rows, n,
-                  "layer_norm_grad");
+                  a.instr.kernel.c_str());
 }
 
 void launch_layer_norm_param_grad(const CudaArgs &a) {
   long long rows, n;
-  normView(a.in[1], a.instr.iattrs[0], rows, n);
+  normView(a.in[1], abi::attrs<abi::KernelId::LayerNormParamGrad>(a.instr).axis,
+           rows, n);
   if (n == 0)
     return;
   launchParamGrad(a, a.in[0], a.in[1], a.in[2], a.in[3], a.out[0], a.out[1],
-                  rows, n, "layer_norm_param_grad");
+                  rows, n, a.instr.kernel.c_str());
 }
 
 } // namespace tcc::rt::cuda

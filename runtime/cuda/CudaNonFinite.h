@@ -11,7 +11,7 @@
 #ifndef TCC_RUNTIME_CUDA_CUDANONFINITE_H
 #define TCC_RUNTIME_CUDA_CUDANONFINITE_H
 
-#include "runtime/cpu/Kernels.h"
+#include "runtime/core/abi/Kernels.h"
 
 #include <cuda_runtime_api.h>
 

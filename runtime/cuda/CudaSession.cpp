@@ -9,6 +9,7 @@
 // recycles memory exactly as the kernels release it.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/core/abi/KernelAbi.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaSessionInternal.h"
 
@@ -136,7 +137,8 @@ void CudaSession::Impl::launch(ProgramState &ps, size_t i) {
     const Instr &first = ps.program.instrs[i];
     launchAdamwMulti(g.entries, g.blocks, g.numBlocks, buffers[first.inputs[4]],
                      tensors[first.inputs[4]].dtype,
-                     adamScaling(first, buffers), first.fattrs, stream);
+                     adamScaling(first, buffers),
+                     abi::attrs<abi::KernelId::AdamwUpdate>(first), stream);
     return;
   }
   CudaArgs &a = ps.args[i];
@@ -261,7 +263,8 @@ std::string CudaSession::Impl::errorMessage(const ErrSlot &slot,
     return where + "gather: index " + std::to_string(w[1]) + " at position " +
            formatShape(pos) + " of the indices '" + idx.name +
            "' is outside [" + std::to_string(-w[2]) + ", " +
-           std::to_string(w[2]) + ") (axis " + std::to_string(in.iattrs[0]) +
+           std::to_string(w[2]) + ") (axis " +
+           std::to_string(abi::attrsOf<abi::AxisAttrs>(in).axis) +
            " has size " + std::to_string(w[2]) + ")";
   }
   // Labels: the i64 input (the last one of the losses; a fused region's).

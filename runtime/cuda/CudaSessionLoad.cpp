@@ -7,7 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Initializer.h"
-#include "runtime/cpu/FusedLibrary.h"
+#include "runtime/core/abi/KernelAbi.h"
+#include "runtime/core/abi/FusedAbi.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaSessionInternal.h"
 
@@ -55,7 +56,7 @@ static void checkFused(const Instr &in, const std::vector<TensorInfo> &tensors,
   if (!dc.present())
     throw Error("the artifact has no GPU code for its generated kernels; "
                 "compile it with tcc compile --target cuda");
-  int64_t k = in.iattrs.at(0);
+  int64_t k = abi::attrs<abi::KernelId::Fused>(in).kernel;
   if (k < 0 || k >= static_cast<int64_t>(dc.kernels.size()))
     throw Error("generated kernel " + std::to_string(k) +
                 " does not exist (the GPU code has " +
@@ -88,9 +89,10 @@ void CudaSession::Impl::validate(const Artifact &a) {
           throw Error("no CUDA kernel yet; run it on the CPU (--device cpu)");
         if (def->prepare)
           scratchBytes = std::max(scratchBytes, def->prepare(in, tensors));
-        if (in.kernel == "fused") {
+        if (abi::is(in, abi::KernelId::Fused)) {
           checkFused(in, tensors, a.device);
-          const DeviceKernel &dk = a.device.kernels[in.iattrs[0]];
+          const DeviceKernel &dk =
+              a.device.kernels[abi::attrs<abi::KernelId::Fused>(in).kernel];
           scratchBytes = std::max(scratchBytes, dk.partialCount() * 8);
         }
       } catch (const Error &e) {
@@ -100,7 +102,10 @@ void CudaSession::Impl::validate(const Artifact &a) {
       ps->defs.push_back(def);
       ps->costs.push_back(kernelCost(in, tensors, mode == ExecMode::Compiled));
       ps->labels.push_back(profileLabel(
-          in, in.kernel == "fused" ? a.device.kernels[in.iattrs[0]].name : ""));
+          in, abi::is(in, abi::KernelId::Fused)
+                  ? a.device.kernels[abi::attrs<abi::KernelId::Fused>(in).kernel]
+                        .name
+                  : ""));
       ps->shapeLabels.push_back(
           profileKey(ps->labels.back(), profileShape(in, tensors)));
       CudaArgs args{in, {}, {}};
@@ -303,13 +308,13 @@ void CudaSession::Impl::buildAdamGroups(ProgramState &ps) {
   const auto &instrs = ps.program.instrs;
   auto joins = [&](size_t first, size_t j) {
     const Instr &a = instrs[first], &b = instrs[j];
-    return b.kernel == "adamw_update" && b.fattrs == a.fattrs &&
+    return abi::is(b, abi::KernelId::AdamwUpdate) && b.fattrs == a.fattrs &&
            b.inputs.size() == a.inputs.size() &&
            std::equal(a.inputs.begin() + 4, a.inputs.end(),
                       b.inputs.begin() + 4);
   };
   for (size_t i = 0; i < instrs.size();) {
-    if (instrs[i].kernel != "adamw_update") {
+    if (!abi::is(instrs[i], abi::KernelId::AdamwUpdate)) {
       ++i;
       continue;
     }

@@ -380,9 +380,10 @@ runLoops(const OneProgram &prog, int64_t chunkCap, int64_t *chunks = nullptr) {
                                     &art.tensors[id].shape,
                                     art.tensors[id].numElements()});
     const auto &sh = [&](int i) { return art.tensors[in.inputs[i]].shape; };
-    AttentionPlan plan =
-        cuda::planAttention(attentionDims(sh(0), sh(1), sh(2), in),
-                            art.tensors[in.inputs[0]].dtype, chunkCap);
+    AttentionPlan plan = cuda::planAttention(
+        attentionDims(sh(0), sh(1), sh(2),
+                      tcc::rt::abi::attrsOf<tcc::rt::abi::AttentionAttrs>(in)),
+        art.tensors[in.inputs[0]].dtype, chunkCap);
     if (chunks && plan.chunk)
       *chunks = (plan.batch + plan.chunk - 1) / plan.chunk;
     // The registry's prepare asks for the uncapped plan's scratch: at
@@ -802,7 +803,7 @@ std::vector<uint8_t> thirdOf(const SeqCase &c,
 } // namespace
 
 // q, k and v read inside one fused QKV projection ([B..., T, 3H, D], the
-// kernels' iattrs[2]), and their gradients written into one of that
+// kernels' fused_qkv flag), and their gradients written into one of that
 // layout, give the sequence-major results bit for bit in every chunking:
 // the GEMMs take a wider leading dimension and k's and v's columns further
 // in.

@@ -42,8 +42,9 @@ static void cpuGemm(const TensorView &A, const TensorView &B,
 void launch_matmul_epilogue(const CudaArgs &a) {
   if (runByOnesLine(a, cpuGemm))
     return;
-  cpuGemm(a.in[0], a.in[1], a.out[0], a.instr.iattrs[0] != 0,
-          a.instr.iattrs[1] != 0);
+  const abi::MatmulEpilogueAttrs at =
+      abi::attrs<abi::KernelId::MatmulEpilogue>(a.instr);
+  cpuGemm(a.in[0], a.in[1], a.out[0], at.transA, at.transB);
   epilogueFallback(a);
 }
 // attention / attention_grad run their real chunk loops and row kernels
@@ -364,7 +365,9 @@ TEST(CudaKernelEmuAdamW, MultiTensorLaunch) {
   int32_t step = instrs[0].inputs[4];
   cuda::launchAdamwMulti(
       entries.data(), blocks.data(), static_cast<int64_t>(blocks.size()),
-      store[step].data(), DType::F32, {}, instrs[0].fattrs, nullptr);
+      store[step].data(), DType::F32, {},
+      tcc::rt::abi::attrs<tcc::rt::abi::KernelId::AdamwUpdate>(instrs[0]),
+      nullptr);
   std::vector<std::vector<uint8_t>> cpu = prog.initial();
   std::vector<void *> buffers;
   for (auto &s : cpu)
@@ -418,7 +421,8 @@ TEST(CudaKernelEmuAdamW, MultiTensorLaunchUnscalesAndSkips) {
     cuda::launchAdamwMulti(
         entries.data(), blocks.data(), static_cast<int64_t>(blocks.size()),
         store[step].data(), DType::F32, cuda::adamScaling(instrs[1], gpu),
-        instrs[1].fattrs, nullptr);
+        tcc::rt::abi::attrs<tcc::rt::abi::KernelId::AdamwUpdate>(instrs[1]),
+        nullptr);
     for (int e : {1, 3})
       runKernel(instrs[e], a.tensors, buffers);
     for (int e : {1, 3})

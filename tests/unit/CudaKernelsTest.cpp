@@ -452,14 +452,16 @@ TEST(CudaKernels, GemmEpilogues) {
       {
         cuda::CudaGemm gemm(nullptr, false);
         for (const Instr &in : art.programs[0].instrs) {
-          const GemmEpilogueInfo &e = *gemmEpilogueByCode(in.iattrs[2]);
+          const tcc::rt::abi::MatmulEpilogueAttrs at =
+              tcc::rt::abi::attrs<tcc::rt::abi::KernelId::MatmulEpilogue>(in);
+          const GemmEpilogueInfo &e = *gemmEpilogueByCode(at.epilogue);
           const TensorInfo &A = art.tensors[in.inputs[0]],
                            &D = art.tensors[in.outputs[0]];
           cuda::CudaGemm::Problem p;
           p.ab = A.dtype;
           p.c = D.dtype;
-          p.transA = in.iattrs[0];
-          p.transB = in.iattrs[1];
+          p.transA = at.transA;
+          p.transB = at.transB;
           p.n = D.shape.back();
           p.m = D.numElements() / p.n;
           p.k = p.transA ? A.shape[0] : A.shape.back();

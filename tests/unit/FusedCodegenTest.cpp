@@ -523,10 +523,10 @@ TEST_F(Fixture, LibraryChecksOperandsAndIsa) {
       std::vector<rt::TensorInfo> tensors = fused->tensors;
       tensors[bad.inputs[0]].shape = {7};
       EXPECT_THROW(l.check(bad, tensors), rt::Error);
-      bad.iattrs = {(int64_t)l.size()};
+      rt::abi::setAttrs(bad, rt::abi::FusedAttrs{(int64_t)l.size(), {}});
       EXPECT_THROW(l.check(bad, fused->tensors), rt::Error);
       // A pair in place that the kernel was not compiled for.
-      int64_t k = in.iattrs[0];
+      int64_t k = rt::abi::attrs<rt::abi::KernelId::Fused>(in).kernel;
       for (size_t o = 0; o < in.outputs.size(); ++o)
         for (size_t i = 0; i < in.inputs.size(); ++i) {
           std::pair<int64_t, int64_t> pair{(int64_t)o, (int64_t)i};
@@ -534,7 +534,8 @@ TEST_F(Fixture, LibraryChecksOperandsAndIsa) {
           if (std::find(allowed.begin(), allowed.end(), pair) != allowed.end())
             continue;
           bad = in;
-          bad.iattrs = {k, pair.first, pair.second};
+          std::vector<int64_t> pairs{pair.first, pair.second};
+          rt::abi::setAttrs(bad, rt::abi::FusedAttrs{k, pairs});
           try {
             l.check(bad, fused->tensors);
             ADD_FAILURE() << "pair accepted";

@@ -61,25 +61,25 @@ TEST(KernelCost, AttentionCountsTheKeysACausalOneKeeps) {
           v = s.add({2, 8, 3, 4}, DType::BF16),
           o = s.add({2, 8, 3, 4}, DType::BF16), lse = s.add({2, 3, 8});
   KernelCost full =
-      kernelCost({"attention", {q, k, v}, {o, lse}, {0, 1}, {}}, s.t, true);
+      kernelCost({"attention", {q, k, v}, {o, lse}, {0, 1}, {0.5}}, s.t, true);
   EXPECT_DOUBLE_EQ(full.flops, 2.0 * 6 * 8 * 8 * (4 + 4));
   KernelCost causal =
-      kernelCost({"attention", {q, k, v}, {o, lse}, {1, 1}, {}}, s.t, true);
+      kernelCost({"attention", {q, k, v}, {o, lse}, {1, 1}, {0.5}}, s.t, true);
   EXPECT_DOUBLE_EQ(causal.flops, 2.0 * 6 * (8 * 9 / 2) * (4 + 4));
   // The backward: S again, dP, dV, dQ, dK.
   int32_t dq = s.add({2, 8, 3, 4}, DType::BF16),
           dk = s.add({2, 8, 3, 4}, DType::BF16),
           dv = s.add({2, 8, 3, 4}, DType::BF16);
   KernelCost back = kernelCost(
-      {"attention_grad", {q, k, v, o, lse, o}, {dq, dk, dv}, {1, 1}, {}}, s.t,
-      true);
+      {"attention_grad", {q, k, v, o, lse, o}, {dq, dk, dv}, {1, 1}, {0.5}},
+      s.t, true);
   EXPECT_DOUBLE_EQ(back.flops, 2.0 * 6 * (8 * 9 / 2) * (3 * 4 + 2 * 4));
   EXPECT_EQ(back.bytes, 7 * (2 * 8 * 3 * 4 * 2) + 2 * 3 * 8 * 4);
   // More queries than keys: the rows past the keys keep all of them.
   int32_t q2 = s.add({1, 6, 4}), k2 = s.add({1, 3, 4}), v2 = s.add({1, 3, 4}),
           o2 = s.add({1, 6, 4}), l2 = s.add({1, 6});
-  KernelCost tall =
-      kernelCost({"attention", {q2, k2, v2}, {o2, l2}, {1, 0}, {}}, s.t, true);
+  KernelCost tall = kernelCost(
+      {"attention", {q2, k2, v2}, {o2, l2}, {1, 0}, {0.5}}, s.t, true);
   EXPECT_DOUBLE_EQ(tall.flops, 2.0 * (1 + 2 + 3 + 3 + 3 + 3) * (4 + 4));
 }
 
@@ -186,14 +186,16 @@ TEST(KernelCost, ProfileShapesNameTheProblem) {
           k = s.add({2, 8, 3, 4}, DType::BF16),
           v = s.add({2, 8, 3, 4}, DType::BF16),
           o = s.add({2, 8, 3, 4}, DType::BF16), lse = s.add({2, 3, 8});
-  EXPECT_EQ(profileShape({"attention", {q, k, v}, {o, lse}, {1, 1}, {}}, s.t),
-            "b6 t8x8 d4 causal");
-  EXPECT_EQ(profileShape({"attention", {q, k, v}, {o, lse}, {0, 1}, {}}, s.t),
-            "b6 t8x8 d4");
+  EXPECT_EQ(
+      profileShape({"attention", {q, k, v}, {o, lse}, {1, 1}, {0.5}}, s.t),
+      "b6 t8x8 d4 causal");
+  EXPECT_EQ(
+      profileShape({"attention", {q, k, v}, {o, lse}, {0, 1}, {0.5}}, s.t),
+      "b6 t8x8 d4");
   int32_t v8 = s.add({1, 3, 8}), q1 = s.add({1, 6, 4}), k1 = s.add({1, 3, 4}),
           o8 = s.add({1, 6, 8}), l1 = s.add({1, 6});
   EXPECT_EQ(
-      profileShape({"attention", {q1, k1, v8}, {o8, l1}, {0, 0}, {}}, s.t),
+      profileShape({"attention", {q1, k1, v8}, {o8, l1}, {0, 0}, {0.5}}, s.t),
       "b1 t6x3 d4 dv8");
   Instr relu{"relu", {a}, {c}, {}, {}};
   EXPECT_EQ(profileShape(relu, s.t), "");

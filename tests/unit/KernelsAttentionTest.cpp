@@ -626,20 +626,22 @@ TEST(KernelsAttention, CheckErrors) {
         [](auto &, auto &in) {
           in.iattrs = {2, 0};
         },
-        "the causal attribute must be 0 or 1, got 2");
+        "attribute 'causal' must be 0 or 1, got 2");
     bad(
         [](auto &, auto &in) {
           in.iattrs = {0, 3};
         },
-        "the seq_major attribute must be 0 or 1, got 3");
+        "attribute 'seq_major' must be 0 or 1, got 3");
     bad([](auto &, auto &in) { in.iattrs = {0}; },
-        "expects 2 integer attributes, got 1");
-    // fused_qkv (iattrs[2]): q, k and v one [B..., T, 3H, D] tensor.
+        "expects 2 or 3 integer attributes (causal, seq_major, [fused_qkv]), "
+        "got 1");
+    // fused_qkv (AttentionAttrs' third integer): q, k and v one
+    // [B..., T, 3H, D] tensor.
     bad(
         [](auto &, auto &in) {
           in.iattrs = {0, 1, 2};
         },
-        "the fused_qkv attribute must be 0 or 1, got 2");
+        "attribute 'fused_qkv' must be 0 or 1, got 2");
     bad(
         [](auto &, auto &in) {
           in.iattrs = {0, 0, 1};
@@ -667,7 +669,7 @@ TEST(KernelsAttention, CheckErrors) {
         },
         "expected q's rank and sequence-major batch dims [3]");
     bad([](auto &, auto &in) { in.fattrs = {}; },
-        "expects 1 float attributes, got 0");
+        "expects 1 float attribute (scale), got 0");
     bad([](auto &, auto &in) { in.fattrs = {NAN}; },
         "the scale attribute must be finite");
     bad([](auto &, auto &in) { in.inputs.resize(2); }, "inputs (q, k, v");

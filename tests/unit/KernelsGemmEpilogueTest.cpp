@@ -295,7 +295,7 @@ TEST(GemmEpilogueKernel, MalformedInstrsAreRejected) {
                 .find("non-transposed left operand"),
             std::string::npos);
   EXPECT_NE(checkError(ts, instr({A, B, bias}, {D}, {0, 2, biasCode}))
-                .find("transpose flags must be 0 or 1"),
+                .find("attribute 'transB' must be 0 or 1, got 2"),
             std::string::npos);
   EXPECT_NE(checkError(ts, instr({A, B, bias}, {bias}, {0, 0, biasCode}))
                 .find("do not agree"),

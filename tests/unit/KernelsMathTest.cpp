@@ -456,9 +456,9 @@ TEST(KernelsMath, ChecksRejectBadInstrs) {
     return std::string("(no error)");
   };
   EXPECT_EQ(message([&] { h.check("gelu", {x}, {y}, {2}); }),
-            "approximate must be 0 (erf) or 1 (tanh), got 2");
+            "attribute 'approximate_tanh' must be 0 or 1, got 2");
   EXPECT_EQ(message([&] { h.check("pow_scalar", {x}, {y}); }),
-            "expects 1 float attributes, got 0");
+            "expects 1 float attribute (exponent), got 0");
   EXPECT_EQ(message([&] {
               h.check("layer_norm", {x, s2, s3}, {y, st, st}, {1}, {1e-5});
             }),

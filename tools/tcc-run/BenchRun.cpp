@@ -16,7 +16,8 @@
 #include "runtime/core/DeviceSelect.h"
 #include "runtime/core/ProcessMemory.h"
 #include "runtime/core/Session.h"
-#include "runtime/cpu/Kernels.h"
+#include "runtime/core/abi/KernelAbi.h"
+#include "runtime/core/abi/Kernels.h"
 #include "runtime/train/TrainLoop.h"
 #include "tools/tcc-run/Args.h"
 
@@ -84,14 +85,16 @@ static int64_t intRange(const rt::Artifact &a, const rt::Program &p,
     auto reads = [&](size_t i) {
       return in.inputs.size() > i && names.count(in.inputs[i]);
     };
-    if (in.kernel == "copy" && reads(0) && !in.outputs.empty())
+    if (rt::abi::is(in, rt::abi::KernelId::Copy) && reads(0) &&
+        !in.outputs.empty())
       names.insert(in.outputs[0]);
-    if (in.kernel == "gather" && reads(1) && !in.iattrs.empty()) {
-      const std::vector<int64_t> &shape = a.tensors[in.inputs[0]].shape;
-      if (in.iattrs[0] >= 0 && in.iattrs[0] < (int64_t)shape.size())
-        tighten(shape[in.iattrs[0]]);
-    }
-    if (in.kernel == "softmax_cross_entropy" && reads(1) &&
+    if (rt::abi::is(in, rt::abi::KernelId::Gather) && reads(1))
+      if (auto g = rt::abi::tryAttrsOf<rt::abi::AxisAttrs>(in)) {
+        const std::vector<int64_t> &shape = a.tensors[in.inputs[0]].shape;
+        if (g->axis >= 0 && g->axis < (int64_t)shape.size())
+          tighten(shape[g->axis]);
+      }
+    if (rt::abi::is(in, rt::abi::KernelId::SoftmaxCrossEntropy) && reads(1) &&
         !a.tensors[in.inputs[0]].shape.empty())
       tighten(a.tensors[in.inputs[0]].shape.back());
   }

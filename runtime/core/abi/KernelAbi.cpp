@@ -54,6 +54,8 @@ std::string attrCountError(const Instr &in, const AttrShape &s) {
                  : s.optional  ? n == s.integers || n == s.integers + 1
                                : n == s.integers;
   if (!intsFit) {
+    // "1 integer attribute", "at least 1 integer attribute", else plural.
+    bool one = s.integers == 1 && (s.tail == 1 || (!s.tail && !s.optional));
     std::string want =
         s.tail == 1   ? "at least " + std::to_string(s.integers)
         : s.tail == 2 ? (s.integers ? std::to_string(s.integers) + " plus " : "") +
@@ -61,7 +63,7 @@ std::string attrCountError(const Instr &in, const AttrShape &s) {
         : s.optional  ? std::to_string(s.integers) + " or " +
                            std::to_string(s.integers + 1)
                       : std::to_string(s.integers);
-    return "expects " + want + " integer attributes" +
+    return "expects " + want + " integer attribute" + (one ? "" : "s") +
            (s.integerNames.empty() ? "" : " (" + s.integerNames + ")") +
            ", got " + std::to_string(n);
   }
@@ -77,8 +79,8 @@ std::string attrCountError(const Instr &in, const AttrShape &s) {
   }
   if (s.optional && n == s.integers + 1 && in.iattrs[n - 1] != 0 &&
       in.iattrs[n - 1] != 1)
-    return "the optional flag attribute must be 0 or 1, got " +
-           std::to_string(in.iattrs[n - 1]);
+    return std::string("attribute '") + s.optionalName +
+           "' must be 0 or 1, got " + std::to_string(in.iattrs[n - 1]);
   return "";
 }
 

@@ -79,6 +79,12 @@ struct AxisAttrs {
   template <class V> void visit(V &v) { v.integer(axis, "axis"); }
 };
 
+/// A checked axis of a tensor of rank `rank`, negative ones counted from
+/// the end (the kernels that allow them: the softmax family).
+inline int64_t normalizeAxis(int64_t axis, size_t rank) {
+  return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
+}
+
 /// reduce_sum, reduce_mean: the reduced axes, sorted.
 struct AxesAttrs {
   AttrList axes;
@@ -304,6 +310,7 @@ private:
 struct AttrShape {
   size_t integers = 0, reals = 0;
   bool optional = false; // one more trailing integer may follow
+  const char *optionalName = nullptr; // its name (a 0/1 flag)
   int tail = 0;          // 0: none; 1: any remaining integers; 2: an even count
   std::vector<const char *> flags; // names of the 0/1 fields, in order
   std::vector<size_t> flagAt;      // their integer positions
@@ -319,6 +326,7 @@ struct AttrShape {
   void optionalFlag(const bool &, const char *n) {
     add(integerNames, (std::string("[") + n + "]").c_str());
     optional = true;
+    optionalName = n;
   }
   void list(const AttrList &, const char *n) {
     add(integerNames, (std::string(n) + "...").c_str());
