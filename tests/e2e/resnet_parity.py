@@ -147,7 +147,7 @@ def torch_adamw(model, x, y, batch, steps, lr, dtype):
     return losses
 
 
-def check_adamw(tcc, d, model, x, y, batch, steps, lr, weight_tol, float32):
+def check_adamw(tcc, d, model, x, y, batch, steps, lr, weight_tol):
     art = os.path.join(d, "adamw.tcc")
     run([tcc, "compile", os.path.join(d, "model.onnx"), "-o", art, "--batch",
          str(batch), "--optimizer", "adamw", "--lr", str(lr)])
@@ -161,16 +161,21 @@ def check_adamw(tcc, d, model, x, y, batch, steps, lr, weight_tol, float32):
     ref = reference(model)
     losses64 = torch_adamw(ref, x, y, batch, steps, lr, torch.float64)
     # Rounding differences grow over the steps (AdamW moves every weight by
-    # about lr whatever the size of its gradient); on ResNet-18 float32
-    # PyTorch strays from float64 by ~1e-2 itself. That run is optional: it
-    # costs as much as the float64 one.
-    np.testing.assert_allclose(tcc_losses, losses64, rtol=1e-2,
-                               err_msg="per-step AdamW losses vs float64")
-    losses32 = losses64
-    if float32:
-        losses32 = torch_adamw(model, x, y, batch, steps, lr, torch.float32)
-        np.testing.assert_allclose(tcc_losses, losses32, rtol=5e-2,
-                                   err_msg="per-step AdamW losses vs float32")
+    # about lr whatever the size of its gradient), by how much depends on
+    # the machine's BLAS kernels: float32 PyTorch itself strays from float64
+    # by 1e-2 on one machine and 2.3e-2 on another (ResNet-18, step 20). So
+    # tcc is held to 1e-2, or to 1.5x float32 PyTorch's own distance from
+    # float64 on this machine where that is larger.
+    losses32 = torch_adamw(model, x, y, batch, steps, lr, torch.float32)
+    diff = lambda a, b: max(abs(p - q) / abs(q) for p, q in zip(a, b))
+    noise = diff(losses32, losses64)
+    tol = max(1e-2, 1.5 * noise)
+    np.testing.assert_allclose(
+        tcc_losses, losses64, rtol=tol,
+        err_msg=f"per-step AdamW losses vs float64 (float32 PyTorch strays "
+        f"{noise:.2e})")
+    np.testing.assert_allclose(tcc_losses, losses32, rtol=5e-2,
+                               err_msg="per-step AdamW losses vs float32")
     after = exported_tensors(trained)
     worst = max(rel_diff(after[n], v.numpy())
                 for n, v in ref.state_dict().items() if n in after)
@@ -180,9 +185,7 @@ def check_adamw(tcc, d, model, x, y, batch, steps, lr, weight_tol, float32):
     # weights are compared.
     if weight_tol is not None and worst > weight_tol:
         sys.exit(f"after {steps} AdamW steps the weights differ: {worst:.2e}")
-    diff = lambda a, b: max(abs(p - q) / abs(q) for p, q in zip(a, b))
-    return (tcc_losses, losses64, diff(tcc_losses, losses64),
-            diff(losses32, losses64), worst)
+    return (tcc_losses, losses64, diff(tcc_losses, losses64), noise, worst)
 
 
 class TinyResNet(torchvision.models.ResNet):
@@ -204,8 +207,7 @@ class TinyResNet(torchvision.models.ResNet):
         self.fc = nn.Linear(64, 10)
 
 
-def case(tcc, work, name, model, batch, steps, lr, weight_tol=None,
-         float32=False):
+def case(tcc, work, name, model, batch, steps, lr, weight_tol=None):
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
     model.train()
@@ -221,11 +223,11 @@ def case(tcc, work, name, model, batch, steps, lr, weight_tol=None,
           f"{grad:.2e} ({grad_name}; float32 PyTorch: {torch_grad:.2e}); "
           f"running stats {stat:.2e}")
     tl, rl, ld, torch_ld, wd = check_adamw(tcc, d, model, x, y, batch, steps,
-                                           lr, weight_tol, float32)
+                                           lr, weight_tol)
     print(f"{name}: {steps} AdamW steps (lr {lr}) track PyTorch: loss "
           f"{tl[0]:.4f} -> {tl[-1]:.4f} (float64 PyTorch {rl[-1]:.4f}); max "
           f"rel loss diff {ld:.2e}"
-          + (f" (float32 PyTorch: {torch_ld:.2e})" if float32 else "")
+          + f" (float32 PyTorch: {torch_ld:.2e})"
           + f", max rel weight diff {wd:.2e}")
 
 
@@ -235,20 +237,18 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--float32", action="store_true",
-                    help="also train ResNet-18 in float32 PyTorch, to compare")
     ap.add_argument("--only", choices=["tiny_resnet", "resnet18"])
     args = ap.parse_args()
     torch.set_num_threads(2)
     if args.only != "resnet18":
         torch.manual_seed(0)
         case(args.tcc, args.work, "tiny_resnet", TinyResNet(), args.batch,
-             args.steps, 1e-3, weight_tol=1e-3, float32=True)
+             args.steps, 1e-3, weight_tol=1e-3)
     if args.only != "tiny_resnet":
         torch.manual_seed(0)
         case(args.tcc, args.work, "resnet18",
              torchvision.models.resnet18(num_classes=10), args.batch,
-             args.steps, 1e-4, float32=args.float32)
+             args.steps, 1e-4)
 
 
 if __name__ == "__main__":
