@@ -181,9 +181,9 @@ inline void handOverArena(std::vector<void *> &buffers,
 /// MB), each ceil(rows / slices) rows but the last: at most 8 rows a slice
 /// up to 4096 rows, then more (128 at 65536, GPT-2 small's batch 64).
 /// Slices of about 8 rows give a CUDA block's 4 warps a row or two each;
-/// larger slices left a small batch's sums to a few blocks (at 128 rows a
-/// slice, 1024 rows took 8 blocks: the MLP's ReLU gradients and their bias
-/// gradients at 0.29 TB/s on an H100). The generated code and
+/// larger slices left a small batch's sums to a few blocks, far below the
+/// memory's speed (benchmarks/results/design-measurements.md). The
+/// generated code and
 /// the library kernels that sum columns (CPU: kernels::ColumnSums) slice
 /// alike, so a sum is the same bits either way.
 inline int64_t columnSumSliceRows(int64_t rows) {

@@ -3,9 +3,8 @@
 // OpenBLAS 0.3.21 (Debian bookworm) picks its kernels by CPU model at load
 // and falls back to its generic SSE3 ("Prescott") kernels for a model it
 // does not know, such as Sapphire Rapids. Those are slower than the AVX2
-// ones, and on such a machine tcc's CPU training of the ResNet example
-// strayed 2% from PyTorch's float64 gradients (conv1's weight), where with
-// OPENBLAS_CORETYPE=Haswell it agrees to 1e-3 as elsewhere. The core is
+// ones and were less accurate on the ResNet example's gradients
+// (benchmarks/results/design-measurements.md). The core is
 // read once, when the library loads, so the tools re-execute themselves
 // with it set.
 //

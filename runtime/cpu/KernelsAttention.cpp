@@ -138,7 +138,7 @@ static AttnGeom geometry(const KernelArgs &a, size_t nIn) {
   int64_t rows = std::max(kBlockFloats / tk, kMinBlockRows);
   rows = std::min(rows, std::max<int64_t>(kMaxBlockFloats / tk, 1));
   // Causal: at least 4 blocks (of 16 rows or more), so that the GEMMs skip
-  // about 3/8 of the keys; measured ~30% faster at T = 64 and 256.
+  // about 3/8 of the keys (benchmarks/results/design-measurements.md).
   if (g.causal)
     rows = std::min(rows, std::max<int64_t>(16, (g.tq + 3) / 4));
   g.rowsPerBlock = std::max<int64_t>(std::min(rows, g.tq), 1);

@@ -205,9 +205,8 @@ enum class TileCopies {
   /// Tensor copies (TMA, CudaTma.cuh): one instruction a tile, issued by
   /// one thread and counted on an mbarrier; GPUs of compute capability 9.0
   /// and later, kernels of 16-row warps, 16-byte aligned rows
-  /// (attentionTmaFits); elsewhere Async. The default: GPT-2 small's
-  /// attention_grad 23.6 ms a step against 27.2 with Async at batch 64 on
-  /// an H100 (2026-11-27).
+  /// (attentionTmaFits); elsewhere Async. The default, the faster of the
+  /// two on GPT-2 small (benchmarks/results/design-measurements.md).
   Tma,
 };
 
@@ -241,9 +240,9 @@ enum class TileProducts {
   /// Warpgroup products (wgmma, CudaWgmma.cuh) on tiles that tensor copies
   /// put in shared memory in the 128-byte swizzle: sm_90a (a runtime built
   /// for it, on a GPU of compute capability 9.0), head dim 64 and what
-  /// tensor copies need (attentionWgmmaFits); elsewhere Sync. The default:
-  /// GPT-2 small at batch 64 on an H100 (2026-11-27), attention_grad 18.6
-  /// ms a step against 26.3 and the forward 5.2 against 7.9.
+  /// tensor copies need (attentionWgmmaFits); elsewhere Sync. The default,
+  /// the faster of the two on GPT-2 small both ways
+  /// (benchmarks/results/design-measurements.md).
   Wgmma,
 };
 

@@ -640,15 +640,10 @@ void launch_matmul_epilogue(const CudaArgs &a) {
       args.aux = a.in[2].data;
     if (e.preactOut)
       args.aux = a.out[1].data;
-    // cuBLASLt's DGELU_BGRAD ran GPT-2 small's MLP input gradient (M 32768,
-    // N 3072, K 768, bf16) at 139 TFLOP/s on an H100, a fifth of the plain
-    // GEMM's rate: DGELU alone, then the column sum, took 8.3 ms per step
-    // for the 12 layers instead of 13.3 (4.8 since the column sum reads 16
-    // bytes a thread). BGRADA / BGRADB the same way (a plain GEMM, which
-    // cuBLASLt may split along K: a weight gradient's output is a few
-    // dozen tiles, then the sum of the operand): 11.3 ms per step for
-    // GPT-2's 37 weight gradients against 12.7 fused (H100, 2026-11-26;
-    // with the earlier column sum it was 20.5 against 12.3).
+    // cuBLASLt's fused DGELU_BGRAD runs far below the plain GEMM's rate,
+    // and BGRADA / BGRADB keep it from splitting a weight gradient along K;
+    // a plain GEMM then our column sum is faster for both
+    // (benchmarks/results/design-measurements.md).
     // TCC_CUDA_DGELU_BGRAD / TCC_CUDA_BGRAD=fused select the fused forms;
     // the split BGRADA / BGRADB is the fallback below (their forms have no
     // bias or activation: a plain GEMM, then the bias gradient).

@@ -166,8 +166,7 @@ void CudaSession::Impl::allocate(const Artifact &a) {
   // One block: persistent tensors, then (Compiled) the arena. The programs
   // share it: they run one at a time on the stream and a temp lives only
   // within a run of its own program, so it is the largest program's size
-  // (GPT-2 small at batch 64: the training step's 24.7 GiB, where one arena
-  // per program added the forward's 18.4).
+  // instead of the sum of all.
   std::vector<int64_t> offset(tensors.size(), -1);
   int64_t cur = 0;
   for (size_t id = 0; id < tensors.size(); ++id) {

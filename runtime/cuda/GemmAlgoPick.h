@@ -2,10 +2,9 @@
 //
 // TCC_CUDA_GEMM_AUTOTUNE=N times N of cuBLASLt's heuristic answers on a
 // problem's first call. Timed alone, back to back, a GEMM need not rank as
-// it does inside a training step: on an H100 (GPT-2 small, batch 64,
-// 2026-11-27) the fastest-timed algorithm was 0.3 ms slower in the step
-// than the heuristic's first answer for the LM head and 0.45 ms for fc2's
-// weight gradient, while it won 1.2 ms on the GELU epilogues. So the
+// it does inside a training step (on GPT-2 small the fastest-timed answer
+// lost in the step for some GEMMs and won for others:
+// benchmarks/results/design-measurements.md). So the
 // candidates run in rounds, each once a round in turn (a clock or
 // temperature drift then falls on all alike), each is scored by its median
 // round, and the heuristic's answer stays unless another's median is

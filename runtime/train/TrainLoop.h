@@ -80,9 +80,9 @@ struct TrainOptions {
   /// Every how many steps all parameters and state tensors are scanned for
   /// NaN/Inf. The loss is checked every step, and the scan always runs after
   /// the last step and before a checkpoint is written. 0: only then. Not
-  /// every step: on the digits MLP (batch 32) a scan costs ~8% of an AdamW
-  /// step and ~3.5% of an SGD step; every 10th keeps it under 1%, and a
-  /// non-finite weight shows up in the next step's loss anyway.
+  /// every step: on a small model a scan costs a noticeable share of a step
+  /// (benchmarks/results/design-measurements.md), and a non-finite weight
+  /// shows up in the next step's loss anyway.
   int64_t nonfiniteCheckEvery = 10;
   /// `--on-nonfinite skip`: a step that fp16 loss scaling skipped (an
   /// Inf/NaN gradient; the compiled step left parameters and optimizer
