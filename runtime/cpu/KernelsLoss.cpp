@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/prelude/FastExp.h"
+#include "runtime/core/prelude/RowReduce.h"
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <algorithm>
@@ -29,23 +30,13 @@ struct RowExp {
 } // namespace
 
 /// The exponentials are fastExp's (within 2 ulp, vectorized) summed in
-/// double in order; the generated loss regions compute the same, bit for
-/// bit (tcc_rowsumexp_f64 and tcc_exp_exact in compiler/codegen's
-/// prelude).
+/// double in order: tcc_rowsumexp_f64 of runtime/core/prelude/RowReduce.h,
+/// which the generated loss regions call too, so they agree bit for bit.
 static RowExp rowExp(const float *row, int64_t n) {
   float mx = row[0];
   for (int64_t c = 1; c < n; ++c)
     mx = std::max(mx, row[c]);
-  double sum = 0.0;
-  float e[64];
-  for (int64_t c0 = 0; c0 < n; c0 += 64) {
-    int64_t k = std::min<int64_t>(64, n - c0);
-    for (int64_t c = 0; c < k; ++c)
-      e[c] = fastExp(row[c0 + c] - mx);
-    for (int64_t c = 0; c < k; ++c)
-      sum += static_cast<double>(e[c]);
-  }
-  return {mx, sum};
+  return {mx, tcc_rowsumexp_f64(row, n, mx)};
 }
 
 void run_softmax_cross_entropy(const KernelArgs &a) {

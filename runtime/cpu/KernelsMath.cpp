@@ -10,6 +10,7 @@
 // is a pure function of (seed, step, element index).
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/core/prelude/Activations.h"
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <cmath>
@@ -48,7 +49,7 @@ void run_tanh(const KernelArgs &a) {
   mapUnary(a, [](float x) { return std::tanh(x); });
 }
 void run_sigmoid(const KernelArgs &a) {
-  mapUnary(a, [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
+  mapUnary(a, [](float x) { return tcc_sigmoid_t<tcc_libm_math>(x); });
 }
 void run_erf(const KernelArgs &a) {
   mapUnary(a, [](float x) { return std::erf(x); });
@@ -151,40 +152,22 @@ void run_pow_grad(const KernelArgs &args) {
 // GELU (GeluAttrs::tanh: the tanh form, else the erf form)
 //===----------------------------------------------------------------------===//
 
-static constexpr float kSqrt1_2 = static_cast<float>(M_SQRT1_2);
-// sqrt(2 / pi) and 1 / sqrt(2 pi), as PyTorch spells them.
-static constexpr float kTanhBeta =
-    static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);
-static constexpr float kErfBeta =
-    static_cast<float>(M_2_SQRTPI * M_SQRT1_2 * 0.5);
-static constexpr float kKappa = 0.044715f;
-
+// The formulas are runtime/core/prelude/Activations.h's, which the
+// generated kernels share.
 void run_gelu(const KernelArgs &a) {
   if (!abi::attrs<KernelId::Gelu>(a.instr).tanh)
-    return mapUnary(
-        a, [](float x) { return x * 0.5f * (1.0f + std::erf(x * kSqrt1_2)); });
-  mapUnary(a, [](float x) {
-    float inner = kTanhBeta * (x + kKappa * x * x * x);
-    return 0.5f * x * (1.0f + std::tanh(inner));
-  });
+    return mapUnary(a,
+                    [](float x) { return tcc_gelu_erf_t<tcc_libm_math>(x); });
+  mapUnary(a, [](float x) { return tcc_gelu_tanh_t<tcc_libm_math>(x); });
 }
 
 void run_gelu_grad(const KernelArgs &a) {
   if (!abi::attrs<KernelId::GeluGrad>(a.instr).tanh)
     return mapGrad(a, [](float dy, float x) {
-      float cdf = 0.5f * (1.0f + std::erf(x * kSqrt1_2));
-      float pdf = kErfBeta * std::exp(x * x * -0.5f);
-      return dy * (cdf + x * pdf);
+      return tcc_gelu_erf_grad_t<tcc_libm_math>(dy, x);
     });
   mapGrad(a, [](float dy, float x) {
-    float xSq = x * x;
-    float inner = kTanhBeta * (x + kKappa * xSq * x);
-    float t = std::tanh(inner);
-    float left = 0.5f * x, right = 1.0f + t;
-    float leftDerivative = 0.5f * right;
-    float rightDerivative =
-        (1.0f - t * t) * kTanhBeta * (1.0f + 3.0f * kKappa * xSq);
-    return dy * (leftDerivative + left * rightDerivative);
+    return tcc_gelu_tanh_grad_t<tcc_libm_math>(dy, x);
   });
 }
 

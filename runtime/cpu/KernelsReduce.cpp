@@ -1,25 +1,11 @@
 //===- KernelsReduce.cpp - reduce_sum and reduce_mean ---------------------===//
-#include "runtime/cpu/KernelsInternal.h"
 #include "runtime/core/ThreadPool.h"
+#include "runtime/core/prelude/RowReduce.h"
+#include "runtime/cpu/KernelsInternal.h"
 
 #include <algorithm>
 
 namespace tcc::rt::kernels {
-
-/// Sum of a unit-stride row. Eight independent partial sums let GCC
-/// vectorize without -ffast-math and also reduce rounding error.
-static float rowSum(const float *x, int64_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k)
-      acc[k] += x[i + k];
-  float s = 0.0f;
-  for (; i < n; ++i)
-    s += x[i];
-  return s + ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
-         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
 
 ColumnSums::ColumnSums(int64_t rows, int64_t cols, int count)
     : rows_(rows), cols_(cols), sliceRows_(columnSumSliceRows(rows)),
@@ -105,7 +91,7 @@ static void reduce(const KernelArgs &a, bool mean) {
       const float *src = x + off[0];
       float *dst = y + off[1];
       if (innerReduced) {
-        dst[0] += rowSum(src, n);
+        dst[0] += tcc_rowsum(src, n);
       } else {
         for (int64_t i = 0; i < n; ++i)
           dst[i] += src[i];

@@ -61,6 +61,7 @@
 // 104 KiB.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/core/prelude/Ptx.h"
 #include "runtime/cuda/CudaAttention.h"
 #include "runtime/cuda/CudaKernelsCommon.cuh"
 #include "runtime/cuda/CudaTma.cuh"
@@ -733,16 +734,8 @@ __device__ __forceinline__ float fmaF(float a, float b, float c) {
 /// scalings that keep subnormal results, probabilities below 2^-126 that
 /// bf16 / f16 operands and f32 sums do not see. The kernels work in log2
 /// units: scores times log2(e) (folded into the scale), so an exponential
-/// is one fused multiply-add and this.
-__device__ __forceinline__ float exp2Fast(float x) {
-#ifdef TCC_CUDA_EMULATE
-  return exp2f(x);
-#else
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-#endif
-}
+/// is one fused multiply-add and this (Ptx.h's, as the generated losses').
+__device__ __forceinline__ float exp2Fast(float x) { return tcc_ex2_approx(x); }
 
 /// The sum (or max) of a row's value over the four lanes that hold it.
 __device__ __forceinline__ float quadSum(float v) {

@@ -31,8 +31,9 @@
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaKernels.h"
 
-#ifdef TCC_CUDA_EMULATE
 #include "runtime/core/prelude/Half.h"
+
+#ifdef TCC_CUDA_EMULATE
 #define TCC_LAUNCH(kernel, grid, block, stream)                                \
   ::tcc_emu::launcher(kernel, grid, block)
 #define TCC_LAUNCH_SMEM(kernel, grid, block, smem, stream)                     \
@@ -78,27 +79,21 @@ static_assert(static_cast<int>(DType::F32) == kDtF32 &&
 
 inline int dt(const TensorView &v) { return static_cast<int>(v.dtype); }
 
-// 16-bit float conversions: the hardware's round-to-nearest-even ones, or
-// Half.h's (bit for bit the same but for NaN payloads) when emulated.
-#ifdef TCC_CUDA_EMULATE
-inline float bf16Bits(unsigned short h) { return bf16ToF32(h); }
-inline float f16Bits(unsigned short h) { return f16ToF32(h); }
-inline unsigned short toBf16Bits(float v) { return f32ToBf16(v); }
-inline unsigned short toF16Bits(float v) { return f32ToF16(v); }
-#else
+// 16-bit float conversions: runtime/core/prelude/Half.h's, which the
+// generated kernels share: on the GPU the hardware's round-to-nearest-even
+// cvt (bit for bit Half.h's C++ but for NaN payloads), emulated the C++.
 __device__ __forceinline__ float bf16Bits(unsigned short h) {
-  return __uint_as_float(static_cast<unsigned>(h) << 16);
+  return tcc_bf16_to_f32(h);
 }
 __device__ __forceinline__ float f16Bits(unsigned short h) {
-  return __half2float(__ushort_as_half(h));
+  return tcc_f16_to_f32(h);
 }
 __device__ __forceinline__ unsigned short toBf16Bits(float v) {
-  return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+  return tcc_f32_to_bf16(v);
 }
 __device__ __forceinline__ unsigned short toF16Bits(float v) {
-  return __half_as_ushort(__float2half_rn(v));
+  return tcc_f32_to_f16(v);
 }
-#endif
 
 /// Whether p may be read by 16-byte vector loads.
 inline bool aligned16(const void *p) {

@@ -3,11 +3,13 @@
 // Ports of KernelsElementwise.cpp, KernelsMath.cpp and parts of
 // KernelsShape.cpp, formula for formula (same order of f32 operations; the
 // library is built without FMA contraction, so only the math functions'
-// last bits - expf, erff, tanhf, powf - differ from glibc's). Every thread
+// last bits - expf, erff, tanhf, powf - differ from glibc's); sigmoid and
+// GELU are runtime/core/prelude/Activations.h's, as on the CPU. Every thread
 // reads element i of its inputs before writing element i of its outputs,
 // so in-place calls (an output aliasing a same-sized input) are safe.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/core/prelude/Activations.h"
 #include "runtime/cuda/CudaKernelsCommon.cuh"
 
 #include <cmath>
@@ -41,13 +43,6 @@ enum GradOp {
 enum BinaryOp { kAdd, kSub, kMul, kDiv, kPow };
 } // namespace
 
-// The constants of KernelsMath.cpp, rounded to f32 the same way.
-constexpr float kSqrt1_2 = static_cast<float>(0.70710678118654752440);
-constexpr float kTanhBeta =
-    static_cast<float>(1.41421356237309504880 * 1.12837916709551257390 * 0.5);
-constexpr float kErfBeta =
-    static_cast<float>(1.12837916709551257390 * 0.70710678118654752440 * 0.5);
-constexpr float kKappa = 0.044715f;
 // 2 / sqrt(pi), as the CPU's erf_grad computes it in double.
 constexpr float kTwoOverSqrtPi = static_cast<float>(1.12837916709551257390);
 
@@ -83,15 +78,13 @@ __device__ __forceinline__ float applyUnary(int op, float x, float e) {
   case kTanh:
     return tanhf(x);
   case kSigmoid:
-    return 1.0f / (1.0f + expf(-x));
+    return tcc_sigmoid_t<tcc_libm_math>(x);
   case kErf:
     return erff(x);
   case kGeluErf:
-    return x * 0.5f * (1.0f + erff(x * kSqrt1_2));
-  case kGeluTanh: {
-    float inner = kTanhBeta * (x + kKappa * x * x * x);
-    return 0.5f * x * (1.0f + tanhf(inner));
-  }
+    return tcc_gelu_erf_t<tcc_libm_math>(x);
+  case kGeluTanh:
+    return tcc_gelu_tanh_t<tcc_libm_math>(x);
   default:
     return powScalar(x, e);
   }
@@ -110,21 +103,10 @@ __device__ __forceinline__ float applyGrad(int op, float dy, float v, float e,
     return dy * (1.0f - v) * v;
   case kErfGrad:
     return kTwoOverSqrtPi * expf(-(v * v)) * dy;
-  case kGeluErfGrad: {
-    float cdf = 0.5f * (1.0f + erff(v * kSqrt1_2));
-    float pdf = kErfBeta * expf(v * v * -0.5f);
-    return dy * (cdf + v * pdf);
-  }
-  case kGeluTanhGrad: {
-    float xSq = v * v;
-    float inner = kTanhBeta * (v + kKappa * xSq * v);
-    float t = tanhf(inner);
-    float left = 0.5f * v, right = 1.0f + t;
-    float leftDerivative = 0.5f * right;
-    float rightDerivative =
-        (1.0f - t * t) * kTanhBeta * (1.0f + 3.0f * kKappa * xSq);
-    return dy * (leftDerivative + left * rightDerivative);
-  }
+  case kGeluErfGrad:
+    return tcc_gelu_erf_grad_t<tcc_libm_math>(dy, v);
+  case kGeluTanhGrad:
+    return tcc_gelu_tanh_grad_t<tcc_libm_math>(dy, v);
   default: // pow_scalar_grad
     if (e == 0.0f)
       return 0.0f;

@@ -23,12 +23,14 @@
 // launchers do not choose them. In the emulator (tests/unit/CudaKernelEmu.h)
 // tensor maps are recorded by encodeTileMap, the barrier's phases and byte
 // counts and the copies' alignment are checked, and a phase's copies land
-// when a thread's wait first sees it complete.
+// when a thread's wait first sees it complete. The barrier PTX is
+// runtime/core/prelude/Ptx.h's, which the generated kernels issue too.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_RUNTIME_CUDA_CUDATMA_CUH
 #define TCC_RUNTIME_CUDA_CUDATMA_CUH
 
+#include "runtime/core/prelude/Ptx.h"
 #include "runtime/cuda/CudaKernelsCommon.cuh"
 
 #include <cuda.h>
@@ -49,10 +51,7 @@ __device__ __forceinline__ void mbarInit(unsigned long long *bar,
 #ifdef TCC_CUDA_EMULATE
   tcc_emu::mbarInit(bar, count);
 #elif __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(sharedAddress(bar)),
-               "r"(count)
-               : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  tcc_ptx_mbar_init(sharedAddress(bar), count);
 #else
   (void)bar;
   (void)count;
@@ -66,12 +65,7 @@ __device__ __forceinline__ void mbarArriveExpectTx(unsigned long long *bar,
 #ifdef TCC_CUDA_EMULATE
   tcc_emu::mbarArriveExpectTx(bar, bytes);
 #elif __CUDA_ARCH__ >= 900
-  asm volatile(
-      "{\n .reg .b64 state;\n"
-      " mbarrier.arrive.expect_tx.shared.b64 state, [%0], %1;\n}\n" ::"r"(
-          sharedAddress(bar)),
-      "r"(bytes)
-      : "memory");
+  tcc_ptx_mbar_arrive_expect_tx(sharedAddress(bar), bytes);
 #else
   (void)bar;
   (void)bytes;
@@ -83,7 +77,7 @@ __device__ __forceinline__ void mbarArriveExpectTx(unsigned long long *bar,
 /// engine's later ones (generic proxy before async proxy).
 __device__ __forceinline__ void fenceProxyAsync() {
 #if !defined(TCC_CUDA_EMULATE) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  tcc_ptx_fence_proxy_async();
 #endif
 }
 
@@ -123,20 +117,7 @@ __device__ __forceinline__ void mbarWait(unsigned long long *bar,
 #ifdef TCC_CUDA_EMULATE
   tcc_emu::mbarWait(bar, parity);
 #elif __CUDA_ARCH__ >= 900
-  const unsigned at = sharedAddress(bar);
-  for (unsigned polls = 0;; ++polls) {
-    unsigned done;
-    asm volatile("{\n .reg .pred p;\n"
-                 " mbarrier.try_wait.parity.shared.b64 p, [%1], %2;\n"
-                 " selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(at), "r"(parity)
-                 : "memory");
-    if (done)
-      return;
-    if (polls == (1u << 26))
-      __trap();
-  }
+  tcc_ptx_mbar_wait(sharedAddress(bar), parity);
 #else
   (void)bar;
   (void)parity;

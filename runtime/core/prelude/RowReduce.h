@@ -1,0 +1,65 @@
+//===- RowReduce.h - Row reductions in a fixed order ------------*- C++ -*-===//
+//
+// Sum, max and softmax sum of n contiguous floats, in an order that depends
+// on n only, so results do not depend on the thread count. Sum and max use
+// eight independent lanes (they vectorize without reassociation) combined
+// in a fixed order. The generated host kernels use all three;
+// runtime/cpu/KernelsReduce.cpp sums rows with tcc_rowsum and
+// KernelsLoss.cpp takes the losses' softmax sums from tcc_rowsumexp_f64,
+// so a fused loss equals the library's bit for bit.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_RUNTIME_CORE_PRELUDE_ROWREDUCE_H
+#define TCC_RUNTIME_CORE_PRELUDE_ROWREDUCE_H
+
+#include "runtime/core/prelude/FastExp.h"
+
+TCC_PRELUDE_FN float tcc_rowsum(const float *__restrict x, long long n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  long long i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k)
+      acc[k] += x[i + k];
+  float s = 0.0f;
+  for (; i < n; ++i)
+    s += x[i];
+  return s + ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/// A NaN element never replaces the maximum (-inf for n = 0).
+TCC_PRELUDE_FN float tcc_rowmax(const float *__restrict x, long long n) {
+  float acc[8];
+  for (int k = 0; k < 8; ++k)
+    acc[k] = -__builtin_inff();
+  long long i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k)
+      acc[k] = acc[k] < x[i + k] ? x[i + k] : acc[k];
+  float m = -__builtin_inff();
+  for (; i < n; ++i)
+    m = m < x[i] ? x[i] : m;
+  for (int k = 0; k < 8; ++k)
+    m = m < acc[k] ? acc[k] : m;
+  return m;
+}
+
+/// sum(exp(x - m)) in double of tcc_exp_exact's floats, in order: the
+/// losses' softmax sums (the loss gradient drives training, so the fused
+/// and the library kernel agree bit for bit). The exponentials go through
+/// a block of 64 so that they vectorize; the sum keeps its order.
+TCC_PRELUDE_FN double tcc_rowsumexp_f64(const float *__restrict x, long long n,
+                                        float m) {
+  double s = 0.0;
+  float e[64];
+  for (long long i0 = 0; i0 < n; i0 += 64) {
+    long long k = n - i0 < 64 ? n - i0 : 64;
+    for (long long i = 0; i < k; ++i)
+      e[i] = tcc_exp_exact(x[i0 + i] - m);
+    for (long long i = 0; i < k; ++i)
+      s += static_cast<double>(e[i]);
+  }
+  return s;
+}
+
+#endif // TCC_RUNTIME_CORE_PRELUDE_ROWREDUCE_H
