@@ -341,8 +341,8 @@ std::string CudaEmitter::columnLoop(StringRef indent, bool arrays) const {
 /// floats first. Every loop of the kernel maps columns the same way, so a
 /// thread still reads back only what it wrote.
 ///
-/// Why: GPT-2's loss (32768 rows x 50257 bf16 logits) was issue-bound
-/// (77% of issue slots busy, Nsight Compute, H100): per column a shared
+/// Why: GPT-2's loss (32768 rows x 50257 bf16 logits) was issue-bound:
+/// per column a shared
 /// load in each of three passes, a global store, and a conversion to
 /// double, each an instruction; a group issues one load and one store per
 /// 8 columns, and one conversion.
@@ -720,10 +720,9 @@ void CudaEmitter::planShared() {
 /// and both halves must fit kSmemBudgetSm90. GPT-2's bf16 logits (50257
 /// columns of rows 50304 apart): 2 x 100528 bytes. Why: a block per row
 /// staged its row, then computed, so on a multiprocessor of two blocks
-/// no loads were in flight while both computed (GPT-2's loss kernel took
-/// 5.5 ms of a batch-64 step on an H100, 2.4 TB/s of 3.35, where its 21
-/// instructions a column would issue in about 2.3 ms); here the copy
-/// engine fetches the next row while the block computes this one.
+/// no loads were in flight while both computed, and the memory sat idle;
+/// here the copy engine fetches the next row while the block computes
+/// this one.
 void CudaEmitter::planPipeline(int64_t stagedBytes, int64_t redBytes) {
   if (!wide || arch < 90 || stagedBytes == 0)
     return;
@@ -765,8 +764,7 @@ void CudaEmitter::planPipeline(int64_t stagedBytes, int64_t redBytes) {
 /// and the storing loop reads those instead of global memory.
 ///
 /// Why: GPT-2's layer norm (32768 rows x 768 bf16 columns, 24 slots a lane)
-/// reached 1.07 TB/s of an H100's 3.35, 82% of its stall cycles waits on
-/// global loads (Nsight Compute: long scoreboard). Each iteration loaded
+/// stalled mostly on global loads. Each iteration loaded
 /// its columns and then stored; the pointers of an in-place pair are not
 /// __restrict__ (an output may overwrite an input), so the compiler could
 /// not move step k + 1's loads above step k's store and every step waited

@@ -27,9 +27,8 @@
 // once) and `ldmatrix.trans` (B operands that are columns of a tile: V for
 // P V): one instruction a 4-register fragment pair.
 //
-// What bounds them is instruction issue, not shared-memory bytes (Nsight
-// Compute, GPT-2 small on an H100, 2026-11-26: issue slots 50% busy, the
-// integer/logic pipe the busiest, tensor pipes far from it). So the
+// What bounds them is instruction issue, not shared-memory bytes (the
+// integer/logic pipe is the busiest, the tensor pipes far from it). So the
 // element-wise steps are kept to a few instructions a score: scores in
 // log2 units (scale log2 e folded into one multiply or fused multiply-add),
 // exponentials as one ex2.approx.ftz, fragments packed by one paired
@@ -38,8 +37,7 @@
 // At MT = 2 each B fragment feeds twice the mmas, and the forward keeps
 // Q's A fragments, dQ Q's and dO's, in registers for the whole walk
 // (HeldRows; up to D = 64), at up to 255 registers a thread (2 blocks a
-// multiprocessor); measured on the same H100 it was slower than MT = 1
-// (forward 11.5 ms per step against 8.5, backward 32.4 against 25.6).
+// multiprocessor); it measured slower than MT = 1 both ways.
 //
 // Tiles move from global to shared memory with cp.async, two deep: a step
 // starts the copies of the next step's tiles, then multiplies its own. Or,
