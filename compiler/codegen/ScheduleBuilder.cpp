@@ -246,28 +246,32 @@ static std::optional<K> kernelOf(Operation *op) {
   return rt::abi::kernelByName(op->getName().stripDialect().str());
 }
 
-/// The window attributes of a convolution op (Conv2dAttrs; the verifier
-/// made strides and dilations 2 values, pads 4).
+/// Strides, pads and dilations of a convolution or pooling op (the
+/// verifiers made strides and dilations 2 values, pads 4).
+static rt::abi::Window2dAttrs window2d(ArrayRef<int64_t> s, ArrayRef<int64_t> p,
+                                      ArrayRef<int64_t> d) {
+  rt::abi::Window2dAttrs w;
+  w.strideH = s[0], w.strideW = s[1];
+  w.padTop = p[0], w.padLeft = p[1], w.padBottom = p[2], w.padRight = p[3];
+  w.dilationH = d[0], w.dilationW = d[1];
+  return w;
+}
+
 template <class Op> static rt::abi::Conv2dAttrs convAttrs(Op c) {
-  ArrayRef<int64_t> s = c.getStrides(), p = c.getPads(), d = c.getDilations();
   rt::abi::Conv2dAttrs a;
-  a.strideH = s[0], a.strideW = s[1];
-  a.padTop = p[0], a.padLeft = p[1], a.padBottom = p[2], a.padRight = p[3];
-  a.dilationH = d[0], a.dilationW = d[1];
+  static_cast<rt::abi::Window2dAttrs &>(a) =
+      window2d(c.getStrides(), c.getPads(), c.getDilations());
   a.groups = static_cast<int64_t>(c.getGroups());
   return a;
 }
 
-/// The window of a pooling op with dilations `d` (Pool2dWindow).
+/// The window of a pooling op with dilations `d`.
 template <class Op>
 static rt::abi::Pool2dWindow poolWindow(Op p, ArrayRef<int64_t> d) {
-  ArrayRef<int64_t> k = p.getKernelShape(), s = p.getStrides(),
-                    pads = p.getPads();
   rt::abi::Pool2dWindow w;
-  w.kernelH = k[0], w.kernelW = k[1], w.strideH = s[0], w.strideW = s[1];
-  w.padTop = pads[0], w.padLeft = pads[1], w.padBottom = pads[2],
-  w.padRight = pads[3];
-  w.dilationH = d[0], w.dilationW = d[1];
+  static_cast<rt::abi::Window2dAttrs &>(w) =
+      window2d(p.getStrides(), p.getPads(), d);
+  w.kernelH = p.getKernelShape()[0], w.kernelW = p.getKernelShape()[1];
   w.ceilMode = p.getCeilMode();
   return w;
 }

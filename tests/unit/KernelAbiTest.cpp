@@ -64,7 +64,7 @@ TEST(KernelAbi, SetAttrsThenAttrsOfRoundTrips) {
   EXPECT_FALSE(m.transB);
   EXPECT_EQ(m.epilogue, 7);
 
-  abi::Conv2dAttrs c{2, 3, 1, 0, 1, 0, 1, 2, 4};
+  abi::Conv2dAttrs c{{2, 3, 1, 0, 1, 0, 1, 2}, 4};
   abi::setAttrs(in, c); // replaces the previous attributes
   EXPECT_EQ(in.iattrs, (std::vector<int64_t>{2, 3, 1, 0, 1, 0, 1, 2, 4}));
   abi::Conv2dAttrs c2 = abi::attrs<KernelId::Conv2d>(in);
@@ -73,9 +73,15 @@ TEST(KernelAbi, SetAttrsThenAttrsOfRoundTrips) {
   EXPECT_EQ(c2.dilationW, 2);
   EXPECT_EQ(c2.groups, 4);
 
-  abi::AvgPool2dAttrs p{{3, 2, 2, 2, 1, 0, 1, 1, 1, 1, true}, true};
+  abi::AvgPool2dAttrs p;
+  p.kernelH = 3, p.kernelW = 2, p.strideH = p.strideW = 2;
+  p.padTop = 1, p.padBottom = 1;
+  p.ceilMode = p.countIncludePad = true;
   abi::setAttrs(in, p);
-  EXPECT_EQ(in.iattrs.size(), 12u);
+  // Storage order: kernel, strides, pads, dilations, ceil_mode, then
+  // count_include_pad.
+  EXPECT_EQ(in.iattrs,
+            (std::vector<int64_t>{3, 2, 2, 2, 1, 0, 1, 0, 1, 1, 1, 1}));
   abi::AvgPool2dAttrs p2 = abi::attrs<KernelId::AvgPool2d>(in);
   EXPECT_EQ(p2.kernelH, 3);
   EXPECT_EQ(p2.kernelW, 2);

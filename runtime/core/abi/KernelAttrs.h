@@ -111,12 +111,12 @@ struct CastAttrs {
   template <class V> void visit(V &v) { v.flag(toBool, "to_bool"); }
 };
 
-/// conv2d and its gradients; pads are [top, left, bottom, right].
-struct Conv2dAttrs {
+/// The strides, pads ([top, left, bottom, right]) and dilations that
+/// convolutions and poolings share, in their storage order.
+struct Window2dAttrs {
   int64_t strideH = 1, strideW = 1;
   int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
   int64_t dilationH = 1, dilationW = 1;
-  int64_t groups = 1;
   template <class V> void visit(V &v) {
     v.integer(strideH, "stride_h");
     v.integer(strideW, "stride_w");
@@ -126,27 +126,26 @@ struct Conv2dAttrs {
     v.integer(padRight, "pad_right");
     v.integer(dilationH, "dilation_h");
     v.integer(dilationW, "dilation_w");
+  }
+};
+
+/// conv2d and its gradients.
+struct Conv2dAttrs : Window2dAttrs {
+  int64_t groups = 1;
+  template <class V> void visit(V &v) {
+    Window2dAttrs::visit(v);
     v.integer(groups, "groups");
   }
 };
 
 /// The window of a 2-D pooling.
-struct Pool2dWindow {
-  int64_t kernelH = 1, kernelW = 1, strideH = 1, strideW = 1;
-  int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
-  int64_t dilationH = 1, dilationW = 1;
+struct Pool2dWindow : Window2dAttrs {
+  int64_t kernelH = 1, kernelW = 1;
   bool ceilMode = false;
   template <class V> void visit(V &v) {
     v.integer(kernelH, "kernel_h");
     v.integer(kernelW, "kernel_w");
-    v.integer(strideH, "stride_h");
-    v.integer(strideW, "stride_w");
-    v.integer(padTop, "pad_top");
-    v.integer(padLeft, "pad_left");
-    v.integer(padBottom, "pad_bottom");
-    v.integer(padRight, "pad_right");
-    v.integer(dilationH, "dilation_h");
-    v.integer(dilationW, "dilation_w");
+    Window2dAttrs::visit(v);
     v.flag(ceilMode, "ceil_mode");
   }
 };
