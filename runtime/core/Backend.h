@@ -15,6 +15,7 @@
 
 #include "runtime/core/Artifact.h"
 #include "runtime/core/Session.h"
+#include "runtime/core/abi/KernelAbi.h"
 
 #include <memory>
 #include <string>
@@ -45,6 +46,10 @@ public:
   /// Whether artifact `a` carries code this backend runs (the CPU: always;
   /// CUDA: device code, tcc compile --target cuda).
   virtual bool runs(const Artifact &a) const = 0;
+  /// Whether this backend's dispatch table runs kernel `id` (false: its
+  /// sessions refuse an artifact that calls it, naming the kernel). What the
+  /// conformance suite checks a backend against (tests/unit/KernelCases.h).
+  virtual bool hasKernel(abi::KernelId id) const = 0;
   /// The device in a user's words; Error when not available().
   virtual std::string deviceDescription() const = 0;
   /// Loads `a`: validates it against this backend's kernels, allocates

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Backend.h"
 #include "runtime/cpu/CpuSession.h"
+#include "runtime/cpu/Kernels.h"
 
 namespace tcc::rt::cpu {
 namespace {
@@ -16,6 +17,9 @@ public:
   const char *name() const override { return "cpu"; }
   bool available(std::string *) const override { return true; }
   bool runs(const Artifact &) const override { return true; }
+  bool hasKernel(abi::KernelId id) const override {
+    return findKernel(abi::name(id)) != nullptr;
+  }
   std::string deviceDescription() const override { return "cpu"; }
   std::unique_ptr<Session> open(const Artifact &a, ExecMode mode,
                                 const SessionOptions &) const override {

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Backend.h"
+#include "runtime/cuda/CudaKernels.h"
 #include "runtime/cuda/CudaSession.h"
 
 namespace tcc::rt::cuda {
@@ -18,6 +19,11 @@ public:
     return deviceAvailable(why);
   }
   bool runs(const Artifact &a) const override { return a.device.present(); }
+  /// An entry with a launcher (convolution, pooling and batch norm have
+  /// none yet).
+  bool hasKernel(abi::KernelId id) const override {
+    return findCudaKernel(abi::name(id)) != nullptr;
+  }
   std::string deviceDescription() const override {
     return cuda::deviceDescription();
   }

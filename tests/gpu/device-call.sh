@@ -142,7 +142,7 @@ for tool in racecheck memcheck; do
   # clean on 2026-11-26), the line of ones' copies and the slice sums of
   # column sums and layer norm parameter gradients.
   timeout 60 "$CS" --tool "$tool" --error-exitcode 9 "$UNIT" \
-    --gtest_filter='CudaKernels/CudaKernelCase.MatchesTheCpu/attention_tiled_bf16_tma:CudaKernels/CudaKernelCase.MatchesTheCpu/attention_tiled_bf16_wgmma:CudaKernels/CudaKernelCase.MatchesTheCpu/matmul_epilogue_ones_line_*:CudaKernels/CudaKernelCase.MatchesTheCpu/reductions:CudaKernels/CudaKernelCase.MatchesTheCpu/layer_norm_param_grad_bf16' \
+    --gtest_filter='Conformance/BackendCase.MatchesTheReference/cuda_*_attention_tiled_bf16_tma:Conformance/BackendCase.MatchesTheReference/cuda_*_attention_tiled_bf16_wgmma:Conformance/BackendCase.MatchesTheReference/cuda_*_matmul_epilogue_ones_line_*:Conformance/BackendCase.MatchesTheReference/cuda_*_reductions:Conformance/BackendCase.MatchesTheReference/cuda_*_layer_norm_param_grad_bf16' \
     >> "$OUT/sanitize.txt" 2>&1
   echo "exit status $?" >> "$OUT/sanitize.txt"
   # The generated loss kernel of a 4099-class head, strided on sm_90: bulk

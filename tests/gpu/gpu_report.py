@@ -117,7 +117,7 @@ def results(outdir):
     unit = read("unit-summary.txt")
     if unit:
         md += ["## CUDA unit tests (`tcc_unit_tests --gtest_filter="
-               "'Cuda*:DeviceSelect*'`)", "", "```", unit, "```", ""]
+               "'Cuda*:Conformance/*cuda_*:DeviceSelect*'`)", "", "```", unit, "```", ""]
     curves = [r for r in all_rows if r["kind"] == "curve"]
     if curves:
         md += ["## Loss curves: cuda vs cpu (same artifact, data, seed)", "",

@@ -16,7 +16,7 @@
 //  - the chunk policy (planAttention) and the sizes of both layouts.
 //
 //===----------------------------------------------------------------------===//
-#include "CudaKernelCases.h"
+#include "CudaTestUtil.h"
 #include "KernelTestUtil.h"
 
 #include "runtime/cuda/CudaAttention.h"

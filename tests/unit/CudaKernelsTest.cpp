@@ -1,14 +1,18 @@
-//===- CudaKernelsTest.cpp - Every CUDA kernel against the CPU kernel -----===//
+//===- CudaKernelsTest.cpp - CUDA kernels beyond the conformance cases ----===//
 //
-// On a GPU: the programs of CudaKernelCases.h through CudaSession (the same
-// ones the emulator runs in CudaKernelEmuTest.cpp), matmul on cuBLASLt in
-// every type, transpose and batch layout, the GEMM epilogues (each
-// cuBLASLt epilogue and the fallback) and attention at T 1024 in several
-// chunks, packed and sequence-major. All of them skip without a GPU.
+// On a GPU, what the conformance cases (KernelCases.h, run on the CUDA
+// backend by ConformanceTest.cpp) do not cover: matmul with TF32, the GEMM
+// epilogues through CudaGemm::tryGemm (which one cuBLASLt declines) and
+// with the epilogues off, attention at T 1024 in several chunks, packed
+// and sequence-major, wgmma on sm_90, the multi-tensor AdamW launch, and
+// the settings' parsing. Those that need a GPU skip without one.
 //
 //===----------------------------------------------------------------------===//
-#include "CudaKernelCases.h"
+#include "CudaTestUtil.h"
 #include "CudaWgmmaProbe.h"
+#include "KernelCasesAttention.h"
+#include "KernelCasesGemm.h"
+#include "KernelCasesOptim.h"
 
 #include "runtime/cuda/CudaAttention.h"
 #include "runtime/cuda/CudaCheck.h"
@@ -24,20 +28,6 @@ using namespace tcc::rt;
 using namespace tcc::rt::test;
 
 namespace {
-
-/// Runs `p` on both and compares the listed outputs.
-void compare(const OneProgram &p, const std::vector<int32_t> &outs,
-             double rtol = -1, double atol = -1) {
-  auto cpu = p.runCpu();
-  auto gpu = p.runGpu();
-  for (int32_t id : outs) {
-    DType t = p.info(id).dtype;
-    expectClose(p, cpu, gpu, id, rtol >= 0 ? rtol : rtolFor(t),
-                atol >= 0 ? atol : atolFor(t));
-  }
-}
-
-class CudaKernelCase : public ::testing::TestWithParam<std::string> {};
 
 /// "" on a GPU of compute capability 9.0 (where sm_90a's wgmma runs), else
 /// why the wgmma tests skip.
@@ -55,22 +45,6 @@ std::string notSm90() {
 }
 
 } // namespace
-
-TEST_P(CudaKernelCase, MatchesTheCpu) {
-  TCC_REQUIRE_GPU();
-  for (const KernelCase &c : kernelCases())
-    if (c.name == GetParam()) {
-      CaseScope scope(c);
-      compareCase(c, c.prog.runGpu(ExecMode::Compiled));
-      compareCase(c, c.prog.runGpu(ExecMode::Eager));
-    }
-}
-
-INSTANTIATE_TEST_SUITE_P(CudaKernels, CudaKernelCase,
-                         ::testing::ValuesIn(kernelCaseNames()),
-                         [](const ::testing::TestParamInfo<std::string> &i) {
-                           return i.param;
-                         });
 
 // On an H100 (compute capability 9.0) with this runtime built for sm_90a,
 // TCC_CUDA_ATTENTION_MMA=wgmma does pick warpgroup products for GPT-2's
@@ -375,39 +349,11 @@ TEST(CudaKernels, GemmRejectsShortLeadingDims) {
   }
 }
 
-TEST(CudaKernels, MatmulTypesTransposesAndBatches) {
+// TF32 rounds the inputs to 10-bit mantissas. (matmul's types, transposes
+// and batches are conformance cases:
+// Conformance/BackendCase.*/cuda_*_matmul_*.)
+TEST(CudaKernels, MatmulTf32) {
   TCC_REQUIRE_GPU();
-  struct Case {
-    std::vector<int64_t> a, b, c;
-    int64_t ta, tb;
-  };
-  const std::vector<Case> cases = {
-      {{5, 7}, {7, 3}, {5, 3}, 0, 0},
-      {{7, 5}, {7, 3}, {5, 3}, 1, 0},
-      {{5, 7}, {3, 7}, {5, 3}, 0, 1},
-      {{7, 5}, {3, 7}, {5, 3}, 1, 1},
-      {{4, 5, 7}, {7, 3}, {4, 5, 3}, 0, 0},          // batch folds into M
-      {{4, 5, 7}, {4, 7, 3}, {4, 5, 3}, 0, 0},       // strided batch
-      {{5, 7}, {4, 7, 3}, {4, 5, 3}, 0, 0},          // A repeated (stride 0)
-      {{4, 7, 5}, {7, 3}, {4, 5, 3}, 1, 0},          // transA: no folding
-      {{2, 1, 5, 7}, {3, 7, 3}, {2, 3, 5, 3}, 0, 0}, // loop of batches
-      {{5, 0}, {0, 3}, {5, 3}, 0, 0},                // k = 0: zeros
-  };
-  for (auto [ab, c] :
-       {std::pair{DType::F32, DType::F32}, std::pair{DType::BF16, DType::BF16},
-        std::pair{DType::F16, DType::F16}, std::pair{DType::BF16, DType::F32},
-        std::pair{DType::F16, DType::F32}}) {
-    OneProgram p;
-    std::vector<int32_t> outs;
-    for (const Case &k : cases) {
-      int32_t a = p.random(ab, k.a), b = p.random(ab, k.b);
-      outs.push_back(p.out(c, k.c));
-      p.instr("matmul", {a, b}, {outs.back()}, {k.ta, k.tb});
-    }
-    compare(p, outs, c == DType::F32 ? 1e-4 : rtolFor(c),
-            c == DType::F32 ? 1e-4 : 2 * atolFor(c));
-  }
-  // TF32 rounds the inputs to 10-bit mantissas.
   OneProgram p;
   int32_t a = p.random(DType::F32, {64, 96}),
           b = p.random(DType::F32, {96, 32});
@@ -523,7 +469,7 @@ TEST(CudaKernels, GemmEpilogues) {
 
 // matmul_epilogue through CudaSession with cuBLASLt's epilogues off: the
 // plain GEMM and the element-wise kernels that run when cuBLASLt declines
-// (the fused path runs in CudaKernelCase.MatchesTheCpu/matmul_epilogue_*).
+// (the fused path runs in Conformance/BackendCase.*/cuda_*_matmul_epilogue_*).
 TEST(CudaKernels, GemmEpilogueFallback) {
   TCC_REQUIRE_GPU();
   std::vector<KernelCase> cases;

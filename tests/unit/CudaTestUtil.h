@@ -1,26 +1,22 @@
-//===- CudaTestUtil.h - One-program artifacts for the CUDA tests ----------===//
+//===- CudaTestUtil.h - CUDA helpers of the kernel tests ------------------===//
 //
-// The CUDA kernels are checked against the CPU kernels (runtime/cpu, the
-// reference): a test builds a small artifact whose operands are state
-// tensors with random initial data, runs its program through CudaSession
-// and through runKernel on host copies, and compares every tensor.
+// What only the CUDA tests need beside the conformance cases
+// (KernelCases.h, which need no CUDA): a skip without a GPU, the scopes that
+// set the tiled attention's choices a case asks for, and a GPT-2-sized
+// attention launch to ask the launchers' choices about.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_TESTS_UNIT_CUDATESTUTIL_H
 #define TCC_TESTS_UNIT_CUDATESTUTIL_H
 
-#include "runtime/core/Artifact.h"
-#include "runtime/core/prelude/Half.h"
-#include "runtime/cpu/Kernels.h"
+#include "KernelCases.h"
+
+#include "runtime/cuda/CudaAttention.h"
 #include "runtime/cuda/CudaSession.h"
 
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <cstring>
-#include <random>
 #include <string>
-#include <vector>
 
 namespace tcc::rt::test {
 
@@ -32,187 +28,80 @@ namespace tcc::rt::test {
       GTEST_SKIP() << "needs a GPU: " << why_;                                 \
   } while (0)
 
-/// Builds an artifact with one program "p" (or more with program()).
-class OneProgram {
-public:
-  OneProgram() { program("p"); }
-
-  /// Starts another program; later instrs and temps belong to it.
-  void program(const std::string &name) {
-    Program p;
-    p.name = name;
-    art_.programs.push_back(p);
-  }
-
-  /// A state tensor holding `bytes` (its initial value).
-  int32_t tensor(DType t, std::vector<int64_t> shape,
-                 const std::vector<uint8_t> &bytes,
-                 TensorKind kind = TensorKind::State) {
-    TensorInfo info;
-    info.name = "t" + std::to_string(art_.tensors.size());
-    info.dtype = t;
-    info.shape = std::move(shape);
-    info.kind = kind;
-    std::vector<uint8_t> data = bytes;
-    data.resize(static_cast<size_t>(info.byteSize()));
-    if (kind != TensorKind::Input)
-      info.dataOffset = art_.addBlob(data.data(), data.size());
-    art_.tensors.push_back(info);
-    return static_cast<int32_t>(art_.tensors.size() - 1);
-  }
-
-  /// Random values in [lo, hi), stored as `t` (f32, bf16 or f16).
-  int32_t random(DType t, std::vector<int64_t> shape, float lo = -2,
-                 float hi = 2) {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    std::uniform_real_distribution<float> dist(lo, hi);
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float &x : v)
-      x = dist(rng_);
-    return floats(t, std::move(shape), v);
-  }
-
-  int32_t floats(DType t, std::vector<int64_t> shape,
-                 const std::vector<float> &v) {
-    std::vector<uint8_t> bytes(v.size() * dtypeSize(t));
-    narrowFromF32(v.data(), t, bytes.data(), static_cast<int64_t>(v.size()));
-    return tensor(t, std::move(shape), bytes);
-  }
-
-  int32_t i64(std::vector<int64_t> shape, const std::vector<int64_t> &v) {
-    std::vector<uint8_t> bytes(v.size() * 8);
-    if (!v.empty())
-      std::memcpy(bytes.data(), v.data(), bytes.size());
-    return tensor(DType::I64, std::move(shape), bytes);
-  }
-
-  /// An output, initially filled with 0x7f bytes (kernels must write it).
-  int32_t out(DType t, std::vector<int64_t> shape) {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    return tensor(t, std::move(shape),
-                  std::vector<uint8_t>(n * dtypeSize(t), 0x7f));
-  }
-
-  /// A temporary of the current program at the next free arena offset.
-  int32_t temp(DType t, std::vector<int64_t> shape) {
-    TensorInfo info;
-    info.name = "t" + std::to_string(art_.tensors.size());
-    info.dtype = t;
-    info.shape = std::move(shape);
-    info.kind = TensorKind::Temp;
-    info.program = art_.programs.back().name;
-    Program &p = art_.programs.back();
-    info.arenaOffset = (p.arenaBytes + 255) / 256 * 256;
-    p.arenaBytes = info.arenaOffset + info.byteSize();
-    art_.tensors.push_back(info);
-    return static_cast<int32_t>(art_.tensors.size() - 1);
-  }
-
-  void instr(const std::string &kernel, std::vector<int32_t> in,
-             std::vector<int32_t> outs, std::vector<int64_t> iattrs = {},
-             std::vector<double> fattrs = {}) {
-    Program &p = art_.programs.back();
-    for (int32_t id : outs)
-      p.outputs.push_back(id);
-    p.instrs.push_back(Instr{kernel, std::move(in), std::move(outs),
-                             std::move(iattrs), std::move(fattrs)});
-  }
-
-  Artifact &artifact() { return art_; }
-  const TensorInfo &info(int32_t id) const { return art_.tensors[id]; }
-
-  /// Every tensor's bytes after running the programs on the CPU kernels.
-  std::vector<std::vector<uint8_t>> runCpu() const {
-    std::vector<std::vector<uint8_t>> store = initial();
-    std::vector<void *> buffers;
-    for (auto &s : store)
-      buffers.push_back(s.data());
-    for (const Program &p : art_.programs)
-      for (const Instr &in : p.instrs)
-        runKernel(in, art_.tensors, buffers);
-    return store;
-  }
-
-  /// Every non-temporary tensor's bytes (temporaries: empty) after running
-  /// the programs `runs` times on the GPU.
-  std::vector<std::vector<uint8_t>> runGpu(ExecMode mode = ExecMode::Compiled,
-                                           SessionOptions opts = {},
-                                           int runs = 1) const {
-    cuda::CudaSession s(art_, mode, opts);
-    for (int r = 0; r < runs; ++r)
-      for (const Program &p : art_.programs)
-        s.run(p.name);
-    s.synchronize();
-    std::vector<std::vector<uint8_t>> store(art_.tensors.size());
-    for (size_t id = 0; id < art_.tensors.size(); ++id) {
-      if (art_.tensors[id].kind == TensorKind::Temp)
-        continue;
-      store[id].resize(static_cast<size_t>(art_.tensors[id].byteSize()));
-      s.download(static_cast<int32_t>(id), store[id].data());
-    }
-    return store;
-  }
-
-  std::vector<std::vector<uint8_t>> initial() const {
-    std::vector<std::vector<uint8_t>> store;
-    for (const TensorInfo &t : art_.tensors) {
-      store.emplace_back(
-          static_cast<size_t>(std::max<int64_t>(t.byteSize(), 8)));
-      if (t.dataOffset >= 0)
-        std::memcpy(store.back().data(), art_.blob.data() + t.dataOffset,
-                    t.byteSize());
-    }
-    return store;
-  }
-
-private:
-  Artifact art_;
-  std::mt19937 rng_{1234};
+/// A test's choice for one of the tiled attention's settings while in
+/// scope (`Set(value)`, then `Set(Unset)`: as the environment says again):
+/// a case's setting, not the next one's.
+template <class T, void (*Set)(T), T Unset> struct SettingScope {
+  explicit SettingScope(T value) { Set(value); }
+  ~SettingScope() { Set(Unset); }
+  SettingScope(const SettingScope &) = delete;
+  SettingScope &operator=(const SettingScope &) = delete;
 };
 
-/// Tensor bytes as doubles, whatever the dtype.
-inline std::vector<double> asDoubles(const TensorInfo &t,
-                                     const std::vector<uint8_t> &b) {
-  int64_t n = t.numElements();
-  std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    if (t.dtype == DType::I64) {
-      int64_t x;
-      std::memcpy(&x, b.data() + 8 * i, 8);
-      v[i] = static_cast<double>(x);
-    } else {
-      float f;
-      widenToF32(b.data() + dtypeSize(t.dtype) * i, t.dtype, &f, 1);
-      v[i] = f;
-    }
+/// Warps of `rows` rows (0: as the environment says).
+using AttentionWarpRowsScope =
+    SettingScope<int, cuda::setTiledAttentionWarpRows, 0>;
+/// How the kernels copy their tiles.
+using AttentionCopiesScope =
+    SettingScope<cuda::TileCopies, cuda::setTiledAttentionCopies,
+                 cuda::TileCopies::Environment>;
+
+/// How the kernels multiply their tiles.
+using AttentionProductsScope =
+    SettingScope<cuda::TileProducts, cuda::setTiledAttentionProducts,
+                 cuda::TileProducts::Environment>;
+
+inline cuda::TileCopies cudaTileCopies(AttentionCopies c) {
+  switch (c) {
+  case AttentionCopies::Async:
+    return cuda::TileCopies::Async;
+  case AttentionCopies::Tma:
+    return cuda::TileCopies::Tma;
+  case AttentionCopies::Environment:
+    break;
   }
-  return v;
+  return cuda::TileCopies::Environment;
 }
 
-/// |gpu - cpu| <= atol + rtol * |cpu| for every element of tensor `id`
-/// (NaNs must match).
-inline void expectClose(const OneProgram &prog,
-                        const std::vector<std::vector<uint8_t>> &cpu,
-                        const std::vector<std::vector<uint8_t>> &gpu,
-                        int32_t id, double rtol, double atol) {
-  const TensorInfo &t = prog.info(id);
-  std::vector<double> c = asDoubles(t, cpu[id]), g = asDoubles(t, gpu[id]);
-  int bad = 0;
-  for (size_t i = 0; i < c.size() && bad < 5; ++i) {
-    bool ok = std::isnan(c[i]) ? std::isnan(g[i])
-              : std::isinf(c[i])
-                  ? g[i] == c[i]
-                  : std::fabs(g[i] - c[i]) <= atol + rtol * std::fabs(c[i]);
-    if (!ok) {
-      ++bad;
-      ADD_FAILURE() << "tensor " << t.name << " " << formatShape(t.shape)
-                    << " element " << i << ": GPU " << g[i] << ", CPU " << c[i];
-    }
+inline cuda::TileProducts cudaTileProducts(AttentionProducts p) {
+  switch (p) {
+  case AttentionProducts::Sync:
+    return cuda::TileProducts::Sync;
+  case AttentionProducts::Wgmma:
+    return cuda::TileProducts::Wgmma;
+  case AttentionProducts::Environment:
+    break;
   }
+  return cuda::TileProducts::Environment;
+}
+
+/// All of a case's CUDA settings, while it runs.
+struct CaseScope {
+  explicit CaseScope(const KernelCase &c)
+      : rows(c.attentionWarpRows), copies(cudaTileCopies(c.attentionCopies)),
+        products(cudaTileProducts(c.attentionProducts)) {}
+  AttentionWarpRowsScope rows;
+  AttentionCopiesScope copies;
+  AttentionProductsScope products;
+};
+
+/// A tiled attention launch of GPT-2 small's shape (12 heads of 64, T 1024,
+/// q, k and v the thirds of one projection) over `batch` entries, its
+/// operands 16-byte aligned (a static buffer; nothing is read): what the
+/// launchers' choices of copies and products are asked about.
+inline cuda::AttentionTiles gpt2AttentionTiles(long long batch = 24) {
+  alignas(16) static unsigned short buf[64];
+  cuda::AttentionTiles t;
+  t.q = buf;
+  t.k = buf + 8;
+  t.v = buf + 16;
+  t.dout = buf + 24;
+  t.d = 64;
+  t.heads = 12;
+  t.batch = batch;
+  t.tq = t.tk = 1024;
+  t.inputPitch = 3 * 12 * 64;
+  return t;
 }
 
 } // namespace tcc::rt::test

@@ -1,0 +1,62 @@
+//===- KernelCases.cpp - Every kind's conformance cases, gathered ---------===//
+//
+// One list, built once per process: the parameterized tests name their
+// cases at registration and each test then looks its case up here, so the
+// random tensors (tens of MB for the attention cases) are made once.
+//
+//===----------------------------------------------------------------------===//
+#include "KernelCases.h"
+#include "KernelCasesAttention.h"
+#include "KernelCasesConv.h"
+#include "KernelCasesGemm.h"
+#include "KernelCasesLayout.h"
+#include "KernelCasesMath.h"
+#include "KernelCasesOptim.h"
+#include "KernelCasesRows.h"
+
+namespace tcc::rt::test {
+
+const std::vector<KernelCase> &allKernelCases() {
+  static const std::vector<KernelCase> cases = [] {
+    std::vector<KernelCase> all;
+    // Element-wise and math.
+    unaryCases(all);
+    binaryCases(all);
+    castWhereEqualCases(all);
+    // Layout, data movement and reductions.
+    dataMovementCases(all);
+    reductionCases(all);
+    // Row kernels.
+    softmaxLossCases(all);
+    layerNormCases(all);
+    // Optimizers, dropout, the step counter.
+    optimizerCases(all);
+    // GEMMs and their epilogues.
+    matmulCases(all);
+    gemmEpilogueCases(all);
+    // Attention.
+    attentionCases(all);
+    // Convolution, pooling, batch norm.
+    convCases(all);
+    poolCases(all);
+    batchNormCases(all);
+    return all;
+  }();
+  return cases;
+}
+
+const KernelCase &kernelCase(const std::string &name) {
+  for (const KernelCase &c : allKernelCases())
+    if (c.name == name)
+      return c;
+  throw Error("no kernel case named '" + name + "'");
+}
+
+std::vector<std::string> kernelCaseNames() {
+  std::vector<std::string> names;
+  for (const KernelCase &c : allKernelCases())
+    names.push_back(c.name);
+  return names;
+}
+
+} // namespace tcc::rt::test
