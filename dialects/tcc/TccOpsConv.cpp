@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "dialects/tcc/TccOps.h"
 #include "dialects/tcc/TccOpsUtils.h"
+#include "runtime/core/abi/WindowGeometry.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -47,19 +48,10 @@ static std::string checkWindow(const Window2d &w) {
   return "";
 }
 
-/// The output extent along one axis, or a value < 1 when the (dilated)
-/// window does not fit. With `ceil`, a last window that would start in the
-/// end padding is dropped, as PyTorch does.
-static int64_t windowOut(int64_t in, int64_t k, int64_t s, int64_t pb,
-                         int64_t pe, int64_t d, bool ceil) {
-  int64_t span = in + pb + pe - d * (k - 1) - 1;
-  if (span < 0)
-    return 0;
-  int64_t out = (ceil ? (span + s - 1) / s : span / s) + 1;
-  if (ceil && (out - 1) * s >= in + pb)
-    --out;
-  return out;
-}
+// The output extent along one axis: the kernels' own formula
+// (runtime/core/abi/WindowGeometry.h), so the verifier and the runtime's
+// checks agree on every shape.
+using ::tcc::rt::abi::windowOut;
 
 /// The [N, C, OH, OW] result of sliding `w` over `in` ([N, C, H, W]), with
 /// `channels` output channels; "" when valid.
