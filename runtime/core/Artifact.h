@@ -102,9 +102,10 @@ struct TensorInfo {
   int64_t byteSize() const;
 };
 
-/// One kernel call. Kernel names and their operand/attribute conventions are
-/// listed in runtime/cpu/Kernels.h. Outputs may alias inputs (in-place updates)
-/// only for kernels documented as element-wise.
+/// One kernel call. Kernel names are listed in runtime/core/abi/KernelList.def,
+/// their attributes' typed views in KernelAttrs.h and their operand
+/// conventions in runtime/core/abi/Kernels.h. Outputs may alias inputs
+/// (in-place updates) only for kernels documented as element-wise.
 struct Instr {
   std::string kernel;
   std::vector<int32_t> inputs;   // tensor ids

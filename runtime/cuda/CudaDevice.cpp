@@ -13,8 +13,6 @@
 
 namespace tcc::rt::cuda {
 
-bool backendBuilt() { return true; }
-
 bool deviceAvailable(std::string *why) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
