@@ -187,14 +187,18 @@ void *CpuSession::bufferOf(int32_t id, const char *what) {
   return p;
 }
 
+// An empty tensor's host side may be a null pointer (an empty vector's
+// data()), which memcpy may not be given even for zero bytes.
 void CpuSession::upload(int32_t id, const void *host) {
-  std::memcpy(bufferOf(id, "upload"), host,
-              static_cast<size_t>(tensors_[id].byteSize()));
+  void *p = bufferOf(id, "upload");
+  if (size_t bytes = static_cast<size_t>(tensors_[id].byteSize()))
+    std::memcpy(p, host, bytes);
 }
 
 void CpuSession::download(int32_t id, void *host) {
-  std::memcpy(host, bufferOf(id, "download"),
-              static_cast<size_t>(tensors_[id].byteSize()));
+  void *p = bufferOf(id, "download");
+  if (size_t bytes = static_cast<size_t>(tensors_[id].byteSize()))
+    std::memcpy(host, p, bytes);
 }
 
 void CpuSession::readAsync(int32_t id, void *host, size_t bytes) {
@@ -203,7 +207,8 @@ void CpuSession::readAsync(int32_t id, void *host, size_t bytes) {
     throw Error("read: " + std::to_string(bytes) + " bytes of tensor '" +
                 tensors_[id].name + "', which has " +
                 std::to_string(tensors_[id].byteSize()));
-  std::memcpy(host, p, bytes);
+  if (bytes)
+    std::memcpy(host, p, bytes);
 }
 
 namespace {
