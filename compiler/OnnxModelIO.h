@@ -1,5 +1,4 @@
-//===- OnnxModelIO.h - Reading ONNX models and writing trained ones -*- C++
-//-*-===//
+//===- OnnxModelIO.h - Reading ONNX and writing trained models -*- C++ -*-===//
 //
 // The compiler keeps the original ONNX model in the artifact so a trained run
 // can export the same graph with trained initializers. These helpers are the

@@ -1,5 +1,4 @@
-//===- OnnxExternalData.h - Tensors whose data lives in another file -*- C++
-//-*-===//
+//===- OnnxExternalData.h - Data kept in other files --------*- C++ -*-===//
 //
 // ONNX keeps large weights outside the model's protobuf when the model would
 // pass protobuf's 2 GiB message limit, and current exporters do it for any
