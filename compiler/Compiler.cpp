@@ -117,7 +117,10 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   }
   onnx::ModelProto model;
   std::string err;
-  if (!::tcc::readOnnxModel(opts.input, model, err))
+  // The tensors read from external data files: the artifact keeps their
+  // bytes in its blob, not inside the embedded model (embedOnnxModel).
+  std::vector<onnx::TensorProto *> external;
+  if (!::tcc::readOnnxModel(opts.input, model, err, &external))
     return fail(err);
 
   MLIRContext ctx;
@@ -242,7 +245,13 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   if (builder.seededWeights)
     stripGeneratedInitializers(model, artifact);
   std::string bytes;
-  model.SerializeToString(&bytes);
+  if (!::tcc::embedOnnxModel(
+          model, external,
+          [&](const void *data, size_t size) {
+            return artifact.addBlob(data, size);
+          },
+          bytes, err))
+    return fail(opts.input + ": " + err);
   artifact.onnxOffset = artifact.addBlob(bytes.data(), bytes.size());
   artifact.onnxSize = (int64_t)bytes.size();
   auto batchAttr = module->getAttrOfType<IntegerAttr>("tcc.batch");

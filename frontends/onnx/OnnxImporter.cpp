@@ -13,16 +13,17 @@
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/OnnxImporter.h"
+#include "frontends/onnx/OnnxExternalData.h"
 #include "frontends/onnx/OnnxGraph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include <onnx/defs/parser.h>
 
-#include <climits>
 #include <exception>
 
 using namespace mlir;
@@ -146,11 +147,20 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
       diag << "domain '" << node.domain() << "', ";
     diag << "opset " << opset << ") is not supported";
     if (isDefault) {
-      // Say so when only the opset is the problem.
-      for (const OnnxOpEntry &e : onnxOpTable())
-        if (node.op_type() == e.opType)
-          diag << " (" << e.opType << " is supported at opsets " << e.minOpset
-               << " to " << e.maxOpset << ")";
+      // Say so when only the opset is the problem; adjacent rows (Dropout's
+      // two) read as one range.
+      SmallVector<std::pair<int64_t, int64_t>> ranges;
+      for (const OnnxOpEntry &e : onnxOpTable()) {
+        if (node.op_type() != e.opType)
+          continue;
+        if (!ranges.empty() && ranges.back().second + 1 == e.minOpset)
+          ranges.back().second = e.maxOpset;
+        else
+          ranges.push_back({e.minOpset, e.maxOpset});
+      }
+      for (auto [lo, hi] : ranges)
+        diag << " (" << node.op_type() << " is supported at opsets " << lo
+             << " to " << hi << ")";
     }
     return diag << "; supported ops: " << joined(supportedOnnxOps());
   }
@@ -242,6 +252,15 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
     return emitError(fileLoc) << "the model imports no opset for the default "
                                  "ONNX domain (\"\" or \"ai.onnx\")";
   }
+  // A newer opset may have changed any op's meaning: refuse it whole rather
+  // than import nodes under rules they may no longer follow.
+  if (defaultOpset > kNewestOnnxOpset)
+    return graph.emitUnsupported(fileLoc,
+                                 "opset " + std::to_string(defaultOpset))
+           << "the model imports opset " << defaultOpset
+           << " of the default ONNX domain; the newest tcc supports is "
+           << kNewestOnnxOpset
+           << " (export with opset_version <= " << kNewestOnnxOpset << ")";
   if (!model.has_graph())
     return emitError(fileLoc) << "the model has no graph";
   const onnx::GraphProto &g = model.graph();
@@ -284,6 +303,13 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
   for (const onnx::TensorProto &t : g.initializer()) {
     Location loc = graph.nameLoc(t.name());
     std::string what = "initializer '" + t.name() + "'";
+    // importOnnxFile and the compiler's reader load external data; a model
+    // handed over in memory must come with it loaded.
+    if (t.data_location() == onnx::TensorProto::EXTERNAL)
+      return emitError(loc) << what
+                            << " keeps its data in an external file, which "
+                               "was not loaded (import the model from its "
+                               "file)";
     if (t.data_type() == onnx::TensorProto::FLOAT &&
         !frozen.contains(t.name())) {
       FailureOr<RankedTensorType> type = tensorType(t, what, loc);
@@ -385,9 +411,12 @@ mlir::tcc::importOnnxFile(MLIRContext *ctx, StringRef path,
     if (!error.empty())
       return emitError(loc)
              << "not a valid ONNX text model: " << StringRef(error).rtrim();
-  } else if (data.size() > INT_MAX ||
-             !model.ParseFromArray(data.data(), data.size())) {
-    return emitError(loc) << "not a valid ONNX model (protobuf parse failed)";
+  } else if (std::string error; !parseOnnxBytes(data, model, error)) {
+    return emitError(loc) << error;
   }
+  // External data is found relative to the model's folder.
+  if (std::string error;
+      !loadExternalData(model, llvm::sys::path::parent_path(path), error))
+    return emitError(loc) << error;
   return importOnnxModel(ctx, model, opts, path, status);
 }

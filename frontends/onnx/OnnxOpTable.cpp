@@ -1,11 +1,15 @@
 //===- OnnxOpTable.cpp - ONNX (op_type, opset) -> builder -----------------===//
 //
 // The one place that says what the frontend supports. A row covers the opset
-// range whose semantics its builder implements; an op whose definition
-// changed meaning within the range gets the versions handled inside the
-// builder (Softmax before/after 13, the axes input of ReduceSum >= 13 and
-// ReduceMean >= 18). Rows start at the oldest opset with the same meaning
-// (tested from 11); 18 is the newest opset checked against.
+// range whose semantics its builder implements; where a version changed the
+// meaning (an attribute became an input, a new attribute whose non-default
+// value changes the result) the builder handles every form in the row or
+// refuses the one it cannot compute, naming the opset. The comment on each
+// row lists the op's versions (ONNX's changelog, checked against the schemas
+// of onnx 1.23 up to opset 28, the newest tcc accepts: kNewestOnnxOpset) and
+// what each changed. "types" means a version only added element types
+// (bfloat16, int4, float8, ...): a tensor of a type tcc does not support is
+// an error at import that names the type, so such versions extend the row.
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/OnnxGraph.h"
@@ -17,75 +21,122 @@ using namespace mlir;
 using namespace mlir::tcc;
 
 static const OnnxOpEntry kOpTable[] = {
-    // Math (OnnxOpsMath.cpp). Add..Div before 7 had `broadcast` and `axis`
-    // attributes instead of NumPy broadcasting, Gemm before 7 `broadcast`
-    // (the builders handle both); before 6 an ignorable `consumed_inputs`.
-    {"Add", 1, 18, importAdd},
-    {"Sub", 1, 18, importSub},
-    {"Mul", 1, 18, importMul},
-    {"Div", 1, 18, importDiv},
-    {"Relu", 6, 18, importRelu},
-    {"MatMul", 1, 18, importMatMul},
-    {"Gemm", 1, 18, importGemm},
-    {"ReduceSum", 1, 18, importReduceSum},
-    {"ReduceMean", 1, 18, importReduceMean},
-    {"Softmax", 1, 18, importSoftmax},
-    {"LogSoftmax", 1, 18, importLogSoftmax},
-    // Math functions, normalization, dropout (OnnxOpsActivation.cpp). The
-    // unary functions had a `consumed_inputs` attribute before 6 (Erf came
-    // at 9); Neg folds on integer constants. Pow broadcasts like NumPy from
-    // 7 and takes integer exponents from 12. Dropout 7 to 11 is
-    // inference-only (identity); from 12 ratio and training_mode are inputs.
-    // Gelu is an op from opset 20.
-    {"Exp", 6, 18, importExp},
-    {"Log", 6, 18, importLog},
-    {"Sqrt", 6, 18, importSqrt},
-    {"Tanh", 6, 18, importTanh},
-    {"Sigmoid", 6, 18, importSigmoid},
-    {"Erf", 9, 18, importErf},
-    {"Neg", 6, 18, importNeg},
-    {"Reciprocal", 6, 18, importReciprocal},
-    {"Pow", 7, 18, importPow},
-    {"Gelu", 20, 20, importGelu},
-    {"LayerNormalization", 17, 18, importLayerNormalization},
+    // Math (OnnxOpsMath.cpp).
+    // Add, Sub, Mul, Div: 1, 6 (dropped consumed_inputs; int types), 7
+    // (NumPy broadcasting replaced the `broadcast`/`axis` attributes, both
+    // handled), 13 and 14 types.
+    {"Add", 1, 28, importAdd},
+    {"Sub", 1, 28, importSub},
+    {"Mul", 1, 28, importMul},
+    {"Div", 1, 28, importDiv},
+    // Relu: 6 (dropped consumed_inputs), 13 and 14 types.
+    {"Relu", 6, 28, importRelu},
+    // MatMul: 1, 9 and 13 types.
+    {"MatMul", 1, 28, importMatMul},
+    // Gemm: 1, 6, 7 (unidirectional broadcasting of C instead of the
+    // `broadcast` attribute, both handled), 9 types, 11 (C optional), 13
+    // types.
+    {"Gemm", 1, 28, importGemm},
+    // ReduceSum: 1, 11 (negative axes), 13 (axes became optional input 1,
+    // with noop_with_empty_axes). ReduceMean: the same, axes an input at 18.
+    {"ReduceSum", 1, 28, importReduceSum},
+    {"ReduceMean", 1, 28, importReduceMean},
+    // Softmax, LogSoftmax: 1, 11 (negative axis), 13 (one axis, default -1,
+    // instead of coercing to 2-D at axis 1: both handled).
+    {"Softmax", 1, 28, importSoftmax},
+    {"LogSoftmax", 1, 28, importLogSoftmax},
+
+    // Math functions, normalization, dropout (OnnxOpsActivation.cpp).
+    // Exp, Log, Sqrt, Tanh, Sigmoid, Neg, Reciprocal: 6 (dropped
+    // consumed_inputs), 13 types. Erf: 9, 13 types.
+    {"Exp", 6, 28, importExp},
+    {"Log", 6, 28, importLog},
+    {"Sqrt", 6, 28, importSqrt},
+    {"Tanh", 6, 28, importTanh},
+    {"Sigmoid", 6, 28, importSigmoid},
+    {"Erf", 9, 28, importErf},
+    {"Neg", 6, 28, importNeg},
+    {"Reciprocal", 6, 28, importReciprocal},
+    // Pow: 7 (NumPy broadcasting), 12 (integer exponents), 13 and 15 types.
+    {"Pow", 7, 28, importPow},
+    // Gelu: 20 only. LayerNormalization: 17 only.
+    {"Gelu", 20, 28, importGelu},
+    {"LayerNormalization", 17, 28, importLayerNormalization},
+    // Dropout: 7 (no is_test; inference-only, the identity), 10 types, 12
+    // (ratio and training_mode became inputs: training), 13 and 22 types.
     {"Dropout", 7, 11, importDropoutInference},
-    {"Dropout", 12, 18, importDropout},
-    // Shape and data movement (OnnxOpsShape.cpp). Reshape took its shape as
-    // an attribute before 5.
-    {"Reshape", 5, 18, importReshape},
-    {"Flatten", 1, 18, importFlatten},
-    {"Transpose", 1, 18, importTranspose},
-    {"Identity", 1, 18, importIdentity},
-    {"Constant", 1, 18, importConstant},
+    {"Dropout", 12, 28, importDropout},
+
+    // Shape and data movement (OnnxOpsShape.cpp).
+    // Reshape: 5 (shape became an input), 13 types, 14 (allowzero: a 0 in
+    // the shape is a zero, not a copy; both handled), 19, 21, 23, 24, 25
+    // types.
+    {"Reshape", 5, 28, importReshape},
+    // Flatten: 1, 9 types, 11 (negative axis), 13, 21, 23, 24, 25 types.
+    {"Flatten", 1, 28, importFlatten},
+    // Transpose: 1, 13, 21, 23, 24, 25 types.
+    {"Transpose", 1, 28, importTranspose},
+    // Identity: 1, 13, 14 (sequences), 16 (optionals), 19, 21, 23, 24, 25
+    // types; tcc has no sequence or optional values.
+    {"Identity", 1, 28, importIdentity},
+    // Constant: 1, 9 types, 11 (sparse_value: refused), 12 (value_float(s),
+    // value_int(s), value_string(s)), 13, 19, 21, 23, 24, 25 types.
+    {"Constant", 1, 28, importConstant},
+
     // Gathers, slices, joins (OnnxOpsData.cpp): fold on constants, run
-    // otherwise. Axes moved from attributes to inputs at 13 (Unsqueeze,
-    // Squeeze, Split's sizes) and 10 (Slice), Shape got start/end at 15 and
-    // Split num_outputs at 18: the builders handle both forms.
-    {"Gather", 1, 18, importGather},
-    {"Shape", 1, 18, importShape},
-    {"Size", 1, 18, importSize},
-    {"Unsqueeze", 1, 18, importUnsqueeze},
-    {"Squeeze", 1, 18, importSqueeze},
-    {"Concat", 4, 18, importConcat},
-    {"Split", 2, 18, importSplit},
-    {"Slice", 1, 18, importSlice},
-    {"Expand", 8, 18, importExpand},
-    // Selection, comparison, casts (OnnxOpsLogic.cpp). Equal before 7 had a
-    // `broadcast` attribute, Cast before 6 a string `to`.
-    {"Where", 9, 18, importWhere},
-    {"Equal", 7, 18, importEqual},
-    {"Cast", 6, 18, importCast},
-    {"ConstantOfShape", 9, 18, importConstantOfShape},
-    {"Range", 11, 18, importRange},
-    // Convolution, pooling, batch norm (OnnxOpsConv.cpp). MaxPool got
-    // ceil_mode and dilations at 10, AveragePool count_include_pad at 7 and
-    // ceil_mode at 10: absent attributes take their defaults. Batch norm
-    // lost `spatial` at 9; its running statistics are state.
-    {"Conv", 1, 18, importConv},
-    {"MaxPool", 1, 18, importMaxPool},
-    {"AveragePool", 7, 18, importAveragePool},
-    {"GlobalAveragePool", 1, 18, importGlobalAveragePool},
-    {"BatchNormalization", 9, 18, importBatchNormalization,
+    // otherwise.
+    // Gather: 1, 11 (negative indices), 13 types.
+    {"Gather", 1, 28, importGather},
+    // Shape: 1, 13 types, 15 (start/end select a range of dimensions), 19,
+    // 21, 23, 24, 25 types. Size: 1, 13, 19, 21, 23, 24, 25 types.
+    {"Shape", 1, 28, importShape},
+    {"Size", 1, 28, importSize},
+    // Unsqueeze, Squeeze: 1, 11 (negative axes), 13 (axes became input 1;
+    // optional for Squeeze), 21, 23, 24, 25 types.
+    {"Unsqueeze", 1, 28, importUnsqueeze},
+    {"Squeeze", 1, 28, importSqueeze},
+    // Concat: 4 (axis required), 11 (negative axis), 13 types.
+    {"Concat", 4, 28, importConcat},
+    // Split: 2 (sizes an attribute), 11 (negative axis), 13 (sizes became
+    // input 1), 18 (num_outputs; one of the two required).
+    {"Split", 2, 28, importSplit},
+    // Slice: 1, 10 (starts/ends/axes became inputs, steps added), 11
+    // (negative axes), 13 types.
+    {"Slice", 1, 28, importSlice},
+    // Expand: 8, 13 types.
+    {"Expand", 8, 28, importExpand},
+
+    // Selection, comparison, casts (OnnxOpsLogic.cpp).
+    // Where: 9, 16 types. Equal: 7 (NumPy broadcasting), 11, 13, 19 types.
+    {"Where", 9, 28, importWhere},
+    {"Equal", 7, 28, importEqual},
+    // Cast: 6 (`to` an int), 9, 13 types, 19 (float8 and `saturate`, which
+    // only affects float8 targets), 21, 23 types, 24 (float8e8m0 and
+    // `round_mode`, for that target only), 25, 28 types. tcc casts to FLOAT,
+    // INT32, INT64 and BOOL, so neither attribute can change its result.
+    {"Cast", 6, 28, importCast},
+    // ConstantOfShape: 9, 20, 21, 23, 24, 25 types (of `value`).
+    {"ConstantOfShape", 9, 28, importConstantOfShape},
+    // Range: 11, 27 (float16/bfloat16 and `stash_type` for them).
+    {"Range", 11, 28, importRange},
+
+    // Convolution, pooling, batch norm (OnnxOpsConv.cpp).
+    // Conv: 1, 11, 22 types.
+    {"Conv", 1, 28, importConv},
+    // MaxPool: 1, 8 (Indices output: refused; storage_order), 10 (ceil_mode,
+    // dilations), 11, 12 types, 22 (types; says that with ceil_mode a
+    // window starting in the end padding is dropped, which tcc does at every
+    // opset, as ONNX's reference implementation and PyTorch do).
+    {"MaxPool", 1, 28, importMaxPool},
+    // AveragePool: 7 (count_include_pad), 10 (ceil_mode), 11, 19
+    // (dilations: refused unless 1), 22 (as MaxPool).
+    {"AveragePool", 7, 28, importAveragePool},
+    // GlobalAveragePool: 1, 22 types.
+    {"GlobalAveragePool", 1, 28, importGlobalAveragePool},
+    // BatchNormalization: 9 (no `spatial`), 14 (training_mode attribute
+    // instead of the statistics outputs asking for training; saved_mean and
+    // saved_var gone: both handled), 15 types. Running statistics are state.
+    {"BatchNormalization", 9, 28, importBatchNormalization,
      batchNormalizationState},
 };
 

@@ -256,6 +256,10 @@ LogicalResult mlir::tcc::importAveragePool(NodeImporter &node) {
   FailureOr<int64_t> rank = spatialRank(node, *x);
   if (failed(rank))
     return failure();
+  // Dilations came at opset 19, where the tcc op has none to offer.
+  if (node.opset() < 19 && node.attr("dilations"))
+    return node.emitError() << "attribute 'dilations' does not exist at opset "
+                            << node.opset() << " (AveragePool has it from 19)";
   FailureOr<SmallVector<int64_t>> kernel =
       kernelShape(node, *rank, std::nullopt);
   FailureOr<int64_t> ceil = node.intAttr("ceil_mode", 0);
@@ -267,10 +271,15 @@ LogicalResult mlir::tcc::importAveragePool(NodeImporter &node) {
   FailureOr<Value> x4 = as4d(node, *x);
   if (failed(sp) || failed(x4))
     return failure();
-  // AveragePool has no dilations before opset 19.
-  if (llvm::any_of(sp->dilations, [](int64_t d) { return d != 1; }))
+  if (llvm::any_of(sp->dilations, [](int64_t d) { return d != 1; })) {
+    const onnx::AttributeProto *d = node.attr("dilations");
+    SmallVector<int64_t> given(d->ints().begin(), d->ints().end());
     return node.emitUnsupported("attribute dilations")
-           << "dilated average pooling is not supported";
+           << "dilated average pooling is not supported (attribute "
+              "'dilations' = "
+           << shapeStr(given) << " at opset " << node.opset()
+           << "; tcc pools undilated windows only)";
+  }
   FailureOr<Value> y = node.create<AvgPool2dOp>(
       *x4, ArrayRef<int64_t>(sp->kernel), ArrayRef<int64_t>(sp->strides),
       ArrayRef<int64_t>(sp->pads), *ceil != 0, *includePad != 0);

@@ -504,8 +504,9 @@ LogicalResult mlir::tcc::importSplit(NodeImporter &node) {
       sizes.push_back(std::clamp<int64_t>(left, 0, chunk));
   } else if (sizes.empty()) {
     if (node.opset() >= 18)
-      return node.emitError() << "needs input 'split' or attribute "
-                                 "'num_outputs' at opset 18";
+      return node.emitError()
+             << "needs input 'split' or attribute 'num_outputs' at opset "
+             << node.opset() << " (one of them is required from opset 18)";
     if (outputs == 0 || dim % outputs != 0)
       return node.emitError()
              << "cannot split dimension " << *axis << " of size " << dim

@@ -179,6 +179,8 @@ static DenseElementsAttr castConstant(DenseElementsAttr c, Type to) {
 
 // `to` names the target type. Constants convert to any of FLOAT, INT32,
 // INT64 and BOOL; at run time INT32 does not exist (integers are int64).
+// `saturate` (opset 19) and `round_mode` (24) only change casts to float8
+// types, which are refused here by name, so either value casts the same.
 LogicalResult mlir::tcc::importCast(NodeImporter &node) {
   const onnx::AttributeProto *toAttr = node.attr("to");
   if (!toAttr || toAttr->type() != onnx::AttributeProto::INT)

@@ -9,6 +9,7 @@
 #include "frontends/onnx/OnnxGraph.h"
 
 #include <cstring>
+#include <iterator>
 
 using namespace mlir;
 using namespace mlir::tcc;
@@ -24,6 +25,17 @@ std::string mlir::tcc::onnxTypeName(int32_t dataType) {
   if (onnx::TensorProto_DataType_IsValid(dataType))
     return onnx::TensorProto_DataType_Name(
         static_cast<onnx::TensorProto_DataType>(dataType));
+  // Types newer than the libonnx tcc builds against (1.12 ends at
+  // BFLOAT16): named so that a model of opset 19 to 28 using one hears
+  // which type tcc refuses.
+  static const char *const kNewer[] = {
+      "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+      "UINT4",        "INT4",           "FLOAT4E2M1", "FLOAT8E8M0",
+      "UINT2",        "INT2",           "FLOAT6E2M3", "FLOAT6E3M2"};
+  constexpr int32_t kFirstNewer = 17;
+  if (dataType >= kFirstNewer &&
+      dataType < kFirstNewer + (int32_t)std::size(kNewer))
+    return kNewer[dataType - kFirstNewer];
   return "<invalid " + std::to_string(dataType) + ">";
 }
 
@@ -91,8 +103,9 @@ mlir::tcc::convertTensor(const onnx::TensorProto &t, StringRef what,
     return failure();
   if (t.data_location() == onnx::TensorProto::EXTERNAL)
     return emitError(loc) << what
-                          << " keeps its data in an external file, which the "
-                             "importer cannot read as a constant";
+                          << " keeps its data in an external file, which "
+                             "was not loaded (import the model from its "
+                             "file)";
   int64_t count = type->getNumElements();
   switch (t.data_type()) {
   case onnx::TensorProto::FLOAT: {

@@ -129,10 +129,14 @@ static void exportTrained(const rt::Artifact &a,
     const float *p = static_cast<const float *>(data(id));
     (isState ? state : values)[t.name].assign(p, p + t.numElements());
   }
-  std::string bytes(
-      reinterpret_cast<const char *>(a.blob.data()) + a.onnxOffset, a.onnxSize);
+  // The model's external tensors point into the blob (embedOnnxModel).
+  EmbeddedOnnx model(
+      std::string_view(reinterpret_cast<const char *>(a.blob.data()) +
+                           a.onnxOffset,
+                       a.onnxSize),
+      a.blob.data(), a.blob.size());
   std::string err;
-  if (!writeTrainedOnnx(bytes, values, path, err, state))
+  if (!writeTrainedOnnx(model, values, path, err, state))
     throw rt::Error(err);
 }
 

@@ -7,7 +7,8 @@ usage: make_error_models.py OUTDIR
                   trains on token files (--tokens).
   bad_raw.onnx    an MLP whose weight initializer holds 12 bytes of raw data
                   for a [4, 2] float tensor (32 bytes).
-  external.onnx   the same weight stored in an external file.
+  external.onnx   the same weight stored in an external file, w.bin, that
+                  is not there.
   relu_only.onnx  y = Relu(x), x float [N, 4]: no parameter to train.
   sum.onnx        y = ReduceSum(x @ w, axis 1), x float [N, 4] -> y [N]: an
                   output without a class axis.

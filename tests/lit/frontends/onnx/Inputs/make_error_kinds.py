@@ -6,7 +6,8 @@ usage: make_error_kinds.py OUTDIR
   seq_input.onnx       a graph input of sequence type
   raw_size.onnx        an INT64 initializer with 12 bytes of raw data for 2
                        elements
-  external_const.onnx  an INT64 initializer (a constant) in an external file
+  external_const.onnx  an INT64 initializer (a constant) in an external file,
+                       s.bin, which is written too: it imports
 
 Needs Debian's python3-onnx and python3-numpy.
 """
@@ -54,6 +55,8 @@ def external_const():
     for k, v in (("location", "s.bin"), ("offset", "0"), ("length", "16")):
         e = s.external_data.add()
         e.key, e.value = k, v
+    with open(os.path.join(sys.argv[1], "s.bin"), "wb") as f:
+        f.write(np.array([3, 2], np.int64).tobytes())
     return reshape_model(s)
 
 
