@@ -33,6 +33,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -95,6 +96,38 @@ static void stripGeneratedInitializers(onnx::ModelProto &model,
   }
 }
 
+/// What trains, what is state and what stays constant, with the reason for
+/// each constant, as `tcc compile --report` prints it.
+static std::string
+initializerReport(const std::vector<mlir::tcc::OnnxInitializerRole> &roles) {
+  using Role = mlir::tcc::OnnxInitializerRole;
+  int64_t count[3] = {0, 0, 0}, values[3] = {0, 0, 0};
+  std::ostringstream rows;
+  for (const Role &r : roles) {
+    int64_t n = 1;
+    std::string shape;
+    for (int64_t d : r.shape) {
+      n *= d;
+      shape += (shape.empty() ? "" : ",") + std::to_string(d);
+    }
+    ++count[r.kind];
+    values[r.kind] += n;
+    static const char *const kWord[] = {"trains", "state", "constant"};
+    rows << "  " << kWord[r.kind]
+         << std::string(10 - strlen(kWord[r.kind]), ' ') << r.name << " ["
+         << shape << "]";
+    if (r.kind != Role::Param || r.why != "trained")
+      rows << "  " << r.why;
+    rows << "\n";
+  }
+  std::ostringstream os;
+  os << "initializers: " << count[Role::Param] << " train ("
+     << values[Role::Param] << " values), " << count[Role::State] << " state, "
+     << count[Role::Constant] << " constant\n"
+     << rows.str();
+  return os.str();
+}
+
 int ::tcc::compileModel(const CompileOptions &opts) {
   if (opts.weights != "onnx" && opts.weights != "seeded")
     return fail("--weights must be 'onnx' (the model's initial values, in "
@@ -129,9 +162,15 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   mlir::tcc::OnnxImportOptions importOpts;
   importOpts.batch = opts.batch;
   importOpts.frozen = opts.frozen;
-  auto imported = mlir::tcc::importOnnxModel(&ctx, model, importOpts, opts.input);
+  importOpts.trainable = opts.trainable;
+  mlir::tcc::OnnxImportStatus importStatus;
+  auto imported = mlir::tcc::importOnnxModel(&ctx, model, importOpts,
+                                             opts.input, &importStatus);
   if (failed(imported))
     return 1;
+  std::string rolesReport;
+  if (opts.report)
+    rolesReport = initializerReport(importStatus.initializers);
   ModuleOp module = imported->get();
   if (opts.emit == EmitKind::Tcc)
     return emitText(opts.output, printModule(module));
@@ -142,9 +181,14 @@ int ::tcc::compileModel(const CompileOptions &opts) {
     if (auto kind = fwd.getArgAttrOfType<StringAttr>(i, "tcc.kind"))
       hasParam |= kind.getValue() == "param";
   if (!hasParam)
-    return fail(opts.input + ": the model has no trainable parameter (no "
-                             "float initializer, or --freeze froze them "
-                             "all); there is nothing to train");
+    return fail(opts.input +
+                ": the model has no trainable parameter (no "
+                "float initializer, or --freeze froze them "
+                "all); there is nothing to train" +
+                (opts.trainable.empty()
+                     ? std::string()
+                     : " (--trainable matched no float initializer the "
+                       "graph uses)"));
 
   mlir::tcc::TrainPipelineOptions pipe;
   pipe.loss = opts.loss;
@@ -301,6 +345,7 @@ int ::tcc::compileModel(const CompileOptions &opts) {
 
   if (opts.report) {
     std::ostringstream os;
+    os << rolesReport;
     ::tcc::printMemoryReport(::tcc::analyzeMemory(artifact), os);
     bool toStdout = opts.emit == EmitKind::Artifact && !opts.output.empty() &&
                     opts.output != "-";

@@ -23,7 +23,8 @@ struct CompileOptions {
   std::string output;       // "-" = stdout for textual emits
   EmitKind emit = EmitKind::Artifact;
   int64_t batch = -1;
-  std::vector<std::string> frozen;
+  std::vector<std::string> frozen;    // --freeze patterns
+  std::vector<std::string> trainable; // --trainable patterns
   std::string loss = "cross_entropy";
   std::string optimizer = "adamw";
   double lr = -1;           // < 0: the optimizer's default

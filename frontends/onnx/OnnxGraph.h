@@ -89,6 +89,9 @@ public:
   /// whose training semantics differ between ONNX and that framework.
   llvm::StringRef producer() const { return producerName; }
   void setProducer(llvm::StringRef name) { producerName = name.str(); }
+  /// True the first time `what` is asked about: model-wide warnings are
+  /// said once, not once per node.
+  bool firstWarning(llvm::StringRef what) { return warned.insert(what).second; }
 
 private:
   MLIRContext *ctx;
@@ -97,7 +100,7 @@ private:
   Location file;
   llvm::StringMap<OnnxValue> values;
   OnnxImportStatus importStatus;
-  llvm::StringSet<> stateNames;
+  llvm::StringSet<> stateNames, warned;
   std::vector<std::pair<std::string, Value>> updates;
   std::string producerName;
 };

@@ -15,6 +15,7 @@
 #include "frontends/onnx/OnnxImporter.h"
 #include "frontends/onnx/OnnxExternalData.h"
 #include "frontends/onnx/OnnxGraph.h"
+#include "frontends/onnx/OnnxInitializerRoles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
@@ -55,6 +56,8 @@ public:
 
   FailureOr<OwningOpRef<ModuleOp>> run();
   const OnnxImportStatus &status() const { return graph.status(); }
+  /// Every initializer's role, once run() succeeded.
+  std::vector<OnnxInitializerRole> takeRoles() { return std::move(roles_); }
 
 private:
   LogicalResult importNode(const onnx::NodeProto &node, int index);
@@ -65,6 +68,7 @@ private:
   const onnx::ModelProto &model;
   const OnnxImportOptions &opts;
   GraphState graph;
+  std::vector<OnnxInitializerRole> roles_;
   int64_t defaultOpset = 0;
   /// The batch size in effect: --batch, or the first input's first dim.
   int64_t batch = -1;
@@ -265,21 +269,15 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
     return emitError(fileLoc) << "the model has no graph";
   const onnx::GraphProto &g = model.graph();
 
-  llvm::StringSet<> initializers, frozen;
-  frozen.insert(opts.frozen.begin(), opts.frozen.end());
+  llvm::StringSet<> initializers;
   for (const onnx::TensorProto &t : g.initializer())
     if (!initializers.insert(t.name()).second)
       return emitError(graph.nameLoc(t.name()))
              << "initializer '" << t.name() << "' is defined twice";
-  for (const std::string &name : opts.frozen)
-    if (!initializers.contains(name))
-      return emitError(fileLoc) << "cannot freeze '" << name
-                                << "': the model has no initializer by that "
-                                   "name";
 
   // Initializers that an op updates as running state (batch norm statistics)
-  // are state, not trained.
-  graph.setProducer(model.producer_name());
+  // are state, not trained, unless frozen.
+  llvm::StringSet<> stateInputs;
   for (const onnx::NodeProto &node : g.node()) {
     bool isDefault = node.domain().empty() || node.domain() == "ai.onnx";
     const OnnxOpEntry *entry =
@@ -288,10 +286,17 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
       continue;
     for (unsigned i : entry->stateInputs(node, defaultOpset))
       if (i < (unsigned)node.input_size() &&
-          initializers.contains(node.input(i)) &&
-          !frozen.contains(node.input(i))) // frozen: a constant, not updated
-        graph.markState(node.input(i));
+          initializers.contains(node.input(i)))
+        stateInputs.insert(node.input(i));
   }
+  std::vector<OnnxInitializerRole> roles;
+  if (std::string error; !assignInitializerRoles(g, stateInputs, opts.frozen,
+                                                 opts.trainable, roles, error))
+    return emitError(fileLoc) << error;
+  graph.setProducer(model.producer_name());
+  for (const OnnxInitializerRole &r : roles)
+    if (r.kind == OnnxInitializerRole::State)
+      graph.markState(r.name);
 
   // Arguments: trainable parameters and state, then data inputs.
   struct Arg {
@@ -300,7 +305,7 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
     RankedTensorType type;
   };
   SmallVector<Arg> args;
-  for (const onnx::TensorProto &t : g.initializer()) {
+  for (auto [t, role] : llvm::zip_equal(g.initializer(), roles)) {
     Location loc = graph.nameLoc(t.name());
     std::string what = "initializer '" + t.name() + "'";
     // importOnnxFile and the compiler's reader load external data; a model
@@ -310,13 +315,13 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
                             << " keeps its data in an external file, which "
                                "was not loaded (import the model from its "
                                "file)";
-    if (t.data_type() == onnx::TensorProto::FLOAT &&
-        !frozen.contains(t.name())) {
+    if (role.kind != OnnxInitializerRole::Constant) {
       FailureOr<RankedTensorType> type = tensorType(t, what, loc);
       if (failed(type))
         return failure();
       args.push_back(
-          {t.name(), graph.isState(t.name()) ? "state" : "param", *type});
+          {t.name(),
+           role.kind == OnnxInitializerRole::State ? "state" : "param", *type});
       continue;
     }
     if (!onnxElementType(ctx, t.data_type()))
@@ -330,6 +335,7 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
       return failure();
     graph.define(t.name(), OnnxValue{{}, *value, loc});
   }
+  roles_ = std::move(roles);
   for (const onnx::ValueInfoProto &in : g.input()) {
     // Before IR version 4 initializers were listed as inputs too.
     if (initializers.contains(in.name()))
@@ -378,8 +384,11 @@ mlir::tcc::importOnnxModel(MLIRContext *ctx, const onnx::ModelProto &model,
                            OnnxImportStatus *status) {
   ModelImporter importer(ctx, model, opts, sourceName);
   FailureOr<OwningOpRef<ModuleOp>> module = importer.run();
-  if (status)
+  if (status) {
     *status = failed(module) ? importer.status() : OnnxImportStatus();
+    if (succeeded(module))
+      status->initializers = importer.takeRoles();
+  }
   return module;
 }
 

@@ -24,9 +24,12 @@
 #ifndef TCC_FRONTENDS_ONNX_ONNXIMPORTER_H
 #define TCC_FRONTENDS_ONNX_ONNXIMPORTER_H
 
+#include "frontends/onnx/OnnxInitializerRoles.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
+
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
@@ -42,8 +45,11 @@ namespace mlir::tcc {
 struct OnnxImportOptions {
   /// Fixes a symbolic first dimension of graph inputs; -1 keeps the model's.
   int64_t batch = -1;
-  /// Float initializers kept as constants instead of trained parameters.
+  /// Glob patterns (llvm::GlobPattern) of initializers kept constant.
   std::vector<std::string> frozen;
+  /// Glob patterns of the float initializers that train; empty: every one
+  /// the gradient reaches (OnnxInitializerRoles.h).
+  std::vector<std::string> trainable;
 };
 
 /// Why an import failed, for callers that must tell "tcc does not support
@@ -58,6 +64,8 @@ struct OnnxImportStatus {
   /// "Add@6" (op at an opset outside its rows), "Constant (attribute
   /// sparse_value)", "input dtype UINT8".
   std::string feature;
+  /// After a successful import: every initializer's role and why.
+  std::vector<OnnxInitializerRole> initializers;
 };
 
 /// Reads a binary .onnx file, or ONNX textual syntax when the path ends in

@@ -13,7 +13,9 @@
 // "pytorch" get PyTorch's rule: training them in tcc then matches training
 // them in PyTorch. The running statistics that are initializers are state
 // (see batchNormalizationState): @forward returns their new values as
-// "update" results.
+// "update" results. In inference mode (a pretrained CNN fine-tuned with
+// frozen statistics) the statistics are constants and the op is
+// element-wise arithmetic.
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/OnnxGraph.h"
@@ -312,13 +314,75 @@ LogicalResult mlir::tcc::importGlobalAveragePool(NodeImporter &node) {
 // BatchNormalization
 //===----------------------------------------------------------------------===//
 
+/// Whether a BatchNormalization normalizes with the batch's statistics:
+/// from 14 the training_mode attribute says so; before, asking for the
+/// running statistics as outputs does.
+static bool isTrainingMode(const onnx::NodeProto &node, int64_t opset) {
+  if (opset >= 14) {
+    for (const onnx::AttributeProto &a : node.attribute())
+      if (a.name() == "training_mode")
+        return a.i() != 0;
+    return false;
+  }
+  for (int i = 1; i < node.output_size(); ++i)
+    if (!node.output(i).empty())
+      return true;
+  return false;
+}
+
 SmallVector<unsigned>
-mlir::tcc::batchNormalizationState(const onnx::NodeProto &, int64_t) {
+mlir::tcc::batchNormalizationState(const onnx::NodeProto &node, int64_t opset) {
+  // In inference mode the statistics are read, never updated: constants.
+  if (!isTrainingMode(node, opset))
+    return {};
   return {3, 4};
 }
 
 static bool hasOutput(NodeImporter &node, int i) {
   return node.proto().output_size() > i && !node.proto().output(i).empty();
+}
+
+/// Inference mode: scale * (x - mean) / sqrt(var + eps) + bias with the
+/// running statistics as constants, as a pretrained CNN is fine-tuned with
+/// frozen batch norm; plain element-wise ops, so the gradients of x, scale
+/// and bias are the existing rules and the fuser merges the chain.
+static LogicalResult importBatchNormInference(NodeImporter &node, float eps) {
+  FailureOr<SmallVector<Value>> in = node.inputs(5);
+  if (failed(in))
+    return failure();
+  Value x = (*in)[0];
+  RankedTensorType xt = typeOf(x);
+  if (xt.getRank() < 2)
+    return node.emitError()
+           << "input must be [N, C, ...], got " << shapeStr(xt.getShape());
+  // [C] -> [C, 1, ...]: broadcasts over the spatial dimensions.
+  SmallVector<int64_t> perChannel(xt.getRank() - 1, 1);
+  perChannel[0] = xt.getDimSize(1);
+  SmallVector<Value> c;
+  for (int i = 1; i < 5; ++i) {
+    FailureOr<Value> r = node.reshape((*in)[i], perChannel);
+    if (failed(r))
+      return failure();
+    c.push_back(*r);
+  }
+  FailureOr<Value> varEps = node.create<AddOp>(c[3], node.scalar(eps));
+  if (failed(varEps))
+    return failure();
+  FailureOr<Value> stddev = node.create<SqrtOp>(*varEps);
+  if (failed(stddev))
+    return failure();
+  FailureOr<Value> factor = node.create<DivOp>(c[0], *stddev);
+  FailureOr<Value> centered = node.create<SubOp>(x, c[2]);
+  if (failed(factor) || failed(centered))
+    return failure();
+  FailureOr<Value> scaled = node.create<MulOp>(*centered, *factor);
+  if (failed(scaled))
+    return failure();
+  FailureOr<Value> y = node.create<AddOp>(*scaled, c[1]);
+  if (failed(y))
+    return failure();
+  node.setOutput(0, *y);
+  return success();
 }
 
 /// running * momentum + batch * factor, element-wise on [C].
@@ -336,23 +400,21 @@ LogicalResult mlir::tcc::importBatchNormalization(NodeImporter &node) {
   FailureOr<float> momentum = node.floatAttr("momentum", 0.9f);
   if (failed(eps) || failed(momentum))
     return failure();
-  // From 14 the mode is an attribute; before, training is asked for by
-  // requesting the running statistics as outputs.
-  bool training = false;
-  if (node.opset() >= 14) {
-    FailureOr<int64_t> mode = node.intAttr("training_mode", 0);
-    if (failed(mode))
-      return failure();
-    training = *mode != 0;
-  } else {
-    for (int i = 1; i < node.proto().output_size(); ++i)
-      training |= hasOutput(node, i);
+  if (node.opset() >= 14 && failed(node.intAttr("training_mode", 0)))
+    return failure();
+  if (!isTrainingMode(node.proto(), node.opset())) {
+    // What an export in eval mode gives: fine for fine-tuning with frozen
+    // statistics, a surprise for anyone who meant to train them.
+    if (node.graphState().firstWarning("batch norm inference"))
+      mlir::emitWarning(node.loc())
+          << node.describe()
+          << ": BatchNormalization in inference mode: it normalizes with "
+             "its running statistics, which stay constant (frozen batch "
+             "norm); to train with batch statistics, export in training "
+             "mode (training=torch.onnx.TrainingMode.TRAINING, or "
+             "model.train() before a dynamo=True export)";
+    return importBatchNormInference(node, *eps);
   }
-  if (!training)
-    return node.emitUnsupported("inference mode")
-           << "only training mode is supported (normalizing with the batch "
-              "statistics); export the model with "
-              "training=torch.onnx.TrainingMode.TRAINING";
 
   FailureOr<SmallVector<Value>> in = node.inputs(5);
   if (failed(in))

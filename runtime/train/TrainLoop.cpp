@@ -272,9 +272,15 @@ void Trainer::checkFinite(int64_t step) {
   }
   r_.nonfiniteCheckSeconds += secondsSince(t0);
   scannedStep_ = step;
+  // A diverging "parameter" may be a constant the exporter stored as an
+  // initializer (an exponent, a mask) that the compiler was not told about.
+  std::string hint = what.rfind("parameter '", 0) == 0
+                         ? ", or freeze it if it is a constant of the model "
+                           "(tcc compile --report lists what trains)"
+                         : "";
   if (bad)
     throw Error("step " + std::to_string(step) + ": " + what +
-                "; lower the learning rate or check the data" +
+                "; lower the learning rate or check the data" + hint +
                 (opts_.checkpointDir.empty()
                      ? ""
                      : " (no checkpoint written for this step)"));

@@ -1,6 +1,7 @@
 //===- tcc-import.cpp - Print the tcc IR an ONNX model imports to ---------===//
 //
-//   tcc-import <model.onnx|model.onnxtxt> [--batch N] [--freeze a,b] [-o out]
+//   tcc-import <model.onnx|model.onnxtxt> [--batch N] [--freeze a,b]
+//              [--trainable c] [-o out]
 //
 // Exits 1 after printing diagnostics when the model cannot be imported.
 //
@@ -30,7 +31,12 @@ static cl::opt<int64_t>
           cl::desc("Batch size: fixes the first dimension of graph inputs"));
 static cl::list<std::string>
     freeze("freeze", cl::CommaSeparated,
-           cl::desc("Float initializers to keep as constants (a,b,...)"));
+           cl::desc("Initializers to keep as constants: names or glob "
+                    "patterns (a,'b*',...)"));
+static cl::list<std::string> trainable(
+    "trainable", cl::CommaSeparated,
+    cl::desc("The float initializers that train (names or glob patterns); "
+             "the rest are constants"));
 static cl::opt<std::string> outputPath("o", cl::init("-"),
                                        cl::desc("Output file (default stdout)"),
                                        cl::value_desc("file"));
@@ -56,6 +62,7 @@ int main(int argc, char **argv) {
   tcc::OnnxImportOptions opts;
   opts.batch = batch;
   opts.frozen.assign(freeze.begin(), freeze.end());
+  opts.trainable.assign(trainable.begin(), trainable.end());
   FailureOr<OwningOpRef<ModuleOp>> module =
       tcc::importOnnxFile(&ctx, inputPath, opts);
   if (failed(module) || failed(verify(**module)))

@@ -108,11 +108,12 @@ static cl::opt<bool> shadowWeights(
              "the same values; default on, --shadow-weights=false turns it "
              "off)"),
     cl::init(true), cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
-static cl::opt<bool> report(
-    "report",
-    cl::desc("Print the predicted memory anatomy (weights, optimizer state, "
-             "activations, gradients, temporaries, arena, peak)"),
-    cl::sub(tool::compileCmd));
+static cl::opt<bool>
+    report("report",
+           cl::desc("Print what trains and what is constant (and why), and the "
+                    "predicted memory anatomy (weights, optimizer state, "
+                    "activations, gradients, temporaries, arena, peak)"),
+           cl::sub(tool::compileCmd));
 
 static cl::opt<std::string> precision(
     "precision",
@@ -154,10 +155,18 @@ static std::optional<int64_t> parseBytes(StringRef s) {
   return (int64_t)(value * scale);
 }
 
-static cl::list<std::string> freeze("freeze",
-                                    cl::desc("Initializers to keep constant"),
-                                    cl::CommaSeparated,
-                                    cl::sub(tool::compileCmd),
+static cl::list<std::string>
+    freeze("freeze",
+           cl::desc("Initializers to keep constant: names or glob patterns "
+                    "(a,'blocks.*.mask',...)"),
+           cl::CommaSeparated, cl::value_desc("pattern"),
+           cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
+static cl::list<std::string> trainable(
+    "trainable",
+    cl::desc("The float initializers that train, as names or glob patterns; "
+             "the rest are constants (default: every one that reaches the "
+             "loss through a differentiable input, except rank-0 scalars)"),
+    cl::CommaSeparated, cl::value_desc("pattern"), cl::sub(tool::compileCmd),
     cl::sub(tool::benchCmd));
 static cl::opt<std::string> weights(
     "weights",
@@ -204,6 +213,7 @@ static cl::opt<EmitKind> emit(
 bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
   o.batch = batch;
   o.frozen.assign(freeze.begin(), freeze.end());
+  o.trainable.assign(trainable.begin(), trainable.end());
   o.loss = loss;
   o.optimizer = optimizer;
   o.lr = lr;
