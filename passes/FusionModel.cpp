@@ -190,6 +190,10 @@ OpKind fusion::classify(Operation *op) {
       .Case<WhereOp>([](WhereOp w) {
         return isFloatValue(w.getResult()) ? OpKind::Elementwise : OpKind::None;
       })
+      // Integer maximum/minimum stay kernels.
+      .Case<MaximumOp, MinimumOp>([](auto m) {
+        return isFloatValue(m.getResult()) ? OpKind::Elementwise : OpKind::None;
+      })
       .Case<SliceOp>([](SliceOp s) {
         return isFloatValue(s.getInput()) && isViewSlice(s)
                    ? OpKind::Elementwise

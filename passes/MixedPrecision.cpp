@@ -91,6 +91,9 @@ Policy policyOf(Operation *op) {
           WhereOp, MaxPool2dOp, MaxPool2dGradOp, AvgPool2dOp, AvgPool2dGradOp>(
           op))
     return Policy::Follow;
+  // Exact in any float type: the result is one of the operands.
+  if (isa<MaximumOp, MinimumOp>(op))
+    return Policy::Follow;
   return Policy::F32;
 }
 
@@ -504,7 +507,7 @@ LogicalResult unscaleAndSkip(func::FuncOp fn, double initScale,
   // Everything after the last update op, before the return.
   b.setInsertionPoint(ret0);
   Value finite =
-      EqualOp::create(b, loc, MulOp::create(b, loc, sum, zero), zero);
+      CompareOp::create(b, loc, "eq", MulOp::create(b, loc, sum, zero), zero);
   for (Operation *u : updates)
     if (skipping.contains(u)) {
       u->moveBefore(ret0);
@@ -531,8 +534,8 @@ LogicalResult unscaleAndSkip(func::FuncOp fn, double initScale,
 
   auto f32 = [&](float v) { return scalar(b, loc, v); };
   Value good1 = AddOp::create(b, loc, good, one);
-  Value grow =
-      EqualOp::create(b, loc, good1, f32(static_cast<float>(growthInterval)));
+  Value grow = CompareOp::create(b, loc, "eq", good1,
+                                 f32(static_cast<float>(growthInterval)));
   Type t = scale.getType();
   Value grown = WhereOp::create(b, loc, t, grow,
                                 MulOp::create(b, loc, scale, f32(2.0f)), scale);

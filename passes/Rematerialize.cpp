@@ -245,8 +245,9 @@ static int64_t recomputeCost(Operation *op, bool gemms) {
   int64_t factor =
       llvm::TypeSwitch<Operation *, int64_t>(op)
           .Case<ReshapeOp, BroadcastToOp, TransposeOp, SliceOp, SliceGradOp,
-                ConcatOp, GatherOp, CastOp, EqualOp, WhereOp, NegOp, ReluOp,
-                AddOp, SubOp, MulOp, DivOp>([](auto) { return 1; })
+                ConcatOp, GatherOp, CastOp, WhereOp, NegOp, ReluOp, AddOp,
+                SubOp, MulOp, DivOp, CompareOp, LogicOp, MaximumOp, MinimumOp>(
+              [](auto) { return 1; })
           // Counter-based hash per element, two results.
           .Case<DropoutOp>([](auto) { return 2; })
           .Case<ExpOp, LogOp, SqrtOp, TanhOp, SigmoidOp, ErfOp, PowOp,
@@ -258,7 +259,8 @@ static int64_t recomputeCost(Operation *op, bool gemms) {
   // Per element of the input, which reductions and normalizations read
   // more than once.
   factor = llvm::TypeSwitch<Operation *, int64_t>(op)
-               .Case<ReduceSumOp, ReduceMeanOp>([](auto) { return 1; })
+               .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
+                     ArgMaxOp, ArgMinOp>([](auto) { return 1; })
                .Case<AvgPool2dOp, MaxPool2dOp>([](auto) { return 4; })
                .Case<LayerNormOp, BatchNormTrainOp>([](auto) { return 8; })
                .Case<SoftmaxOp, LogSoftmaxOp>([](auto) { return 26; })

@@ -51,6 +51,9 @@ std::string elementwiseTemplate(Operation *o) {
       .Case<BroadcastToOp, ReshapeOp, CastOp, SliceOp>(
           [](auto) { return "$0"; })
       .Case<WhereOp>([](auto) { return "($0 != 0 ? $1 : $2)"; })
+      // NaN propagates from either operand, as in KernelsCompare.cpp.
+      .Case<MaximumOp>([](auto) { return "(($0 > $1 || $0 != $0) ? $0 : $1)"; })
+      .Case<MinimumOp>([](auto) { return "(($0 < $1 || $0 != $0) ? $0 : $1)"; })
       .Default([](Operation *) { return ""; });
 }
 

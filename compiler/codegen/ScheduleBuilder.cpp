@@ -432,16 +432,38 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
                                     u.getWeightDecay().convertToDouble()});
         return success();
       })
+      // Comparisons, logic and extrema (TccOpsLogic.td).
+      .Case<mlir::tcc::CompareOp>([&](auto c) {
+        rt::abi::setAttrs(
+            in, rt::abi::CompareAttrs{c.predicateCode(c.getPredicate())});
+        return success();
+      })
+      .Case<mlir::tcc::LogicOp>([&](auto l) {
+        rt::abi::setAttrs(in, rt::abi::LogicAttrs{l.kindCode(l.getKind())});
+        return success();
+      })
+      .Case<mlir::tcc::ReduceMaxOp, mlir::tcc::ReduceMinOp>([&](auto r) {
+        ArrayRef<int64_t> axes = r.getAxes();
+        rt::abi::setAttrs(in, rt::abi::AxesAttrs{{axes.data(), axes.size()}});
+        return success();
+      })
+      .Case<mlir::tcc::ArgMaxOp, mlir::tcc::ArgMinOp>([&](auto r) {
+        rt::abi::setAttrs(in, rt::abi::ArgAttrs{(int64_t)r.getAxis(),
+                                                r.getSelectLastIndex()});
+        return success();
+      })
+      .Case<mlir::tcc::MaximumOp, mlir::tcc::MinimumOp>(
+          [](auto) { return success(); })
       // Kernels without attributes (NoAttrs).
-      .Case<mlir::tcc::WhereOp, mlir::tcc::EqualOp, mlir::tcc::MaxPool2dGradOp,
-            mlir::tcc::ExpOp, mlir::tcc::LogOp, mlir::tcc::SqrtOp,
-            mlir::tcc::TanhOp, mlir::tcc::SigmoidOp, mlir::tcc::ErfOp,
-            mlir::tcc::SqrtGradOp, mlir::tcc::TanhGradOp,
-            mlir::tcc::SigmoidGradOp, mlir::tcc::ErfGradOp, mlir::tcc::PowOp,
-            mlir::tcc::PowGradOp, mlir::tcc::IncrementOp, mlir::tcc::AddOp,
-            mlir::tcc::SubOp, mlir::tcc::MulOp, mlir::tcc::DivOp,
-            mlir::tcc::NegOp, mlir::tcc::ReluOp, mlir::tcc::ReluGradOp,
-            mlir::tcc::BroadcastToOp, mlir::tcc::SoftmaxCrossEntropyOp,
+      .Case<mlir::tcc::WhereOp, mlir::tcc::MaxPool2dGradOp, mlir::tcc::ExpOp,
+            mlir::tcc::LogOp, mlir::tcc::SqrtOp, mlir::tcc::TanhOp,
+            mlir::tcc::SigmoidOp, mlir::tcc::ErfOp, mlir::tcc::SqrtGradOp,
+            mlir::tcc::TanhGradOp, mlir::tcc::SigmoidGradOp,
+            mlir::tcc::ErfGradOp, mlir::tcc::PowOp, mlir::tcc::PowGradOp,
+            mlir::tcc::IncrementOp, mlir::tcc::AddOp, mlir::tcc::SubOp,
+            mlir::tcc::MulOp, mlir::tcc::DivOp, mlir::tcc::NegOp,
+            mlir::tcc::ReluOp, mlir::tcc::ReluGradOp, mlir::tcc::BroadcastToOp,
+            mlir::tcc::SoftmaxCrossEntropyOp,
             mlir::tcc::SoftmaxCrossEntropyGradOp, mlir::tcc::MseLossOp,
             mlir::tcc::MseLossGradOp>([](auto) { return success(); })
       .Default([&](Operation *) { return noKernel(); });

@@ -269,10 +269,10 @@ TCC_SAME_AS_FIRST_INFER(ReluOp)
 // Reductions and softmax
 //===----------------------------------------------------------------------===//
 
-static LogicalResult inferReduce(StringRef name, std::optional<Location> loc,
-                                 RankedTensorType in, ArrayRef<int64_t> axes,
-                                 bool keepdims,
-                                 SmallVectorImpl<Type> &results) {
+LogicalResult
+mlir::tcc::detail::inferReduce(StringRef name, std::optional<Location> loc,
+                               RankedTensorType in, ArrayRef<int64_t> axes,
+                               bool keepdims, SmallVectorImpl<Type> &results) {
   SmallVector<int64_t> shape;
   int64_t prev = -1;
   for (int64_t a : axes) {
@@ -302,9 +302,9 @@ static LogicalResult inferReduce(StringRef name, std::optional<Location> loc,
       return emitOptionalError(loc,                                            \
                                "tcc." NAME ": requires attribute 'axes'");     \
     BoolAttr keepdims = adaptor.getProperties().keepdims;                      \
-    return inferReduce(NAME, loc, rankedType(adaptor.getInput()),              \
-                       adaptor.getAxes(), keepdims && keepdims.getValue(),     \
-                       results);                                               \
+    return detail::inferReduce(NAME, loc, rankedType(adaptor.getInput()),      \
+                               adaptor.getAxes(),                              \
+                               keepdims && keepdims.getValue(), results);      \
   }
 TCC_REDUCE_INFER(ReduceSumOp, "reduce_sum")
 TCC_REDUCE_INFER(ReduceMeanOp, "reduce_mean")

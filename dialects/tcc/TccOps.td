@@ -430,5 +430,6 @@ include "dialects/tcc/TccOpsConv.td"
 include "dialects/tcc/TccOpsFused.td"
 include "dialects/tcc/TccOpsGemm.td"
 include "dialects/tcc/TccOpsAttention.td"
+include "dialects/tcc/TccOpsLogic.td"
 
 #endif // TCC_OPS_TD

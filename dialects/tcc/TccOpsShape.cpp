@@ -1,6 +1,6 @@
 //===- TccOpsShape.cpp - Inference and verifiers of data-movement ops -----===//
 //
-// gather, gather_grad, concat, slice, slice_grad, where, equal, cast. Every
+// gather, gather_grad, concat, slice, slice_grad, where, cast. Every
 // axis and window is checked here, in the IR, so the kernels only need to
 // re-check what an artifact could have been tampered with.
 //
@@ -238,7 +238,7 @@ bool SliceGradOp::padsLastAxisOnly() {
 }
 
 //===----------------------------------------------------------------------===//
-// Where, equal, cast
+// Where, cast
 //===----------------------------------------------------------------------===//
 
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
@@ -261,15 +261,6 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
                              shapeStr(rhs.getShape()), " do not broadcast");
   results.push_back(RankedTensorType::get(*shape, lhs.getElementType()));
   return success();
-}
-
-LogicalResult EqualOp::inferReturnTypes(MLIRContext *ctx,
-                                        std::optional<Location> loc,
-                                        ValueRange operands, DictionaryAttr,
-                                        OpaqueProperties, RegionRange,
-                                        SmallVectorImpl<Type> &results) {
-  return detail::inferBroadcast("equal", loc, operands, results,
-                                IntegerType::get(ctx, 1));
 }
 
 LogicalResult CastOp::verify() {

@@ -145,21 +145,6 @@ def Tcc_WhereOp : Tcc_DiffOp<"where"> {
       "$condition `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def Tcc_EqualOp : Tcc_InferOp<"equal"> {
-  let summary = "Element-wise `lhs == rhs` with NumPy broadcasting";
-  let description = [{
-    Both operands have one element type; the result is a bool tensor of the
-    broadcast shape. Not differentiable (its result is not a float).
-    ```mlir
-    %m = tcc.equal %ids, %pad : (tensor<2x8xi64>, tensor<i64>) -> tensor<2x8xi1>
-    ```
-  }];
-  let arguments = (ins Tcc_DataTensor:$lhs, Tcc_DataTensor:$rhs);
-  let results = (outs Tcc_BoolTensor:$result);
-  let assemblyFormat =
-      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
-}
-
 def Tcc_CastOp : Tcc_Op<"cast", [Pure]> {
   let summary = "Converts the element type (f32, bf16, f16, i64, i1), keeping the shape";
   let description = [{

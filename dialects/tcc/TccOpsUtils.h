@@ -52,6 +52,12 @@ LogicalResult inferBroadcast(StringRef name, std::optional<Location> loc,
                              SmallVectorImpl<Type> &results,
                              Type resultElement = {});
 
+/// Result type of a reduction of `in` over `axes` (sorted, unique, in
+/// range: checked here), keeping them as 1 with `keepdims`.
+LogicalResult inferReduce(StringRef name, std::optional<Location> loc,
+                          RankedTensorType in, ArrayRef<int64_t> axes,
+                          bool keepdims, SmallVectorImpl<Type> &results);
+
 } // namespace mlir::tcc::detail
 
 #endif // TCC_DIALECTS_TCC_TCCOPSUTILS_H

@@ -110,3 +110,32 @@ bool fold::foldable(ArrayRef<DenseElementsAttr> inputs,
   return llvm::all_of(inputs, [](DenseElementsAttr c) { return bool(c); }) &&
          numElements(shape) <= kMaxFoldElements;
 }
+
+/// The shape all of `types` broadcast to, or an error at the node.
+FailureOr<SmallVector<int64_t>>
+fold::broadcastAll(NodeImporter &node, ArrayRef<RankedTensorType> types) {
+  SmallVector<int64_t> shape;
+  for (RankedTensorType t : types) {
+    FailureOr<SmallVector<int64_t>> b = broadcastShapes(shape, t.getShape());
+    if (failed(b)) {
+      InFlightDiagnostic diag = node.emitError() << "input shapes";
+      for (RankedTensorType u : types)
+        diag << " " << shapeStr(u.getShape());
+      return diag << " do not broadcast";
+    }
+    shape = *b;
+  }
+  return shape;
+}
+
+FailureOr<SmallVector<RankedTensorType>> fold::inputTypes(NodeImporter &node,
+                                                          unsigned n) {
+  SmallVector<RankedTensorType> types;
+  for (unsigned i = 0; i < n; ++i) {
+    FailureOr<RankedTensorType> t = node.inputType(i);
+    if (failed(t))
+      return failure();
+    types.push_back(*t);
+  }
+  return types;
+}

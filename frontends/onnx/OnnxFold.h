@@ -36,6 +36,14 @@ DenseElementsAttr joinFlat(ArrayRef<DenseElementsAttr> parts);
 /// enough to store.
 bool foldable(ArrayRef<DenseElementsAttr> inputs, ArrayRef<int64_t> shape);
 
+/// The shape all of `types` broadcast to, or an error at the node naming
+/// them.
+FailureOr<SmallVector<int64_t>> broadcastAll(NodeImporter &node,
+                                             ArrayRef<RankedTensorType> types);
+/// The types of inputs [0, n), or an error at the node.
+FailureOr<SmallVector<RankedTensorType>> inputTypes(NodeImporter &node,
+                                                    unsigned n);
+
 } // namespace mlir::tcc::fold
 
 #endif // TCC_FRONTENDS_ONNX_ONNXFOLD_H

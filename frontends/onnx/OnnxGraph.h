@@ -283,14 +283,33 @@ LogicalResult importSplit(NodeImporter &node);
 LogicalResult importSlice(NodeImporter &node);
 LogicalResult importExpand(NodeImporter &node);
 LogicalResult importWhere(NodeImporter &node);
-LogicalResult importEqual(NodeImporter &node);
 LogicalResult importCast(NodeImporter &node);
+LogicalResult importCastLike(NodeImporter &node);
 LogicalResult importConstantOfShape(NodeImporter &node);
 LogicalResult importRange(NodeImporter &node);
 /// Folds Add/Sub/Mul/Div of two integer constants (shape arithmetic such as
 /// `C // H`): returns true when it bound the output, false when the operands
 /// are not both integer constants (the caller builds the op).
 FailureOr<bool> foldIntegerArithmetic(NodeImporter &node);
+
+// Builders (OnnxOpsCompare.cpp): comparisons, logic, Min/Max, Trilu,
+// ArgMax/ArgMin; ReduceMax/ReduceMin are in OnnxOpsMath.cpp.
+LogicalResult importEqual(NodeImporter &node);
+LogicalResult importLess(NodeImporter &node);
+LogicalResult importLessOrEqual(NodeImporter &node);
+LogicalResult importGreater(NodeImporter &node);
+LogicalResult importGreaterOrEqual(NodeImporter &node);
+LogicalResult importAnd(NodeImporter &node);
+LogicalResult importOr(NodeImporter &node);
+LogicalResult importXor(NodeImporter &node);
+LogicalResult importNot(NodeImporter &node);
+LogicalResult importMax(NodeImporter &node);
+LogicalResult importMin(NodeImporter &node);
+LogicalResult importTrilu(NodeImporter &node);
+LogicalResult importArgMax(NodeImporter &node);
+LogicalResult importArgMin(NodeImporter &node);
+LogicalResult importReduceMax(NodeImporter &node);
+LogicalResult importReduceMin(NodeImporter &node);
 
 // Builders (OnnxOpsActivation.cpp): element-wise math, LayerNormalization,
 // Dropout.

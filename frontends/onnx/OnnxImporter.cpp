@@ -86,13 +86,15 @@ ModelImporter::inputType(const onnx::ValueInfoProto &input) {
            << "input '" << name << "' is not a tensor";
   const onnx::TypeProto::Tensor &t = input.type().tensor_type();
   // INT64 inputs are indices (token ids): they feed Gather, Equal, Cast...
+  // BOOL inputs (masks) are i1, fed as i64 0/1 like every run-time bool.
   bool isInt64 = t.elem_type() == onnx::TensorProto::INT64;
-  if (t.elem_type() != onnx::TensorProto::FLOAT && !isInt64)
+  bool isBool = t.elem_type() == onnx::TensorProto::BOOL;
+  if (t.elem_type() != onnx::TensorProto::FLOAT && !isInt64 && !isBool)
     return graph.emitUnsupported(loc,
                                  "input dtype " + onnxTypeName(t.elem_type()))
            << "input '" << name << "' has element type "
            << onnxTypeName(t.elem_type())
-           << "; only FLOAT and INT64 graph inputs are supported";
+           << "; only FLOAT, INT64 and BOOL graph inputs are supported";
   if (!t.has_shape())
     return emitError(loc) << "input '" << name
                           << "' has no shape (unknown rank); tcc needs static "
@@ -123,8 +125,10 @@ ModelImporter::inputType(const onnx::ValueInfoProto &input) {
                                "fixed, by --batch";
     shape.push_back(dim.dim_value());
   }
-  return RankedTensorType::get(shape, isInt64 ? Type(IntegerType::get(ctx, 64))
-                                              : Type(Float32Type::get(ctx)));
+  Type element = isInt64  ? Type(IntegerType::get(ctx, 64))
+                 : isBool ? Type(IntegerType::get(ctx, 1))
+                          : Type(Float32Type::get(ctx));
+  return RankedTensorType::get(shape, element);
 }
 
 LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
@@ -182,13 +186,16 @@ LogicalResult ModelImporter::importOutputs(func::FuncOp func) {
              << "graph output '" << out.name() << "' is never produced";
     Type type = v->value ? v->value.getType() : v->constant.getType();
     auto tensor = cast<RankedTensorType>(type);
-    if (!tensor.getElementType().isF32()) {
+    // int64 (argmax, say) and bool (masks) outputs are forward results; the
+    // loss builder insists that output 0, which it trains, is a float.
+    Type et = tensor.getElementType();
+    if (!et.isF32() && !et.isInteger(64) && !et.isInteger(1)) {
       std::string feature;
       llvm::raw_string_ostream os(feature);
-      os << "output dtype " << tensor.getElementType();
+      os << "output dtype " << et;
       return graph.emitUnsupported(loc, feature)
              << "graph output '" << out.name() << "' has type " << type
-             << "; only float32 outputs are supported";
+             << "; only float32, int64 and bool outputs are supported";
     }
     // A declared static shape that differs from the computed one means the
     // importer and the exporter disagree about an op: better to stop here.

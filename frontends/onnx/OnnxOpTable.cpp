@@ -120,6 +120,30 @@ static const OnnxOpEntry kOpTable[] = {
     // Range: 11, 27 (float16/bfloat16 and `stash_type` for them).
     {"Range", 11, 28, importRange},
 
+    // Comparisons, logic, extrema (OnnxOpsCompare.cpp). Less, Greater, And,
+    // Or, Xor before 7 had a `broadcast` attribute instead of NumPy
+    // broadcasting; later versions only add element types. Max and Min
+    // broadcast from 8 (before, equal shapes: a special case); CastLike's
+    // `saturate` (19) only concerns float8. ReduceMax/ReduceMin take axes as
+    // an input from 18 (the builder handles both); ArgMax/ArgMin got
+    // select_last_index at 12 (absent: 0).
+    {"Less", 7, 28, importLess},
+    {"LessOrEqual", 12, 28, importLessOrEqual},
+    {"Greater", 7, 28, importGreater},
+    {"GreaterOrEqual", 12, 28, importGreaterOrEqual},
+    {"And", 7, 28, importAnd},
+    {"Or", 7, 28, importOr},
+    {"Xor", 7, 28, importXor},
+    {"Not", 1, 28, importNot},
+    {"CastLike", 15, 28, importCastLike},
+    {"Max", 6, 28, importMax},
+    {"Min", 6, 28, importMin},
+    {"Trilu", 14, 28, importTrilu},
+    {"ReduceMax", 1, 28, importReduceMax},
+    {"ReduceMin", 1, 28, importReduceMin},
+    {"ArgMax", 1, 28, importArgMax},
+    {"ArgMin", 1, 28, importArgMin},
+
     // Convolution, pooling, batch norm (OnnxOpsConv.cpp).
     // Conv: 1, 11, 22 types.
     {"Conv", 1, 28, importConv},

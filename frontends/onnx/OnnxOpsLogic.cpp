@@ -1,10 +1,10 @@
 //===- OnnxOpsLogic.cpp - Builders: selection, comparison, casts ----------===//
 //
-// Where, Equal, Cast, ConstantOfShape, Range, and Add/Sub/Mul/Div on integer
-// constants. As in OnnxOpsData.cpp, everything computable at import is
-// folded: attention masks are usually built from constant buffers, shape
-// arithmetic always is. What is left runs as tcc.where, tcc.equal and
-// tcc.cast; bools are i1 in the IR.
+// Where, Cast, CastLike, ConstantOfShape, Range, and Add/Sub/Mul/Div on
+// integer constants (comparisons and logic: OnnxOpsCompare.cpp). As in
+// OnnxOpsData.cpp, everything computable at import is folded: attention
+// masks are usually built from constant buffers, shape arithmetic always
+// is. What is left runs as tcc.where and tcc.cast; bools are i1 in the IR.
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/OnnxFold.h"
@@ -28,37 +28,8 @@ static int64_t truncateToI64(double v) {
   return static_cast<int64_t>(v);
 }
 
-/// The shape all of `types` broadcast to, or an error at the node.
-static FailureOr<SmallVector<int64_t>>
-broadcastAll(NodeImporter &node, ArrayRef<RankedTensorType> types) {
-  SmallVector<int64_t> shape;
-  for (RankedTensorType t : types) {
-    FailureOr<SmallVector<int64_t>> b = broadcastShapes(shape, t.getShape());
-    if (failed(b)) {
-      InFlightDiagnostic diag = node.emitError() << "input shapes";
-      for (RankedTensorType u : types)
-        diag << " " << shapeStr(u.getShape());
-      return diag << " do not broadcast";
-    }
-    shape = *b;
-  }
-  return shape;
-}
-
-static FailureOr<SmallVector<RankedTensorType>> inputTypes(NodeImporter &node,
-                                                           unsigned n) {
-  SmallVector<RankedTensorType> types;
-  for (unsigned i = 0; i < n; ++i) {
-    FailureOr<RankedTensorType> t = node.inputType(i);
-    if (failed(t))
-      return failure();
-    types.push_back(*t);
-  }
-  return types;
-}
-
 //===----------------------------------------------------------------------===//
-// Where, Equal
+// Where
 //===----------------------------------------------------------------------===//
 
 LogicalResult mlir::tcc::importWhere(NodeImporter &node) {
@@ -114,46 +85,6 @@ LogicalResult mlir::tcc::importWhere(NodeImporter &node) {
   return success();
 }
 
-LogicalResult mlir::tcc::importEqual(NodeImporter &node) {
-  FailureOr<SmallVector<RankedTensorType>> types = inputTypes(node, 2);
-  if (failed(types))
-    return failure();
-  FailureOr<SmallVector<int64_t>> shape = broadcastAll(node, *types);
-  if (failed(shape))
-    return failure();
-  Type ea = (*types)[0].getElementType(), eb = (*types)[1].getElementType();
-  // int32 and int64 compare alike: int32 constants widen to i64.
-  if (ea.isF32() != eb.isF32() || ea.isInteger(1) != eb.isInteger(1))
-    return node.emitError()
-           << "cannot compare " << (*types)[0] << " with " << (*types)[1];
-  DenseElementsAttr a = node.constantInput(0), b = node.constantInput(1);
-  auto boolType =
-      RankedTensorType::get(*shape, IntegerType::get(node.context(), 1));
-  if (foldable({a, b}, *shape)) {
-    SmallVector<int64_t> am = broadcastMap((*types)[0].getShape(), *shape),
-                         bm = broadcastMap((*types)[1].getShape(), *shape), out;
-    if (ea.isF32()) {
-      SmallVector<double> av = floatValues(a), bv = floatValues(b);
-      for (size_t e = 0; e < am.size(); ++e)
-        out.push_back(av[am[e]] == bv[bm[e]]);
-    } else {
-      SmallVector<int64_t> av = intValues(a), bv = intValues(b);
-      for (size_t e = 0; e < am.size(); ++e)
-        out.push_back(av[am[e]] == bv[bm[e]]);
-    }
-    node.setConstantOutput(0, fromInts(boolType, out));
-    return success();
-  }
-  FailureOr<Value> av = node.anyInput(0), bv = node.anyInput(1);
-  if (failed(av) || failed(bv))
-    return failure();
-  FailureOr<Value> r = node.create<EqualOp>(*av, *bv);
-  if (failed(r))
-    return failure();
-  node.setOutput(0, *r);
-  return success();
-}
-
 //===----------------------------------------------------------------------===//
 // Cast
 //===----------------------------------------------------------------------===//
@@ -177,20 +108,8 @@ static DenseElementsAttr castConstant(DenseElementsAttr c, Type to) {
   return fromInts(type, v); // narrowing wraps; to bool is x != 0
 }
 
-// `to` names the target type. Constants convert to any of FLOAT, INT32,
-// INT64 and BOOL; at run time INT32 does not exist (integers are int64).
-// `saturate` (opset 19) and `round_mode` (24) only change casts to float8
-// types, which are refused here by name, so either value casts the same.
-LogicalResult mlir::tcc::importCast(NodeImporter &node) {
-  const onnx::AttributeProto *toAttr = node.attr("to");
-  if (!toAttr || toAttr->type() != onnx::AttributeProto::INT)
-    return node.emitError() << "requires the int attribute 'to'";
-  int64_t to = toAttr->i();
-  Type target = onnxElementType(node.context(), to);
-  if (!target)
-    return node.emitUnsupported("to " + onnxTypeName(to))
-           << "cannot cast to " << onnxTypeName(to)
-           << " (supported: FLOAT, INT32, INT64, BOOL)";
+/// Input 0 converted to `target` (f32, i1, i32 or i64).
+static LogicalResult castInputTo(NodeImporter &node, Type target) {
   FailureOr<RankedTensorType> type = node.inputType(0);
   if (failed(type))
     return failure();
@@ -211,6 +130,33 @@ LogicalResult mlir::tcc::importCast(NodeImporter &node) {
   node.setOutput(
       0, CastOp::create(node.builder(), node.loc(), outType, *x).getResult());
   return success();
+}
+
+// `to` names the target type. Constants convert to any of FLOAT, INT32,
+// INT64 and BOOL; at run time INT32 does not exist (integers are int64).
+// `saturate` (opset 19) and `round_mode` (24) only change casts to float8
+// types, which are refused here by name, so either value casts the same.
+LogicalResult mlir::tcc::importCast(NodeImporter &node) {
+  const onnx::AttributeProto *toAttr = node.attr("to");
+  if (!toAttr || toAttr->type() != onnx::AttributeProto::INT)
+    return node.emitError() << "requires the int attribute 'to'";
+  int64_t to = toAttr->i();
+  Type target = onnxElementType(node.context(), to);
+  if (!target)
+    return node.emitUnsupported("to " + onnxTypeName(to))
+           << "cannot cast to " << onnxTypeName(to)
+           << " (supported: FLOAT, INT32, INT64, BOOL)";
+  return castInputTo(node, target);
+}
+
+// A Cast to the element type of input 1, whose values are not read. Its
+// `saturate` attribute (from 19) only concerns float8 targets, which tcc
+// does not have.
+LogicalResult mlir::tcc::importCastLike(NodeImporter &node) {
+  FailureOr<RankedTensorType> like = node.inputType(1);
+  if (failed(like))
+    return failure();
+  return castInputTo(node, like->getElementType());
 }
 
 //===----------------------------------------------------------------------===//

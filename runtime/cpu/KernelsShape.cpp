@@ -1,4 +1,4 @@
-//===- KernelsShape.cpp - gather, concat, slice, where, equal, cast -------===//
+//===- KernelsShape.cpp - gather, concat, slice, where, cast --------------===//
 //
 // Data movement is dtype-agnostic: f32 and i64 (which also holds bools as
 // 0/1) are moved as 4- or 8-byte words. Gather indices are data, not part of
@@ -177,7 +177,7 @@ void run_slice_grad(const KernelArgs &a) {
 }
 
 //===----------------------------------------------------------------------===//
-// where, equal
+// where
 //===----------------------------------------------------------------------===//
 
 template <class T> static void whereTyped(const KernelArgs &a) {
@@ -202,27 +202,6 @@ template <class T> static void whereTyped(const KernelArgs &a) {
 
 void run_where(const KernelArgs &a) {
   byDType(a.out[0].dtype, [&](auto t) { whereTyped<decltype(t)>(a); });
-}
-
-template <class T> static void equalTyped(const KernelArgs &a) {
-  const TensorView &Y = a.out[0];
-  const T *l = static_cast<const T *>(a.in[0].data);
-  const T *r = static_cast<const T *>(a.in[1].data);
-  int64_t *y = Y.i64();
-  size_t rank = Y.rank();
-  LoopNest<3> nest(*Y.shape, {contiguousStrides(*Y.shape),
-                              broadcastStrides(*a.in[0].shape, rank),
-                              broadcastStrides(*a.in[1].shape, rank)});
-  int64_t n = nest.innerDim();
-  auto st = nest.innerStrides();
-  nest.forEachOuter(1, [&](const std::array<int64_t, 3> &off) {
-    for (int64_t i = 0; i < n; ++i)
-      y[off[0] + i] = l[off[1] + i * st[1]] == r[off[2] + i * st[2]];
-  });
-}
-
-void run_equal(const KernelArgs &a) {
-  byDType(a.in[0].dtype, [&](auto t) { equalTyped<decltype(t)>(a); });
 }
 
 //===----------------------------------------------------------------------===//

@@ -9,7 +9,7 @@
 // construction; a kernel without a launcher (convolution, pooling, batch
 // norm) is an Error there, never a silent fallback to the CPU.
 //
-// Files: CudaKernelsElementwise.cu (unary/binary math, where, equal, cast,
+// Files: CudaKernelsElementwise.cu (unary/binary math, where, cast,
 // dropout), CudaKernelsLayout.cu (transpose, broadcast_to, slice, gather,
 // concat, reductions), CudaKernelsRows.cu (softmax family, losses, layer
 // norm: one block per row), CudaKernelsOptim.cu (SGD, AdamW single and
@@ -102,10 +102,16 @@ TCC_CUDA_KERNEL(unary_grad) // relu/sqrt/tanh/sigmoid/erf/gelu/pow_scalar grads
 TCC_CUDA_KERNEL(binary)     // add sub mul div pow
 TCC_CUDA_KERNEL(pow_grad)
 TCC_CUDA_KERNEL(where)
-TCC_CUDA_KERNEL(equal)
 TCC_CUDA_KERNEL(cast)
 TCC_CUDA_KERNEL(dropout)
 TCC_CUDA_KERNEL(increment)
+// CudaKernelsLogic.cu
+TCC_CUDA_KERNEL(compare)
+TCC_CUDA_KERNEL(logic)
+TCC_CUDA_KERNEL(maximum)
+TCC_CUDA_KERNEL(minimum)
+TCC_CUDA_KERNEL(reduce_extremum) // reduce_max, reduce_min
+TCC_CUDA_KERNEL(arg_extremum)    // arg_max, arg_min
 // CudaKernelsLayout.cu
 TCC_CUDA_KERNEL(copy)
 TCC_CUDA_KERNEL(transpose)
@@ -225,6 +231,7 @@ int64_t prepare_gather_grad(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_adamw_update(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_matmul(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_reduce(const Instr &, const std::vector<TensorInfo> &);
+int64_t prepare_reduce_extremum(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_matmul_epilogue(const Instr &, const std::vector<TensorInfo> &);
 /// attention and attention_grad: one chunk's scores (CudaAttention.h).
 int64_t prepare_attention(const Instr &, const std::vector<TensorInfo> &);

@@ -326,7 +326,7 @@ void launch_pow_grad(const CudaArgs &a) {
 }
 
 //===----------------------------------------------------------------------===//
-// where, equal
+// where
 //===----------------------------------------------------------------------===//
 
 template <class T>
@@ -358,36 +358,6 @@ void launch_where(const CudaArgs &a) {
      static_cast<const T *>(a.in[1].data), static_cast<const T *>(a.in[2].data),
      static_cast<T *>(Y.data), Y.numel, s);
   });
-  checkLaunch(a.instr.kernel.c_str());
-}
-
-/// i64 operands compare as integers; float ones (any width) as f32 values,
-/// which is what the CPU compares after widening.
-__global__ void equalKernel(const void *l, const void *r, int t, long long *y,
-                            long long n, Strided<3> s) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-       i += (long long)gridDim.x * blockDim.x) {
-    long long off[3];
-    s.offsets(i, off);
-    bool eq = t == kDtI64 ? static_cast<const long long *>(l)[off[1]] ==
-                                static_cast<const long long *>(r)[off[2]]
-                          : ldf(l, t, off[1]) == ldf(r, t, off[2]);
-    y[off[0]] = eq ? 1 : 0;
-  }
-}
-
-void launch_equal(const CudaArgs &a) {
-  const TensorView &Y = a.out[0];
-  if (Y.numel == 0)
-    return;
-  size_t rank = Y.rank();
-  Strided<3> s =
-      makeStrided<3>(*Y.shape, {abi::contiguousStrides(*Y.shape),
-                                abi::broadcastStrides(*a.in[0].shape, rank),
-                                abi::broadcastStrides(*a.in[1].shape, rank)});
-  TCC_LAUNCH(equalKernel, gridFor(Y.numel, kBlock, a.smCount), kBlock, a.stream)
-  (a.in[0].data, a.in[1].data, dt(a.in[0]), static_cast<long long *>(Y.data),
-   Y.numel, s);
   checkLaunch(a.instr.kernel.c_str());
 }
 

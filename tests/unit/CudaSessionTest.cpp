@@ -111,7 +111,7 @@ TEST(CudaSession, RegistryCoversTheScheduleKernels) {
                           "pow_scalar_grad",
                           "broadcast_to",
                           "where",
-                          "equal",
+                          "compare",
                           "increment",
                           "softmax",
                           "log_softmax",
@@ -129,7 +129,14 @@ TEST(CudaSession, RegistryCoversTheScheduleKernels) {
                           "dropout",
                           "concat",
                           "pow",
-                          "pow_grad"};
+                          "pow_grad",
+                          "logic",
+                          "maximum",
+                          "minimum",
+                          "reduce_max",
+                          "reduce_min",
+                          "arg_max",
+                          "arg_min"};
   for (const char *k : needed)
     EXPECT_NE(cuda::findCudaKernel(k), nullptr) << k;
   std::vector<std::string> names = cuda::cudaKernelNames();

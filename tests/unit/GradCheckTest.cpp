@@ -48,201 +48,437 @@ struct Case {
 
 std::vector<Case> cases() {
   return {
-      {"tcc.matmul", "matmul", {{"a", "3x4xf32"}, {"b", "4x5xf32"}},
-       "%y = tcc.matmul %a, %b : (tensor<3x4xf32>, tensor<4x5xf32>) -> tensor<3x5xf32>",
+      {"tcc.matmul",
+       "matmul",
+       {{"a", "3x4xf32"}, {"b", "4x5xf32"}},
+       "%y = tcc.matmul %a, %b : (tensor<3x4xf32>, tensor<4x5xf32>) -> "
+       "tensor<3x5xf32>",
        "3x5xf32"},
-      {"tcc.matmul", "matmul_ta", {{"a", "4x3xf32"}, {"b", "4x5xf32"}},
-       "%y = tcc.matmul %a, %b {transpose_lhs = true} : (tensor<4x3xf32>, tensor<4x5xf32>) -> tensor<3x5xf32>",
+      {"tcc.matmul",
+       "matmul_ta",
+       {{"a", "4x3xf32"}, {"b", "4x5xf32"}},
+       "%y = tcc.matmul %a, %b {transpose_lhs = true} : (tensor<4x3xf32>, "
+       "tensor<4x5xf32>) -> tensor<3x5xf32>",
        "3x5xf32"},
-      {"tcc.matmul", "matmul_tb", {{"a", "3x4xf32"}, {"b", "5x4xf32"}},
-       "%y = tcc.matmul %a, %b {transpose_rhs = true} : (tensor<3x4xf32>, tensor<5x4xf32>) -> tensor<3x5xf32>",
+      {"tcc.matmul",
+       "matmul_tb",
+       {{"a", "3x4xf32"}, {"b", "5x4xf32"}},
+       "%y = tcc.matmul %a, %b {transpose_rhs = true} : (tensor<3x4xf32>, "
+       "tensor<5x4xf32>) -> tensor<3x5xf32>",
        "3x5xf32"},
-      {"tcc.matmul", "matmul_tatb", {{"a", "4x3xf32"}, {"b", "5x4xf32"}},
-       "%y = tcc.matmul %a, %b {transpose_lhs = true, transpose_rhs = true} : (tensor<4x3xf32>, tensor<5x4xf32>) -> tensor<3x5xf32>",
+      {"tcc.matmul",
+       "matmul_tatb",
+       {{"a", "4x3xf32"}, {"b", "5x4xf32"}},
+       "%y = tcc.matmul %a, %b {transpose_lhs = true, transpose_rhs = true} : "
+       "(tensor<4x3xf32>, tensor<5x4xf32>) -> tensor<3x5xf32>",
        "3x5xf32"},
-      {"tcc.matmul", "matmul_batched_bcast", {{"a", "2x3x4xf32"}, {"b", "4x2xf32"}},
-       "%y = tcc.matmul %a, %b : (tensor<2x3x4xf32>, tensor<4x2xf32>) -> tensor<2x3x2xf32>",
+      {"tcc.matmul",
+       "matmul_batched_bcast",
+       {{"a", "2x3x4xf32"}, {"b", "4x2xf32"}},
+       "%y = tcc.matmul %a, %b : (tensor<2x3x4xf32>, tensor<4x2xf32>) -> "
+       "tensor<2x3x2xf32>",
        "2x3x2xf32"},
-      {"tcc.matmul", "matmul_batched_bcast_tb", {{"a", "2x3x4xf32"}, {"b", "2x4xf32"}},
-       "%y = tcc.matmul %a, %b {transpose_rhs = true} : (tensor<2x3x4xf32>, tensor<2x4xf32>) -> tensor<2x3x2xf32>",
+      {"tcc.matmul",
+       "matmul_batched_bcast_tb",
+       {{"a", "2x3x4xf32"}, {"b", "2x4xf32"}},
+       "%y = tcc.matmul %a, %b {transpose_rhs = true} : (tensor<2x3x4xf32>, "
+       "tensor<2x4xf32>) -> tensor<2x3x2xf32>",
        "2x3x2xf32"},
-      {"tcc.matmul", "matmul_batched", {{"a", "2x3x4xf32"}, {"b", "2x2x4xf32"}},
-       "%y = tcc.matmul %a, %b {transpose_rhs = true} : (tensor<2x3x4xf32>, tensor<2x2x4xf32>) -> tensor<2x3x2xf32>",
+      {"tcc.matmul",
+       "matmul_batched",
+       {{"a", "2x3x4xf32"}, {"b", "2x2x4xf32"}},
+       "%y = tcc.matmul %a, %b {transpose_rhs = true} : (tensor<2x3x4xf32>, "
+       "tensor<2x2x4xf32>) -> tensor<2x3x2xf32>",
        "2x3x2xf32"},
-      {"tcc.add", "add_bcast", {{"a", "3x4xf32"}, {"b", "4xf32"}},
-       "%y = tcc.add %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>",
+      {"tcc.add",
+       "add_bcast",
+       {{"a", "3x4xf32"}, {"b", "4xf32"}},
+       "%y = tcc.add %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> "
+       "tensor<3x4xf32>",
        "3x4xf32"},
-      {"tcc.sub", "sub_bcast", {{"a", "3x4xf32"}, {"b", "3x1xf32"}},
-       "%y = tcc.sub %a, %b : (tensor<3x4xf32>, tensor<3x1xf32>) -> tensor<3x4xf32>",
+      {"tcc.sub",
+       "sub_bcast",
+       {{"a", "3x4xf32"}, {"b", "3x1xf32"}},
+       "%y = tcc.sub %a, %b : (tensor<3x4xf32>, tensor<3x1xf32>) -> "
+       "tensor<3x4xf32>",
        "3x4xf32"},
-      {"tcc.mul", "mul_bcast", {{"a", "2x3x4xf32"}, {"b", "3x4xf32"}},
-       "%y = tcc.mul %a, %b : (tensor<2x3x4xf32>, tensor<3x4xf32>) -> tensor<2x3x4xf32>",
+      {"tcc.mul",
+       "mul_bcast",
+       {{"a", "2x3x4xf32"}, {"b", "3x4xf32"}},
+       "%y = tcc.mul %a, %b : (tensor<2x3x4xf32>, tensor<3x4xf32>) -> "
+       "tensor<2x3x4xf32>",
        "2x3x4xf32"},
-      {"tcc.div", "div_bcast", {{"a", "3x4xf32"}, {"b", "4xf32", 0.5f, 1.5f}},
-       "%y = tcc.div %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>",
+      {"tcc.div",
+       "div_bcast",
+       {{"a", "3x4xf32"}, {"b", "4xf32", 0.5f, 1.5f}},
+       "%y = tcc.div %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> "
+       "tensor<3x4xf32>",
        "3x4xf32"},
-      {"tcc.neg", "neg", {{"a", "3x4xf32"}},
-       "%y = tcc.neg %a : tensor<3x4xf32>", "3x4xf32"},
-      {"tcc.relu", "relu", {{"a", "3x4xf32"}},
-       "%y = tcc.relu %a : tensor<3x4xf32>", "3x4xf32"},
-      {"tcc.reduce_sum", "reduce_sum", {{"a", "2x3x4xf32"}},
-       "%y = tcc.reduce_sum %a {axes = array<i64: 1>} : tensor<2x3x4xf32> -> tensor<2x4xf32>",
+      {"tcc.neg",
+       "neg",
+       {{"a", "3x4xf32"}},
+       "%y = tcc.neg %a : tensor<3x4xf32>",
+       "3x4xf32"},
+      {"tcc.relu",
+       "relu",
+       {{"a", "3x4xf32"}},
+       "%y = tcc.relu %a : tensor<3x4xf32>",
+       "3x4xf32"},
+      {"tcc.reduce_sum",
+       "reduce_sum",
+       {{"a", "2x3x4xf32"}},
+       "%y = tcc.reduce_sum %a {axes = array<i64: 1>} : tensor<2x3x4xf32> -> "
+       "tensor<2x4xf32>",
        "2x4xf32"},
-      {"tcc.reduce_mean", "reduce_mean_keepdims", {{"a", "2x3x4xf32"}},
-       "%y = tcc.reduce_mean %a {axes = array<i64: 0, 2>, keepdims = true} : tensor<2x3x4xf32> -> tensor<1x3x1xf32>",
+      {"tcc.reduce_mean",
+       "reduce_mean_keepdims",
+       {{"a", "2x3x4xf32"}},
+       "%y = tcc.reduce_mean %a {axes = array<i64: 0, 2>, keepdims = true} : "
+       "tensor<2x3x4xf32> -> tensor<1x3x1xf32>",
        "1x3x1xf32"},
-      {"tcc.broadcast_to", "broadcast_to", {{"a", "3x1xf32"}},
+      {"tcc.broadcast_to",
+       "broadcast_to",
+       {{"a", "3x1xf32"}},
        "%y = tcc.broadcast_to %a : tensor<3x1xf32> -> tensor<2x3x4xf32>",
        "2x3x4xf32"},
-      {"tcc.reshape", "reshape", {{"a", "3x4xf32"}},
-       "%y = tcc.reshape %a : tensor<3x4xf32> -> tensor<2x6xf32>", "2x6xf32"},
-      {"tcc.transpose", "transpose", {{"a", "2x3x4xf32"}},
-       "%y = tcc.transpose %a {perm = array<i64: 2, 0, 1>} : tensor<2x3x4xf32> -> tensor<4x2x3xf32>",
+      {"tcc.reshape",
+       "reshape",
+       {{"a", "3x4xf32"}},
+       "%y = tcc.reshape %a : tensor<3x4xf32> -> tensor<2x6xf32>",
+       "2x6xf32"},
+      {"tcc.transpose",
+       "transpose",
+       {{"a", "2x3x4xf32"}},
+       "%y = tcc.transpose %a {perm = array<i64: 2, 0, 1>} : tensor<2x3x4xf32> "
+       "-> tensor<4x2x3xf32>",
        "4x2x3xf32"},
-      {"tcc.softmax", "softmax", {{"a", "3x4xf32"}},
-       "%y = tcc.softmax %a {axis = 1 : i64} : tensor<3x4xf32>", "3x4xf32"},
-      {"tcc.log_softmax", "log_softmax_axis0", {{"a", "3x4xf32"}},
+      {"tcc.softmax",
+       "softmax",
+       {{"a", "3x4xf32"}},
+       "%y = tcc.softmax %a {axis = 1 : i64} : tensor<3x4xf32>",
+       "3x4xf32"},
+      {"tcc.log_softmax",
+       "log_softmax_axis0",
+       {{"a", "3x4xf32"}},
        "%y = tcc.log_softmax %a {axis = 0 : i64} : tensor<3x4xf32>",
        "3x4xf32"},
-      {"tcc.softmax_cross_entropy", "cross_entropy", {{"a", "4x5xf32"}},
-       "%y = tcc.softmax_cross_entropy %a, %labels : (tensor<4x5xf32>, tensor<4xi64>) -> tensor<f32>",
-       "f32", "4xi64", 5},
-      {"tcc.softmax_cross_entropy", "cross_entropy_3d", {{"a", "2x3x5xf32"}},
-       "%y = tcc.softmax_cross_entropy %a, %labels : (tensor<2x3x5xf32>, tensor<2x3xi64>) -> tensor<f32>",
-       "f32", "2x3xi64", 5},
-      {"tcc.mse_loss", "mse", {{"a", "3x4xf32"}, {"b", "3x4xf32"}},
-       "%y = tcc.mse_loss %a, %b : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<f32>",
+      {"tcc.softmax_cross_entropy",
+       "cross_entropy",
+       {{"a", "4x5xf32"}},
+       "%y = tcc.softmax_cross_entropy %a, %labels : (tensor<4x5xf32>, "
+       "tensor<4xi64>) -> tensor<f32>",
+       "f32",
+       "4xi64",
+       5},
+      {"tcc.softmax_cross_entropy",
+       "cross_entropy_3d",
+       {{"a", "2x3x5xf32"}},
+       "%y = tcc.softmax_cross_entropy %a, %labels : (tensor<2x3x5xf32>, "
+       "tensor<2x3xi64>) -> tensor<f32>",
+       "f32",
+       "2x3xi64",
+       5},
+      {"tcc.mse_loss",
+       "mse",
+       {{"a", "3x4xf32"}, {"b", "3x4xf32"}},
+       "%y = tcc.mse_loss %a, %b : (tensor<3x4xf32>, tensor<3x4xf32>) -> "
+       "tensor<f32>",
        "f32"},
       // Math, normalization, dropout (TccGradientsMath.cpp).
-      {"tcc.exp", "exp", {{"a", "3x4xf32"}},
-       "%y = tcc.exp %a : tensor<3x4xf32>", "3x4xf32"},
-      {"tcc.log", "log", {{"a", "3x4xf32", 0.5f, 2.0f}},
-       "%y = tcc.log %a : tensor<3x4xf32>", "3x4xf32"},
-      {"tcc.sqrt", "sqrt", {{"a", "3x4xf32", 0.5f, 2.0f}},
-       "%y = tcc.sqrt %a : tensor<3x4xf32>", "3x4xf32"},
-      {"tcc.tanh", "tanh", {{"a", "3x4xf32", -2.0f, 2.0f}},
-       "%y = tcc.tanh %a : tensor<3x4xf32>", "3x4xf32"},
-      {"tcc.sigmoid", "sigmoid", {{"a", "3x4xf32", -3.0f, 3.0f}},
-       "%y = tcc.sigmoid %a : tensor<3x4xf32>", "3x4xf32"},
-      {"tcc.erf", "erf", {{"a", "3x4xf32", -2.0f, 2.0f}},
-       "%y = tcc.erf %a : tensor<3x4xf32>", "3x4xf32"},
-      {"tcc.gelu", "gelu_erf", {{"a", "3x4xf32", -3.0f, 3.0f}},
-       "%y = tcc.gelu %a : tensor<3x4xf32>", "3x4xf32"},
-      {"tcc.gelu", "gelu_tanh", {{"a", "3x4xf32", -3.0f, 3.0f}},
+      {"tcc.exp",
+       "exp",
+       {{"a", "3x4xf32"}},
+       "%y = tcc.exp %a : tensor<3x4xf32>",
+       "3x4xf32"},
+      {"tcc.log",
+       "log",
+       {{"a", "3x4xf32", 0.5f, 2.0f}},
+       "%y = tcc.log %a : tensor<3x4xf32>",
+       "3x4xf32"},
+      {"tcc.sqrt",
+       "sqrt",
+       {{"a", "3x4xf32", 0.5f, 2.0f}},
+       "%y = tcc.sqrt %a : tensor<3x4xf32>",
+       "3x4xf32"},
+      {"tcc.tanh",
+       "tanh",
+       {{"a", "3x4xf32", -2.0f, 2.0f}},
+       "%y = tcc.tanh %a : tensor<3x4xf32>",
+       "3x4xf32"},
+      {"tcc.sigmoid",
+       "sigmoid",
+       {{"a", "3x4xf32", -3.0f, 3.0f}},
+       "%y = tcc.sigmoid %a : tensor<3x4xf32>",
+       "3x4xf32"},
+      {"tcc.erf",
+       "erf",
+       {{"a", "3x4xf32", -2.0f, 2.0f}},
+       "%y = tcc.erf %a : tensor<3x4xf32>",
+       "3x4xf32"},
+      {"tcc.gelu",
+       "gelu_erf",
+       {{"a", "3x4xf32", -3.0f, 3.0f}},
+       "%y = tcc.gelu %a : tensor<3x4xf32>",
+       "3x4xf32"},
+      {"tcc.gelu",
+       "gelu_tanh",
+       {{"a", "3x4xf32", -3.0f, 3.0f}},
        "%y = tcc.gelu %a {approximate = \"tanh\"} : tensor<3x4xf32>",
        "3x4xf32"},
-      {"tcc.pow_scalar", "pow_square", {{"a", "3x4xf32"}},
+      {"tcc.pow_scalar",
+       "pow_square",
+       {{"a", "3x4xf32"}},
        "%y = tcc.pow_scalar %a {exponent = 2.0 : f64} : tensor<3x4xf32>",
        "3x4xf32"},
-      {"tcc.pow_scalar", "pow_cube", {{"a", "3x4xf32"}},
+      {"tcc.pow_scalar",
+       "pow_cube",
+       {{"a", "3x4xf32"}},
        "%y = tcc.pow_scalar %a {exponent = 3.0 : f64} : tensor<3x4xf32>",
        "3x4xf32"},
-      {"tcc.pow_scalar", "pow_sqrt", {{"a", "3x4xf32", 0.5f, 2.0f}},
+      {"tcc.pow_scalar",
+       "pow_sqrt",
+       {{"a", "3x4xf32", 0.5f, 2.0f}},
        "%y = tcc.pow_scalar %a {exponent = 0.5 : f64} : tensor<3x4xf32>",
        "3x4xf32"},
-      {"tcc.pow_scalar", "pow_2_5", {{"a", "3x4xf32", 0.5f, 2.0f}},
+      {"tcc.pow_scalar",
+       "pow_2_5",
+       {{"a", "3x4xf32", 0.5f, 2.0f}},
        "%y = tcc.pow_scalar %a {exponent = 2.5 : f64} : tensor<3x4xf32>",
        "3x4xf32"},
-      {"tcc.pow_scalar", "pow_reciprocal", {{"a", "3x4xf32", 0.5f, 2.0f}},
+      {"tcc.pow_scalar",
+       "pow_reciprocal",
+       {{"a", "3x4xf32", 0.5f, 2.0f}},
        "%y = tcc.pow_scalar %a {exponent = -1.0 : f64} : tensor<3x4xf32>",
        "3x4xf32"},
-      {"tcc.pow", "pow_bcast", {{"a", "3x4xf32", 0.5f, 2.0f}, {"b", "4xf32"}},
-       "%y = tcc.pow %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>",
+      {"tcc.pow",
+       "pow_bcast",
+       {{"a", "3x4xf32", 0.5f, 2.0f}, {"b", "4xf32"}},
+       "%y = tcc.pow %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> "
+       "tensor<3x4xf32>",
        "3x4xf32"},
-      {"tcc.layer_norm", "layer_norm",
+      {"tcc.layer_norm",
+       "layer_norm",
        {{"a", "2x3x4xf32"}, {"g", "3x4xf32"}, {"b", "3x4xf32"}},
-       "%y, %mean, %rstd = tcc.layer_norm %a, %g, %b {axis = 1 : i64, epsilon = 1.0e-5 : f64} : (tensor<2x3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x1x1xf32>, tensor<2x1x1xf32>)",
+       "%y, %mean, %rstd = tcc.layer_norm %a, %g, %b {axis = 1 : i64, epsilon "
+       "= 1.0e-5 : f64} : (tensor<2x3x4xf32>, tensor<3x4xf32>, "
+       "tensor<3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x1x1xf32>, "
+       "tensor<2x1x1xf32>)",
        "2x3x4xf32"},
       // The saved statistics used downstream add their own gradients.
-      {"tcc.layer_norm", "layer_norm_stats", {{"a", "3x5xf32"}, {"g", "5xf32"}},
+      {"tcc.layer_norm",
+       "layer_norm_stats",
+       {{"a", "3x5xf32"}, {"g", "5xf32"}},
        "%b = tcc.constant dense<0.5> : tensor<5xf32>\n"
-       "  %n, %mean, %rstd = tcc.layer_norm %a, %g, %b {axis = 1 : i64, epsilon = 1.0e-5 : f64} : (tensor<3x5xf32>, tensor<5xf32>, tensor<5xf32>) -> (tensor<3x5xf32>, tensor<3x1xf32>, tensor<3x1xf32>)\n"
-       "  %t = tcc.mul %n, %rstd : (tensor<3x5xf32>, tensor<3x1xf32>) -> tensor<3x5xf32>\n"
-       "  %y = tcc.add %t, %mean : (tensor<3x5xf32>, tensor<3x1xf32>) -> tensor<3x5xf32>",
+       "  %n, %mean, %rstd = tcc.layer_norm %a, %g, %b {axis = 1 : i64, "
+       "epsilon = 1.0e-5 : f64} : (tensor<3x5xf32>, tensor<5xf32>, "
+       "tensor<5xf32>) -> (tensor<3x5xf32>, tensor<3x1xf32>, tensor<3x1xf32>)\n"
+       "  %t = tcc.mul %n, %rstd : (tensor<3x5xf32>, tensor<3x1xf32>) -> "
+       "tensor<3x5xf32>\n"
+       "  %y = tcc.add %t, %mean : (tensor<3x5xf32>, tensor<3x1xf32>) -> "
+       "tensor<3x5xf32>",
        "3x5xf32"},
       // The step counter comes from %labels (an i64 scalar): the mask is a
       // function of it, the same in every finite-difference evaluation.
-      {"tcc.dropout", "dropout", {{"a", "4x6xf32"}},
-       "%y, %mask = tcc.dropout %a, %labels {ratio = 0.4 : f64, seed = 5 : i64} : tensor<4x6xf32>, tensor<i64>",
-       "4x6xf32", "i64", 1000},
+      {"tcc.dropout",
+       "dropout",
+       {{"a", "4x6xf32"}},
+       "%y, %mask = tcc.dropout %a, %labels {ratio = 0.4 : f64, seed = 5 : "
+       "i64} : tensor<4x6xf32>, tensor<i64>",
+       "4x6xf32",
+       "i64",
+       1000},
       // Data movement (TccGradientsShape.cpp). The gathers draw 8 and 6
       // indices from 5 and 4 rows, so rows repeat and must accumulate.
-      {"tcc.gather", "gather_embedding", {{"a", "5x3xf32"}},
-       "%y = tcc.gather %a, %labels {axis = 0 : i64} : (tensor<5x3xf32>, tensor<2x4xi64>) -> tensor<2x4x3xf32>",
-       "2x4x3xf32", "2x4xi64", 5},
-      {"tcc.gather", "gather_axis1", {{"a", "2x4x3xf32"}},
-       "%y = tcc.gather %a, %labels {axis = 1 : i64} : (tensor<2x4x3xf32>, tensor<6xi64>) -> tensor<2x6x3xf32>",
-       "2x6x3xf32", "6xi64", 4},
-      {"tcc.concat", "concat_fanout", {{"a", "2x3xf32"}, {"b", "2x2xf32"}},
-       "%y = tcc.concat %a, %b, %a {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x2xf32>, tensor<2x3xf32>) -> tensor<2x8xf32>",
+      {"tcc.gather",
+       "gather_embedding",
+       {{"a", "5x3xf32"}},
+       "%y = tcc.gather %a, %labels {axis = 0 : i64} : (tensor<5x3xf32>, "
+       "tensor<2x4xi64>) -> tensor<2x4x3xf32>",
+       "2x4x3xf32",
+       "2x4xi64",
+       5},
+      {"tcc.gather",
+       "gather_axis1",
+       {{"a", "2x4x3xf32"}},
+       "%y = tcc.gather %a, %labels {axis = 1 : i64} : (tensor<2x4x3xf32>, "
+       "tensor<6xi64>) -> tensor<2x6x3xf32>",
+       "2x6x3xf32",
+       "6xi64",
+       4},
+      {"tcc.concat",
+       "concat_fanout",
+       {{"a", "2x3xf32"}, {"b", "2x2xf32"}},
+       "%y = tcc.concat %a, %b, %a {axis = 1 : i64} : (tensor<2x3xf32>, "
+       "tensor<2x2xf32>, tensor<2x3xf32>) -> tensor<2x8xf32>",
        "2x8xf32"},
-      {"tcc.slice", "slice_reversed", {{"a", "4x5xf32"}},
-       "%y = tcc.slice %a {starts = array<i64: 3, 4>, sizes = array<i64: 2, 3>, steps = array<i64: -2, -1>} : tensor<4x5xf32> -> tensor<2x3xf32>",
+      {"tcc.slice",
+       "slice_reversed",
+       {{"a", "4x5xf32"}},
+       "%y = tcc.slice %a {starts = array<i64: 3, 4>, sizes = array<i64: 2, "
+       "3>, steps = array<i64: -2, -1>} : tensor<4x5xf32> -> tensor<2x3xf32>",
        "2x3xf32"},
-      {"tcc.slice", "slice_strided", {{"a", "4x5xf32"}},
-       "%y = tcc.slice %a {starts = array<i64: 0, 1>, sizes = array<i64: 4, 2>, steps = array<i64: 1, 2>} : tensor<4x5xf32> -> tensor<4x2xf32>",
+      {"tcc.slice",
+       "slice_strided",
+       {{"a", "4x5xf32"}},
+       "%y = tcc.slice %a {starts = array<i64: 0, 1>, sizes = array<i64: 4, "
+       "2>, steps = array<i64: 1, 2>} : tensor<4x5xf32> -> tensor<4x2xf32>",
        "4x2xf32"},
-      {"tcc.where", "where_bcast", {{"a", "3x4xf32"}, {"b", "4xf32"}},
+      {"tcc.where",
+       "where_bcast",
+       {{"a", "3x4xf32"}, {"b", "4xf32"}},
        "%one = tcc.constant dense<1> : tensor<i64>\n"
-       "  %c = tcc.equal %labels, %one : (tensor<3x4xi64>, tensor<i64>) -> tensor<3x4xi1>\n"
-       "  %y = tcc.where %c, %a, %b : (tensor<3x4xi1>, tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>",
-       "3x4xf32", "3x4xi64", 2},
+       "  %c = tcc.compare \"eq\", %labels, %one : (tensor<3x4xi64>, "
+       "tensor<i64>) -> tensor<3x4xi1>\n"
+       "  %y = tcc.where %c, %a, %b : (tensor<3x4xi1>, tensor<3x4xf32>, "
+       "tensor<4xf32>) -> tensor<3x4xf32>",
+       "3x4xf32",
+       "3x4xi64",
+       2},
       // Fused attention (TccGradientsAttention.cpp): the backward kernel
       // recomputes the probabilities from the saved log-sum-exp. Causal
       // with D != Dv; a constant mask (one -inf per row, never a whole
       // row) with Tq != Tk; rank 4 with a mask broadcast over rows.
-      {"tcc.attention", "attention_causal",
+      {"tcc.attention",
+       "attention_causal",
        {{"q", "2x3x4xf32"}, {"k", "2x3x4xf32"}, {"v", "2x3x5xf32"}},
-       "%y, %lse = tcc.attention %q, %k, %v {scale = 0.5 : f64, causal = true} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x5xf32>) -> (tensor<2x3x5xf32>, tensor<2x3xf32>)",
+       "%y, %lse = tcc.attention %q, %k, %v {scale = 0.5 : f64, causal = true} "
+       ": (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x5xf32>) -> "
+       "(tensor<2x3x5xf32>, tensor<2x3xf32>)",
        "2x3x5xf32"},
-      {"tcc.attention", "attention_mask",
+      {"tcc.attention",
+       "attention_mask",
        {{"q", "2x3x4xf32"}, {"k", "2x5x4xf32"}, {"v", "2x5x3xf32"}},
-       "%mask = tcc.constant dense<[[0.0, 0xFF800000, 0.5, -1.0, 0.0], [0.25, 0.0, 0xFF800000, 0.0, 1.0], [0.0, 0.0, 0.0, 0.0, 0xFF800000]]> : tensor<3x5xf32>\n"
-       "  %y, %lse = tcc.attention %q, %k, %v, %mask {scale = 0.7 : f64} : (tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x3xf32>, tensor<3x5xf32>) -> (tensor<2x3x3xf32>, tensor<2x3xf32>)",
+       "%mask = tcc.constant dense<[[0.0, 0xFF800000, 0.5, -1.0, 0.0], [0.25, "
+       "0.0, 0xFF800000, 0.0, 1.0], [0.0, 0.0, 0.0, 0.0, 0xFF800000]]> : "
+       "tensor<3x5xf32>\n"
+       "  %y, %lse = tcc.attention %q, %k, %v, %mask {scale = 0.7 : f64} : "
+       "(tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x3xf32>, "
+       "tensor<3x5xf32>) -> (tensor<2x3x3xf32>, tensor<2x3xf32>)",
        "2x3x3xf32"},
-      {"tcc.attention", "attention_rank4_row_mask",
+      {"tcc.attention",
+       "attention_rank4_row_mask",
        {{"q", "2x2x3x4xf32"}, {"k", "2x2x4x4xf32"}, {"v", "2x2x4x2xf32"}},
-       "%mask = tcc.constant dense<[[[[0.0, -0.5, 0xFF800000, 0.5]], [[0.0, 0.0, 1.0, 0xFF800000]]], [[[0xFF800000, 0.0, 0.0, 0.0]], [[0.0, 0.5, 0.0, -1.0]]]]> : tensor<2x2x1x4xf32>\n"
-       "  %y, %lse = tcc.attention %q, %k, %v, %mask {scale = 1.0 : f64} : (tensor<2x2x3x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x2xf32>, tensor<2x2x1x4xf32>) -> (tensor<2x2x3x2xf32>, tensor<2x2x3xf32>)",
+       "%mask = tcc.constant dense<[[[[0.0, -0.5, 0xFF800000, 0.5]], [[0.0, "
+       "0.0, 1.0, 0xFF800000]]], [[[0xFF800000, 0.0, 0.0, 0.0]], [[0.0, 0.5, "
+       "0.0, -1.0]]]]> : tensor<2x2x1x4xf32>\n"
+       "  %y, %lse = tcc.attention %q, %k, %v, %mask {scale = 1.0 : f64} : "
+       "(tensor<2x2x3x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x2xf32>, "
+       "tensor<2x2x1x4xf32>) -> (tensor<2x2x3x2xf32>, tensor<2x2x3xf32>)",
        "2x2x3x2xf32"},
       // Sequence-major ([T, H, D] and [B, T, H, D], the layout before the
       // head transposes): the kernels read strided rows.
-      {"tcc.attention", "attention_seq_major_causal",
+      {"tcc.attention",
+       "attention_seq_major_causal",
        {{"q", "3x2x4xf32"}, {"k", "3x2x4xf32"}, {"v", "3x2x5xf32"}},
-       "%y, %lse = tcc.attention %q, %k, %v {scale = 0.5 : f64, causal = true, seq_major = true} : (tensor<3x2x4xf32>, tensor<3x2x4xf32>, tensor<3x2x5xf32>) -> (tensor<3x2x5xf32>, tensor<2x3xf32>)",
+       "%y, %lse = tcc.attention %q, %k, %v {scale = 0.5 : f64, causal = true, "
+       "seq_major = true} : (tensor<3x2x4xf32>, tensor<3x2x4xf32>, "
+       "tensor<3x2x5xf32>) -> (tensor<3x2x5xf32>, tensor<2x3xf32>)",
        "3x2x5xf32"},
-      {"tcc.attention", "attention_seq_major_rank4_mask",
+      {"tcc.attention",
+       "attention_seq_major_rank4_mask",
        {{"q", "2x3x2x4xf32"}, {"k", "2x4x2x4xf32"}, {"v", "2x4x2x2xf32"}},
-       "%mask = tcc.constant dense<[[[[0.0, -0.5, 0xFF800000, 0.5]], [[0.0, 0.0, 1.0, 0xFF800000]]], [[[0xFF800000, 0.0, 0.0, 0.0]], [[0.0, 0.5, 0.0, -1.0]]]]> : tensor<2x2x1x4xf32>\n"
-       "  %y, %lse = tcc.attention %q, %k, %v, %mask {scale = 1.0 : f64, seq_major = true} : (tensor<2x3x2x4xf32>, tensor<2x4x2x4xf32>, tensor<2x4x2x2xf32>, tensor<2x2x1x4xf32>) -> (tensor<2x3x2x2xf32>, tensor<2x2x3xf32>)",
+       "%mask = tcc.constant dense<[[[[0.0, -0.5, 0xFF800000, 0.5]], [[0.0, "
+       "0.0, 1.0, 0xFF800000]]], [[[0xFF800000, 0.0, 0.0, 0.0]], [[0.0, 0.5, "
+       "0.0, -1.0]]]]> : tensor<2x2x1x4xf32>\n"
+       "  %y, %lse = tcc.attention %q, %k, %v, %mask {scale = 1.0 : f64, "
+       "seq_major = true} : (tensor<2x3x2x4xf32>, tensor<2x4x2x4xf32>, "
+       "tensor<2x4x2x2xf32>, tensor<2x2x1x4xf32>) -> (tensor<2x3x2x2xf32>, "
+       "tensor<2x2x3xf32>)",
        "2x3x2x2xf32"},
+      // Extrema (TccOpsLogic.cpp). maximum/minimum get values on a grid of
+      // 0.1 (below), so some pairs tie: there the central difference is
+      // 1/2, the half-and-half split of the rule.
+      {"tcc.maximum",
+       "maximum_bcast_ties",
+       {{"a", "3x4xf32"}, {"b", "4xf32"}},
+       "%y = tcc.maximum %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> "
+       "tensor<3x4xf32>",
+       "3x4xf32"},
+      {"tcc.minimum",
+       "minimum_bcast_ties",
+       {{"a", "3x1xf32"}, {"b", "3x4xf32"}},
+       "%y = tcc.minimum %a, %b : (tensor<3x1xf32>, tensor<3x4xf32>) -> "
+       "tensor<3x4xf32>",
+       "3x4xf32"},
+      {"tcc.reduce_max",
+       "reduce_max",
+       {{"a", "2x3x4xf32"}},
+       "%y = tcc.reduce_max %a {axes = array<i64: 1>} : tensor<2x3x4xf32> -> "
+       "tensor<2x4xf32>",
+       "2x4xf32"},
+      {"tcc.reduce_min",
+       "reduce_min_keepdims",
+       {{"a", "2x3x4xf32"}},
+       "%y = tcc.reduce_min %a {axes = array<i64: 0, 2>, keepdims = true} : "
+       "tensor<2x3x4xf32> -> tensor<1x3x1xf32>",
+       "1x3x1xf32"},
+      // ONNX Trilu on run-time data (OnnxOpsCompare.cpp): a select with a
+      // constant mask, whose gradient is the same Trilu of dy.
+      {"tcc.where",
+       "trilu_lower",
+       {{"a", "2x3x4xf32"}},
+       "%mask = tcc.constant dense<[[true, true, false, false], [true, true, "
+       "true, false], [true, true, true, true]]> : tensor<3x4xi1>\n"
+       "  %zero = tcc.constant dense<0.0> : tensor<f32>\n"
+       "  %y = tcc.where %mask, %a, %zero : (tensor<3x4xi1>, "
+       "tensor<2x3x4xf32>, tensor<f32>) -> tensor<2x3x4xf32>",
+       "2x3x4xf32"},
       // Convolution, pooling, batch norm (TccGradientsConv.cpp).
-      {"tcc.conv2d", "conv2d_bias_groups",
+      {"tcc.conv2d",
+       "conv2d_bias_groups",
        {{"x", "2x4x5x6xf32"}, {"k", "6x2x3x2xf32"}, {"b", "6xf32"}},
-       "%y = tcc.conv2d %x, %k, %b {strides = array<i64: 2, 1>, pads = array<i64: 1, 0, 2, 1>, dilations = array<i64: 1, 2>, groups = 2 : i64} : (tensor<2x4x5x6xf32>, tensor<6x2x3x2xf32>, tensor<6xf32>) -> tensor<2x6x3x5xf32>",
+       "%y = tcc.conv2d %x, %k, %b {strides = array<i64: 2, 1>, pads = "
+       "array<i64: 1, 0, 2, 1>, dilations = array<i64: 1, 2>, groups = 2 : "
+       "i64} : (tensor<2x4x5x6xf32>, tensor<6x2x3x2xf32>, tensor<6xf32>) -> "
+       "tensor<2x6x3x5xf32>",
        "2x6x3x5xf32"},
-      {"tcc.conv2d", "conv2d_stem", {{"x", "2x3x6x6xf32"}, {"k", "4x3x3x3xf32"}},
-       "%y = tcc.conv2d %x, %k {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x3x6x6xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x3x3xf32>",
+      {"tcc.conv2d",
+       "conv2d_stem",
+       {{"x", "2x3x6x6xf32"}, {"k", "4x3x3x3xf32"}},
+       "%y = tcc.conv2d %x, %k {strides = array<i64: 2, 2>, pads = array<i64: "
+       "1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : "
+       "(tensor<2x3x6x6xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x3x3xf32>",
        "2x4x3x3xf32"},
-      {"tcc.max_pool2d", "max_pool2d_ceil", {{"x", "2x2x5x5xf32"}},
-       "%y, %i = tcc.max_pool2d %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, ceil_mode = true} : tensor<2x2x5x5xf32> -> tensor<2x2x3x3xf32>, tensor<2x2x3x3xi64>",
+      {"tcc.max_pool2d",
+       "max_pool2d_ceil",
+       {{"x", "2x2x5x5xf32"}},
+       "%y, %i = tcc.max_pool2d %x {kernel_shape = array<i64: 3, 3>, strides = "
+       "array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = "
+       "array<i64: 1, 1>, ceil_mode = true} : tensor<2x2x5x5xf32> -> "
+       "tensor<2x2x3x3xf32>, tensor<2x2x3x3xi64>",
        "2x2x3x3xf32"},
-      {"tcc.avg_pool2d", "avg_pool2d_include_pad", {{"x", "2x2x5x5xf32"}},
-       "%y = tcc.avg_pool2d %x {kernel_shape = array<i64: 3, 2>, strides = array<i64: 2, 2>, pads = array<i64: 1, 0, 1, 1>, ceil_mode = true, count_include_pad = true} : tensor<2x2x5x5xf32> -> tensor<2x2x3x3xf32>",
+      {"tcc.avg_pool2d",
+       "avg_pool2d_include_pad",
+       {{"x", "2x2x5x5xf32"}},
+       "%y = tcc.avg_pool2d %x {kernel_shape = array<i64: 3, 2>, strides = "
+       "array<i64: 2, 2>, pads = array<i64: 1, 0, 1, 1>, ceil_mode = true, "
+       "count_include_pad = true} : tensor<2x2x5x5xf32> -> tensor<2x2x3x3xf32>",
        "2x2x3x3xf32"},
-      {"tcc.avg_pool2d", "avg_pool2d", {{"x", "1x2x4x4xf32"}},
-       "%y = tcc.avg_pool2d %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 1, 2>, pads = array<i64: 1, 1, 0, 0>} : tensor<1x2x4x4xf32> -> tensor<1x2x4x2xf32>",
+      {"tcc.avg_pool2d",
+       "avg_pool2d",
+       {{"x", "1x2x4x4xf32"}},
+       "%y = tcc.avg_pool2d %x {kernel_shape = array<i64: 2, 2>, strides = "
+       "array<i64: 1, 2>, pads = array<i64: 1, 1, 0, 0>} : tensor<1x2x4x4xf32> "
+       "-> tensor<1x2x4x2xf32>",
        "1x2x4x2xf32"},
-      {"tcc.batch_norm_train", "batch_norm_train",
+      {"tcc.batch_norm_train",
+       "batch_norm_train",
        {{"x", "4x3x2x2xf32"}, {"g", "3xf32", 0.5f, 1.5f}, {"b", "3xf32"}},
-       "%y, %mu, %var = tcc.batch_norm_train %x, %g, %b {epsilon = 1.0e-5 : f64} : (tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>)",
+       "%y, %mu, %var = tcc.batch_norm_train %x, %g, %b {epsilon = 1.0e-5 : "
+       "f64} : (tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>) -> "
+       "(tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>)",
        "4x3x2x2xf32"},
       // The batch statistics used downstream add their own gradients.
-      {"tcc.batch_norm_train", "batch_norm_train_stats",
+      {"tcc.batch_norm_train",
+       "batch_norm_train_stats",
        {{"x", "5x3xf32"}, {"g", "3xf32", 0.5f, 1.5f}, {"b", "3xf32"}},
-       "%n, %mu, %var = tcc.batch_norm_train %x, %g, %b {epsilon = 1.0e-5 : f64} : (tensor<5x3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<5x3xf32>, tensor<3xf32>, tensor<3xf32>)\n"
-       "  %t = tcc.add %n, %mu : (tensor<5x3xf32>, tensor<3xf32>) -> tensor<5x3xf32>\n"
-       "  %y = tcc.mul %t, %var : (tensor<5x3xf32>, tensor<3xf32>) -> tensor<5x3xf32>",
+       "%n, %mu, %var = tcc.batch_norm_train %x, %g, %b {epsilon = 1.0e-5 : "
+       "f64} : (tensor<5x3xf32>, tensor<3xf32>, tensor<3xf32>) -> "
+       "(tensor<5x3xf32>, tensor<3xf32>, tensor<3xf32>)\n"
+       "  %t = tcc.add %n, %mu : (tensor<5x3xf32>, tensor<3xf32>) -> "
+       "tensor<5x3xf32>\n"
+       "  %y = tcc.mul %t, %var : (tensor<5x3xf32>, tensor<3xf32>) -> "
+       "tensor<5x3xf32>",
        "5x3xf32"},
   };
 }
@@ -306,12 +542,22 @@ TEST_P(GradCheck, MatchesFiniteDifferences) {
       init[p.name].push_back(v);
     }
     // Max pooling switches its argmax where two inputs are within the
-    // finite-difference step: use distinct values at least 0.05 apart.
-    if (c.op == "tcc.max_pool2d") {
+    // finite-difference step: use distinct values at least 0.05 apart
+    // (reduce_max/min likewise: a tie of three would be 1/3 each by the
+    // rule but 1/2 by the central difference).
+    if (c.op == "tcc.max_pool2d" || c.op == "tcc.reduce_max" ||
+        c.op == "tcc.reduce_min") {
       std::vector<float> &v = init[p.name];
       for (size_t i = 0; i < v.size(); ++i)
         v[i] = 0.05f * float(i) - 0.025f * float(v.size());
       std::shuffle(v.begin(), v.end(), rng);
+    }
+    // Pairs of maximum/minimum either tie exactly (the same grid value) or
+    // are 0.1 apart, beyond the step.
+    if (c.op == "tcc.maximum" || c.op == "tcc.minimum") {
+      std::vector<float> &v = init[p.name];
+      for (size_t i = 0; i < v.size(); ++i)
+        v[i] = 0.1f * float((i * 5 + p.name.size()) % 7) - 0.3f;
     }
   }
   rt::Artifact a;

@@ -10,6 +10,7 @@
 #include "KernelCasesConv.h"
 #include "KernelCasesGemm.h"
 #include "KernelCasesLayout.h"
+#include "KernelCasesLogic.h"
 #include "KernelCasesMath.h"
 #include "KernelCasesOptim.h"
 #include "KernelCasesRows.h"
@@ -36,6 +37,11 @@ const std::vector<KernelCase> &allKernelCases() {
     gemmEpilogueCases(all);
     // Attention.
     attentionCases(all);
+    // Comparisons, logic, extrema.
+    compareLogicCases(all);
+    extremumCases(all);
+    reduceExtremumCases(all);
+    argExtremumCases(all);
     // Convolution, pooling, batch norm.
     convCases(all);
     poolCases(all);

@@ -121,9 +121,9 @@ inline void castWhereEqualCases(std::vector<KernelCase> &cases) {
   int32_t e1 = p.floats(DType::F32, {3, 1}, {1, 2, 3});
   int32_t e2 = p.floats(DType::F32, {4}, {3, 2, 1, 0});
   c.outs.push_back(p.out(DType::I64, {3, 4}));
-  p.instr("equal", {e1, e2}, {c.outs.back()});
+  p.instr("compare", {e1, e2}, {c.outs.back()}, {0});
   c.outs.push_back(p.out(DType::I64, {2, 1, 4}));
-  p.instr("equal", {cond, xi}, {c.outs.back()});
+  p.instr("compare", {cond, xi}, {c.outs.back()}, {0});
   cases.push_back(std::move(c));
 }
 

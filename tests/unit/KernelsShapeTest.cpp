@@ -50,7 +50,7 @@ template <class F> std::string errorOf(F &&f) {
 
 TEST(KernelsShape, Registered) {
   for (const char *k : {"gather", "gather_grad", "concat", "slice",
-                        "slice_grad", "where", "equal", "cast"})
+                        "slice_grad", "where", "compare", "cast"})
     EXPECT_NE(findKernel(k), nullptr) << k;
 }
 
@@ -364,7 +364,7 @@ TEST(KernelsShape, WhereAndEqualBroadcast) {
   std::vector<float> l = {1, 2, 3}, r = {2, 2, 3, 1, 3, 3, 1, 1};
   int32_t L = h.f32({3, 1, 1}, l), R = h.f32({1, 2, 4}, r);
   int32_t E = h.out({3, 2, 4}, DType::I64);
-  h.run("equal", {L, R}, {E});
+  h.run("compare", {L, R}, {E}, {0});
   std::vector<int64_t> eq = h.getI64(E);
   for (int64_t e = 0; e < 24; ++e) {
     std::vector<int64_t> idx = unravel(e, {3, 2, 4});
@@ -373,7 +373,7 @@ TEST(KernelsShape, WhereAndEqualBroadcast) {
 
   int32_t I = h.i64({4}, {5, 0, 5, 1}), P = h.i64({}, {5});
   int32_t M = h.out({4}, DType::I64), W = h.out({4}, DType::I64);
-  h.run("equal", {I, P}, {M});
+  h.run("compare", {I, P}, {M}, {0});
   EXPECT_EQ(h.getI64(M), (std::vector<int64_t>{1, 0, 1, 0}));
   h.run("where", {M, I, P}, {W}); // i64 branches
   EXPECT_EQ(h.getI64(W), (std::vector<int64_t>{5, 5, 5, 5}));
@@ -395,11 +395,11 @@ TEST(KernelsShape, WhereAndEqualChecks) {
             }).find("does not broadcast to the output shape [3]"),
             std::string::npos);
   EXPECT_NE(errorOf([&] {
-              h.check("equal", {F, I}, {h.out({2}, DType::I64)});
+              h.check("compare", {F, I}, {h.out({2}, DType::I64)}, {0});
             }).find("is i64, expected f32"),
             std::string::npos);
   EXPECT_NE(errorOf([&] {
-              h.check("equal", {F, F}, {h.out({2})});
+              h.check("compare", {F, F}, {h.out({2})}, {0});
             }).find("is f32, expected i64"),
             std::string::npos);
 }

@@ -182,7 +182,8 @@ std::string onnxtests::compareOutput(const rt::TensorInfo &info,
   bool typesAgree = (info.dtype == rt::DType::F32 &&
                      expected.dataType == onnx::TensorProto::FLOAT) ||
                     (info.dtype == rt::DType::I64 &&
-                     expected.dataType == onnx::TensorProto::INT64);
+                     (expected.dataType == onnx::TensorProto::INT64 ||
+                      expected.dataType == onnx::TensorProto::BOOL));
   if (!typesAgree)
     return std::string("element type ") + rt::dtypeName(info.dtype) +
            ", expected " + typeName(expected.dataType);

@@ -1,4 +1,4 @@
-//===- CheckShape.cpp - gather, concat, slice, where, equal, cast ---------===//
+//===- CheckShape.cpp - gather, concat, slice, where, cast ----------------===//
 #include "runtime/core/abi/KernelCheck.h"
 
 namespace tcc::rt::abi {
@@ -150,13 +150,6 @@ void check_where(const KernelSig &s) {
   expectSameDType(s, true, 0, DType::I64);
   expectSameDType(s, true, 1, s.out[0]->dtype);
   expectSameDType(s, true, 2, s.out[0]->dtype);
-  expectBroadcastsToOutput(s);
-}
-
-void check_equal(const KernelSig &s) {
-  expectArity(s, 2, 1);
-  expectSameDType(s, true, 1, s.in[0]->dtype);
-  expectSameDType(s, false, 0, DType::I64);
   expectBroadcastsToOutput(s);
 }
 

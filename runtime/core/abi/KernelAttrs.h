@@ -111,6 +111,31 @@ struct CastAttrs {
   template <class V> void visit(V &v) { v.flag(toBool, "to_bool"); }
 };
 
+/// compare: y = lhs PRED rhs, as 0/1 words.
+enum class ComparePredicate : int64_t { Eq, Lt, Le, Gt, Ge };
+struct CompareAttrs {
+  int64_t predicate = 0; // a ComparePredicate
+  template <class V> void visit(V &v) { v.integer(predicate, "predicate"); }
+};
+
+/// logic: y = lhs KIND rhs on 0/1 words (ONNX Not is xor with 1).
+enum class LogicKind : int64_t { And, Or, Xor };
+struct LogicAttrs {
+  int64_t kind = 0; // a LogicKind
+  template <class V> void visit(V &v) { v.integer(kind, "kind"); }
+};
+
+/// arg_max, arg_min: the index along `axis` (dropped from the output); of
+/// equal values the first, or the last with selectLast.
+struct ArgAttrs {
+  int64_t axis = 0;
+  bool selectLast = false;
+  template <class V> void visit(V &v) {
+    v.integer(axis, "axis");
+    v.flag(selectLast, "select_last_index");
+  }
+};
+
 /// The strides, pads ([top, left, bottom, right]) and dilations that
 /// convolutions and poolings share, in their storage order.
 struct Window2dAttrs {

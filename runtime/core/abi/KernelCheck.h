@@ -9,10 +9,11 @@
 //
 // Files: CheckElementwise.cpp (element-wise, layout, reductions, softmax),
 // CheckMath.cpp (math, GELU, dropout, layer norm), CheckLoss.cpp (losses,
-// optimizer updates), CheckShape.cpp (gather, concat, slice, where, equal,
-// cast), CheckConv.cpp (convolution, pooling, batch norm), CheckMatmul.cpp
-// (GEMMs), CheckAttention.cpp, FusedAbi.cpp (fused); KernelCheck.cpp holds
-// the helpers, the 16-bit rules and the table checkInstr dispatches on.
+// optimizer updates), CheckShape.cpp (gather, concat, slice, where,
+// cast), CheckLogic.cpp (compare, logic, extrema, arg_max/arg_min),
+// CheckConv.cpp (convolution, pooling, batch norm), CheckMatmul.cpp (GEMMs),
+// CheckAttention.cpp, FusedAbi.cpp (fused); KernelCheck.cpp holds the helpers,
+// the 16-bit rules and the table checkInstr dispatches on.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_RUNTIME_CORE_ABI_KERNELCHECK_H
@@ -118,8 +119,12 @@ TCC_CHECK(concat)
 TCC_CHECK(slice)
 TCC_CHECK(slice_grad)
 TCC_CHECK(where)
-TCC_CHECK(equal)
 TCC_CHECK(cast)
+// CheckLogic.cpp
+TCC_CHECK(compare)
+TCC_CHECK(logic)
+TCC_CHECK(extremum)     // maximum, minimum
+TCC_CHECK(arg_extremum) // arg_max, arg_min
 // CheckConv.cpp
 TCC_CHECK(conv2d)
 TCC_CHECK(conv2d_grad_input)

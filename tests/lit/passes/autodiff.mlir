@@ -412,12 +412,12 @@ func.func @train_step(%unused: tensor<5xf32> {tcc.kind = "param", tcc.name = "un
 // flows through `equal` into the condition, only through the selected branch.
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME:    -> (tensor<f32> {tcc.kind = "loss"}, tensor<4xf32> {tcc.kind = "grad", tcc.name = "p"})
-// CHECK:         %[[M:.+]] = tcc.equal %{{.+}}, %{{.+}}
+// CHECK:         %[[M:.+]] = tcc.compare "eq", %{{.+}}, %{{.+}}
 // CHECK:         tcc.where %[[M]]
 // CHECK-NOT:     error
 func.func @train_step(%p: tensor<4xf32> {tcc.kind = "param", tcc.name = "p"}) -> (tensor<f32> {tcc.kind = "loss"}) {
   %zero = tcc.constant dense<0.0> : tensor<f32>
-  %m = tcc.equal %p, %zero : (tensor<4xf32>, tensor<f32>) -> tensor<4xi1>
+  %m = tcc.compare "eq", %p, %zero : (tensor<4xf32>, tensor<f32>) -> tensor<4xi1>
   %y = tcc.where %m, %p, %zero : (tensor<4xi1>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
   %l = tcc.reduce_sum %y {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
   return %l : tensor<f32>
@@ -446,4 +446,52 @@ func.func @train_step(%x: tensor<4x3xf32> {tcc.kind = "input", tcc.name = "x"},
   %new = tcc.add %rm, %m : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
   %l = tcc.softmax_cross_entropy %y, %labels : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
   return %l, %new : tensor<f32>, tensor<3xf32>
+}
+
+// -----
+
+// maximum: the winner takes dy, a tie splits it (w = [a > b] + [a == b] / 2
+// to a, 1 - w to b), reduced to each operand's shape.
+// CHECK-LABEL: func.func @train_step
+// CHECK:         %[[GT:.+]] = tcc.compare "gt", %[[A:[^,]+]], %[[B:[^ ]+]] : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+// CHECK-NEXT:    %[[W:.+]] = tcc.cast %[[GT]] : tensor<2x3xi1> -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[EQ:.+]] = tcc.compare "eq", %[[A]], %[[B]]
+// CHECK-NEXT:    %[[T:.+]] = tcc.cast %[[EQ]]
+// CHECK-NEXT:    %[[H:.+]] = tcc.constant dense<5.000000e-01>
+// CHECK-NEXT:    %[[TH:.+]] = tcc.mul %[[T]], %[[H]]
+// CHECK-NEXT:    %[[WA:.+]] = tcc.add %[[W]], %[[TH]]
+// CHECK-NEXT:    %[[ONE:.+]] = tcc.constant dense<1.000000e+00>
+// CHECK-NEXT:    %[[WB:.+]] = tcc.sub %[[ONE]], %[[WA]]
+// CHECK-NEXT:    %[[DA:.+]] = tcc.mul %[[DY:[^,]+]], %[[WA]]
+// CHECK-NEXT:    %[[DB:.+]] = tcc.mul %[[DY]], %[[WB]]
+// CHECK-NEXT:    %[[DBR:.+]] = tcc.reduce_sum %[[DB]] {axes = array<i64: 0>}
+// CHECK:         return %{{.+}}, %[[DA]], %[[DBR]]
+func.func @train_step(%a: tensor<2x3xf32> {tcc.kind = "param", tcc.name = "a"},
+                      %b: tensor<3xf32> {tcc.kind = "param", tcc.name = "b"},
+                      %t: tensor<2x3xf32> {tcc.kind = "input", tcc.name = "t"}) -> (tensor<f32> {tcc.kind = "loss"}) {
+  %y = tcc.maximum %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %l = tcc.mse_loss %y, %t : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// reduce_max: dy shared evenly by every position that attains the maximum.
+// CHECK-LABEL: func.func @train_step
+// CHECK:         %[[Y:.+]] = tcc.reduce_max %[[X:[^ ]+]] {axes = array<i64: 1>}
+// CHECK:         %[[YR:.+]] = tcc.reshape %[[Y]] : tensor<2xf32> -> tensor<2x1xf32>
+// CHECK-NEXT:    %[[YB:.+]] = tcc.broadcast_to %[[YR]] : tensor<2x1xf32> -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[EQ:.+]] = tcc.compare "eq", %[[X]], %[[YB]]
+// CHECK-NEXT:    %[[HIT:.+]] = tcc.cast %[[EQ]] : tensor<2x3xi1> -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[N:.+]] = tcc.reduce_sum %[[HIT]] {axes = array<i64: 1>} : tensor<2x3xf32> -> tensor<2xf32>
+// CHECK-NEXT:    %[[S:.+]] = tcc.div %[[DY:[^,]+]], %[[N]]
+// CHECK-NEXT:    %[[SR:.+]] = tcc.reshape %[[S]]
+// CHECK-NEXT:    %[[SB:.+]] = tcc.broadcast_to %[[SR]]
+// CHECK-NEXT:    %[[DX:.+]] = tcc.mul %[[HIT]], %[[SB]]
+// CHECK:         return %{{.+}}, %[[DX]]
+func.func @train_step(%x: tensor<2x3xf32> {tcc.kind = "param", tcc.name = "x"},
+                      %t: tensor<2xf32> {tcc.kind = "input", tcc.name = "t"}) -> (tensor<f32> {tcc.kind = "loss"}) {
+  %y = tcc.reduce_max %x {axes = array<i64: 1>} : tensor<2x3xf32> -> tensor<2xf32>
+  %l = tcc.mse_loss %y, %t : (tensor<2xf32>, tensor<2xf32>) -> tensor<f32>
+  return %l : tensor<f32>
 }

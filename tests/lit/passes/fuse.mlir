@@ -240,3 +240,26 @@ func.func @escaping_reshape(%x: tensor<2x2x8xf32>) -> (tensor<2x2x8xf32>, tensor
   %1 = tcc.reshape %0 : tensor<2x2x8xf32> -> tensor<4x8xf32>
   return %0, %1 : tensor<2x2x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// Float maximum/minimum are element-wise and join a region; an integer
+// maximum and a comparison (an i1 result) stay kernels.
+// CHECK-LABEL: func.func @extrema
+// CHECK:       tcc.fused(%arg0, %arg1) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
+// CHECK-NEXT:  ^bb0(%[[X:.+]]: tensor<4x8xf32>, %[[B:.+]]: tensor<8xf32>):
+// CHECK-NEXT:    %[[M:.+]] = tcc.maximum %[[X]], %[[B]]
+// CHECK-NEXT:    %[[N:.+]] = tcc.minimum %[[M]], %[[X]]
+// CHECK-NEXT:    %[[S:.+]] = tcc.add %[[N]], %[[B]]
+// CHECK-NEXT:    tcc.yield %[[S]]
+// CHECK:       tcc.maximum %arg2, %arg2 : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+// CHECK:       tcc.compare "gt", %arg0, %arg1
+// CHECK-NOT:   tcc.fused
+func.func @extrema(%x: tensor<4x8xf32>, %b: tensor<8xf32>, %i: tensor<4xi64>) -> (tensor<4x8xf32>, tensor<4xi64>, tensor<4x8xi1>) {
+  %0 = tcc.maximum %x, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %1 = tcc.minimum %0, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %2 = tcc.add %1, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %3 = tcc.maximum %i, %i : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %4 = tcc.compare "gt", %x, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xi1>
+  return %2, %3, %4 : tensor<4x8xf32>, tensor<4xi64>, tensor<4x8xi1>
+}

@@ -97,7 +97,7 @@ module attributes {tcc.batch = 4 : i64} {
 // FP16:         %[[SUMW:.+]] = tcc.reduce_sum %[[DW]] {axes = array<i64: 0, 1>} : tensor<3x8xf32> -> tensor<f32>
 // FP16:         %[[SUM:.+]] = tcc.add %[[SUMW]], %{{.+}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
 // FP16:         %[[Z:.+]] = tcc.mul %[[SUM]], %[[ZERO:.+]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
-// FP16:         %[[FINITE:.+]] = tcc.equal %[[Z]], %[[ZERO]] : (tensor<f32>, tensor<f32>) -> tensor<i1>
+// FP16:         %[[FINITE:.+]] = tcc.compare "eq", %[[Z]], %[[ZERO]] : (tensor<f32>, tensor<f32>) -> tensor<i1>
 // FP16:         %[[NEWW:.+]], %[[NEWM:.+]], %{{.+}} = tcc.adamw_update %[[W]], %[[DW]], {{.*}} unscale %[[INV]] if %[[FINITE]] {
 // FP16:         tcc.adamw_update {{.*}} unscale %[[INV]] if %[[FINITE]] {
 // FP16-NOT:     tcc.where %[[FINITE]], %new
@@ -105,7 +105,7 @@ module attributes {tcc.batch = 4 : i64} {
 // The scale: doubled after growth-interval (3) finite steps, halved on a skip.
 // FP16:         %[[GOOD1:.+]] = tcc.add %[[GOOD]], %{{.+}}
 // FP16:         %[[THREE:.+]] = tcc.constant dense<3.000000e+00> : tensor<f32>
-// FP16:         %[[GROW:.+]] = tcc.equal %[[GOOD1]], %[[THREE]]
+// FP16:         %[[GROW:.+]] = tcc.compare "eq", %[[GOOD1]], %[[THREE]]
 // FP16:         %[[DOUBLE:.+]] = tcc.mul %[[SCALE]], %{{.+}}
 // FP16:         %[[GROWN:.+]] = tcc.where %[[GROW]], %[[DOUBLE]], %[[SCALE]]
 // FP16:         %[[HALVED:.+]] = tcc.mul %[[SCALE]], %{{.+}}
