@@ -16,11 +16,12 @@
 #include "dialects/tcc/TccOps.h"
 #include "passes/Passes.h"
 #include "runtime/core/ArtifactFormat.h"
-#include "runtime/cpu/CpuSession.h"
-#include "runtime/core/prelude/FastExp.h"
-#include "runtime/cpu/FusedLibrary.h"
 #include "runtime/core/ThreadPool.h"
+#include "runtime/core/prelude/FastExp.h"
+#include "runtime/cpu/CpuSession.h"
+#include "runtime/cpu/FusedLibrary.h"
 #include "tests/unit/FusedTestModule.h"
+#include "tests/unit/UnaryFnFusedCase.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -59,51 +60,15 @@ struct Case {
   bool oneKernel = false;
 };
 
-/// Every function of the unary family (runtime/core/prelude/UnaryFn.h)
-/// and its gradient in one region: result i is f_i(x) + f_i'(x) dy; the
-/// last one is softplus and its gradient across its threshold of 20.
+/// Every function of the unary family in one region (UnaryFnFusedCase.h).
 Case unaryFnCase() {
-  const char *fns[][2] = {
-      {"abs", ""},
-      {"sign", ""},
-      {"floor", ""},
-      {"ceil", ""},
-      {"round", ""},
-      {"sin", ""},
-      {"cos", ""},
-      {"hard_swish", ""},
-      {"hard_sigmoid", "{alpha = 0.2 : f64, beta = 0.5 : f64}"},
-      {"leaky_relu", "{alpha = 0.01 : f64}"},
-      {"elu", "{alpha = 0.5 : f64}"},
-      {"selu", "{alpha = 1.6732632 : f64, beta = 1.0507010 : f64}"},
-      {"softplus", ""},
-      {"mish", ""},
-      {"clip", "{alpha = -1.0 : f64, beta = 0x7FF0000000000000 : f64}"}};
-  const std::string t = " : tensor<6x33xf32>\n  ";
-  const std::string bin =
-      " : (tensor<6x33xf32>, tensor<6x33xf32>) -> tensor<6x33xf32>\n  ";
-  Case c{"unary_fn_family",
-         {{"x", "6x33xf32", -4, 4},
-          {"w", "6x33xf32", -30, 30},
-          {"dy", "6x33xf32"}},
-         "",
-         {}};
-  int i = 0;
-  for (auto &[fn, attrs] : fns) {
-    std::string n = std::to_string(i);
-    c.body += "%f" + n + " = tcc.unary_fn \"" + fn + "\" %x " + attrs + t;
-    c.body +=
-        "%g" + n + " = tcc.unary_fn_grad \"" + fn + "\" %dy, %x " + attrs + t;
-    c.body += "%r" + n + " = tcc.add %f" + n + ", %g" + n + bin;
-    c.results.push_back("6x33xf32");
-    ++i;
-  }
-  std::string n = std::to_string(i);
-  c.body += "%f" + n + " = tcc.unary_fn \"softplus\" %w" + t;
-  c.body += "%g" + n + " = tcc.unary_fn_grad \"softplus\" %dy, %w" + t;
-  c.body += "%r" + n + " = tcc.add %f" + n + ", %g" + n +
-            " : (tensor<6x33xf32>, tensor<6x33xf32>) -> tensor<6x33xf32>";
-  c.results.push_back("6x33xf32");
+  Case c{
+      "unary_fn_family",
+      {{"x", "6x33xf32", -4, 4},
+       {"w", "6x33xf32", -30, 30},
+       {"dy", "6x33xf32"}},
+      ::tcc::test::unaryFnFamilyBody(),
+      std::vector<std::string>(::tcc::test::kUnaryFnFamilyResults, "6x33xf32")};
   return c;
 }
 
