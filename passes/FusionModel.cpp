@@ -183,7 +183,8 @@ OpKind fusion::classify(Operation *op) {
       .Case<AddOp, SubOp, MulOp, DivOp, PowOp, NegOp, ReluOp, ReluGradOp, ExpOp,
             LogOp, SqrtOp, TanhOp, SigmoidOp, ErfOp, SqrtGradOp, TanhGradOp,
             SigmoidGradOp, ErfGradOp, PowScalarOp, PowScalarGradOp, GeluOp,
-            GeluGradOp>([](auto) { return OpKind::Elementwise; })
+            GeluGradOp, UnaryFnOp, UnaryFnGradOp>(
+          [](auto) { return OpKind::Elementwise; })
       .Case<BroadcastToOp, ReshapeOp>([](auto o) {
         return isFloatValue(o.getInput()) ? OpKind::Elementwise : OpKind::None;
       })

@@ -88,8 +88,8 @@ Policy policyOf(Operation *op) {
   if (isa<AddOp, SubOp, MulOp, DivOp, NegOp, ReluOp, ReluGradOp, GeluOp,
           GeluGradOp, DropoutOp, TanhOp, TanhGradOp, SigmoidOp, SigmoidGradOp,
           ReshapeOp, TransposeOp, BroadcastToOp, SliceOp, SliceGradOp, ConcatOp,
-          WhereOp, MaxPool2dOp, MaxPool2dGradOp, AvgPool2dOp, AvgPool2dGradOp>(
-          op))
+          WhereOp, MaxPool2dOp, MaxPool2dGradOp, AvgPool2dOp, AvgPool2dGradOp,
+          UnaryFnOp, UnaryFnGradOp>(op))
     return Policy::Follow;
   // Exact in any float type: the result is one of the operands.
   if (isa<MaximumOp, MinimumOp>(op))

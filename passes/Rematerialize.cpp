@@ -64,6 +64,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "runtime/core/prelude/UnaryFn.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
@@ -253,6 +254,16 @@ static int64_t recomputeCost(Operation *op, bool gemms) {
           .Case<ExpOp, LogOp, SqrtOp, TanhOp, SigmoidOp, ErfOp, PowOp,
                 PowScalarOp>([](auto) { return 8; })
           .Case<GeluOp>([](auto) { return 16; })
+          // The family's transcendental functions cost as exp does.
+          .Case<UnaryFnOp>([](UnaryFnOp f) {
+            int fn = f.getFnCode();
+            bool cheap = fn == TCC_UFN_ABS || fn == TCC_UFN_SIGN ||
+                         fn == TCC_UFN_FLOOR || fn == TCC_UFN_CEIL ||
+                         fn == TCC_UFN_ROUND || fn == TCC_UFN_HARD_SWISH ||
+                         fn == TCC_UFN_HARD_SIGMOID ||
+                         fn == TCC_UFN_LEAKY_RELU || fn == TCC_UFN_CLIP;
+            return cheap ? 1 : 8;
+          })
           .Default([](Operation *) { return -1; });
   if (factor > 0)
     return std::max<int64_t>(1, factor * out);

@@ -24,7 +24,8 @@ const char *tcc::cudaPrelude() {
                     "#define TCC_PRELUDE_GENERATED 1\n";
     for (const char *header :
          {embedded::ConfigH, embedded::HalfH, embedded::ActivationsH,
-          embedded::PtxH, embedded::FusedCudaMathH, embedded::FusedCudaRowsH})
+          embedded::PtxH, embedded::FusedCudaMathH, embedded::FusedCudaRowsH,
+          embedded::UnaryFnH})
       s.append(header).append("\n");
     return s;
   }();

@@ -280,7 +280,8 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
         isa<ExpOp, LogOp, TanhOp, SigmoidOp, ErfOp, ErfGradOp, PowOp,
             PowScalarOp, PowScalarGradOp, GeluOp, GeluGradOp, SoftmaxOp,
             LogSoftmaxOp, LogSoftmaxGradOp, SoftmaxCrossEntropyOp,
-            SoftmaxCrossEntropyGradOp, LayerNormOp>(o);
+            SoftmaxCrossEntropyGradOp, LayerNormOp, UnaryFnOp, UnaryFnGradOp>(
+            o);
     work += heavy ? 4 : 1;
   }
   meta = {d.rows,

@@ -41,7 +41,7 @@ const char *tcc::fusedPrelude() {
     for (const char *header :
          {embedded::ConfigH, embedded::HalfH, embedded::FastExpH,
           embedded::FastMathH, embedded::ActivationsH, embedded::FusedHostMathH,
-          embedded::RowReduceH})
+          embedded::RowReduceH, embedded::UnaryFnH})
       s.append(header).append("\n");
     s += "} // namespace\n";
     return s;

@@ -17,6 +17,17 @@
 
 namespace tcc::fusedgen {
 
+/// The arguments of the prelude's tcc_unary_fn (UnaryFn.h) for `f`: the
+/// function's enumerator, the operands, alpha and beta. The code is a
+/// constant, so the host and CUDA compilers fold the function's switch away.
+template <class OpT>
+static std::string unaryFnArgs(OpT f, const std::string &operands) {
+  std::string name = f.getFn().upper();
+  return "TCC_UFN_" + name + ", " + operands + ", " +
+         floatLiteral(f.getAlpha().convertToDouble()) + ", " +
+         floatLiteral(f.getBeta().convertToDouble());
+}
+
 /// Element-wise templates: $0.. are operands.
 std::string elementwiseTemplate(Operation *o) {
   return llvm::TypeSwitch<Operation *, std::string>(o)
@@ -47,6 +58,12 @@ std::string elementwiseTemplate(Operation *o) {
       .Case<GeluGradOp>([](GeluGradOp g) {
         return g.getApproximate() == "tanh" ? "tcc_gelu_tanh_grad($0, $1)"
                                             : "tcc_gelu_erf_grad($0, $1)";
+      })
+      .Case<UnaryFnOp>([](UnaryFnOp f) {
+        return "tcc_unary_fn(" + unaryFnArgs(f, "$0") + ")";
+      })
+      .Case<UnaryFnGradOp>([](UnaryFnGradOp f) {
+        return "tcc_unary_fn_grad(" + unaryFnArgs(f, "$0, $1") + ")";
       })
       .Case<BroadcastToOp, ReshapeOp, CastOp, SliceOp>(
           [](auto) { return "$0"; })

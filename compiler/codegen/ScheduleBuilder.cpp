@@ -389,6 +389,12 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
             in, rt::abi::PowScalarAttrs{p.getExponent().convertToDouble()});
         return success();
       })
+      .Case<mlir::tcc::UnaryFnOp, mlir::tcc::UnaryFnGradOp>([&](auto f) {
+        rt::abi::setAttrs(in, rt::abi::UnaryFnAttrs{
+                                  f.getFnCode(), f.getAlpha().convertToDouble(),
+                                  f.getBeta().convertToDouble()});
+        return success();
+      })
       .Case<mlir::tcc::GeluOp, mlir::tcc::GeluGradOp>([&](auto g) {
         rt::abi::setAttrs(in, rt::abi::GeluAttrs{g.getApproximate() == "tanh"});
         return success();

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/tcc/TccOps.h"
+#include "runtime/core/prelude/UnaryFn.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -55,6 +56,20 @@ SmallVector<Value> ErfOp::buildGradients(OpBuilder &b, ValueRange grads) {
 SmallVector<Value> GeluOp::buildGradients(OpBuilder &b, ValueRange grads) {
   return {
       GeluGradOp::create(b, getLoc(), grads[0], getInput(), getApproximate())};
+}
+
+// Piecewise-constant functions (sign, floor, ceil, round) have a zero
+// gradient, as in PyTorch: a broadcast zero, which folds into its users,
+// rather than a kernel that writes zeros.
+SmallVector<Value> UnaryFnOp::buildGradients(OpBuilder &b, ValueRange grads) {
+  int fn = getFnCode();
+  if (fn == TCC_UFN_SIGN || fn == TCC_UFN_FLOOR || fn == TCC_UFN_CEIL ||
+      fn == TCC_UFN_ROUND) {
+    Value zero = scalarConstant(b, getLoc(), getType().getElementType(), 0.0);
+    return {BroadcastToOp::create(b, getLoc(), getType(), zero)};
+  }
+  return {UnaryFnGradOp::create(b, getLoc(), grads[0], getInput(), getFnAttr(),
+                                getAlphaAttr(), getBetaAttr())};
 }
 
 //===----------------------------------------------------------------------===//

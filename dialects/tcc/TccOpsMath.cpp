@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "dialects/tcc/TccOps.h"
 #include "dialects/tcc/TccOpsUtils.h"
+#include "runtime/core/prelude/UnaryFn.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -67,6 +68,29 @@ LogicalResult GeluOp::verify() {
 
 LogicalResult GeluGradOp::verify() {
   return verifyApproximate(*this, getApproximate());
+}
+
+//===----------------------------------------------------------------------===//
+// The unary function family
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyUnaryFn(Operation *op, StringRef fn) {
+  if (tcc_unary_fn_code(fn.data(), fn.size()) >= 0)
+    return success();
+  auto diag = op->emitOpError("fn must be one of");
+  for (int i = 0; i < TCC_UFN_COUNT; ++i)
+    diag << (i ? ", " : " ") << tcc_unary_fn_name(i);
+  return diag << "; got \"" << fn << "\"";
+}
+
+LogicalResult UnaryFnOp::verify() { return verifyUnaryFn(*this, getFn()); }
+LogicalResult UnaryFnGradOp::verify() { return verifyUnaryFn(*this, getFn()); }
+
+int UnaryFnOp::getFnCode() {
+  return tcc_unary_fn_code(getFn().data(), getFn().size());
+}
+int UnaryFnGradOp::getFnCode() {
+  return tcc_unary_fn_code(getFn().data(), getFn().size());
 }
 
 //===----------------------------------------------------------------------===//

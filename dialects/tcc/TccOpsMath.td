@@ -117,6 +117,60 @@ def Tcc_PowScalarGradOp : Tcc_InferOp<"pow_scalar_grad",
 }
 
 //===----------------------------------------------------------------------===//
+// The unary function family
+//===----------------------------------------------------------------------===//
+
+// One op for many element-wise functions with at most two parameters; the
+// functions, their math and their gradients are the one list of
+// runtime/core/prelude/UnaryFn.h, which the kernels and the generated code
+// share. A new function is a row there, not an op here.
+class Tcc_UnaryFnBase<string mnemonic, list<Trait> traits = []>
+    : Tcc_InferOp<mnemonic, traits> {
+  code unaryFnDecl = [{
+    /// The function's code in UnaryFn.h's list (the verifier checked it).
+    int getFnCode();
+  }];
+  let extraClassDeclaration = unaryFnDecl;
+  let hasVerifier = 1;
+}
+
+def Tcc_UnaryFnOp : Tcc_UnaryFnBase<"unary_fn",
+    [AllTypesMatch<["input", "result"]>,
+     DeclareOpInterfaceMethods<Tcc_GradientOpInterface>]> {
+  let summary = "Element-wise function `fn` of UnaryFn.h's list";
+  let description = [{
+    `fn` is one of abs, sign, floor, ceil, round (half to even), sin, cos,
+    hard_swish, hard_sigmoid (`max(0, min(1, alpha * x + beta))`),
+    leaky_relu (alpha), elu (alpha), selu (alpha, gamma in `beta`),
+    softplus, mish, clip (`min(max(x, alpha), beta)`; infinite bounds where
+    absent). Formulas and gradients are PyTorch's.
+    ```mlir
+    %y = tcc.unary_fn "elu" %x {alpha = 1.0 : f64} : tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$input, StrAttr:$fn,
+                   DefaultValuedAttr<F64Attr, "0.0">:$alpha,
+                   DefaultValuedAttr<F64Attr, "0.0">:$beta);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = "$fn $input attr-dict `:` type($input)";
+}
+
+def Tcc_UnaryFnGradOp : Tcc_UnaryFnBase<"unary_fn_grad",
+    [AllTypesMatch<["grad", "input", "result"]>]> {
+  let summary = "Backward of tcc.unary_fn given its input: dy * fn'(x)";
+  let description = [{
+    ```mlir
+    %dx = tcc.unary_fn_grad "elu" %dy, %x {alpha = 1.0 : f64} : tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$grad, Tcc_FloatTensor:$input,
+                   StrAttr:$fn, DefaultValuedAttr<F64Attr, "0.0">:$alpha,
+                   DefaultValuedAttr<F64Attr, "0.0">:$beta);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = "$fn $grad `,` $input attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
 // GELU
 //===----------------------------------------------------------------------===//
 

@@ -326,6 +326,9 @@ LogicalResult importPow(NodeImporter &node);
 LogicalResult importLayerNormalization(NodeImporter &node);
 LogicalResult importDropoutInference(NodeImporter &node);
 LogicalResult importDropout(NodeImporter &node);
+// Builders (OnnxOpsUnaryFn.cpp): the functions of tcc.unary_fn.
+LogicalResult importUnaryFn(NodeImporter &node);
+LogicalResult importClip(NodeImporter &node);
 
 // Builders (OnnxOpsConv.cpp): convolution, pooling, batch normalization.
 LogicalResult importConv(NodeImporter &node);

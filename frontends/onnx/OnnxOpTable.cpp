@@ -67,6 +67,26 @@ static const OnnxOpEntry kOpTable[] = {
     {"Dropout", 7, 11, importDropoutInference},
     {"Dropout", 12, 28, importDropout},
 
+    // The unary function family (OnnxOpsUnaryFn.cpp): tcc.unary_fn. Rows
+    // start at the opset that dropped `consumed_inputs` (or introduced the
+    // op); later versions only added types (bf16 at 13, 16 or 22), so the
+    // meaning holds to 28. Clip's bounds became inputs at 11.
+    {"Abs", 6, 28, importUnaryFn},
+    {"Sign", 9, 28, importUnaryFn},
+    {"Floor", 6, 28, importUnaryFn},
+    {"Ceil", 6, 28, importUnaryFn},
+    {"Round", 11, 28, importUnaryFn},
+    {"Sin", 7, 28, importUnaryFn},
+    {"Cos", 7, 28, importUnaryFn},
+    {"HardSwish", 14, 28, importUnaryFn},
+    {"HardSigmoid", 6, 28, importUnaryFn},
+    {"LeakyRelu", 6, 28, importUnaryFn},
+    {"Elu", 6, 28, importUnaryFn},
+    {"Selu", 6, 28, importUnaryFn},
+    {"Softplus", 1, 28, importUnaryFn},
+    {"Mish", 18, 28, importUnaryFn},
+    {"Clip", 6, 28, importClip},
+
     // Shape and data movement (OnnxOpsShape.cpp).
     // Reshape: 5 (shape became an input), 13 types, 14 (allowzero: a 0 in
     // the shape is a zero, not a copy; both handled), 19, 21, 23, 24, 25

@@ -93,10 +93,10 @@ LogicalResult mlir::tcc::importWhere(NodeImporter &node) {
 static DenseElementsAttr castConstant(DenseElementsAttr c, Type to) {
   auto type = RankedTensorType::get(c.getType().getShape(), to);
   Type from = c.getElementType();
-  if (from.isF32()) {
+  if (isa<FloatType>(from)) { // f32, or a DOUBLE Constant's f64
     SmallVector<double> v = floatValues(c);
     if (to.isF32())
-      return c;
+      return from.isF32() ? c : fromFloats(type, v);
     SmallVector<int64_t> ints;
     for (double x : v)
       ints.push_back(to.isInteger(1) ? x != 0.0 : truncateToI64(x));

@@ -125,8 +125,12 @@ constantValue(NodeImporter &node, const onnx::AttributeProto &a) {
   auto scalar = [](Type type) { return RankedTensorType::get({}, type); };
   StringRef name = a.name();
   if (name == "value" && a.type() == onnx::AttributeProto::TENSOR) {
+    // Exporters write Python numbers as DOUBLE constants that a Cast turns
+    // into FLOAT (torch.clamp's bounds): they fold through the Cast, and an
+    // op that reads one unconverted reports its dtype unsupported.
     int32_t dataType = a.t().data_type();
-    if (!onnxElementType(ctx, dataType))
+    if (!onnxElementType(ctx, dataType) &&
+        dataType != onnx::TensorProto::DOUBLE)
       return node.emitUnsupported("dtype " + onnxTypeName(dataType))
              << "attribute 'value' has element type " << onnxTypeName(dataType)
              << ", which the importer does not support (supported: FLOAT, "

@@ -57,7 +57,10 @@ Type mlir::tcc::onnxElementType(MLIRContext *ctx, int32_t dataType) {
 FailureOr<RankedTensorType> mlir::tcc::tensorType(const onnx::TensorProto &t,
                                                   StringRef what,
                                                   Location loc) {
-  Type elementType = onnxElementType(loc.getContext(), t.data_type());
+  // DOUBLE only in constants (Constant nodes: see importConstant).
+  Type elementType = t.data_type() == onnx::TensorProto::DOUBLE
+                         ? Float64Type::get(loc.getContext())
+                         : onnxElementType(loc.getContext(), t.data_type());
   if (!elementType)
     return emitError(loc) << what << " has element type "
                           << onnxTypeName(t.data_type())
@@ -113,6 +116,12 @@ mlir::tcc::convertTensor(const onnx::TensorProto &t, StringRef what,
     if (failed(v))
       return failure();
     return DenseElementsAttr::get(*type, llvm::ArrayRef<float>(*v));
+  }
+  case onnx::TensorProto::DOUBLE: {
+    auto v = readElements<double>(t, t.double_data(), count, what, loc);
+    if (failed(v))
+      return failure();
+    return DenseElementsAttr::get(*type, llvm::ArrayRef<double>(*v));
   }
   case onnx::TensorProto::INT32: {
     auto v = readElements<int32_t>(t, t.int32_data(), count, what, loc);

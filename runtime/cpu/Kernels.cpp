@@ -89,6 +89,8 @@ static constexpr KernelDef kKernels[] = {
     {K::Tanh, run_tanh},
     {K::TanhGrad, run_tanh_grad},
     {K::Transpose, run_transpose},
+    {K::UnaryFn, run_unary_fn},
+    {K::UnaryFnGrad, run_unary_fn_grad},
     {K::Where, run_where},
 };
 static_assert(abi::coversInOrder(kKernels),

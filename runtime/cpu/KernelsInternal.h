@@ -138,6 +138,8 @@ TCC_KERNEL(pow_scalar)
 TCC_KERNEL(pow_scalar_grad)
 TCC_KERNEL(gelu)
 TCC_KERNEL(gelu_grad)
+TCC_KERNEL(unary_fn)      // KernelsUnaryFn.cpp
+TCC_KERNEL(unary_fn_grad) // KernelsUnaryFn.cpp
 TCC_KERNEL(dropout)
 TCC_KERNEL(increment)
 TCC_KERNEL(layer_norm)

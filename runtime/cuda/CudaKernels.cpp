@@ -120,6 +120,8 @@ static constexpr CudaKernelDef kCudaKernels[] = {
     {K::Tanh, launch_unary, nullptr, E::None},
     {K::TanhGrad, launch_unary_grad, nullptr, E::None},
     {K::Transpose, launch_transpose, prepareRank, E::None},
+    {K::UnaryFn, launch_unary_fn, nullptr, E::None},
+    {K::UnaryFnGrad, launch_unary_fn_grad, nullptr, E::None},
     {K::Where, launch_where, prepareRank, E::None},
 };
 static_assert(abi::coversInOrder(kCudaKernels),

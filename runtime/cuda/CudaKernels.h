@@ -100,6 +100,8 @@ unsigned gridFor(int64_t n, int block, int smCount);
 TCC_CUDA_KERNEL(unary) // neg relu exp log sqrt tanh sigmoid erf gelu pow_scalar
 TCC_CUDA_KERNEL(unary_grad) // relu/sqrt/tanh/sigmoid/erf/gelu/pow_scalar grads
 TCC_CUDA_KERNEL(binary)     // add sub mul div pow
+TCC_CUDA_KERNEL(unary_fn)   // runtime/core/prelude/UnaryFn.h
+TCC_CUDA_KERNEL(unary_fn_grad)
 TCC_CUDA_KERNEL(pow_grad)
 TCC_CUDA_KERNEL(where)
 TCC_CUDA_KERNEL(cast)

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/prelude/Activations.h"
+#include "runtime/core/prelude/UnaryFn.h"
 #include "runtime/cuda/CudaKernelsCommon.cuh"
 
 #include <cmath>
@@ -261,6 +262,50 @@ void launch_unary_grad(const CudaArgs &a) {
   (a.in[0].data, dt(a.in[0]), a.in[1].data, dt(a.in[1]), a.out[0].data,
    dt(a.out[0]), n, op, e, em1);
   checkLaunch(in.kernel.c_str());
+}
+
+//===----------------------------------------------------------------------===//
+// The unary function family: UnaryFn.h's formulas, as on the CPU
+//===----------------------------------------------------------------------===//
+
+// `fn` is the same for every thread, so the switch does not diverge.
+__global__ void unaryFnKernel(const void *x, int tx, void *y, int ty,
+                              long long n, int fn, float alpha, float beta) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    stf(y, ty, i, tcc_unary_fn(fn, ldf(x, tx, i), alpha, beta));
+}
+
+__global__ void unaryFnGradKernel(const void *dy, int tdy, const void *x,
+                                  int tx, void *dx, int tdx, long long n,
+                                  int fn, float alpha, float beta) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    stf(dx, tdx, i,
+        tcc_unary_fn_grad(fn, ldf(dy, tdy, i), ldf(x, tx, i), alpha, beta));
+}
+
+void launch_unary_fn(const CudaArgs &a) {
+  abi::UnaryFnAttrs f = abi::attrs<K::UnaryFn>(a.instr);
+  int64_t n = a.out[0].numel;
+  if (n == 0)
+    return;
+  TCC_LAUNCH(unaryFnKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
+  (a.in[0].data, dt(a.in[0]), a.out[0].data, dt(a.out[0]), n, (int)f.fn,
+   static_cast<float>(f.alpha), static_cast<float>(f.beta));
+  checkLaunch(a.instr.kernel.c_str());
+}
+
+void launch_unary_fn_grad(const CudaArgs &a) {
+  abi::UnaryFnAttrs f = abi::attrs<K::UnaryFnGrad>(a.instr);
+  int64_t n = a.out[0].numel;
+  if (n == 0)
+    return;
+  TCC_LAUNCH(unaryFnGradKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
+  (a.in[0].data, dt(a.in[0]), a.in[1].data, dt(a.in[1]), a.out[0].data,
+   dt(a.out[0]), n, (int)f.fn, static_cast<float>(f.alpha),
+   static_cast<float>(f.beta));
+  checkLaunch(a.instr.kernel.c_str());
 }
 
 void launch_binary(const CudaArgs &a) {

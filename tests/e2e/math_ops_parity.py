@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """End to end against PyTorch: the math family (GELU, LayerNorm, element-wise
-functions, Pow, Dropout) exported by torch.onnx.export at opset 17.
+functions and the unary family of tcc.unary_fn, Pow, Dropout) exported by torch.onnx.export at opset 17.
 
 Each deterministic case compiles a small torch module with tcc (mse loss, SGD
 with lr = 1) and trains one step on one batch: the step's loss is the forward
@@ -119,6 +119,28 @@ class Elementwise(nn.Module):
         b = torch.sqrt(h * h + 1) - h.pow(2) * 0.1 + h.pow(3) * 0.05
         c = (s + 0.5).pow(0.5) + (s + 0.5) ** 2.5 + torch.pow(s + 0.5, self.e)
         return -a + b * c
+
+
+class UnaryFamily(nn.Module):
+    """The functions of tcc.unary_fn as torch spells them: abs, sign, floor,
+    ceil, round, sin, cos, hardswish, hardsigmoid, leaky_relu, elu, selu,
+    softplus, mish (Softplus, Tanh, Mul at opset 17), clamp and relu6 (Clip
+    with constant bounds). sign..round have zero gradients, so their terms
+    ride on ones that have some."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 8)
+        self.fc2 = nn.Linear(8, 8)
+
+    def forward(self, x):
+        F = nn.functional
+        h = self.fc(x) * 3
+        a = torch.abs(h) + torch.sign(h) + torch.floor(h) + torch.ceil(h) + torch.round(h)
+        b = torch.sin(h) + torch.cos(h) + F.hardswish(h) + F.hardsigmoid(h)
+        c = F.leaky_relu(h, 0.1) + F.elu(h, 0.5) + F.selu(h) + F.softplus(h) + F.mish(h)
+        d = torch.clamp(h, -1.0, 1.5) + F.relu6(h) + torch.clamp(h, min=0.25)
+        return self.fc2(a + b + c + d)
 
 
 class FeedForward(nn.Module):
@@ -257,6 +279,9 @@ def main():
     parity_case(t, w, "elementwise", Elementwise(), (8, 6),
                 ["Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Pow", "Neg"],
                 compile_extra=["--trainable", "fc.*,e"])
+    parity_case(t, w, "unary_family", UnaryFamily(), (16, 6),
+                ["Abs", "Sign", "Floor", "Ceil", "Round", "Sin", "Cos", "HardSwish",
+                 "HardSigmoid", "LeakyRelu", "Elu", "Selu", "Softplus", "Clip"])
     parity_case(t, w, "feed_forward_dropout0", FeedForward("none", 0.0), (8, 8),
                 ["Erf", "Dropout", "LayerNormalization"], training=True)
     parity_case(t, w, "feed_forward_tanh", FeedForward("tanh"), (4, 3, 8),

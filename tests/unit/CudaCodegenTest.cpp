@@ -20,6 +20,7 @@
 #include "runtime/cpu/FusedLibrary.h"
 #include "tests/unit/CudaEmulator.h"
 #include "tests/unit/FusedTestModule.h"
+#include "tests/unit/UnaryFnFusedCase.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -75,6 +76,20 @@ std::string padAttrs(int rank, const std::string &shape) {
          ">, steps = array<i64: " + ones + ">}";
 }
 
+/// The unary family (UnaryFnFusedCase.h): UnaryFn.h in NVRTC's dialect.
+Case unaryFnCase() {
+  std::string ty = "tensor<6x33xf32>", types, values;
+  for (int i = 0; i < ::tcc::test::kUnaryFnFamilyResults; ++i) {
+    types += (i ? ", " : "") + ty;
+    values += (i ? ", %r" : "%r") + std::to_string(i);
+  }
+  return {"unary_fn",
+          "(%x: " + ty + ", %w: " + ty + ", %dy: " + ty + ") -> (" + types +
+              ")",
+          ::tcc::test::unaryFnFamilyBody() + "return " + values + " : " + types,
+          "elements"};
+}
+
 // Each function's arguments are inputs, its results the region's outputs.
 std::vector<Case> cases() {
   return {
@@ -93,6 +108,7 @@ std::vector<Case> cases() {
   %r1 = tcc.neg %0 : tensor<4x8x20xf32>
   return %r0, %r1 : tensor<4x8x20xf32>, tensor<4x8x20xf32>)",
        "elements"},
+      unaryFnCase(),
       {"where",
        "(%c: tensor<3x1x16xi1>, %a: tensor<3x5x16xf32>, %s: tensor<f32>, %k: "
        "tensor<5x1xf32>) -> tensor<3x5x16xf32>",

@@ -16,11 +16,12 @@
 #include "dialects/tcc/TccOps.h"
 #include "passes/Passes.h"
 #include "runtime/core/ArtifactFormat.h"
-#include "runtime/cpu/CpuSession.h"
-#include "runtime/core/prelude/FastExp.h"
-#include "runtime/cpu/FusedLibrary.h"
 #include "runtime/core/ThreadPool.h"
+#include "runtime/core/prelude/FastExp.h"
+#include "runtime/cpu/CpuSession.h"
+#include "runtime/cpu/FusedLibrary.h"
 #include "tests/unit/FusedTestModule.h"
+#include "tests/unit/UnaryFnFusedCase.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -59,8 +60,21 @@ struct Case {
   bool oneKernel = false;
 };
 
+/// Every function of the unary family in one region (UnaryFnFusedCase.h).
+Case unaryFnCase() {
+  Case c{
+      "unary_fn_family",
+      {{"x", "6x33xf32", -4, 4},
+       {"w", "6x33xf32", -30, 30},
+       {"dy", "6x33xf32"}},
+      ::tcc::test::unaryFnFamilyBody(),
+      std::vector<std::string>(::tcc::test::kUnaryFnFamilyResults, "6x33xf32")};
+  return c;
+}
+
 std::vector<Case> cases() {
   return {
+      unaryFnCase(),
       {"elementwise_chain",
        {{"x", "4x8x20xf32"}, {"b", "20xf32"}, {"m", "4x1x20xf32"}},
        R"(%0 = tcc.add %x, %b : (tensor<4x8x20xf32>, tensor<20xf32>) -> tensor<4x8x20xf32>

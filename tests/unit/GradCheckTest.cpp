@@ -44,7 +44,23 @@ struct Case {
   std::string resultType; // type of %y, like "3x4xf32" or "f32"
   std::string labelsType = {}; // "" or like "4xi64"
   int64_t classes = 0;    // label range for labelsType
+  // Points where the derivative jumps: initial values within 0.1 of one
+  // move 0.1 away (the finite-difference step is 0.01).
+  std::vector<float> kinks = {};
 };
+
+/// A case of `tcc.unary_fn` over a 3x4 parameter in [lo, hi].
+Case unaryFn(const std::string &name, const std::string &fn, float lo, float hi,
+             std::vector<float> kinks = {}, const std::string &attrs = "") {
+  return {"tcc.unary_fn",
+          name,
+          {{"a", "3x4xf32", lo, hi}},
+          "%y = tcc.unary_fn \"" + fn + "\" %a " + attrs + " : tensor<3x4xf32>",
+          "3x4xf32",
+          "",
+          0,
+          std::move(kinks)};
+}
 
 std::vector<Case> cases() {
   return {
@@ -225,6 +241,27 @@ std::vector<Case> cases() {
        {{"a", "3x4xf32", -3.0f, 3.0f}},
        "%y = tcc.gelu %a {approximate = \"tanh\"} : tensor<3x4xf32>",
        "3x4xf32"},
+      // The unary function family (runtime/core/prelude/UnaryFn.h).
+      unaryFn("abs", "abs", -1, 1, {0}),
+      unaryFn("sign", "sign", -1, 1, {0}),
+      unaryFn("floor", "floor", -2.5f, 2.5f, {-2, -1, 0, 1, 2}),
+      unaryFn("ceil", "ceil", -2.5f, 2.5f, {-2, -1, 0, 1, 2}),
+      unaryFn("round", "round", -2, 2, {-1.5f, -0.5f, 0.5f, 1.5f}),
+      unaryFn("sin", "sin", -3, 3),
+      unaryFn("cos", "cos", -3, 3),
+      unaryFn("hard_swish", "hard_swish", -4, 4, {-3, 3}),
+      unaryFn("hard_sigmoid", "hard_sigmoid", -3.5f, 3.5f, {-2.5f, 2.5f},
+              "{alpha = 0.2 : f64, beta = 0.5 : f64}"),
+      unaryFn("leaky_relu", "leaky_relu", -1, 1, {0}, "{alpha = 0.1 : f64}"),
+      unaryFn("elu", "elu", -2, 2, {0}, "{alpha = 0.5 : f64}"),
+      unaryFn("selu", "selu", -2, 2, {0},
+              "{alpha = 1.6732632 : f64, beta = 1.0507010 : f64}"),
+      unaryFn("softplus", "softplus", -3, 3),
+      unaryFn("mish", "mish", -3, 3),
+      unaryFn("clip", "clip", -1, 1, {-0.5f, 0.5f},
+              "{alpha = -0.5 : f64, beta = 0.5 : f64}"),
+      unaryFn("clip_max_only", "clip", -1, 1, {0.25f},
+              "{alpha = 0xFFF0000000000000 : f64, beta = 0.25 : f64}"),
       {"tcc.pow_scalar",
        "pow_square",
        {{"a", "3x4xf32"}},
@@ -539,6 +576,9 @@ TEST_P(GradCheck, MatchesFiniteDifferences) {
       // Keep relu inputs away from its kink, where the derivative jumps.
       if (c.op == "tcc.relu" && std::fabs(v) < 0.2f)
         v = v < 0 ? v - 0.2f : v + 0.2f;
+      for (float k : c.kinks)
+        if (std::fabs(v - k) < 0.1f)
+          v = v < k ? k - 0.1f : k + 0.1f;
       init[p.name].push_back(v);
     }
     // Max pooling switches its argmax where two inputs are within the

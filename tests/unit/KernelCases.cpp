@@ -22,6 +22,7 @@ const std::vector<KernelCase> &allKernelCases() {
     std::vector<KernelCase> all;
     // Element-wise and math.
     unaryCases(all);
+    unaryFnCases(all);
     binaryCases(all);
     castWhereEqualCases(all);
     // Layout, data movement and reductions.

@@ -10,6 +10,11 @@
 
 #include "KernelCases.h"
 
+#include "runtime/core/prelude/UnaryFn.h"
+
+#include <limits>
+#include <tuple>
+
 namespace tcc::rt::test {
 
 inline void unaryCases(std::vector<KernelCase> &cases) {
@@ -48,6 +53,56 @@ inline void unaryCases(std::vector<KernelCase> &cases) {
     // In place, as the compiler schedules updates: y aliases x.
     int32_t inplace = p.random(t, {3, 37});
     p.instr("relu", {inplace}, {inplace});
+    c.outs.push_back(inplace);
+    cases.push_back(std::move(c));
+  }
+}
+
+/// unary_fn and unary_fn_grad: every function of UnaryFn.h's list over
+/// random values and over its special points (halves for round, kinks,
+/// softplus's threshold), in f32 and bf16, one call in place.
+inline void unaryFnCases(std::vector<KernelCase> &cases) {
+  const double inf = std::numeric_limits<double>::infinity();
+  // (fn, alpha, beta): every code, with ONNX's default parameters.
+  const std::vector<std::tuple<int64_t, double, double>> fns = {
+      {TCC_UFN_ABS, 0, 0},
+      {TCC_UFN_SIGN, 0, 0},
+      {TCC_UFN_FLOOR, 0, 0},
+      {TCC_UFN_CEIL, 0, 0},
+      {TCC_UFN_ROUND, 0, 0},
+      {TCC_UFN_SIN, 0, 0},
+      {TCC_UFN_COS, 0, 0},
+      {TCC_UFN_HARD_SWISH, 0, 0},
+      {TCC_UFN_HARD_SIGMOID, 0.2, 0.5},
+      {TCC_UFN_LEAKY_RELU, 0.01, 0},
+      {TCC_UFN_ELU, 1.0, 0},
+      {TCC_UFN_SELU, 1.6732632, 1.0507010},
+      {TCC_UFN_SOFTPLUS, 0, 0},
+      {TCC_UFN_MISH, 0, 0},
+      {TCC_UFN_CLIP, -1.0, 2.0},
+      {TCC_UFN_CLIP, -inf, 1.0}};
+  static_assert(TCC_UFN_COUNT == 15, "a new function needs a case here");
+  for (DType t : {DType::F32, DType::BF16}) {
+    KernelCase c{std::string("unary_fn_") + dtypeName(t)};
+    OneProgram &p = c.prog;
+    int32_t r = p.random(t, {3, 37}, -4.0f, 4.0f);
+    int32_t s =
+        p.floats(t, {2, 8},
+                 {-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.5f, 0.0f, -3.0f, 3.0f,
+                  -1.0f, 1.0f, 25.0f, -25.0f, 2.0f, -0.75f, 21.0f});
+    int32_t dyR = p.random(t, {3, 37}), dyS = p.random(t, {2, 8});
+    for (auto [fn, alpha, beta] : fns) {
+      for (auto [x, dy, shape] :
+           {std::tuple{r, dyR, std::vector<int64_t>{3, 37}},
+            std::tuple{s, dyS, std::vector<int64_t>{2, 8}}}) {
+        c.outs.push_back(p.out(t, shape));
+        p.instr("unary_fn", {x}, {c.outs.back()}, {fn}, {alpha, beta});
+        c.outs.push_back(p.out(t, shape));
+        p.instr("unary_fn_grad", {dy, x}, {c.outs.back()}, {fn}, {alpha, beta});
+      }
+    }
+    int32_t inplace = p.random(t, {3, 37});
+    p.instr("unary_fn", {inplace}, {inplace}, {TCC_UFN_ELU}, {1.0, 0.0});
     c.outs.push_back(inplace);
     cases.push_back(std::move(c));
   }

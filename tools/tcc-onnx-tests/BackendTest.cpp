@@ -76,13 +76,25 @@ static onnx::TensorProto *findInitializer(onnx::GraphProto &g,
   return nullptr;
 }
 
-/// Applies the rules of BackendTest.h for one data set: integer inputs
-/// become initializers, the other inputs take the data's shapes. input_i
+/// Whether graph input `name` is read where tcc needs a constant: a bound
+/// (input 1 or 2) of a Clip.
+static bool readAsConstant(const onnx::GraphProto &g, const std::string &name) {
+  for (const onnx::NodeProto &n : g.node())
+    if (n.op_type() == "Clip" && n.domain().empty())
+      for (int k = 1; k < n.input_size() && k < 3; ++k)
+        if (n.input(k) == name)
+          return true;
+  return false;
+}
+
+/// Applies the rules of BackendTest.h for one data set: integer inputs and
+/// float ones read as constants become initializers (the float ones listed
+/// in `frozen`), the other inputs take the data's shapes. input_i
 /// belongs to graph.input[i], as in onnx.backend.test. Inputs that also are
 /// initializers (IR < 4 lists those as inputs) take the data as their value.
 static bool prepareModel(onnx::ModelProto &model,
                          const std::vector<onnx::TensorProto> &inputs,
-                         std::string &error) {
+                         std::vector<std::string> &frozen, std::string &error) {
   onnx::GraphProto &g = *model.mutable_graph();
   if ((int)inputs.size() > g.input_size()) {
     error = "the data set has " + std::to_string(inputs.size()) +
@@ -102,6 +114,12 @@ static bool prepareModel(onnx::ModelProto &model,
     if (dataType == onnx::TensorProto::INT64 ||
         dataType == onnx::TensorProto::INT32) {
       *(init ? init : g.add_initializer()) = value;
+      constant.push_back(i);
+      continue;
+    }
+    if (readAsConstant(g, info.name())) {
+      *(init ? init : g.add_initializer()) = value;
+      frozen.push_back(info.name());
       constant.push_back(i);
       continue;
     }
@@ -145,6 +163,7 @@ private:
   fs::path set;
   const RunOptions &opts;
   TestResult &result;
+  std::vector<std::string> frozen;
 };
 } // namespace
 
@@ -164,7 +183,10 @@ bool DataSetRun::lower(const onnx::ModelProto &model, rt::Artifact &artifact) {
 
   mlir::tcc::OnnxImportStatus status;
   std::string source = (fs::path(test.dir) / "model.onnx").string();
-  auto module = mlir::tcc::importOnnxModel(&ctx, model, {}, source, &status);
+  mlir::tcc::OnnxImportOptions options;
+  options.frozen = frozen;
+  auto module =
+      mlir::tcc::importOnnxModel(&ctx, model, options, source, &status);
   if (mlir::failed(module)) {
     if (status.unsupported) {
       result.outcome = Outcome::Unsupported;
@@ -250,7 +272,7 @@ void DataSetRun::run(const onnx::ModelProto &original) {
     return fail(error);
 
   onnx::ModelProto model = original;
-  if (!prepareModel(model, inputs, error))
+  if (!prepareModel(model, inputs, frozen, error))
     return fail(error);
   rt::Artifact artifact;
   if (!lower(model, artifact))

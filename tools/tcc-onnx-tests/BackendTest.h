@@ -6,7 +6,7 @@
 // lower @forward to one program, run it in the compiled and in the eager
 // Session, and compare every output with the expected tensor.
 //
-// Two rules adapt the suite to a compiler that knows every shape statically
+// Three rules adapt the suite to a compiler that knows every shape statically
 // (as tcc does, and as any runtime that specializes on the data it is given
 // would):
 //  * graph inputs take their shapes from the test data, so symbolic
@@ -15,6 +15,9 @@
 //    axes, indices, pads, repeats...) become initializers holding the test
 //    data, i.e. constants the importer folds, instead of runtime inputs.
 //    Integer tensors never flow through tcc's IR as data.
+//  * float graph inputs that a node reads as a compile-time constant
+//    (Clip's min and max, which tcc bakes into its kernel) become frozen
+//    initializers alike: the value a deployed model would hold there.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_TOOLS_TCC_ONNX_TESTS_BACKENDTEST_H

@@ -1,5 +1,6 @@
 //===- CheckMath.cpp - Element-wise math, GELU, dropout, layer norm -------===//
 #include "runtime/core/abi/KernelCheck.h"
+#include "runtime/core/prelude/UnaryFn.h"
 
 #include <initializer_list>
 #include <utility>
@@ -29,6 +30,25 @@ void check_pow_grad(const KernelSig &s) {
     expectNumel(s, true, i, n);
   for (size_t i = 0; i < 2; ++i)
     expectNumel(s, false, i, n);
+}
+
+/// The function code is one of UnaryFn.h's list (its parameters may be any
+/// double: clip's bounds are infinite where absent).
+static void expectUnaryFn(const KernelSig &s) {
+  int64_t fn = attrs<KernelId::UnaryFn>(s.instr).fn;
+  if (fn < 0 || fn >= TCC_UFN_COUNT)
+    throw Error("fn must be a code in [0, " + std::to_string(TCC_UFN_COUNT) +
+                "), got " + std::to_string(fn));
+}
+
+void check_unary_fn(const KernelSig &s) {
+  check_pow_scalar(s);
+  expectUnaryFn(s);
+}
+
+void check_unary_fn_grad(const KernelSig &s) {
+  check_unary_grad(s);
+  expectUnaryFn(s);
 }
 
 // GELU's one attribute is a flag (erf or tanh form): checkAttrs checked it.

@@ -202,6 +202,19 @@ struct LayerNormAttrs {
   }
 };
 
+/// unary_fn and its gradient: `fn` is a code of runtime/core/prelude/
+/// UnaryFn.h's list, alpha and beta its parameters (clip's bounds may be
+/// infinite).
+struct UnaryFnAttrs {
+  int64_t fn = 0;
+  double alpha = 0, beta = 0;
+  template <class V> void visit(V &v) {
+    v.integer(fn, "fn");
+    v.real(alpha, "alpha");
+    v.real(beta, "beta");
+  }
+};
+
 /// pow_scalar and its gradient.
 struct PowScalarAttrs {
   double exponent = 1;

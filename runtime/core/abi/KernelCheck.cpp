@@ -90,6 +90,8 @@ static constexpr CheckEntry kChecks[] = {
     {K::Tanh, check_unary},
     {K::TanhGrad, check_unary_grad},
     {K::Transpose, check_transpose},
+    {K::UnaryFn, check_unary_fn},
+    {K::UnaryFnGrad, check_unary_fn_grad},
     {K::Where, check_where},
 };
 static_assert(coversInOrder(kChecks),

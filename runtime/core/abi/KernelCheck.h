@@ -97,6 +97,8 @@ TCC_CHECK(unary_grad) // the [dy, v] -> dx gradients
 TCC_CHECK(pow_scalar)
 TCC_CHECK(pow_scalar_grad)
 TCC_CHECK(pow_grad)
+TCC_CHECK(unary_fn)
+TCC_CHECK(unary_fn_grad)
 TCC_CHECK(gelu)
 TCC_CHECK(gelu_grad)
 TCC_CHECK(dropout)

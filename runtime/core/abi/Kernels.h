@@ -96,6 +96,9 @@
 //   pow_grad          in [dy, a, b] out [da, db], all of one shape.
 //   pow_scalar        in [x] out [y], f [exponent].
 //   pow_scalar_grad   in [dy, x] out [dx], f [exponent].
+//   unary_fn          in [x] out [y], i [fn] f [alpha, beta]: the function
+//                     of runtime/core/prelude/UnaryFn.h's list numbered fn.
+//   unary_fn_grad     in [dy, x] out [dx], i [fn] f [alpha, beta].
 //   gelu, gelu_grad   in [x] / [dy, x] out [y] / [dx], i [approximate: 0 erf,
 //                     1 tanh].
 //   layer_norm        in [x, scale, bias] out [y, mean, rstd], i [axis],

@@ -1,0 +1,137 @@
+//===- OnnxOpsUnaryFn.cpp - Builders: the unary function family -----------===//
+//
+// Abs, Sign, Floor, Ceil, Round, Sin, Cos, HardSwish, HardSigmoid,
+// LeakyRelu, Elu, Selu, Softplus, Mish and Clip all become `tcc.unary_fn`
+// with the function's name and up to two float parameters (alpha, beta;
+// runtime/core/prelude/UnaryFn.h lists them). Clip's bounds are attributes
+// before opset 11 and optional inputs from 11, which must then be constants
+// (tcc bakes them into the kernel); an absent bound is infinite.
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/onnx/OnnxGraph.h"
+#include "runtime/core/prelude/UnaryFn.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+namespace {
+/// How an ONNX op maps to a function of the family: its parameters' ONNX
+/// attribute names and defaults (null: the parameter is unused, 0).
+struct UnaryFnSpec {
+  const char *opType;
+  const char *fn;
+  const char *alphaName = nullptr;
+  float alphaDefault = 0;
+  const char *betaName = nullptr;
+  float betaDefault = 0;
+};
+} // namespace
+
+static const UnaryFnSpec kSpecs[] = {
+    {"Abs", "abs"},
+    {"Sign", "sign"},
+    {"Floor", "floor"},
+    {"Ceil", "ceil"},
+    {"Round", "round"},
+    {"Sin", "sin"},
+    {"Cos", "cos"},
+    {"HardSwish", "hard_swish"},
+    {"HardSigmoid", "hard_sigmoid", "alpha", 0.2f, "beta", 0.5f},
+    {"LeakyRelu", "leaky_relu", "alpha", 0.01f},
+    {"Elu", "elu", "alpha", 1.0f},
+    {"Selu", "selu", "alpha", 1.67326319217681884765625f, "gamma",
+     1.05070102214813232421875f},
+    {"Softplus", "softplus"},
+    {"Mish", "mish"},
+};
+
+/// Builds `tcc.unary_fn fn(input 0)` and binds it to output 0.
+static LogicalResult buildUnaryFn(NodeImporter &node, StringRef fn,
+                                  double alpha, double beta) {
+  FailureOr<Value> x = node.input(0);
+  if (failed(x))
+    return failure();
+  OpBuilder &b = node.builder();
+  FailureOr<Value> y =
+      node.create<UnaryFnOp>(*x, b.getStringAttr(fn), b.getF64FloatAttr(alpha),
+                             b.getF64FloatAttr(beta));
+  if (failed(y))
+    return failure();
+  node.setOutput(0, *y);
+  return success();
+}
+
+LogicalResult mlir::tcc::importUnaryFn(NodeImporter &node) {
+  for (const UnaryFnSpec &s : kSpecs) {
+    if (node.opType() != s.opType)
+      continue;
+    float alpha = 0, beta = 0;
+    if (s.alphaName) {
+      FailureOr<float> a = node.floatAttr(s.alphaName, s.alphaDefault);
+      if (failed(a))
+        return failure();
+      alpha = *a;
+    }
+    if (s.betaName) {
+      FailureOr<float> a = node.floatAttr(s.betaName, s.betaDefault);
+      if (failed(a))
+        return failure();
+      beta = *a;
+    }
+    return buildUnaryFn(node, s.fn, alpha, beta);
+  }
+  return node.emitError() << "not an op of the unary function family";
+}
+
+/// Clip's bound input `i`: absent is `dflt`; else a one-element float
+/// constant.
+static FailureOr<double> clipBound(NodeImporter &node, unsigned i,
+                                   StringRef what, double dflt) {
+  if (!node.hasInput(i))
+    return dflt;
+  FailureOr<RankedTensorType> type = node.inputType(i);
+  if (failed(type))
+    return failure();
+  DenseElementsAttr c = node.constantInput(i);
+  if (!c)
+    return node.emitUnsupported("non-constant input " + std::to_string(i))
+           << what << " (input '" << node.proto().input(i)
+           << "') is not a constant; tcc needs Clip's bounds known at "
+              "compile time";
+  if (!isa<FloatType>(c.getElementType()) || c.getNumElements() != 1)
+    return node.emitError()
+           << what << " (input '" << node.proto().input(i) << "') has type "
+           << c.getType() << ", expected one float";
+  return (*c.getValues<APFloat>().begin()).convertToDouble();
+}
+
+// Clip-6 has `min` and `max` attributes (default the float range); from 11
+// they are optional inputs (default no bound).
+LogicalResult mlir::tcc::importClip(NodeImporter &node) {
+  // The input first: an integer Clip is unsupported, not malformed.
+  if (failed(node.input(0)))
+    return failure();
+  double inf = std::numeric_limits<double>::infinity();
+  double lo = -inf, hi = inf;
+  if (node.opset() < 11) {
+    float big = std::numeric_limits<float>::max();
+    FailureOr<float> a = node.floatAttr("min", -big);
+    FailureOr<float> b = node.floatAttr("max", big);
+    if (failed(a) || failed(b))
+      return failure();
+    lo = *a;
+    hi = *b;
+  } else {
+    FailureOr<double> a = clipBound(node, 1, "min", -inf);
+    if (failed(a))
+      return failure();
+    FailureOr<double> b = clipBound(node, 2, "max", inf);
+    if (failed(b))
+      return failure();
+    lo = *a;
+    hi = *b;
+  }
+  return buildUnaryFn(node, "clip", lo, hi);
+}
