@@ -1,0 +1,365 @@
+#!/usr/bin/python3
+"""Model zoo end to end: torchvision models and transformers in their
+authors' styles (tests/e2e/zoo_models.py), exported from PyTorch, compiled
+by tcc, and one training step's gradients checked against PyTorch.
+
+Each model has an expectation in ZOO:
+
+* `trains`: tcc compiles it, and one SGD step from the exported weights on a
+  batch of 2 gives the loss and the gradient of every parameter PyTorch
+  gives (and, with batch norm, the same updated running statistics). tcc's
+  gradient is read back from a plain SGD step with lr GRAD_LR and no weight
+  decay as (w - w') / lr, as resnet_parity.py does, and compared with a
+  float64 copy of the PyTorch model: max |g_tcc - g| / max |g| per tensor
+  within 1e-3, or within twice float32 PyTorch's own distance from float64
+  where that is larger (batch norm over 2 samples is ill-conditioned in
+  float32, tcc's kernels and PyTorch's alike).
+* `unsupported OP`: `tcc compile` must fail cleanly (an exit status, no
+  signal) naming the first node it cannot import as
+  `node '...' (op_type 'OP', opset N) is not supported`. When such a model
+  compiles, the test fails and asks for the table to be updated, so the
+  table stays true as ops are added.
+
+Dropout and stochastic depth are set to p = 0: they draw random numbers
+that PyTorch and tcc cannot share.
+
+The exporter and interpreter are options so that the same script runs the
+optional current-PyTorch tier (tests/zoo/run_current_pytorch.sh): there the
+expectations describe PyTorch 1.13's TorchScript exports, so --report-only
+prints what each model does without holding it to the table; a gradient
+mismatch or a crash still fails.
+"""
+import argparse
+import copy
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import warnings
+
+GRAD_LR = 1000.0
+BATCH = 2
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tcc", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--exporter", choices=["torchscript", "dynamo"],
+                    default="torchscript",
+                    help="torch.onnx.export(dynamo=False) with training mode "
+                    "and no constant folding, opset 17 (the only exporter of "
+                    "PyTorch 1.x); or dynamo=True (PyTorch 2.x), opset 18")
+    ap.add_argument("--python", help="run the zoo under this interpreter "
+                    "(one whose torch, torchvision and onnx to use)")
+    ap.add_argument("--only", nargs="*", help="models to run (default: all)")
+    ap.add_argument("--report-only", action="store_true",
+                    help="report each model's outcome without holding it to "
+                    "the expectation table")
+    return ap.parse_args()
+
+
+ARGS = parse_args()
+if ARGS.python and os.path.realpath(ARGS.python) != os.path.realpath(sys.executable):
+    # Re-run under the requested interpreter before importing torch.
+    argv = [a for i, a in enumerate(sys.argv) if a != "--python" and
+            (i == 0 or sys.argv[i - 1] != "--python") and not a.startswith("--python=")]
+    os.execv(ARGS.python, [ARGS.python] + argv)
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+import onnx.numpy_helper  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import zoo_models as zm  # noqa: E402
+from resnet_parity import rel_diff  # noqa: E402
+
+
+def image():
+    return {"x": torch.randn(BATCH, 3, 32, 32)}, torch.randint(0, zm.CLASSES, (BATCH,))
+
+
+def tokens():
+    return ({"input_ids": torch.randint(0, zm.VOCAB, (BATCH, zm.SEQ))},
+            torch.randint(0, zm.VOCAB, (BATCH, zm.SEQ)))
+
+
+def bert_inputs():
+    ids = torch.randint(1, zm.VOCAB, (BATCH, zm.SEQ))
+    types = torch.zeros(BATCH, zm.SEQ, dtype=torch.long)
+    types[:, zm.SEQ // 2:] = 1  # sentence B
+    mask = torch.ones(BATCH, zm.SEQ, dtype=torch.long)
+    mask[1, -5:] = 0  # the second sequence is padded
+    ids[1, -5:] = 0
+    return ({"input_ids": ids, "token_type_ids": types, "attention_mask": mask},
+            torch.randint(0, zm.VOCAB, (BATCH, zm.SEQ)))
+
+
+class Case:
+    def __init__(self, name, build, data, expect, freeze=(), why=""):
+        self.name, self.build, self.data = name, build, data
+        self.expect = expect  # "trains" or ("unsupported", OP)
+        self.freeze = list(freeze)  # buffers used differentiably
+        self.why = why
+
+
+# The expectation table (PyTorch 1.13, TorchScript exporter, opset 17).
+# The op named is the first node tcc refuses in graph order.
+ZOO = [
+    Case("resnet18", zm.resnet18, image, "trains"),
+    Case("mobilenet_v2", zm.mobilenet_v2, image, ("unsupported", "Clip")),  # ReLU6
+    Case("mobilenet_v3_small", zm.mobilenet_v3_small, image,
+         ("unsupported", "HardSwish")),
+    Case("efficientnet_b0", zm.efficientnet_b0, image, "trains"),
+    Case("squeezenet1_1", zm.squeezenet1_1, image, "trains"),
+    Case("densenet_small", zm.densenet_small, image, ("unsupported", "Pad")),
+    Case("shufflenet_v2_x0_5", zm.shufflenet_v2_x0_5, image, "trains"),
+    Case("regnet_y_400mf", zm.regnet_y_400mf, image, "trains"),
+    Case("convnext_small_cfg", zm.convnext_tiny_cfg, image, "trains"),
+    Case("vgg11_small", zm.vgg11_small, image, "trains"),
+    Case("googlenet", zm.googlenet, image, "trains"),
+    Case("vit_tiny", zm.vit_tiny, image, "trains"),
+    Case("gpt2", zm.GPT2LMHeadModel, tokens, "trains"),
+    Case("bert", zm.BertForMaskedLM, bert_inputs, "trains"),
+    Case("llama", zm.LlamaForCausalLM, tokens, ("unsupported", "Less")),
+    Case("t5", zm.T5EncoderLM, tokens, ("unsupported", "Abs")),
+    Case("nanogpt", zm.NanoGPT, tokens, "trains"),
+]
+
+UNSUPPORTED_RE = re.compile(
+    r"node '([^']*)' \(op_type '([^']+)', (?:domain '[^']*', )?opset (\d+)\) "
+    r"is not supported")
+
+
+def no_randomness(model):
+    """Dropout and stochastic depth off: their random draws cannot match."""
+    for m in model.modules():
+        if isinstance(m, nn.Dropout):
+            m.p = 0.0
+        if type(m).__name__ == "StochasticDepth":
+            m.p = 0.0
+
+
+def export(model, inputs, path):
+    names = list(inputs)
+    args = tuple(inputs[n] for n in names)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if ARGS.exporter == "torchscript":
+            kw = {"dynamo": False} if "dynamo" in torch.onnx.export.__code__.co_varnames else {}
+            torch.onnx.export(model, args, path, input_names=names,
+                              output_names=["logits"], opset_version=17,
+                              training=torch.onnx.TrainingMode.TRAINING,
+                              do_constant_folding=False, **kw)
+        else:
+            # The model is in train() mode; optimize=False keeps the graph
+            # as the module computes it (README, "Exporting from PyTorch").
+            torch.onnx.export(model, args, path, input_names=names,
+                              output_names=["logits"], dynamo=True,
+                              optimize=False, external_data=True)
+
+
+def initializers(path):
+    return {t.name: onnx.numpy_helper.to_array(t)
+            for t in onnx.load(path).graph.initializer}
+
+
+def aliases(model):
+    """state_dict names grouped by storage: a tied weight has two names
+    (lm_head.weight, wte.weight) and the export keeps one."""
+    groups = {}
+    for k, v in model.state_dict(keep_vars=True).items():
+        groups.setdefault((v.data_ptr(), tuple(v.shape)), []).append(k)
+    return {k: g for g in groups.values() for k in g}
+
+
+def sync_from_export(model, init):
+    """Loads the exported initializers back: tracing in training mode moves
+    batch-norm running statistics, and both sides must start equal. Returns
+    each parameter's initializer name."""
+    alias = aliases(model)
+    state = model.state_dict()
+    with torch.no_grad():
+        for k, v in state.items():
+            for a in alias[k]:
+                if a in init:
+                    v.copy_(torch.from_numpy(init[a].copy()))
+                    break
+    where, missing = {}, []
+    for n, _ in model.named_parameters():
+        found = [a for a in alias[n] if a in init]
+        if found:
+            where[n] = found[0]
+        else:
+            missing.append(n)
+    if missing:
+        raise Failure(f"the export has no initializer for parameters {missing}")
+    return where
+
+
+class Failure(Exception):
+    pass
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def compile_cmd(case, onnx_path, art):
+    cmd = [ARGS.tcc, "compile", onnx_path, "-o", art, "--batch", str(BATCH),
+           "--optimizer", "sgd", "--lr", str(GRAD_LR), "--weight-decay", "0"]
+    if case.freeze:
+        cmd += ["--freeze", ",".join(case.freeze)]
+    return cmd
+
+
+def refusal(p):
+    """(op, message) of a clean refusal; raises on a crash."""
+    if p.returncode < 0:
+        raise Failure(f"tcc compile died of signal {-p.returncode}:\n{p.stderr[-2000:]}")
+    m = UNSUPPORTED_RE.search(p.stderr)
+    return (m.group(2) if m else None), p.stderr.strip().splitlines()[0][:200] \
+        if p.stderr.strip() else f"exit {p.returncode}, no message"
+
+
+def torch_step(model, inputs, labels, dtype):
+    m = copy.deepcopy(model)
+    if dtype == torch.float64:
+        m = m.double()
+    m.zero_grad()
+    args = [v.to(dtype) if v.dtype.is_floating_point else v for v in inputs.values()]
+    out = m(*args)
+    loss = nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]),
+                                       labels.reshape(-1))
+    loss.backward()
+    grads = {n: (p.grad if p.grad is not None else torch.zeros_like(p)).numpy().copy()
+             for n, p in m.named_parameters()}
+    stats = {n: v.numpy().copy() for n, v in m.state_dict().items()
+             if "running_" in n}
+    return loss.item(), grads, stats
+
+
+def check_trains(case, d, model, inputs, labels, where, init):
+    art = os.path.join(d, "sgd.tcc")
+    p = run(compile_cmd(case, os.path.join(d, "model.onnx"), art))
+    if p.returncode != 0:
+        op, msg = refusal(p)
+        raise Failure(f"tcc compile failed: {msg}")
+    cmd = [ARGS.tcc, "train", art, "--steps", "1", "--no-shuffle", "--no-progress",
+           "--metrics", os.path.join(d, "sgd.jsonl"),
+           "--export", os.path.join(d, "sgd.onnx")]
+    for n, v in list(inputs.items()) + [("labels", labels)]:
+        np.save(os.path.join(d, n + ".npy"), v.numpy())
+        cmd += ["--data", f"{n}={os.path.join(d, n + '.npy')}"]
+    p = run(cmd)
+    if p.returncode != 0:
+        raise Failure(f"tcc train failed ({p.returncode}): {p.stderr.strip()[-1500:]}")
+    tcc_loss = json.loads(open(os.path.join(d, "sgd.jsonl")).readline())["loss"]
+    after = initializers(os.path.join(d, "sgd.onnx"))
+
+    loss32, g32, _ = torch_step(model, inputs, labels, torch.float32)
+    loss64, g64, stats64 = torch_step(model, inputs, labels, torch.float64)
+    if abs(tcc_loss - loss64) > 1e-4 * abs(loss64):
+        raise Failure(f"loss {tcc_loss:.7f}, float64 PyTorch {loss64:.7f}")
+    worst, worst_name, torch_worst = 0.0, "", 0.0
+    errs = {}
+    for n, ref in g64.items():
+        w = where[n]
+        g_tcc = (init[w].astype(np.float64) - after[w]) / GRAD_LR
+        errs[n] = rel_diff(g_tcc, ref)
+        torch_worst = max(torch_worst, rel_diff(g32[n], ref))
+        if errs[n] >= worst:
+            worst, worst_name = errs[n], n
+    tol = max(1e-3, 2 * torch_worst)
+    bad = {n: e for n, e in errs.items() if e > tol}
+    if bad:
+        listed = ", ".join(f"{n} {e:.1e}" for n, e in sorted(bad.items(),
+                                                             key=lambda t: -t[1])[:6])
+        raise Failure(f"{len(bad)} of {len(errs)} gradients differ beyond {tol:.1e} "
+                      f"(float32 PyTorch: {torch_worst:.1e}): {listed}")
+    for n, ref in stats64.items():
+        r = rel_diff(after[n], ref)
+        if r > 1e-4:
+            raise Failure(f"running statistic {n} differs: {r:.2e}")
+    return worst, worst_name, torch_worst
+
+
+def run_case(case):
+    d = os.path.join(ARGS.work, case.name)
+    os.makedirs(d, exist_ok=True)
+    torch.manual_seed(0)
+    model = case.build()
+    no_randomness(model)
+    model.train()
+    inputs, labels = case.data()
+    onnx_path = os.path.join(d, "model.onnx")
+    export(model, inputs, onnx_path)
+    init = initializers(onnx_path)
+    where = sync_from_export(model, init)
+    params = sum(p.numel() for p in model.parameters())
+
+    expect = None if ARGS.report_only else case.expect
+    if expect is not None and expect != "trains":
+        p = run(compile_cmd(case, onnx_path, os.path.join(d, "probe.tcc")))
+        if p.returncode == 0:
+            raise Failure(f"listed as unsupported ({expect[1]}) but it compiles now: "
+                          "update ZOO in tests/e2e/model_zoo.py to 'trains'")
+        op, msg = refusal(p)
+        if op != expect[1]:
+            raise Failure(f"listed as unsupported ({expect[1]}) but tcc compile "
+                          f"says: {msg}")
+        return params, f"unsupported {op}", None
+    if expect is None:  # report-only: whatever it does, say so
+        p = run(compile_cmd(case, onnx_path, os.path.join(d, "probe.tcc")))
+        if p.returncode != 0:
+            op, msg = refusal(p)
+            return params, f"unsupported {op}" if op else f"refused: {msg}", None
+    worst, worst_name, torch_worst = check_trains(case, d, model, inputs, labels,
+                                                  where, init)
+    return params, "trains", (worst, worst_name, torch_worst)
+
+
+def main():
+    torch.set_num_threads(2)
+    os.makedirs(ARGS.work, exist_ok=True)
+    cases = [c for c in ZOO if not ARGS.only or c.name in ARGS.only]
+    print(f"PyTorch {torch.__version__}, exporter {ARGS.exporter}, tcc {ARGS.tcc}")
+    rows, failures = [], []
+    start = time.time()
+    for case in cases:
+        t = time.time()
+        try:
+            params, status, grad = run_case(case)
+            ok = True
+        except Failure as e:
+            params, status, grad, ok = None, f"FAIL: {e}", None, False
+            failures.append(case.name)
+        except Exception as e:  # an exporter error is a finding too
+            params, status, grad, ok = None, f"FAIL ({type(e).__name__}): {e}", None, False
+            failures.append(case.name)
+        secs = time.time() - t
+        rows.append((case.name, params, status, grad, secs))
+        g = (f"grad err {grad[0]:.1e} ({grad[1]}; float32 PyTorch {grad[2]:.1e})"
+             if grad else "")
+        print(f"{case.name}: {status} {g} [{secs:.1f}s]", flush=True)
+
+    print(f"\n{'model':<20} {'params':>9}  {'status':<22} {'max rel grad err':>16}"
+          f" {'torch f32':>9} {'seconds':>7}")
+    for name, params, status, grad, secs in rows:
+        short = status if len(status) <= 22 else "FAIL"
+        print(f"{name:<20} {params if params is not None else '-':>9}  {short:<22} "
+              f"{f'{grad[0]:.1e}' if grad else '-':>16} "
+              f"{f'{grad[2]:.1e}' if grad else '-':>9} {secs:>7.1f}")
+    print(f"total {time.time() - start:.0f}s")
+    if failures:
+        sys.exit(f"model zoo: {len(failures)} failed: {', '.join(failures)}")
+
+
+if __name__ == "__main__":
+    main()
