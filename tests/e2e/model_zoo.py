@@ -11,9 +11,9 @@ Each model has an expectation in ZOO:
   gradient is read back from a plain SGD step with lr GRAD_LR and no weight
   decay as (w - w') / lr, as resnet_parity.py does, and compared with a
   float64 copy of the PyTorch model: max |g_tcc - g| / max |g| per tensor
-  within 1e-3, or within twice float32 PyTorch's own distance from float64
-  where that is larger (batch norm over 2 samples is ill-conditioned in
-  float32, tcc's kernels and PyTorch's alike).
+  within 1e-3, or within 4x float32 PyTorch's own distance from float64
+  on that tensor where that is larger (float32 is ill-conditioned in places,
+  for tcc's kernels and PyTorch's alike; see check_trains).
 * `unsupported OP`: `tcc compile` must fail cleanly (an exit status, no
   signal) naming the first node it cannot import as
   `node '...' (op_type 'OP', opset N) is not supported`. When such a model
@@ -39,8 +39,13 @@ import sys
 import time
 import warnings
 
-GRAD_LR = 1000.0
+# tcc's gradient is (w - w') / GRAD_LR. Rounding w' costs eps * |w| / lr of
+# the gradient: at lr 1000 that swamps gradients of 1e-7 on weights of 1
+# (LayerNorm weights under ConvNeXt's layer scale of 1e-6), at 1e6 it
+# does not, and lr * |g| stays far from float32's range.
+GRAD_LR = 1e6
 BATCH = 2
+NOISE = 4  # see check_trains
 
 
 def parse_args():
@@ -78,11 +83,17 @@ import torch.nn as nn  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import zoo_models as zm  # noqa: E402
-from resnet_parity import rel_diff  # noqa: E402
 
 
-def image():
-    return {"x": torch.randn(BATCH, 3, 32, 32)}, torch.randint(0, zm.CLASSES, (BATCH,))
+def image(size):
+    # Batch norm over the 2 values of a 1x1 map at batch 2 gives +-1 whose
+    # sign float rounding decides (float32 PyTorch's loss then differs from
+    # float64's by 30%), so networks that downsample 32x see 64x64 images
+    # and end on 2x2 maps; the others 32x32.
+    def data():
+        return ({"x": torch.randn(BATCH, 3, size, size)},
+                torch.randint(0, zm.CLASSES, (BATCH,)))
+    return data
 
 
 def tokens():
@@ -95,8 +106,11 @@ def bert_inputs():
     types = torch.zeros(BATCH, zm.SEQ, dtype=torch.long)
     types[:, zm.SEQ // 2:] = 1  # sentence B
     mask = torch.ones(BATCH, zm.SEQ, dtype=torch.long)
-    mask[1, -5:] = 0  # the second sequence is padded
-    ids[1, -5:] = 0
+    # The second sequence is padded: its last 5 keys are masked. Its ids
+    # there are not the pad id 0, because nn.Embedding's padding_idx (no
+    # gradient into row 0) is not in the ONNX graph: exported, row 0 trains
+    # like any other (a difference of the export, not of tcc).
+    mask[1, -5:] = 0
     return ({"input_ids": ids, "token_type_ids": types, "attention_mask": mask},
             torch.randint(0, zm.VOCAB, (BATCH, zm.SEQ)))
 
@@ -112,19 +126,19 @@ class Case:
 # The expectation table (PyTorch 1.13, TorchScript exporter, opset 17).
 # The op named is the first node tcc refuses in graph order.
 ZOO = [
-    Case("resnet18", zm.resnet18, image, "trains"),
-    Case("mobilenet_v2", zm.mobilenet_v2, image, ("unsupported", "Clip")),  # ReLU6
-    Case("mobilenet_v3_small", zm.mobilenet_v3_small, image,
+    Case("resnet18", zm.resnet18, image(64), "trains"),
+    Case("mobilenet_v2", zm.mobilenet_v2, image(64), ("unsupported", "Clip")),  # ReLU6
+    Case("mobilenet_v3_small", zm.mobilenet_v3_small, image(64),
          ("unsupported", "HardSwish")),
-    Case("efficientnet_b0", zm.efficientnet_b0, image, "trains"),
-    Case("squeezenet1_1", zm.squeezenet1_1, image, "trains"),
-    Case("densenet_small", zm.densenet_small, image, ("unsupported", "Pad")),
-    Case("shufflenet_v2_x0_5", zm.shufflenet_v2_x0_5, image, "trains"),
-    Case("regnet_y_400mf", zm.regnet_y_400mf, image, "trains"),
-    Case("convnext_small_cfg", zm.convnext_tiny_cfg, image, "trains"),
-    Case("vgg11_small", zm.vgg11_small, image, "trains"),
-    Case("googlenet", zm.googlenet, image, "trains"),
-    Case("vit_tiny", zm.vit_tiny, image, "trains"),
+    Case("efficientnet_b0", zm.efficientnet_b0, image(64), "trains"),
+    Case("squeezenet1_1", zm.squeezenet1_1, image(32), "trains"),
+    Case("densenet_small", zm.densenet_small, image(64), ("unsupported", "Pad")),
+    Case("shufflenet_v2_x0_5", zm.shufflenet_v2_x0_5, image(64), "trains"),
+    Case("regnet_y_400mf", zm.regnet_y_400mf, image(64), "trains"),
+    Case("convnext_small_cfg", zm.convnext_tiny_cfg, image(32), "trains"),
+    Case("vgg11_small", zm.vgg11_small, image(32), "trains"),
+    Case("googlenet", zm.googlenet, image(64), "trains"),
+    Case("vit_tiny", zm.vit_tiny, image(32), "trains"),
     Case("gpt2", zm.GPT2LMHeadModel, tokens, "trains"),
     Case("bert", zm.BertForMaskedLM, bert_inputs, "trains"),
     Case("llama", zm.LlamaForCausalLM, tokens, ("unsupported", "Less")),
@@ -207,8 +221,20 @@ class Failure(Exception):
     pass
 
 
+PHASES = {}  # seconds per phase of the current model, for the log
+
+
+def timed(phase, f, *a, **kw):
+    t = time.time()
+    try:
+        return f(*a, **kw)
+    finally:
+        PHASES[phase] = PHASES.get(phase, 0.0) + time.time() - t
+
+
 def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+    return timed(os.path.basename(cmd[0]) + " " + cmd[1], subprocess.run, cmd,
+                 capture_output=True, text=True, **kw)
 
 
 def compile_cmd(case, onnx_path, art):
@@ -263,28 +289,44 @@ def check_trains(case, d, model, inputs, labels, where, init):
     tcc_loss = json.loads(open(os.path.join(d, "sgd.jsonl")).readline())["loss"]
     after = initializers(os.path.join(d, "sgd.onnx"))
 
-    loss32, g32, _ = torch_step(model, inputs, labels, torch.float32)
-    loss64, g64, stats64 = torch_step(model, inputs, labels, torch.float64)
-    if abs(tcc_loss - loss64) > 1e-4 * abs(loss64):
-        raise Failure(f"loss {tcc_loss:.7f}, float64 PyTorch {loss64:.7f}")
-    worst, worst_name, torch_worst = 0.0, "", 0.0
-    errs = {}
+    loss32, g32, _ = timed("torch", torch_step, model, inputs, labels, torch.float32)
+    loss64, g64, stats64 = timed("torch", torch_step, model, inputs, labels,
+                                 torch.float64)
+    # Where float32 itself is ill-conditioned (a batch-norm weight's gradient
+    # sums terms that cancel), float32 PyTorch strays from float64 too, by
+    # an amount that shifts with the order of the sums: tcc may stray up to
+    # NOISE times as far, per tensor.
+    torch_loss_err = abs(loss32 - loss64) / abs(loss64)
+    if abs(tcc_loss - loss64) > max(1e-4, NOISE * torch_loss_err) * abs(loss64):
+        raise Failure(f"loss {tcc_loss:.7f}, float64 PyTorch {loss64:.7f} "
+                      f"(float32 PyTorch {loss32:.7f})")
+    # A gradient that is zero in exact arithmetic (a key bias under softmax,
+    # whose shift cancels) is rounding noise in float32: each tensor is
+    # measured against at least 1e-5 of the largest gradient of the model.
+    floor = 1e-5 * max(float(np.max(np.abs(g))) for g in g64.values())
+
+    def err(a, ref):
+        return float(np.max(np.abs(a - ref))) / max(float(np.max(np.abs(ref))), floor)
+
+    worst, worst_name, torch_worst, bad = 0.0, "", 0.0, {}
     for n, ref in g64.items():
         w = where[n]
         g_tcc = (init[w].astype(np.float64) - after[w]) / GRAD_LR
-        errs[n] = rel_diff(g_tcc, ref)
-        torch_worst = max(torch_worst, rel_diff(g32[n], ref))
-        if errs[n] >= worst:
-            worst, worst_name = errs[n], n
-    tol = max(1e-3, 2 * torch_worst)
-    bad = {n: e for n, e in errs.items() if e > tol}
+        e, e32 = err(g_tcc, ref), err(g32[n], ref)
+        torch_worst = max(torch_worst, e32)
+        if e >= worst:
+            worst, worst_name = e, n
+        if e > max(1e-3, NOISE * e32):
+            bad[n] = (e, e32)
     if bad:
-        listed = ", ".join(f"{n} {e:.1e}" for n, e in sorted(bad.items(),
-                                                             key=lambda t: -t[1])[:6])
-        raise Failure(f"{len(bad)} of {len(errs)} gradients differ beyond {tol:.1e} "
-                      f"(float32 PyTorch: {torch_worst:.1e}): {listed}")
+        listed = ", ".join(f"{n} {e:.1e} (float32 PyTorch {e32:.1e})" for n, (e, e32)
+                           in sorted(bad.items(), key=lambda t: -t[1][0])[:5])
+        raise Failure(f"{len(bad)} of {len(g64)} gradients differ: {listed}")
+    # Running statistics start at 0 and 1 and move by a tenth of the batch's
+    # statistics: a mean that is zero in exact arithmetic (the mean of a
+    # 1x1 convolution of batch-normalized input) is compared at 1e-2.
     for n, ref in stats64.items():
-        r = rel_diff(after[n], ref)
+        r = float(np.max(np.abs(after[n] - ref))) / max(float(np.max(np.abs(ref))), 1e-2)
         if r > 1e-4:
             raise Failure(f"running statistic {n} differs: {r:.2e}")
     return worst, worst_name, torch_worst
@@ -299,7 +341,7 @@ def run_case(case):
     model.train()
     inputs, labels = case.data()
     onnx_path = os.path.join(d, "model.onnx")
-    export(model, inputs, onnx_path)
+    timed("export", export, model, inputs, onnx_path)
     init = initializers(onnx_path)
     where = sync_from_export(model, init)
     params = sum(p.numel() for p in model.parameters())
@@ -326,7 +368,9 @@ def run_case(case):
 
 
 def main():
-    torch.set_num_threads(2)
+    # One thread: on a machine as busy as CI's, two spinning OpenMP
+    # threads cost more than they give on models this small.
+    torch.set_num_threads(1)
     os.makedirs(ARGS.work, exist_ok=True)
     cases = [c for c in ZOO if not ARGS.only or c.name in ARGS.only]
     print(f"PyTorch {torch.__version__}, exporter {ARGS.exporter}, tcc {ARGS.tcc}")
@@ -334,6 +378,7 @@ def main():
     start = time.time()
     for case in cases:
         t = time.time()
+        PHASES.clear()
         try:
             params, status, grad = run_case(case)
             ok = True
@@ -347,7 +392,8 @@ def main():
         rows.append((case.name, params, status, grad, secs))
         g = (f"grad err {grad[0]:.1e} ({grad[1]}; float32 PyTorch {grad[2]:.1e})"
              if grad else "")
-        print(f"{case.name}: {status} {g} [{secs:.1f}s]", flush=True)
+        phases = ", ".join(f"{k} {v:.1f}" for k, v in PHASES.items())
+        print(f"{case.name}: {status} {g} [{secs:.1f}s: {phases}]", flush=True)
 
     print(f"\n{'model':<20} {'params':>9}  {'status':<22} {'max rel grad err':>16}"
           f" {'torch f32':>9} {'seconds':>7}")
