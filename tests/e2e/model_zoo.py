@@ -11,9 +11,9 @@ Each model has an expectation in ZOO:
   gradient is read back from a plain SGD step with lr GRAD_LR and no weight
   decay as (w - w') / lr, as resnet_parity.py does, and compared with a
   float64 copy of the PyTorch model: max |g_tcc - g| / max |g| per tensor
-  within 1e-3, or within 4x float32 PyTorch's own distance from float64
-  on that tensor where that is larger (float32 is ill-conditioned in places,
-  for tcc's kernels and PyTorch's alike; see check_trains).
+  within 1e-3, or within what float32 PyTorch's own error and the float64
+  gradient's instability allow where batch 2 makes the problem
+  ill-conditioned (see check_trains).
 * `unsupported OP`: `tcc compile` must fail cleanly (an exit status, no
   signal) naming the first node it cannot import as
   `node '...' (op_type 'OP', opset N) is not supported`. When such a model
@@ -89,7 +89,7 @@ def image(size):
     # Batch norm over the 2 values of a 1x1 map at batch 2 gives +-1 whose
     # sign float rounding decides (float32 PyTorch's loss then differs from
     # float64's by 30%), so networks that downsample 32x see 64x64 images
-    # and end on 2x2 maps; the others 32x32.
+    # and end on 2x2 maps (resnet18 96x96); the others 32x32.
     def data():
         return ({"x": torch.randn(BATCH, 3, size, size)},
                 torch.randint(0, zm.CLASSES, (BATCH,)))
@@ -126,7 +126,9 @@ class Case:
 # The expectation table (PyTorch 1.13, TorchScript exporter, opset 17).
 # The op named is the first node tcc refuses in graph order.
 ZOO = [
-    Case("resnet18", zm.resnet18, image(64), "trains"),
+    # At 64x64 this batch puts a ReLU of layer4 at a kink (float32 and
+    # float64 PyTorch differ by 2e-1); at 96x96 it is well-conditioned.
+    Case("resnet18", zm.resnet18, image(96), "trains"),
     Case("mobilenet_v2", zm.mobilenet_v2, image(64), ("unsupported", "Clip")),  # ReLU6
     Case("mobilenet_v3_small", zm.mobilenet_v3_small, image(64),
          ("unsupported", "HardSwish")),
@@ -141,6 +143,11 @@ ZOO = [
     Case("vit_tiny", zm.vit_tiny, image(32), "trains"),
     Case("gpt2", zm.GPT2LMHeadModel, tokens, "trains"),
     Case("bert", zm.BertForMaskedLM, bert_inputs, "trains"),
+    # Llama's rotary cos/sin tables are non-persistent buffers, which the
+    # TorchScript exporter writes as Constant nodes: nothing to --freeze.
+    # (Case.freeze is for exported buffers used differentiably, such as an
+    # additive mask; nanoGPT's tril buffer only feeds Equal, so tcc keeps
+    # its gradient at zero without it.)
     Case("llama", zm.LlamaForCausalLM, tokens, ("unsupported", "Less")),
     Case("t5", zm.T5EncoderLM, tokens, ("unsupported", "Abs")),
     Case("nanogpt", zm.NanoGPT, tokens, "trains"),
@@ -271,6 +278,23 @@ def torch_step(model, inputs, labels, dtype):
     return loss.item(), grads, stats
 
 
+def reference_spread(model, inputs, labels, g64, err):
+    """Per tensor, how far float64 PyTorch's gradient moves when the float
+    inputs move by 1e-6 of themselves (0 for models on token ids)."""
+    spread = {n: 0.0 for n in g64}
+    if not any(v.dtype.is_floating_point for v in inputs.values()):
+        return spread
+    for k in range(3):
+        gen = torch.Generator().manual_seed(100 + k)
+        moved = {n: v.double() * (1 + 1e-6 * torch.randn(v.shape, generator=gen,
+                                                          dtype=torch.float64))
+                 if v.dtype.is_floating_point else v for n, v in inputs.items()}
+        _, g, _ = torch_step(model, moved, labels, torch.float64)
+        for n in spread:
+            spread[n] = max(spread[n], err(g[n], g64[n]))
+    return spread
+
+
 def check_trains(case, d, model, inputs, labels, where, init):
     art = os.path.join(d, "sgd.tcc")
     p = run(compile_cmd(case, os.path.join(d, "model.onnx"), art))
@@ -308,6 +332,13 @@ def check_trains(case, d, model, inputs, labels, where, init):
     def err(a, ref):
         return float(np.max(np.abs(a - ref))) / max(float(np.max(np.abs(ref))), floor)
 
+    # At batch 2 a pre-activation within rounding of a ReLU's kink (SE
+    # blocks' hidden ReLU sees 2 pooled vectors) flips whole channels'
+    # gradients: the gradient itself is unstable, and a float32 run that
+    # rounds the other way differs by 1e-1 (regnet_y_400mf). Three float64
+    # runs on inputs moved by 1e-6 (relative) measure that instability per
+    # tensor; tcc may differ by up to twice as much.
+    spread = timed("torch", reference_spread, model, inputs, labels, g64, err)
     worst, worst_name, torch_worst, bad = 0.0, "", 0.0, {}
     for n, ref in g64.items():
         w = where[n]
@@ -316,10 +347,11 @@ def check_trains(case, d, model, inputs, labels, where, init):
         torch_worst = max(torch_worst, e32)
         if e >= worst:
             worst, worst_name = e, n
-        if e > max(1e-3, NOISE * e32):
-            bad[n] = (e, e32)
+        if e > max(1e-3, NOISE * e32, 2 * spread[n]):
+            bad[n] = (e, e32, spread[n])
     if bad:
-        listed = ", ".join(f"{n} {e:.1e} (float32 PyTorch {e32:.1e})" for n, (e, e32)
+        listed = ", ".join(f"{n} {e:.1e} (float32 PyTorch {e32:.1e}, spread {sp:.1e})"
+                           for n, (e, e32, sp)
                            in sorted(bad.items(), key=lambda t: -t[1][0])[:5])
         raise Failure(f"{len(bad)} of {len(g64)} gradients differ: {listed}")
     # Running statistics start at 0 and 1 and move by a tenth of the batch's
@@ -329,7 +361,7 @@ def check_trains(case, d, model, inputs, labels, where, init):
         r = float(np.max(np.abs(after[n] - ref))) / max(float(np.max(np.abs(ref))), 1e-2)
         if r > 1e-4:
             raise Failure(f"running statistic {n} differs: {r:.2e}")
-    return worst, worst_name, torch_worst
+    return worst, worst_name, torch_worst, max(spread.values())
 
 
 def run_case(case):
@@ -362,9 +394,8 @@ def run_case(case):
         if p.returncode != 0:
             op, msg = refusal(p)
             return params, f"unsupported {op}" if op else f"refused: {msg}", None
-    worst, worst_name, torch_worst = check_trains(case, d, model, inputs, labels,
-                                                  where, init)
-    return params, "trains", (worst, worst_name, torch_worst)
+    grad = check_trains(case, d, model, inputs, labels, where, init)
+    return params, "trains", grad
 
 
 def main():
@@ -390,18 +421,20 @@ def main():
             failures.append(case.name)
         secs = time.time() - t
         rows.append((case.name, params, status, grad, secs))
-        g = (f"grad err {grad[0]:.1e} ({grad[1]}; float32 PyTorch {grad[2]:.1e})"
+        g = (f"grad err {grad[0]:.1e} ({grad[1]}; float32 PyTorch {grad[2]:.1e}, "
+             f"float64 spread {grad[3]:.1e})"
              if grad else "")
         phases = ", ".join(f"{k} {v:.1f}" for k, v in PHASES.items())
         print(f"{case.name}: {status} {g} [{secs:.1f}s: {phases}]", flush=True)
 
     print(f"\n{'model':<20} {'params':>9}  {'status':<22} {'max rel grad err':>16}"
-          f" {'torch f32':>9} {'seconds':>7}")
+          f" {'torch f32':>9} {'f64 spread':>10} {'seconds':>7}")
     for name, params, status, grad, secs in rows:
         short = status if len(status) <= 22 else "FAIL"
         print(f"{name:<20} {params if params is not None else '-':>9}  {short:<22} "
               f"{f'{grad[0]:.1e}' if grad else '-':>16} "
-              f"{f'{grad[2]:.1e}' if grad else '-':>9} {secs:>7.1f}")
+              f"{f'{grad[2]:.1e}' if grad else '-':>9} "
+              f"{f'{grad[3]:.1e}' if grad else '-':>10} {secs:>7.1f}")
     print(f"total {time.time() - start:.0f}s")
     if failures:
         sys.exit(f"model zoo: {len(failures)} failed: {', '.join(failures)}")
