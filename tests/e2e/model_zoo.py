@@ -68,8 +68,10 @@ def parse_args():
 
 
 ARGS = parse_args()
-if ARGS.python and os.path.realpath(ARGS.python) != os.path.realpath(sys.executable):
-    # Re-run under the requested interpreter before importing torch.
+if ARGS.python and os.path.abspath(ARGS.python) != os.path.abspath(sys.executable):
+    # Re-run under the requested interpreter before importing torch. Paths
+    # are compared unresolved: a virtual environment's python is a link to
+    # the system's, and only its own path selects the environment.
     argv = [a for i, a in enumerate(sys.argv) if a != "--python" and
             (i == 0 or sys.argv[i - 1] != "--python") and not a.startswith("--python=")]
     os.execv(ARGS.python, [ARGS.python] + argv)
