@@ -432,7 +432,7 @@ def main():
     print(f"\n{'model':<20} {'params':>9}  {'status':<22} {'max rel grad err':>16}"
           f" {'torch f32':>9} {'f64 spread':>10} {'seconds':>7}")
     for name, params, status, grad, secs in rows:
-        short = status if len(status) <= 22 else "FAIL"
+        short = "FAIL" if status.startswith("FAIL") else status  # details above
         print(f"{name:<20} {params if params is not None else '-':>9}  {short:<22} "
               f"{f'{grad[0]:.1e}' if grad else '-':>16} "
               f"{f'{grad[2]:.1e}' if grad else '-':>9} "
