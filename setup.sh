@@ -87,7 +87,7 @@ sanitize() {
     -DTCC_SANITIZE=address,undefined >/dev/null
   cmake --build "$ASAN_DIR"
   ctest --test-dir "$ASAN_DIR" --output-on-failure -j "$(nproc)" \
-    -E '^e2e_resnet_parity$'
+    -E '^(e2e_resnet_parity|e2e_model_zoo)$'
   echo "== ThreadSanitizer runtime-only build ($TSAN_DIR): feeder, thread-pool and attention tests"
   cmake -S . -B "$TSAN_DIR" -G Ninja "${SAN_FLAGS[@]}" -DTCC_RUNTIME_ONLY=ON \
     -DTCC_ENABLE_CUDA=OFF -DTCC_SANITIZE=thread >/dev/null
