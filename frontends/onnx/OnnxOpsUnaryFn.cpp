@@ -63,6 +63,30 @@ static LogicalResult buildUnaryFn(NodeImporter &node, StringRef fn,
   return success();
 }
 
+/// Abs and Sign of an integer constant (T5's relative position buckets,
+/// computed from aranges) fold at import, as Neg does; Floor, Ceil and
+/// Round of one are the identity. The run-time kernels are float only.
+static LogicalResult foldIntegerConstant(NodeImporter &node) {
+  DenseElementsAttr c = node.constantInput(0);
+  if (!c || !isa<IntegerType>(c.getElementType()) ||
+      c.getElementType().isInteger(1))
+    return failure();
+  StringRef op = node.opType();
+  if (op != "Abs" && op != "Sign" && op != "Floor" && op != "Ceil" &&
+      op != "Round")
+    return failure();
+  node.setConstantOutput(
+      0, c.mapValues(c.getElementType(), [&](const APInt &v) {
+        if (op == "Abs")
+          return v.abs();
+        if (op == "Sign")
+          return APInt(v.getBitWidth(), v.isNegative() ? -1 : !v.isZero(),
+                       /*isSigned=*/true);
+        return v;
+      }));
+  return success();
+}
+
 LogicalResult mlir::tcc::importUnaryFn(NodeImporter &node) {
   for (const UnaryFnSpec &s : kSpecs) {
     if (node.opType() != s.opType)
@@ -80,6 +104,8 @@ LogicalResult mlir::tcc::importUnaryFn(NodeImporter &node) {
         return failure();
       beta = *a;
     }
+    if (succeeded(foldIntegerConstant(node)))
+      return success();
     return buildUnaryFn(node, s.fn, alpha, beta);
   }
   return node.emitError() << "not an op of the unary function family";

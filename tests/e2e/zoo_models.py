@@ -440,7 +440,7 @@ class LlamaDecoderLayer(nn.Module):
 
 def _make_causal_mask(bsz, tgt_len, dtype):
     """transformers 4.3x's _make_causal_mask (no past key values)."""
-    mask = torch.full((tgt_len, tgt_len), torch.finfo(dtype).min)
+    mask = torch.full((tgt_len, tgt_len), torch.finfo(dtype).min, dtype=dtype)
     mask_cond = torch.arange(mask.size(-1))
     mask.masked_fill_(mask_cond < (mask_cond + 1).view(mask.size(-1), 1), 0)
     mask = mask.to(dtype)
