@@ -292,23 +292,8 @@ mlir::tcc::detail::inferReduce(StringRef name, std::optional<Location> loc,
   return success();
 }
 
-#define TCC_REDUCE_INFER(OP, NAME)                                             \
-  LogicalResult OP::inferReturnTypes(                                          \
-      MLIRContext *, std::optional<Location> loc, ValueRange operands,         \
-      DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,       \
-      SmallVectorImpl<Type> &results) {                                        \
-    auto adaptor = adaptorFor<OP>(operands, attrs, props, regions);            \
-    if (!adaptor.getProperties().axes)                                         \
-      return emitOptionalError(loc,                                            \
-                               "tcc." NAME ": requires attribute 'axes'");     \
-    BoolAttr keepdims = adaptor.getProperties().keepdims;                      \
-    return detail::inferReduce(NAME, loc, rankedType(adaptor.getInput()),      \
-                               adaptor.getAxes(),                              \
-                               keepdims && keepdims.getValue(), results);      \
-  }
 TCC_REDUCE_INFER(ReduceSumOp, "reduce_sum")
 TCC_REDUCE_INFER(ReduceMeanOp, "reduce_mean")
-#undef TCC_REDUCE_INFER
 
 static LogicalResult inferAxisOp(StringRef name, std::optional<Location> loc,
                                  Value input, int64_t axis,

@@ -125,23 +125,8 @@ SmallVector<Value> MinimumOp::buildGradients(OpBuilder &b, ValueRange grads) {
 // reduce_max, reduce_min
 //===----------------------------------------------------------------------===//
 
-#define TCC_REDUCE_INFER(OP, NAME)                                             \
-  LogicalResult OP::inferReturnTypes(                                          \
-      MLIRContext *, std::optional<Location> loc, ValueRange operands,         \
-      DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,       \
-      SmallVectorImpl<Type> &results) {                                        \
-    auto adaptor = adaptorFor<OP>(operands, attrs, props, regions);            \
-    if (!adaptor.getProperties().axes)                                         \
-      return emitOptionalError(loc,                                            \
-                               "tcc." NAME ": requires attribute 'axes'");     \
-    BoolAttr keepdims = adaptor.getProperties().keepdims;                      \
-    return detail::inferReduce(NAME, loc, rankedType(adaptor.getInput()),      \
-                               adaptor.getAxes(),                              \
-                               keepdims && keepdims.getValue(), results);      \
-  }
 TCC_REDUCE_INFER(ReduceMaxOp, "reduce_max")
 TCC_REDUCE_INFER(ReduceMinOp, "reduce_min")
-#undef TCC_REDUCE_INFER
 
 /// `v` (the reduction's result shape) reshaped to keep the reduced axes as
 /// 1 and broadcast back over them.

@@ -60,4 +60,22 @@ LogicalResult inferReduce(StringRef name, std::optional<Location> loc,
 
 } // namespace mlir::tcc::detail
 
+/// The inferReturnTypes of a reduction op with `axes` and `keepdims`
+/// properties (tcc.reduce_sum, reduce_mean, reduce_max, reduce_min).
+#define TCC_REDUCE_INFER(OP, NAME)                                             \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, ValueRange operands,         \
+      DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,       \
+      SmallVectorImpl<Type> &results) {                                        \
+    auto adaptor = detail::adaptorFor<OP>(operands, attrs, props, regions);    \
+    if (!adaptor.getProperties().axes)                                         \
+      return emitOptionalError(loc,                                            \
+                               "tcc." NAME ": requires attribute 'axes'");     \
+    BoolAttr keepdims = adaptor.getProperties().keepdims;                      \
+    return detail::inferReduce(NAME, loc,                                      \
+                               detail::rankedType(adaptor.getInput()),         \
+                               adaptor.getAxes(),                              \
+                               keepdims && keepdims.getValue(), results);      \
+  }
+
 #endif // TCC_DIALECTS_TCC_TCCOPSUTILS_H

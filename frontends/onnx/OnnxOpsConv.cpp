@@ -346,21 +346,16 @@ static bool hasOutput(NodeImporter &node, int i) {
 /// running statistics as constants, as a pretrained CNN is fine-tuned with
 /// frozen batch norm; plain element-wise ops, so the gradients of x, scale
 /// and bias are the existing rules and the fuser merges the chain.
-static LogicalResult importBatchNormInference(NodeImporter &node, float eps) {
-  FailureOr<SmallVector<Value>> in = node.inputs(5);
-  if (failed(in))
-    return failure();
-  Value x = (*in)[0];
+static LogicalResult importBatchNormInference(NodeImporter &node,
+                                              ArrayRef<Value> in, float eps) {
+  Value x = in[0];
   RankedTensorType xt = typeOf(x);
-  if (xt.getRank() < 2)
-    return node.emitError()
-           << "input must be [N, C, ...], got " << shapeStr(xt.getShape());
   // [C] -> [C, 1, ...]: broadcasts over the spatial dimensions.
   SmallVector<int64_t> perChannel(xt.getRank() - 1, 1);
   perChannel[0] = xt.getDimSize(1);
   SmallVector<Value> c;
   for (int i = 1; i < 5; ++i) {
-    FailureOr<Value> r = node.reshape((*in)[i], perChannel);
+    FailureOr<Value> r = node.reshape(in[i], perChannel);
     if (failed(r))
       return failure();
     c.push_back(*r);
@@ -402,6 +397,14 @@ LogicalResult mlir::tcc::importBatchNormalization(NodeImporter &node) {
     return failure();
   if (node.opset() >= 14 && failed(node.intAttr("training_mode", 0)))
     return failure();
+  FailureOr<SmallVector<Value>> in = node.inputs(5);
+  if (failed(in))
+    return failure();
+  Value x = (*in)[0];
+  RankedTensorType xt = typeOf(x);
+  if (xt.getRank() < 2)
+    return node.emitError()
+           << "input must be [N, C, ...], got " << shapeStr(xt.getShape());
   if (!isTrainingMode(node.proto(), node.opset())) {
     // What an export in eval mode gives: fine for fine-tuning with frozen
     // statistics, a surprise for anyone who meant to train them.
@@ -413,17 +416,8 @@ LogicalResult mlir::tcc::importBatchNormalization(NodeImporter &node) {
              "norm); to train with batch statistics, export in training "
              "mode (training=torch.onnx.TrainingMode.TRAINING, or "
              "model.train() before a dynamo=True export)";
-    return importBatchNormInference(node, *eps);
+    return importBatchNormInference(node, *in, *eps);
   }
-
-  FailureOr<SmallVector<Value>> in = node.inputs(5);
-  if (failed(in))
-    return failure();
-  Value x = (*in)[0];
-  RankedTensorType xt = typeOf(x);
-  if (xt.getRank() < 2)
-    return node.emitError()
-           << "input must be [N, C, ...], got " << shapeStr(xt.getShape());
   FailureOr<Operation *> bn = node.createOp<BatchNormTrainOp>(
       x, (*in)[1], (*in)[2], node.builder().getF64FloatAttr(*eps));
   if (failed(bn))
