@@ -288,9 +288,10 @@ LogicalResult importCastLike(NodeImporter &node);
 LogicalResult importConstantOfShape(NodeImporter &node);
 LogicalResult importRange(NodeImporter &node);
 /// Folds Add/Sub/Mul/Div of two integer constants (shape arithmetic such as
-/// `C // H`): returns true when it bound the output, false when the operands
-/// are not both integer constants (the caller builds the op).
-FailureOr<bool> foldIntegerArithmetic(NodeImporter &node);
+/// `C // H`) or two float32 ones (T5's position buckets): returns true when
+/// it bound the output, false when the operands are not both constants of
+/// one kind (the caller builds the op).
+FailureOr<bool> foldConstantArithmetic(NodeImporter &node);
 
 // Builders (OnnxOpsCompare.cpp): comparisons, logic, Min/Max, Trilu,
 // ArgMax/ArgMin; ReduceMax/ReduceMin are in OnnxOpsMath.cpp.

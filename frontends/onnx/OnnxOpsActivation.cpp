@@ -8,12 +8,16 @@
 // state argument this file adds to @forward (see docs/ARCHITECTURE.md).
 //
 //===----------------------------------------------------------------------===//
+#include "frontends/onnx/OnnxFold.h"
 #include "frontends/onnx/OnnxGraph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::tcc;
+using namespace mlir::tcc::fold;
 
 static RankedTensorType typeOf(Value v) {
   return cast<RankedTensorType>(v.getType());
@@ -35,10 +39,29 @@ static LogicalResult importUnary(NodeImporter &node, Args &&...args) {
 LogicalResult mlir::tcc::importExp(NodeImporter &node) {
   return importUnary<ExpOp>(node);
 }
+/// `fn` of a float32 constant, in float32: buckets computed from constants
+/// (T5's relative positions go Log -> Div -> Cast to int64) must be known
+/// at import, since integer tensors do not exist at run time.
+static bool foldFloatUnary(NodeImporter &node, float (*fn)(float)) {
+  DenseElementsAttr c = node.constantInput(0);
+  if (!c || !c.getElementType().isF32() ||
+      !foldable({c}, c.getType().getShape()))
+    return false;
+  SmallVector<double> v = floatValues(c);
+  for (double &x : v)
+    x = fn((float)x);
+  node.setConstantOutput(0, fromFloats(cast<RankedTensorType>(c.getType()), v));
+  return true;
+}
+
 LogicalResult mlir::tcc::importLog(NodeImporter &node) {
+  if (foldFloatUnary(node, [](float x) { return std::log(x); }))
+    return success();
   return importUnary<LogOp>(node);
 }
 LogicalResult mlir::tcc::importSqrt(NodeImporter &node) {
+  if (foldFloatUnary(node, [](float x) { return std::sqrt(x); }))
+    return success();
   return importUnary<SqrtOp>(node);
 }
 LogicalResult mlir::tcc::importTanh(NodeImporter &node) {

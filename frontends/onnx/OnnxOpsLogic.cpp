@@ -255,8 +255,37 @@ LogicalResult mlir::tcc::importRange(NodeImporter &node) {
 // Integer arithmetic on constants
 //===----------------------------------------------------------------------===//
 
-FailureOr<bool> mlir::tcc::foldIntegerArithmetic(NodeImporter &node) {
+/// Add/Sub/Mul/Div of two float32 constants, each in float32 as the kernels
+/// compute them (one IEEE operation: the same bits).
+static FailureOr<bool> foldFloatArithmetic(NodeImporter &node,
+                                           DenseElementsAttr a,
+                                           DenseElementsAttr b) {
+  if (node.opset() < 7 && node.attr("axis"))
+    return false;
+  FailureOr<SmallVector<int64_t>> shape =
+      broadcastShapes(a.getType().getShape(), b.getType().getShape());
+  if (failed(shape) || !foldable({a, b}, *shape))
+    return false; // the op reports the shapes; large results run
+  SmallVector<int64_t> am = broadcastMap(a.getType().getShape(), *shape),
+                       bm = broadcastMap(b.getType().getShape(), *shape);
+  SmallVector<double> av = floatValues(a), bv = floatValues(b), out;
+  StringRef op = node.opType();
+  for (size_t e = 0; e < am.size(); ++e) {
+    float x = (float)av[am[e]], y = (float)bv[bm[e]];
+    out.push_back(op == "Add"   ? x + y
+                  : op == "Sub" ? x - y
+                  : op == "Mul" ? x * y
+                                : x / y);
+  }
+  node.setConstantOutput(
+      0, fromFloats(RankedTensorType::get(*shape, a.getElementType()), out));
+  return true;
+}
+
+FailureOr<bool> mlir::tcc::foldConstantArithmetic(NodeImporter &node) {
   DenseElementsAttr a = node.constantInput(0), b = node.constantInput(1);
+  if (a && b && a.getElementType().isF32() && b.getElementType().isF32())
+    return foldFloatArithmetic(node, a, b);
   if (!a || !b || !a.getElementType().isInteger() ||
       !b.getElementType().isInteger())
     return false;

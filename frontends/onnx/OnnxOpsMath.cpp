@@ -159,8 +159,8 @@ static FailureOr<Value> legacyBroadcastRhs(NodeImporter &node, Value a,
 }
 
 template <typename OpTy> static LogicalResult importBinary(NodeImporter &node) {
-  // Shape arithmetic on integer constants folds (OnnxOpsLogic.cpp).
-  FailureOr<bool> folded = foldIntegerArithmetic(node);
+  // Arithmetic on constants folds (OnnxOpsLogic.cpp).
+  FailureOr<bool> folded = foldConstantArithmetic(node);
   if (failed(folded) || *folded)
     return failure(failed(folded));
   FailureOr<SmallVector<Value>> in = node.inputs(2);

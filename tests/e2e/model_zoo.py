@@ -19,8 +19,6 @@ Each model has an expectation in ZOO:
   `node '...' (op_type 'OP', opset N) is not supported`. When such a model
   compiles, the test fails and asks for the table to be updated, so the
   table stays true as ops are added.
-* `refused OP`: the same for a clean error at a node of op OP that is not
-  an unsupported op (T5: integer arithmetic left for run time).
 
 Dropout and stochastic depth are set to p = 0: they draw random numbers
 that PyTorch and tcc cannot share.
@@ -123,7 +121,7 @@ def bert_inputs():
 class Case:
     def __init__(self, name, build, data, expect, freeze=(), why=""):
         self.name, self.build, self.data = name, build, data
-        self.expect = expect  # "trains", ("unsupported", OP) or ("refused", OP)
+        self.expect = expect  # "trains" or ("unsupported", OP)
         self.freeze = list(freeze)  # buffers used differentiably
         self.why = why
 
@@ -153,10 +151,9 @@ ZOO = [
     # additive mask of finite values; nanoGPT's tril buffer only feeds
     # Equal, so tcc keeps it constant by itself.)
     Case("llama", zm.LlamaForCausalLM, tokens, "trains"),
-    # T5's relative position buckets go through Log of a float constant,
-    # which the importer does not fold, so their integer arithmetic is left
-    # for run time, where tensors are float only: refused at an Add.
-    Case("t5", zm.T5EncoderLM, tokens, ("refused", "Add")),
+    # T5's relative position buckets (Abs, Log, Div, Cast, Min, Where on
+    # constants) fold at import.
+    Case("t5", zm.T5EncoderLM, tokens, "trains"),
     Case("nanogpt", zm.NanoGPT, tokens, "trains"),
 ]
 
@@ -389,14 +386,9 @@ def run_case(case):
     if expect is not None and expect != "trains":
         p = run(compile_cmd(case, onnx_path, os.path.join(d, "probe.tcc")))
         if p.returncode == 0:
-            raise Failure(f"listed as {expect[0]} ({expect[1]}) but it compiles now: "
+            raise Failure(f"listed as unsupported ({expect[1]}) but it compiles now: "
                           "update ZOO in tests/e2e/model_zoo.py to 'trains'")
         op, msg = refusal(p)
-        if expect[0] == "refused":  # a clean error at that op, not "unsupported"
-            if f"(op_type '{expect[1]}'" not in p.stderr:
-                raise Failure(f"listed as refused at {expect[1]} but tcc compile "
-                              f"says: {msg}")
-            return params, f"refused at {expect[1]}", None
         if op != expect[1]:
             raise Failure(f"listed as unsupported ({expect[1]}) but tcc compile "
                           f"says: {msg}")
