@@ -187,8 +187,7 @@ int ::tcc::compileModel(const CompileOptions &opts) {
                 "all); there is nothing to train" +
                 (opts.trainable.empty()
                      ? std::string()
-                     : " (--trainable matched no float initializer the "
-                       "graph uses)"));
+                     : " (--trainable matched no float initializer)"));
 
   mlir::tcc::TrainPipelineOptions pipe;
   pipe.loss = opts.loss;
