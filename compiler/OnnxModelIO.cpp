@@ -91,7 +91,8 @@ bool tcc::initializerFloats(const onnx::TensorProto &t, std::vector<float> &out,
       return false;
     }
     out.resize(n);
-    std::memcpy(out.data(), t.raw_data().data(), n * 4);
+    if (n)
+      std::memcpy(out.data(), t.raw_data().data(), n * 4);
     return true;
   }
   if (t.float_data_size() != n) {

@@ -215,24 +215,29 @@ FailureOr<int32_t> TccScheduleBuilder::constantTensor(DenseElementsAttr dense,
   info.dtype = *dtype;
   info.shape = shapeOf(dense.getType());
   std::vector<uint8_t> bytes(info.byteSize());
+  // An empty constant has nothing to copy (and memcpy no null pointers).
+  auto copy = [&](const void *src) {
+    if (!bytes.empty())
+      std::memcpy(bytes.data(), src, bytes.size());
+  };
   if (*dtype == rt::DType::BF16 || *dtype == rt::DType::F16) {
     // 16-bit floats: their bit patterns (already rounded by the compiler).
     std::vector<uint16_t> h;
     for (const APFloat &v : dense.getValues<APFloat>())
       h.push_back(static_cast<uint16_t>(v.bitcastToAPInt().getZExtValue()));
-    std::memcpy(bytes.data(), h.data(), bytes.size());
+    copy(h.data());
   } else if (*dtype == rt::DType::F32) {
     auto vals = dense.getValues<float>();
     std::vector<float> f(vals.begin(), vals.end());
-    std::memcpy(bytes.data(), f.data(), bytes.size());
+    copy(f.data());
   } else if (dense.getElementType().isInteger(1)) {
     auto vals = dense.getValues<bool>();
     std::vector<int64_t> v(vals.begin(), vals.end());
-    std::memcpy(bytes.data(), v.data(), bytes.size());
+    copy(v.data());
   } else {
     auto vals = dense.getValues<int64_t>();
     std::vector<int64_t> v(vals.begin(), vals.end());
-    std::memcpy(bytes.data(), v.data(), bytes.size());
+    copy(v.data());
   }
   info.dataOffset = artifact.addBlob(bytes.data(), bytes.size());
   return addTensor(std::move(info));

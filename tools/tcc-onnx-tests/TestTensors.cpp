@@ -156,7 +156,8 @@ bool onnxtests::fillBuffer(const rt::TensorInfo &info, void *data,
     return true;
   }
   if (info.dtype == rt::DType::I64 && !value.isFloat) {
-    std::memcpy(data, value.ints.data(), n * sizeof(int64_t));
+    if (n)
+      std::memcpy(data, value.ints.data(), n * sizeof(int64_t));
     return true;
   }
   error = "input '" + info.name + "' is " + rt::dtypeName(info.dtype) +
