@@ -325,7 +325,9 @@ void fillInitialValue(const Artifact &a, int32_t id, void *dst) {
   const TensorInfo &t = a.tensors.at(id);
   switch (t.init.kind) {
   case InitSpec::Kind::Blob:
-    std::memcpy(dst, a.blob.data() + t.dataOffset, t.byteSize());
+    // An empty tensor's blob may be empty too: no pointer to copy from.
+    if (t.byteSize())
+      std::memcpy(dst, a.blob.data() + t.dataOffset, t.byteSize());
     a.blob.release(t.dataOffset, t.byteSize()); // the tensor has them now
     return;
   case InitSpec::Kind::Cast: {

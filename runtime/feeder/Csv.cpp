@@ -89,7 +89,8 @@ HostArray parseCsv(const std::string &text, const std::string &what) {
   a.shape =
       cols == 1 ? std::vector<int64_t>{rows} : std::vector<int64_t>{rows, cols};
   a.bytes.resize(values.size() * sizeof(double));
-  std::memcpy(a.bytes.data(), values.data(), a.bytes.size());
+  if (!a.bytes.empty())
+    std::memcpy(a.bytes.data(), values.data(), a.bytes.size());
   return a;
 }
 
