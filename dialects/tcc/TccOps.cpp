@@ -214,18 +214,10 @@ LogicalResult mlir::tcc::detail::inferBroadcast(
   return success();
 }
 
-#define TCC_BINARY_INFER(OP, NAME)                                             \
-  LogicalResult OP::inferReturnTypes(                                          \
-      MLIRContext *, std::optional<Location> loc, ValueRange operands,         \
-      DictionaryAttr, OpaqueProperties, RegionRange,                           \
-      SmallVectorImpl<Type> &results) {                                        \
-    return detail::inferBroadcast(NAME, loc, operands, results);                       \
-  }
 TCC_BINARY_INFER(AddOp, "add")
 TCC_BINARY_INFER(SubOp, "sub")
 TCC_BINARY_INFER(MulOp, "mul")
 TCC_BINARY_INFER(DivOp, "div")
-#undef TCC_BINARY_INFER
 
 /// Whether `a` is a splat float constant exactly 1.0.
 static bool isSplatOne(Attribute a) {

@@ -75,16 +75,8 @@ LogicalResult LogicOp::verify() {
 // maximum, minimum
 //===----------------------------------------------------------------------===//
 
-#define TCC_EXTREMUM_INFER(OP, NAME)                                           \
-  LogicalResult OP::inferReturnTypes(                                          \
-      MLIRContext *, std::optional<Location> loc, ValueRange operands,         \
-      DictionaryAttr, OpaqueProperties, RegionRange,                           \
-      SmallVectorImpl<Type> &results) {                                        \
-    return detail::inferBroadcast(NAME, loc, operands, results);               \
-  }
-TCC_EXTREMUM_INFER(MaximumOp, "maximum")
-TCC_EXTREMUM_INFER(MinimumOp, "minimum")
-#undef TCC_EXTREMUM_INFER
+TCC_BINARY_INFER(MaximumOp, "maximum")
+TCC_BINARY_INFER(MinimumOp, "minimum")
 
 static Value splat(OpBuilder &b, Location loc, Type elementType, double v) {
   auto type = RankedTensorType::get({}, elementType);

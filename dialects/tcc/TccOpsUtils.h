@@ -60,6 +60,16 @@ LogicalResult inferReduce(StringRef name, std::optional<Location> loc,
 
 } // namespace mlir::tcc::detail
 
+/// The inferReturnTypes of an element-wise op with NumPy broadcasting of
+/// two operands of one element type (tcc.add ... tcc.maximum).
+#define TCC_BINARY_INFER(OP, NAME)                                             \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, ValueRange operands,         \
+      DictionaryAttr, OpaqueProperties, RegionRange,                           \
+      SmallVectorImpl<Type> &results) {                                        \
+    return detail::inferBroadcast(NAME, loc, operands, results);               \
+  }
+
 /// The inferReturnTypes of a reduction op with `axes` and `keepdims`
 /// properties (tcc.reduce_sum, reduce_mean, reduce_max, reduce_min).
 #define TCC_REDUCE_INFER(OP, NAME)                                             \
