@@ -265,6 +265,8 @@ LogicalResult importReduceSum(NodeImporter &node);
 LogicalResult importReduceMean(NodeImporter &node);
 LogicalResult importSoftmax(NodeImporter &node);
 LogicalResult importLogSoftmax(NodeImporter &node);
+// Builders (OnnxOpsEinsum.cpp).
+LogicalResult importEinsum(NodeImporter &node);
 // Builders (OnnxOpsShape.cpp).
 LogicalResult importReshape(NodeImporter &node);
 LogicalResult importFlatten(NodeImporter &node);

@@ -33,6 +33,8 @@ static const OnnxOpEntry kOpTable[] = {
     {"Relu", 6, 28, importRelu},
     // MatMul: 1, 9 and 13 types.
     {"MatMul", 1, 28, importMatMul},
+    // Einsum: 12, unchanged since.
+    {"Einsum", 12, 28, importEinsum},
     // Gemm: 1, 6, 7 (unidirectional broadcasting of C instead of the
     // `broadcast` attribute, both handled), 9 types, 11 (C optional), 13
     // types.
