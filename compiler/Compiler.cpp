@@ -163,6 +163,7 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   importOpts.batch = opts.batch;
   importOpts.frozen = opts.frozen;
   importOpts.trainable = opts.trainable;
+  importOpts.batchNormTrain = opts.batchNormTrain;
   mlir::tcc::OnnxImportStatus importStatus;
   auto imported = mlir::tcc::importOnnxModel(&ctx, model, importOpts,
                                              opts.input, &importStatus);

@@ -25,6 +25,7 @@ struct CompileOptions {
   int64_t batch = -1;
   std::vector<std::string> frozen;    // --freeze patterns
   std::vector<std::string> trainable; // --trainable patterns
+  bool batchNormTrain = false;        // --batchnorm=train
   std::string loss = "cross_entropy";
   std::string optimizer = "adamw";
   double lr = -1;           // < 0: the optimizer's default

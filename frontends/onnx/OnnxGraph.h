@@ -89,6 +89,9 @@ public:
   /// whose training semantics differ between ONNX and that framework.
   llvm::StringRef producer() const { return producerName; }
   void setProducer(llvm::StringRef name) { producerName = name.str(); }
+  /// OnnxImportOptions::batchNormTrain.
+  bool batchNormTrain() const { return forceBatchNormTrain; }
+  void setBatchNormTrain(bool on) { forceBatchNormTrain = on; }
   /// True the first time `what` is asked about: model-wide warnings are
   /// said once, not once per node.
   bool firstWarning(llvm::StringRef what) { return warned.insert(what).second; }
@@ -103,6 +106,7 @@ private:
   llvm::StringSet<> stateNames, warned;
   std::vector<std::pair<std::string, Value>> updates;
   std::string producerName;
+  bool forceBatchNormTrain = false;
 };
 
 //===----------------------------------------------------------------------===//
@@ -229,8 +233,8 @@ private:
 using OnnxOpBuilder = LogicalResult (*)(NodeImporter &node);
 /// The inputs of a node that it updates as running state (see
 /// GraphState::markState), given the node and the opset.
-using OnnxStateInputs = SmallVector<unsigned> (*)(const onnx::NodeProto &node,
-                                                  int64_t opset);
+using OnnxStateInputs = SmallVector<unsigned> (*)(
+    const onnx::NodeProto &node, int64_t opset, const OnnxImportOptions &opts);
 
 /// One row of the op table: op_type in the default domain, the opset range
 /// whose semantics the builder implements, the builder, and for ops that
@@ -340,8 +344,9 @@ LogicalResult importAveragePool(NodeImporter &node);
 LogicalResult importGlobalAveragePool(NodeImporter &node);
 LogicalResult importBatchNormalization(NodeImporter &node);
 /// The running mean and variance inputs (3, 4) of a BatchNormalization.
-SmallVector<unsigned> batchNormalizationState(const onnx::NodeProto &node,
-                                              int64_t opset);
+SmallVector<unsigned>
+batchNormalizationState(const onnx::NodeProto &node, int64_t opset,
+                        const OnnxImportOptions &opts);
 
 //===----------------------------------------------------------------------===//
 // Tensors (OnnxTensor.cpp)

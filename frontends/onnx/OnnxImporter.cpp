@@ -291,7 +291,7 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
         isDefault ? findOnnxOp(node.op_type(), defaultOpset) : nullptr;
     if (!entry || !entry->stateInputs)
       continue;
-    for (unsigned i : entry->stateInputs(node, defaultOpset))
+    for (unsigned i : entry->stateInputs(node, defaultOpset, opts))
       if (i < (unsigned)node.input_size() &&
           initializers.contains(node.input(i)))
         stateInputs.insert(node.input(i));
@@ -301,6 +301,7 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
                                                  opts.trainable, roles, error))
     return emitError(fileLoc) << error;
   graph.setProducer(model.producer_name());
+  graph.setBatchNormTrain(opts.batchNormTrain);
   for (const OnnxInitializerRole &r : roles)
     if (r.kind == OnnxInitializerRole::State)
       graph.markState(r.name);

@@ -50,6 +50,11 @@ struct OnnxImportOptions {
   /// Glob patterns of the float initializers that train; empty: every one
   /// the gradient reaches (OnnxInitializerRoles.h).
   std::vector<std::string> trainable;
+  /// --batchnorm=train: every BatchNormalization normalizes with the batch's
+  /// statistics and updates its running ones, whatever mode the node is in.
+  /// For exports that write a training-mode batch norm in inference mode
+  /// (PyTorch's dynamo exporter does, see the README).
+  bool batchNormTrain = false;
 };
 
 /// Why an import failed, for callers that must tell "tcc does not support

@@ -331,9 +331,10 @@ static bool isTrainingMode(const onnx::NodeProto &node, int64_t opset) {
 }
 
 SmallVector<unsigned>
-mlir::tcc::batchNormalizationState(const onnx::NodeProto &node, int64_t opset) {
+mlir::tcc::batchNormalizationState(const onnx::NodeProto &node, int64_t opset,
+                                   const OnnxImportOptions &opts) {
   // In inference mode the statistics are read, never updated: constants.
-  if (!isTrainingMode(node, opset))
+  if (!opts.batchNormTrain && !isTrainingMode(node, opset))
     return {};
   return {3, 4};
 }
@@ -405,17 +406,35 @@ LogicalResult mlir::tcc::importBatchNormalization(NodeImporter &node) {
   if (xt.getRank() < 2)
     return node.emitError()
            << "input must be [N, C, ...], got " << shapeStr(xt.getShape());
-  if (!isTrainingMode(node.proto(), node.opset())) {
-    // What an export in eval mode gives: fine for fine-tuning with frozen
-    // statistics, a surprise for anyone who meant to train them.
-    if (node.graphState().firstWarning("batch norm inference"))
+  bool exportedTraining = isTrainingMode(node.proto(), node.opset());
+  if (!exportedTraining && !node.graphState().batchNormTrain()) {
+    // PyTorch's dynamo exporter names nodes after the aten op; it writes
+    // the training-mode batch norm of a module in train() in inference
+    // mode, which would silently train a different model.
+    bool fromTrainingOp = node.name().contains("_native_batch_norm_legit") &&
+                          !node.name().contains("no_training");
+    if (fromTrainingOp) {
+      if (node.graphState().firstWarning("batch norm from training op"))
+        mlir::emitWarning(node.loc())
+            << node.describe()
+            << ": BatchNormalization in inference mode, exported from "
+               "PyTorch's training-mode batch norm "
+               "(aten._native_batch_norm_legit_functional): the dynamo "
+               "exporter writes it so. As exported it normalizes with "
+               "constant running statistics, unlike the module in train(); "
+               "pass --batchnorm=train to normalize with batch statistics "
+               "and update the running ones, as PyTorch's training does";
+    } else if (node.graphState().firstWarning("batch norm inference")) {
+      // What an export in eval mode gives: fine for fine-tuning with frozen
+      // statistics, a surprise for anyone who meant to train them.
       mlir::emitWarning(node.loc())
           << node.describe()
           << ": BatchNormalization in inference mode: it normalizes with "
              "its running statistics, which stay constant (frozen batch "
              "norm); to train with batch statistics, export in training "
-             "mode (training=torch.onnx.TrainingMode.TRAINING, or "
-             "model.train() before a dynamo=True export)";
+             "mode (training=torch.onnx.TrainingMode.TRAINING) or pass "
+             "--batchnorm=train";
+    }
     return importBatchNormInference(node, *in, *eps);
   }
   FailureOr<Operation *> bn = node.createOp<BatchNormTrainOp>(
@@ -435,23 +454,26 @@ LogicalResult mlir::tcc::importBatchNormalization(NodeImporter &node) {
   float varFactor = 1.0f - *momentum;
   if (unbiased)
     varFactor = float(double(varFactor) * perChannel / (perChannel - 1));
+  // Forced into training mode (--batchnorm=train), a node without outputs
+  // for its running statistics still updates them: they are state.
   for (int i : {1, 2}) {
-    if (!hasOutput(node, i))
+    const std::string &stateName = node.proto().input(i + 2);
+    bool isState = node.graphState().isState(stateName);
+    if (!hasOutput(node, i) && !isState)
       continue;
     FailureOr<Value> running =
         i == 1 ? blend(node, (*in)[3], mean, *momentum, 1.0f - *momentum)
                : blend(node, (*in)[4], var, *momentum, varFactor);
     if (failed(running))
       return failure();
-    node.setOutput(i, *running);
-    const std::string &stateName = node.proto().input(i + 2);
-    if (node.graphState().isState(stateName) &&
-        !node.graphState().setStateUpdate(stateName, *running))
+    if (hasOutput(node, i))
+      node.setOutput(i, *running);
+    if (isState && !node.graphState().setStateUpdate(stateName, *running))
       return node.emitError() << "running statistic '" << stateName
                               << "' is updated by more than one node";
   }
   // Before 14: the statistics used (saved_mean, saved_var).
-  if (node.opset() < 14) {
+  if (node.opset() < 14 && exportedTraining) {
     node.setOutput(3, mean);
     node.setOutput(4, var);
   }

@@ -253,6 +253,10 @@ def compile_cmd(case, onnx_path, art):
            "--optimizer", "sgd", "--lr", str(GRAD_LR), "--weight-decay", "0"]
     if case.freeze:
         cmd += ["--freeze", ",".join(case.freeze)]
+    if ARGS.exporter == "dynamo":
+        # The dynamo exporter writes train()-mode batch norm in inference
+        # mode (README, "Exporting from PyTorch").
+        cmd += ["--batchnorm=train"]
     return cmd
 
 

@@ -37,6 +37,9 @@ static cl::list<std::string> trainable(
     "trainable", cl::CommaSeparated,
     cl::desc("The float initializers that train (names or glob patterns); "
              "the rest are constants"));
+static cl::opt<bool> batchNormTrain(
+    "batchnorm-train",
+    cl::desc("Every BatchNormalization trains (tcc compile --batchnorm=train)"));
 static cl::opt<std::string> outputPath("o", cl::init("-"),
                                        cl::desc("Output file (default stdout)"),
                                        cl::value_desc("file"));
@@ -63,6 +66,7 @@ int main(int argc, char **argv) {
   opts.batch = batch;
   opts.frozen.assign(freeze.begin(), freeze.end());
   opts.trainable.assign(trainable.begin(), trainable.end());
+  opts.batchNormTrain = batchNormTrain;
   FailureOr<OwningOpRef<ModuleOp>> module =
       tcc::importOnnxFile(&ctx, inputPath, opts);
   if (failed(module) || failed(verify(**module)))

@@ -168,6 +168,20 @@ static cl::list<std::string> trainable(
              "loss through a differentiable input, except rank-0 scalars)"),
     cl::CommaSeparated, cl::value_desc("pattern"), cl::sub(tool::compileCmd),
     cl::sub(tool::benchCmd));
+enum class BatchNormFlag { AsExported, Train };
+static cl::opt<BatchNormFlag> batchNorm(
+    "batchnorm",
+    cl::desc("BatchNormalization nodes in inference mode: 'as-exported' "
+             "(normalize with their running statistics, kept constant) or "
+             "'train' (normalize with the batch's statistics and update the "
+             "running ones, as PyTorch trains; for dynamo exports, which "
+             "write a module's training-mode batch norm in inference mode)"),
+    cl::init(BatchNormFlag::AsExported),
+    cl::values(clEnumValN(BatchNormFlag::AsExported, "as-exported",
+                          "follow each node's mode (default)"),
+               clEnumValN(BatchNormFlag::Train, "train",
+                          "every batch norm trains")),
+    cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
 static cl::opt<std::string> weights(
     "weights",
     cl::desc("Initial values of parameters and state: 'onnx' (the model's, "
@@ -214,6 +228,7 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
   o.batch = batch;
   o.frozen.assign(freeze.begin(), freeze.end());
   o.trainable.assign(trainable.begin(), trainable.end());
+  o.batchNormTrain = batchNorm == BatchNormFlag::Train;
   o.loss = loss;
   o.optimizer = optimizer;
   o.lr = lr;
