@@ -74,7 +74,8 @@ bool NodeImporter::hasInput(unsigned i) const {
   return i < (unsigned)node.input_size() && !node.input(i).empty();
 }
 
-FailureOr<OnnxValue *> NodeImporter::lookupInput(unsigned i) {
+FailureOr<OnnxValue *> NodeImporter::lookupInput(unsigned i,
+                                                 bool allowSequence) {
   if (!hasInput(i))
     return emitError() << "missing input " << i;
   OnnxValue *v = graph.lookup(node.input(i));
@@ -82,7 +83,27 @@ FailureOr<OnnxValue *> NodeImporter::lookupInput(unsigned i) {
     return emitError() << "input '" << node.input(i)
                        << "' is not defined by any earlier node, graph input "
                           "or initializer";
+  if (v->sequence && !allowSequence)
+    return emitError() << "input '" << node.input(i)
+                       << "' is a sequence; this input takes a tensor";
   return v;
+}
+
+FailureOr<ArrayRef<OnnxValue>> NodeImporter::sequenceInput(unsigned i) {
+  FailureOr<OnnxValue *> v = lookupInput(i, /*allowSequence=*/true);
+  if (failed(v))
+    return failure();
+  if (!(*v)->sequence)
+    return emitError() << "input '" << node.input(i)
+                       << "' is a tensor; this input takes a sequence";
+  return ArrayRef<OnnxValue>(*(*v)->sequence);
+}
+
+FailureOr<OnnxValue> NodeImporter::tensorEntry(unsigned i) {
+  FailureOr<OnnxValue *> v = lookupInput(i);
+  if (failed(v))
+    return failure();
+  return **v;
 }
 
 FailureOr<RankedTensorType> NodeImporter::inputType(unsigned i) {
@@ -220,8 +241,24 @@ void NodeImporter::setConstantOutput(unsigned i, DenseElementsAttr value) {
     graph.define(node.output(i), OnnxValue{{}, value, location});
 }
 
+void NodeImporter::setSequenceOutput(unsigned i,
+                                     std::vector<OnnxValue> elements) {
+  if (i < (unsigned)node.output_size() && !node.output(i).empty()) {
+    OnnxValue v;
+    v.sequence =
+        std::make_shared<const std::vector<OnnxValue>>(std::move(elements));
+    graph.define(node.output(i), v);
+  }
+}
+
+void NodeImporter::setEntryOutput(unsigned i, const OnnxValue &value) {
+  if (i < (unsigned)node.output_size() && !node.output(i).empty())
+    graph.define(node.output(i), value);
+}
+
+// Identity passes sequences through as well.
 LogicalResult NodeImporter::forwardInput(unsigned i, unsigned input) {
-  FailureOr<OnnxValue *> v = lookupInput(input);
+  FailureOr<OnnxValue *> v = lookupInput(input, /*allowSequence=*/true);
   if (failed(v))
     return failure();
   if (i < (unsigned)node.output_size() && !node.output(i).empty())

@@ -21,8 +21,10 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::tcc {
 
@@ -41,6 +43,11 @@ struct OnnxValue {
   DenseElementsAttr constant;
   /// Where the constant came from; a materialized tcc.constant gets it.
   LocationAttr loc;
+  /// Set instead of value and constant for an ONNX sequence: its tensors.
+  /// Sequences exist only at import time (SplitToSequence -> SequenceAt,
+  /// as PyTorch's dynamo exporter writes torch.split), so each element is
+  /// an ordinary tensor value of the IR.
+  std::shared_ptr<const std::vector<OnnxValue>> sequence;
 };
 
 /// The graph being imported: the name -> value map and the insertion point.
@@ -154,6 +161,11 @@ public:
   FailureOr<SmallVector<Value>> inputs(unsigned n);
   /// The value of input `i` when known at import time, else null.
   DenseElementsAttr constantInput(unsigned i);
+  /// Input `i`, which must be a sequence: its elements.
+  FailureOr<ArrayRef<OnnxValue>> sequenceInput(unsigned i);
+  /// Input `i`, which must be a tensor, as a whole entry (value and/or
+  /// constant), for ops that move tensors into sequences.
+  FailureOr<OnnxValue> tensorEntry(unsigned i);
   /// Input `i`, which must be an integer constant, as int64 values; `what`
   /// says what it is used for in the error when it is not constant.
   FailureOr<SmallVector<int64_t>> constantInts(unsigned i,
@@ -173,6 +185,9 @@ public:
   //===--- Results --------------------------------------------------------===//
   void setOutput(unsigned i, Value value);
   void setConstantOutput(unsigned i, DenseElementsAttr value);
+  void setSequenceOutput(unsigned i, std::vector<OnnxValue> elements);
+  /// Binds output `i` to a whole entry (a tensor taken out of a sequence).
+  void setEntryOutput(unsigned i, const OnnxValue &value);
   /// Binds output `i` to whatever input `input` is (value and/or constant).
   LogicalResult forwardInput(unsigned i, unsigned input);
 
@@ -217,7 +232,8 @@ private:
   using InferFn =
       llvm::function_ref<LogicalResult(Location, SmallVectorImpl<Type> &)>;
   LogicalResult inferTypes(InferFn infer, SmallVectorImpl<Type> &types);
-  FailureOr<OnnxValue *> lookupInput(unsigned i);
+  /// The entry of input `i`; a sequence is an error unless `allowSequence`.
+  FailureOr<OnnxValue *> lookupInput(unsigned i, bool allowSequence = false);
 
   GraphState &graph;
   const onnx::NodeProto &node;
@@ -269,6 +285,21 @@ LogicalResult importReduceSum(NodeImporter &node);
 LogicalResult importReduceMean(NodeImporter &node);
 LogicalResult importSoftmax(NodeImporter &node);
 LogicalResult importLogSoftmax(NodeImporter &node);
+// Builders (OnnxOpsSequence.cpp): sequences of tensors, at import time.
+LogicalResult importSplitToSequence(NodeImporter &node);
+LogicalResult importSequenceAt(NodeImporter &node);
+LogicalResult importSequenceConstruct(NodeImporter &node);
+LogicalResult importSequenceEmpty(NodeImporter &node);
+LogicalResult importSequenceLength(NodeImporter &node);
+LogicalResult importSequenceInsert(NodeImporter &node);
+LogicalResult importSequenceErase(NodeImporter &node);
+LogicalResult importConcatFromSequence(NodeImporter &node);
+/// The window [starts, starts + sizes * steps) of input 0 (of shape `in`):
+/// a folded constant when input 0 is one, else a tcc.slice.
+FailureOr<OnnxValue> sliceWindow(NodeImporter &node, ArrayRef<int64_t> in,
+                                 ArrayRef<int64_t> starts,
+                                 ArrayRef<int64_t> sizes,
+                                 ArrayRef<int64_t> steps);
 // Builders (OnnxOpsEinsum.cpp).
 LogicalResult importEinsum(NodeImporter &node);
 // Builders (OnnxOpsShape.cpp).
@@ -344,9 +375,9 @@ LogicalResult importAveragePool(NodeImporter &node);
 LogicalResult importGlobalAveragePool(NodeImporter &node);
 LogicalResult importBatchNormalization(NodeImporter &node);
 /// The running mean and variance inputs (3, 4) of a BatchNormalization.
-SmallVector<unsigned>
-batchNormalizationState(const onnx::NodeProto &node, int64_t opset,
-                        const OnnxImportOptions &opts);
+SmallVector<unsigned> batchNormalizationState(const onnx::NodeProto &node,
+                                              int64_t opset,
+                                              const OnnxImportOptions &opts);
 
 //===----------------------------------------------------------------------===//
 // Tensors (OnnxTensor.cpp)

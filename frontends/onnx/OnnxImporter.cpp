@@ -184,6 +184,10 @@ LogicalResult ModelImporter::importOutputs(func::FuncOp func) {
     if (!v)
       return emitError(loc)
              << "graph output '" << out.name() << "' is never produced";
+    if (v->sequence)
+      return graph.emitUnsupported(loc, "sequence output")
+             << "graph output '" << out.name()
+             << "' is a sequence; only tensor outputs are supported";
     Type type = v->value ? v->value.getType() : v->constant.getType();
     auto tensor = cast<RankedTensorType>(type);
     // int64 (argmax, say) and bool (masks) outputs are forward results; the

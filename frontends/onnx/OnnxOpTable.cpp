@@ -35,6 +35,15 @@ static const OnnxOpEntry kOpTable[] = {
     {"MatMul", 1, 28, importMatMul},
     // Einsum: 12, unchanged since.
     {"Einsum", 12, 28, importEinsum},
+    // Sequences (OnnxOpsSequence.cpp), all from 11, unchanged since.
+    {"SplitToSequence", 11, 28, importSplitToSequence},
+    {"SequenceAt", 11, 28, importSequenceAt},
+    {"SequenceConstruct", 11, 28, importSequenceConstruct},
+    {"SequenceEmpty", 11, 28, importSequenceEmpty},
+    {"SequenceLength", 11, 28, importSequenceLength},
+    {"SequenceInsert", 11, 28, importSequenceInsert},
+    {"SequenceErase", 11, 28, importSequenceErase},
+    {"ConcatFromSequence", 11, 28, importConcatFromSequence},
     // Gemm: 1, 6, 7 (unidirectional broadcasting of C instead of the
     // `broadcast` attribute, both handled), 9 types, 11 (C optional), 13
     // types.

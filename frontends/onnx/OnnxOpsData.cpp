@@ -323,10 +323,11 @@ LogicalResult mlir::tcc::importConcat(NodeImporter &node) {
 
 /// Binds output `out` to the window of input 0 that starts at `starts`,
 /// takes `sizes` elements with `steps` per dimension (all inside the input).
-static LogicalResult bindWindow(NodeImporter &node, unsigned out,
-                                ArrayRef<int64_t> in, ArrayRef<int64_t> starts,
-                                ArrayRef<int64_t> sizes,
-                                ArrayRef<int64_t> steps) {
+FailureOr<OnnxValue> mlir::tcc::sliceWindow(NodeImporter &node,
+                                            ArrayRef<int64_t> in,
+                                            ArrayRef<int64_t> starts,
+                                            ArrayRef<int64_t> sizes,
+                                            ArrayRef<int64_t> steps) {
   DenseElementsAttr c = node.constantInput(0);
   if (foldable({c}, sizes)) {
     SmallVector<int64_t> inStrides(in.size(), 1), idx(in.size(), 0), map;
@@ -343,8 +344,7 @@ static LogicalResult bindWindow(NodeImporter &node, unsigned out,
         idx[d] = 0;
       }
     }
-    node.setConstantOutput(out, take(c, sizes, map));
-    return success();
+    return OnnxValue{{}, take(c, sizes, map), node.loc()};
   }
   FailureOr<Value> x = node.anyInput(0);
   if (failed(x))
@@ -352,7 +352,17 @@ static LogicalResult bindWindow(NodeImporter &node, unsigned out,
   FailureOr<Value> y = node.create<SliceOp>(*x, starts, sizes, steps);
   if (failed(y))
     return failure();
-  node.setOutput(out, *y);
+  return OnnxValue{*y, {}, {}};
+}
+
+static LogicalResult bindWindow(NodeImporter &node, unsigned out,
+                                ArrayRef<int64_t> in, ArrayRef<int64_t> starts,
+                                ArrayRef<int64_t> sizes,
+                                ArrayRef<int64_t> steps) {
+  FailureOr<OnnxValue> v = sliceWindow(node, in, starts, sizes, steps);
+  if (failed(v))
+    return failure();
+  node.setEntryOutput(out, *v);
   return success();
 }
 
