@@ -341,6 +341,10 @@ LogicalResult importBatchNormalization(NodeImporter &node);
 SmallVector<unsigned> batchNormalizationState(const onnx::NodeProto &node,
                                               int64_t opset);
 
+// Builders (OnnxOpsLoss.cpp): losses a graph computes itself.
+LogicalResult importNegativeLogLikelihoodLoss(NodeImporter &node);
+LogicalResult importSoftmaxCrossEntropyLoss(NodeImporter &node);
+
 //===----------------------------------------------------------------------===//
 // Tensors (OnnxTensor.cpp)
 //===----------------------------------------------------------------------===//

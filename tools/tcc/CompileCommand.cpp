@@ -22,7 +22,10 @@ static cl::opt<int64_t> batch("batch",
                                        "dimension of the inputs)"),
                               cl::init(-1), cl::sub(tool::compileCmd),
     cl::sub(tool::benchCmd));
-static cl::opt<std::string> loss("loss", cl::desc("cross_entropy or mse"),
+static cl::opt<std::string> loss("loss",
+                                 cl::desc("cross_entropy, mse, or output:NAME "
+                                          "(train the model's own scalar "
+                                          "output NAME as the loss)"),
                                  cl::init("cross_entropy"),
                                  cl::sub(tool::compileCmd),
     cl::sub(tool::benchCmd));
@@ -215,6 +218,15 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
   o.frozen.assign(freeze.begin(), freeze.end());
   o.trainable.assign(trainable.begin(), trainable.end());
   o.loss = loss;
+  llvm::StringRef lossName = o.loss;
+  bool fromOutput = lossName.consume_front("output:");
+  if (fromOutput ? lossName.empty()
+                 : lossName != "cross_entropy" && lossName != "mse") {
+    llvm::errs() << "tcc " << cmd << ": error: --loss must be cross_entropy, "
+                 << "mse or output:NAME (a scalar output of the model), got '"
+                 << o.loss << "'\n";
+    return false;
+  }
   o.optimizer = optimizer;
   o.lr = lr;
   o.momentum = momentum;
