@@ -280,6 +280,15 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
                  << precision << "'\n";
     return false;
   }
+  // fp16's loss scaling multiplies the seed of the built-in losses'
+  // gradients (tcc-mixed-precision); a graph's own loss has none it knows.
+  if (precision == "fp16" && llvm::StringRef(o.loss).starts_with("output:")) {
+    llvm::errs() << "tcc " << cmd
+                 << ": error: --precision fp16 needs --loss cross_entropy or "
+                    "mse (its loss scaling works on their gradients); "
+                    "--loss output:NAME trains in fp32 or bf16\n";
+    return false;
+  }
   o.precision = precision;
   o.planMemory = !noPlanMemory;
   o.fuse = !noFuse;
