@@ -47,6 +47,39 @@ static int fail(const std::string &msg) {
   return 1;
 }
 
+/// Why `--loss output:NAME` cannot train the imported @forward (no output
+/// NAME, or one that is not a float scalar), or "" when it can or another
+/// loss is asked for. tcc-build-loss checks the same; said here, the error
+/// speaks of the model's outputs rather than of IR.
+static std::string lossOutputError(func::FuncOp forward, StringRef loss) {
+  if (!loss.consume_front("output:") || !forward)
+    return {};
+  std::string names;
+  for (unsigned i = 0, e = forward.getNumResults(); i < e; ++i) {
+    auto name = forward.getResultAttrOfType<StringAttr>(i, "tcc.name");
+    auto kind = forward.getResultAttrOfType<StringAttr>(i, "tcc.kind");
+    if (!name || (kind && kind.getValue() == "update"))
+      continue; // state updates are not graph outputs
+    if (name.getValue() != loss) {
+      names += (names.empty() ? "" : ", ") + name.getValue().str();
+      continue;
+    }
+    auto type = dyn_cast<RankedTensorType>(forward.getResultTypes()[i]);
+    if (type && type.getRank() == 0 && isa<FloatType>(type.getElementType()))
+      return {};
+    std::string typeStr;
+    llvm::raw_string_ostream os(typeStr);
+    os << forward.getResultTypes()[i];
+    return "--loss output:" + loss.str() + ": output '" + loss.str() +
+           "' is " + typeStr +
+           "; the loss must be a float scalar (rank 0), such as a "
+           "NegativeLogLikelihoodLoss or SoftmaxCrossEntropyLoss with "
+           "reduction mean or sum";
+  }
+  return "--loss output:" + loss.str() + ": the model has no output '" +
+         loss.str() + "' (outputs: " + names + ")";
+}
+
 /// MLIR diagnostics (import, pipeline, lowering) in the command's own form,
 /// "tcc compile: error: FILE: message".
 static LogicalResult printDiagnostic(Diagnostic &diag) {
@@ -189,6 +222,9 @@ int ::tcc::compileModel(const CompileOptions &opts) {
                 (opts.trainable.empty()
                      ? std::string()
                      : " (--trainable matched no float initializer)"));
+
+  if (std::string err = lossOutputError(fwd, opts.loss); !err.empty())
+    return fail(opts.input + ": " + err);
 
   mlir::tcc::TrainPipelineOptions pipe;
   pipe.loss = opts.loss;

@@ -7,6 +7,9 @@
 //   cross_entropy: labels : tensor<shape(out)[:-1] x i64>,
 //                  loss = tcc.softmax_cross_entropy %out, %labels
 //   mse:           labels : type(out),  loss = tcc.mse_loss %out, %labels
+//   output:NAME:   no labels; loss = the forward's result named NAME, a
+//                  float scalar the graph computes itself (an export of a
+//                  model whose forward returns F.cross_entropy)
 //
 // The first result carries `{tcc.kind = "loss", tcc.name = "loss"}`. Forward
 // ops that no longer reach the return are erased.
@@ -47,6 +50,8 @@ using namespace mlir::tcc;
 
 static constexpr StringLiteral kForward = "forward";
 static constexpr StringLiteral kTrainStep = "train_step";
+/// `--loss output:NAME` trains the graph's own scalar output NAME.
+static constexpr StringLiteral kOutputPrefix = "output:";
 
 /// Returns the string attribute `name` of argument `i`, or "".
 static StringRef argString(func::FuncOp f, unsigned i, StringRef name) {
@@ -70,9 +75,16 @@ struct BuildLossPass final
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (loss != "cross_entropy" && loss != "mse") {
+    StringRef lossName = loss;
+    bool fromOutput = lossName.consume_front(kOutputPrefix);
+    if (fromOutput && lossName.empty()) {
+      module.emitError("tcc-build-loss: --loss output:NAME needs the name of "
+                       "a graph output after 'output:'");
+      return signalPassFailure();
+    }
+    if (!fromOutput && loss != "cross_entropy" && loss != "mse") {
       module.emitError("tcc-build-loss: unknown loss '")
-          << loss << "' (valid: cross_entropy, mse)";
+          << loss << "' (valid: cross_entropy, mse, output:NAME)";
       return signalPassFailure();
     }
     auto forward = module.lookupSymbol<func::FuncOp>(kForward);
@@ -84,43 +96,28 @@ struct BuildLossPass final
       module.emitError("tcc-build-loss: @train_step already exists");
       return signalPassFailure();
     }
-    if (failed(checkForward(forward)))
+    if (failed(checkForward(forward, /*builtInLoss=*/!fromOutput)))
       return signalPassFailure();
-
-    auto out = cast<RankedTensorType>(forward.getResultTypes()[0]);
-    Type labelType = out;
-    if (loss == "cross_entropy")
-      labelType = RankedTensorType::get(
-          out.getShape().drop_back(),
-          IntegerType::get(&getContext(), 64, IntegerType::Signless));
+    FailureOr<unsigned> lossResult = 0u;
+    if (fromOutput && failed(lossResult = findLossOutput(forward, lossName)))
+      return signalPassFailure();
 
     OpBuilder b(&getContext());
     b.setInsertionPointAfter(forward);
     auto step = cast<func::FuncOp>(b.clone(*forward));
     step.setSymName(kTrainStep);
-
-    // labels: the last argument, a data input.
-    NamedAttrList labelAttrs;
-    labelAttrs.set("tcc.kind", b.getStringAttr("input"));
-    labelAttrs.set("tcc.name", b.getStringAttr("labels"));
-    unsigned labelIdx = step.getNumArguments();
-    if (failed(step.insertArgument(labelIdx, labelType,
-                                   labelAttrs.getDictionary(&getContext()),
-                                   forward.getLoc()))) {
-      step.emitError("tcc-build-loss: cannot add the labels argument");
-      return signalPassFailure();
-    }
-    Value labels = step.getArgument(labelIdx);
-
     auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
-    Value prediction = ret.getOperand(0);
     b.setInsertionPoint(ret);
     Location loc = ret.getLoc();
     Value lossValue;
-    if (loss == "cross_entropy")
-      lossValue = SoftmaxCrossEntropyOp::create(b, loc, prediction, labels);
-    else
-      lossValue = MseLossOp::create(b, loc, prediction, labels);
+    if (fromOutput) {
+      lossValue = ret.getOperand(*lossResult);
+    } else {
+      FailureOr<Value> built = appendLoss(b, step, ret, forward.getLoc());
+      if (failed(built))
+        return signalPassFailure();
+      lossValue = *built;
+    }
 
     NamedAttrList resAttrs;
     resAttrs.set("tcc.kind", b.getStringAttr("loss"));
@@ -143,6 +140,65 @@ struct BuildLossPass final
     dropStateUpdates(forward);
     toInferenceMode(forward);
     LLVM_DEBUG(llvm::dbgs() << "built @train_step with " << loss << " loss\n");
+  }
+
+  /// Adds the `labels` argument to @train_step and returns the built-in
+  /// loss (`loss`) of its first result against them, built before `ret`.
+  FailureOr<Value> appendLoss(OpBuilder &b, func::FuncOp step,
+                              func::ReturnOp ret, Location argLoc) {
+    auto out = cast<RankedTensorType>(step.getResultTypes()[0]);
+    Type labelType = out;
+    if (loss == "cross_entropy")
+      labelType = RankedTensorType::get(
+          out.getShape().drop_back(),
+          IntegerType::get(&getContext(), 64, IntegerType::Signless));
+    // labels: the last argument, a data input.
+    NamedAttrList labelAttrs;
+    labelAttrs.set("tcc.kind", b.getStringAttr("input"));
+    labelAttrs.set("tcc.name", b.getStringAttr("labels"));
+    unsigned labelIdx = step.getNumArguments();
+    if (failed(step.insertArgument(labelIdx, labelType,
+                                   labelAttrs.getDictionary(&getContext()),
+                                   argLoc)))
+      return step.emitError("tcc-build-loss: cannot add the labels argument");
+    Value labels = step.getArgument(labelIdx);
+    Value prediction = ret.getOperand(0);
+    if (loss == "cross_entropy")
+      return SoftmaxCrossEntropyOp::create(b, ret.getLoc(), prediction, labels)
+          .getResult();
+    return MseLossOp::create(b, ret.getLoc(), prediction, labels).getResult();
+  }
+
+  /// The index of @forward's result named `name` (an ONNX graph output),
+  /// which must be a float scalar that is not a state update.
+  FailureOr<unsigned> findLossOutput(func::FuncOp forward, StringRef name) {
+    std::string names;
+    for (unsigned i = 0, e = forward.getNumResults(); i < e; ++i) {
+      auto n = forward.getResultAttrOfType<StringAttr>(i, "tcc.name");
+      if (!n)
+        continue;
+      if (n.getValue() != name) {
+        if (!llvm::is_contained(stateUpdateResults(forward), i))
+          names += (names.empty() ? "" : ", ") + n.getValue().str();
+        continue;
+      }
+      if (llvm::is_contained(stateUpdateResults(forward), i))
+        return forward.emitError("tcc-build-loss: --loss output:")
+               << name << " names the update of state '" << name
+               << "', not a graph output";
+      auto type = dyn_cast<RankedTensorType>(forward.getResultTypes()[i]);
+      if (!type || type.getRank() != 0 ||
+          !isa<FloatType>(type.getElementType()))
+        return forward.emitError("tcc-build-loss: --loss output:")
+               << name << ": the output is " << forward.getResultTypes()[i]
+               << "; a loss must be a float scalar (rank 0), such as a "
+                  "reduced NegativeLogLikelihoodLoss or "
+                  "SoftmaxCrossEntropyLoss";
+      return i;
+    }
+    return forward.emitError("tcc-build-loss: --loss output:")
+           << name << ": the model has no output named '" << name
+           << "' (outputs: " << names << ")";
   }
 
   /// The indices of @forward's results of kind `update`.
@@ -244,8 +300,9 @@ struct BuildLossPass final
       (void)forward.eraseArguments(unused);
   }
 
-  /// Diagnoses a @forward this pass cannot turn into a loss.
-  LogicalResult checkForward(func::FuncOp forward) {
+  /// Diagnoses a @forward this pass cannot turn into a loss; a built-in
+  /// loss also needs a float first result and the name `labels` free.
+  LogicalResult checkForward(func::FuncOp forward, bool builtInLoss) {
     if (!forward.getBody().hasOneBlock())
       return forward.emitError("tcc-build-loss: @forward must have one block");
     if (forward.getNumResults() == 0)
@@ -267,17 +324,17 @@ struct BuildLossPass final
                           : "");
     }
     auto out = dyn_cast<RankedTensorType>(forward.getResultTypes()[0]);
-    if (!out || !isa<FloatType>(out.getElementType()))
+    if (builtInLoss && (!out || !isa<FloatType>(out.getElementType())))
       return forward.emitError("tcc-build-loss: the first result of @forward "
                                "must be a float tensor, got ")
              << forward.getResultTypes()[0];
-    if (loss == "cross_entropy" && out.getRank() == 0)
+    if (builtInLoss && loss == "cross_entropy" && out.getRank() == 0)
       return forward.emitError("tcc-build-loss: cross_entropy needs a class "
                                "axis, but the first result of @forward is "
                                "rank 0 (")
              << out << ")";
     for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i) {
-      if (argString(forward, i, "tcc.name") == "labels")
+      if (builtInLoss && argString(forward, i, "tcc.name") == "labels")
         return forward.emitError("tcc-build-loss: @forward already has an "
                                  "argument named 'labels'");
       // State the model updates itself has an update result; any other

@@ -20,7 +20,8 @@ namespace mlir::tcc {
 struct TrainPipelineOptions
     : public PassPipelineOptions<TrainPipelineOptions> {
   Option<std::string> loss{*this, "loss",
-                           llvm::cl::desc("cross_entropy or mse"),
+                           llvm::cl::desc("cross_entropy, mse or "
+                                          "output:NAME"),
                            llvm::cl::init("cross_entropy")};
   Option<std::string> optimizer{*this, "optimizer",
                                 llvm::cl::desc("sgd or adamw"),

@@ -11,7 +11,9 @@ def BuildLossPass : Pass<"tcc-build-loss", "mlir::ModuleOp"> {
     and returns the scalar loss of the forward's first result instead of the
     outputs. `cross_entropy` takes classes on the output's last axis and
     int64 labels shaped like the output without it, averaging over all other
-    positions; `mse` takes f32 targets shaped like the output. `@forward`
+    positions; `mse` takes f32 targets shaped like the output.
+    `output:NAME` adds no labels and trains the forward's result named NAME,
+    a float scalar the graph computes itself. `@forward`
     stays, for evaluation, in inference mode (tcc.dropout is the identity).
     Step counters the model reads (`state` arguments of type tensor<i64>,
     such as the `rng.step` of tcc.dropout) are advanced: @train_step returns
@@ -20,7 +22,8 @@ def BuildLossPass : Pass<"tcc-build-loss", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::tcc::TccDialect", "mlir::func::FuncDialect"];
   let options = [
     Option<"loss", "loss", "std::string", /*default=*/"\"cross_entropy\"",
-           "Loss: cross_entropy or mse">,
+           "Loss: cross_entropy, mse, or output:NAME (the model's own "
+           "scalar output NAME)">,
   ];
 }
 

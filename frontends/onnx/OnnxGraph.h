@@ -379,6 +379,10 @@ SmallVector<unsigned> batchNormalizationState(const onnx::NodeProto &node,
                                               int64_t opset,
                                               const OnnxImportOptions &opts);
 
+// Builders (OnnxOpsLoss.cpp): losses a graph computes itself.
+LogicalResult importNegativeLogLikelihoodLoss(NodeImporter &node);
+LogicalResult importSoftmaxCrossEntropyLoss(NodeImporter &node);
+
 //===----------------------------------------------------------------------===//
 // Tensors (OnnxTensor.cpp)
 //===----------------------------------------------------------------------===//

@@ -193,6 +193,12 @@ static const OnnxOpEntry kOpTable[] = {
     // saved_var gone: both handled), 15 types. Running statistics are state.
     {"BatchNormalization", 9, 28, importBatchNormalization,
      batchNormalizationState},
+
+    // Losses (OnnxOpsLoss.cpp), decomposed into tcc ops.
+    // NegativeLogLikelihoodLoss: 12, 13 and 22 types.
+    // SoftmaxCrossEntropyLoss: 12, 13 types.
+    {"NegativeLogLikelihoodLoss", 12, 28, importNegativeLogLikelihoodLoss},
+    {"SoftmaxCrossEntropyLoss", 12, 28, importSoftmaxCrossEntropyLoss},
 };
 
 ArrayRef<OnnxOpEntry> mlir::tcc::onnxOpTable() { return kOpTable; }

@@ -22,7 +22,10 @@ static cl::opt<int64_t> batch("batch",
                                        "dimension of the inputs)"),
                               cl::init(-1), cl::sub(tool::compileCmd),
     cl::sub(tool::benchCmd));
-static cl::opt<std::string> loss("loss", cl::desc("cross_entropy or mse"),
+static cl::opt<std::string> loss("loss",
+                                 cl::desc("cross_entropy, mse, or output:NAME "
+                                          "(train the model's own scalar "
+                                          "output NAME as the loss)"),
                                  cl::init("cross_entropy"),
                                  cl::sub(tool::compileCmd),
     cl::sub(tool::benchCmd));
@@ -230,6 +233,15 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
   o.trainable.assign(trainable.begin(), trainable.end());
   o.batchNormTrain = batchNorm == BatchNormFlag::Train;
   o.loss = loss;
+  llvm::StringRef lossName = o.loss;
+  bool fromOutput = lossName.consume_front("output:");
+  if (fromOutput ? lossName.empty()
+                 : lossName != "cross_entropy" && lossName != "mse") {
+    llvm::errs() << "tcc " << cmd << ": error: --loss must be cross_entropy, "
+                 << "mse or output:NAME (a scalar output of the model), got '"
+                 << o.loss << "'\n";
+    return false;
+  }
   o.optimizer = optimizer;
   o.lr = lr;
   o.momentum = momentum;
@@ -281,6 +293,15 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
     llvm::errs() << "tcc " << cmd
                  << ": error: --precision must be fp32, bf16 or fp16, got '"
                  << precision << "'\n";
+    return false;
+  }
+  // fp16's loss scaling multiplies the seed of the built-in losses'
+  // gradients (tcc-mixed-precision); a graph's own loss has none it knows.
+  if (precision == "fp16" && llvm::StringRef(o.loss).starts_with("output:")) {
+    llvm::errs() << "tcc " << cmd
+                 << ": error: --precision fp16 needs --loss cross_entropy or "
+                    "mse (its loss scaling works on their gradients); "
+                    "--loss output:NAME trains in fp32 or bf16\n";
     return false;
   }
   o.precision = precision;

@@ -1,7 +1,10 @@
 // RUN: tcc-opt %s --tcc-build-loss --split-input-file -verify-diagnostics
 // RUN: not tcc-opt %s --tcc-build-loss=loss=hinge --split-input-file 2>&1 | FileCheck %s --check-prefix=BADLOSS
+// RUN: not tcc-opt %s --tcc-build-loss=loss=output: --split-input-file 2>&1 | FileCheck %s --check-prefix=NONAME
+// RUN: tcc-opt %S/Inputs/invalid-build-loss-output.mlir --tcc-build-loss=loss=output:loss --split-input-file -verify-diagnostics
 
-// BADLOSS: error: tcc-build-loss: unknown loss 'hinge' (valid: cross_entropy, mse)
+// BADLOSS: error: tcc-build-loss: unknown loss 'hinge' (valid: cross_entropy, mse, output:NAME)
+// NONAME: error: tcc-build-loss: --loss output:NAME needs the name of a graph output after 'output:'
 
 // expected-error @+1 {{tcc-build-loss: no func.func @forward with a body}}
 module {
