@@ -40,7 +40,7 @@ using K = abi::KernelId;
 
 // One entry per kernel of KernelList.def, in its order (checked below). No
 // launcher on purpose (an Error at load, "run it on the CPU"): conv2d and
-// its gradients, pooling, batch norm.
+// its gradients, batch norm.
 static constexpr CudaKernelDef kCudaKernels[] = {
     {K::AdamwUpdate, launch_adamw_update, prepare_adamw_update, E::None},
     {K::Add, launch_binary, prepareRank, E::None},
@@ -48,8 +48,8 @@ static constexpr CudaKernelDef kCudaKernels[] = {
     {K::ArgMin, launch_arg_extremum, nullptr, E::None},
     {K::Attention, launch_attention, prepare_attention, E::None},
     {K::AttentionGrad, launch_attention_grad, prepare_attention, E::None},
-    {K::AvgPool2d, nullptr, nullptr, E::None},
-    {K::AvgPool2dGrad, nullptr, nullptr, E::None},
+    {K::AvgPool2d, launch_avg_pool2d, nullptr, E::None},
+    {K::AvgPool2dGrad, launch_avg_pool2d_grad, nullptr, E::None},
     {K::BatchNormTrain, nullptr, nullptr, E::None},
     {K::BatchNormTrainGrad, nullptr, nullptr, E::None},
     {K::BroadcastTo, launch_broadcast_to, prepareRank, E::None},
@@ -84,8 +84,8 @@ static constexpr CudaKernelDef kCudaKernels[] = {
     {K::Matmul, launch_matmul, prepare_matmul, E::None},
     {K::MatmulEpilogue, launch_matmul_epilogue, prepare_matmul_epilogue,
      E::None},
-    {K::MaxPool2d, nullptr, nullptr, E::None},
-    {K::MaxPool2dGrad, nullptr, nullptr, E::None},
+    {K::MaxPool2d, launch_max_pool2d, nullptr, E::None},
+    {K::MaxPool2dGrad, launch_max_pool2d_grad, nullptr, E::PoolIndex},
     {K::Maximum, launch_maximum, prepareRank, E::None},
     {K::Minimum, launch_minimum, prepareRank, E::None},
     {K::MseLoss, launch_mse_loss, prepare_mse_loss, E::None},

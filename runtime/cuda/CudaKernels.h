@@ -72,6 +72,8 @@ enum class CudaErrKind {
   None,
   Label, // {position, label, classes}: a label outside [0, classes)
   Index, // {position, index, size}: a gather index outside [-size, size)
+  PoolIndex, // {position, index, plane size}: a max_pool2d_grad index
+             // outside its plane (a corrupted artifact)
 };
 
 struct CudaKernelDef {
@@ -124,6 +126,11 @@ TCC_CUDA_KERNEL(gather)
 TCC_CUDA_KERNEL(gather_grad)
 TCC_CUDA_KERNEL(concat)
 TCC_CUDA_KERNEL(reduce) // reduce_sum, reduce_mean
+// CudaKernelsPool.cu
+TCC_CUDA_KERNEL(max_pool2d)
+TCC_CUDA_KERNEL(max_pool2d_grad)
+TCC_CUDA_KERNEL(avg_pool2d)
+TCC_CUDA_KERNEL(avg_pool2d_grad)
 // CudaKernelsRows.cu
 TCC_CUDA_KERNEL(softmax)      // softmax, log_softmax
 TCC_CUDA_KERNEL(softmax_grad) // softmax_grad, log_softmax_grad

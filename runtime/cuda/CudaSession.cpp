@@ -267,6 +267,11 @@ std::string CudaSession::Impl::errorMessage(const ErrSlot &slot,
            std::to_string(abi::attrsOf<abi::AxisAttrs>(in).axis) +
            " has size " + std::to_string(w[2]) + ")";
   }
+  if (slot.kind == CudaErrKind::PoolIndex)
+    return where + "max_pool2d_grad: index " + std::to_string(w[1]) +
+           " at position " + std::to_string(w[0]) + " of the indices '" +
+           tensors[in.inputs[1]].name + "' is outside the " +
+           std::to_string(w[2]) + "-element plane";
   // Labels: the i64 input (the last one of the losses; a fused region's).
   std::string labels;
   for (size_t i = in.inputs.size(); i-- > 0;)

@@ -10,6 +10,7 @@
 #define TCC_RUNTIME_CORE_ABI_WINDOWGEOMETRY_H
 
 #include "runtime/core/abi/KernelAttrs.h"
+#include "runtime/core/abi/PoolWindow.h"
 
 #include <cstdint>
 #include <vector>
@@ -47,6 +48,11 @@ inline Window2d convWindow(const Conv2dAttrs &a, int64_t kh, int64_t kw) {
 }
 
 /// A pooling's window.
+/// The window as the pooling kernels of every backend walk it.
+inline PoolGeom poolGeom(const Window2d &w) {
+  return {w.kh, w.kw, w.sh, w.sw, w.pt, w.pl, w.pb, w.pr, w.dh, w.dw};
+}
+
 inline Window2d poolWindow(const Pool2dWindow &a) {
   Window2d w;
   w.kh = a.kernelH, w.kw = a.kernelW, w.sh = a.strideH, w.sw = a.strideW;
