@@ -40,7 +40,7 @@ using K = abi::KernelId;
 
 // One entry per kernel of KernelList.def, in its order (checked below). No
 // launcher on purpose (an Error at load, "run it on the CPU"): conv2d and
-// its gradients, batch norm.
+// its gradients.
 static constexpr CudaKernelDef kCudaKernels[] = {
     {K::AdamwUpdate, launch_adamw_update, prepare_adamw_update, E::None},
     {K::Add, launch_binary, prepareRank, E::None},
@@ -50,8 +50,8 @@ static constexpr CudaKernelDef kCudaKernels[] = {
     {K::AttentionGrad, launch_attention_grad, prepare_attention, E::None},
     {K::AvgPool2d, launch_avg_pool2d, nullptr, E::None},
     {K::AvgPool2dGrad, launch_avg_pool2d_grad, nullptr, E::None},
-    {K::BatchNormTrain, nullptr, nullptr, E::None},
-    {K::BatchNormTrainGrad, nullptr, nullptr, E::None},
+    {K::BatchNormTrain, launch_batch_norm_train, nullptr, E::None},
+    {K::BatchNormTrainGrad, launch_batch_norm_train_grad, nullptr, E::None},
     {K::BroadcastTo, launch_broadcast_to, prepareRank, E::None},
     {K::Cast, launch_cast, nullptr, E::None},
     {K::Compare, launch_compare, prepareRank, E::None},

@@ -126,6 +126,9 @@ TCC_CUDA_KERNEL(gather)
 TCC_CUDA_KERNEL(gather_grad)
 TCC_CUDA_KERNEL(concat)
 TCC_CUDA_KERNEL(reduce) // reduce_sum, reduce_mean
+// CudaKernelsBatchNorm.cu
+TCC_CUDA_KERNEL(batch_norm_train)
+TCC_CUDA_KERNEL(batch_norm_train_grad)
 // CudaKernelsPool.cu
 TCC_CUDA_KERNEL(max_pool2d)
 TCC_CUDA_KERNEL(max_pool2d_grad)
