@@ -182,6 +182,24 @@ static const OnnxOpEntry kOpTable[] = {
     // saved_var gone: both handled), 15 types. Running statistics are state.
     {"BatchNormalization", 9, 28, importBatchNormalization,
      batchNormalizationState},
+
+    // Padding, normalizations, resampling (OnnxOpsPad.cpp, OnnxOpsNorm.cpp):
+    // decompositions into existing ops. Pad: 2, 11 (pads and constant_value
+    // became inputs; negative pads crop), 13 types, 18 (axes input), 19
+    // (wrap mode), 21, 23, 24, 25 types.
+    {"Pad", 2, 28, importPad},
+    // PRelu: 6 (per-channel slope), 7 (slope broadcasts), 9, 16 types.
+    {"PRelu", 6, 28, importPRelu},
+    // InstanceNormalization: 6, 22 types. GroupNormalization: 18 (scale and
+    // bias per group), 21 (per channel; stash_type). RMSNormalization: 23.
+    {"InstanceNormalization", 6, 28, importInstanceNormalization},
+    {"GroupNormalization", 18, 28, importGroupNormalization},
+    {"RMSNormalization", 23, 28, importRMSNormalization},
+    // MeanVarianceNormalization: 9, 13 types. LRN: 1, 13 types.
+    // GlobalMaxPool: 1, 22 types.
+    {"MeanVarianceNormalization", 9, 28, importMeanVarianceNormalization},
+    {"LRN", 1, 28, importLRN},
+    {"GlobalMaxPool", 1, 28, importGlobalMaxPool},
 };
 
 ArrayRef<OnnxOpEntry> mlir::tcc::onnxOpTable() { return kOpTable; }
