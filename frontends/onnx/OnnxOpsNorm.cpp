@@ -53,9 +53,9 @@ static FailureOr<Value> standardize(NodeImporter &node, Value x,
 static FailureOr<Value> perChannel(NodeImporter &node, Value v, int64_t c,
                                    int64_t rank, StringRef what) {
   if (typeOf(v).getNumElements() != c)
-    return node.emitError() << what << " of shape "
-                            << shapeStr(typeOf(v).getShape()) << " must hold "
-                            << c << " values, one per channel";
+    return node.emitError()
+           << what << " of shape " << shapeStr(typeOf(v).getShape())
+           << " must hold " << c << " values, one per channel";
   SmallVector<int64_t> shape(rank, 1);
   shape[1] = c;
   return node.reshape(v, shape);
@@ -87,10 +87,9 @@ LogicalResult mlir::tcc::importPRelu(NodeImporter &node) {
   }
   auto shape = broadcastShapes(typeOf(x).getShape(), typeOf(slope).getShape());
   if (failed(shape) || ArrayRef<int64_t>(*shape) != typeOf(x).getShape())
-    return node.emitError() << "slope of shape "
-                            << shapeStr(typeOf(slope).getShape())
-                            << " does not broadcast to X's "
-                            << shapeStr(typeOf(x).getShape());
+    return node.emitError()
+           << "slope of shape " << shapeStr(typeOf(slope).getShape())
+           << " does not broadcast to X's " << shapeStr(typeOf(x).getShape());
   // where(x < 0, x * slope, x): the slope's gradient is dy * x where x < 0,
   // summed over the broadcast dimensions by mul's gradient.
   FailureOr<Value> neg =
@@ -154,8 +153,7 @@ LogicalResult mlir::tcc::importGroupNormalization(NodeImporter &node) {
   FailureOr<int64_t> groups = node.intAttr("num_groups", 0);
   FailureOr<int64_t> stash = node.intAttr("stash_type", 1);
   FailureOr<SmallVector<Value>> in = node.inputs(3);
-  if (failed(x) || failed(eps) || failed(groups) || failed(stash) ||
-      failed(in))
+  if (failed(x) || failed(eps) || failed(groups) || failed(stash) || failed(in))
     return failure();
   if (*stash != 1)
     return node.emitUnsupported("stash_type " + std::to_string(*stash))
@@ -164,9 +162,9 @@ LogicalResult mlir::tcc::importGroupNormalization(NodeImporter &node) {
   ArrayRef<int64_t> shape = typeOf(*x).getShape();
   int64_t n = shape[0], c = shape[1], g = *groups;
   if (g < 1 || c % g != 0)
-    return node.emitError() << "attribute 'num_groups' = " << g
-                            << " must be positive and divide the " << c
-                            << " channels";
+    return node.emitError()
+           << "attribute 'num_groups' = " << g
+           << " must be positive and divide the " << c << " channels";
   int64_t rest = typeOf(*x).getNumElements() / (n * c);
   FailureOr<Value> grouped = node.reshape(*x, {n, g, c / g * rest});
   if (failed(grouped))
@@ -229,10 +227,9 @@ LogicalResult mlir::tcc::importRMSNormalization(NodeImporter &node) {
   if (failed(y))
     return failure();
   if (typeOf(*y).getShape() != typeOf(x).getShape())
-    return node.emitError() << "scale of shape "
-                            << shapeStr(typeOf(scale).getShape())
-                            << " does not broadcast to X's "
-                            << shapeStr(typeOf(x).getShape());
+    return node.emitError()
+           << "scale of shape " << shapeStr(typeOf(scale).getShape())
+           << " does not broadcast to X's " << shapeStr(typeOf(x).getShape());
   node.setOutput(0, *y);
   return success();
 }
@@ -288,8 +285,8 @@ LogicalResult mlir::tcc::importLRN(NodeImporter &node) {
       failed(bias))
     return failure();
   if (*size < 1)
-    return node.emitError() << "attribute 'size' must be positive, got "
-                            << *size;
+    return node.emitError()
+           << "attribute 'size' must be positive, got " << *size;
   SmallVector<int64_t> shape(typeOf(*x).getShape());
   int64_t c = shape[1];
   FailureOr<Value> sq = binary<MulOp>(node, *x, *x);
@@ -322,13 +319,13 @@ LogicalResult mlir::tcc::importLRN(NodeImporter &node) {
       return failure();
     sum = *a;
   }
-  FailureOr<Value> base = binary<AddOp>(
-      node, binary<MulOp>(node, sum, node.scalar(*alpha / *size)),
-      node.scalar(*bias));
+  FailureOr<Value> base =
+      binary<AddOp>(node, binary<MulOp>(node, sum, node.scalar(*alpha / *size)),
+                    node.scalar(*bias));
   if (failed(base))
     return failure();
-  FailureOr<Value> denom = node.create<PowScalarOp>(
-      *base, node.builder().getF64FloatAttr(*beta));
+  FailureOr<Value> denom =
+      node.create<PowScalarOp>(*base, node.builder().getF64FloatAttr(*beta));
   FailureOr<Value> y = binary<DivOp>(node, *x, denom);
   if (failed(y))
     return failure();

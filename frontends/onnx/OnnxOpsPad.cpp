@@ -94,9 +94,9 @@ FailureOr<Value> mlir::tcc::padAxisConstant(NodeImporter &node, Value x,
 }
 
 /// Pads (or crops) `x` along `axis` in a mode that copies input entries.
-static FailureOr<Value> padAxisGather(NodeImporter &node, Value x,
-                                      PadMode mode, int64_t axis,
-                                      int64_t before, int64_t after) {
+static FailureOr<Value> padAxisGather(NodeImporter &node, Value x, PadMode mode,
+                                      int64_t axis, int64_t before,
+                                      int64_t after) {
   int64_t n = typeOf(x).getDimSize(axis);
   int64_t out = n + before + after;
   if (before == 0 && after == 0)
@@ -115,8 +115,9 @@ static FailureOr<Value> padAxisGather(NodeImporter &node, Value x,
   for (int64_t j = 0; j < out; ++j)
     idx.push_back(sourceIndex(mode, j - before, n));
   auto itype = RankedTensorType::get({out}, node.builder().getI64Type());
-  Value indices = ConstantOp::create(node.builder(), node.loc(),
-                                     DenseElementsAttr::get(itype, ArrayRef<int64_t>(idx)));
+  Value indices =
+      ConstantOp::create(node.builder(), node.loc(),
+                         DenseElementsAttr::get(itype, ArrayRef<int64_t>(idx)));
   return node.create<GatherOp>(x, indices, uint64_t(axis));
 }
 
@@ -194,9 +195,9 @@ LogicalResult mlir::tcc::importPad(NodeImporter &node) {
     axes = llvm::to_vector(llvm::seq<int64_t>(0, rank));
   int64_t n = axes->size();
   if ((int64_t)pads.size() != 2 * n)
-    return node.emitError() << "pads has " << pads.size() << " values, expected "
-                            << 2 * n << " (begins and ends of " << n
-                            << " axes)";
+    return node.emitError()
+           << "pads has " << pads.size() << " values, expected " << 2 * n
+           << " (begins and ends of " << n << " axes)";
 
   Value y = *x;
   SmallVector<bool> seen(rank, false);
