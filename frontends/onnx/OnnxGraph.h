@@ -352,6 +352,9 @@ LogicalResult importRMSNormalization(NodeImporter &node);
 LogicalResult importMeanVarianceNormalization(NodeImporter &node);
 LogicalResult importLRN(NodeImporter &node);
 LogicalResult importGlobalMaxPool(NodeImporter &node);
+LogicalResult importConvTranspose(NodeImporter &node);
+LogicalResult importResize(NodeImporter &node);
+LogicalResult importUpsample(NodeImporter &node);
 /// `x` padded along `axis` by `before` and `after` copies of the rank-0
 /// `fill` (negative counts crop): a slice, broadcasts and a concat.
 FailureOr<Value> padAxisConstant(NodeImporter &node, Value x, int64_t axis,

@@ -167,6 +167,9 @@ static const OnnxOpEntry kOpTable[] = {
     // Convolution, pooling, batch norm (OnnxOpsConv.cpp).
     // Conv: 1, 11, 22 types.
     {"Conv", 1, 28, importConv},
+    // ConvTranspose: 1, 11 (output_shape/auto_pad rules spelled out), 22
+    // types; tcc.conv2d_grad_input.
+    {"ConvTranspose", 1, 28, importConvTranspose},
     // MaxPool: 1, 8 (Indices output: refused; storage_order), 10 (ceil_mode,
     // dilations), 11, 12 types, 22 (types; says that with ceil_mode a
     // window starting in the end padding is dropped, which tcc does at every
@@ -200,6 +203,13 @@ static const OnnxOpEntry kOpTable[] = {
     {"MeanVarianceNormalization", 9, 28, importMeanVarianceNormalization},
     {"LRN", 1, 28, importLRN},
     {"GlobalMaxPool", 1, 28, importGlobalMaxPool},
+    // Resize (OnnxOpsResize.cpp): 10 (scales input; nearest, linear), 11
+    // (roi, sizes, coordinate modes, nearest_mode, cubic), 13 (optional
+    // roi/scales), 18 (antialias, axes, keep_aspect_ratio_policy), 19
+    // (half_pixel_symmetric). Upsample: 7 (scales attribute), 9 (scales
+    // input); removed at 10.
+    {"Resize", 10, 28, importResize},
+    {"Upsample", 7, 9, importUpsample},
 };
 
 ArrayRef<OnnxOpEntry> mlir::tcc::onnxOpTable() { return kOpTable; }
