@@ -346,6 +346,8 @@ LogicalResult mlir::tcc::importConvTranspose(NodeImporter &node) {
       b.getI64IntegerAttr(*group));
   for (int64_t i = 0; i < r; ++i) {
     int64_t a = r == 1 ? 3 : 2 + i;
+    if (begin[i] >= 0 && end[i] >= 0)
+      continue;
     FailureOr<Value> p =
         padAxisConstant(node, y, a, std::max<int64_t>(0, -begin[i]),
                         std::max<int64_t>(0, -end[i]), node.scalar(0.0f));

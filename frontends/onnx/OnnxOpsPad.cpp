@@ -163,7 +163,8 @@ LogicalResult mlir::tcc::importPad(NodeImporter &node) {
     if (!*p)
       return node.emitError() << "requires attribute 'pads'";
     pads = **p;
-    fill = node.scalar(*value);
+    if (mode == PadMode::Constant)
+      fill = node.scalar(*value);
   } else {
     FailureOr<SmallVector<int64_t>> p = node.constantInts(1, "pads");
     if (failed(p))
@@ -181,7 +182,7 @@ LogicalResult mlir::tcc::importPad(NodeImporter &node) {
       if (failed(s))
         return failure();
       fill = *s;
-    } else {
+    } else if (mode == PadMode::Constant) {
       fill = node.scalar(0.0f);
     }
     if (node.opset() >= 18 && node.hasInput(3)) {
