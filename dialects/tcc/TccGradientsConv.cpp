@@ -42,6 +42,24 @@ SmallVector<Value> Conv2dOp::buildGradients(OpBuilder &b, ValueRange grads) {
   return out;
 }
 
+// The op is linear in each operand: out[n, c, i, j] sums
+// grad[n, o, oh, ow] * weight[o, c, kh, kw] over the taps that land on
+// (i, j), the same pairs a convolution of `out` with `weight` visits. So
+// d grad = conv2d(dout, weight), and d weight pairs `grad` (as the
+// convolution's result gradient) with dout (as its input).
+SmallVector<Value> Conv2dGradInputOp::buildGradients(OpBuilder &b,
+                                                     ValueRange grads) {
+  Location loc = getLoc();
+  Value g = grads[0];
+  Value dgrad = Conv2dOp::create(b, loc, getGrad().getType(), g, getWeight(),
+                                 Value(), getStridesAttr(), getPadsAttr(),
+                                 getDilationsAttr(), getGroupsAttr());
+  Value dw = Conv2dGradWeightOp::create(
+      b, loc, getWeight().getType(), getGrad(), g, getStridesAttr(),
+      getPadsAttr(), getDilationsAttr(), getGroupsAttr());
+  return {dgrad, dw};
+}
+
 SmallVector<Value> MaxPool2dOp::buildGradients(OpBuilder &b, ValueRange grads) {
   // The indices are integers: only the pooled values carry a gradient.
   if (!grads[0])

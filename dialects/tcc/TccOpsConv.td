@@ -43,12 +43,17 @@ def Tcc_Conv2dOp : Tcc_DiffOp<"conv2d"> {
                        "functional-type(operands, results)";
 }
 
-def Tcc_Conv2dGradInputOp : Tcc_Op<"conv2d_grad_input", [Pure]> {
+def Tcc_Conv2dGradInputOp : Tcc_Op<"conv2d_grad_input", [Pure,
+    DeclareOpInterfaceMethods<Tcc_GradientOpInterface>]> {
   let summary = "Gradient of conv2d with respect to its input (col2im)";
   let description = [{
     `grad` is the result gradient `[N, O, OH, OW]`, `weight` the convolution's
     weight; the attributes are the convolution's. The result has the
-    convolution input's type, which must give `grad`'s shape.
+    convolution input's type, which must give `grad`'s shape. It is also the
+    transposed convolution (ONNX ConvTranspose, torch.nn.ConvTranspose2d),
+    so it has gradients itself: conv2d of the result's gradient for `grad`,
+    and conv2d_grad_weight with the roles of input and gradient swapped for
+    `weight`.
     ```mlir
     %dx = tcc.conv2d_grad_input %dy, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<8x16x16x16xf32>, tensor<16x3x3x3xf32>) -> tensor<8x3x32x32xf32>
     ```

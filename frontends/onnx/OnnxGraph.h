@@ -383,6 +383,25 @@ SmallVector<unsigned> batchNormalizationState(const onnx::NodeProto &node,
 LogicalResult importNegativeLogLikelihoodLoss(NodeImporter &node);
 LogicalResult importSoftmaxCrossEntropyLoss(NodeImporter &node);
 
+// Builders (OnnxOpsPad.cpp, OnnxOpsNorm.cpp, OnnxOpsResize.cpp,
+// OnnxOpsConvTranspose.cpp): padding, normalizations, resampling, transposed
+// convolution, all decomposed into existing tcc ops.
+LogicalResult importPad(NodeImporter &node);
+LogicalResult importPRelu(NodeImporter &node);
+LogicalResult importInstanceNormalization(NodeImporter &node);
+LogicalResult importGroupNormalization(NodeImporter &node);
+LogicalResult importRMSNormalization(NodeImporter &node);
+LogicalResult importMeanVarianceNormalization(NodeImporter &node);
+LogicalResult importLRN(NodeImporter &node);
+LogicalResult importGlobalMaxPool(NodeImporter &node);
+LogicalResult importConvTranspose(NodeImporter &node);
+LogicalResult importResize(NodeImporter &node);
+LogicalResult importUpsample(NodeImporter &node);
+/// `x` padded along `axis` by `before` and `after` copies of the rank-0
+/// `fill` (negative counts crop): a slice, broadcasts and a concat.
+FailureOr<Value> padAxisConstant(NodeImporter &node, Value x, int64_t axis,
+                                 int64_t before, int64_t after, Value fill);
+
 //===----------------------------------------------------------------------===//
 // Tensors (OnnxTensor.cpp)
 //===----------------------------------------------------------------------===//

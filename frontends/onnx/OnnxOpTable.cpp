@@ -178,6 +178,9 @@ static const OnnxOpEntry kOpTable[] = {
     // Convolution, pooling, batch norm (OnnxOpsConv.cpp).
     // Conv: 1, 11, 22 types.
     {"Conv", 1, 28, importConv},
+    // ConvTranspose: 1, 11 (output_shape/auto_pad rules spelled out), 22
+    // types; tcc.conv2d_grad_input.
+    {"ConvTranspose", 1, 28, importConvTranspose},
     // MaxPool: 1, 8 (Indices output: refused; storage_order), 10 (ceil_mode,
     // dilations), 11, 12 types, 22 (types; says that with ceil_mode a
     // window starting in the end padding is dropped, which tcc does at every
@@ -199,6 +202,30 @@ static const OnnxOpEntry kOpTable[] = {
     // SoftmaxCrossEntropyLoss: 12, 13 types.
     {"NegativeLogLikelihoodLoss", 12, 28, importNegativeLogLikelihoodLoss},
     {"SoftmaxCrossEntropyLoss", 12, 28, importSoftmaxCrossEntropyLoss},
+    // Padding, normalizations, resampling (OnnxOpsPad.cpp, OnnxOpsNorm.cpp):
+    // decompositions into existing ops. Pad: 2, 11 (pads and constant_value
+    // became inputs; negative pads crop), 13 types, 18 (axes input), 19
+    // (wrap mode), 21, 23, 24, 25 types.
+    {"Pad", 2, 28, importPad},
+    // PRelu: 6 (per-channel slope), 7 (slope broadcasts), 9, 16 types.
+    {"PRelu", 6, 28, importPRelu},
+    // InstanceNormalization: 6, 22 types. GroupNormalization: 18 (scale and
+    // bias per group), 21 (per channel; stash_type). RMSNormalization: 23.
+    {"InstanceNormalization", 6, 28, importInstanceNormalization},
+    {"GroupNormalization", 18, 28, importGroupNormalization},
+    {"RMSNormalization", 23, 28, importRMSNormalization},
+    // MeanVarianceNormalization: 9, 13 types. LRN: 1, 13 types.
+    // GlobalMaxPool: 1, 22 types.
+    {"MeanVarianceNormalization", 9, 28, importMeanVarianceNormalization},
+    {"LRN", 1, 28, importLRN},
+    {"GlobalMaxPool", 1, 28, importGlobalMaxPool},
+    // Resize (OnnxOpsResize.cpp): 10 (scales input; nearest, linear), 11
+    // (roi, sizes, coordinate modes, nearest_mode, cubic), 13 (optional
+    // roi/scales), 18 (antialias, axes, keep_aspect_ratio_policy), 19
+    // (half_pixel_symmetric). Upsample: 7 (scales attribute), 9 (scales
+    // input); removed at 10.
+    {"Resize", 10, 28, importResize},
+    {"Upsample", 7, 9, importUpsample},
 };
 
 ArrayRef<OnnxOpEntry> mlir::tcc::onnxOpTable() { return kOpTable; }

@@ -219,6 +219,163 @@ LogicalResult mlir::tcc::importConv(NodeImporter &node) {
 }
 
 //===----------------------------------------------------------------------===//
+// ConvTranspose
+//===----------------------------------------------------------------------===//
+
+// ConvTranspose 1, 11 (output_shape and auto_pad rules clarified), 22
+// types. It is the input gradient of a convolution with the same weight
+// (tcc.conv2d_grad_input). Along each spatial axis the taps cover the
+// "natural" extent s (in - 1) + d (k - 1) + 1; the output is the window of
+// `out` positions starting at pads[begin], where `out` comes from
+// output_shape, or from the pads and output_padding, and auto_pad SAME
+// splits the padding ceil(in * s)-wise like ONNX's reference. Positive
+// crops are the op's pads; a window reaching past the taps (output_padding,
+// a larger output_shape, a negative pad) holds zeros, added with Pad's
+// concat, before the bias.
+LogicalResult mlir::tcc::importConvTranspose(NodeImporter &node) {
+  FailureOr<SmallVector<Value>> in = node.inputs(2);
+  if (failed(in))
+    return failure();
+  Value x = (*in)[0], w = (*in)[1];
+  FailureOr<int64_t> rank = spatialRank(node, x);
+  if (failed(rank))
+    return failure();
+  int64_t r = *rank;
+  if (typeOf(w).getRank() != r + 2)
+    return node.emitError()
+           << "weight of shape " << shapeStr(typeOf(w).getShape())
+           << " does not match the rank-" << r + 2 << " input";
+  FailureOr<int64_t> group = node.intAttr("group", 1);
+  FailureOr<SmallVector<int64_t>> kernel =
+      kernelShape(node, r, typeOf(w).getShape().drop_front(2));
+  if (failed(group) || failed(kernel))
+    return failure();
+  ArrayRef<int64_t> xs = typeOf(x).getShape();
+  if (*group < 1 || xs[1] % *group != 0 || typeOf(w).getDimSize(0) != xs[1])
+    return node.emitError()
+           << "weight of shape " << shapeStr(typeOf(w).getShape())
+           << " and group " << *group << " do not fit the input's " << xs[1]
+           << " channels";
+  auto strides = intsOfSize(node, "strides", r, SmallVector<int64_t>(r, 1));
+  auto dilations = intsOfSize(node, "dilations", r, SmallVector<int64_t>(r, 1));
+  auto outPad =
+      intsOfSize(node, "output_padding", r, SmallVector<int64_t>(r, 0));
+  auto padsAttr = node.intsAttr("pads");
+  auto outShape = node.intsAttr("output_shape");
+  if (failed(strides) || failed(dilations) || failed(outPad) ||
+      failed(padsAttr) || failed(outShape))
+    return failure();
+  for (int64_t i = 0; i < r; ++i)
+    if ((*strides)[i] < 1 || (*dilations)[i] < 1 || (*outPad)[i] < 0)
+      return node.emitError() << "strides and dilations must be positive and "
+                                 "output_padding not negative";
+  std::string autoPad = "NOTSET";
+  if (const onnx::AttributeProto *a = node.attr("auto_pad")) {
+    if (a->type() != onnx::AttributeProto::STRING)
+      return node.emitError() << "attribute 'auto_pad' should be a string";
+    autoPad = a->s();
+  }
+  bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
+  if (!same && autoPad != "NOTSET" && autoPad != "VALID")
+    return node.emitUnsupported("attribute auto_pad=" + autoPad)
+           << "auto_pad '" << autoPad
+           << "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER";
+  SmallVector<int64_t> pads(2 * r, 0);
+  if (*padsAttr && !same && autoPad != "VALID") {
+    if ((int64_t)(*padsAttr)->size() != 2 * r)
+      return node.emitError() << "attribute 'pads' has " << (*padsAttr)->size()
+                              << " values, expected " << 2 * r;
+    pads = **padsAttr;
+  }
+  std::optional<SmallVector<int64_t>> outSpatial;
+  if (*outShape) {
+    ArrayRef<int64_t> o = **outShape;
+    if ((int64_t)o.size() == r + 2)
+      o = o.drop_front(2);
+    if ((int64_t)o.size() != r)
+      return node.emitError()
+             << "attribute 'output_shape' " << shapeStr(**outShape)
+             << " must have " << r << " spatial sizes";
+    outSpatial = SmallVector<int64_t>(o);
+  }
+
+  // Per axis: the begin pad and the output extent, then the end crop.
+  SmallVector<int64_t> begin(r), end(r);
+  for (int64_t i = 0; i < r; ++i) {
+    int64_t s = (*strides)[i], nat = s * (xs[2 + i] - 1) +
+                                     (*dilations)[i] * ((*kernel)[i] - 1) + 1;
+    int64_t out;
+    if (same) {
+      out = outSpatial ? (*outSpatial)[i] : xs[2 + i] * s;
+      int64_t total = nat + (*outPad)[i] - out;
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2); // floor
+      begin[i] = autoPad == "SAME_UPPER" ? half : total - half;
+    } else {
+      begin[i] = pads[i];
+      out = outSpatial ? (*outSpatial)[i]
+                       : nat + (*outPad)[i] - pads[i] - pads[i + r];
+    }
+    if (out < 1)
+      return node.emitError() << "the output would have " << out
+                              << " entries along spatial axis " << i;
+    end[i] = nat - begin[i] - out;
+  }
+
+  // The op on 2-D windows, with the crops as its pads.
+  SmallVector<int64_t> opPads(4, 0), opStrides(2, 1), opDil(2, 1);
+  for (int64_t i = 0; i < r; ++i) {
+    int64_t a = r == 1 ? 1 : i;
+    opPads[a] = std::max<int64_t>(0, begin[i]);
+    opPads[a + 2] = std::max<int64_t>(0, end[i]);
+    opStrides[a] = (*strides)[i];
+    opDil[a] = (*dilations)[i];
+  }
+  FailureOr<Value> x4 = as4d(node, x), w4 = as4d(node, w);
+  if (failed(x4) || failed(w4))
+    return failure();
+  ArrayRef<int64_t> x4s = typeOf(*x4).getShape(), w4s = typeOf(*w4).getShape();
+  SmallVector<int64_t> yshape{x4s[0], w4s[1] * *group, 0, 0};
+  for (int a = 0; a < 2; ++a)
+    yshape[2 + a] = opStrides[a] * (x4s[2 + a] - 1) +
+                    opDil[a] * (w4s[2 + a] - 1) + 1 - opPads[a] - opPads[a + 2];
+  auto ytype = RankedTensorType::get(yshape, typeOf(x).getElementType());
+  OpBuilder &b = node.builder();
+  Value y = Conv2dGradInputOp::create(
+      b, node.loc(), ytype, *x4, *w4, b.getDenseI64ArrayAttr(opStrides),
+      b.getDenseI64ArrayAttr(opPads), b.getDenseI64ArrayAttr(opDil),
+      b.getI64IntegerAttr(*group));
+  for (int64_t i = 0; i < r; ++i) {
+    int64_t a = r == 1 ? 3 : 2 + i;
+    if (begin[i] >= 0 && end[i] >= 0)
+      continue;
+    FailureOr<Value> p =
+        padAxisConstant(node, y, a, std::max<int64_t>(0, -begin[i]),
+                        std::max<int64_t>(0, -end[i]), node.scalar(0.0f));
+    if (failed(p))
+      return failure();
+    y = *p;
+  }
+  if (node.hasInput(2)) {
+    FailureOr<Value> bias = node.input(2);
+    if (failed(bias))
+      return failure();
+    int64_t c = yshape[1];
+    if (typeOf(*bias).getNumElements() != c)
+      return node.emitError()
+             << "B of shape " << shapeStr(typeOf(*bias).getShape())
+             << " must hold " << c << " values, one per output channel";
+    FailureOr<Value> b4 = node.reshape(*bias, {1, c, 1, 1});
+    if (failed(b4))
+      return failure();
+    FailureOr<Value> sum = node.create<AddOp>(y, *b4);
+    if (failed(sum))
+      return failure();
+    y = *sum;
+  }
+  return setSpatialOutput(node, r, y);
+}
+
+//===----------------------------------------------------------------------===//
 // Pooling
 //===----------------------------------------------------------------------===//
 

@@ -1,5 +1,5 @@
 //===- OnnxOpsShape.cpp - Builders: shapes, layout, constants -------------===//
-#include "frontends/onnx/OnnxGraph.h"
+#include "frontends/onnx/OnnxFold.h"
 
 using namespace mlir;
 using namespace mlir::tcc;
@@ -92,17 +92,59 @@ LogicalResult mlir::tcc::importFlatten(NodeImporter &node) {
   return reshapeTo(node, {outer, inner});
 }
 
+/// Transpose of a constant (PyTorch's Pad export reorders its int64 pads
+/// with one): the permuted elements, or a null attribute when `perm` is
+/// not a permutation (the op reports that) or the result is too large.
+static DenseElementsAttr foldTranspose(DenseElementsAttr c,
+                                       ArrayRef<int64_t> perm) {
+  auto type = cast<RankedTensorType>(c.getType());
+  ArrayRef<int64_t> in = type.getShape();
+  int64_t rank = in.size();
+  if ((int64_t)perm.size() != rank)
+    return {};
+  SmallVector<int64_t> out, strides(rank, 1);
+  SmallVector<bool> seen(rank, false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p])
+      return {};
+    seen[p] = true;
+    out.push_back(in[p]);
+  }
+  if (!fold::foldable({c}, out))
+    return {};
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * in[d + 1];
+  SmallVector<int64_t> map, idx(rank, 0);
+  for (int64_t e = 0, n = fold::numElements(out); e < n; ++e) {
+    int64_t flat = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      flat += idx[d] * strides[perm[d]];
+    map.push_back(flat);
+    for (int64_t d = rank - 1; d >= 0 && ++idx[d] == out[d]; --d)
+      idx[d] = 0;
+  }
+  return fold::take(c, out, map);
+}
+
 LogicalResult mlir::tcc::importTranspose(NodeImporter &node) {
-  FailureOr<Value> x = node.input(0);
   FailureOr<std::optional<SmallVector<int64_t>>> permAttr =
       node.intsAttr("perm");
-  if (failed(x) || failed(permAttr))
+  FailureOr<RankedTensorType> type = node.inputType(0);
+  if (failed(type) || failed(permAttr))
     return failure();
-  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  int64_t rank = type->getRank();
   // The default reverses the dimensions.
   SmallVector<int64_t> perm =
       *permAttr ? **permAttr
                 : llvm::to_vector(llvm::reverse(llvm::seq<int64_t>(0, rank)));
+  if (DenseElementsAttr c = node.constantInput(0))
+    if (DenseElementsAttr t = foldTranspose(c, perm)) {
+      node.setConstantOutput(0, t);
+      return success();
+    }
+  FailureOr<Value> x = node.input(0);
+  if (failed(x))
+    return failure();
   FailureOr<Value> y = node.create<TransposeOp>(*x, ArrayRef<int64_t>(perm));
   if (failed(y))
     return failure();

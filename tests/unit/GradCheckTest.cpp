@@ -476,6 +476,15 @@ std::vector<Case> cases() {
        "1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : "
        "(tensor<2x3x6x6xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x3x3xf32>",
        "2x4x3x3xf32"},
+      // The transposed convolution (ONNX ConvTranspose).
+      {"tcc.conv2d_grad_input",
+       "conv2d_grad_input_groups",
+       {{"g", "2x4x3x3xf32"}, {"k", "4x2x3x3xf32"}},
+       "%y = tcc.conv2d_grad_input %g, %k {strides = array<i64: 2, 2>, pads = "
+       "array<i64: 1, 0, 1, 1>, dilations = array<i64: 1, 1>, groups = 2 : "
+       "i64} : (tensor<2x4x3x3xf32>, tensor<4x2x3x3xf32>) -> "
+       "tensor<2x4x5x6xf32>",
+       "2x4x5x6xf32"},
       {"tcc.max_pool2d",
        "max_pool2d_ceil",
        {{"x", "2x2x5x5xf32"}},

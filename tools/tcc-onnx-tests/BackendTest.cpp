@@ -77,13 +77,19 @@ static onnx::TensorProto *findInitializer(onnx::GraphProto &g,
 }
 
 /// Whether graph input `name` is read where tcc needs a constant: a bound
-/// (input 1 or 2) of a Clip.
+/// (input 1 or 2) of a Clip, Resize's roi or scales (1, 2), Upsample's
+/// scales (1).
 static bool readAsConstant(const onnx::GraphProto &g, const std::string &name) {
-  for (const onnx::NodeProto &n : g.node())
-    if (n.op_type() == "Clip" && n.domain().empty())
-      for (int k = 1; k < n.input_size() && k < 3; ++k)
-        if (n.input(k) == name)
-          return true;
+  for (const onnx::NodeProto &n : g.node()) {
+    if (!n.domain().empty())
+      continue;
+    int last = n.op_type() == "Clip" || n.op_type() == "Resize" ? 2
+               : n.op_type() == "Upsample"                      ? 1
+                                                                : 0;
+    for (int k = 1; k < n.input_size() && k <= last; ++k)
+      if (n.input(k) == name)
+        return true;
+  }
   return false;
 }
 

@@ -16,7 +16,8 @@
 //    data, i.e. constants the importer folds, instead of runtime inputs.
 //    Integer tensors never flow through tcc's IR as data.
 //  * float graph inputs that a node reads as a compile-time constant
-//    (Clip's min and max, which tcc bakes into its kernel) become frozen
+//    (Clip's min and max, which tcc bakes into its kernel; Resize's roi and
+//    scales and Upsample's scales, which fix the output shape) become frozen
 //    initializers alike: the value a deployed model would hold there.
 //
 //===----------------------------------------------------------------------===//
