@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """End to end against PyTorch: the math family (GELU, LayerNorm, element-wise
-functions and the unary family of tcc.unary_fn, Pow, Dropout) exported by torch.onnx.export at opset 17.
+functions and the unary family of tcc.unary_fn, Pow, Dropout, the norms,
+log-sum-exp, product and cumsum reductions) exported by torch.onnx.export at
+opset 17.
 
 Each deterministic case compiles a small torch module with tcc (mse loss, SGD
 with lr = 1) and trains one step on one batch: the step's loss is the forward
@@ -143,6 +145,48 @@ class UnaryFamily(nn.Module):
         return self.fc2(a + b + c + d)
 
 
+class MoreUnary(nn.Module):
+    """The inverse and hyperbolic functions, softsign and celu, each on
+    inputs inside its domain (asin, acos and atanh of 0.9 tanh(h), acosh of
+    1.5 + h^2)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 8)
+        self.fc2 = nn.Linear(8, 8)
+
+    def forward(self, x):
+        F = nn.functional
+        h = self.fc(x)
+        u = torch.tanh(h) * 0.9
+        a = torch.tan(h * 0.5) + torch.asin(u) + torch.acos(u) + torch.atan(h)
+        b = torch.sinh(h) + torch.cosh(h) + torch.asinh(h) + torch.acosh(1.5 + h * h)
+        c = torch.atanh(u) + F.softsign(h) + F.celu(h, 0.5)
+        return self.fc2(a + b + c)
+
+
+class Reductions(nn.Module):
+    """torch.norm (p 1 and 2), logsumexp, prod and cumsum over a trained
+    layer's output, and prod of a parameter with zeros: one in row 0 (its
+    gradient is the product of the others), two in row 1 (all zero), where
+    prod / x would be NaN."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 8)
+        self.w = nn.Parameter(torch.tensor([[1.5, 0.0, -2.0, 0.5],
+                                            [0.0, 3.0, 0.0, 2.0],
+                                            [0.5, -1.0, 2.0, 1.5]]))
+
+    def forward(self, x):
+        h = self.fc(x).reshape(-1, 2, 4)
+        a = torch.norm(h, p=1, dim=2) + torch.norm(h, p=2, dim=2)
+        b = torch.logsumexp(h, dim=2) + torch.prod(h, dim=2)
+        c = torch.cumsum(h, dim=2).reshape(-1, 8)
+        p = torch.prod(self.w, dim=1).sum()
+        return torch.cat([a, b, c], 1) * p
+
+
 class FeedForward(nn.Module):
     """A transformer feed-forward block: LayerNorm(x + W2 dropout(GELU(W1 x)))."""
 
@@ -282,6 +326,11 @@ def main():
     parity_case(t, w, "unary_family", UnaryFamily(), (16, 6),
                 ["Abs", "Sign", "Floor", "Ceil", "Round", "Sin", "Cos", "HardSwish",
                  "HardSigmoid", "LeakyRelu", "Elu", "Selu", "Softplus", "Clip"])
+    parity_case(t, w, "more_unary", MoreUnary(), (16, 6),
+                ["Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh",
+                 "Atanh", "Softsign", "Celu"])
+    parity_case(t, w, "reductions", Reductions(), (8, 6),
+                ["ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceProd", "CumSum"])
     parity_case(t, w, "feed_forward_dropout0", FeedForward("none", 0.0), (8, 8),
                 ["Erf", "Dropout", "LayerNormalization"], training=True)
     parity_case(t, w, "feed_forward_tanh", FeedForward("tanh"), (4, 3, 8),

@@ -36,7 +36,20 @@ inline std::string unaryFnFamilyBody() {
       {"selu", "{alpha = 1.6732632 : f64, beta = 1.0507010 : f64}"},
       {"softplus", ""},
       {"mish", ""},
-      {"clip", "{alpha = -1.0 : f64, beta = 0x7FF0000000000000 : f64}"}};
+      {"clip", "{alpha = -1.0 : f64, beta = 0x7FF0000000000000 : f64}"},
+      {"tan", ""},
+      {"asin", ""},
+      {"acos", ""},
+      {"atan", ""},
+      {"sinh", ""},
+      {"cosh", ""},
+      {"asinh", ""},
+      {"acosh", ""},
+      {"atanh", ""},
+      {"softsign", ""},
+      {"shrink", "{alpha = 0.5 : f64, beta = 0.25 : f64}"},
+      {"celu", "{alpha = 0.5 : f64}"},
+      {"thresholded_relu", "{alpha = 1.0 : f64}"}};
   static_assert(sizeof(fns) / sizeof(fns[0]) == TCC_UFN_COUNT,
                 "a new function needs a row here");
   const std::string t = " : tensor<6x33xf32>\n  ";
