@@ -238,6 +238,30 @@ class Reductions(nn.Module):
         return torch.cat([a, b, c], 1) * p
 
 
+def rename_reductions(model):
+    for n in model.graph.node:
+        n.op_type = {"ReduceL1": "ReduceSumSquare", "ReduceL2": "ReduceLogSum"}.get(
+            n.op_type, n.op_type)
+
+
+class RenamedReductions(nn.Module):
+    """ReduceSumSquare and ReduceLogSum (of exp(h), positive), which torch
+    does not export: ReduceL1 and ReduceL2 stand in (same axes and keepdims)
+    and are renamed, while PyTorch computes sum(h^2) and log(sum(exp(h)))."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 8)
+        self.exporting = False
+
+    def forward(self, x):
+        h = self.fc(x).reshape(-1, 2, 4)
+        e = torch.exp(h)
+        if self.exporting:
+            return torch.norm(h, p=1, dim=2) + torch.norm(e, p=2, dim=2)
+        return (h * h).sum(2) + torch.log(e.sum(2))
+
+
 class FeedForward(nn.Module):
     """A transformer feed-forward block: LayerNorm(x + W2 dropout(GELU(W1 x)))."""
 
@@ -384,6 +408,8 @@ def main():
                  "ThresholdedRelu", "Shrink"], rewrite=rename_stand_ins)
     parity_case(t, w, "reductions", Reductions(), (8, 6),
                 ["ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceProd", "CumSum"])
+    parity_case(t, w, "renamed_reductions", RenamedReductions(), (8, 6),
+                ["ReduceSumSquare", "ReduceLogSum"], rewrite=rename_reductions)
     parity_case(t, w, "feed_forward_dropout0", FeedForward("none", 0.0), (8, 8),
                 ["Erf", "Dropout", "LayerNormalization"], training=True)
     parity_case(t, w, "feed_forward_tanh", FeedForward("tanh"), (4, 3, 8),
