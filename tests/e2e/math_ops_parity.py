@@ -2,7 +2,9 @@
 """End to end against PyTorch: the math family (GELU, LayerNorm, element-wise
 functions and the unary family of tcc.unary_fn, Pow, Dropout, the norms,
 log-sum-exp, product and cumsum reductions) exported by torch.onnx.export at
-opset 17.
+opset 17. Ops torch 1.13 cannot export (Sinh, Shrink, ReduceSumSquare, ...)
+are exported as stand-in ops renamed in the file, PyTorch computing the real
+function for the reference.
 
 Each deterministic case compiles a small torch module with tcc (mse loss, SGD
 with lr = 1) and trains one step on one batch: the step's loss is the forward
