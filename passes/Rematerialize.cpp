@@ -261,7 +261,9 @@ static int64_t recomputeCost(Operation *op, bool gemms) {
                          fn == TCC_UFN_FLOOR || fn == TCC_UFN_CEIL ||
                          fn == TCC_UFN_ROUND || fn == TCC_UFN_HARD_SWISH ||
                          fn == TCC_UFN_HARD_SIGMOID ||
-                         fn == TCC_UFN_LEAKY_RELU || fn == TCC_UFN_CLIP;
+                         fn == TCC_UFN_LEAKY_RELU || fn == TCC_UFN_CLIP ||
+                         fn == TCC_UFN_SOFTSIGN || fn == TCC_UFN_SHRINK ||
+                         fn == TCC_UFN_THRESHOLDED_RELU;
             return cheap ? 1 : 8;
           })
           .Default([](Operation *) { return -1; });
@@ -271,7 +273,8 @@ static int64_t recomputeCost(Operation *op, bool gemms) {
   // more than once.
   factor = llvm::TypeSwitch<Operation *, int64_t>(op)
                .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
-                     ArgMaxOp, ArgMinOp>([](auto) { return 1; })
+                     ReduceProdOp, CumSumOp, ArgMaxOp, ArgMinOp>(
+                   [](auto) { return 1; })
                .Case<AvgPool2dOp, MaxPool2dOp>([](auto) { return 4; })
                .Case<LayerNormOp, BatchNormTrainOp>([](auto) { return 8; })
                .Case<SoftmaxOp, LogSoftmaxOp>([](auto) { return 26; })

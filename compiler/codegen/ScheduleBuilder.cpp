@@ -453,9 +453,16 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
         rt::abi::setAttrs(in, rt::abi::LogicAttrs{l.kindCode(l.getKind())});
         return success();
       })
-      .Case<mlir::tcc::ReduceMaxOp, mlir::tcc::ReduceMinOp>([&](auto r) {
+      .Case<mlir::tcc::ReduceMaxOp, mlir::tcc::ReduceMinOp,
+            mlir::tcc::ReduceProdOp, mlir::tcc::ReduceProdGradOp>([&](auto r) {
         ArrayRef<int64_t> axes = r.getAxes();
         rt::abi::setAttrs(in, rt::abi::AxesAttrs{{axes.data(), axes.size()}});
+        return success();
+      })
+      .Case<mlir::tcc::CumSumOp>([&](auto c) {
+        rt::abi::setAttrs(in, rt::abi::CumSumAttrs{(int64_t)c.getAxis(),
+                                                   c.getExclusive(),
+                                                   c.getReverse()});
         return success();
       })
       .Case<mlir::tcc::ArgMaxOp, mlir::tcc::ArgMinOp>([&](auto r) {

@@ -281,6 +281,18 @@ LogicalResult importSub(NodeImporter &node);
 LogicalResult importMul(NodeImporter &node);
 LogicalResult importDiv(NodeImporter &node);
 LogicalResult importRelu(NodeImporter &node);
+/// The reduced axes of a Reduce* node (sorted, unique, non-negative) and
+/// its keepdims, from the `axes` attribute before opset `axesInputSince` and
+/// the optional constant input 1 from then on. No axes with
+/// noop_with_empty_axes leaves `axes` empty: nothing is reduced (ONNX's
+/// reference still applies the element-wise part, as in ReduceSumSquare's
+/// x * x).
+struct ReduceAxes {
+  SmallVector<int64_t> axes;
+  bool keepdims;
+};
+FailureOr<ReduceAxes> reduceAxes(NodeImporter &node, int64_t rank,
+                                 int64_t axesInputSince);
 LogicalResult importReduceSum(NodeImporter &node);
 LogicalResult importReduceMean(NodeImporter &node);
 LogicalResult importSoftmax(NodeImporter &node);
@@ -348,6 +360,19 @@ LogicalResult importArgMax(NodeImporter &node);
 LogicalResult importArgMin(NodeImporter &node);
 LogicalResult importReduceMax(NodeImporter &node);
 LogicalResult importReduceMin(NodeImporter &node);
+LogicalResult importIsNaN(NodeImporter &node);
+LogicalResult importIsInf(NodeImporter &node);
+
+// Builders (OnnxOpsReduce.cpp): reductions built on reduce_sum, ReduceProd,
+// CumSum, Hardmax.
+LogicalResult importReduceL1(NodeImporter &node);
+LogicalResult importReduceL2(NodeImporter &node);
+LogicalResult importReduceSumSquare(NodeImporter &node);
+LogicalResult importReduceLogSum(NodeImporter &node);
+LogicalResult importReduceLogSumExp(NodeImporter &node);
+LogicalResult importReduceProd(NodeImporter &node);
+LogicalResult importCumSum(NodeImporter &node);
+LogicalResult importHardmax(NodeImporter &node);
 
 // Builders (OnnxOpsActivation.cpp): element-wise math, LayerNormalization,
 // Dropout.

@@ -96,6 +96,22 @@ static const OnnxOpEntry kOpTable[] = {
     {"Selu", 6, 28, importUnaryFn},
     {"Softplus", 1, 28, importUnaryFn},
     {"Mish", 18, 28, importUnaryFn},
+    // Tan, Asin, Acos, Atan: 7, 22 types. Sinh, Cosh, Asinh, Acosh, Atanh:
+    // 9, 22 types. Softsign: 1, 22 types. Shrink: 9. Celu: 12.
+    // ThresholdedRelu: 10, 22 types.
+    {"Tan", 7, 28, importUnaryFn},
+    {"Asin", 7, 28, importUnaryFn},
+    {"Acos", 7, 28, importUnaryFn},
+    {"Atan", 7, 28, importUnaryFn},
+    {"Sinh", 9, 28, importUnaryFn},
+    {"Cosh", 9, 28, importUnaryFn},
+    {"Asinh", 9, 28, importUnaryFn},
+    {"Acosh", 9, 28, importUnaryFn},
+    {"Atanh", 9, 28, importUnaryFn},
+    {"Softsign", 1, 28, importUnaryFn},
+    {"Shrink", 9, 28, importUnaryFn},
+    {"Celu", 12, 28, importUnaryFn},
+    {"ThresholdedRelu", 10, 28, importUnaryFn},
     {"Clip", 6, 28, importClip},
 
     // Shape and data movement (OnnxOpsShape.cpp).
@@ -174,6 +190,24 @@ static const OnnxOpEntry kOpTable[] = {
     {"ReduceMin", 1, 28, importReduceMin},
     {"ArgMax", 1, 28, importArgMax},
     {"ArgMin", 1, 28, importArgMin},
+    // IsNaN: 9, 13 and 20 types. IsInf: 10, 20 types.
+    {"IsNaN", 9, 28, importIsNaN},
+    {"IsInf", 10, 28, importIsInf},
+
+    // Reductions, scans, Hardmax (OnnxOpsReduce.cpp). ReduceL1, ReduceL2,
+    // ReduceSumSquare, ReduceLogSum, ReduceLogSumExp, ReduceProd: 1, 11
+    // (negative axes), 13 types, 18 (axes became optional input 1, with
+    // noop_with_empty_axes; both handled). CumSum: 11, 14 types. Hardmax:
+    // 1, 11 (negative axis), 13 (one axis, default -1, instead of coercing
+    // to 2-D at axis 1: both handled).
+    {"ReduceL1", 1, 28, importReduceL1},
+    {"ReduceL2", 1, 28, importReduceL2},
+    {"ReduceSumSquare", 1, 28, importReduceSumSquare},
+    {"ReduceLogSum", 1, 28, importReduceLogSum},
+    {"ReduceLogSumExp", 1, 28, importReduceLogSumExp},
+    {"ReduceProd", 1, 28, importReduceProd},
+    {"CumSum", 11, 28, importCumSum},
+    {"Hardmax", 1, 28, importHardmax},
 
     // Convolution, pooling, batch norm (OnnxOpsConv.cpp).
     // Conv: 1, 11, 22 types.

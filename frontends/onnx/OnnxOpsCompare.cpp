@@ -3,7 +3,8 @@
 // Equal, Less, LessOrEqual, Greater, GreaterOrEqual (one tcc.compare with a
 // predicate), And, Or, Xor, Not (one tcc.logic; Not is xor with true),
 // Min, Max (chains of tcc.minimum/maximum), Trilu (a select with a constant
-// mask) and ArgMax, ArgMin. As in OnnxOpsLogic.cpp every op folds when its
+// mask), ArgMax, ArgMin, and IsNaN, IsInf (comparisons of x with itself and
+// with the infinities). As in OnnxOpsLogic.cpp every op folds when its
 // inputs are known at import: masks and shape arithmetic are usually built
 // from constants.
 //
@@ -11,6 +12,7 @@
 #include "frontends/onnx/OnnxFold.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::tcc;
@@ -406,4 +408,58 @@ LogicalResult mlir::tcc::importArgMax(NodeImporter &node) {
 }
 LogicalResult mlir::tcc::importArgMin(NodeImporter &node) {
   return importArgExtremum(node, false);
+}
+
+//===----------------------------------------------------------------------===//
+// IsNaN, IsInf
+//===----------------------------------------------------------------------===//
+
+// NaN is the one value not equal to itself: not (x == x).
+LogicalResult mlir::tcc::importIsNaN(NodeImporter &node) {
+  FailureOr<Value> x = node.input(0);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> same = node.create<CompareOp>("eq", *x, *x);
+  if (failed(same))
+    return failure();
+  auto scalarBool =
+      RankedTensorType::get({}, IntegerType::get(node.context(), 1));
+  Value t = ConstantOp::create(node.builder(), node.loc(),
+                               DenseElementsAttr::get(scalarBool, true));
+  FailureOr<Value> y = node.create<LogicOp>("xor", *same, t);
+  if (failed(y))
+    return failure();
+  node.setOutput(0, *y);
+  return success();
+}
+
+// x == +inf and/or x == -inf, as detect_positive and detect_negative ask
+// (both by default); neither gives false everywhere.
+LogicalResult mlir::tcc::importIsInf(NodeImporter &node) {
+  FailureOr<Value> x = node.input(0);
+  FailureOr<int64_t> neg = node.intAttr("detect_negative", 1);
+  FailureOr<int64_t> pos = node.intAttr("detect_positive", 1);
+  if (failed(x) || failed(neg) || failed(pos))
+    return failure();
+  auto boolType =
+      RankedTensorType::get(cast<RankedTensorType>(x->getType()).getShape(),
+                            IntegerType::get(node.context(), 1));
+  if (!*neg && !*pos) {
+    node.setConstantOutput(0, DenseElementsAttr::get(boolType, false));
+    return success();
+  }
+  float inf = std::numeric_limits<float>::infinity();
+  FailureOr<Value> y = failure();
+  if (*pos)
+    y = node.create<CompareOp>("eq", *x, node.scalar(inf));
+  if (*neg) {
+    FailureOr<Value> n = node.create<CompareOp>("eq", *x, node.scalar(-inf));
+    if (failed(n))
+      return failure();
+    y = *pos ? (failed(y) ? y : node.create<LogicOp>("or", *y, *n)) : n;
+  }
+  if (failed(y))
+    return failure();
+  node.setOutput(0, *y);
+  return success();
 }

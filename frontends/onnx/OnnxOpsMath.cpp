@@ -208,15 +208,13 @@ LogicalResult mlir::tcc::importRelu(NodeImporter &node) {
 //===----------------------------------------------------------------------===//
 
 // `axesInputSince` is the opset where `axes` moved from an attribute to an
-// optional input (ReduceSum 13, ReduceMean 18); `noop_with_empty_axes` came
+// optional input (ReduceSum 13, the others 18); `noop_with_empty_axes` came
 // with it.
-template <typename OpTy>
-static LogicalResult importReduce(NodeImporter &node, int64_t axesInputSince) {
-  FailureOr<Value> x = node.input(0);
+FailureOr<ReduceAxes> mlir::tcc::reduceAxes(NodeImporter &node, int64_t rank,
+                                            int64_t axesInputSince) {
   FailureOr<int64_t> keepdims = node.intAttr("keepdims", 1);
-  if (failed(x) || failed(keepdims))
+  if (failed(keepdims))
     return failure();
-  int64_t rank = typeOf(*x).getRank();
   SmallVector<int64_t> axes;
   bool noop = false;
   if (node.opset() >= axesInputSince) {
@@ -242,7 +240,7 @@ static LogicalResult importReduce(NodeImporter &node, int64_t axesInputSince) {
   }
   if (axes.empty()) {
     if (noop)
-      return node.forwardInput(0, 0);
+      return ReduceAxes{{}, *keepdims != 0};
     axes = llvm::to_vector(llvm::seq<int64_t>(0, rank));
   }
   for (int64_t &axis : axes) {
@@ -254,8 +252,22 @@ static LogicalResult importReduce(NodeImporter &node, int64_t axesInputSince) {
   std::sort(axes.begin(), axes.end());
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
     return node.emitError() << "axes name a dimension twice";
+  return ReduceAxes{axes, *keepdims != 0};
+}
+
+template <typename OpTy>
+static LogicalResult importReduce(NodeImporter &node, int64_t axesInputSince) {
+  FailureOr<Value> x = node.input(0);
+  if (failed(x))
+    return failure();
+  FailureOr<ReduceAxes> r =
+      reduceAxes(node, typeOf(*x).getRank(), axesInputSince);
+  if (failed(r))
+    return failure();
+  if (r->axes.empty())
+    return node.forwardInput(0, 0);
   FailureOr<Value> y =
-      node.create<OpTy>(*x, ArrayRef<int64_t>(axes), *keepdims != 0);
+      node.create<OpTy>(*x, ArrayRef<int64_t>(r->axes), r->keepdims);
   if (failed(y))
     return failure();
   node.setOutput(0, *y);

@@ -1,7 +1,9 @@
 //===- OnnxOpsUnaryFn.cpp - Builders: the unary function family -----------===//
 //
 // Abs, Sign, Floor, Ceil, Round, Sin, Cos, HardSwish, HardSigmoid,
-// LeakyRelu, Elu, Selu, Softplus, Mish and Clip all become `tcc.unary_fn`
+// LeakyRelu, Elu, Selu, Softplus, Mish, Tan, Asin, Acos, Atan, Sinh, Cosh,
+// Asinh, Acosh, Atanh, Softsign, Shrink, Celu, ThresholdedRelu and Clip
+// all become `tcc.unary_fn`
 // with the function's name and up to two float parameters (alpha, beta;
 // runtime/core/prelude/UnaryFn.h lists them). Clip's bounds are attributes
 // before opset 11 and optional inputs from 11, which must then be constants
@@ -45,6 +47,19 @@ static const UnaryFnSpec kSpecs[] = {
      1.05070102214813232421875f},
     {"Softplus", "softplus"},
     {"Mish", "mish"},
+    {"Tan", "tan"},
+    {"Asin", "asin"},
+    {"Acos", "acos"},
+    {"Atan", "atan"},
+    {"Sinh", "sinh"},
+    {"Cosh", "cosh"},
+    {"Asinh", "asinh"},
+    {"Acosh", "acosh"},
+    {"Atanh", "atanh"},
+    {"Softsign", "softsign"},
+    {"Shrink", "shrink", "lambd", 0.5f, "bias", 0.0f},
+    {"Celu", "celu", "alpha", 1.0f},
+    {"ThresholdedRelu", "thresholded_relu", "alpha", 1.0f},
 };
 
 /// Builds `tcc.unary_fn fn(input 0)` and binds it to output 0.

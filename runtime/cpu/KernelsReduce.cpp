@@ -1,4 +1,4 @@
-//===- KernelsReduce.cpp - reduce_sum and reduce_mean ---------------------===//
+//===- KernelsReduce.cpp - reduce_sum/mean/prod, cumsum -------------------===//
 #include "runtime/core/ThreadPool.h"
 #include "runtime/core/prelude/RowReduce.h"
 #include "runtime/cpu/KernelsInternal.h"
@@ -108,5 +108,107 @@ static void reduce(const KernelArgs &a, bool mean) {
 
 void run_reduce_sum(const KernelArgs &a) { reduce(a, false); }
 void run_reduce_mean(const KernelArgs &a) { reduce(a, true); }
+
+//===----------------------------------------------------------------------===//
+// reduce_prod, reduce_prod_grad
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The groups of a reduction of a contiguous tensor of shape `xs` over
+/// `axes`: the offset of each group's first element (in the order of the
+/// result's elements) and of each element within a group (row-major over
+/// the reduced axes, the order the products are taken in on every backend).
+struct ReduceGroups {
+  std::vector<int64_t> base, member;
+  ReduceGroups(const std::vector<int64_t> &xs, const abi::AttrList &axes) {
+    base = {0};
+    member = {0};
+    std::vector<int64_t> st = contiguousStrides(xs);
+    for (size_t d = 0; d < xs.size(); ++d) {
+      bool reduced = std::binary_search(axes.begin(), axes.end(), int64_t(d));
+      std::vector<int64_t> &v = reduced ? member : base;
+      std::vector<int64_t> next;
+      next.reserve(v.size() * xs[d]);
+      for (int64_t o : v)
+        for (int64_t i = 0; i < xs[d]; ++i)
+          next.push_back(o + i * st[d]);
+      v = std::move(next);
+    }
+  }
+};
+} // namespace
+
+void run_reduce_prod(const KernelArgs &a) {
+  const TensorView &X = a.in[0], &Y = a.out[0];
+  ReduceGroups g(*X.shape, abi::attrsOf<abi::AxesAttrs>(a.instr).axes);
+  const float *x = X.f32();
+  float *y = Y.f32();
+  for (size_t o = 0; o < g.base.size(); ++o) {
+    float p = 1.0f; // the product of nothing
+    for (int64_t m : g.member)
+      p *= x[g.base[o] + m];
+    y[o] = p;
+  }
+}
+
+// dx[k] = dy * (x[0] ... x[k-1]) * (x[k+1] ... x[n-1]): the prefix
+// products go to dx on the way forward, the suffix products multiply in on
+// the way back. No division, so a zero in x gives what the product of the
+// others is.
+void run_reduce_prod_grad(const KernelArgs &a) {
+  const TensorView &DY = a.in[0], &X = a.in[1], &DX = a.out[0];
+  ReduceGroups g(*X.shape, abi::attrsOf<abi::AxesAttrs>(a.instr).axes);
+  const float *dy = DY.f32(), *x = X.f32();
+  float *dx = DX.f32();
+  size_t n = g.member.size();
+  for (size_t o = 0; o < g.base.size(); ++o) {
+    const float *xg = x + g.base[o];
+    float *dg = dx + g.base[o];
+    float p = 1.0f;
+    for (size_t k = 0; k < n; ++k) {
+      dg[g.member[k]] = p;
+      p *= xg[g.member[k]];
+    }
+    float s = 1.0f;
+    for (size_t k = n; k-- > 0;) {
+      dg[g.member[k]] = dy[o] * (dg[g.member[k]] * s);
+      s *= xg[g.member[k]];
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// cumsum
+//===----------------------------------------------------------------------===//
+
+void run_cumsum(const KernelArgs &a) {
+  const TensorView &X = a.in[0], &Y = a.out[0];
+  abi::CumSumAttrs at = abi::attrsOf<abi::CumSumAttrs>(a.instr);
+  const auto &xs = *X.shape;
+  int64_t n = xs[at.axis], inner = 1;
+  for (size_t d = at.axis + 1; d < xs.size(); ++d)
+    inner *= xs[d];
+  if (X.numel == 0)
+    return;
+  int64_t outer = X.numel / (n * inner);
+  const float *x = X.f32();
+  float *y = Y.f32();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t base = o * n * inner + i;
+      float acc = 0.0f;
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t off = base + (at.reverse ? n - 1 - j : j) * inner;
+        float v = x[off];
+        if (at.exclusive) {
+          y[off] = acc;
+          acc += v;
+        } else {
+          acc += v;
+          y[off] = acc;
+        }
+      }
+    }
+}
 
 } // namespace tcc::rt::kernels

@@ -116,6 +116,9 @@ TCC_CUDA_KERNEL(maximum)
 TCC_CUDA_KERNEL(minimum)
 TCC_CUDA_KERNEL(reduce_extremum) // reduce_max, reduce_min
 TCC_CUDA_KERNEL(arg_extremum)    // arg_max, arg_min
+TCC_CUDA_KERNEL(reduce_prod)
+TCC_CUDA_KERNEL(reduce_prod_grad)
+TCC_CUDA_KERNEL(cumsum)
 // CudaKernelsLayout.cu
 TCC_CUDA_KERNEL(copy)
 TCC_CUDA_KERNEL(transpose)

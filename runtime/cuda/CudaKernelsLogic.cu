@@ -177,6 +177,7 @@ static void splitAxes(const std::vector<int64_t> &xs, const abi::AttrList &axes,
   }
 }
 
+// Also reduce_prod and reduce_prod_grad.
 int64_t prepare_reduce_extremum(const Instr &in,
                                 const std::vector<TensorInfo> &t) {
   const TensorInfo &x = t[in.inputs[0]];
@@ -254,6 +255,119 @@ void launch_arg_extremum(const CudaArgs &a) {
   TCC_LAUNCH(argKernel, gridFor(Y.numel, kBlock, a.smCount), kBlock, a.stream)
   (X.data, dt(X), static_cast<long long *>(Y.data), isMax, at.selectLast,
    Y.numel, n, inner);
+  checkLaunch(a.instr.kernel.c_str());
+}
+
+//===----------------------------------------------------------------------===//
+// reduce_prod, reduce_prod_grad, cumsum
+//===----------------------------------------------------------------------===//
+
+// One thread per group, its elements in the CPU kernels' order
+// (runtime/cpu/KernelsReduce.cpp), so both round alike.
+__global__ void reduceProdKernel(const void *x, int tx, void *y, int ty,
+                                 long long outputs, long long count,
+                                 Strided<1> kept, Strided<1> red) {
+  TCC_GRID_STRIDE(o, outputs) {
+    long long base[1];
+    kept.offsets(o, base);
+    float p = 1.0f;
+    for (long long k = 0; k < count; ++k) {
+      long long off[1];
+      red.offsets(k, off);
+      p *= ldf(x, tx, base[0] + off[0]);
+    }
+    stf(y, ty, o, p);
+  }
+}
+
+// dx = dy * prefix product * suffix product: the prefixes are written to dx
+// first, then multiplied by the suffixes on the way back.
+__global__ void reduceProdGradKernel(const void *dy, int tdy, const void *x,
+                                     int tx, void *dx, int tdx,
+                                     long long outputs, long long count,
+                                     Strided<1> kept, Strided<1> red) {
+  TCC_GRID_STRIDE(o, outputs) {
+    long long base[1];
+    kept.offsets(o, base);
+    float p = 1.0f;
+    for (long long k = 0; k < count; ++k) {
+      long long off[1];
+      red.offsets(k, off);
+      stf(dx, tdx, base[0] + off[0], p);
+      p *= ldf(x, tx, base[0] + off[0]);
+    }
+    float g = ldf(dy, tdy, o), s = 1.0f;
+    for (long long k = count; k-- > 0;) {
+      long long off[1];
+      red.offsets(k, off);
+      long long at = base[0] + off[0];
+      stf(dx, tdx, at, g * (ldf(dx, tdx, at) * s));
+      s *= ldf(x, tx, at);
+    }
+  }
+}
+
+static void launchProd(const CudaArgs &a, bool grad) {
+  const TensorView &X = a.in[grad ? 1 : 0], &Y = a.out[0];
+  long long groups = grad ? a.in[0].numel : Y.numel;
+  if (groups == 0 || (grad && X.numel == 0))
+    return;
+  std::vector<int64_t> keptShape, keptSt, redShape, redSt;
+  splitAxes(*X.shape, abi::attrsOf<abi::AxesAttrs>(a.instr).axes, keptShape,
+            keptSt, redShape, redSt);
+  long long count = 1;
+  for (int64_t d : redShape)
+    count *= d;
+  Strided<1> kept = makeStrided<1>(keptShape, {keptSt}),
+             red = makeStrided<1>(redShape, {redSt});
+  dim3 grid = gridFor(groups, kBlock, a.smCount);
+  if (grad) {
+    const TensorView &DY = a.in[0];
+    TCC_LAUNCH(reduceProdGradKernel, grid, kBlock, a.stream)
+    (DY.data, dt(DY), X.data, dt(X), Y.data, dt(Y), groups, count, kept, red);
+  } else {
+    TCC_LAUNCH(reduceProdKernel, grid, kBlock, a.stream)
+    (X.data, dt(X), Y.data, dt(Y), groups, X.numel == 0 ? 0 : count, kept,
+     red);
+  }
+  checkLaunch(a.instr.kernel.c_str());
+}
+
+void launch_reduce_prod(const CudaArgs &a) { launchProd(a, false); }
+void launch_reduce_prod_grad(const CudaArgs &a) { launchProd(a, true); }
+
+// One thread per line along the axis, summing in order as the CPU does.
+__global__ void cumsumKernel(const void *x, int tx, void *y, int ty,
+                             long long lines, long long n, long long inner,
+                             bool exclusive, bool reverse) {
+  TCC_GRID_STRIDE(l, lines) {
+    long long base = (l / inner) * n * inner + l % inner;
+    float acc = 0.0f;
+    for (long long j = 0; j < n; ++j) {
+      long long off = base + (reverse ? n - 1 - j : j) * inner;
+      float v = ldf(x, tx, off);
+      if (exclusive) {
+        stf(y, ty, off, acc);
+        acc += v;
+      } else {
+        acc += v;
+        stf(y, ty, off, acc);
+      }
+    }
+  }
+}
+
+void launch_cumsum(const CudaArgs &a) {
+  const TensorView &X = a.in[0], &Y = a.out[0];
+  if (X.numel == 0)
+    return;
+  abi::CumSumAttrs at = abi::attrsOf<abi::CumSumAttrs>(a.instr);
+  long long n = X.dim(at.axis), inner = 1;
+  for (size_t d = at.axis + 1; d < X.rank(); ++d)
+    inner *= X.dim(d);
+  long long lines = X.numel / n;
+  TCC_LAUNCH(cumsumKernel, gridFor(lines, kBlock, a.smCount), kBlock, a.stream)
+  (X.data, dt(X), Y.data, dt(Y), lines, n, inner, at.exclusive, at.reverse);
   checkLaunch(a.instr.kernel.c_str());
 }
 

@@ -1,6 +1,10 @@
 #!/usr/bin/python3
 """End to end against PyTorch: the math family (GELU, LayerNorm, element-wise
-functions and the unary family of tcc.unary_fn, Pow, Dropout) exported by torch.onnx.export at opset 17.
+functions and the unary family of tcc.unary_fn, Pow, Dropout, the norms,
+log-sum-exp, product and cumsum reductions) exported by torch.onnx.export at
+opset 17. Ops torch 1.13 cannot export (Sinh, Shrink, ReduceSumSquare, ...)
+are exported as stand-in ops renamed in the file, PyTorch computing the real
+function for the reference.
 
 Each deterministic case compiles a small torch module with tcc (mse loss, SGD
 with lr = 1) and trains one step on one batch: the step's loss is the forward
@@ -68,13 +72,20 @@ def tcc_train(tcc, d, onnx_path, x, y, steps=1, tag="", extra=(), loss="mse",
 
 
 def parity_case(tcc, work, name, model, x_shape, expect_ops, training=False,
-                compile_extra=()):
+                compile_extra=(), rewrite=None):
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
     onnx_path = os.path.join(d, "model.onnx")
     rng = np.random.RandomState(1)
     x = rng.randn(*x_shape).astype(np.float32)
+    if rewrite:
+        model.exporting = True
     export(model, torch.from_numpy(x[:2]), onnx_path, training)
+    if rewrite:
+        model.exporting = False
+        m = onnx.load(onnx_path)
+        rewrite(m)
+        onnx.save(m, onnx_path)
     found = ops_in(onnx_path)
     missing = [op for op in expect_ops if op not in found]
     if missing:
@@ -141,6 +152,116 @@ class UnaryFamily(nn.Module):
         c = F.leaky_relu(h, 0.1) + F.elu(h, 0.5) + F.selu(h) + F.softplus(h) + F.mish(h)
         d = torch.clamp(h, -1.0, 1.5) + F.relu6(h) + torch.clamp(h, min=0.25)
         return self.fc2(a + b + c + d)
+
+
+class MoreUnary(nn.Module):
+    """tan, asin, acos, atan and celu (asin and acos of 0.9 tanh(h), inside
+    their domain)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 8)
+        self.fc2 = nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = self.fc(x)
+        u = torch.tanh(h) * 0.9
+        a = torch.tan(h * 0.5) + torch.asin(u) + torch.acos(u) + torch.atan(h)
+        return self.fc2(a + nn.functional.celu(h, 0.5))
+
+
+# Functions torch 1.13 does not export as their ONNX op (sinh... it refuses,
+# softsign, hardshrink and softshrink it decomposes, threshold it refuses):
+# the export uses a stand-in op for each, renamed in the file (and given
+# the op's attributes), while PyTorch's reference computes the real one.
+STAND_INS = {  # stand-in -> (op, attributes)
+    "Sin": ("Sinh", {}), "Cos": ("Cosh", {}), "Atan": ("Asinh", {}),
+    "Tan": ("Acosh", {}), "Asin": ("Atanh", {}), "Acos": ("Softsign", {}),
+    "Elu": ("ThresholdedRelu", {"alpha": 0.75}),
+    "LeakyRelu": ("Shrink", {"lambd": 0.5, "bias": 0.5}),
+    "Selu": ("Shrink", {"lambd": 0.25}),
+}
+
+
+def rename_stand_ins(model):
+    for n in model.graph.node:
+        if n.op_type in STAND_INS:
+            op, attrs = STAND_INS[n.op_type]
+            n.op_type = op
+            del n.attribute[:]
+            n.attribute.extend(onnx.helper.make_attribute(k, v) for k, v in attrs.items())
+
+
+class Renamed(nn.Module):
+    """sinh, cosh, asinh, acosh (of 1.5 + h^2), atanh (of 0.9 tanh(h)),
+    softsign, thresholded relu and shrink (soft and hard), through
+    STAND_INS."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 8)
+        self.fc2 = nn.Linear(8, 8)
+        self.exporting = False
+
+    def forward(self, x):
+        F = nn.functional
+        h = self.fc(x)
+        u = torch.tanh(h) * 0.9
+        v = 1.5 + h * h
+        if self.exporting:
+            a = torch.sin(h) + torch.cos(h) + torch.atan(h) + torch.tan(v)
+            b = torch.asin(u) + torch.acos(h) + F.elu(h) + F.leaky_relu(h) + F.selu(h)
+        else:
+            a = torch.sinh(h) + torch.cosh(h) + torch.asinh(h) + torch.acosh(v)
+            b = (torch.atanh(u) + F.softsign(h) + torch.where(h > 0.75, h, torch.zeros_like(h))
+                 + F.softshrink(h, 0.5) + F.hardshrink(h, 0.25))
+        return self.fc2(a + b)
+
+
+class Reductions(nn.Module):
+    """torch.norm (p 1 and 2), logsumexp, prod and cumsum over a trained
+    layer's output, and prod of a parameter with zeros: one in row 0 (its
+    gradient is the product of the others), two in row 1 (all zero), where
+    prod / x would be NaN."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 8)
+        self.w = nn.Parameter(torch.tensor([[1.5, 0.0, -2.0, 0.5],
+                                            [0.0, 3.0, 0.0, 2.0],
+                                            [0.5, -1.0, 2.0, 1.5]]))
+
+    def forward(self, x):
+        h = self.fc(x).reshape(-1, 2, 4)
+        a = torch.norm(h, p=1, dim=2) + torch.norm(h, p=2, dim=2)
+        b = torch.logsumexp(h, dim=2) + torch.prod(h, dim=2)
+        c = torch.cumsum(h, dim=2).reshape(-1, 8)
+        p = torch.prod(self.w, dim=1).sum()
+        return torch.cat([a, b, c], 1) * p
+
+
+def rename_reductions(model):
+    for n in model.graph.node:
+        n.op_type = {"ReduceL1": "ReduceSumSquare", "ReduceL2": "ReduceLogSum"}.get(
+            n.op_type, n.op_type)
+
+
+class RenamedReductions(nn.Module):
+    """ReduceSumSquare and ReduceLogSum (of exp(h), positive), which torch
+    does not export: ReduceL1 and ReduceL2 stand in (same axes and keepdims)
+    and are renamed, while PyTorch computes sum(h^2) and log(sum(exp(h)))."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 8)
+        self.exporting = False
+
+    def forward(self, x):
+        h = self.fc(x).reshape(-1, 2, 4)
+        e = torch.exp(h)
+        if self.exporting:
+            return torch.norm(h, p=1, dim=2) + torch.norm(e, p=2, dim=2)
+        return (h * h).sum(2) + torch.log(e.sum(2))
 
 
 class FeedForward(nn.Module):
@@ -282,6 +403,15 @@ def main():
     parity_case(t, w, "unary_family", UnaryFamily(), (16, 6),
                 ["Abs", "Sign", "Floor", "Ceil", "Round", "Sin", "Cos", "HardSwish",
                  "HardSigmoid", "LeakyRelu", "Elu", "Selu", "Softplus", "Clip"])
+    parity_case(t, w, "more_unary", MoreUnary(), (16, 6),
+                ["Tan", "Asin", "Acos", "Atan", "Celu"])
+    parity_case(t, w, "renamed_unary", Renamed(), (16, 6),
+                ["Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softsign",
+                 "ThresholdedRelu", "Shrink"], rewrite=rename_stand_ins)
+    parity_case(t, w, "reductions", Reductions(), (8, 6),
+                ["ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceProd", "CumSum"])
+    parity_case(t, w, "renamed_reductions", RenamedReductions(), (8, 6),
+                ["ReduceSumSquare", "ReduceLogSum"], rewrite=rename_reductions)
     parity_case(t, w, "feed_forward_dropout0", FeedForward("none", 0.0), (8, 8),
                 ["Erf", "Dropout", "LayerNormalization"], training=True)
     parity_case(t, w, "feed_forward_tanh", FeedForward("tanh"), (4, 3, 8),

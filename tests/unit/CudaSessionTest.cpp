@@ -136,7 +136,10 @@ TEST(CudaSession, RegistryCoversTheScheduleKernels) {
                           "reduce_max",
                           "reduce_min",
                           "arg_max",
-                          "arg_min"};
+                          "arg_min",
+                          "reduce_prod",
+                          "reduce_prod_grad",
+                          "cumsum"};
   for (const char *k : needed)
     EXPECT_NE(cuda::findCudaKernel(k), nullptr) << k;
   std::vector<std::string> names = cuda::cudaKernelNames();

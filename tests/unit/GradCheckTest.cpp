@@ -262,6 +262,21 @@ std::vector<Case> cases() {
               "{alpha = -0.5 : f64, beta = 0.5 : f64}"),
       unaryFn("clip_max_only", "clip", -1, 1, {0.25f},
               "{alpha = 0xFFF0000000000000 : f64, beta = 0.25 : f64}"),
+      unaryFn("tan", "tan", -1.2f, 1.2f),
+      unaryFn("asin", "asin", -0.8f, 0.8f),
+      unaryFn("acos", "acos", -0.8f, 0.8f),
+      unaryFn("atan", "atan", -3, 3),
+      unaryFn("sinh", "sinh", -2, 2),
+      unaryFn("cosh", "cosh", -2, 2),
+      unaryFn("asinh", "asinh", -3, 3),
+      unaryFn("acosh", "acosh", 1.2f, 3),
+      unaryFn("atanh", "atanh", -0.8f, 0.8f),
+      unaryFn("softsign", "softsign", -3, 3, {0}),
+      unaryFn("shrink", "shrink", -2, 2, {-0.5f, 0.5f},
+              "{alpha = 0.5 : f64, beta = 0.25 : f64}"),
+      unaryFn("celu", "celu", -2, 2, {0}, "{alpha = 0.5 : f64}"),
+      unaryFn("thresholded_relu", "thresholded_relu", -2, 2, {1},
+              "{alpha = 1.0 : f64}"),
       {"tcc.pow_scalar",
        "pow_square",
        {{"a", "3x4xf32"}},
@@ -449,6 +464,31 @@ std::vector<Case> cases() {
        "%y = tcc.reduce_min %a {axes = array<i64: 0, 2>, keepdims = true} : "
        "tensor<2x3x4xf32> -> tensor<1x3x1xf32>",
        "1x3x1xf32"},
+      // Products and scans (TccOpsReduce.td): the exclusive products of
+      // reduce_prod's gradient (KernelsLogicTest checks them at zeros).
+      {"tcc.reduce_prod",
+       "reduce_prod",
+       {{"a", "2x3x4xf32", -1.5f, 1.5f}},
+       "%y = tcc.reduce_prod %a {axes = array<i64: 0, 2>} : tensor<2x3x4xf32> "
+       "-> tensor<3xf32>",
+       "3xf32"},
+      {"tcc.reduce_prod",
+       "reduce_prod_keepdims",
+       {{"a", "2x3x4xf32", -1.5f, 1.5f}},
+       "%y = tcc.reduce_prod %a {axes = array<i64: 1>, keepdims = true} : "
+       "tensor<2x3x4xf32> -> tensor<2x1x4xf32>",
+       "2x1x4xf32"},
+      {"tcc.cumsum",
+       "cumsum",
+       {{"a", "2x3x4xf32"}},
+       "%y = tcc.cumsum %a {axis = 1 : i64} : tensor<2x3x4xf32>",
+       "2x3x4xf32"},
+      {"tcc.cumsum",
+       "cumsum_exclusive_reverse",
+       {{"a", "2x3x4xf32"}},
+       "%y = tcc.cumsum %a {axis = 2 : i64, exclusive = true, reverse = true} "
+       ": tensor<2x3x4xf32>",
+       "2x3x4xf32"},
       // ONNX Trilu on run-time data (OnnxOpsCompare.cpp): a select with a
       // constant mask, whose gradient is the same Trilu of dy.
       {"tcc.where",

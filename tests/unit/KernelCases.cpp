@@ -42,6 +42,7 @@ const std::vector<KernelCase> &allKernelCases() {
     compareLogicCases(all);
     extremumCases(all);
     reduceExtremumCases(all);
+    reduceProdCumSumCases(all);
     argExtremumCases(all);
     // Convolution, pooling, batch norm.
     convCases(all);

@@ -2,8 +2,9 @@
 //
 // compare (every predicate, f32 with NaN and i64, broadcast), logic (every
 // kind), maximum/minimum (f32 with ties and NaN, bf16, i64, in place),
-// reduce_max/reduce_min over inner, outer and several axes, and
-// arg_max/arg_min with ties both ways: all exact, so bit for bit.
+// reduce_max/reduce_min over inner, outer and several axes, reduce_prod
+// and its gradient likewise, cumsum in every mode, and arg_max/arg_min with
+// ties both ways: all exact, so bit for bit.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_TESTS_UNIT_KERNELCASESLOGIC_H
@@ -86,6 +87,40 @@ inline void reduceExtremumCases(std::vector<KernelCase> &cases) {
       c.outs.push_back(p.out(t, {2}));
       p.instr(k, {nan}, {c.outs.back()}, {1});
     }
+    cases.push_back(std::move(c));
+  }
+}
+
+/// reduce_prod and its gradient over the extremum cases' axes (and a group
+/// with zeros), cumsum along each axis in every mode.
+inline void reduceProdCumSumCases(std::vector<KernelCase> &cases) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    KernelCase c{std::string("reduce_prod_cumsum_") + dtypeName(t)};
+    OneProgram &p = c.prog;
+    int32_t x = p.random(t, {3, 5, 7}, -1.5f, 1.5f);
+    int32_t zeros = p.floats(t, {2, 3}, {1, 0, 2, 0, -3, 0});
+    const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>
+        reductions = {{{2}, {3, 5}},
+                      {{0}, {5, 7}},
+                      {{1}, {3, 1, 7}},
+                      {{0, 2}, {5}},
+                      {{0, 1, 2}, {}}};
+    for (const auto &[axes, shape] : reductions) {
+      c.outs.push_back(p.out(t, shape));
+      p.instr("reduce_prod", {x}, {c.outs.back()}, axes);
+      int32_t dy = p.random(t, shape);
+      c.outs.push_back(p.out(t, {3, 5, 7}));
+      p.instr("reduce_prod_grad", {dy, x}, {c.outs.back()}, axes);
+    }
+    c.outs.push_back(p.out(t, {2, 3}));
+    p.instr("reduce_prod_grad", {p.random(t, {2}), zeros}, {c.outs.back()},
+            {1});
+    for (int64_t axis : {0, 1, 2})
+      for (int64_t exclusive : {0, 1})
+        for (int64_t reverse : {0, 1}) {
+          c.outs.push_back(p.out(t, {3, 5, 7}));
+          p.instr("cumsum", {x}, {c.outs.back()}, {axis, exclusive, reverse});
+        }
     cases.push_back(std::move(c));
   }
 }

@@ -80,8 +80,22 @@ inline void unaryFnCases(std::vector<KernelCase> &cases) {
       {TCC_UFN_SOFTPLUS, 0, 0},
       {TCC_UFN_MISH, 0, 0},
       {TCC_UFN_CLIP, -1.0, 2.0},
-      {TCC_UFN_CLIP, -inf, 1.0}};
-  static_assert(TCC_UFN_COUNT == 15, "a new function needs a case here");
+      {TCC_UFN_CLIP, -inf, 1.0},
+      {TCC_UFN_TAN, 0, 0},
+      {TCC_UFN_ASIN, 0, 0},
+      {TCC_UFN_ACOS, 0, 0},
+      {TCC_UFN_ATAN, 0, 0},
+      {TCC_UFN_SINH, 0, 0},
+      {TCC_UFN_COSH, 0, 0},
+      {TCC_UFN_ASINH, 0, 0},
+      {TCC_UFN_ACOSH, 0, 0},
+      {TCC_UFN_ATANH, 0, 0},
+      {TCC_UFN_SOFTSIGN, 0, 0},
+      {TCC_UFN_SHRINK, 0.5, 0},
+      {TCC_UFN_SHRINK, 1.5, 1.5},
+      {TCC_UFN_CELU, 1.0, 0},
+      {TCC_UFN_THRESHOLDED_RELU, 1.0, 0}};
+  static_assert(TCC_UFN_COUNT == 28, "a new function needs a case here");
   for (DType t : {DType::F32, DType::BF16}) {
     KernelCase c{std::string("unary_fn_") + dtypeName(t)};
     OneProgram &p = c.prog;

@@ -125,3 +125,35 @@ TEST(KernelsLogic, ArgMaxTiesAndNaN) {
             }).find("axis 2 is out of range for rank 2"),
             std::string::npos);
 }
+
+// reduce_prod over axes {0, 2} of [2, 2, 3]; its gradient is the product of
+// the other elements of each group, also where x has one zero (the zero's
+// gradient is the others' product) or two (all zero), not prod / x.
+TEST(KernelsReduce, ProdAndItsGradientWithZeros) {
+  KernelHarness h;
+  int32_t X = h.f32({2, 2, 3}, {1, 2, 3, 0, 5, 6, 4, 0.5f, 2, 0, 1, 0});
+  int32_t Y = h.out({2});
+  h.run("reduce_prod", {X}, {Y}, {0, 2});
+  EXPECT_EQ(h.get(Y), (std::vector<float>{24, 0}));
+  int32_t DY = h.f32({1, 2, 1}, {2, 3}), DX = h.out({2, 2, 3});
+  h.run("reduce_prod_grad", {DY, X}, {DX}, {0, 2});
+  EXPECT_EQ(h.get(DX),
+            (std::vector<float>{48, 24, 16, 0, 0, 0, 12, 96, 24, 0, 0, 0}));
+  int32_t Z = h.f32({1, 3}, {2, 0, 3}), DZ = h.out({1, 3});
+  h.run("reduce_prod_grad", {h.f32({}, {1}), Z}, {DZ}, {1});
+  EXPECT_EQ(h.get(DZ), (std::vector<float>{0, 6, 0}));
+}
+
+TEST(KernelsReduce, CumSumEveryMode) {
+  KernelHarness h;
+  int32_t X = h.f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<float>>> want =
+      {{{1, 0, 0}, {1, 3, 6, 4, 9, 15}},  {{1, 1, 0}, {0, 1, 3, 0, 4, 9}},
+       {{1, 0, 1}, {6, 5, 3, 15, 11, 6}}, {{1, 1, 1}, {5, 3, 0, 11, 6, 0}},
+       {{0, 0, 0}, {1, 2, 3, 5, 7, 9}},   {{0, 1, 1}, {4, 5, 6, 0, 0, 0}}};
+  for (const auto &[attrs, y] : want) {
+    int32_t Y = h.out({2, 3});
+    h.run("cumsum", {X}, {Y}, attrs);
+    EXPECT_EQ(h.get(Y), y) << attrs[0] << attrs[1] << attrs[2];
+  }
+}

@@ -4,7 +4,8 @@
 // The body that FusedCodegenTest and CudaCodegenTest fuse for the family
 // of runtime/core/prelude/UnaryFn.h: over %x, %w and %dy (6x33 f32), result
 // %r<i> is f_i(x) + f_i'(x) dy for each function (with ONNX's default
-// parameters; clip with one infinite bound), and the last one softplus and
+// parameters; clip with one infinite bound; asin, acos, atanh and acosh of
+// arguments in their domain), and the last one softplus and
 // its gradient of %w, which the tests draw across its threshold of 20.
 //
 //===----------------------------------------------------------------------===//
@@ -21,22 +22,39 @@ namespace tcc::test {
 constexpr int kUnaryFnFamilyResults = TCC_UFN_COUNT + 1;
 
 inline std::string unaryFnFamilyBody() {
-  static const char *const fns[][2] = {
-      {"abs", ""},
-      {"sign", ""},
-      {"floor", ""},
-      {"ceil", ""},
-      {"round", ""},
-      {"sin", ""},
-      {"cos", ""},
-      {"hard_swish", ""},
-      {"hard_sigmoid", "{alpha = 0.2 : f64, beta = 0.5 : f64}"},
-      {"leaky_relu", "{alpha = 0.01 : f64}"},
-      {"elu", "{alpha = 0.5 : f64}"},
-      {"selu", "{alpha = 1.6732632 : f64, beta = 1.0507010 : f64}"},
-      {"softplus", ""},
-      {"mish", ""},
-      {"clip", "{alpha = -1.0 : f64, beta = 0x7FF0000000000000 : f64}"}};
+  // The argument: %x, or for the functions with a domain %u = tanh(tanh(x))
+  // in (-0.77, 0.77) and %v = cosh(x) + cosh(w) >= 2 (away from the poles
+  // at +-1, near which the backends' last-bit differences in the argument
+  // would be amplified).
+  static const char *const fns[][3] = {
+      {"abs", "", "%x"},
+      {"sign", "", "%x"},
+      {"floor", "", "%x"},
+      {"ceil", "", "%x"},
+      {"round", "", "%x"},
+      {"sin", "", "%x"},
+      {"cos", "", "%x"},
+      {"hard_swish", "", "%x"},
+      {"hard_sigmoid", "{alpha = 0.2 : f64, beta = 0.5 : f64}", "%x"},
+      {"leaky_relu", "{alpha = 0.01 : f64}", "%x"},
+      {"elu", "{alpha = 0.5 : f64}", "%x"},
+      {"selu", "{alpha = 1.6732632 : f64, beta = 1.0507010 : f64}", "%x"},
+      {"softplus", "", "%x"},
+      {"mish", "", "%x"},
+      {"clip", "{alpha = -1.0 : f64, beta = 0x7FF0000000000000 : f64}", "%x"},
+      {"tan", "", "%x"},
+      {"asin", "", "%u"},
+      {"acos", "", "%u"},
+      {"atan", "", "%x"},
+      {"sinh", "", "%x"},
+      {"cosh", "", "%x"},
+      {"asinh", "", "%x"},
+      {"acosh", "", "%v"},
+      {"atanh", "", "%u"},
+      {"softsign", "", "%x"},
+      {"shrink", "{alpha = 0.5 : f64, beta = 0.25 : f64}", "%x"},
+      {"celu", "{alpha = 0.5 : f64}", "%x"},
+      {"thresholded_relu", "{alpha = 1.0 : f64}", "%x"}};
   static_assert(sizeof(fns) / sizeof(fns[0]) == TCC_UFN_COUNT,
                 "a new function needs a row here");
   const std::string t = " : tensor<6x33xf32>\n  ";
@@ -50,8 +68,13 @@ inline std::string unaryFnFamilyBody() {
             attrs + t;
     body += "%r" + n + " = tcc.add %f" + n + ", %g" + n + add;
   };
+  body += "%tx = tcc.tanh %x" + t;
+  body += "%u = tcc.tanh %tx" + t;
+  body += "%cx = tcc.unary_fn \"cosh\" %x" + t;
+  body += "%cw = tcc.unary_fn \"cosh\" %w" + t;
+  body += "%v = tcc.add %cx, %cw" + add;
   for (int i = 0; i < TCC_UFN_COUNT; ++i)
-    term(i, fns[i][0], "%x", fns[i][1]);
+    term(i, fns[i][0], fns[i][2], fns[i][1]);
   term(TCC_UFN_COUNT, "softplus", "%w", "");
   return body;
 }

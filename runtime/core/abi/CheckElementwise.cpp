@@ -72,12 +72,11 @@ void check_transpose(const KernelSig &s) {
   }
 }
 
-void check_reduce(const KernelSig &s) {
-  expectArity(s, 1, 1);
-  expectAllF32(s);
-  // reduce_sum and reduce_mean share AxesAttrs.
+/// The element count of a reduction of `xs` over the instr's AxesAttrs
+/// (checked: sorted, unique, in range).
+static int64_t reducedCount(const KernelSig &s,
+                            const std::vector<int64_t> &xs) {
   const AttrList axes = attrsOf<AxesAttrs>(s.instr).axes;
-  const auto &xs = s.in[0]->shape;
   int64_t kept = 1;
   for (size_t i = 0; i < axes.size(); ++i) {
     if (axes[i] < 0 || axes[i] >= static_cast<int64_t>(xs.size()))
@@ -90,8 +89,32 @@ void check_reduce(const KernelSig &s) {
   for (size_t d = 0; d < xs.size(); ++d)
     if (!std::binary_search(axes.begin(), axes.end(), int64_t(d)))
       kept *= xs[d];
+  return kept;
+}
+
+void check_reduce(const KernelSig &s) {
+  expectArity(s, 1, 1);
+  expectAllF32(s);
   // keepdims only inserts size-1 dims, so the element count is what matters.
-  expectNumel(s, false, 0, kept);
+  expectNumel(s, false, 0, reducedCount(s, s.in[0]->shape));
+}
+
+void check_reduce_prod_grad(const KernelSig &s) {
+  expectArity(s, 2, 1);
+  expectAllF32(s);
+  expectNumel(s, true, 0, reducedCount(s, s.in[1]->shape));
+  expectShape(s, false, 0, s.in[1]->shape);
+}
+
+void check_cumsum(const KernelSig &s) {
+  expectArity(s, 1, 1);
+  expectAllF32(s);
+  expectShape(s, false, 0, s.in[0]->shape);
+  int64_t axis = attrsOf<CumSumAttrs>(s.instr).axis;
+  if (axis < 0 || axis >= static_cast<int64_t>(s.in[0]->shape.size()))
+    throw Error("axis " + std::to_string(axis) +
+                " is out of range for input shape " +
+                formatShape(s.in[0]->shape));
 }
 
 void check_softmax_like(const KernelSig &s) {

@@ -91,6 +91,18 @@ struct AxesAttrs {
   template <class V> void visit(V &v) { v.list(axes, "axes"); }
 };
 
+/// cumsum: the running sum along `axis` (>= 0), leaving the element itself
+/// out when exclusive, from the end when reverse.
+struct CumSumAttrs {
+  int64_t axis = 0;
+  bool exclusive = false, reverse = false;
+  template <class V> void visit(V &v) {
+    v.integer(axis, "axis");
+    v.flag(exclusive, "exclusive");
+    v.flag(reverse, "reverse");
+  }
+};
+
 /// transpose: y.shape[i] = x.shape[perm[i]].
 struct PermAttrs {
   AttrList perm;

@@ -89,7 +89,9 @@ TCC_CHECK(relu_grad)
 TCC_CHECK(copy)
 TCC_CHECK(broadcast_to)
 TCC_CHECK(transpose)
-TCC_CHECK(reduce)            // reduce_sum, reduce_mean
+TCC_CHECK(reduce) // reduce_sum, reduce_mean, reduce_prod
+TCC_CHECK(reduce_prod_grad)
+TCC_CHECK(cumsum)
 TCC_CHECK(softmax_like)      // softmax, log_softmax
 TCC_CHECK(softmax_grad_like) // softmax_grad, log_softmax_grad
 // CheckMath.cpp

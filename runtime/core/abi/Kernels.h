@@ -21,6 +21,11 @@
 //   relu_grad         in [dy,x] out [dx] = x > 0 ? dy : 0. in-place
 //   reduce_sum        in [x] out [y], i = reduced axes of x (sorted, >= 0);
 //   reduce_mean       y keeps x's order of the other axes.
+//   reduce_prod       in [x] out [y], i = reduced axes (as reduce_sum).
+//   reduce_prod_grad  in [dy, x] out [dx], i = reduced axes: dy times the
+//                     product of the other elements of x's group.
+//   cumsum            in [x] out [y], i [axis, exclusive, reverse]: the
+//                     running sum along axis.
 //   broadcast_to      in [x] out [y], numpy broadcast.
 //   copy              in [x] out [y], same element count, f32 or i64. in-place
 //   transpose         in [x] out [y], i = perm, y.shape[i] = x.shape[perm[i]].

@@ -2,16 +2,17 @@
 //
 // The element-wise functions of `tcc.unary_fn` (abs, sign, floor, ceil,
 // round, sin, cos, hard_swish, hard_sigmoid, leaky_relu, elu, selu,
-// softplus, mish, clip), their gradients, and the one list that names them.
-// Each takes up to two float parameters, alpha and beta (see the list).
-// runtime/cpu/KernelsUnaryFn.cpp, runtime/cuda/CudaKernelsElementwise.cu
-// and the generated kernels of both backends (compiler/codegen's
-// templates write `tcc_unary_fn(TCC_UFN_ELU, x, alpha, beta)`) all call
-// these functions, so a fused region computes what the unfused kernel
-// computes. The formulas and the gradients' conventions are PyTorch's
-// (torch.abs, torch.nn.functional.elu, ...): the gradient of abs is 0 at 0,
-// of sign/floor/ceil/round 0 everywhere, clip passes dy where
-// min <= x <= max (torch.clamp), softplus has torch's beta 1 and threshold
+// softplus, mish, clip, tan, asin, acos, atan, sinh, cosh, asinh, acosh,
+// atanh, softsign, shrink, celu, thresholded_relu), their gradients, and the
+// one list that names them. Each takes up to two float parameters, alpha and
+// beta (see the list). runtime/cpu/KernelsUnaryFn.cpp,
+// runtime/cuda/CudaKernelsElementwise.cu and the generated kernels of both
+// backends (compiler/codegen's templates write `tcc_unary_fn(TCC_UFN_ELU, x,
+// alpha, beta)`) all call these functions, so a fused region computes what the
+// unfused kernel computes. The formulas and the gradients' conventions are
+// PyTorch's (torch.abs, torch.nn.functional.elu, ...): the gradient of abs is 0
+// at 0, of sign/floor/ceil/round 0 everywhere, clip passes dy where min <= x <=
+// max (torch.clamp), softplus has torch's beta 1 and threshold
 // 20. The math is the C library's on the host and CUDA's accurate functions
 // on the device.
 //
@@ -27,7 +28,8 @@
 // X(ENUM, "name"): the code TCC_UFN_ENUM (its position, stored in artifacts:
 // append only) and the name `tcc.unary_fn`'s `fn` attribute spells.
 // Parameters: hard_sigmoid max(0, min(1, alpha x + beta)); leaky_relu and
-// elu alpha; selu alpha and gamma (beta); clip min (alpha) and max (beta).
+// elu alpha; selu alpha and gamma (beta); clip min (alpha) and max (beta);
+// shrink lambd (alpha) and bias (beta); celu and thresholded_relu alpha.
 #define TCC_UNARY_FNS(X)                                                       \
   X(ABS, "abs")                                                                \
   X(SIGN, "sign")                                                              \
@@ -43,7 +45,20 @@
   X(SELU, "selu")                                                              \
   X(SOFTPLUS, "softplus")                                                      \
   X(MISH, "mish")                                                              \
-  X(CLIP, "clip")
+  X(CLIP, "clip")                                                              \
+  X(TAN, "tan")                                                                \
+  X(ASIN, "asin")                                                              \
+  X(ACOS, "acos")                                                              \
+  X(ATAN, "atan")                                                              \
+  X(SINH, "sinh")                                                              \
+  X(COSH, "cosh")                                                              \
+  X(ASINH, "asinh")                                                            \
+  X(ACOSH, "acosh")                                                            \
+  X(ATANH, "atanh")                                                            \
+  X(SOFTSIGN, "softsign")                                                      \
+  X(SHRINK, "shrink")                                                          \
+  X(CELU, "celu")                                                              \
+  X(THRESHOLDED_RELU, "thresholded_relu")
 
 enum tcc_unary_fn_code {
 #define TCC_UNARY_FN_ENUM(E, N) TCC_UFN_##E,
@@ -64,6 +79,16 @@ struct tcc_ufn_math {
   static TCC_PRELUDE_FN float expm1(float x) { return ::expm1f(x); }
   static TCC_PRELUDE_FN float log1p(float x) { return ::log1pf(x); }
   static TCC_PRELUDE_FN float tanh(float x) { return ::tanhf(x); }
+  static TCC_PRELUDE_FN float tan(float x) { return ::tanf(x); }
+  static TCC_PRELUDE_FN float asin(float x) { return ::asinf(x); }
+  static TCC_PRELUDE_FN float acos(float x) { return ::acosf(x); }
+  static TCC_PRELUDE_FN float atan(float x) { return ::atanf(x); }
+  static TCC_PRELUDE_FN float sinh(float x) { return ::sinhf(x); }
+  static TCC_PRELUDE_FN float cosh(float x) { return ::coshf(x); }
+  static TCC_PRELUDE_FN float asinh(float x) { return ::asinhf(x); }
+  static TCC_PRELUDE_FN float acosh(float x) { return ::acoshf(x); }
+  static TCC_PRELUDE_FN float atanh(float x) { return ::atanhf(x); }
+  static TCC_PRELUDE_FN float sqrt(float x) { return ::sqrtf(x); }
 #else
   static TCC_PRELUDE_FN float floor(float x) { return __builtin_floorf(x); }
   static TCC_PRELUDE_FN float ceil(float x) { return __builtin_ceilf(x); }
@@ -74,6 +99,16 @@ struct tcc_ufn_math {
   static TCC_PRELUDE_FN float expm1(float x) { return __builtin_expm1f(x); }
   static TCC_PRELUDE_FN float log1p(float x) { return __builtin_log1pf(x); }
   static TCC_PRELUDE_FN float tanh(float x) { return __builtin_tanhf(x); }
+  static TCC_PRELUDE_FN float tan(float x) { return __builtin_tanf(x); }
+  static TCC_PRELUDE_FN float asin(float x) { return __builtin_asinf(x); }
+  static TCC_PRELUDE_FN float acos(float x) { return __builtin_acosf(x); }
+  static TCC_PRELUDE_FN float atan(float x) { return __builtin_atanf(x); }
+  static TCC_PRELUDE_FN float sinh(float x) { return __builtin_sinhf(x); }
+  static TCC_PRELUDE_FN float cosh(float x) { return __builtin_coshf(x); }
+  static TCC_PRELUDE_FN float asinh(float x) { return __builtin_asinhf(x); }
+  static TCC_PRELUDE_FN float acosh(float x) { return __builtin_acoshf(x); }
+  static TCC_PRELUDE_FN float atanh(float x) { return __builtin_atanhf(x); }
+  static TCC_PRELUDE_FN float sqrt(float x) { return __builtin_sqrtf(x); }
 #endif
 };
 
@@ -120,6 +155,32 @@ TCC_PRELUDE_FN float tcc_unary_fn(int fn, float x, float alpha, float beta) {
     float y = x < alpha ? alpha : x;
     return y > beta ? beta : y;
   }
+  case TCC_UFN_TAN:
+    return M::tan(x);
+  case TCC_UFN_ASIN:
+    return M::asin(x);
+  case TCC_UFN_ACOS:
+    return M::acos(x);
+  case TCC_UFN_ATAN:
+    return M::atan(x);
+  case TCC_UFN_SINH:
+    return M::sinh(x);
+  case TCC_UFN_COSH:
+    return M::cosh(x);
+  case TCC_UFN_ASINH:
+    return M::asinh(x);
+  case TCC_UFN_ACOSH:
+    return M::acosh(x);
+  case TCC_UFN_ATANH:
+    return M::atanh(x);
+  case TCC_UFN_SOFTSIGN: // x / (1 + |x|)
+    return x / (1.0f + (x < 0.0f ? -x : x));
+  case TCC_UFN_SHRINK: // ONNX Shrink: lambd alpha, bias beta
+    return x < -alpha ? x + beta : (x > alpha ? x - beta : (x == x ? 0.0f : x));
+  case TCC_UFN_CELU: // max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+    return x <= 0.0f ? M::expm1(x / alpha) * alpha : x;
+  case TCC_UFN_THRESHOLDED_RELU:
+    return x > alpha ? x : (x == x ? 0.0f : x);
   default:
     return x;
   }
@@ -164,6 +225,36 @@ TCC_PRELUDE_FN float tcc_unary_fn_grad(int fn, float dy, float x, float alpha,
   }
   case TCC_UFN_CLIP:
     return x >= alpha && x <= beta ? dy : 0.0f;
+  case TCC_UFN_TAN: { // torch: dy * (1 + tan(x)^2)
+    float t = M::tan(x);
+    return dy * (1.0f + t * t);
+  }
+  case TCC_UFN_ASIN:
+    return dy / M::sqrt(1.0f - x * x);
+  case TCC_UFN_ACOS:
+    return -dy / M::sqrt(1.0f - x * x);
+  case TCC_UFN_ATAN:
+    return dy / (1.0f + x * x);
+  case TCC_UFN_SINH:
+    return dy * M::cosh(x);
+  case TCC_UFN_COSH:
+    return dy * M::sinh(x);
+  case TCC_UFN_ASINH:
+    return dy / M::sqrt(x * x + 1.0f);
+  case TCC_UFN_ACOSH:
+    return dy / M::sqrt(x * x - 1.0f);
+  case TCC_UFN_ATANH:
+    return dy / (1.0f - x * x);
+  case TCC_UFN_SOFTSIGN: {
+    float d = 1.0f + (x < 0.0f ? -x : x);
+    return dy / (d * d);
+  }
+  case TCC_UFN_SHRINK: // torch.nn.functional.hardshrink/softshrink
+    return x < -alpha || x > alpha ? dy : 0.0f;
+  case TCC_UFN_CELU:
+    return x <= 0.0f ? dy * M::exp(x / alpha) : dy;
+  case TCC_UFN_THRESHOLDED_RELU: // torch.threshold(x, alpha, 0)
+    return x > alpha ? dy : 0.0f;
   default:
     return dy;
   }

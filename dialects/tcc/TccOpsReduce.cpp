@@ -1,0 +1,60 @@
+//===- TccOpsReduce.cpp - reduce_prod, cumsum: inference and gradients ----===//
+//
+// Inference, verifiers and gradient rules of TccOpsReduce.td's ops.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/tcc/TccOps.h"
+#include "dialects/tcc/TccOpsUtils.h"
+
+using namespace mlir;
+using namespace mlir::tcc;
+using mlir::tcc::detail::rankedType;
+using mlir::tcc::detail::shapeStr;
+
+//===----------------------------------------------------------------------===//
+// reduce_prod
+//===----------------------------------------------------------------------===//
+
+TCC_REDUCE_INFER(ReduceProdOp, "reduce_prod")
+
+// Through a kernel of its own rather than prod / x, which is NaN where x is
+// 0 although the product of the other elements is not.
+SmallVector<Value> ReduceProdOp::buildGradients(OpBuilder &b,
+                                                ValueRange grads) {
+  return {
+      ReduceProdGradOp::create(b, getLoc(), grads[0], getInput(), getAxes())};
+}
+
+LogicalResult ReduceProdGradOp::verify() {
+  RankedTensorType in = rankedType(getInput());
+  SmallVector<Type> reduced;
+  if (failed(detail::inferReduce("reduce_prod_grad", getLoc(), in, getAxes(),
+                                 false, reduced)))
+    return failure();
+  auto want = cast<RankedTensorType>(reduced[0]);
+  RankedTensorType got = rankedType(getGrad());
+  if (got.getNumElements() != want.getNumElements())
+    return emitOpError("grad has shape ")
+           << shapeStr(got.getShape()) << ", expected the reduction's "
+           << shapeStr(want.getShape()) << " (with or without keepdims)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// cumsum
+//===----------------------------------------------------------------------===//
+
+LogicalResult CumSumOp::verify() {
+  int64_t rank = rankedType(getInput()).getRank();
+  if ((int64_t)getAxis() < 0 || (int64_t)getAxis() >= rank)
+    return emitOpError("axis ")
+           << getAxis() << " is out of range for rank " << rank;
+  return success();
+}
+
+// dx[j] = sum of dy[i] over the i whose sum includes x[j]: the same scan in
+// the other direction, leaving the diagonal out where the forward did.
+SmallVector<Value> CumSumOp::buildGradients(OpBuilder &b, ValueRange grads) {
+  return {CumSumOp::create(b, getLoc(), grads[0], getAxis(), getExclusive(),
+                           !getReverse())};
+}

@@ -1,0 +1,57 @@
+//===- TccOpsReduce.td - tcc ops: products and scans -------*- tablegen -*-===//
+//
+// Included from TccOps.td; shares its classes (Tcc_ReduceOp, Tcc_DiffOp).
+//
+// reduce_prod and cumsum are the reductions that do not decompose exactly
+// into the others: a product through exp(sum(log|x|)) loses precision and
+// the sign, a running sum needs a scan. Both have kernels; reduce_prod's
+// gradient has its own (the product of every other element, from prefix and
+// suffix products, so it is exact where x has zeros), cumsum's is a cumsum.
+//
+// Inference, verifiers and gradient rules: TccOpsReduce.cpp.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TCC_OPS_REDUCE_TD
+#define TCC_OPS_REDUCE_TD
+
+def Tcc_ReduceProdOp : Tcc_ReduceOp<"reduce_prod", "Product">;
+
+def Tcc_ReduceProdGradOp : Tcc_InferOp<"reduce_prod_grad",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "Backward of tcc.reduce_prod: dy times the other elements' product";
+  let description = [{
+    `dx[i] = dy * prod(x[j] for j != i)` within each reduced group, computed
+    as the product of the elements before i and of those after it (no
+    division, so exact where x has zeros, as PyTorch's prod backward).
+    `grad` has the reduction's result shape, with or without keepdims.
+    ```mlir
+    %dx = tcc.reduce_prod_grad %dy, %x {axes = array<i64: 1>} : tensor<4xf32>, tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$grad, Tcc_FloatTensor:$input,
+                   DenseI64ArrayAttr:$axes);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat =
+      "$grad `,` $input attr-dict `:` type($grad) `,` type($input)";
+  let hasVerifier = 1;
+}
+
+def Tcc_CumSumOp : Tcc_DiffOp<"cumsum", [AllTypesMatch<["input", "result"]>]> {
+  let hasVerifier = 1;
+  let summary = "Running sum along one axis";
+  let description = [{
+    `y[i] = sum(x[j] for j <= i)` along `axis`; `exclusive` leaves x[i] out
+    (j < i), `reverse` sums from the end (j >= i). The gradient is the
+    cumsum of dy in the other direction, with the same `exclusive`.
+    ```mlir
+    %y = tcc.cumsum %x {axis = 1 : i64, reverse = true} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$input, I64Attr:$axis,
+                   DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+                   DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Tcc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+#endif // TCC_OPS_REDUCE_TD
