@@ -431,5 +431,6 @@ include "dialects/tcc/TccOpsFused.td"
 include "dialects/tcc/TccOpsGemm.td"
 include "dialects/tcc/TccOpsAttention.td"
 include "dialects/tcc/TccOpsLogic.td"
+include "dialects/tcc/TccOpsIndex.td"
 
 #endif // TCC_OPS_TD

@@ -71,7 +71,7 @@ using CudaPrepareFn = int64_t (*)(const Instr &,
 enum class CudaErrKind {
   None,
   Label, // {position, label, classes}: a label outside [0, classes)
-  Index, // {position, index, size}: a gather index outside [-size, size)
+  Index, // {position, index, size}: an index outside [-size, size)
 };
 
 struct CudaKernelDef {
@@ -114,6 +114,12 @@ TCC_CUDA_KERNEL(maximum)
 TCC_CUDA_KERNEL(minimum)
 TCC_CUDA_KERNEL(reduce_extremum) // reduce_max, reduce_min
 TCC_CUDA_KERNEL(arg_extremum)    // arg_max, arg_min
+// CudaKernelsIndex.cu
+TCC_CUDA_KERNEL(gather_elements)
+TCC_CUDA_KERNEL(scatter_elements)
+TCC_CUDA_KERNEL(gather_nd)
+TCC_CUDA_KERNEL(scatter_nd)
+TCC_CUDA_KERNEL(top_k)
 // CudaKernelsLayout.cu
 TCC_CUDA_KERNEL(copy)
 TCC_CUDA_KERNEL(transpose)
