@@ -247,7 +247,8 @@ static int64_t recomputeCost(Operation *op, bool gemms) {
       llvm::TypeSwitch<Operation *, int64_t>(op)
           .Case<ReshapeOp, BroadcastToOp, TransposeOp, SliceOp, SliceGradOp,
                 ConcatOp, GatherOp, CastOp, WhereOp, NegOp, ReluOp, AddOp,
-                SubOp, MulOp, DivOp, CompareOp, LogicOp, MaximumOp, MinimumOp>(
+                SubOp, MulOp, DivOp, CompareOp, LogicOp, MaximumOp, MinimumOp,
+                GatherElementsOp, GatherNdOp>(
               [](auto) { return 1; })
           // Counter-based hash per element, two results.
           .Case<DropoutOp>([](auto) { return 2; })

@@ -472,6 +472,37 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
       })
       .Case<mlir::tcc::MaximumOp, mlir::tcc::MinimumOp>(
           [](auto) { return success(); })
+      // Indexing by data (TccOpsIndex.td).
+      .Case<mlir::tcc::GatherElementsOp>([&](auto g) {
+        rt::abi::setAttrs(in, rt::abi::AxisAttrs{(int64_t)g.getAxis()});
+        return success();
+      })
+      .Case<mlir::tcc::ScatterElementsOp>([&](auto sc) {
+        rt::abi::setAttrs(
+            in, rt::abi::ScatterAttrs{
+                    (int64_t)sc.getAxis(),
+                    mlir::tcc::ScatterElementsOp::reductionCode(
+                        sc.getReduction())});
+        return success();
+      })
+      .Case<mlir::tcc::GatherNdOp>([&](auto g) {
+        rt::abi::setAttrs(in,
+                          rt::abi::GatherNdAttrs{(int64_t)g.getBatchDims()});
+        return success();
+      })
+      .Case<mlir::tcc::ScatterNdOp>([&](auto sc) {
+        rt::abi::setAttrs(
+            in, rt::abi::ScatterNdAttrs{
+                    (int64_t)sc.getBatchDims(),
+                    mlir::tcc::ScatterElementsOp::reductionCode(
+                        sc.getReduction())});
+        return success();
+      })
+      .Case<mlir::tcc::TopKOp>([&](auto t) {
+        rt::abi::setAttrs(
+            in, rt::abi::TopKAttrs{(int64_t)t.getAxis(), t.getLargest()});
+        return success();
+      })
       // Kernels without attributes (NoAttrs).
       .Case<mlir::tcc::WhereOp, mlir::tcc::MaxPool2dGradOp, mlir::tcc::ExpOp,
             mlir::tcc::LogOp, mlir::tcc::SqrtOp, mlir::tcc::TanhOp,

@@ -432,5 +432,6 @@ include "dialects/tcc/TccOpsGemm.td"
 include "dialects/tcc/TccOpsAttention.td"
 include "dialects/tcc/TccOpsLogic.td"
 include "dialects/tcc/TccOpsReduce.td"
+include "dialects/tcc/TccOpsIndex.td"
 
 #endif // TCC_OPS_TD

@@ -374,6 +374,20 @@ LogicalResult importReduceProd(NodeImporter &node);
 LogicalResult importCumSum(NodeImporter &node);
 LogicalResult importHardmax(NodeImporter &node);
 
+// Builders (OnnxOpsIndex.cpp): gathers and scatters by data, TopK.
+LogicalResult importGatherElements(NodeImporter &node);
+LogicalResult importScatterElements(NodeImporter &node);
+LogicalResult importGatherND(NodeImporter &node);
+LogicalResult importScatterND(NodeImporter &node);
+LogicalResult importTopK(NodeImporter &node);
+// Builders (OnnxOpsRearrange.cpp): decompositions into older ops.
+LogicalResult importTile(NodeImporter &node);
+LogicalResult importDepthToSpace(NodeImporter &node);
+LogicalResult importSpaceToDepth(NodeImporter &node);
+LogicalResult importOneHot(NodeImporter &node);
+LogicalResult importEyeLike(NodeImporter &node);
+LogicalResult importCompress(NodeImporter &node);
+
 // Builders (OnnxOpsActivation.cpp): element-wise math, LayerNormalization,
 // Dropout.
 LogicalResult importExp(NodeImporter &node);

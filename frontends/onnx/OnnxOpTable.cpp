@@ -225,6 +225,28 @@ static const OnnxOpEntry kOpTable[] = {
     {"AveragePool", 7, 28, importAveragePool},
     // GlobalAveragePool: 1, 22 types.
     {"GlobalAveragePool", 1, 28, importGlobalAveragePool},
+    // Indexing by data (OnnxOpsIndex.cpp). GatherElements: 11, 13 types.
+    // ScatterElements: 11, 13 types, 16 (reduction add/mul), 18 (max/min);
+    // Scatter: 9, 11 (negative indices; deprecated for ScatterElements).
+    // GatherND: 11, 12 (batch_dims), 13 types. ScatterND: 11, 13 types, 16
+    // (reduction add/mul), 18 (max/min). TopK: 1 (k an attribute), 10 (k
+    // an input), 11 (largest, sorted, negative axis), 24 types.
+    {"GatherElements", 11, 28, importGatherElements},
+    {"ScatterElements", 11, 28, importScatterElements},
+    {"Scatter", 9, 28, importScatterElements},
+    {"GatherND", 11, 28, importGatherND},
+    {"ScatterND", 11, 28, importScatterND},
+    {"TopK", 1, 28, importTopK},
+    // Decompositions (OnnxOpsRearrange.cpp). Tile: 6 (repeats an input),
+    // 13 types. DepthToSpace: 1, 11 (mode CRD), 13 types. SpaceToDepth: 1,
+    // 13 types. OneHot: 9, 11 (negative axis and indices). EyeLike: 9, 22
+    // types. Compress: 9, 11 (negative axis); a constant condition only.
+    {"Tile", 6, 28, importTile},
+    {"DepthToSpace", 1, 28, importDepthToSpace},
+    {"SpaceToDepth", 1, 28, importSpaceToDepth},
+    {"OneHot", 9, 28, importOneHot},
+    {"EyeLike", 9, 28, importEyeLike},
+    {"Compress", 9, 28, importCompress},
     // BatchNormalization: 9 (no `spatial`), 14 (training_mode attribute
     // instead of the statistics outputs asking for training; saved_mean and
     // saved_var gone: both handled), 15 types. Running statistics are state.

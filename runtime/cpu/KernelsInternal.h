@@ -104,6 +104,12 @@ TCC_KERNEL(slice)
 TCC_KERNEL(slice_grad)
 TCC_KERNEL(where)
 TCC_KERNEL(cast)
+// Indexing by data (KernelsIndex.cpp).
+TCC_KERNEL(gather_elements)
+TCC_KERNEL(scatter_elements)
+TCC_KERNEL(gather_nd)
+TCC_KERNEL(scatter_nd)
+TCC_KERNEL(top_k)
 // Comparisons, logic, extrema (KernelsLogic.cpp).
 TCC_KERNEL(compare)
 TCC_KERNEL(logic)

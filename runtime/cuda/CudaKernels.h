@@ -71,7 +71,7 @@ using CudaPrepareFn = int64_t (*)(const Instr &,
 enum class CudaErrKind {
   None,
   Label, // {position, label, classes}: a label outside [0, classes)
-  Index, // {position, index, size}: a gather index outside [-size, size)
+  Index, // {position, index, size}: an index outside [-size, size)
   PoolIndex, // {position, index, plane size}: a max_pool2d_grad index
              // outside its plane (a corrupted artifact)
 };
@@ -119,6 +119,12 @@ TCC_CUDA_KERNEL(arg_extremum)    // arg_max, arg_min
 TCC_CUDA_KERNEL(reduce_prod)
 TCC_CUDA_KERNEL(reduce_prod_grad)
 TCC_CUDA_KERNEL(cumsum)
+// CudaKernelsIndex.cu
+TCC_CUDA_KERNEL(gather_elements)
+TCC_CUDA_KERNEL(scatter_elements)
+TCC_CUDA_KERNEL(gather_nd)
+TCC_CUDA_KERNEL(scatter_nd)
+TCC_CUDA_KERNEL(top_k)
 // CudaKernelsLayout.cu
 TCC_CUDA_KERNEL(copy)
 TCC_CUDA_KERNEL(transpose)

@@ -260,12 +260,18 @@ std::string CudaSession::Impl::errorMessage(const ErrSlot &slot,
       pos[d] = idx.shape[d] ? rest % idx.shape[d] : 0;
       rest = idx.shape[d] ? rest / idx.shape[d] : 0;
     }
-    return where + "gather: index " + std::to_string(w[1]) + " at position " +
-           formatShape(pos) + " of the indices '" + idx.name +
-           "' is outside [" + std::to_string(-w[2]) + ", " +
-           std::to_string(w[2]) + ") (axis " +
-           std::to_string(abi::attrsOf<abi::AxisAttrs>(in).axis) +
-           " has size " + std::to_string(w[2]) + ")";
+    std::string text = "index " + std::to_string(w[1]) + " at position " +
+                       formatShape(pos) + " of the indices '" + idx.name +
+                       "' is outside [" + std::to_string(-w[2]) + ", " +
+                       std::to_string(w[2]) + ")";
+    // gather and gather_grad name their axis (AxisAttrs); the indexing
+    // kernels (KernelsIndex.cpp) index several dimensions.
+    if (abi::is(in, abi::KernelId::Gather) ||
+        abi::is(in, abi::KernelId::GatherGrad))
+      return where + "gather: " + text + " (axis " +
+             std::to_string(abi::attrsOf<abi::AxisAttrs>(in).axis) +
+             " has size " + std::to_string(w[2]) + ")";
+    return where + in.kernel + ": " + text;
   }
   if (slot.kind == CudaErrKind::PoolIndex)
     return where + "max_pool2d_grad: index " + std::to_string(w[1]) +

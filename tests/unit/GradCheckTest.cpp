@@ -357,6 +357,67 @@ std::vector<Case> cases() {
        "2x6x3xf32",
        "6xi64",
        4},
+      // Indexing by data (TccGradientsIndex.cpp). gather_elements draws 12
+      // indices from 4 positions, so they repeat and must accumulate.
+      {"tcc.gather_elements",
+       "gather_elements",
+       {{"a", "3x4xf32"}},
+       "%y = tcc.gather_elements %a, %labels {axis = 1 : i64} : "
+       "(tensor<3x4xf32>, tensor<3x4xi64>) -> tensor<3x4xf32>",
+       "3x4xf32",
+       "3x4xi64",
+       4},
+      // ONNX TopK: the values are a gather_elements by top_k's indices.
+      {"tcc.gather_elements",
+       "top_k_values",
+       {{"a", "3x5xf32"}},
+       "%i = tcc.top_k %a {axis = 1 : i64, k = 2 : i64, largest = false} : "
+       "tensor<3x5xf32> -> tensor<3x2xi64>\n"
+       "  %y = tcc.gather_elements %a, %i {axis = 1 : i64} : "
+       "(tensor<3x5xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>",
+       "3x2xf32"},
+      // Distinct indices: with "none" only the last of repeats would count.
+      {"tcc.scatter_elements",
+       "scatter_elements_none",
+       {{"a", "3x4xf32"}, {"u", "2x4xf32"}},
+       "%i = tcc.constant dense<[[2, 0, 1, 2], [0, 1, 2, 1]]> : "
+       "tensor<2x4xi64>\n"
+       "  %y = tcc.scatter_elements \"none\", %a, %i, %u {axis = 0 : i64} : "
+       "(tensor<3x4xf32>, tensor<2x4xi64>, tensor<2x4xf32>) -> "
+       "tensor<3x4xf32>",
+       "3x4xf32"},
+      {"tcc.scatter_elements",
+       "scatter_elements_add",
+       {{"a", "3x4xf32"}, {"u", "3x2xf32"}},
+       "%y = tcc.scatter_elements \"add\", %a, %labels, %u {axis = 1 : i64} "
+       ": (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> "
+       "tensor<3x4xf32>",
+       "3x4xf32",
+       "3x2xi64",
+       4},
+      {"tcc.gather_nd",
+       "gather_nd_batch",
+       {{"a", "2x3x4xf32"}},
+       "%y = tcc.gather_nd %a, %labels {batch_dims = 1 : i64} : "
+       "(tensor<2x3x4xf32>, tensor<2x5x1xi64>) -> tensor<2x5x4xf32>",
+       "2x5x4xf32",
+       "2x5x1xi64",
+       3},
+      {"tcc.scatter_nd",
+       "scatter_nd_none",
+       {{"a", "4x3xf32"}, {"u", "2x3xf32"}},
+       "%i = tcc.constant dense<[[3], [1]]> : tensor<2x1xi64>\n"
+       "  %y = tcc.scatter_nd \"none\", %a, %i, %u : (tensor<4x3xf32>, "
+       "tensor<2x1xi64>, tensor<2x3xf32>) -> tensor<4x3xf32>",
+       "4x3xf32"},
+      {"tcc.scatter_nd",
+       "scatter_nd_add",
+       {{"a", "4x3xf32"}, {"u", "5xf32"}},
+       "%y = tcc.scatter_nd \"add\", %a, %labels, %u : (tensor<4x3xf32>, "
+       "tensor<5x2xi64>, tensor<5xf32>) -> tensor<4x3xf32>",
+       "4x3xf32",
+       "5x2xi64",
+       3},
       {"tcc.concat",
        "concat_fanout",
        {{"a", "2x3xf32"}, {"b", "2x2xf32"}},

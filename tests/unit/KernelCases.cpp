@@ -9,6 +9,7 @@
 #include "KernelCasesAttention.h"
 #include "KernelCasesConv.h"
 #include "KernelCasesGemm.h"
+#include "KernelCasesIndex.h"
 #include "KernelCasesLayout.h"
 #include "KernelCasesLogic.h"
 #include "KernelCasesMath.h"
@@ -28,6 +29,7 @@ const std::vector<KernelCase> &allKernelCases() {
     // Layout, data movement and reductions.
     dataMovementCases(all);
     reductionCases(all);
+    indexCases(all);
     // Row kernels.
     softmaxLossCases(all);
     layerNormCases(all);

@@ -78,7 +78,8 @@ static onnx::TensorProto *findInitializer(onnx::GraphProto &g,
 
 /// Whether graph input `name` is read where tcc needs a constant: a bound
 /// (input 1 or 2) of a Clip, Resize's roi or scales (1, 2), Upsample's
-/// scales (1).
+/// scales (1), the condition of a Compress or the depth of a OneHot (which
+/// fix the output's shape).
 static bool readAsConstant(const onnx::GraphProto &g, const std::string &name) {
   for (const onnx::NodeProto &n : g.node()) {
     if (!n.domain().empty())
@@ -89,6 +90,9 @@ static bool readAsConstant(const onnx::GraphProto &g, const std::string &name) {
     for (int k = 1; k < n.input_size() && k <= last; ++k)
       if (n.input(k) == name)
         return true;
+    if ((n.op_type() == "Compress" || n.op_type() == "OneHot") &&
+        n.input_size() > 1 && n.input(1) == name)
+      return true;
   }
   return false;
 }

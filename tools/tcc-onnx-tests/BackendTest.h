@@ -15,9 +15,10 @@
 //    axes, indices, pads, repeats...) become initializers holding the test
 //    data, i.e. constants the importer folds, instead of runtime inputs.
 //    Integer tensors never flow through tcc's IR as data.
-//  * float graph inputs that a node reads as a compile-time constant
-//    (Clip's min and max, which tcc bakes into its kernel; Resize's roi and
-//    scales and Upsample's scales, which fix the output shape) become frozen
+//  * float or bool graph inputs that a node reads as a compile-time
+//    constant (Clip's min and max, which tcc bakes into its kernel; Resize's
+//    roi and scales, Upsample's scales, Compress's condition and OneHot's
+//    depth, which fix the output's shape) become frozen
 //    initializers alike: the value a deployed model would hold there.
 //
 //===----------------------------------------------------------------------===//

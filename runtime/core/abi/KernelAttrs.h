@@ -148,6 +148,46 @@ struct ArgAttrs {
   }
 };
 
+/// How a scatter combines an update with what is there (in index order).
+enum class ScatterReduction : int64_t { None, Add, Mul, Max, Min };
+
+/// scatter_elements: along `axis`; `reduction` a ScatterReduction.
+struct ScatterAttrs {
+  int64_t axis = 0;
+  int64_t reduction = 0;
+  template <class V> void visit(V &v) {
+    v.integer(axis, "axis");
+    v.integer(reduction, "reduction");
+  }
+};
+
+/// gather_nd: the leading dimensions data and indices share.
+struct GatherNdAttrs {
+  int64_t batchDims = 0;
+  template <class V> void visit(V &v) { v.integer(batchDims, "batch_dims"); }
+};
+
+/// scatter_nd: gather_nd's batch dimensions and a ScatterReduction.
+struct ScatterNdAttrs {
+  int64_t batchDims = 0;
+  int64_t reduction = 0;
+  template <class V> void visit(V &v) {
+    v.integer(batchDims, "batch_dims");
+    v.integer(reduction, "reduction");
+  }
+};
+
+/// top_k: the indices of the k most extreme entries along `axis` (k is the
+/// output's size there), largest first unless !largest.
+struct TopKAttrs {
+  int64_t axis = 0;
+  bool largest = true;
+  template <class V> void visit(V &v) {
+    v.integer(axis, "axis");
+    v.flag(largest, "largest");
+  }
+};
+
 /// The strides, pads ([top, left, bottom, right]) and dilations that
 /// convolutions and poolings share, in their storage order.
 struct Window2dAttrs {

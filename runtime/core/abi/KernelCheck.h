@@ -124,6 +124,12 @@ TCC_CHECK(slice)
 TCC_CHECK(slice_grad)
 TCC_CHECK(where)
 TCC_CHECK(cast)
+// CheckIndex.cpp
+TCC_CHECK(gather_elements)
+TCC_CHECK(scatter_elements)
+TCC_CHECK(gather_nd)
+TCC_CHECK(scatter_nd)
+TCC_CHECK(top_k)
 // CheckLogic.cpp
 TCC_CHECK(compare)
 TCC_CHECK(logic)

@@ -57,6 +57,20 @@
 //   gather_grad       in [dy f32, indices i64] out [dx f32], i [axis]: zeros
 //                     with each dy slice added at its index (dx is `data`).
 //   concat            in [x0, x1, ...] out [y], i [axis >= 0].
+//   gather_elements   in [data, indices i64] out [y], i [axis]: y has the
+//                     indices' shape (same rank, <= data's off axis),
+//                     y[i] = data[i with i[axis] = indices[i]].
+//   scatter_elements  in [data, indices i64, updates] out [y], i [axis,
+//                     reduction]: y = data with updates[i] put (or added,
+//                     multiplied, max'd, min'd: f32/i64 only) at i with
+//                     i[axis] = indices[i], in index order.
+//   gather_nd         in [data, indices i64] out [y], i [batch_dims b]:
+//                     tuples in indices' last dim index data dims [b, b+m).
+//   scatter_nd        in [data, indices i64, updates] out [y], i [b,
+//                     reduction]: the inverse of gather_nd, in index order.
+//   top_k             in [x f32/i64] out [indices i64], i [axis, largest]:
+//                     sorted, ties by lower index, NaN largest.
+//   (indices outside [-n, n) of these are run-time Errors, as gather's.)
 //   slice             in [x] out [y], i = starts ++ steps (one per dim of x):
 //                     y[i] = x[starts + i * steps]; y's shape is the window.
 //   slice_grad        in [dy f32] out [dx f32], i = starts ++ steps of dx:

@@ -115,3 +115,16 @@ func.func @train_step(%x: tensor<2x3x6x4xf32> {tcc.kind = "param", tcc.name = "x
   %l = tcc.mse_loss %o, %t : (tensor<2x3x2x4xf32>, tensor<2x3x2x4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A scatter that multiplies (or takes extrema) has no gradient rule.
+func.func @train_step(%p: tensor<3x4xf32> {tcc.kind = "param", tcc.name = "p"},
+                      %i: tensor<3x2xi64> {tcc.kind = "input", tcc.name = "i"},
+                      %u: tensor<3x2xf32> {tcc.kind = "input", tcc.name = "u"})
+    -> (tensor<f32> {tcc.kind = "loss"}) {
+  // expected-error @+1 {{tcc-autodiff: 'tcc.scatter_elements' with reduction 'mul' lies between a param and the loss but has no gradient (only 'none' and 'add' are differentiable)}}
+  %s = tcc.scatter_elements "mul", %p, %i, %u {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  %l = tcc.reduce_sum %s {axes = array<i64: 0, 1>} : tensor<3x4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
