@@ -268,6 +268,10 @@ LogicalResult mlir::tcc::importAveragePool(NodeImporter &node) {
   FailureOr<int64_t> includePad = node.intAttr("count_include_pad", 0);
   if (failed(kernel) || failed(ceil) || failed(includePad))
     return failure();
+  if (node.opset() < 7 && node.attr("count_include_pad"))
+    return node.emitError() << "attribute 'count_include_pad' does not exist "
+                               "at opset "
+                            << node.opset() << " (AveragePool has it from 7)";
   FailureOr<Spatial> sp =
       readSpatial(node, typeOf(*x).getShape().drop_front(2), *kernel);
   FailureOr<Value> x4 = as4d(node, *x);
@@ -397,6 +401,32 @@ LogicalResult mlir::tcc::importBatchNormalization(NodeImporter &node) {
     return failure();
   if (node.opset() >= 14 && failed(node.intAttr("training_mode", 0)))
     return failure();
+  // Opsets 6 to 8: `spatial` = 0 keeps statistics per activation, not per
+  // channel; opset 6's `is_test` must say what the outputs asked for say.
+  if (node.opset() < 9) {
+    FailureOr<int64_t> spatial = node.intAttr("spatial", 1);
+    if (failed(spatial))
+      return failure();
+    if (*spatial != 1)
+      return node.emitUnsupported("spatial=0")
+             << "attribute 'spatial' = 0 (statistics per activation) is not "
+                "supported; only per-channel batch normalization (1)";
+  }
+  if (node.opset() < 7) {
+    FailureOr<int64_t> isTest = node.intAttr("is_test", 0);
+    if (failed(isTest))
+      return failure();
+    bool training = isTrainingMode(node.proto(), node.opset());
+    if ((*isTest != 0) == training)
+      return node.emitUnsupported("is_test=" + std::to_string(*isTest))
+             << "attribute 'is_test' = " << *isTest << " with "
+             << (training ? "running statistics outputs" : "output Y only")
+             << " is not supported: tcc infers with Y alone and trains "
+                "when the statistics are asked for";
+  } else if (node.attr("is_test")) {
+    return node.emitError() << "attribute 'is_test' does not exist at opset "
+                            << node.opset();
+  }
   FailureOr<SmallVector<Value>> in = node.inputs(5);
   if (failed(in))
     return failure();
