@@ -48,14 +48,16 @@ static Use useOf(StringRef op, unsigned index, bool isU64) {
   static const char *const kMoves[] = {
       "Identity", "Reshape", "Flatten",   "Squeeze", "Unsqueeze", "Transpose",
       "Concat",   "Slice",   "Split",     "Expand",  "Gather",    "Tile",
-      "Where",    "Trilu",   "ReduceMax", "ReduceMin", "Max",     "Min"};
+      "Where",    "Trilu",   "ReduceMax", "ReduceMin", "Max",     "Min",
+      "MaxPool"};
   // Ops that read an input as an index, a shape or a condition, or convert
   // it explicitly.
   static const char *const kReads[] = {
       "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Shape",
-      "Size",  "Cast", "CastLike",    "ArgMax",  "ArgMin"};
+      "Size",  "Cast", "CastLike",    "ArgMax",  "ArgMin",
+      "QuantizeLinear", "DequantizeLinear"};
   // Extrema and ordering misread a UINT64 above INT64_MAX.
-  static const char *const kOrders[] = {"ReduceMax", "ReduceMin", "Max", "Min",
+  static const char *const kOrders[] = {"ReduceMax", "ReduceMin", "Max", "Min", "MaxPool",
                                         "Less",      "LessOrEqual", "Greater",
                                         "GreaterOrEqual", "ArgMax", "ArgMin"};
   if (isU64 && llvm::is_contained(kOrders, op))

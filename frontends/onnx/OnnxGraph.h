@@ -312,6 +312,9 @@ LogicalResult importSum(NodeImporter &node);
 LogicalResult importMean(NodeImporter &node);
 LogicalResult importMod(NodeImporter &node);
 LogicalResult importBitShift(NodeImporter &node);
+// Builders (OnnxOpsQuantize.cpp).
+LogicalResult importQuantizeLinear(NodeImporter &node);
+LogicalResult importDequantizeLinear(NodeImporter &node);
 /// Folds Pow of two constants (any numeric types: an integer base keeps its
 /// type and wraps); false when they are not both constants.
 FailureOr<bool> foldConstantPow(NodeImporter &node);

@@ -172,6 +172,11 @@ static const OnnxOpEntry kOpTable[] = {
     {"Mean", 6, 28, importMean},
     {"Mod", 10, 28, importMod},
     {"BitShift", 11, 28, importBitShift},
+    // QuantizeLinear, DequantizeLinear (OnnxOpsQuantize.cpp): 10, 13
+    // (axis), 19 (types; `saturate` for float8 only), 21 (block_size:
+    // refused unless 0; output_dtype), 23, 24, 25 types.
+    {"QuantizeLinear", 10, 28, importQuantizeLinear},
+    {"DequantizeLinear", 10, 28, importDequantizeLinear},
 
     // Convolution, pooling, batch norm (OnnxOpsConv.cpp).
     // Conv: 1, 11, 22 types.

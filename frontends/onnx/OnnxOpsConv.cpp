@@ -223,9 +223,22 @@ LogicalResult mlir::tcc::importConv(NodeImporter &node) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult mlir::tcc::importMaxPool(NodeImporter &node) {
-  FailureOr<Value> x = node.input(0);
+  // MaxPool picks values: integers of 16 bits or fewer (UINT8 images) go
+  // through float32 exactly and come back as int64 of their type.
+  FailureOr<Type> declared = node.declaredType(0);
+  if (failed(declared))
+    return failure();
+  bool viaFloat =
+      isNarrowInt(*declared) && declared->getIntOrFloatBitWidth() <= 16;
+  FailureOr<Value> x = viaFloat ? node.anyInput(0) : node.input(0);
   if (failed(x))
     return failure();
+  if (viaFloat)
+    x = CastOp::create(node.builder(), node.loc(),
+                       RankedTensorType::get(typeOf(*x).getShape(),
+                                             node.builder().getF32Type()),
+                       *x)
+            .getResult();
   if (node.proto().output_size() > 1 && !node.proto().output(1).empty())
     return node.emitUnsupported("Indices output")
            << "the Indices output is not supported (only the pooled values)";
@@ -248,7 +261,16 @@ LogicalResult mlir::tcc::importMaxPool(NodeImporter &node) {
       *ceil != 0);
   if (failed(op))
     return failure();
-  return setSpatialOutput(node, *rank, (*op)->getResult(0));
+  if (failed(setSpatialOutput(node, *rank, (*op)->getResult(0))))
+    return failure();
+  if (!viaFloat)
+    return success();
+  Value y = node.graphState().lookup(node.proto().output(0))->value;
+  auto i64 = RankedTensorType::get(typeOf(y).getShape(),
+                                   node.builder().getI64Type());
+  node.setOutput(0, CastOp::create(node.builder(), node.loc(), i64, y),
+                 *declared);
+  return success();
 }
 
 LogicalResult mlir::tcc::importAveragePool(NodeImporter &node) {

@@ -191,9 +191,12 @@ static LogicalResult castInputTo(NodeImporter &node, Type target,
     node.setOutput(0, v);
     return success();
   }
-  // A narrow integer: exact when every value of the source type fits.
+  // A narrow integer: exact when every value of the source type fits, or
+  // from a float, which truncates toward zero like any float-to-integer
+  // cast (a float beyond the target's range has no defined result: C and
+  // NumPy leave it undefined too).
   auto [lo, hi] = intRange(target);
-  bool fits = false;
+  bool fits = isa<FloatType>(*source);
   if (isa<IntegerType>(*source)) {
     auto [slo, shi] = intRange(*source);
     fits = slo >= lo && shi <= hi && !source->isUnsignedInteger(64);
@@ -202,7 +205,7 @@ static LogicalResult castInputTo(NodeImporter &node, Type target,
     return node.emitUnsupported("to " + targetName.str() + " at run time")
            << "cannot cast a value computed at run time to " << targetName
            << " (run-time integers are int64; the cast would have to wrap)";
-  if (!et.isInteger(64)) // a bool
+  if (!et.isInteger(64)) // a float or a bool
     v = CastOp::create(b, node.loc(), shapeOf(IntegerType::get(node.context(), 64)), v);
   node.setOutput(0, v, target);
   return success();
