@@ -161,3 +161,11 @@ void mlir::tcc::propagateDeclared(GraphState &graph,
       o->declared = t;
   }
 }
+
+void mlir::tcc::warnFloat64(GraphState &graph, Location loc) {
+  if (graph.firstWarning("float64"))
+    mlir::emitWarning(loc)
+        << "the model has DOUBLE (float64) tensors; tcc computes them in "
+           "float32 (as JAX does without x64) and converts at the inputs and "
+           "outputs";
+}

@@ -372,6 +372,8 @@ LogicalResult checkDeclaredInputs(GraphState &graph,
 /// Whether input `index` of `opType` may be a run-time i64 standing for
 /// narrow type `t` (the same rule, for constants a builder materializes).
 bool narrowUseExact(llvm::StringRef opType, unsigned index, Type t);
+/// Says once per model that DOUBLE tensors are computed in float32.
+void warnFloat64(GraphState &graph, Location loc);
 /// After an op that moves or selects values, its run-time outputs hold the
 /// declared type of its data input.
 void propagateDeclared(GraphState &graph, const onnx::NodeProto &node);

@@ -81,11 +81,7 @@ private:
 // Only the first dimension may be symbolic, and only when a batch size is
 // known: tcc compiles for one static shape.
 void ModelImporter::warnDouble(Location loc) {
-  if (graph.firstWarning("float64"))
-    mlir::emitWarning(loc)
-        << "the model has DOUBLE (float64) tensors; tcc computes them in "
-           "float32 (as JAX does without x64) and converts at the inputs and "
-           "outputs";
+  warnFloat64(graph, loc);
 }
 
 /// The host type tcc.host_dtype names for an ONNX element type that runs

@@ -155,11 +155,8 @@ static LogicalResult castInputTo(NodeImporter &node, Type target,
   FailureOr<Type> source = node.declaredType(0);
   if (failed(type) || failed(source))
     return failure();
-  if (declared && declared.isF64() &&
-      node.graphState().firstWarning("float64"))
-    mlir::emitWarning(node.loc())
-        << "the model has DOUBLE (float64) tensors; tcc computes them in "
-           "float32 (as JAX does without x64)";
+  if (declared && declared.isF64())
+    warnFloat64(node.graphState(), node.loc());
   if (DenseElementsAttr c = node.constantInput(0)) {
     node.setConstantOutput(0, castConstant(c, target, declared));
     return success();
