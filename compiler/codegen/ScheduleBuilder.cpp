@@ -46,9 +46,8 @@ static FailureOr<rt::DType> dtypeOf(Type t, Location loc) {
 /// The declared element type of a boundary tensor (the importer's
 /// tcc.host_dtype attribute: an ONNX DOUBLE computed in f32, say), or
 /// Native when there is none.
-static FailureOr<rt::HostDType> hostDTypeOf(StringAttr attr,
-                                            const rt::TensorInfo &info,
-                                            Location loc) {
+static FailureOr<rt::HostDType>
+hostDTypeOf(StringAttr attr, const rt::TensorInfo &info, Location loc) {
   if (!attr)
     return rt::HostDType::Native;
   try {
@@ -163,8 +162,8 @@ FailureOr<int32_t> TccScheduleBuilder::persistent(BlockArgument arg) {
   info.dtype = *dtype;
   info.shape = shapeOf(arg.getType());
   if (k == rt::TensorKind::Input) {
-    auto host = hostDTypeOf(fn.getArgAttrOfType<StringAttr>(i, "tcc.host_dtype"),
-                            info, loc);
+    auto host = hostDTypeOf(
+        fn.getArgAttrOfType<StringAttr>(i, "tcc.host_dtype"), info, loc);
     if (failed(host))
       return failure();
     info.hostDType = *host;
@@ -630,9 +629,9 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn, const std::string &name
     if (kind && kind.getValue() == "update")
       continue;
     int32_t id = ids.lookup(v);
-    auto host = hostDTypeOf(
-        fn.getResultAttrOfType<StringAttr>(i, "tcc.host_dtype"),
-        artifact.tensors[id], fn.getLoc());
+    auto host =
+        hostDTypeOf(fn.getResultAttrOfType<StringAttr>(i, "tcc.host_dtype"),
+                    artifact.tensors[id], fn.getLoc());
     if (failed(host))
       return failure();
     // A tensor is read as one type: an output declared otherwise than the

@@ -46,20 +46,22 @@ static unsigned movedInput(StringRef op) { return op == "Where" ? 1 : 0; }
 
 static Use useOf(StringRef op, unsigned index, bool isU64) {
   static const char *const kMoves[] = {
-      "Identity", "Reshape", "Flatten",   "Squeeze", "Unsqueeze", "Transpose",
-      "Concat",   "Slice",   "Split",     "Expand",  "Gather",    "Tile",
-      "Where",    "Trilu",   "ReduceMax", "ReduceMin", "Max",     "Min",
-      "MaxPool"};
+      "Identity",  "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+      "Transpose", "Concat",  "Slice",   "Split",   "Expand",
+      "Gather",    "Tile",    "Where",   "Trilu",   "ReduceMax",
+      "ReduceMin", "Max",     "Min",     "MaxPool"};
   // Ops that read an input as an index, a shape or a condition, or convert
   // it explicitly.
   static const char *const kReads[] = {
-      "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Shape",
-      "Size",  "Cast", "CastLike",    "ArgMax",  "ArgMin",
-      "QuantizeLinear", "DequantizeLinear"};
+      "Equal",           "Less",   "LessOrEqual", "Greater",
+      "GreaterOrEqual",  "Shape",  "Size",        "Cast",
+      "CastLike",        "ArgMax", "ArgMin",      "QuantizeLinear",
+      "DequantizeLinear"};
   // Extrema and ordering misread a UINT64 above INT64_MAX.
-  static const char *const kOrders[] = {"ReduceMax", "ReduceMin", "Max", "Min", "MaxPool",
-                                        "Less",      "LessOrEqual", "Greater",
-                                        "GreaterOrEqual", "ArgMax", "ArgMin"};
+  static const char *const kOrders[] = {
+      "ReduceMax",      "ReduceMin", "Max",         "Min",
+      "MaxPool",        "Less",      "LessOrEqual", "Greater",
+      "GreaterOrEqual", "ArgMax",    "ArgMin"};
   if (isU64 && llvm::is_contained(kOrders, op))
     return Use::Refused;
   if (llvm::is_contained(kMoves, op))
@@ -93,10 +95,10 @@ static bool hasHighU64(DenseElementsAttr c) {
 /// constant above INT64_MAX folds right in its 64 bits.
 static bool foldsModulo(StringRef op) {
   static const char *const kOps[] = {
-      "Add",       "Sub",   "Mul",     "Neg",     "Identity", "Reshape",
-      "Flatten",   "Squeeze", "Unsqueeze", "Transpose", "Concat", "Slice",
-      "Split",     "Expand", "Gather",  "Tile",    "Where",    "Equal",
-      "Shape",     "Size",  "CastLike", "Sum",     "BitShift", "Mod"};
+      "Add",     "Sub",     "Mul",       "Neg",       "Identity", "Reshape",
+      "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat",   "Slice",
+      "Split",   "Expand",  "Gather",    "Tile",      "Where",    "Equal",
+      "Shape",   "Size",    "CastLike",  "Sum",       "BitShift", "Mod"};
   return llvm::is_contained(kOps, op);
 }
 
@@ -124,11 +126,11 @@ LogicalResult mlir::tcc::checkDeclaredInputs(GraphState &graph,
                   "computes as int64";
       continue;
     }
-    if (!isNarrowInt(t) || useOf(op, i, t.isUnsignedInteger(64)) != Use::Refused)
+    if (!isNarrowInt(t) ||
+        useOf(op, i, t.isUnsignedInteger(64)) != Use::Refused)
       continue;
-    return graph.emitUnsupported(graph.nameLoc(name),
-                                 op.str() + " (run-time " + typeName +
-                                     " input)")
+    return graph.emitUnsupported(graph.nameLoc(name), op.str() + " (run-time " +
+                                                          typeName + " input)")
            << "node '" << name << "' (op_type '" << op << "'): input '"
            << node.input(i) << "' is a " << typeName
            << " computed at run time as int64, where " << op
@@ -157,7 +159,8 @@ void mlir::tcc::propagateDeclared(GraphState &graph,
       continue;
     Type et = cast<ShapedType>(o->value.getType()).getElementType();
     // Only an output that holds the input's values in the same IR type.
-    if ((isNarrowInt(t) && et.isInteger(64)) || (isa<FloatType>(t) && et.isF32()))
+    if ((isNarrowInt(t) && et.isInteger(64)) ||
+        (isa<FloatType>(t) && et.isF32()))
       o->declared = t;
   }
 }

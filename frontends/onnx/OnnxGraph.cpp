@@ -139,8 +139,7 @@ FailureOr<Value> NodeImporter::anyInput(unsigned i) {
     os << c.getElementType();
     return emitUnsupported("run-time " + t + " input")
            << "input '" << node.input(i) << "' (" << t
-           << ") would be computed as int64 here, which is not exact for "
-           << t;
+           << ") would be computed as int64 here, which is not exact for " << t;
   }
   return graph.materialize(**v);
 }

@@ -80,9 +80,7 @@ private:
 
 // Only the first dimension may be symbolic, and only when a batch size is
 // known: tcc compiles for one static shape.
-void ModelImporter::warnDouble(Location loc) {
-  warnFloat64(graph, loc);
-}
+void ModelImporter::warnDouble(Location loc) { warnFloat64(graph, loc); }
 
 /// The host type tcc.host_dtype names for an ONNX element type that runs
 /// as another (DOUBLE as f32, INT32 as i64...), or "" when it runs as
@@ -159,8 +157,8 @@ ModelImporter::inputType(const onnx::ValueInfoProto &input, Type &declared) {
            << "; supported graph input types: " << kSupportedOnnxTypes;
   bool isInt64 = isa<IntegerType>(onnxType) && !onnxType.isInteger(1);
   bool isBool = onnxType.isInteger(1);
-  declared = isNarrowInt(onnxType) ? onnxType
-                                   : declaredFloat(ctx, t.elem_type());
+  declared =
+      isNarrowInt(onnxType) ? onnxType : declaredFloat(ctx, t.elem_type());
   if (t.elem_type() == onnx::TensorProto::DOUBLE)
     warnDouble(loc);
   if (!t.has_shape())

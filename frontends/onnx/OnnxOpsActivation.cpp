@@ -160,8 +160,8 @@ LogicalResult mlir::tcc::importPow(NodeImporter &node) {
       return node.emitError() << "the exponent is a bool tensor";
     auto f32 = RankedTensorType::get(typeOf(*exponent).getShape(),
                                      node.builder().getF32Type());
-    exponent = CastOp::create(node.builder(), node.loc(), f32, *exponent)
-                   .getResult();
+    exponent =
+        CastOp::create(node.builder(), node.loc(), f32, *exponent).getResult();
   }
   if (node.opset() < 7) {
     exponent = legacyBroadcastRhs(node, *x, *exponent);

@@ -87,9 +87,9 @@ static LogicalResult importVariadicSum(NodeImporter &node, bool mean) {
       return success();
     }
     if (mean || f.element.isInteger(1))
-      return node.emitError() << "inputs have type " << f.cs[0].getType()
-                              << "; " << node.opType()
-                              << " takes numeric (Mean: float) tensors";
+      return node.emitError()
+             << "inputs have type " << f.cs[0].getType() << "; "
+             << node.opType() << " takes numeric (Mean: float) tensors";
     // Wrapping, in the inputs' width (fromInts truncates).
     SmallVector<int64_t> acc(count, 0);
     for (unsigned i = 0; i < n; ++i) {
@@ -139,8 +139,7 @@ LogicalResult mlir::tcc::importMod(NodeImporter &node) {
   if (failed(fmod))
     return failure();
   if (*fmod != 0 && *fmod != 1)
-    return node.emitError() << "attribute 'fmod' must be 0 or 1, got "
-                            << *fmod;
+    return node.emitError() << "attribute 'fmod' must be 0 or 1, got " << *fmod;
   FailureOr<std::optional<Folded>> folded = constantOperands(node, 2);
   if (failed(folded))
     return failure();
@@ -150,16 +149,15 @@ LogicalResult mlir::tcc::importMod(NodeImporter &node) {
               "remainder kernel to run it";
   Folded &f = **folded;
   if (f.cs[1].getElementType() != f.element)
-    return node.emitError() << "operands have different element types, "
-                            << f.cs[0].getType() << " and "
-                            << f.cs[1].getType();
+    return node.emitError()
+           << "operands have different element types, " << f.cs[0].getType()
+           << " and " << f.cs[1].getType();
   auto type = RankedTensorType::get(f.shape, f.element);
   int64_t count = numElements(f.shape);
   if (isa<FloatType>(f.element)) {
     if (*fmod != 1)
       return node.emitError() << "a float Mod needs fmod = 1";
-    SmallVector<double> a = floatValues(f.cs[0]), b = floatValues(f.cs[1]),
-                        out;
+    SmallVector<double> a = floatValues(f.cs[0]), b = floatValues(f.cs[1]), out;
     for (int64_t e = 0; e < count; ++e)
       out.push_back(std::fmod(asF32(a[f.maps[0][e]]), asF32(b[f.maps[1][e]])));
     node.setConstantOutput(0, fromFloats(type, out));
@@ -207,19 +205,18 @@ LogicalResult mlir::tcc::importBitShift(NodeImporter &node) {
            << "BitShift folds when both operands are known at import; tcc "
               "has no shift kernel to run it";
   Folded &f = **folded;
-  if (!f.element.isUnsignedInteger() ||
-      f.cs[1].getElementType() != f.element)
-    return node.emitError() << "operands have types " << f.cs[0].getType()
-                            << " and " << f.cs[1].getType()
-                            << "; BitShift takes one unsigned integer type";
+  if (!f.element.isUnsignedInteger() || f.cs[1].getElementType() != f.element)
+    return node.emitError()
+           << "operands have types " << f.cs[0].getType() << " and "
+           << f.cs[1].getType() << "; BitShift takes one unsigned integer type";
   unsigned width = f.element.getIntOrFloatBitWidth();
   SmallVector<int64_t> a = intValues(f.cs[0]), b = intValues(f.cs[1]), out;
   for (int64_t e = 0; e < numElements(f.shape); ++e) {
     uint64_t x = a[f.maps[0][e]], y = b[f.maps[1][e]];
     out.push_back(y >= width ? 0 : (int64_t)(left ? x << y : x >> y));
   }
-  node.setConstantOutput(0, fromInts(RankedTensorType::get(f.shape, f.element),
-                                     out));
+  node.setConstantOutput(
+      0, fromInts(RankedTensorType::get(f.shape, f.element), out));
   return success();
 }
 

@@ -266,8 +266,8 @@ LogicalResult mlir::tcc::importMaxPool(NodeImporter &node) {
   if (!viaFloat)
     return success();
   Value y = node.graphState().lookup(node.proto().output(0))->value;
-  auto i64 = RankedTensorType::get(typeOf(y).getShape(),
-                                   node.builder().getI64Type());
+  auto i64 =
+      RankedTensorType::get(typeOf(y).getShape(), node.builder().getI64Type());
   node.setOutput(0, CastOp::create(node.builder(), node.loc(), i64, y),
                  *declared);
   return success();
@@ -446,8 +446,8 @@ LogicalResult mlir::tcc::importBatchNormalization(NodeImporter &node) {
              << " is not supported: tcc infers with Y alone and trains "
                 "when the statistics are asked for";
   } else if (node.attr("is_test")) {
-    return node.emitError() << "attribute 'is_test' does not exist at opset "
-                            << node.opset();
+    return node.emitError()
+           << "attribute 'is_test' does not exist at opset " << node.opset();
   }
   FailureOr<SmallVector<Value>> in = node.inputs(5);
   if (failed(in))

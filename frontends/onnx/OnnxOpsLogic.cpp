@@ -149,8 +149,8 @@ static std::pair<int64_t, int64_t> intRange(Type t) {
 
 /// Input 0 converted to ONNX element type `to` (its MLIR form: f32 for
 /// every float type, `declared` saying which; integers of their width; i1).
-static LogicalResult castInputTo(NodeImporter &node, Type target,
-                                 Type declared, StringRef targetName) {
+static LogicalResult castInputTo(NodeImporter &node, Type target, Type declared,
+                                 StringRef targetName) {
   FailureOr<RankedTensorType> type = node.inputType(0);
   FailureOr<Type> source = node.declaredType(0);
   if (failed(type) || failed(source))
@@ -203,7 +203,8 @@ static LogicalResult castInputTo(NodeImporter &node, Type target,
            << "cannot cast a value computed at run time to " << targetName
            << " (run-time integers are int64; the cast would have to wrap)";
   if (!et.isInteger(64)) // a float or a bool
-    v = CastOp::create(b, node.loc(), shapeOf(IntegerType::get(node.context(), 64)), v);
+    v = CastOp::create(b, node.loc(),
+                       shapeOf(IntegerType::get(node.context(), 64)), v);
   node.setOutput(0, v, target);
   return success();
 }
@@ -222,8 +223,8 @@ LogicalResult mlir::tcc::importCast(NodeImporter &node) {
   Type target = onnxElementType(node.context(), to);
   if (!target)
     return node.emitUnsupported("to " + onnxTypeName(to))
-           << "cannot cast to " << onnxTypeName(to) << " (supported: "
-           << kSupportedOnnxTypes << ")";
+           << "cannot cast to " << onnxTypeName(to)
+           << " (supported: " << kSupportedOnnxTypes << ")";
   Type declared;
   MLIRContext *ctx = node.context();
   if (to == onnx::TensorProto::FLOAT16)

@@ -36,8 +36,8 @@ static FailureOr<Value> asF32(NodeImporter &node, unsigned i) {
     return failure();
   if (typeOf(*v).getElementType().isF32())
     return *v;
-  auto t = RankedTensorType::get(typeOf(*v).getShape(),
-                                 node.builder().getF32Type());
+  auto t =
+      RankedTensorType::get(typeOf(*v).getShape(), node.builder().getF32Type());
   return CastOp::create(node.builder(), node.loc(), t, *v).getResult();
 }
 
@@ -90,7 +90,8 @@ LogicalResult mlir::tcc::importDequantizeLinear(NodeImporter &node) {
   FailureOr<RankedTensorType> shaped = node.inputType(0);
   if (failed(xType) || failed(shaped))
     return failure();
-  bool int32 = isa<IntegerType>(*xType) && xType->getIntOrFloatBitWidth() == 32 &&
+  bool int32 = isa<IntegerType>(*xType) &&
+               xType->getIntOrFloatBitWidth() == 32 &&
                !xType->isUnsignedInteger();
   if (!smallInt(*xType) && !int32)
     return node.emitUnsupported("x of type " + str(*xType))
@@ -111,8 +112,8 @@ LogicalResult mlir::tcc::importDequantizeLinear(NodeImporter &node) {
     if (failed(zpType))
       return failure();
     if (*zpType != *xType)
-      return node.emitError() << "x_zero_point has type " << *zpType
-                              << ", x " << *xType;
+      return node.emitError()
+             << "x_zero_point has type " << *zpType << ", x " << *xType;
     FailureOr<Value> zp = asF32(node, 2);
     if (failed(zp))
       return failure();
@@ -150,9 +151,9 @@ LogicalResult mlir::tcc::importQuantizeLinear(NodeImporter &node) {
     target = onnxElementType(ctx, (int32_t)*outputDtype);
   }
   if (!target || !smallInt(target))
-    return node.emitUnsupported("output of type " +
-                                (target ? str(target)
-                                        : onnxTypeName(*outputDtype)))
+    return node.emitUnsupported(
+               "output of type " +
+               (target ? str(target) : onnxTypeName(*outputDtype)))
            << "only 8- and 16-bit integer outputs are supported";
   ArrayRef<int64_t> xShape = shaped->getShape();
   FailureOr<int64_t> axis = quantAxis(node);
@@ -167,8 +168,8 @@ LogicalResult mlir::tcc::importQuantizeLinear(NodeImporter &node) {
   if (failed(q))
     return failure();
   OpBuilder &b = node.builder();
-  q = node.create<UnaryFnOp>(*q, b.getStringAttr("round"),
-                             b.getF64FloatAttr(0), b.getF64FloatAttr(0));
+  q = node.create<UnaryFnOp>(*q, b.getStringAttr("round"), b.getF64FloatAttr(0),
+                             b.getF64FloatAttr(0));
   if (failed(q))
     return failure();
   if (node.hasInput(2)) {
@@ -187,12 +188,11 @@ LogicalResult mlir::tcc::importQuantizeLinear(NodeImporter &node) {
   double lo = target.isUnsignedInteger() ? 0 : -std::ldexp(1.0, w - 1);
   double hi = target.isUnsignedInteger() ? std::ldexp(1.0, w) - 1
                                          : std::ldexp(1.0, w - 1) - 1;
-  q = node.create<UnaryFnOp>(*q, b.getStringAttr("clip"),
-                             b.getF64FloatAttr(lo), b.getF64FloatAttr(hi));
+  q = node.create<UnaryFnOp>(*q, b.getStringAttr("clip"), b.getF64FloatAttr(lo),
+                             b.getF64FloatAttr(hi));
   if (failed(q))
     return failure();
   auto i64 = RankedTensorType::get(typeOf(*q).getShape(), b.getI64Type());
-  node.setOutput(0, CastOp::create(b, node.loc(), i64, *q).getResult(),
-                 target);
+  node.setOutput(0, CastOp::create(b, node.loc(), i64, *q).getResult(), target);
   return success();
 }

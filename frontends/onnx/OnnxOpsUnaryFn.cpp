@@ -151,9 +151,9 @@ static FailureOr<bool> foldIntegerClip(NodeImporter &node) {
     if (!b)
       return false; // refused as an integer Clip that runs
     if (b.getNumElements() != 1 || b.getElementType() != c.getElementType())
-      return node.emitError() << (k == 1 ? "min" : "max") << " has type "
-                              << b.getType() << "; expected a scalar of "
-                              << c.getElementType();
+      return node.emitError()
+             << (k == 1 ? "min" : "max") << " has type " << b.getType()
+             << "; expected a scalar of " << c.getElementType();
     (k == 1 ? lo : hi) = fold::intValues(b)[0];
   }
   SmallVector<int64_t> v = fold::intValues(c);

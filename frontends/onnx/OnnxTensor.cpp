@@ -13,8 +13,8 @@
 #include "runtime/core/prelude/Half.h"
 
 #include <cstring>
-#include <type_traits>
 #include <iterator>
+#include <type_traits>
 
 using namespace mlir;
 using namespace mlir::tcc;
@@ -82,7 +82,8 @@ FailureOr<RankedTensorType> mlir::tcc::tensorType(const onnx::TensorProto &t,
     return emitError(loc) << what << " has element type "
                           << onnxTypeName(t.data_type())
                           << ", which the importer does not support "
-                             "(supported: " << kSupportedOnnxTypes << ")";
+                             "(supported: "
+                          << kSupportedOnnxTypes << ")";
   SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
   if (llvm::any_of(shape, [](int64_t d) { return d < 0; }))
     return emitError(loc) << what << " has a negative dimension in "
@@ -141,8 +142,9 @@ mlir::tcc::convertTensor(const onnx::TensorProto &t, StringRef what,
                         /*implicitTrunc=*/true));
     return DenseElementsAttr::get(*type, a);
   };
-  auto floats = [&](auto tag, const auto &field,
-                    float (*widen)(decltype(tag))) -> FailureOr<DenseElementsAttr> {
+  auto floats =
+      [&](auto tag, const auto &field,
+          float (*widen)(decltype(tag))) -> FailureOr<DenseElementsAttr> {
     auto v = readElements<decltype(tag)>(t, field, count, what, loc);
     if (failed(v))
       return failure();

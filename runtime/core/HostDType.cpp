@@ -113,7 +113,8 @@ void runtimeToHost(DType d, const void *src, HostDType h, void *dst,
       if (h == HostDType::F64)
         store<double>(dst, i, f);
       else
-        store<uint16_t>(dst, i, h == HostDType::F16 ? f32ToF16(f) : f32ToBf16(f));
+        store<uint16_t>(dst, i,
+                        h == HostDType::F16 ? f32ToF16(f) : f32ToBf16(f));
       continue;
     }
     uint64_t v = static_cast<uint64_t>(load<int64_t>(src, i));

@@ -47,13 +47,11 @@ bool hostDTypeFits(HostDType h, DType d);
 
 /// `n` elements of host type `h` at `src` into the runtime buffer `dst` of
 /// type `d` (f32 or i64): widening, exact (f64 rounds to nearest f32).
-void hostToRuntime(HostDType h, const void *src, DType d, void *dst,
-                   int64_t n);
+void hostToRuntime(HostDType h, const void *src, DType d, void *dst, int64_t n);
 /// The reverse: f32 to f16/bf16 rounds to nearest-even, to f64 is exact;
 /// i64 to a narrower integer keeps the low bits (the values are in range
 /// when the graph followed its declared type).
-void runtimeToHost(DType d, const void *src, HostDType h, void *dst,
-                   int64_t n);
+void runtimeToHost(DType d, const void *src, HostDType h, void *dst, int64_t n);
 
 } // namespace tcc::rt
 

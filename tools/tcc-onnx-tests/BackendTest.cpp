@@ -288,8 +288,8 @@ void DataSetRun::run(const onnx::ModelProto &original) {
         info.type().tensor_type().elem_type() == onnx::TensorProto::BFLOAT16)
       t.set_data_type(onnx::TensorProto::BFLOAT16);
   };
-  for (size_t i = 0; i < inputs.size() && (int)i < original.graph().input_size();
-       ++i)
+  for (size_t i = 0;
+       i < inputs.size() && (int)i < original.graph().input_size(); ++i)
     relabel(inputs[i], original.graph().input(i));
   for (size_t k = 0;
        k < outputs.size() && (int)k < original.graph().output_size(); ++k)

@@ -265,14 +265,13 @@ std::string onnxtests::compareOutput(const rt::TensorInfo &info,
                                      const void *data,
                                      const HostTensor &expected,
                                      Tolerance tol) {
-  bool typesAgree =
-      info.hostDType != rt::HostDType::Native
-          ? hostDTypeOf(expected.dataType) == info.hostDType
-          : (info.dtype == rt::DType::F32 &&
-             expected.dataType == onnx::TensorProto::FLOAT) ||
-                (info.dtype == rt::DType::I64 &&
-                 (expected.dataType == onnx::TensorProto::INT64 ||
-                  expected.dataType == onnx::TensorProto::BOOL));
+  bool typesAgree = info.hostDType != rt::HostDType::Native
+                        ? hostDTypeOf(expected.dataType) == info.hostDType
+                        : (info.dtype == rt::DType::F32 &&
+                           expected.dataType == onnx::TensorProto::FLOAT) ||
+                              (info.dtype == rt::DType::I64 &&
+                               (expected.dataType == onnx::TensorProto::INT64 ||
+                                expected.dataType == onnx::TensorProto::BOOL));
   if (!typesAgree)
     return std::string("element type ") + rt::dtypeName(info.dtype) +
            (info.hostDType != rt::HostDType::Native
