@@ -43,6 +43,25 @@ static FailureOr<rt::DType> dtypeOf(Type t, Location loc) {
                         << " (supported: f32, bf16, f16, i64, i1)";
 }
 
+/// The declared element type of a boundary tensor (the importer's
+/// tcc.host_dtype attribute: an ONNX DOUBLE computed in f32, say), or
+/// Native when there is none.
+static FailureOr<rt::HostDType>
+hostDTypeOf(StringAttr attr, const rt::TensorInfo &info, Location loc) {
+  if (!attr)
+    return rt::HostDType::Native;
+  try {
+    rt::HostDType h = rt::parseHostDType(attr.str());
+    if (!rt::hostDTypeFits(h, info.dtype))
+      return emitError(loc) << "tensor '" << info.name << "' of type "
+                            << rt::dtypeName(info.dtype)
+                            << " cannot be declared " << attr.getValue();
+    return h;
+  } catch (const rt::Error &e) {
+    return emitError(loc) << "tensor '" << info.name << "': " << e.what();
+  }
+}
+
 static std::vector<int64_t> shapeOf(Type t) {
   auto s = cast<RankedTensorType>(t).getShape();
   return {s.begin(), s.end()};
@@ -142,6 +161,13 @@ FailureOr<int32_t> TccScheduleBuilder::persistent(BlockArgument arg) {
   info.kind = k;
   info.dtype = *dtype;
   info.shape = shapeOf(arg.getType());
+  if (k == rt::TensorKind::Input) {
+    auto host = hostDTypeOf(
+        fn.getArgAttrOfType<StringAttr>(i, "tcc.host_dtype"), info, loc);
+    if (failed(host))
+      return failure();
+    info.hostDType = *host;
+  }
   if (k == rt::TensorKind::Param) {
     auto it = initialParams.find(info.name);
     if (it == initialParams.end())
@@ -638,8 +664,36 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn, const std::string &name
 
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     auto kind = fn.getResultAttrOfType<StringAttr>(i, "tcc.kind");
-    if (!kind || kind.getValue() != "update")
-      prog.outputs.push_back(ids.lookup(v));
+    if (kind && kind.getValue() == "update")
+      continue;
+    int32_t id = ids.lookup(v);
+    auto host =
+        hostDTypeOf(fn.getResultAttrOfType<StringAttr>(i, "tcc.host_dtype"),
+                    artifact.tensors[id], fn.getLoc());
+    if (failed(host))
+      return failure();
+    // A tensor is read as one type: an output declared otherwise than the
+    // input, constant or earlier output it is (a Cast from DOUBLE to FLOAT
+    // returns its input) reads a copy.
+    const rt::TensorInfo &src = artifact.tensors[id];
+    bool claimed = llvm::is_contained(prog.outputs, id);
+    if (src.hostDType != *host &&
+        (src.kind != rt::TensorKind::Temp || claimed)) {
+      rt::TensorInfo info;
+      info.name = name + ".t" + std::to_string(artifact.tensors.size());
+      info.kind = rt::TensorKind::Temp;
+      info.dtype = src.dtype;
+      info.shape = src.shape;
+      info.program = name;
+      rt::Instr copy;
+      copy.kernel = rt::abi::name(K::Copy);
+      copy.inputs = {id};
+      id = addTensor(std::move(info));
+      copy.outputs = {id};
+      prog.instrs.push_back(std::move(copy));
+    }
+    artifact.tensors[id].hostDType = *host;
+    prog.outputs.push_back(id);
   }
   // Updates that could not be written in place are copied at the end.
   for (auto [v, target] : updates) {

@@ -34,10 +34,12 @@ SmallVector<int64_t> fold::broadcastMap(ArrayRef<int64_t> in,
 }
 
 SmallVector<int64_t> fold::intValues(DenseElementsAttr c) {
-  bool isBool = c.getElementType().isInteger(1);
+  // Bools and unsigned types zero-extend (ui64 keeps its 64 bits).
+  bool zext =
+      c.getElementType().isInteger(1) || c.getElementType().isUnsignedInteger();
   SmallVector<int64_t> out;
   for (const APInt &x : c.getValues<APInt>())
-    out.push_back(isBool ? (int64_t)x.getZExtValue() : x.getSExtValue());
+    out.push_back(zext ? (int64_t)x.getZExtValue() : x.getSExtValue());
   return out;
 }
 

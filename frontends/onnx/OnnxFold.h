@@ -2,7 +2,8 @@
 //
 // Not a public header: the helpers the data-movement and logic builders
 // (OnnxOpsData.cpp, OnnxOpsLogic.cpp) use to fold ops on constants. Constants
-// are DenseElementsAttr of f32, i1, i32 or i64 elements.
+// are DenseElementsAttr of f32, i1 or integer elements of the ONNX type's
+// width and signedness (i8..i64, ui8..ui64).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_FRONTENDS_ONNX_ONNXFOLD_H
@@ -20,7 +21,9 @@ int64_t numElements(ArrayRef<int64_t> shape);
 /// For each element of `out` (row-major), the flat index of the element of
 /// `in` that NumPy broadcasting reads there.
 SmallVector<int64_t> broadcastMap(ArrayRef<int64_t> in, ArrayRef<int64_t> out);
-/// Integer elements widened to int64 (bools as 0/1).
+/// Integer elements widened to int64 (bools as 0/1, unsigned types
+/// zero-extended; a ui64 above INT64_MAX reads negative, which the
+/// importer's declared-type check keeps away from ops it would change).
 SmallVector<int64_t> intValues(DenseElementsAttr c);
 SmallVector<double> floatValues(DenseElementsAttr c);
 /// A constant of `type` (f32, i1, i32 or i64 elements) from int64 values;

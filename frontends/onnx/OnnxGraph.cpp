@@ -34,7 +34,18 @@ Value GraphState::materialize(OnnxValue &value) {
     // The first use dominates every later one: nodes are imported in
     // topological order into one block.
     Location loc = value.loc ? Location(value.loc) : file;
-    value.value = ConstantOp::create(b, loc, value.constant);
+    DenseElementsAttr c = value.constant;
+    Type et = c.getElementType();
+    // Narrow integers run as i64 (the runtime's one integer type); the
+    // entry keeps the typed constant for further folding.
+    if (isNarrowInt(et)) {
+      bool zext = et.isUnsignedInteger();
+      c = c.mapValues(IntegerType::get(ctx, 64), [&](const APInt &x) {
+        return zext ? x.zext(64) : x.sext(64);
+      });
+      value.declared = et;
+    }
+    value.value = ConstantOp::create(b, loc, c);
   }
   return value.value;
 }
@@ -110,8 +121,16 @@ FailureOr<RankedTensorType> NodeImporter::inputType(unsigned i) {
   FailureOr<OnnxValue *> v = lookupInput(i);
   if (failed(v))
     return failure();
-  Type type = (*v)->value ? (*v)->value.getType() : (*v)->constant.getType();
+  // A constant's own type, even once materialized (narrow ints as i64).
+  Type type = (*v)->constant ? (*v)->constant.getType() : (*v)->value.getType();
   return cast<RankedTensorType>(type);
+}
+
+FailureOr<Type> NodeImporter::declaredType(unsigned i) {
+  FailureOr<OnnxValue *> v = lookupInput(i);
+  if (failed(v))
+    return failure();
+  return declaredElementType(**v);
 }
 
 FailureOr<Value> NodeImporter::input(unsigned i) {
@@ -134,14 +153,14 @@ FailureOr<Value> NodeImporter::anyInput(unsigned i) {
   if (failed(v))
     return failure();
   DenseElementsAttr c = (*v)->constant;
-  if (!(*v)->value && c && c.getElementType().isInteger() &&
-      !c.getElementType().isInteger(64) && !c.getElementType().isInteger(1)) {
-    // int32 constants (indices, say) widen to i64, the runtime's only
-    // integer type; the entry keeps the original for further folding.
-    DenseElementsAttr wide =
-        c.mapValues(IntegerType::get(context(), 64),
-                    [](const APInt &x) { return x.sext(64); });
-    return ConstantOp::create(builder(), location, wide).getResult();
+  if (c && isNarrowInt(c.getElementType()) &&
+      !narrowUseExact(opType(), i, c.getElementType())) {
+    std::string t;
+    llvm::raw_string_ostream os(t);
+    os << c.getElementType();
+    return emitUnsupported("run-time " + t + " input")
+           << "input '" << node.input(i) << "' (" << t
+           << ") would be computed as int64 here, which is not exact for " << t;
   }
   return graph.materialize(**v);
 }
@@ -231,9 +250,9 @@ FailureOr<int64_t> NodeImporter::normalizeAxis(StringRef what, int64_t axis,
   return axis < 0 ? axis + rank : axis;
 }
 
-void NodeImporter::setOutput(unsigned i, Value value) {
+void NodeImporter::setOutput(unsigned i, Value value, Type declared) {
   if (i < (unsigned)node.output_size() && !node.output(i).empty())
-    graph.define(node.output(i), OnnxValue{value, {}, {}});
+    graph.define(node.output(i), OnnxValue{value, {}, {}, declared});
 }
 
 void NodeImporter::setConstantOutput(unsigned i, DenseElementsAttr value) {

@@ -43,12 +43,23 @@ struct OnnxValue {
   DenseElementsAttr constant;
   /// Where the constant came from; a materialized tcc.constant gets it.
   LocationAttr loc;
+  /// For a run-time `value` whose ONNX element type is not the IR's: the
+  /// narrow integer type an i64 holds (ui8, i32, ...) or the float type an
+  /// f32 stands for (f16, bf16, f64). Null when they agree.
+  Type declared = {};
   /// Set instead of value and constant for an ONNX sequence: its tensors.
   /// Sequences exist only at import time (SplitToSequence -> SequenceAt,
   /// as PyTorch's dynamo exporter writes torch.split), so each element is
   /// an ordinary tensor value of the IR.
   std::shared_ptr<const std::vector<OnnxValue>> sequence;
 };
+
+/// Whether ONNX integer type `t` runs as i64 although it is narrower or
+/// unsigned (i8, i16, i32, ui8, ui16, ui32, ui64).
+bool isNarrowInt(Type t);
+/// The element type ONNX gives `v`: a constant's own, else `declared`, else
+/// the IR value's.
+Type declaredElementType(const OnnxValue &v);
 
 /// The graph being imported: the name -> value map and the insertion point.
 class GraphState {
@@ -159,6 +170,8 @@ public:
   FailureOr<RankedTensorType> inputType(unsigned i);
   /// Checks that inputs [0, n) are present and returns them as input(i).
   FailureOr<SmallVector<Value>> inputs(unsigned n);
+  /// The element type ONNX gives input `i` (see declaredElementType).
+  FailureOr<Type> declaredType(unsigned i);
   /// The value of input `i` when known at import time, else null.
   DenseElementsAttr constantInput(unsigned i);
   /// Input `i`, which must be a sequence: its elements.
@@ -183,7 +196,7 @@ public:
                                    int64_t rank, int64_t extra = 0);
 
   //===--- Results --------------------------------------------------------===//
-  void setOutput(unsigned i, Value value);
+  void setOutput(unsigned i, Value value, Type declared = {});
   void setConstantOutput(unsigned i, DenseElementsAttr value);
   void setSequenceOutput(unsigned i, std::vector<OnnxValue> elements);
   /// Binds output `i` to a whole entry (a tensor taken out of a sequence).
@@ -342,6 +355,23 @@ LogicalResult importRange(NodeImporter &node);
 /// one kind (the caller builds the op).
 FailureOr<bool> foldConstantArithmetic(NodeImporter &node);
 
+// Builders (OnnxOpsArith.cpp): variadic sums, and integer arithmetic that
+// only folds.
+LogicalResult importSum(NodeImporter &node);
+LogicalResult importMean(NodeImporter &node);
+LogicalResult importMod(NodeImporter &node);
+LogicalResult importBitShift(NodeImporter &node);
+// Builders (OnnxOpsQuantize.cpp).
+LogicalResult importQuantizeLinear(NodeImporter &node);
+LogicalResult importDequantizeLinear(NodeImporter &node);
+/// Folds Pow of two constants (any numeric types: an integer base keeps its
+/// type and wraps); false when they are not both constants.
+FailureOr<bool> foldConstantPow(NodeImporter &node);
+/// Before opset 7 (Add, Pow, ...): B aligned to A by the `broadcast` and
+/// `axis` attributes, reshaped so that NumPy broadcasting agrees
+/// (OnnxOpsMath.cpp).
+FailureOr<Value> legacyBroadcastRhs(NodeImporter &node, Value a, Value b);
+
 // Builders (OnnxOpsCompare.cpp): comparisons, logic, Min/Max, Trilu,
 // ArgMax/ArgMin; ReduceMax/ReduceMin are in OnnxOpsMath.cpp.
 LogicalResult importEqual(NodeImporter &node);
@@ -407,6 +437,23 @@ LogicalResult importDropout(NodeImporter &node);
 LogicalResult importUnaryFn(NodeImporter &node);
 LogicalResult importClip(NodeImporter &node);
 
+// Declared types (OnnxDeclaredTypes.cpp): narrow integers run as i64, so
+// an op may see them at run time only where i64 gives ONNX's answer.
+/// Refuses (as unsupported) a node that would compute with a run-time
+/// narrow integer, or with a UINT64 constant above INT64_MAX, where int64
+/// arithmetic is not exact for the declared type.
+LogicalResult checkDeclaredInputs(GraphState &graph,
+                                  const onnx::NodeProto &node,
+                                  llvm::StringRef name);
+/// Whether input `index` of `opType` may be a run-time i64 standing for
+/// narrow type `t` (the same rule, for constants a builder materializes).
+bool narrowUseExact(llvm::StringRef opType, unsigned index, Type t);
+/// Says once per model that DOUBLE tensors are computed in float32.
+void warnFloat64(GraphState &graph, Location loc);
+/// After an op that moves or selects values, its run-time outputs hold the
+/// declared type of its data input.
+void propagateDeclared(GraphState &graph, const onnx::NodeProto &node);
+
 // Builders (OnnxOpsConv.cpp): convolution, pooling, batch normalization.
 LogicalResult importConv(NodeImporter &node);
 LogicalResult importMaxPool(NodeImporter &node);
@@ -449,8 +496,13 @@ FailureOr<Value> padAxisConstant(NodeImporter &node, Value x, int64_t axis,
 std::string shapeStr(ArrayRef<int64_t> shape);
 /// The ONNX name of an element type ("FLOAT", "INT64", ...).
 std::string onnxTypeName(int32_t dataType);
-/// The MLIR element type of an ONNX tensor data type the importer handles
-/// (float32, int32, int64), or null.
+/// The ONNX element types the importer reads, for error messages.
+constexpr const char *kSupportedOnnxTypes =
+    "FLOAT, DOUBLE, FLOAT16, BFLOAT16, BOOL, INT8, INT16, INT32, INT64, "
+    "UINT8, UINT16, UINT32, UINT64";
+/// The MLIR element type of an ONNX tensor data type the importer handles:
+/// f32 for every float type (DOUBLE computed in float32), the integer types
+/// at their width (unsigned ones as ui8..ui64), i1 for BOOL; else null.
 Type onnxElementType(MLIRContext *ctx, int32_t dataType);
 /// The data of an initializer or tensor attribute; errors name the tensor
 /// (`what`, e.g. "initializer 'w'") at `loc`.

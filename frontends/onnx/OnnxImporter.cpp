@@ -61,7 +61,10 @@ public:
 
 private:
   LogicalResult importNode(const onnx::NodeProto &node, int index);
-  FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &input);
+  FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &input,
+                                        Type &declared);
+  /// Says once per model that float64 is computed in float32.
+  void warnDouble(Location loc);
   LogicalResult importOutputs(func::FuncOp func);
 
   MLIRContext *ctx;
@@ -77,8 +80,63 @@ private:
 
 // Only the first dimension may be symbolic, and only when a batch size is
 // known: tcc compiles for one static shape.
+void ModelImporter::warnDouble(Location loc) { warnFloat64(graph, loc); }
+
+/// The host type tcc.host_dtype names for an ONNX element type that runs
+/// as another (DOUBLE as f32, INT32 as i64...), or "" when it runs as
+/// itself.
+static StringRef hostDTypeName(int32_t dataType) {
+  switch (dataType) {
+  case onnx::TensorProto::DOUBLE:
+    return "f64";
+  case onnx::TensorProto::FLOAT16:
+    return "f16";
+  case onnx::TensorProto::BFLOAT16:
+    return "bf16";
+  case onnx::TensorProto::INT8:
+    return "i8";
+  case onnx::TensorProto::INT16:
+    return "i16";
+  case onnx::TensorProto::INT32:
+    return "i32";
+  case onnx::TensorProto::UINT8:
+    return "u8";
+  case onnx::TensorProto::UINT16:
+    return "u16";
+  case onnx::TensorProto::UINT32:
+    return "u32";
+  case onnx::TensorProto::UINT64:
+    return "u64";
+  default:
+    return "";
+  }
+}
+
+/// The host type of a narrow integer constant's type (ui8: "u8").
+static StringRef narrowHostDType(Type et) {
+  static const char *const kSigned[] = {"i8", "i16", "i32"};
+  static const char *const kUnsigned[] = {"u8", "u16", "u32", "u64"};
+  unsigned w = et.getIntOrFloatBitWidth();
+  unsigned k = w == 8 ? 0 : w == 16 ? 1 : w == 32 ? 2 : 3;
+  return et.isUnsignedInteger() ? kUnsigned[k] : kSigned[std::min(k, 2u)];
+}
+
+/// The float type an f32 stands for (f16, bf16, f64), for CastLike.
+static Type declaredFloat(MLIRContext *ctx, int32_t dataType) {
+  switch (dataType) {
+  case onnx::TensorProto::DOUBLE:
+    return Float64Type::get(ctx);
+  case onnx::TensorProto::FLOAT16:
+    return Float16Type::get(ctx);
+  case onnx::TensorProto::BFLOAT16:
+    return BFloat16Type::get(ctx);
+  default:
+    return {};
+  }
+}
+
 FailureOr<RankedTensorType>
-ModelImporter::inputType(const onnx::ValueInfoProto &input) {
+ModelImporter::inputType(const onnx::ValueInfoProto &input, Type &declared) {
   Location loc = graph.nameLoc(input.name());
   const std::string &name = input.name();
   if (!input.type().has_tensor_type())
@@ -87,14 +145,22 @@ ModelImporter::inputType(const onnx::ValueInfoProto &input) {
   const onnx::TypeProto::Tensor &t = input.type().tensor_type();
   // INT64 inputs are indices (token ids): they feed Gather, Equal, Cast...
   // BOOL inputs (masks) are i1, fed as i64 0/1 like every run-time bool.
-  bool isInt64 = t.elem_type() == onnx::TensorProto::INT64;
-  bool isBool = t.elem_type() == onnx::TensorProto::BOOL;
-  if (t.elem_type() != onnx::TensorProto::FLOAT && !isInt64 && !isBool)
+  // Other integer types run as i64 (what they may feed: see
+  // OnnxDeclaredTypes.cpp), float types as f32 (DOUBLE rounded, FLOAT16
+  // and BFLOAT16 exactly); the host converts at the boundary.
+  Type onnxType = onnxElementType(ctx, t.elem_type());
+  if (!onnxType)
     return graph.emitUnsupported(loc,
                                  "input dtype " + onnxTypeName(t.elem_type()))
            << "input '" << name << "' has element type "
            << onnxTypeName(t.elem_type())
-           << "; only FLOAT, INT64 and BOOL graph inputs are supported";
+           << "; supported graph input types: " << kSupportedOnnxTypes;
+  bool isInt64 = isa<IntegerType>(onnxType) && !onnxType.isInteger(1);
+  bool isBool = onnxType.isInteger(1);
+  declared =
+      isNarrowInt(onnxType) ? onnxType : declaredFloat(ctx, t.elem_type());
+  if (t.elem_type() == onnx::TensorProto::DOUBLE)
+    warnDouble(loc);
   if (!t.has_shape())
     return emitError(loc) << "input '" << name
                           << "' has no shape (unknown rank); tcc needs static "
@@ -172,12 +238,18 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
     }
     return diag << "; supported ops: " << joined(supportedOnnxOps());
   }
+  if (failed(checkDeclaredInputs(graph, node, name)))
+    return failure();
   NodeImporter importer(graph, node, name, opset);
-  return entry->build(importer);
+  if (failed(entry->build(importer)))
+    return failure();
+  propagateDeclared(graph, node);
+  return success();
 }
 
 LogicalResult ModelImporter::importOutputs(func::FuncOp func) {
   SmallVector<Value> results;
+  SmallVector<std::pair<size_t, StringRef>> hosts;
   for (const onnx::ValueInfoProto &out : model.graph().output()) {
     Location loc = graph.nameLoc(out.name());
     OnnxValue *v = graph.lookup(out.name());
@@ -192,15 +264,38 @@ LogicalResult ModelImporter::importOutputs(func::FuncOp func) {
     auto tensor = cast<RankedTensorType>(type);
     // int64 (argmax, say) and bool (masks) outputs are forward results; the
     // loss builder insists that output 0, which it trains, is a float.
-    Type et = tensor.getElementType();
-    if (!et.isF32() && !et.isInteger(64) && !et.isInteger(1)) {
+    // Declared types that run as others (DOUBLE as f32, INT32 as i64) are
+    // recorded for the host to convert (tcc.host_dtype).
+    Type et = declaredElementType(*v);
+    int32_t declared = out.type().has_tensor_type()
+                           ? out.type().tensor_type().elem_type()
+                           : onnx::TensorProto::UNDEFINED;
+    Type want = declared != onnx::TensorProto::UNDEFINED
+                    ? onnxElementType(ctx, declared)
+                    : Type();
+    bool isFloat = isa<FloatType>(et), isInt = isa<IntegerType>(et);
+    bool agrees = !want || (isa<FloatType>(want) ? isFloat
+                            : want.isInteger(1)  ? et.isInteger(1)
+                                                 : isInt && !et.isInteger(1));
+    if (!agrees || (!isFloat && !isInt)) {
       std::string feature;
       llvm::raw_string_ostream os(feature);
       os << "output dtype " << et;
       return graph.emitUnsupported(loc, feature)
              << "graph output '" << out.name() << "' has type " << type
-             << "; only float32, int64 and bool outputs are supported";
+             << (want ? " but is declared " + onnxTypeName(declared) : "")
+             << "; outputs are float, integer or bool tensors of their "
+                "declared type";
     }
+    StringRef host;
+    if (want)
+      host = hostDTypeName(declared);
+    else if (isNarrowInt(et))
+      host = narrowHostDType(et);
+    if (declared == onnx::TensorProto::DOUBLE)
+      warnDouble(loc);
+    if (!host.empty())
+      hosts.push_back({results.size(), host});
     // A declared static shape that differs from the computed one means the
     // importer and the exporter disagree about an op: better to stop here.
     // The first dimension is exempt: --batch may have changed it.
@@ -234,6 +329,8 @@ LogicalResult ModelImporter::importOutputs(func::FuncOp func) {
                                  ValueRange(results).getTypes()));
   for (auto [i, out] : llvm::enumerate(model.graph().output()))
     func.setResultAttr(i, "tcc.name", StringAttr::get(ctx, out.name()));
+  for (auto [i, host] : hosts)
+    func.setResultAttr(i, "tcc.host_dtype", StringAttr::get(ctx, host));
   for (auto [i, update] : llvm::enumerate(graph.stateUpdates())) {
     func.setResultAttr(numOutputs + i, "tcc.kind",
                        StringAttr::get(ctx, "update"));
@@ -315,6 +412,8 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
     std::string name;
     const char *kind;
     RankedTensorType type;
+    Type declared = {};
+    StringRef host = {};
   };
   SmallVector<Arg> args;
   for (auto [t, role] : llvm::zip_equal(g.initializer(), roles)) {
@@ -340,8 +439,10 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
       return graph.emitUnsupported(loc, "initializer dtype " +
                                             onnxTypeName(t.data_type()))
              << what << " has element type " << onnxTypeName(t.data_type())
-             << ", which the importer does not support (supported: FLOAT, "
-                "INT32, INT64)";
+             << ", which the importer does not support (supported: "
+             << kSupportedOnnxTypes << ")";
+    if (t.data_type() == onnx::TensorProto::DOUBLE)
+      warnDouble(loc);
     FailureOr<DenseElementsAttr> value = convertTensor(t, what, loc);
     if (failed(value))
       return failure();
@@ -352,10 +453,12 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
     // Before IR version 4 initializers were listed as inputs too.
     if (initializers.contains(in.name()))
       continue;
-    FailureOr<RankedTensorType> type = inputType(in);
+    Type declared;
+    FailureOr<RankedTensorType> type = inputType(in, declared);
     if (failed(type))
       return failure();
-    args.push_back({in.name(), "input", *type});
+    args.push_back({in.name(), "input", *type, declared,
+                    hostDTypeName(in.type().tensor_type().elem_type())});
   }
   if (batch <= 0)
     batch = 1; // No input with a batch dimension: nothing depends on it.
@@ -374,9 +477,11 @@ FailureOr<OwningOpRef<ModuleOp>> ModelImporter::run() {
   for (auto [i, a] : llvm::enumerate(args)) {
     func.setArgAttr(i, "tcc.kind", StringAttr::get(ctx, a.kind));
     func.setArgAttr(i, "tcc.name", StringAttr::get(ctx, a.name));
+    if (!a.host.empty())
+      func.setArgAttr(i, "tcc.host_dtype", StringAttr::get(ctx, a.host));
     BlockArgument arg = entry->getArgument(i);
     arg.setLoc(graph.nameLoc(a.name));
-    graph.define(a.name, OnnxValue{arg, {}, {}});
+    graph.define(a.name, OnnxValue{arg, {}, {}, a.declared});
   }
   b.setInsertionPointToEnd(entry);
 

@@ -68,8 +68,9 @@ static const OnnxOpEntry kOpTable[] = {
     {"Erf", 9, 28, importErf},
     {"Neg", 6, 28, importNeg},
     {"Reciprocal", 6, 28, importReciprocal},
-    // Pow: 7 (NumPy broadcasting), 12 (integer exponents), 13 and 15 types.
-    {"Pow", 7, 28, importPow},
+    // Pow: 1 (`broadcast`/`axis` attributes, handled), 7 (NumPy
+    // broadcasting), 12 (integer exponents), 13 and 15 types.
+    {"Pow", 1, 28, importPow},
     // Gelu: 20 only. LayerNormalization: 17 only.
     {"Gelu", 20, 28, importGelu},
     {"LayerNormalization", 17, 28, importLayerNormalization},
@@ -209,6 +210,19 @@ static const OnnxOpEntry kOpTable[] = {
     {"CumSum", 11, 28, importCumSum},
     {"Hardmax", 1, 28, importHardmax},
 
+    // Variadic sums and integer arithmetic (OnnxOpsArith.cpp). Sum, Mean: 6
+    // (dropped consumed_inputs), 8 (broadcasting; before, equal shapes), 13
+    // types. Mod: 10, 13 types. BitShift: 11.
+    {"Sum", 6, 28, importSum},
+    {"Mean", 6, 28, importMean},
+    {"Mod", 10, 28, importMod},
+    {"BitShift", 11, 28, importBitShift},
+    // QuantizeLinear, DequantizeLinear (OnnxOpsQuantize.cpp): 10, 13
+    // (axis), 19 (types; `saturate` for float8 only), 21 (block_size:
+    // refused unless 0; output_dtype), 23, 24, 25 types.
+    {"QuantizeLinear", 10, 28, importQuantizeLinear},
+    {"DequantizeLinear", 10, 28, importDequantizeLinear},
+
     // Convolution, pooling, batch norm (OnnxOpsConv.cpp).
     // Conv: 1, 11, 22 types.
     {"Conv", 1, 28, importConv},
@@ -220,9 +234,9 @@ static const OnnxOpEntry kOpTable[] = {
     // window starting in the end padding is dropped, which tcc does at every
     // opset, as ONNX's reference implementation and PyTorch do).
     {"MaxPool", 1, 28, importMaxPool},
-    // AveragePool: 7 (count_include_pad), 10 (ceil_mode), 11, 19
-    // (dilations: refused unless 1), 22 (as MaxPool).
-    {"AveragePool", 7, 28, importAveragePool},
+    // AveragePool: 1, 7 (count_include_pad, default 0: opset 1's meaning),
+    // 10 (ceil_mode), 11, 19 (dilations: refused unless 1), 22 (as MaxPool).
+    {"AveragePool", 1, 28, importAveragePool},
     // GlobalAveragePool: 1, 22 types.
     {"GlobalAveragePool", 1, 28, importGlobalAveragePool},
     // Indexing by data (OnnxOpsIndex.cpp). GatherElements: 11, 13 types.
@@ -247,10 +261,13 @@ static const OnnxOpEntry kOpTable[] = {
     {"OneHot", 9, 28, importOneHot},
     {"EyeLike", 9, 28, importEyeLike},
     {"Compress", 9, 28, importCompress},
-    // BatchNormalization: 9 (no `spatial`), 14 (training_mode attribute
-    // instead of the statistics outputs asking for training; saved_mean and
-    // saved_var gone: both handled), 15 types. Running statistics are state.
-    {"BatchNormalization", 9, 28, importBatchNormalization,
+    // BatchNormalization: 6 (`is_test` says inference; handled where it
+    // agrees with the outputs asked for), 7 (is_test gone: the outputs say
+    // it; `spatial` = 0, per-activation statistics, refused), 9 (no
+    // `spatial`), 14 (training_mode attribute instead of the statistics
+    // outputs asking for training; saved_mean and saved_var gone: both
+    // handled), 15 types. Running statistics are state.
+    {"BatchNormalization", 6, 28, importBatchNormalization,
      batchNormalizationState},
 
     // Losses (OnnxOpsLoss.cpp), decomposed into tcc ops.

@@ -123,7 +123,8 @@ static std::optional<double> splatNumber(DenseElementsAttr c) {
     return std::nullopt;
   } else if (isa<IntegerType>(e)) {
     for (const APInt &v : c.getValues<APInt>())
-      values.push_back(double(v.getSExtValue()));
+      values.push_back(e.isUnsignedInteger() ? double(v.getZExtValue())
+                                             : double(v.getSExtValue()));
   } else {
     return std::nullopt;
   }
@@ -133,22 +134,40 @@ static std::optional<double> splatNumber(DenseElementsAttr c) {
 }
 
 // Pow-12 and later allow an exponent of another numeric type (integers).
-// A constant exponent that does not widen the result is the fast path; any
-// other exponent must be a float tensor.
+// Constants fold (OnnxOpsArith.cpp), whatever their types. At run time the
+// base is a float: a constant exponent that does not widen the result is
+// the fast path, any other is converted to float32. Before opset 7 the
+// exponent broadcast by the `broadcast` and `axis` attributes.
 LogicalResult mlir::tcc::importPow(NodeImporter &node) {
+  FailureOr<bool> folded = foldConstantPow(node);
+  if (failed(folded) || *folded)
+    return failure(failed(folded));
   FailureOr<Value> x = node.input(0);
   FailureOr<RankedTensorType> eType = node.inputType(1);
   if (failed(x) || failed(eType))
     return failure();
   std::optional<double> e = splatNumber(node.constantInput(1));
-  if (e) {
+  if (e && (node.opset() >= 7 || eType->getNumElements() == 1)) {
     auto shape = broadcastShapes(typeOf(*x).getShape(), eType->getShape());
     if (succeeded(shape) && ArrayRef<int64_t>(*shape) == typeOf(*x).getShape())
       return importUnary<PowScalarOp>(node, node.builder().getF64FloatAttr(*e));
   }
-  FailureOr<Value> exponent = node.input(1);
+  FailureOr<Value> exponent = node.anyInput(1);
   if (failed(exponent))
     return failure();
+  if (!typeOf(*exponent).getElementType().isF32()) {
+    if (typeOf(*exponent).getElementType().isInteger(1))
+      return node.emitError() << "the exponent is a bool tensor";
+    auto f32 = RankedTensorType::get(typeOf(*exponent).getShape(),
+                                     node.builder().getF32Type());
+    exponent =
+        CastOp::create(node.builder(), node.loc(), f32, *exponent).getResult();
+  }
+  if (node.opset() < 7) {
+    exponent = legacyBroadcastRhs(node, *x, *exponent);
+    if (failed(exponent))
+      return failure();
+  }
   FailureOr<Value> y = node.create<PowOp>(*x, *exponent);
   if (failed(y))
     return failure();

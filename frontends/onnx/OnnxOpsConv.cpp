@@ -380,9 +380,22 @@ LogicalResult mlir::tcc::importConvTranspose(NodeImporter &node) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult mlir::tcc::importMaxPool(NodeImporter &node) {
-  FailureOr<Value> x = node.input(0);
+  // MaxPool picks values: integers of 16 bits or fewer (UINT8 images) go
+  // through float32 exactly and come back as int64 of their type.
+  FailureOr<Type> declared = node.declaredType(0);
+  if (failed(declared))
+    return failure();
+  bool viaFloat =
+      isNarrowInt(*declared) && declared->getIntOrFloatBitWidth() <= 16;
+  FailureOr<Value> x = viaFloat ? node.anyInput(0) : node.input(0);
   if (failed(x))
     return failure();
+  if (viaFloat)
+    x = CastOp::create(node.builder(), node.loc(),
+                       RankedTensorType::get(typeOf(*x).getShape(),
+                                             node.builder().getF32Type()),
+                       *x)
+            .getResult();
   if (node.proto().output_size() > 1 && !node.proto().output(1).empty())
     return node.emitUnsupported("Indices output")
            << "the Indices output is not supported (only the pooled values)";
@@ -405,7 +418,16 @@ LogicalResult mlir::tcc::importMaxPool(NodeImporter &node) {
       *ceil != 0);
   if (failed(op))
     return failure();
-  return setSpatialOutput(node, *rank, (*op)->getResult(0));
+  if (failed(setSpatialOutput(node, *rank, (*op)->getResult(0))))
+    return failure();
+  if (!viaFloat)
+    return success();
+  Value y = node.graphState().lookup(node.proto().output(0))->value;
+  auto i64 =
+      RankedTensorType::get(typeOf(y).getShape(), node.builder().getI64Type());
+  node.setOutput(0, CastOp::create(node.builder(), node.loc(), i64, y),
+                 *declared);
+  return success();
 }
 
 LogicalResult mlir::tcc::importAveragePool(NodeImporter &node) {
@@ -425,6 +447,10 @@ LogicalResult mlir::tcc::importAveragePool(NodeImporter &node) {
   FailureOr<int64_t> includePad = node.intAttr("count_include_pad", 0);
   if (failed(kernel) || failed(ceil) || failed(includePad))
     return failure();
+  if (node.opset() < 7 && node.attr("count_include_pad"))
+    return node.emitError() << "attribute 'count_include_pad' does not exist "
+                               "at opset "
+                            << node.opset() << " (AveragePool has it from 7)";
   FailureOr<Spatial> sp =
       readSpatial(node, typeOf(*x).getShape().drop_front(2), *kernel);
   FailureOr<Value> x4 = as4d(node, *x);
@@ -555,6 +581,32 @@ LogicalResult mlir::tcc::importBatchNormalization(NodeImporter &node) {
     return failure();
   if (node.opset() >= 14 && failed(node.intAttr("training_mode", 0)))
     return failure();
+  // Opsets 6 to 8: `spatial` = 0 keeps statistics per activation, not per
+  // channel; opset 6's `is_test` must say what the outputs asked for say.
+  if (node.opset() < 9) {
+    FailureOr<int64_t> spatial = node.intAttr("spatial", 1);
+    if (failed(spatial))
+      return failure();
+    if (*spatial != 1)
+      return node.emitUnsupported("spatial=0")
+             << "attribute 'spatial' = 0 (statistics per activation) is not "
+                "supported; only per-channel batch normalization (1)";
+  }
+  if (node.opset() < 7) {
+    FailureOr<int64_t> isTest = node.intAttr("is_test", 0);
+    if (failed(isTest))
+      return failure();
+    bool training = isTrainingMode(node.proto(), node.opset());
+    if ((*isTest != 0) == training)
+      return node.emitUnsupported("is_test=" + std::to_string(*isTest))
+             << "attribute 'is_test' = " << *isTest << " with "
+             << (training ? "running statistics outputs" : "output Y only")
+             << " is not supported: tcc infers with Y alone and trains "
+                "when the statistics are asked for";
+  } else if (node.attr("is_test")) {
+    return node.emitError()
+           << "attribute 'is_test' does not exist at opset " << node.opset();
+  }
   FailureOr<SmallVector<Value>> in = node.inputs(5);
   if (failed(in))
     return failure();

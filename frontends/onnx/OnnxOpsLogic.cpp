@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/OnnxFold.h"
+#include "runtime/core/prelude/Half.h"
 
 #include <cmath>
 #include <limits>
@@ -89,53 +90,131 @@ LogicalResult mlir::tcc::importWhere(NodeImporter &node) {
 // Cast
 //===----------------------------------------------------------------------===//
 
-/// Converts a constant to element type `to` (f32, i1, i32, i64).
-static DenseElementsAttr castConstant(DenseElementsAttr c, Type to) {
+/// f32 rounded to nearest-even in the 16-bit float type `half` (f16 or
+/// bf16) and widened back: what a Cast to FLOAT16 or BFLOAT16 yields.
+static float roundToHalf(float x, Type half) {
+  return half.isF16() ? ::tcc::rt::f16ToF32(::tcc::rt::f32ToF16(x))
+                      : ::tcc::rt::bf16ToF32(::tcc::rt::f32ToBf16(x));
+}
+
+/// Converts a constant to element type `to`: f32 (standing for `declared`:
+/// f16 and bf16 round, f64 is f32), i1, or an integer type, which wraps.
+static DenseElementsAttr castConstant(DenseElementsAttr c, Type to,
+                                      Type declared) {
   auto type = RankedTensorType::get(c.getType().getShape(), to);
   Type from = c.getElementType();
-  if (isa<FloatType>(from)) { // f32, or a DOUBLE Constant's f64
+  bool half = declared && (declared.isF16() || declared.isBF16());
+  if (isa<FloatType>(from)) {
     SmallVector<double> v = floatValues(c);
-    if (to.isF32())
-      return from.isF32() ? c : fromFloats(type, v);
+    if (to.isF32()) {
+      if (!half)
+        return c;
+      for (double &x : v)
+        x = roundToHalf((float)x, declared);
+      return fromFloats(type, v);
+    }
     SmallVector<int64_t> ints;
     for (double x : v)
       ints.push_back(to.isInteger(1) ? x != 0.0 : truncateToI64(x));
     return fromInts(type, ints);
   }
   SmallVector<int64_t> v = intValues(c);
-  if (to.isF32())
-    return fromFloats(type, SmallVector<double>(v.begin(), v.end()));
+  if (to.isF32()) {
+    SmallVector<double> f;
+    for (int64_t x : v) {
+      // Through f32 first, as the cast kernel converts (a UINT64 constant
+      // above INT64_MAX never gets here: OnnxDeclaredTypes.cpp).
+      float y = (float)x;
+      f.push_back(half ? roundToHalf(y, declared) : y);
+    }
+    return fromFloats(type, f);
+  }
   return fromInts(type, v); // narrowing wraps; to bool is x != 0
 }
 
-/// Input 0 converted to `target` (f32, i1, i32 or i64).
-static LogicalResult castInputTo(NodeImporter &node, Type target) {
+/// The smallest and largest value of integer type `t` (as int64; ui64's
+/// largest reads as INT64_MAX, all of it an i64 can order).
+static std::pair<int64_t, int64_t> intRange(Type t) {
+  unsigned w = t.getIntOrFloatBitWidth();
+  if (t.isInteger(1))
+    return {0, 1};
+  if (t.isUnsignedInteger())
+    return {0, w >= 64 ? std::numeric_limits<int64_t>::max()
+                       : (int64_t)((uint64_t(1) << w) - 1)};
+  if (w >= 64)
+    return {std::numeric_limits<int64_t>::min(),
+            std::numeric_limits<int64_t>::max()};
+  return {-(int64_t(1) << (w - 1)), (int64_t(1) << (w - 1)) - 1};
+}
+
+/// Input 0 converted to ONNX element type `to` (its MLIR form: f32 for
+/// every float type, `declared` saying which; integers of their width; i1).
+static LogicalResult castInputTo(NodeImporter &node, Type target, Type declared,
+                                 StringRef targetName) {
   FailureOr<RankedTensorType> type = node.inputType(0);
-  if (failed(type))
+  FailureOr<Type> source = node.declaredType(0);
+  if (failed(type) || failed(source))
     return failure();
+  if (declared && declared.isF64())
+    warnFloat64(node.graphState(), node.loc());
   if (DenseElementsAttr c = node.constantInput(0)) {
-    node.setConstantOutput(0, castConstant(c, target));
+    node.setConstantOutput(0, castConstant(c, target, declared));
     return success();
   }
-  if (type->getElementType() == target)
-    return node.forwardInput(0, 0);
-  if (target.isInteger(32))
-    return node.emitUnsupported("to INT32 at run time")
-           << "cannot cast a value computed at run time to INT32 (run-time "
-              "integers are INT64)";
   FailureOr<Value> x = node.anyInput(0);
   if (failed(x))
     return failure();
-  auto outType = RankedTensorType::get(type->getShape(), target);
-  node.setOutput(
-      0, CastOp::create(node.builder(), node.loc(), outType, *x).getResult());
+  auto shapeOf = [&](Type et) {
+    return RankedTensorType::get(type->getShape(), et);
+  };
+  OpBuilder &b = node.builder();
+  Type et = type->getElementType(); // the IR's: f32, i64 or i1
+  Value v = *x;
+  if (target.isF32()) {
+    if (!et.isF32())
+      v = CastOp::create(b, node.loc(), shapeOf(target), v);
+    // A 16-bit float rounds to nearest-even; f32 keeps its values in it.
+    if (declared && (declared.isF16() || declared.isBF16()) &&
+        !(*source == declared)) {
+      Value h = CastOp::create(b, node.loc(), shapeOf(declared), v);
+      v = CastOp::create(b, node.loc(), shapeOf(target), h);
+    }
+    node.setOutput(0, v, declared);
+    return success();
+  }
+  if (target.isInteger(1) || target.isInteger(64)) {
+    if (et != target)
+      v = CastOp::create(b, node.loc(), shapeOf(target), v);
+    node.setOutput(0, v);
+    return success();
+  }
+  // A narrow integer: exact when every value of the source type fits, or
+  // from a float, which truncates toward zero like any float-to-integer
+  // cast (a float beyond the target's range has no defined result: C and
+  // NumPy leave it undefined too).
+  auto [lo, hi] = intRange(target);
+  bool fits = isa<FloatType>(*source);
+  if (isa<IntegerType>(*source)) {
+    auto [slo, shi] = intRange(*source);
+    fits = slo >= lo && shi <= hi && !source->isUnsignedInteger(64);
+  }
+  if (!fits && *source != target)
+    return node.emitUnsupported("to " + targetName.str() + " at run time")
+           << "cannot cast a value computed at run time to " << targetName
+           << " (run-time integers are int64; the cast would have to wrap)";
+  if (!et.isInteger(64)) // a float or a bool
+    v = CastOp::create(b, node.loc(),
+                       shapeOf(IntegerType::get(node.context(), 64)), v);
+  node.setOutput(0, v, target);
   return success();
 }
 
-// `to` names the target type. Constants convert to any of FLOAT, INT32,
-// INT64 and BOOL; at run time INT32 does not exist (integers are int64).
-// `saturate` (opset 19) and `round_mode` (24) only change casts to float8
-// types, which are refused here by name, so either value casts the same.
+// `to` names the target type. Every float type computes as f32 (FLOAT16 and
+// BFLOAT16 round to nearest-even on the way: the values a 16-bit tensor
+// holds), every integer type as i64 (constants wrap to the target width; at
+// run time a narrowing cast is refused). `saturate` (opset 19) and
+// `round_mode` (24) only change casts to float8 types, which are refused
+// here by name, so either value casts the same.
 LogicalResult mlir::tcc::importCast(NodeImporter &node) {
   const onnx::AttributeProto *toAttr = node.attr("to");
   if (!toAttr || toAttr->type() != onnx::AttributeProto::INT)
@@ -145,18 +224,34 @@ LogicalResult mlir::tcc::importCast(NodeImporter &node) {
   if (!target)
     return node.emitUnsupported("to " + onnxTypeName(to))
            << "cannot cast to " << onnxTypeName(to)
-           << " (supported: FLOAT, INT32, INT64, BOOL)";
-  return castInputTo(node, target);
+           << " (supported: " << kSupportedOnnxTypes << ")";
+  Type declared;
+  MLIRContext *ctx = node.context();
+  if (to == onnx::TensorProto::FLOAT16)
+    declared = Float16Type::get(ctx);
+  else if (to == onnx::TensorProto::BFLOAT16)
+    declared = BFloat16Type::get(ctx);
+  else if (to == onnx::TensorProto::DOUBLE)
+    declared = Float64Type::get(ctx);
+  return castInputTo(node, target, declared, onnxTypeName(to));
 }
 
 // A Cast to the element type of input 1, whose values are not read. Its
 // `saturate` attribute (from 19) only concerns float8 targets, which tcc
 // does not have.
 LogicalResult mlir::tcc::importCastLike(NodeImporter &node) {
-  FailureOr<RankedTensorType> like = node.inputType(1);
+  FailureOr<Type> like = node.declaredType(1);
   if (failed(like))
     return failure();
-  return castInputTo(node, like->getElementType());
+  Type target = *like, declared;
+  if (isa<FloatType>(target)) {
+    declared = target.isF32() ? Type() : target;
+    target = Float32Type::get(node.context());
+  }
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  os << *like;
+  return castInputTo(node, target, declared, name);
 }
 
 //===----------------------------------------------------------------------===//

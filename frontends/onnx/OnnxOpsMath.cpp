@@ -119,8 +119,8 @@ LogicalResult mlir::tcc::importGemm(NodeImporter &node) {
 // as a one-element tensor or with its shape a contiguous run of A's starting
 // at `axis` (default: A's trailing dimensions). Reshaping B to A's rank with
 // ones around that run turns this into NumPy broadcasting.
-static FailureOr<Value> legacyBroadcastRhs(NodeImporter &node, Value a,
-                                           Value b) {
+FailureOr<Value> mlir::tcc::legacyBroadcastRhs(NodeImporter &node, Value a,
+                                               Value b) {
   FailureOr<int64_t> broadcast = node.intAttr("broadcast", 0);
   if (failed(broadcast))
     return failure();
@@ -146,8 +146,15 @@ static FailureOr<Value> legacyBroadcastRhs(NodeImporter &node, Value a,
     if (failed(axis))
       return failure();
   }
-  if (*axis < 0 || *axis + rankB > rankA ||
-      shapeA.slice(*axis, rankB) != shapeB)
+  // A dimension of 1 in B also broadcasts (PyTorch's exports of opset 6
+  // rely on it, and ONNX's tests of them expect NumPy's answer).
+  auto fits = [&] {
+    for (int64_t d = 0; d < rankB; ++d)
+      if (shapeB[d] != 1 && shapeB[d] != shapeA[*axis + d])
+        return false;
+    return true;
+  };
+  if (*axis < 0 || *axis + rankB > rankA || !fits())
     return node.emitError()
            << "B of shape " << shapeStr(shapeB) << " is not a run of A's shape "
            << shapeStr(shapeA) << " at axis " << *axis;

@@ -168,15 +168,15 @@ constantValue(NodeImporter &node, const onnx::AttributeProto &a) {
   StringRef name = a.name();
   if (name == "value" && a.type() == onnx::AttributeProto::TENSOR) {
     // Exporters write Python numbers as DOUBLE constants that a Cast turns
-    // into FLOAT (torch.clamp's bounds): they fold through the Cast, and an
-    // op that reads one unconverted reports its dtype unsupported.
+    // into FLOAT (torch.clamp's bounds); DOUBLE reads as float32.
     int32_t dataType = a.t().data_type();
-    if (!onnxElementType(ctx, dataType) &&
-        dataType != onnx::TensorProto::DOUBLE)
+    if (!onnxElementType(ctx, dataType))
       return node.emitUnsupported("dtype " + onnxTypeName(dataType))
              << "attribute 'value' has element type " << onnxTypeName(dataType)
-             << ", which the importer does not support (supported: FLOAT, "
-                "INT32, INT64)";
+             << ", which the importer does not support (supported: "
+             << kSupportedOnnxTypes << ")";
+    if (dataType == onnx::TensorProto::DOUBLE)
+      warnFloat64(node.graphState(), node.loc());
     return convertTensor(a.t(), node.describe() + ": attribute 'value'",
                          node.loc());
   }

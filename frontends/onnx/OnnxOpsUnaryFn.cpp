@@ -10,7 +10,7 @@
 // (tcc bakes them into the kernel); an absent bound is infinite.
 //
 //===----------------------------------------------------------------------===//
-#include "frontends/onnx/OnnxGraph.h"
+#include "frontends/onnx/OnnxFold.h"
 #include "runtime/core/prelude/UnaryFn.h"
 
 #include <limits>
@@ -150,7 +150,41 @@ static FailureOr<double> clipBound(NodeImporter &node, unsigned i,
 
 // Clip-6 has `min` and `max` attributes (default the float range); from 11
 // they are optional inputs (default no bound).
+/// Clip of an integer constant (opset 12 on) with constant bounds folds in
+/// the constant's type; an absent bound does not clip.
+static FailureOr<bool> foldIntegerClip(NodeImporter &node) {
+  DenseElementsAttr c = node.constantInput(0);
+  if (!c || !isa<IntegerType>(c.getElementType()) ||
+      c.getElementType().isInteger(1))
+    return false;
+  int64_t lo = std::numeric_limits<int64_t>::min(),
+          hi = std::numeric_limits<int64_t>::max();
+  for (unsigned k : {1u, 2u}) {
+    if (!node.hasInput(k))
+      continue;
+    DenseElementsAttr b = node.constantInput(k);
+    if (!b)
+      return false; // refused as an integer Clip that runs
+    if (b.getNumElements() != 1 || b.getElementType() != c.getElementType())
+      return node.emitError()
+             << (k == 1 ? "min" : "max") << " has type " << b.getType()
+             << "; expected a scalar of " << c.getElementType();
+    (k == 1 ? lo : hi) = fold::intValues(b)[0];
+  }
+  SmallVector<int64_t> v = fold::intValues(c);
+  for (int64_t &x : v)
+    x = std::min(hi, std::max(lo, x));
+  node.setConstantOutput(
+      0, fold::fromInts(cast<RankedTensorType>(c.getType()), v));
+  return true;
+}
+
 LogicalResult mlir::tcc::importClip(NodeImporter &node) {
+  if (node.opset() >= 12) {
+    FailureOr<bool> folded = foldIntegerClip(node);
+    if (failed(folded) || *folded)
+      return failure(failed(folded));
+  }
   // The input first: an integer Clip is unsupported, not malformed.
   if (failed(node.input(0)))
     return failure();

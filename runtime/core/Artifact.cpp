@@ -267,6 +267,8 @@ static nlohmann::json manifestJson(const Artifact &a) {
                {"data_offset", t.dataOffset},
                {"arena_offset", t.arenaOffset},
                {"program", t.program}};
+    if (t.hostDType != HostDType::Native)
+      jt["host_dtype"] = hostDTypeName(t.hostDType);
     if (t.init.kind != InitSpec::Kind::Blob) {
       if (!std::isfinite(t.init.a) || !std::isfinite(t.init.b))
         throw Error("tensor '" + t.name + "': initializer is not finite");

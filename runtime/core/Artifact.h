@@ -21,6 +21,8 @@
 #ifndef TCC_RUNTIME_CORE_ARTIFACT_H
 #define TCC_RUNTIME_CORE_ARTIFACT_H
 
+#include "runtime/core/HostDType.h"
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -97,6 +99,10 @@ struct TensorInfo {
   std::string program;
   /// Param/State: where the initial value comes from (Blob by default).
   InitSpec init;
+  /// Inputs and program outputs: the element type the model declares when
+  /// it is not `dtype` (an ONNX DOUBLE computed in f32, an INT32 computed
+  /// as i64); hosts convert with runtime/core/HostDType.h.
+  HostDType hostDType = HostDType::Native;
 
   int64_t numElements() const;
   int64_t byteSize() const;

@@ -100,6 +100,9 @@ static TensorInfo parseTensor(const json &j, const std::string &ctx) {
   t.arenaOffset = intField(j, "arena_offset", named, -1);
   if (j.contains("program"))
     t.program = asString(j["program"], named + ".program");
+  if (j.contains("host_dtype"))
+    t.hostDType =
+        parseHostDType(asString(j["host_dtype"], named + ".host_dtype"));
   if (j.contains("init")) {
     const json &init = j["init"];
     std::string ictx = named + ".init";

@@ -162,6 +162,9 @@ static void checkTensors(const Artifact &a) {
     if (!names.insert(t.name).second)
       throw Error(ref + ": duplicate tensor name");
     checkShape(t, ref);
+    if (!hostDTypeFits(t.hostDType, t.dtype))
+      throw Error(ref + ": a " + dtypeName(t.dtype) +
+                  " tensor cannot be declared " + hostDTypeName(t.hostDType));
     // Only persistent tensors have an initial value to generate.
     if (t.init.kind != InitSpec::Kind::Blob && t.kind != TensorKind::Param &&
         t.kind != TensorKind::State)

@@ -57,8 +57,11 @@ g (float[2] x) => (y) { y = com.x.Fused(x) })",
 g (float[2] x) => (y) { y = ai.onnx.preview.training.Adam(x) })",
      "domain ai.onnx.preview.training"},
     {"input dtype", R"(<ir_version: 8, opset_import: ["" : 17]>
-g (double[2] x) => (y) { y = Relu(x) })",
-     "input dtype DOUBLE"},
+g (string[2] x) => (y) { y = Identity(x) })",
+     "input dtype STRING"},
+    {"run-time narrow integer", R"(<ir_version: 8, opset_import: ["" : 17]>
+g (uint8[2] a, uint8[2] b) => (uint8[2] y) { y = Add(a, b) })",
+     "Add (run-time ui8 input)"},
     {"integer operand", R"(<ir_version: 8, opset_import: ["" : 17]>
 g (float[2] x) => (y) <int64[2] c = {1, 2}> { y = Add(x, c) })",
      "Add (i64 input)"},

@@ -11,7 +11,8 @@
 // would):
 //  * graph inputs take their shapes from the test data, so symbolic
 //    dimensions become the concrete ones of the data set;
-//  * integer graph inputs (INT64, INT32: the suite uses them for shapes,
+//  * integer graph inputs (INT64, INT32, and the narrower and unsigned
+//    types, which tcc folds in their own width; the suite uses them for shapes,
 //    axes, indices, pads, repeats...) become initializers holding the test
 //    data, i.e. constants the importer folds, instead of runtime inputs.
 //    Integer tensors never flow through tcc's IR as data.
@@ -20,6 +21,11 @@
 //    roi and scales, Upsample's scales, Compress's condition and OneHot's
 //    depth, which fix the output's shape) become frozen
 //    initializers alike: the value a deployed model would hold there.
+//  * tcc computes DOUBLE in float32: a data set whose DOUBLE inputs or
+//    expected outputs hold finite values beyond float32's range is
+//    unsupported ("DOUBLE values beyond float32"), not failed. BFLOAT16
+//    data stored as UINT16 words (numpy has no bfloat16) is read as the
+//    BFLOAT16 the graph declares.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_TOOLS_TCC_ONNX_TESTS_BACKENDTEST_H

@@ -37,8 +37,9 @@ struct HostTensor {
 bool readTensorFile(const std::string &path, onnx::TensorProto &tensor,
                     std::string &error);
 
-/// Decodes FLOAT, DOUBLE, the integer types and BOOL from raw_data or the
-/// typed fields; other types (FLOAT16, STRING, ...) are an error.
+/// Decodes FLOAT, DOUBLE, FLOAT16, BFLOAT16, the integer types and BOOL
+/// from raw_data or the typed fields; other types (STRING, ...) are an
+/// error.
 bool decodeTensor(const onnx::TensorProto &tensor, HostTensor &out,
                   std::string &error);
 
@@ -58,6 +59,10 @@ struct Tolerance {
 /// agree; floats match when |actual - expected| <= atol + rtol * |expected|
 /// (NaN matches NaN, infinities match exactly), integers exactly. Returns ""
 /// on a match, else what differs (first mismatch, count, largest error).
+/// An output the artifact declares of another type (hostDType: f64, f16,
+/// bf16, i32, u8...) is converted to it first, as a host reads it, and
+/// compared with data of that type; bf16 within one bfloat16 ulp (rtol
+/// 2^-7), since reference data truncates or rounds by ONNX version.
 std::string compareOutput(const rt::TensorInfo &info, const void *data,
                           const HostTensor &expected, Tolerance tol);
 

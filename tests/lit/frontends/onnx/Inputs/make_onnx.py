@@ -54,6 +54,9 @@ CASES = {
     "int_input": lambda: single(
         helper.make_node("Identity", ["ids"], ["y"]),
         [helper.make_tensor_value_info("ids", TensorProto.INT32, [2, 8])], [f32("y", None)]),
+    "string_input": lambda: single(
+        helper.make_node("Identity", ["s"], ["y"]),
+        [helper.make_tensor_value_info("s", TensorProto.STRING, [2])], [f32("y", None)]),
     "double_init": lambda: single(
         helper.make_node("Relu", ["x"], ["y"]), [f32("x", [2])], [f32("y", None)],
         [numpy_helper.from_array(np.zeros(2, dtype=np.float64), "scale")]),
