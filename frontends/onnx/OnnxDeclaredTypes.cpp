@@ -110,8 +110,8 @@ LogicalResult mlir::tcc::checkDeclaredInputs(GraphState &graph,
     if (node.input(i).empty())
       continue;
     OnnxValue *v = graph.lookup(node.input(i));
-    if (!v)
-      continue; // the builder reports it
+    if (!v || v->sequence)
+      continue; // the builder reports it; a sequence's tensors were checked
     Type t = declaredElementType(*v);
     std::string typeName;
     llvm::raw_string_ostream os(typeName);
@@ -148,7 +148,7 @@ void mlir::tcc::propagateDeclared(GraphState &graph,
   if ((int)src >= node.input_size() || node.input(src).empty())
     return;
   OnnxValue *in = graph.lookup(node.input(src));
-  if (!in || useOf(op, src, false) != Use::Moves)
+  if (!in || in->sequence || useOf(op, src, false) != Use::Moves)
     return;
   Type t = declaredElementType(*in);
   if (!isNarrowInt(t) && !(in->declared && isa<FloatType>(in->declared)))
