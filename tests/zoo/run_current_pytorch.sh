@@ -5,7 +5,9 @@
 #   torchscript: torch.onnx.export(dynamo=False, training=TRAINING,
 #                do_constant_folding=False, opset_version=17)
 #   dynamo:      torch.onnx.export(dynamo=True, optimize=False) of the model
-#                in train() mode, weights in an external MODEL.onnx.data file
+#                in train() mode, weights in an external MODEL.onnx.data file,
+#                compiled with --batchnorm=train (the exporter writes its batch
+#                norms in inference mode)
 # It is not part of ctest or CI: it downloads PyTorch (a few GB with its
 # CUDA libraries) and what it finds depends on the day's releases. The
 # expectation table describes PyTorch 1.13's exports, so the zoo runs with
