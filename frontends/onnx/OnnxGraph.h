@@ -393,8 +393,8 @@ LogicalResult importReduceMin(NodeImporter &node);
 LogicalResult importIsNaN(NodeImporter &node);
 LogicalResult importIsInf(NodeImporter &node);
 
-// Builders (OnnxOpsReduce.cpp): reductions built on reduce_sum, ReduceProd,
-// CumSum, Hardmax.
+// Builders (OnnxOpsReduce.cpp): reductions built on reduce_sum, CumSum,
+// Hardmax; ReduceProd is in OnnxOpsMath.cpp with the other one-op Reduce*.
 LogicalResult importReduceL1(NodeImporter &node);
 LogicalResult importReduceL2(NodeImporter &node);
 LogicalResult importReduceSumSquare(NodeImporter &node);

@@ -287,6 +287,9 @@ LogicalResult mlir::tcc::importReduceSum(NodeImporter &node) {
 LogicalResult mlir::tcc::importReduceMean(NodeImporter &node) {
   return importReduce<ReduceMeanOp>(node, 18);
 }
+LogicalResult mlir::tcc::importReduceProd(NodeImporter &node) {
+  return importReduce<ReduceProdOp>(node, 18);
+}
 // Float inputs only at run time (there is no integer reduction kernel).
 LogicalResult mlir::tcc::importReduceMax(NodeImporter &node) {
   return importReduce<ReduceMaxOp>(node, 18);

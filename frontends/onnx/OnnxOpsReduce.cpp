@@ -1,9 +1,10 @@
-//===- OnnxOpsReduce.cpp - Builders: norms, log-sums, products, scans -----===//
+//===- OnnxOpsReduce.cpp - Builders: norms, log-sums, scans, Hardmax ------===//
 //
 // ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum and ReduceLogSumExp are
 // element-wise ops around tcc.reduce_sum (and reduce_max), so their
-// gradients, kernels and fusion come from those ops; ReduceProd is
-// tcc.reduce_prod, CumSum tcc.cumsum. Hardmax is a one-hot of tcc.arg_max.
+// gradients, kernels and fusion come from those ops (ReduceProd, one
+// tcc.reduce_prod, imports with ReduceSum in OnnxOpsMath.cpp); CumSum is
+// tcc.cumsum. Hardmax is a one-hot of tcc.arg_max.
 // Every Reduce* took its axes as an attribute until opset 18 and as an
 // optional constant input from 18 (reduceAxes, OnnxOpsMath.cpp).
 //
@@ -119,23 +120,6 @@ LogicalResult mlir::tcc::importReduceLogSumExp(NodeImporter &node) {
   if (!r->keepdims)
     m = node.reshape(*m, typeOf(*s).getShape());
   FailureOr<Value> y = failed(m) ? m : node.create<AddOp>(*s, *m);
-  if (failed(y))
-    return failure();
-  node.setOutput(0, *y);
-  return success();
-}
-
-LogicalResult mlir::tcc::importReduceProd(NodeImporter &node) {
-  FailureOr<Value> x = node.input(0);
-  if (failed(x))
-    return failure();
-  FailureOr<ReduceAxes> r = reduceAxes(node, typeOf(*x).getRank(), 18);
-  if (failed(r))
-    return failure();
-  if (r->axes.empty())
-    return node.forwardInput(0, 0);
-  FailureOr<Value> y =
-      node.create<ReduceProdOp>(*x, ArrayRef<int64_t>(r->axes), r->keepdims);
   if (failed(y))
     return failure();
   node.setOutput(0, *y);
