@@ -15,7 +15,7 @@
 
 namespace tcc::rt {
 
-std::vector<uint8_t> npyBytes(const std::string &descr,
+std::vector<uint8_t> encodeNpy(const std::string &descr,
                               const std::vector<int64_t> &shape,
                               const void *data, size_t bytes) {
   std::string dims;
@@ -52,7 +52,7 @@ std::vector<uint8_t> npyBytes(const std::string &descr,
 void writeNpy(const std::string &path, const std::string &descr,
               const std::vector<int64_t> &shape, const void *data,
               size_t bytes) {
-  std::vector<uint8_t> file = npyBytes(descr, shape, data, bytes);
+  std::vector<uint8_t> file = encodeNpy(descr, shape, data, bytes);
   std::string tmp = path + ".tmp";
   FILE *f = std::fopen(tmp.c_str(), "wb");
   if (!f)
