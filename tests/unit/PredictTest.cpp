@@ -171,3 +171,42 @@ TEST(PredictTest, EverySampleComesBackOnceInOrder) {
   EXPECT_THROW(predict(*s, a, {{"x", dir + "/e.npy"}}), Error);
   EXPECT_THROW(predict(*s, a, {}), Error);
 }
+
+TEST(PredictTest, InputsOfDifferentSampleCountsAreRefused) {
+  std::string dir = tempDir();
+  Artifact a = copyModel(4);
+  TensorInfo z = a.tensors[0];
+  z.name = "z";
+  a.tensors.push_back(z);
+  a.programs[0].inputs.push_back(2);
+  auto s = openSession("cpu", a, ExecMode::Compiled);
+  std::vector<float> v(18);
+  writeNpy(dir + "/x.npy", "<f4", {6, 3}, v.data(), 72);
+  writeNpy(dir + "/z.npy", "<f4", {5, 3}, v.data(), 60);
+  try {
+    predict(*s, a, {{"x", dir + "/x.npy"}, {"z", dir + "/z.npy"}});
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("z.npy has 5 samples but"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(PredictTest, OutputsWithoutTheBatchDimensionAreRefused) {
+  // forward(x [4, 3]) = x as [12]: no row per sample to keep or drop.
+  Artifact a = copyModel(4);
+  a.tensors[1].shape = {12};
+  auto s = openSession("cpu", a, ExecMode::Compiled);
+  std::string dir = tempDir();
+  std::vector<float> v(18);
+  writeNpy(dir + "/x.npy", "<f4", {6, 3}, v.data(), 72);
+  try {
+    predict(*s, a, {{"x", dir + "/x.npy"}});
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("not one row per sample"),
+              std::string::npos)
+        << e.what();
+  }
+}
