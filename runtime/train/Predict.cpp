@@ -369,6 +369,22 @@ void tcc::rt::runPrediction(
               (long long)n, (long long)batches, (long long)batch,
               deviceName(choice.device), (long long)(batches * batch - n),
               seconds, from.c_str());
+  // Batch normalization in training mode (as the ONNX graph says) computes
+  // with the batch's statistics: no row is independent of the others, and
+  // the padding rows take part too. Said, since the numbers look plausible.
+  const Program &fwd = forwardProgram(a);
+  if (std::any_of(fwd.instrs.begin(), fwd.instrs.end(), [](const Instr &in) {
+        return in.kernel == "batch_norm_train";
+      }))
+    log("note: the model normalizes over the batch (BatchNormalization in "
+        "training mode): each output depends on the other samples of its "
+        "batch" +
+        std::string(batches * batch > n
+                        ? ", and the last batch's on its " +
+                              std::to_string(batches * batch - n) +
+                              " padding rows (copies of the last sample)"
+                        : "") +
+        "; export the model in eval mode for per-sample predictions");
   for (size_t j = 0; j < out.size(); ++j) {
     writePrediction(out[j], paths[j]);
     std::printf("wrote %s: output '%s' %s\n", paths[j].c_str(),
