@@ -338,6 +338,19 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   artifact.meta["source"] = opts.input;
   artifact.meta["batch"] = batchAttr ? std::to_string(batchAttr.getInt()) : "?";
   artifact.meta["loss"] = opts.loss;
+  // The model's output names in the forward program's order (state updates
+  // are not outputs): `tcc predict` names its files after them.
+  std::string outputNames;
+  for (unsigned i = 0, n = 0, e = forward.getNumResults(); i < e; ++i) {
+    auto kind = forward.getResultAttrOfType<StringAttr>(i, "tcc.kind");
+    if (kind && kind.getValue() == "update")
+      continue;
+    auto name = forward.getResultAttrOfType<StringAttr>(i, "tcc.name");
+    outputNames += (outputNames.empty() ? "" : ", ") +
+                   (name ? name.str() : "output" + std::to_string(n));
+    ++n;
+  }
+  artifact.meta["outputs"] = outputNames;
   artifact.meta["grad_accum"] = std::to_string(std::max<int64_t>(opts.gradAccum, 1));
   artifact.meta["pad_multiple"] = std::to_string(pipe.padMultiple);
   artifact.meta["gemm_epilogue"] = pipe.gemmEpilogue ? "on" : "off";

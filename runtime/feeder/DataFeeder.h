@@ -113,6 +113,12 @@ private:
   std::thread thread_;
 };
 
+/// One source's samples checked as the feeder checks them (samples along
+/// dimension 0, the model's sample shape) and converted whole to its target
+/// dtype, sample-major. For callers that batch on their own: prediction,
+/// which pads its last batch instead of dropping it. Error naming the file.
+std::vector<uint8_t> convertSamples(const DataFeeder::Source &s);
+
 /// Decodes the bytes of a token file: one uint8 per token, or two
 /// (little-endian uint16) when tokenBytes is 2. `what` names the file in
 /// errors. Throws Error for another width or a size that is not a whole

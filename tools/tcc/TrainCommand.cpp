@@ -107,13 +107,9 @@ static cl::opt<bool> noCudaGraphs(
              "of replaying the step as a CUDA graph"),
     cl::sub(tool::trainCmd));
 
-/// Writes the artifact's ONNX model with the session's current parameters
-/// and running statistics (state tensors named after an initializer; the
-/// optimizer's state has no initializer and stays out). `data(id)` holds
-/// tensor id's values (a CPU session's buffer, or a GPU tensor's download).
-static void exportTrained(const rt::Artifact &a,
-                          const std::function<const void *(int32_t)> &data,
-                          const std::string &path) {
+void tool::exportTrained(const rt::Artifact &a,
+                         const std::function<const void *(int32_t)> &data,
+                         const std::string &path) {
   if (a.onnxOffset < 0)
     throw rt::Error("the artifact carries no ONNX model to export");
   std::string bad = rt::findNonFinite(a.tensors, data);
