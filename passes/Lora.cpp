@@ -162,33 +162,37 @@ void LoraPass::runOnOperation() {
   ModuleOp module = getOperation();
   auto fn = module.lookupSymbol<func::FuncOp>("forward");
   if (!fn || fn.isExternal() || !fn.getBody().hasOneBlock()) {
-    module.emitError("tcc-lora: no func.func @forward with a body");
+    emitError(module.getLoc(), "tcc-lora: no func.func @forward with a body");
     return signalPassFailure();
   }
   if (module.lookupSymbol<func::FuncOp>("train_step")) {
-    module.emitError("tcc-lora: @train_step already exists; the adapters "
-                     "are added to @forward before tcc-build-loss");
+    emitError(module.getLoc(),
+              "tcc-lora: @train_step already exists; the adapters "
+              "are added to @forward before tcc-build-loss");
     return signalPassFailure();
   }
   if (module->hasAttr("tcc.lora")) {
-    module.emitError("tcc-lora: the module already has adapters (tcc.lora)");
+    emitError(module.getLoc(),
+              "tcc-lora: the module already has adapters (tcc.lora)");
     return signalPassFailure();
   }
   if (rank <= 0) {
-    module.emitError("tcc-lora: the LoRA rank must be at least 1, got ")
-        << rank;
+    emitError(module.getLoc(),
+              "tcc-lora: the LoRA rank must be at least 1, got ")
+        << (int64_t)rank;
     return signalPassFailure();
   }
   if (targets.empty()) {
-    module.emitError("tcc-lora: no LoRA target patterns (which weights to "
-                     "adapt, e.g. 'fc*' or '*')");
+    emitError(module.getLoc(),
+              "tcc-lora: no LoRA target patterns (which weights to "
+              "adapt, e.g. 'fc*' or '*')");
     return signalPassFailure();
   }
   SmallVector<std::pair<std::string, llvm::GlobPattern>> patterns;
   for (const std::string &p : targets) {
     llvm::Expected<llvm::GlobPattern> g = llvm::GlobPattern::create(p);
     if (!g) {
-      module.emitError("tcc-lora: LoRA target '")
+      emitError(module.getLoc(), "tcc-lora: LoRA target '")
           << p << "' is not a valid pattern: " << llvm::toString(g.takeError());
       return signalPassFailure();
     }
@@ -246,7 +250,7 @@ void LoraPass::runOnOperation() {
       used[k] = used[k] || p.second.match(name);
     if (rank > std::min(t.in, t.out)) {
       emitError(arg.getLoc())
-          << "tcc-lora: LoRA rank " << rank
+          << "tcc-lora: LoRA rank " << (int64_t)rank
           << " exceeds min(in, out) = " << std::min(t.in, t.out) << " of '"
           << t.name << "' (in " << t.in << ", out " << t.out << ")";
       return signalPassFailure();
@@ -259,7 +263,7 @@ void LoraPass::runOnOperation() {
     std::string list;
     for (const std::string &n : products)
       list += (list.empty() ? "" : ", ") + n;
-    module.emitError("tcc-lora: LoRA target '")
+    emitError(module.getLoc(), "tcc-lora: LoRA target '")
         << p.first
         << "' matches no weight product (the weights the model reads as a "
            "MatMul, Gemm or Linear weight: "

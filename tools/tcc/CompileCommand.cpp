@@ -370,9 +370,11 @@ int tool::runCompile() {
   if (loraGiven && loraTarget.empty())
     return loraError("--lora needs --lora-target: the weights to adapt (glob "
                      "patterns over initializer names, e.g. 'fc*,proj*')");
-  if (loraAlpha.getNumOccurrences() && !(loraAlpha > 0))
-    return loraError("--lora-alpha must be positive, got " +
-                     std::to_string(double(loraAlpha)));
+  if (loraAlpha.getNumOccurrences() && !(loraAlpha > 0)) {
+    llvm::errs() << "tcc compile: error: --lora-alpha must be positive, got "
+                 << llvm::format("%g", double(loraAlpha)) << "\n";
+    return 1;
+  }
   if (loraGiven && !o.trainable.empty())
     return loraError("--lora trains only the adapters; it cannot be combined "
                      "with --trainable");
