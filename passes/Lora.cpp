@@ -271,6 +271,21 @@ void LoraPass::runOnOperation() {
     return signalPassFailure();
   }
 
+  // The adapters' names must be free (the code generator maps by name).
+  llvm::StringSet<> taken;
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+    taken.insert(argString(fn, i, "tcc.name"));
+  for (const Target &t : found)
+    for (const char *suffix : {".lora_A", ".lora_B"})
+      if (taken.contains(t.name + suffix)) {
+        emitError(t.weight.getLoc())
+            << "tcc-lora: the model already has an input or initializer "
+               "named '"
+            << t.name << suffix << "', the name of an adapter of '" << t.name
+            << "'";
+        return signalPassFailure();
+      }
+
   // 2. Adapters (from the last argument back, so earlier numbers hold).
   double a = alpha > 0 ? (double)alpha : (double)rank;
   double scale = a / (double)rank;

@@ -66,3 +66,19 @@ module {
     return %y : tensor<4x8xf32>
   }
 }
+
+// -----
+
+// An adapter's name is taken already.
+module {
+  func.func @forward(
+      // expected-error @+1 {{tcc-lora: the model already has an input or initializer named 'w.lora_A', the name of an adapter of 'w'}}
+      %w: tensor<3x8xf32> {tcc.kind = "param", tcc.name = "w"},
+      %a: tensor<3xf32> {tcc.kind = "param", tcc.name = "w.lora_A"},
+      %x: tensor<4x8xf32> {tcc.kind = "input", tcc.name = "x"})
+      -> (tensor<4x3xf32> {tcc.name = "y"}) {
+    %h = tcc.matmul %x, %w {transpose_rhs = true} : (tensor<4x8xf32>, tensor<3x8xf32>) -> tensor<4x3xf32>
+    %y = tcc.add %h, %a : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+    return %y : tensor<4x3xf32>
+  }
+}
