@@ -34,6 +34,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -407,8 +408,12 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   if (lora) {
     artifact.meta["lora.rank"] =
         std::to_string(cast<IntegerAttr>(lora.get("rank")).getInt());
+    // The shortest text that reads back as the same double: the merged
+    // export scales by exactly what training did.
+    char alpha[32];
+    double a = cast<FloatAttr>(lora.get("alpha")).getValueAsDouble();
     artifact.meta["lora.alpha"] =
-        fmt(cast<FloatAttr>(lora.get("alpha")).getValueAsDouble());
+        std::string(alpha, std::to_chars(alpha, alpha + sizeof alpha, a).ptr);
     std::string targets;
     for (Attribute t : cast<ArrayAttr>(lora.get("targets")))
       targets += (targets.empty() ? "" : ",") + cast<StringAttr>(t).str();

@@ -7,12 +7,13 @@
 // Stages, on @forward before tcc-build-loss (so @train_step, its clone, gets
 // the same adapters):
 //   1. Targets: each `param` argument whose name matches a pattern and whose
-//      every reader is a tcc.matmul taking it, rank 2, as the right operand
-//      (one layout for all of them). A weight also read by another op (a tied
-//      embedding's gather) is refused: merging the adapter into W would
-//      change that read too. A convolution weight is refused by name: the
-//      adapters are for matrix products only. A pattern that matches no
-//      weight product is an error, as is a rank above min(in, out).
+//      every reader is a tcc.matmul taking it, rank 2, as the right operand,
+//      directly or through a 2-D transpose (one layout for all of them). A
+//      weight also read by another op (a tied embedding's gather) is refused:
+//      merging the adapter into W would change that read too. A convolution
+//      weight is refused by name: the adapters are for matrix products only. A
+//      pattern that matches no weight product is an error, as is a rank above
+//      min(in, out).
 //   2. Rewrite: A and B are inserted after W as `param` arguments; each
 //      product gains the two skinny GEMMs, the scale (when not 1) and the
 //      add. A starts uniform in +-1/sqrt(in) (PEFT's kaiming_uniform_ with
@@ -86,19 +87,37 @@ static Use classify(func::FuncOp fn, BlockArgument arg, Target &t,
   other = nullptr;
   std::optional<bool> layout;
   bool mixed = false;
+  // A product reads W itself or, before the canonicalizer folds it into
+  // the flag (--emit=train), its 2-D transpose (MatMul(x, Transpose(W))).
+  auto addProduct = [&](OpOperand &use, bool flipped) {
+    auto mm = dyn_cast<MatmulOp>(use.getOwner());
+    if (!mm || use.getOperandNumber() != 1)
+      return false;
+    bool l = mm.getTransposeRhs() != flipped;
+    if (layout && *layout != l)
+      mixed = true;
+    layout = l;
+    t.products.push_back(mm);
+    return true;
+  };
   for (OpOperand &use : arg.getUses()) {
     Operation *user = use.getOwner();
     if (isa<Conv2dOp>(user))
       return Use::Conv;
-    auto mm = dyn_cast<MatmulOp>(user);
-    if (!mm || use.getOperandNumber() != 1) {
-      other = user;
+    if (addProduct(use, false))
+      continue;
+    auto tr = dyn_cast<TransposeOp>(user);
+    if (tr && tr.getPerm() == ArrayRef<int64_t>{1, 0} &&
+        !tr.getResult().use_empty() &&
+        llvm::all_of(tr.getResult().getUses(), [](OpOperand &u) {
+          auto mm = dyn_cast<MatmulOp>(u.getOwner());
+          return mm && u.getOperandNumber() == 1;
+        })) {
+      for (OpOperand &u : tr.getResult().getUses())
+        addProduct(u, true);
       continue;
     }
-    if (layout && *layout != mm.getTransposeRhs())
-      mixed = true;
-    layout = mm.getTransposeRhs();
-    t.products.push_back(mm);
+    other = user;
   }
   auto type = cast<RankedTensorType>(arg.getType());
   if (t.products.empty() || type.getRank() != 2)

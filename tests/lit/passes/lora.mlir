@@ -80,3 +80,30 @@ module {
     return %y : tensor<2x5x6xf32>
   }
 }
+
+// -----
+
+// MatMul(x, Transpose(W)), as nn.TransformerEncoderLayer exports its linear
+// layers, before the canonicalizer folds the transpose into the flag: W is
+// [out, in] all the same, and the branch reads x.
+
+// CHECK: tcc.lora = {{.*}}weights = {w = "out,in"}
+// CHECK-LABEL: func.func @forward
+// CHECK-SAME: %[[W:[^:]+]]: tensor<3x8xf32> {tcc.kind = "frozen", tcc.name = "w"}
+// CHECK-SAME: %[[A:[^:]+]]: tensor<2x8xf32> {{.*}}tcc.name = "w.lora_A"}
+// CHECK-SAME: %[[B:[^:]+]]: tensor<3x2xf32> {{.*}}tcc.name = "w.lora_B"}
+// CHECK-SAME: %[[X:[^:]+]]: tensor<4x8xf32>
+// CHECK: %[[WT:.+]] = tcc.transpose %[[W]]
+// CHECK: %[[Y:.+]] = tcc.matmul %[[X]], %[[WT]] :
+// CHECK: %[[H:.+]] = tcc.matmul %[[X]], %[[A]] {transpose_rhs = true}
+// CHECK: tcc.matmul %[[H]], %[[B]] {transpose_rhs = true}
+// CHECK: tcc.add %[[Y]]
+module {
+  func.func @forward(%w: tensor<3x8xf32> {tcc.kind = "param", tcc.name = "w"},
+                     %x: tensor<4x8xf32> {tcc.kind = "input", tcc.name = "x"})
+      -> (tensor<4x3xf32> {tcc.name = "y"}) {
+    %wt = tcc.transpose %w {perm = array<i64: 1, 0>} : tensor<3x8xf32> -> tensor<8x3xf32>
+    %y = tcc.matmul %x, %wt : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+    return %y : tensor<4x3xf32>
+  }
+}
