@@ -1,4 +1,5 @@
 //===- TrainCommand.cpp - tcc train ---------------------------------------===//
+#include "compiler/LoraExport.h"
 #include "compiler/OnnxModelIO.h"
 #include "compiler/codegen/MemoryReport.h"
 #include "runtime/core/NonFinite.h"
@@ -48,6 +49,14 @@ static cl::opt<std::string>
     exportPath("export",
                cl::desc("Write the ONNX model with the trained weights"),
                cl::value_desc("trained.onnx"), cl::sub(tool::trainCmd));
+static cl::opt<std::string> loraExport(
+    "lora-export",
+    cl::desc("How --export writes a model compiled with --lora: 'merged' "
+             "(the default: each adapted weight becomes W + (alpha/r) B A, "
+             "the input model's graph) or 'separate' (the base model "
+             "unchanged, the adapters in NAME.lora.safetensors beside it)"),
+    cl::value_desc("merged|separate"), cl::init("merged"),
+    cl::sub(tool::trainCmd));
 static cl::opt<bool> eager("eager",
                            cl::desc("Run op by op, a fresh buffer per result, "
                                     "as a framework does"),
@@ -125,6 +134,16 @@ void tool::exportTrained(const rt::Artifact &a,
     const float *p = static_cast<const float *>(data(id));
     (isState ? state : values)[t.name].assign(p, p + t.numElements());
   }
+  // LoRA: the trained values are the adapters; what the model gets is the
+  // merged weights, or nothing (the adapters go to a file of their own).
+  LoraConfig lora;
+  if (readLoraConfig(a, lora)) {
+    bool merged = loraExport == "merged";
+    std::string adapters = loraAdaptersPath(path);
+    prepareLoraExport(a, lora, merged, values, adapters);
+    if (!merged)
+      std::printf("exported the LoRA adapters to %s\n", adapters.c_str());
+  }
   // The model's external tensors point into the blob (embedOnnxModel).
   EmbeddedOnnx model(
       std::string_view(reinterpret_cast<const char *>(a.blob.data()) +
@@ -176,11 +195,20 @@ int tool::runTrain() {
     if (prefetch < 1)
       throw rt::Error("--prefetch must be at least 1, got " +
                       std::to_string(prefetch));
+    if (loraExport != "merged" && loraExport != "separate")
+      throw rt::Error("--lora-export must be 'merged' or 'separate', got '" +
+                      loraExport + "'");
+    if (loraExport.getNumOccurrences() && exportPath.empty())
+      throw rt::Error("--lora-export needs --export (where the model goes)");
     rt::TrainFlags f = trainFlags();
     rt::DeviceRequest req = rt::parseDeviceRequest(f.device);
     rt::TrainOptions o = rt::trainOptionsOf(f, rt::installStopHandlers());
     auto evalBindings = rt::parseDataBindings(f.evalData, "--eval-data");
     rt::Artifact a = rt::readArtifact(input);
+    if (LoraConfig lora;
+        loraExport.getNumOccurrences() && !readLoraConfig(a, lora))
+      throw rt::Error("--lora-export: " + input.getValue() +
+                      " was compiled without --lora (it has no adapters)");
     rt::DeviceChoice choice = rt::selectDevice(req, a, input);
     if (!choice.note.empty())
       errs() << "tcc train: " << choice.note << "\n";
