@@ -37,9 +37,11 @@ bool compileOptionsFromFlags(CompileOptions &o, const char *cmd);
 /// optimizer's state has no initializer and stays out): a CPU session's
 /// buffer, a GPU tensor's download or a checkpoint's bytes. Throws
 /// rt::Error. `tcc train --export` and `tcc export` (TrainCommand.cpp).
+/// An artifact compiled with --lora gets its adapters merged into the
+/// weights (`loraMerged`) or written beside the model.
 void exportTrained(const rt::Artifact &a,
                    const std::function<const void *(int32_t)> &data,
-                   const std::string &path);
+                   const std::string &path, bool loraMerged);
 
 using rt::formatBytes; // "12.3 MiB" and friends
 /// Peak resident set size of this process, in bytes (0 if unknown).

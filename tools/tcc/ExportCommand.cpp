@@ -5,6 +5,7 @@
 // a finished or interrupted run exported without training again.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/LoraExport.h"
 #include "runtime/train/Predict.h"
 #include "tools/tcc/Commands.h"
 
@@ -28,8 +29,20 @@ static cl::opt<std::string> output("o", cl::desc("The ONNX model to write"),
                                    cl::value_desc("trained.onnx"),
                                    cl::sub(tool::exportCmd));
 
+static cl::opt<std::string> loraExport(
+    "lora-export",
+    cl::desc("For a model compiled with --lora: 'merged' (the default: "
+             "W + (alpha/r)·B·A in each adapted weight) or 'separate' (the "
+             "base model unchanged, the adapters in NAME.lora.safetensors "
+             "beside it)"),
+    cl::value_desc("merged|separate"), cl::init("merged"),
+    cl::sub(tool::exportCmd));
+
 int tool::runExport() {
   try {
+    if (loraExport != "merged" && loraExport != "separate")
+      throw rt::Error("--lora-export must be 'merged' or 'separate', got '" +
+                      loraExport + "'");
     if (checkpoint.empty())
       throw rt::Error("give the parameters with --checkpoint FILE|DIR (the "
                       "artifact's own initial ones are its source model's)");
@@ -39,6 +52,10 @@ int tool::runExport() {
     if (a.onnxOffset < 0)
       throw rt::Error(input + ": the artifact carries no ONNX model to "
                               "export");
+    if (LoraConfig lora;
+        loraExport.getNumOccurrences() && !readLoraConfig(a, lora))
+      throw rt::Error("--lora-export: " + input.getValue() +
+                      " was compiled without --lora (it has no adapters)");
     rt::Checkpoint c =
         rt::loadCheckpointOf(a, checkpoint, [](const std::string &note) {
           errs() << "tcc export: " << note << "\n";
@@ -64,7 +81,7 @@ int tool::runExport() {
         [&](int32_t id) -> const void * {
           return c.data(*byName.at(a.tensors[id].name));
         },
-        output);
+        output, loraExport == "merged");
     std::printf("exported %s with the parameters of %s (step %lld)\n",
                 output.c_str(), c.path.c_str(), (long long)c.meta.step);
   } catch (const rt::Error &e) {

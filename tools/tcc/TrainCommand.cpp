@@ -118,7 +118,7 @@ static cl::opt<bool> noCudaGraphs(
 
 void tool::exportTrained(const rt::Artifact &a,
                          const std::function<const void *(int32_t)> &data,
-                         const std::string &path) {
+                         const std::string &path, bool loraMerged) {
   if (a.onnxOffset < 0)
     throw rt::Error("the artifact carries no ONNX model to export");
   std::string bad = rt::findNonFinite(a.tensors, data);
@@ -138,7 +138,7 @@ void tool::exportTrained(const rt::Artifact &a,
   // merged weights, or nothing (the adapters go to a file of their own).
   LoraConfig lora;
   if (readLoraConfig(a, lora)) {
-    bool merged = loraExport == "merged";
+    bool merged = loraMerged;
     std::string adapters = loraAdaptersPath(path);
     prepareLoraExport(a, lora, merged, values, adapters);
     if (!merged)
@@ -243,7 +243,8 @@ int tool::runTrain() {
     if (!exportPath.empty()) {
       // On a GPU, each tensor the export reads is downloaded once.
       exportTrained(
-          a, [&](int32_t id) { return run.hostData(id); }, exportPath);
+          a, [&](int32_t id) { return run.hostData(id); }, exportPath,
+          loraExport == "merged");
       std::printf("exported %s\n", exportPath.c_str());
     }
     if (!evalBindings.empty()) {
