@@ -147,6 +147,20 @@ def main():
             assert clipped >= STEPS // 2, f"{name}: only {clipped} steps clipped"
         else:
             assert clipped == 0
+    # fp16 with loss scaling: the norm is of the unscaled gradients (the
+    # scale is 65536) and the clipped run follows PyTorch's fp32 one to
+    # half-precision rounding.
+    lines, _ = tcc_run(args.tcc, args.work, onnx_path, "sgd_clip_fp16",
+                       ["--optimizer", "sgd", "--lr", "0.1",
+                        "--clip-grad-norm", "0.5", "--precision", "fp16"])
+    ref_losses, ref_norms, _ = torch_run(init, x, y, "sgd", 0.1, 0.5, 1)
+    assert not any(l.get("skipped") for l in lines), lines
+    np.testing.assert_allclose([l["grad_norm"] for l in lines], ref_norms,
+                               rtol=2e-2, err_msg="fp16: grad_norm differs")
+    np.testing.assert_allclose([l["loss"] for l in lines], ref_losses,
+                               rtol=2e-2, err_msg="fp16: losses differ")
+    print("sgd_clip_fp16: grad_norm and losses follow PyTorch's fp32 run "
+          "(unscaled norm, loss scale 65536)")
     # Without --clip-grad-norm or --track-grad-norm the norm is not computed.
     lines, _ = tcc_run(args.tcc, args.work, onnx_path, "plain",
                        ["--optimizer", "sgd", "--lr", "0.1"])
