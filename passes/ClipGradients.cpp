@@ -6,6 +6,8 @@
 // then reads the clipped gradients wherever it reads a `grad` result.
 //
 //   n = tcc.global_norm(g_1, ..., g_k)          one reduction, f64 sums
+//                                                (of acc_i, times 1/K, when
+//                                                the g_i are acc_i * (1/K))
 //   c = min(1, max_norm / (n + 1e-6))           as clip_grad_norm_
 //   g_i = g_i * c                                a broadcast scalar: the
 //                                                element-wise fusion takes it
@@ -26,6 +28,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include <cmath>
+#include <optional>
 
 #define DEBUG_TYPE "tcc-clip-gradients"
 
@@ -40,6 +43,22 @@ using namespace mlir::tcc;
 static StringRef resultString(func::FuncOp fn, unsigned i, StringRef name) {
   auto a = fn.getResultAttrOfType<StringAttr>(i, name);
   return a ? a.getValue() : StringRef();
+}
+
+/// `g` as `x * c` with c a positive scalar constant (the apply step of
+/// tcc-accumulate-gradients returns `grad_acc * (1/K)`), or {g, 1}.
+static std::pair<Value, double> constantMultiple(Value g) {
+  auto m = g.getDefiningOp<MulOp>();
+  auto c = m ? m.getRhs().getDefiningOp<ConstantOp>() : ConstantOp();
+  auto d =
+      c ? dyn_cast<DenseFPElementsAttr>(c.getValue()) : DenseFPElementsAttr();
+  if (!d || cast<RankedTensorType>(d.getType()).getRank() != 0 ||
+      m.getLhs().getType() != g.getType())
+    return {g, 1.0};
+  double v = (*d.getValues<APFloat>().begin()).convertToDouble();
+  if (!(v > 0) || !std::isfinite(v))
+    return {g, 1.0};
+  return {m.getLhs(), v};
 }
 
 static Value f32Scalar(OpBuilder &b, Location loc, double v) {
@@ -92,10 +111,27 @@ struct ClipGradientsPass final
     auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
     OpBuilder b(ret);
     Location loc = ret.getLoc();
-    SmallVector<Value> operands;
-    for (unsigned i : grads)
+    // When every gradient is one constant multiple of a value (the
+    // accumulators times 1/K), the norm is taken of those values and
+    // multiplied: the scaled gradients are then not all held in memory at
+    // once for the norm, each is made where it is clipped and consumed.
+    SmallVector<Value> operands, unscaled;
+    std::optional<double> common;
+    for (unsigned i : grads) {
       operands.push_back(ret.getOperand(i));
-    Value norm = GlobalNormOp::create(b, loc, operands);
+      auto [x, c] = constantMultiple(ret.getOperand(i));
+      unscaled.push_back(x);
+      if (!common || *common == c)
+        common = c;
+      else
+        common = 0;
+    }
+    Value norm;
+    if (*common > 0 && *common != 1)
+      norm = MulOp::create(b, loc, GlobalNormOp::create(b, loc, unscaled),
+                           f32Scalar(b, loc, *common));
+    else
+      norm = GlobalNormOp::create(b, loc, operands);
     if (clip) {
       Value q =
           DivOp::create(b, loc, f32Scalar(b, loc, maxNorm),

@@ -5,7 +5,8 @@
 // RUN: tcc-opt %s --tcc-train-pipeline="clip-grad-norm=1.0 precision=bf16 plan-memory=false fuse=false" | FileCheck %s --check-prefix=BF16
 
 // Where clipping sits in the pipeline: after accumulation (the apply step
-// clips acc / K), before the optimizer (the updates read the clipped
+// clips acc / K, whose norm is taken as norm(acc) / K so that the scaled
+// gradients are made only where they are clipped), before the optimizer (the updates read the clipped
 // gradients). With fp16 loss scaling the norm is unscaled (times 1/scale),
 // the coefficient joins AdamW's inverse-scale operand (no multiply of the
 // gradient) or SGD's one unscaling multiply, and `finite` is read off the
@@ -25,10 +26,14 @@ module attributes {tcc.batch = 4 : i64} {
 }
 
 // ACC-LABEL: func.func @train_step
+// ACC-SAME:    %[[ACCW:[^:]+]]: tensor<16x8xf32> {tcc.kind = "state", tcc.name = "fc1.weight.grad_acc"}
+// ACC-SAME:    %[[ACCB:[^:]+]]: tensor<16xf32> {tcc.kind = "state", tcc.name = "fc1.bias.grad_acc"}
 // ACC-SAME:    tensor<f32> {tcc.kind = "metric", tcc.name = "grad_norm"}
-// ACC:         %[[GW:.+]] = tcc.mul %{{.+}}, %{{.+}} : (tensor<16x8xf32>, tensor<f32>)
-// ACC:         %[[GB:.+]] = tcc.mul %{{.+}}, %{{.+}} : (tensor<16xf32>, tensor<f32>)
-// ACC:         %[[N:.+]] = tcc.global_norm %[[GW]], %[[GB]]
+// ACC:         %[[HALF:.+]] = tcc.constant dense<5.000000e-01> : tensor<f32>
+// ACC:         %[[GW:.+]] = tcc.mul %[[ACCW]], %[[HALF]] : (tensor<16x8xf32>, tensor<f32>)
+// ACC:         %[[GB:.+]] = tcc.mul %[[ACCB]], %[[HALF]] : (tensor<16xf32>, tensor<f32>)
+// ACC:         %[[RAW:.+]] = tcc.global_norm %[[ACCW]], %[[ACCB]]
+// ACC:         %[[N:.+]] = tcc.mul %[[RAW]], %[[HALF]]
 // ACC:         %[[K:.+]] = tcc.minimum
 // ACC:         %[[CW:.+]] = tcc.mul %[[GW]], %[[K]]
 // ACC:         tcc.adamw_update %{{[^,]+}}, %[[CW]]
