@@ -51,6 +51,11 @@
 // defaults: 65536, 0.5, 2, 2000). `loss_scale.skipped` counts the skipped
 // steps for `tcc train`. With gradient accumulation the seed is scaled in
 // @accumulate_step and the check and update happen in @train_step.
+// With gradient clipping (tcc-clip-gradients' tcc.global_norm, of the
+// scaled gradients here) the norm is multiplied by 1/scale before the
+// coefficient and the grad_norm metric read it, the coefficient joins the
+// unscaling factor (no multiply of its own), and `finite` is the norm's
+// finiteness (no sum of every gradient); the clipping multiply stays f32.
 //
 // Not handled: a loss that is not tcc.softmax_cross_entropy or tcc.mse_loss
 // (the only ones tcc-build-loss makes) is an error for fp16.
@@ -104,6 +109,34 @@ FloatType floatElement(Type t) {
 
 RankedTensorType withElement(Type t, Type e) {
   return cast<RankedTensorType>(t).clone(e);
+}
+
+/// Whether scalar `v` is computed from a tcc.global_norm (tcc-clip-gradients'
+/// coefficient, a few scalar ops from the norm).
+bool fromGlobalNorm(Value v) {
+  SmallVector<Value> work{v};
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    Operation *def = x.getDefiningOp();
+    if (!def || !seen.insert(x).second)
+      continue;
+    if (isa<GlobalNormOp>(def))
+      return true;
+    if (cast<RankedTensorType>(x.getType()).getRank() == 0)
+      llvm::append_range(work, def->getOperands());
+  }
+  return false;
+}
+
+/// Whether `op` is tcc-clip-gradients' `g * coefficient`: it stays f32 (a
+/// 16-bit coefficient would be off by up to 2^-8, and PyTorch scales the
+/// f32 gradients of f32 master weights).
+bool isClipScaling(Operation *op) {
+  auto m = dyn_cast<MulOp>(op);
+  return m && cast<RankedTensorType>(m.getRhs().getType()).getRank() == 0 &&
+         cast<RankedTensorType>(m.getLhs().getType()).getRank() > 0 &&
+         fromGlobalNorm(m.getRhs());
 }
 
 /// Casts values between f32 and the low type, once per value.
@@ -233,34 +266,6 @@ void biasGradsFromLow(Block &body, Caster &caster, FloatType low) {
       continue;
     r.getInputMutable().assign(caster.toF32(caster.toLow(r.getInput())));
   }
-}
-
-/// Whether scalar `v` is computed from a tcc.global_norm (tcc-clip-gradients'
-/// coefficient, a few scalar ops from the norm).
-bool fromGlobalNorm(Value v) {
-  SmallVector<Value> work{v};
-  llvm::DenseSet<Value> seen;
-  while (!work.empty()) {
-    Value x = work.pop_back_val();
-    Operation *def = x.getDefiningOp();
-    if (!def || !seen.insert(x).second)
-      continue;
-    if (isa<GlobalNormOp>(def))
-      return true;
-    if (cast<RankedTensorType>(x.getType()).getRank() == 0)
-      llvm::append_range(work, def->getOperands());
-  }
-  return false;
-}
-
-/// Whether `op` is tcc-clip-gradients' `g * coefficient`: it stays f32 (a
-/// 16-bit coefficient would be off by up to 2^-8, and PyTorch scales the
-/// f32 gradients of f32 master weights).
-bool isClipScaling(Operation *op) {
-  auto m = dyn_cast<MulOp>(op);
-  return m && cast<RankedTensorType>(m.getRhs().getType()).getRank() == 0 &&
-         cast<RankedTensorType>(m.getLhs().getType()).getRank() > 0 &&
-         fromGlobalNorm(m.getRhs());
 }
 
 bool isOptimizerUpdate(Operation *op) {
