@@ -248,7 +248,10 @@ int ::tcc::compileModel(const CompileOptions &opts) {
                 "all); there is nothing to train" +
                 (opts.trainable.empty()
                      ? std::string()
-                     : " (--trainable matched no float initializer)"));
+                     : " (--trainable matched no float initializer)") +
+                (opts.clipGradNorm > 0 ? "; --clip-grad-norm has no gradient "
+                                         "to clip"
+                                       : ""));
 
   if (std::string err = lossOutputError(fwd, opts.loss); !err.empty())
     return fail(opts.input + ": " + err);
@@ -260,6 +263,8 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   pipe.momentum = opts.momentum;
   pipe.weightDecay = opts.weightDecay;
   pipe.gradAccum = opts.gradAccum;
+  pipe.clipGradNorm = opts.clipGradNorm;
+  pipe.trackGradNorm = opts.trackGradNorm;
   pipe.memoryBudget = opts.memoryBudget;
   pipe.recompute = opts.recompute;
   pipe.planMemory = opts.planMemory;
@@ -387,6 +392,8 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   }
   artifact.meta["outputs"] = outputNames;
   artifact.meta["grad_accum"] = std::to_string(std::max<int64_t>(opts.gradAccum, 1));
+  if (opts.clipGradNorm > 0)
+    artifact.meta["clip_grad_norm"] = fmt(opts.clipGradNorm);
   artifact.meta["pad_multiple"] = std::to_string(pipe.padMultiple);
   artifact.meta["gemm_epilogue"] = pipe.gemmEpilogue ? "on" : "off";
   artifact.meta["fuse_attention"] = pipe.fuseAttention ? "on" : "off";
@@ -449,6 +456,14 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   if (opts.report) {
     std::ostringstream os;
     os << rolesReport;
+    if (opts.clipGradNorm > 0)
+      os << "gradient clipping: global L2 norm of the gradients clipped to "
+         << fmt(opts.clipGradNorm)
+         << " in the step (clip_grad_norm_, after accumulation); metric "
+            "grad_norm\n";
+    else if (opts.trackGradNorm)
+      os << "gradient clipping: off; the step computes the metric "
+            "grad_norm\n";
     ::tcc::printMemoryReport(::tcc::analyzeMemory(artifact), os);
     bool toStdout = opts.emit == EmitKind::Artifact && !opts.output.empty() &&
                     opts.output != "-";

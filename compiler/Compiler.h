@@ -30,11 +30,15 @@ struct CompileOptions {
   std::string optimizer = "adamw";
   double lr = -1;           // < 0: the optimizer's default
   double momentum = 0;
-  double weightDecay = -1;  // < 0: the optimizer's default
-  int64_t gradAccum = 1;    // micro-batches per optimizer step
-  int64_t padMultiple = -1; // GEMM padding multiple (0: off, < 0: preset)
-  int64_t memoryBudget = 0; // bytes of activations to keep (0: no limit)
-  std::string recompute = "all"; // what remat may recompute: all | cheap
+  double weightDecay = -1; // < 0: the optimizer's default
+  int64_t gradAccum = 1;   // micro-batches per optimizer step
+  /// Clip the global gradient norm to this (tcc-clip-gradients; 0: off),
+  /// and, with it or trackGradNorm, return the norm as `grad_norm`.
+  double clipGradNorm = 0;
+  bool trackGradNorm = false;
+  int64_t padMultiple = -1;       // GEMM padding multiple (0: off, < 0: preset)
+  int64_t memoryBudget = 0;       // bytes of activations to keep (0: no limit)
+  std::string recompute = "all";  // what remat may recompute: all | cheap
   std::string precision = "fp32"; // fp32, bf16 or fp16 (tcc-mixed-precision)
   /// tcc-plan-memory and arena reuse; false: ops keep the pipeline's order
   /// and every temporary gets its own bytes (--no-plan-memory).

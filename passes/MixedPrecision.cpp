@@ -51,6 +51,11 @@
 // defaults: 65536, 0.5, 2, 2000). `loss_scale.skipped` counts the skipped
 // steps for `tcc train`. With gradient accumulation the seed is scaled in
 // @accumulate_step and the check and update happen in @train_step.
+// With gradient clipping (tcc-clip-gradients' tcc.global_norm, of the
+// scaled gradients here) the norm is multiplied by 1/scale before the
+// coefficient and the grad_norm metric read it, the coefficient joins the
+// unscaling factor (no multiply of its own), and `finite` is the norm's
+// finiteness (no sum of every gradient); the clipping multiply stays f32.
 //
 // Not handled: a loss that is not tcc.softmax_cross_entropy or tcc.mse_loss
 // (the only ones tcc-build-loss makes) is an error for fp16.
@@ -104,6 +109,34 @@ FloatType floatElement(Type t) {
 
 RankedTensorType withElement(Type t, Type e) {
   return cast<RankedTensorType>(t).clone(e);
+}
+
+/// Whether scalar `v` is computed from a tcc.global_norm (tcc-clip-gradients'
+/// coefficient, a few scalar ops from the norm).
+bool fromGlobalNorm(Value v) {
+  SmallVector<Value> work{v};
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    Operation *def = x.getDefiningOp();
+    if (!def || !seen.insert(x).second)
+      continue;
+    if (isa<GlobalNormOp>(def))
+      return true;
+    if (cast<RankedTensorType>(x.getType()).getRank() == 0)
+      llvm::append_range(work, def->getOperands());
+  }
+  return false;
+}
+
+/// Whether `op` is tcc-clip-gradients' `g * coefficient`: it stays f32 (a
+/// 16-bit coefficient would be off by up to 2^-8, and PyTorch scales the
+/// f32 gradients of f32 master weights).
+bool isClipScaling(Operation *op) {
+  auto m = dyn_cast<MulOp>(op);
+  return m && cast<RankedTensorType>(m.getRhs().getType()).getRank() == 0 &&
+         cast<RankedTensorType>(m.getLhs().getType()).getRank() > 0 &&
+         fromGlobalNorm(m.getRhs());
 }
 
 /// Casts values between f32 and the low type, once per value.
@@ -243,8 +276,13 @@ bool isOptimizerUpdate(Operation *op) {
 /// 1 of every update op, the parameter being operand 0) or returns it (a
 /// program output, stored in f32 whatever computes it).
 bool readsGradientInF32(Operation *u, Value grad) {
-  if (isa<func::ReturnOp>(u))
+  if (isa<func::ReturnOp, GlobalNormOp>(u))
     return true;
+  // The clipped gradient, read by the optimizer (tcc-clip-gradients).
+  if (isClipScaling(u) && u->getOperand(0) == grad)
+    return llvm::all_of(u->getUsers(), [&](Operation *x) {
+      return readsGradientInF32(x, u->getResult(0));
+    });
   return isOptimizerUpdate(u) && u->getOperand(1) == grad &&
          u->getOperand(0) != grad;
 }
@@ -340,7 +378,9 @@ void lowerPrecision(func::FuncOp fn, FloatType low) {
       bool anyLow = llvm::any_of(op.getOperands(), [&](Value v) {
         return floatElement(v.getType()) == low;
       });
-      p = anyLow && !addsToAccumulator(fn, &op) ? Policy::Low : Policy::F32;
+      p = anyLow && !addsToAccumulator(fn, &op) && !isClipScaling(&op)
+              ? Policy::Low
+              : Policy::F32;
     }
     for (OpOperand &use : op.getOpOperands()) {
       FloatType e = floatElement(use.get().getType());
@@ -482,37 +522,71 @@ LogicalResult unscaleAndSkip(func::FuncOp fn, double initScale,
     return isa<AdamWUpdateOp>(u) &&
            llvm::all_of(u->getUsers(), [&](Operation *x) { return x == ret0; });
   };
+  // tcc-clip-gradients' norm (of the gradients as scaled here): the norm
+  // the coefficient and the grad_norm metric read is unscaled, the
+  // coefficient joins the unscaling factor (inv * c: one multiply of each
+  // gradient, none in AdamW's kernel), and a step is finite exactly when
+  // the norm is, so no gradient is read again for the check.
+  GlobalNormOp normOp;
+  for (Operation &op : body)
+    if (auto n = dyn_cast<GlobalNormOp>(op))
+      normOp = n;
   OpBuilder b(updates.front());
+  if (normOp && normOp->isBeforeInBlock(updates.front()))
+    b.setInsertionPoint(normOp);
   Value one = scalar(b, loc, 1.0f), zero = scalar(b, loc, 0.0f);
   Value inv = DivOp::create(b, loc, one, scale);
-  Value sum;
-  llvm::SmallPtrSet<Operation *, 16> skipping;
+  if (normOp) {
+    b.setInsertionPointAfter(normOp);
+    Value unscaled = MulOp::create(b, loc, normOp.getResult(), inv);
+    normOp.getResult().replaceAllUsesExcept(unscaled, unscaled.getDefiningOp());
+  }
+  Value sum, invClip;
+  llvm::DenseMap<Operation *, Value> factorOf;
   for (Operation *u : updates) {
-    Value g = u->getOperand(1);
-    auto rank = cast<RankedTensorType>(g.getType()).getRank();
-    SmallVector<int64_t> axes(rank);
-    for (int64_t i = 0; i < rank; ++i)
-      axes[i] = i;
-    // Every gradient dominates the return: the sums go there.
-    b.setInsertionPoint(ret0);
-    Value s = ReduceSumOp::create(b, loc, g, axes, /*keepdims=*/false);
-    sum = sum ? AddOp::create(b, loc, sum, s) : s;
-    if (inKernel(u)) {
-      skipping.insert(u);
-      continue;
+    Value g = u->getOperand(1), factor = inv;
+    Operation *clip = g.getDefiningOp();
+    if (clip && isClipScaling(clip)) {
+      Value coef = clip->getOperand(1);
+      if (!invClip) {
+        b.setInsertionPointAfterValue(coef);
+        invClip = MulOp::create(b, loc, inv, coef);
+      }
+      g = clip->getOperand(0);
+      factor = invClip;
     }
-    b.setInsertionPoint(u);
-    u->setOperand(1, MulOp::create(b, loc, g, inv));
+    if (!normOp) {
+      auto rank = cast<RankedTensorType>(g.getType()).getRank();
+      SmallVector<int64_t> axes(rank);
+      for (int64_t i = 0; i < rank; ++i)
+        axes[i] = i;
+      // Every gradient dominates the return: the sums go there.
+      b.setInsertionPoint(ret0);
+      Value s = ReduceSumOp::create(b, loc, g, axes, /*keepdims=*/false);
+      sum = sum ? AddOp::create(b, loc, sum, s) : s;
+    }
+    if (inKernel(u)) {
+      u->setOperand(1, g);
+      factorOf[u] = factor;
+    } else {
+      b.setInsertionPoint(u);
+      u->setOperand(1, MulOp::create(b, loc, g, factor));
+    }
+    if (clip && clip->use_empty())
+      clip->erase();
   }
   // Everything after the last update op, before the return.
   b.setInsertionPoint(ret0);
-  Value finite =
-      CompareOp::create(b, loc, "eq", MulOp::create(b, loc, sum, zero), zero);
+  Value finite = CompareOp::create(
+      b, loc, "eq",
+      MulOp::create(b, loc, normOp ? normOp.getResult() : sum, zero), zero);
+  llvm::SmallPtrSet<Operation *, 16> skipping;
   for (Operation *u : updates)
-    if (skipping.contains(u)) {
+    if (Value factor = factorOf.lookup(u)) {
+      skipping.insert(u);
       u->moveBefore(ret0);
       auto adam = cast<AdamWUpdateOp>(u);
-      adam.getInvScaleMutable().assign(inv);
+      adam.getInvScaleMutable().assign(factor);
       adam.getFiniteMutable().assign(finite);
     }
 

@@ -36,6 +36,16 @@ struct TrainPipelineOptions
   Option<int64_t> gradAccum{*this, "grad-accum",
                             llvm::cl::desc("micro-batches per optimizer step"),
                             llvm::cl::init(1)};
+  Option<double> clipGradNorm{
+      *this, "clip-grad-norm",
+      llvm::cl::desc("clip the global gradient norm to this, as "
+                     "clip_grad_norm_ (tcc-clip-gradients; 0: off)"),
+      llvm::cl::init(0.0)};
+  Option<bool> trackGradNorm{
+      *this, "track-grad-norm",
+      llvm::cl::desc("return the gradient norm as the grad_norm metric "
+                     "without clipping"),
+      llvm::cl::init(false)};
   Option<int64_t> padMultiple{
       *this, "pad-multiple",
       llvm::cl::desc("pad GEMM dimensions to a multiple of this (0: off)"),

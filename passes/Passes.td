@@ -105,6 +105,37 @@ def AccumulateGradientsPass : Pass<"tcc-accumulate-gradients", "mlir::ModuleOp">
   ];
 }
 
+def ClipGradientsPass : Pass<"tcc-clip-gradients", "mlir::ModuleOp"> {
+  let summary = "Clips the gradients of @train_step by their global norm";
+  let description = [{
+    As `torch.nn.utils.clip_grad_norm_(params, max_norm)`: the global L2 norm
+    of every `grad` result of `@train_step` (one `tcc.global_norm`, f64
+    accumulation), the coefficient `min(1, max-norm / (norm + 1e-6))`, and
+    each gradient multiplied by it. Runs after tcc-autodiff and
+    tcc-accumulate-gradients (so it clips the accumulated gradients of the
+    whole batch) and before tcc-apply-optimizer. The norm before clipping
+    is returned as a result `{tcc.kind = "metric", tcc.name = "grad_norm"}`;
+    with `track` and no `max-norm` only that (no clipping). With fp16 loss
+    scaling, tcc-mixed-precision (later) unscales the norm and folds the
+    coefficient into its unscaling multiplier.
+
+    ```mlir
+    %n = tcc.global_norm %g0, %g1 : tensor<4x8xf32>, tensor<8xf32>
+    %d = tcc.add %n, %eps : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    %q = tcc.div %c, %d : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    %k = tcc.minimum %q, %one : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    %g0c = tcc.mul %g0, %k : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect"];
+  let options = [
+    Option<"maxNorm", "max-norm", "double", /*default=*/"0.0",
+           "Clip the global gradient norm to this (0: no clipping)">,
+    Option<"track", "track", "bool", /*default=*/"false",
+           "Return the grad_norm metric even without clipping">,
+  ];
+}
+
 def ApplyOptimizerPass : Pass<"tcc-apply-optimizer", "mlir::ModuleOp"> {
   let summary = "Replaces the gradients of @train_step by optimizer updates";
   let description = [{

@@ -44,6 +44,11 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
   if (opts.gradAccum > 1)
     pm.addPass(createAccumulateGradientsPass(
         AccumulateGradientsPassOptions{opts.gradAccum}));
+  // Clipping: of the accumulated gradients of the whole batch, before the
+  // optimizer reads them.
+  if (opts.clipGradNorm != 0 || opts.trackGradNorm)
+    pm.addPass(createClipGradientsPass(
+        ClipGradientsPassOptions{opts.clipGradNorm, opts.trackGradNorm}));
   ApplyOptimizerPassOptions opt;
   opt.optimizer = opts.optimizer;
   opt.lr = opts.lr;

@@ -153,9 +153,11 @@ MemoryReport tcc::analyzeMemory(const rt::Artifact &a) {
       pr.sumOfTemps += b.size * (int64_t)b.tensors.size();
 
     // The loss instr: the one writing the program's first output, when it
-    // is a scalar (train_step, accumulate; not forward's logits).
+    // is a scalar (train_step, accumulate; not forward's logits, nor the
+    // grad_norm metric an accumulating train_step returns alone).
     int64_t loss = -1;
-    if (!p.outputs.empty() && a.tensors[p.outputs[0]].shape.empty())
+    if (!p.outputs.empty() && a.tensors[p.outputs[0]].shape.empty() &&
+        a.tensors[p.outputs[0]].name != "grad_norm")
       for (size_t i = 0; i < p.instrs.size() && loss < 0; ++i)
         for (int32_t id : p.instrs[i].outputs)
           if (id == p.outputs[0])

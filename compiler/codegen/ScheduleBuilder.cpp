@@ -573,7 +573,8 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
             mlir::tcc::ReluOp, mlir::tcc::ReluGradOp, mlir::tcc::BroadcastToOp,
             mlir::tcc::SoftmaxCrossEntropyOp,
             mlir::tcc::SoftmaxCrossEntropyGradOp, mlir::tcc::MseLossOp,
-            mlir::tcc::MseLossGradOp>([](auto) { return success(); })
+            mlir::tcc::MseLossGradOp, mlir::tcc::GlobalNormOp>(
+          [](auto) { return success(); })
       .Default([&](Operation *) { return noKernel(); });
 }
 
@@ -726,6 +727,18 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn, const std::string &name
       prog.instrs.push_back(std::move(copy));
     }
     artifact.tensors[id].hostDType = *host;
+    // A metric (tcc-clip-gradients' grad_norm) is an output the runtime
+    // finds by its name, which its temporary takes.
+    if (kind && kind.getValue() == "metric") {
+      auto mname = fn.getResultAttrOfType<StringAttr>(i, "tcc.name");
+      rt::TensorInfo &t = artifact.tensors[id];
+      if (!mname || t.kind != rt::TensorKind::Temp || claimed ||
+          artifact.findTensor(mname.str()) >= 0)
+        return emitError(fn.getLoc())
+               << "metric result #" << i << " of @" << fn.getSymName()
+               << " needs a unique tcc.name and a value of its own";
+      t.name = mname.str();
+    }
     prog.outputs.push_back(id);
   }
   // Updates that could not be written in place are copied at the end.

@@ -54,4 +54,22 @@ def Tcc_CumSumOp : Tcc_DiffOp<"cumsum", [AllTypesMatch<["input", "result"]>]> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+def Tcc_GlobalNormOp : Tcc_Op<"global_norm", [Pure]> {
+  let summary = "The L2 norm of all its operands together, as one f32 scalar";
+  let description = [{
+    `sqrt(sum over every operand of sum(x * x))`, the global norm
+    `torch.nn.utils.clip_grad_norm_` measures, in one reduction over all the
+    operands (any float types) with f64 accumulation in a fixed order, so
+    it repeats bit for bit. tcc-clip-gradients makes it from the gradients
+    after autodiff; it has no gradient rule.
+    ```mlir
+    %n = tcc.global_norm %g0, %g1 : tensor<4x8xf32>, tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Tcc_FloatTensor>:$inputs);
+  let results = (outs Tcc_F32Scalar:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let hasVerifier = 1;
+}
+
 #endif // TCC_OPS_REDUCE_TD

@@ -48,6 +48,7 @@ static constexpr KernelDef kKernels[] = {
     {K::GatherNd, run_gather_nd},
     {K::Gelu, run_gelu},
     {K::GeluGrad, run_gelu_grad},
+    {K::GlobalNorm, run_global_norm},
     {K::Increment, run_increment},
     {K::LayerNorm, run_layer_norm},
     {K::LayerNormGrad, run_layer_norm_grad},

@@ -78,6 +78,7 @@ TCC_KERNEL(neg)
 TCC_KERNEL(relu)
 TCC_KERNEL(relu_grad)
 TCC_KERNEL(reduce_sum)
+TCC_KERNEL(global_norm) // KernelsReduce.cpp
 TCC_KERNEL(reduce_mean)
 TCC_KERNEL(reduce_prod)
 TCC_KERNEL(reduce_prod_grad)

@@ -4,6 +4,7 @@
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tcc::rt::kernels {
 
@@ -108,6 +109,44 @@ static void reduce(const KernelArgs &a, bool mean) {
 
 void run_reduce_sum(const KernelArgs &a) { reduce(a, false); }
 void run_reduce_mean(const KernelArgs &a) { reduce(a, true); }
+
+//===----------------------------------------------------------------------===//
+// global_norm
+//===----------------------------------------------------------------------===//
+
+// Every input is cut into fixed pieces whose sums of squares are taken in
+// f64 (on the pool when there are several), then added in input and piece
+// order: the same bits whatever the thread count, and f64 keeps the sum of
+// millions of squares exact to far below f32's last bit.
+void run_global_norm(const KernelArgs &a) {
+  constexpr int64_t kPiece = 1 << 15;
+  struct Piece {
+    const float *x;
+    int64_t n;
+  };
+  std::vector<Piece> pieces;
+  for (const TensorView &X : a.in)
+    for (int64_t o = 0; o < X.numel; o += kPiece)
+      pieces.push_back({X.f32() + o, std::min(kPiece, X.numel - o)});
+  std::vector<double> sums(pieces.size(), 0.0);
+  auto piece = [&](int64_t i) {
+    double s = 0;
+    const float *x = pieces[i].x;
+    for (int64_t j = 0; j < pieces[i].n; ++j)
+      s += static_cast<double>(x[j]) * static_cast<double>(x[j]);
+    sums[i] = s;
+  };
+  ThreadPool &pool = ThreadPool::global();
+  if (pieces.size() > 1 && pool.size() > 1)
+    pool.parallelFor(static_cast<int64_t>(pieces.size()), piece);
+  else
+    for (size_t i = 0; i < pieces.size(); ++i)
+      piece(static_cast<int64_t>(i));
+  double total = 0;
+  for (double s : sums)
+    total += s;
+  a.out[0].f32()[0] = static_cast<float>(std::sqrt(total));
+}
 
 //===----------------------------------------------------------------------===//
 // reduce_prod, reduce_prod_grad

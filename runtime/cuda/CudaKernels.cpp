@@ -73,6 +73,7 @@ static constexpr CudaKernelDef kCudaKernels[] = {
     {K::GatherNd, launch_gather_nd, prepareRank, E::Index},
     {K::Gelu, launch_unary, nullptr, E::None},
     {K::GeluGrad, launch_unary_grad, nullptr, E::None},
+    {K::GlobalNorm, launch_global_norm, prepare_global_norm, E::None},
     {K::Increment, launch_increment, nullptr, E::None},
     {K::LayerNorm, launch_layer_norm, nullptr, E::None},
     {K::LayerNormGrad, launch_layer_norm_grad, prepare_layer_norm_grad,

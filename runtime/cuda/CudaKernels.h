@@ -134,6 +134,7 @@ TCC_CUDA_KERNEL(slice_grad)
 TCC_CUDA_KERNEL(gather)
 TCC_CUDA_KERNEL(gather_grad)
 TCC_CUDA_KERNEL(concat)
+TCC_CUDA_KERNEL(global_norm)
 TCC_CUDA_KERNEL(reduce) // reduce_sum, reduce_mean
 // CudaKernelsBatchNorm.cu
 TCC_CUDA_KERNEL(batch_norm_train)
@@ -250,6 +251,7 @@ int64_t prepare_mse_loss(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_layer_norm_grad(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_gather_grad(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_adamw_update(const Instr &, const std::vector<TensorInfo> &);
+int64_t prepare_global_norm(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_matmul(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_reduce(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_reduce_extremum(const Instr &, const std::vector<TensorInfo> &);

@@ -643,4 +643,94 @@ void launch_reduce(const CudaArgs &a) {
   checkLaunch(a.instr.kernel.c_str());
 }
 
+//===----------------------------------------------------------------------===//
+// global_norm
+//===----------------------------------------------------------------------===//
+
+// Two kernels, reproducible: each block takes a fixed chunk of one input and
+// writes its sum of squares (f64, blockSum's fixed order) to the scratch;
+// one block then adds the partial sums in a fixed order and writes the
+// square root. Inputs go kNormInputs to a launch, their pointers in the
+// kernel's parameters (fixed arena addresses, so CUDA graphs replay them).
+static constexpr int kNormInputs = 48;
+static constexpr long long kNormChunk = kBlock * 16LL;
+
+struct NormInputs {
+  const void *x[kNormInputs];
+  long long n[kNormInputs];
+  long long
+      firstBlock[kNormInputs + 1]; // the blocks of input i: [f[i], f[i+1])
+  int t[kNormInputs];
+  int count;
+};
+
+static long long normBlocks(int64_t numel) {
+  return (numel + kNormChunk - 1) / kNormChunk;
+}
+
+__global__ void __launch_bounds__(kBlock)
+    normPartialsKernel(NormInputs in, double *partial) {
+  __shared__ double shared[32];
+  long long b = blockIdx.x;
+  int i = 0;
+  while (i + 1 < in.count && in.firstBlock[i + 1] <= b)
+    ++i;
+  long long begin = (b - in.firstBlock[i]) * kNormChunk;
+  long long end = begin + kNormChunk < in.n[i] ? begin + kNormChunk : in.n[i];
+  double s = 0;
+  for (long long e = begin + threadIdx.x; e < end; e += blockDim.x) {
+    double v = ldf(in.x[i], in.t[i], e);
+    s += v * v;
+  }
+  s = blockSum(s, shared);
+  if (threadIdx.x == 0)
+    partial[b] = s;
+}
+
+__global__ void __launch_bounds__(kBlock)
+    normFinishKernel(const double *partial, long long count, void *y, int ty) {
+  __shared__ double shared[32];
+  double s = 0;
+  for (long long k = threadIdx.x; k < count; k += blockDim.x)
+    s += partial[k];
+  s = blockSum(s, shared);
+  if (threadIdx.x == 0)
+    stf(y, ty, 0, static_cast<float>(sqrt(s)));
+}
+
+int64_t prepare_global_norm(const Instr &in, const std::vector<TensorInfo> &t) {
+  long long blocks = 0;
+  for (int32_t id : in.inputs)
+    blocks += normBlocks(t[id].numElements());
+  return std::max<long long>(blocks, 1) * int64_t(sizeof(double));
+}
+
+void launch_global_norm(const CudaArgs &a) {
+  double *partial = static_cast<double *>(a.scratch);
+  long long done = 0;
+  for (size_t first = 0; first < a.in.size(); first += kNormInputs) {
+    NormInputs in{};
+    long long blocks = 0;
+    for (size_t k = first; k < a.in.size() && k < first + kNormInputs; ++k) {
+      int j = in.count++;
+      in.x[j] = a.in[k].data;
+      in.n[j] = a.in[k].numel;
+      in.t[j] = dt(a.in[k]);
+      in.firstBlock[j] = blocks;
+      blocks += normBlocks(a.in[k].numel);
+    }
+    in.firstBlock[in.count] = blocks;
+    if (blocks == 0)
+      continue;
+    TCC_LAUNCH(normPartialsKernel, static_cast<unsigned>(blocks), kBlock,
+               a.stream)
+    (in, partial + done);
+    checkLaunch(a.instr.kernel.c_str());
+    done += blocks;
+  }
+  TCC_LAUNCH(normFinishKernel, 1, kBlock, a.stream)
+  (partial, done, a.out[0].data, dt(a.out[0]));
+  checkLaunch(a.instr.kernel.c_str());
+}
+
 } // namespace tcc::rt::cuda

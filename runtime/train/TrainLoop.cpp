@@ -116,7 +116,7 @@ struct MicroRun {
 /// What one optimizer step leaves to read back, possibly a step late.
 struct StepRecord {
   int64_t step = 0, epoch = 0;
-  float *readback = nullptr; // K losses, skipped count, loss scale
+  float *readback = nullptr; // K losses, skipped count, loss scale, grad_norm
   std::vector<MicroRun> micro;
   /// Around train_step when accumulating; `done` follows the read-backs.
   std::unique_ptr<Event> stepStart, stepEnd, done;
@@ -135,12 +135,16 @@ public:
     slots_ = s.inputSlots(plan.feedTargets, std::max<size_t>(slots, 1));
     slotEpoch_.assign(slots_->count(), 0);
     lossId_ = plan.data->outputs[0];
+    // tcc compile --clip-grad-norm / --track-grad-norm: the step's norm.
+    for (int32_t id : plan.step->outputs)
+      if (s.tensors()[id].name == "grad_norm")
+        gradNormId_ = id;
     scanIds_ = nonFiniteScanned(s.tensors());
     int64_t k = plan.gradAccum;
-    readback_ = s.allocateHost(2 * (k + 2) * sizeof(float));
+    readback_ = s.allocateHost(2 * (k + 3) * sizeof(float));
     for (int i = 0; i < 2; ++i) {
       StepRecord &rec = records_[i];
-      rec.readback = reinterpret_cast<float *>(readback_->data()) + i * (k + 2);
+      rec.readback = reinterpret_cast<float *>(readback_->data()) + i * (k + 3);
       for (int64_t j = 0; j < k; ++j)
         rec.micro.push_back(
             {s.createEvent(), s.createEvent(), s.createEvent()});
@@ -180,7 +184,7 @@ private:
 
   std::unique_ptr<InputSlots> slots_;
   std::vector<int64_t> slotEpoch_; // of the batch each slot holds
-  int32_t lossId_ = -1;
+  int32_t lossId_ = -1, gradNormId_ = -1;
   int64_t filled_ = 0, nextMicro_ = 0; // micro-batches staged, enqueued
   bool exhausted_ = false;
   DataFeeder::Batch batch_;
@@ -244,6 +248,8 @@ bool Trainer::enqueueStep(int64_t step, StepRecord &rec) {
     s_.readAsync(scaling_.skippedId, rec.readback + k, sizeof(float));
   if (scaling_.scaleId >= 0)
     s_.readAsync(scaling_.scaleId, rec.readback + k + 1, sizeof(float));
+  if (gradNormId_ >= 0)
+    s_.readAsync(gradNormId_, rec.readback + k + 2, sizeof(float));
   s_.record(*rec.done);
   return true;
 }
@@ -346,7 +352,10 @@ void Trainer::finish(StepRecord &rec) {
   double sps = r_.batchSize * (step - r_.startStep) / std::max(elapsed, 1e-9);
   if (metrics_)
     writeMetricsLine(*metrics_, step, rec.epoch, loss, r_.batchSize, dt,
-                     scaling_.skippedId >= 0, skipped, r_.lossScale);
+                     scaling_.skippedId >= 0, skipped, r_.lossScale,
+                     gradNormId_ >= 0
+                         ? std::optional<float>(rec.readback[k + 2])
+                         : std::nullopt);
   // After the metrics line, so a resumed run never lacks a step's line.
   if (!opts_.checkpointDir.empty() &&
       (step == plan_.total ||

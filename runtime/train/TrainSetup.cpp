@@ -359,7 +359,8 @@ detail::openMetrics(const TrainOptions &opts, bool resuming, int64_t startStep,
 
 void detail::writeMetricsLine(std::ofstream &out, int64_t step, int64_t epoch,
                               float loss, int64_t batchSize, double stepSeconds,
-                              bool scaling, bool skipped, float lossScale) {
+                              bool scaling, bool skipped, float lossScale,
+                              std::optional<float> gradNorm) {
   nlohmann::json j;
   j["step"] = step;
   j["epoch"] = epoch;
@@ -370,6 +371,12 @@ void detail::writeMetricsLine(std::ofstream &out, int64_t step, int64_t epoch,
     j["skipped"] = skipped;
     j["loss_scale"] = lossScale;
   }
+  // Computed in the step only when compiled with --clip-grad-norm or
+  // --track-grad-norm (it reads every gradient once more).
+  if (gradNorm)
+    j["grad_norm"] = *gradNorm;
+  else
+    j["grad_norm"] = nullptr;
   out << j.dump() << "\n";
   out.flush();
 }

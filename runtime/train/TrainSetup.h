@@ -1,4 +1,5 @@
-//===- TrainSetup.h - Options, feeding, metrics and progress of a run -*- C++ -*-===//
+//===- TrainSetup.h - Options, feeding, metrics and progress of a run -*- C++
+//-*-===//
 //
 // The training loop's pieces that do not touch a session (TrainLoop.cpp):
 // binding data files to inputs, batching, gradient accumulation, run
@@ -18,6 +19,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,9 +104,11 @@ openMetrics(const TrainOptions &opts, bool resuming, int64_t startStep,
 
 /// One metrics line. `scaling`: the artifact has fp16 loss scaling, and the
 /// line says whether the step was skipped and the scale after it.
+/// `gradNorm`: the step's grad_norm output (null in the line without one).
 void writeMetricsLine(std::ofstream &out, int64_t step, int64_t epoch,
                       float loss, int64_t batchSize, double stepSeconds,
-                      bool scaling, bool skipped, float lossScale);
+                      bool scaling, bool skipped, float lossScale,
+                      std::optional<float> gradNorm = std::nullopt);
 
 /// "step 12: the loss is NaN; lower the learning rate or check the data".
 std::string nonFiniteLossMessage(int64_t step, float loss);

@@ -120,6 +120,24 @@ inline void reductionCases(std::vector<KernelCase> &cases) {
   h.outs.push_back(h.prog.out(DType::BF16, {48}));
   h.prog.instr("reduce_mean", {t3}, {h.outs.back()}, {0, 1});
   cases.push_back(std::move(h));
+
+  // The global norm of gradient clipping: inputs of several chunks and of
+  // one element, bf16 and f16 ones, and more inputs than one CUDA launch
+  // takes (48), so the partial sums of two launches meet in the scratch.
+  KernelCase g{"global_norm"};
+  g.rtol = 1e-6; // f64 sums on both: only the final rounding may differ
+  g.atol = 0;
+  std::vector<int32_t> parts = {
+      g.prog.random(DType::F32, {3, 70000}), g.prog.random(DType::F32, {}),
+      g.prog.random(DType::BF16, {4100}), g.prog.random(DType::F16, {33, 7})};
+  for (int64_t i = 0; i < 55; ++i)
+    parts.push_back(g.prog.random(DType::F32, {1 + (i * 37) % 300}));
+  g.outs.push_back(g.prog.out(DType::F32, {}));
+  g.prog.instr("global_norm", parts, {g.outs.back()});
+  int32_t one = g.prog.random(DType::F32, {5});
+  g.outs.push_back(g.prog.out(DType::F32, {}));
+  g.prog.instr("global_norm", {one}, {g.outs.back()});
+  cases.push_back(std::move(g));
 }
 
 } // namespace tcc::rt::test

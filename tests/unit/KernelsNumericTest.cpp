@@ -341,3 +341,52 @@ TEST(KernelsNumeric, AdamWSixteenBitCopyIsChecked) {
                                  "elements");
   EXPECT_EQ(message(h.out({4}, DType::F16)), "no error");
 }
+
+// Gradient clipping's norm: f64 sums over every input, in a fixed order
+// (the same bits on every thread count), 16-bit inputs widened.
+TEST(KernelsNumeric, GlobalNormOfSeveralInputs) {
+  KernelHarness h;
+  int32_t a = h.f32({2}, {3, 4}), b = h.f32({}, {12});
+  int32_t n = h.out({});
+  h.run("global_norm", {a, b}, {n});
+  EXPECT_EQ(h.get(n)[0], 13.0f);
+  // Many pieces of many inputs: against a long-double reference, and
+  // repeatable.
+  std::vector<int32_t> in;
+  long double ref = 0;
+  for (int64_t k : {200000, 1, 70001, 3}) {
+    std::vector<float> v = randomValues(k, static_cast<uint32_t>(k));
+    for (float x : v)
+      ref += static_cast<long double>(x) * x;
+    in.push_back(h.f32({k}, v));
+  }
+  h.run("global_norm", in, {n});
+  float first = h.get(n)[0];
+  EXPECT_EQ(first, static_cast<float>(std::sqrt(ref)));
+  h.run("global_norm", in, {n});
+  EXPECT_EQ(h.get(n)[0], first);
+  // Non-finite gradients give a non-finite norm (fp16 loss scaling reads
+  // the step's finiteness off it).
+  int32_t inf = h.f32({2}, {1, INFINITY}), nan = h.f32({1}, {NAN});
+  h.run("global_norm", {a, inf}, {n});
+  EXPECT_TRUE(std::isinf(h.get(n)[0]));
+  h.run("global_norm", {nan, a}, {n});
+  EXPECT_TRUE(std::isnan(h.get(n)[0]));
+}
+
+TEST(KernelsNumeric, GlobalNormTakesSixteenBitInputs) {
+  DTypeTensors t;
+  int32_t a = t.add(DType::BF16, {3}, {1.5f, -2, 0.25f});
+  int32_t b = t.add(DType::F16, {2}, {3, 0.5f});
+  int32_t n = t.add(DType::F32, {});
+  t.run("global_norm", {a, b}, {n});
+  EXPECT_FLOAT_EQ(t.get(n)[0],
+                  std::sqrt(1.5f * 1.5f + 4 + 0.0625f + 9 + 0.25f));
+}
+
+TEST(KernelsNumeric, GlobalNormIsChecked) {
+  KernelHarness h;
+  int32_t a = h.f32({2}, {3, 4}), v = h.out({2});
+  EXPECT_THROW(h.check("global_norm", {}, {h.out({})}), Error);
+  EXPECT_THROW(h.check("global_norm", {a}, {v}), Error);
+}

@@ -6,6 +6,7 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Format.h"
 
+#include <cmath>
 #include <optional>
 
 using namespace llvm;
@@ -52,6 +53,19 @@ static cl::opt<int64_t> gradAccum(
              "per optimizer step (the update of one batch K times larger)"),
     cl::init(1), cl::value_desc("K"), cl::sub(tool::compileCmd),
     cl::sub(tool::benchCmd));
+static cl::opt<double> clipGradNorm(
+    "clip-grad-norm",
+    cl::desc("Clip the gradients in the step to a global L2 norm of at most "
+             "C, as torch.nn.utils.clip_grad_norm_ (after --grad-accum's "
+             "accumulation); the step also returns the norm before "
+             "clipping, the metric grad_norm"),
+    cl::value_desc("C"), cl::init(0), cl::sub(tool::compileCmd),
+    cl::sub(tool::benchCmd));
+static cl::opt<bool> trackGradNorm(
+    "track-grad-norm",
+    cl::desc("Compute the global gradient norm in the step (the metric "
+             "grad_norm of tcc train --metrics) without clipping"),
+    cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
 static cl::opt<int64_t> padMultiple(
     "pad-multiple",
     cl::desc("Pad GEMM dimensions (M, N, K) to a multiple of N with zeros and "
@@ -273,6 +287,16 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
     return false;
   }
   o.gradAccum = gradAccum;
+  if (clipGradNorm.getNumOccurrences() &&
+      !(clipGradNorm > 0 && std::isfinite(double(clipGradNorm)))) {
+    llvm::errs() << "tcc " << cmd
+                 << ": error: --clip-grad-norm must be a positive finite "
+                    "number, got "
+                 << llvm::format("%g", double(clipGradNorm)) << "\n";
+    return false;
+  }
+  o.clipGradNorm = clipGradNorm;
+  o.trackGradNorm = trackGradNorm;
   // A negative value is the "optimizer's default" sentinel inside; given on
   // the command line it is a mistake, not a request for the default.
   if (lr.getNumOccurrences() && !(lr > 0)) {

@@ -106,6 +106,15 @@ void check_reduce_prod_grad(const KernelSig &s) {
   expectShape(s, false, 0, s.in[1]->shape);
 }
 
+void check_global_norm(const KernelSig &s) {
+  if (s.in.empty() || s.out.size() != 1)
+    throw Error("expects at least 1 input and 1 output, got " +
+                std::to_string(s.in.size()) + " and " +
+                std::to_string(s.out.size()));
+  expectAllF32(s);
+  expectShape(s, false, 0, {});
+}
+
 void check_cumsum(const KernelSig &s) {
   expectArity(s, 1, 1);
   expectAllF32(s);

@@ -49,6 +49,7 @@ static constexpr CheckEntry kChecks[] = {
     {K::GatherNd, check_gather_nd},
     {K::Gelu, check_gelu},
     {K::GeluGrad, check_gelu_grad},
+    {K::GlobalNorm, check_global_norm},
     {K::Increment, check_increment},
     {K::LayerNorm, check_layer_norm},
     {K::LayerNormGrad, check_layer_norm_grad},

@@ -94,6 +94,7 @@ TCC_CHECK(reduce_prod_grad)
 TCC_CHECK(cumsum)
 TCC_CHECK(softmax_like)      // softmax, log_softmax
 TCC_CHECK(softmax_grad_like) // softmax_grad, log_softmax_grad
+TCC_CHECK(global_norm)
 // CheckMath.cpp
 TCC_CHECK(unary_grad) // the [dy, v] -> dx gradients
 TCC_CHECK(pow_scalar)

@@ -21,6 +21,9 @@
 //   relu_grad         in [dy,x] out [dx] = x > 0 ? dy : 0. in-place
 //   reduce_sum        in [x] out [y], i = reduced axes of x (sorted, >= 0);
 //   reduce_mean       y keeps x's order of the other axes.
+//   global_norm       in [x0, x1, ...] (>= 1) out [n []] = sqrt(sum of x*x
+//                     over every element of every input), summed in f64 in
+//                     a fixed order (gradient clipping's global norm).
 //   reduce_prod       in [x] out [y], i = reduced axes (as reduce_sum).
 //   reduce_prod_grad  in [dy, x] out [dx], i = reduced axes: dy times the
 //                     product of the other elements of x's group.
