@@ -228,6 +228,8 @@ int ::tcc::compileModel(const CompileOptions &opts) {
 
   mlir::tcc::TrainPipelineOptions pipe;
   pipe.loss = opts.loss;
+  pipe.ignoreIndex = opts.ignoreIndex;
+  pipe.labelSmoothing = opts.labelSmoothing;
   pipe.optimizer = opts.optimizer;
   pipe.lr = opts.lr;
   pipe.momentum = opts.momentum;
@@ -338,6 +340,12 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   artifact.meta["source"] = opts.input;
   artifact.meta["batch"] = batchAttr ? std::to_string(batchAttr.getInt()) : "?";
   artifact.meta["loss"] = opts.loss;
+  if (opts.loss == "cross_entropy") {
+    artifact.meta["ignore_index"] = std::to_string(opts.ignoreIndex);
+    std::ostringstream smoothing;
+    smoothing << opts.labelSmoothing;
+    artifact.meta["label_smoothing"] = smoothing.str();
+  }
   artifact.meta["grad_accum"] = std::to_string(std::max<int64_t>(opts.gradAccum, 1));
   artifact.meta["pad_multiple"] = std::to_string(pipe.padMultiple);
   artifact.meta["gemm_epilogue"] = pipe.gemmEpilogue ? "on" : "off";

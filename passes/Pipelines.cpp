@@ -28,7 +28,8 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
   // fused attention took the head transposes it reads sequence-major.
   if (opts.optimize)
     pm.addNestedPass<func::FuncOp>(createSinkTransposesPass());
-  pm.addPass(createBuildLossPass(BuildLossPassOptions{opts.loss}));
+  pm.addPass(createBuildLossPass(
+      BuildLossPassOptions{opts.loss, opts.ignoreIndex, opts.labelSmoothing}));
   pm.addPass(createAutodiffPass());
   if (opts.gradAccum > 1)
     pm.addPass(createAccumulateGradientsPass(

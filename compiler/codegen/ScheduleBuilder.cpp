@@ -524,6 +524,13 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
                         sc.getReduction())});
         return success();
       })
+      .Case<mlir::tcc::SoftmaxCrossEntropyOp,
+            mlir::tcc::SoftmaxCrossEntropyGradOp>([&](auto c) {
+        rt::abi::setAttrs(in, rt::abi::CrossEntropyAttrs{
+                                  c.getIgnoreIndexAttr().getInt(),
+                                  c.getLabelSmoothing().convertToDouble()});
+        return success();
+      })
       .Case<mlir::tcc::TopKOp>([&](auto t) {
         rt::abi::setAttrs(
             in, rt::abi::TopKAttrs{(int64_t)t.getAxis(), t.getLargest()});
@@ -538,9 +545,8 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
             mlir::tcc::IncrementOp, mlir::tcc::AddOp, mlir::tcc::SubOp,
             mlir::tcc::MulOp, mlir::tcc::DivOp, mlir::tcc::NegOp,
             mlir::tcc::ReluOp, mlir::tcc::ReluGradOp, mlir::tcc::BroadcastToOp,
-            mlir::tcc::SoftmaxCrossEntropyOp,
-            mlir::tcc::SoftmaxCrossEntropyGradOp, mlir::tcc::MseLossOp,
-            mlir::tcc::MseLossGradOp>([](auto) { return success(); })
+            mlir::tcc::MseLossOp, mlir::tcc::MseLossGradOp>(
+          [](auto) { return success(); })
       .Default([&](Operation *) { return noKernel(); });
 }
 
