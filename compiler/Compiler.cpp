@@ -14,8 +14,8 @@
 #include "compiler/codegen/HostCompile.h"
 #include "compiler/codegen/MemoryReport.h"
 #include "compiler/codegen/NvrtcCompile.h"
-#include "compiler/codegen/SchedulePrinter.h"
 #include "compiler/codegen/ScheduleBuilder.h"
+#include "compiler/codegen/SchedulePrinter.h"
 #include "dialects/tcc/TccDialect.h"
 #include "dialects/tcc/TccOps.h"
 #include "frontends/onnx/OnnxDiagnostics.h"
@@ -72,8 +72,8 @@ static std::string lossOutputError(func::FuncOp forward, StringRef loss) {
     std::string typeStr;
     llvm::raw_string_ostream os(typeStr);
     os << forward.getResultTypes()[i];
-    return "--loss output:" + loss.str() + ": output '" + loss.str() +
-           "' is " + typeStr +
+    return "--loss output:" + loss.str() + ": output '" + loss.str() + "' is " +
+           typeStr +
            "; the loss must be a float scalar (rank 0), such as a "
            "NegativeLogLikelihoodLoss or SoftmaxCrossEntropyLoss with "
            "reduction mean or sum";
@@ -198,8 +198,7 @@ int ::tcc::compileModel(const CompileOptions &opts) {
                 opts.weights + "'");
   // The target's flags are checked before any work is done.
   if (opts.target != "cpu" && opts.target != "cuda")
-    return fail("--target must be 'cpu' or 'cuda', got '" + opts.target +
-                "'");
+    return fail("--target must be 'cpu' or 'cuda', got '" + opts.target + "'");
   if (opts.emit == EmitKind::Cuda && opts.target != "cuda")
     return fail("--emit=cuda needs --target cuda");
   if (opts.target == "cuda") {
@@ -258,6 +257,8 @@ int ::tcc::compileModel(const CompileOptions &opts) {
 
   mlir::tcc::TrainPipelineOptions pipe;
   pipe.loss = opts.loss;
+  pipe.ignoreIndex = opts.ignoreIndex;
+  pipe.labelSmoothing = opts.labelSmoothing;
   pipe.optimizer = opts.optimizer;
   pipe.lr = opts.lr;
   pipe.momentum = opts.momentum;
@@ -391,7 +392,14 @@ int ::tcc::compileModel(const CompileOptions &opts) {
     ++n;
   }
   artifact.meta["outputs"] = outputNames;
-  artifact.meta["grad_accum"] = std::to_string(std::max<int64_t>(opts.gradAccum, 1));
+  if (opts.loss == "cross_entropy") {
+    artifact.meta["ignore_index"] = std::to_string(opts.ignoreIndex);
+    std::ostringstream smoothing;
+    smoothing << opts.labelSmoothing;
+    artifact.meta["label_smoothing"] = smoothing.str();
+  }
+  artifact.meta["grad_accum"] =
+      std::to_string(std::max<int64_t>(opts.gradAccum, 1));
   if (opts.clipGradNorm > 0)
     artifact.meta["clip_grad_norm"] = fmt(opts.clipGradNorm);
   artifact.meta["pad_multiple"] = std::to_string(pipe.padMultiple);

@@ -27,6 +27,8 @@ struct CompileOptions {
   std::vector<std::string> trainable; // --trainable patterns
   bool batchNormTrain = false;        // --batchnorm=train
   std::string loss = "cross_entropy";
+  int64_t ignoreIndex = -100; // cross_entropy's ignore_index
+  double labelSmoothing = 0;  // cross_entropy's label_smoothing
   std::string optimizer = "adamw";
   double lr = -1;           // < 0: the optimizer's default
   double momentum = 0;

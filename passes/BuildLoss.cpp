@@ -6,6 +6,7 @@
 //
 //   cross_entropy: labels : tensor<shape(out)[:-1] x i64>,
 //                  loss = tcc.softmax_cross_entropy %out, %labels
+//                  {ignore_index, label_smoothing} (the pass options)
 //   mse:           labels : type(out),  loss = tcc.mse_loss %out, %labels
 //   output:NAME:   no labels; loss = the forward's result named NAME, a
 //                  float scalar the graph computes itself (an export of a
@@ -38,6 +39,9 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Debug.h"
 
+#include <cmath>
+#include <cstdio>
+
 #define DEBUG_TYPE "tcc-build-loss"
 
 namespace mlir::tcc {
@@ -68,6 +72,13 @@ static void eraseDeadOps(Block &block) {
       op.erase();
 }
 
+/// `v` as %g writes it (1.5, not 1.500000e+00).
+static std::string shortNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 namespace {
 struct BuildLossPass final
     : public tcc::impl::BuildLossPassBase<BuildLossPass> {
@@ -87,6 +98,8 @@ struct BuildLossPass final
           << loss << "' (valid: cross_entropy, mse, output:NAME)";
       return signalPassFailure();
     }
+    if (failed(checkCrossEntropyOptions(module)))
+      return signalPassFailure();
     auto forward = module.lookupSymbol<func::FuncOp>(kForward);
     if (!forward || forward.isExternal()) {
       module.emitError("tcc-build-loss: no func.func @forward with a body");
@@ -164,9 +177,32 @@ struct BuildLossPass final
     Value labels = step.getArgument(labelIdx);
     Value prediction = ret.getOperand(0);
     if (loss == "cross_entropy")
-      return SoftmaxCrossEntropyOp::create(b, ret.getLoc(), prediction, labels)
+      return SoftmaxCrossEntropyOp::create(b, ret.getLoc(), prediction, labels,
+                                           b.getI64IntegerAttr(ignoreIndex),
+                                           b.getF64FloatAttr(labelSmoothing))
           .getResult();
     return MseLossOp::create(b, ret.getLoc(), prediction, labels).getResult();
+  }
+
+  /// ignore-index and label-smoothing shape cross_entropy only; a smoothing
+  /// outside [0, 1] is no distribution.
+  LogicalResult checkCrossEntropyOptions(ModuleOp module) {
+    double s = labelSmoothing;
+    if (!std::isfinite(s) || s < 0.0 || s > 1.0)
+      return module.emitError("tcc-build-loss: label-smoothing must be in "
+                              "[0, 1], got ")
+             << shortNumber(s);
+    if (loss == "cross_entropy")
+      return success();
+    if (ignoreIndex != -100)
+      return module.emitError("tcc-build-loss: ignore-index applies to the "
+                              "cross_entropy loss only, not to '")
+             << loss << "'";
+    if (s != 0.0)
+      return module.emitError("tcc-build-loss: label-smoothing applies to the "
+                              "cross_entropy loss only, not to '")
+             << loss << "'";
+    return success();
   }
 
   /// The index of @forward's result named `name` (an ONNX graph output),

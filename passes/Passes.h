@@ -23,6 +23,14 @@ struct TrainPipelineOptions
                            llvm::cl::desc("cross_entropy, mse or "
                                           "output:NAME"),
                            llvm::cl::init("cross_entropy")};
+  Option<int64_t> ignoreIndex{
+      *this, "ignore-index",
+      llvm::cl::desc("cross_entropy: label of positions left out of the loss"),
+      llvm::cl::init(-100)};
+  Option<double> labelSmoothing{
+      *this, "label-smoothing",
+      llvm::cl::desc("cross_entropy: label smoothing in [0, 1]"),
+      llvm::cl::init(0.0)};
   Option<std::string> optimizer{*this, "optimizer",
                                 llvm::cl::desc("sgd or adamw"),
                                 llvm::cl::init("adamw")};

@@ -11,7 +11,10 @@ def BuildLossPass : Pass<"tcc-build-loss", "mlir::ModuleOp"> {
     and returns the scalar loss of the forward's first result instead of the
     outputs. `cross_entropy` takes classes on the output's last axis and
     int64 labels shaped like the output without it, averaging over all other
-    positions; `mse` takes f32 targets shaped like the output.
+    positions but those labelled `ignore-index` (default -100), with
+    `label-smoothing` (default 0) as PyTorch's CrossEntropyLoss; `mse` takes
+    f32 targets shaped like the output (the two options are an error with
+    any loss but cross_entropy).
     `output:NAME` adds no labels and trains the forward's result named NAME,
     a float scalar the graph computes itself. `@forward`
     stays, for evaluation, in inference mode (tcc.dropout is the identity).
@@ -24,6 +27,12 @@ def BuildLossPass : Pass<"tcc-build-loss", "mlir::ModuleOp"> {
     Option<"loss", "loss", "std::string", /*default=*/"\"cross_entropy\"",
            "Loss: cross_entropy, mse, or output:NAME (the model's own "
            "scalar output NAME)">,
+    Option<"ignoreIndex", "ignore-index", "int64_t", /*default=*/"-100",
+           "cross_entropy: positions with this label add nothing and are "
+           "not counted in the mean (PyTorch's ignore_index)">,
+    Option<"labelSmoothing", "label-smoothing", "double", /*default=*/"0.0",
+           "cross_entropy: weight in [0, 1] of the uniform target (PyTorch's "
+           "label_smoothing)">,
   ];
 }
 

@@ -39,7 +39,8 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
     lora.seed = opts.loraSeed;
     pm.addPass(createLoraPass(lora));
   }
-  pm.addPass(createBuildLossPass(BuildLossPassOptions{opts.loss}));
+  pm.addPass(createBuildLossPass(
+      BuildLossPassOptions{opts.loss, opts.ignoreIndex, opts.labelSmoothing}));
   pm.addPass(createAutodiffPass());
   if (opts.gradAccum > 1)
     pm.addPass(createAccumulateGradientsPass(

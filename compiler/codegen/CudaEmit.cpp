@@ -566,9 +566,14 @@ void CudaEmitter::emitRowScalar(std::ostream &os, int i) const {
       // The same value in every lane (thread): the whole warp (block)
       // leaves together. A label in range is a column, an int: compared
       // with j in one instruction instead of three.
-      std::string l = "tcc_l" + std::to_string(i);
+      // An ignored row (tcc_ign<N>) takes label 0, a column picks may read.
+      std::string l = "tcc_l" + std::to_string(i),
+                  ign = "tcc_ign" + std::to_string(i);
       os << "    const long long " << l << " = " << load(i, "") << ";\n"
-         << "    if (" << l << " < 0 || " << l << " >= " << C << ") {\n"
+         << "    const bool " << ign << " = " << l << " == " << n.ignoreLabel
+         << "LL;\n"
+         << "    if (!" << ign << " && (" << l << " < 0 || " << l << " >= " << C
+         << ")) {\n"
          << "      if (" << leader << ")\n        tcc_bad_label(tcc_err, r, "
          << l << ", " << C
          << ");\n"
@@ -579,7 +584,8 @@ void CudaEmitter::emitRowScalar(std::ostream &os, int i) const {
                              "((tcc_it + 1) >> 1) & 1);\n"
                        : std::string())
          << "      return;\n    }\n"
-         << "    const int " << v << " = static_cast<int>(" << l << ");\n";
+         << "    const int " << v << " = " << ign << " ? 0 : static_cast<int>("
+         << l << ");\n";
       break;
     }
     os << "    const " << (n.isInt ? "long long " : "float ") << v << " = "
@@ -1091,17 +1097,25 @@ void CudaEmitter::emitFin(std::ostream &os) const {
      << "  const long long tcc_lo = threadIdx.x * tcc_per;\n"
      << "  const long long tcc_hi = tcc_lo + tcc_per < " << R
      << "LL ? tcc_lo + tcc_per : " << R << "LL;\n";
+  // A loss: the sum of its rows' partials over the count of rows that
+  // count (the next slot), 0 when none does.
   for (auto [out, slot] : g.partialOut) {
     if (out < 0)
       continue;
-    os << "  {\n    double t = 0;\n    for (long long r = tcc_lo; r < tcc_hi; "
-          "++r)\n      t += tcc_partials[r * "
-       << g.partials << " + " << slot
-       << "];\n    tcc_fin_sums[threadIdx.x] = t;\n    __syncthreads();\n"
-       << "    if (threadIdx.x == 0) {\n      double all = 0;\n"
+    os << "  {\n    double t = 0, c = 0;\n    for (long long r = tcc_lo; "
+          "r < tcc_hi; ++r) {\n      t += tcc_partials[r * "
+       << g.partials << " + " << slot << "];\n      c += tcc_partials[r * "
+       << g.partials << " + " << slot + 1
+       << "];\n    }\n    tcc_fin_sums[threadIdx.x] = t;\n"
+       << "    __syncthreads();\n"
+       << "    double all = 0, n = 0;\n    if (threadIdx.x == 0)\n"
        << "      for (unsigned u = 0; u < blockDim.x; ++u)\n"
-       << "        all += tcc_fin_sums[u];\n      out" << out
-       << "[0] = static_cast<float>(all / " << R << ".0);\n    }\n"
+       << "        all += tcc_fin_sums[u];\n    __syncthreads();\n"
+       << "    tcc_fin_sums[threadIdx.x] = c;\n    __syncthreads();\n"
+       << "    if (threadIdx.x == 0) {\n"
+       << "      for (unsigned u = 0; u < blockDim.x; ++u)\n"
+       << "        n += tcc_fin_sums[u];\n      out" << out
+       << "[0] = n > 0 ? static_cast<float>(all / n) : 0.0f;\n    }\n"
        << "    __syncthreads();\n  }\n";
   }
   os << "}\n";

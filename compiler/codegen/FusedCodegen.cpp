@@ -330,7 +330,19 @@ LogicalResult KernelGen::lower(Operation *o) {
   if (isa<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(o)) {
     bool grad = isa<SoftmaxCrossEntropyGradOp>(o);
     int x = asF32Row(a[grad ? 1 : 0]), lab = a[grad ? 2 : 1];
+    auto attr = [&](StringRef name) { return o->getAttr(name); };
+    int64_t ignore = cast<IntegerAttr>(attr("ignore_index")).getInt();
+    double S = cast<FloatAttr>(attr("label_smoothing")).getValueAsDouble();
+    if (nodes[lab].kind != NodeKind::Load || nodes[lab].vec)
+      return o->emitError("fused codegen: the labels must be a region input");
+    if (nodes[lab].checkLabel && nodes[lab].ignoreLabel != ignore)
+      return o->emitError("fused codegen: two losses read the same labels "
+                          "with different ignore_index");
     nodes[lab].checkLabel = true;
+    nodes[lab].ignoreLabel = ignore;
+    // tcc_ign<lab>: the row's label is ignore_index (the emitters define it
+    // with the label's load, which makes the label 0 there).
+    std::string ign = "tcc_ign" + std::to_string(lab);
     // As runtime/cpu/KernelsLoss.cpp computes it, operation for operation
     // (its fastExp, the sum in double), so the gradient is the reference
     // one.
@@ -351,24 +363,49 @@ LogicalResult KernelGen::lower(Operation *o) {
     }
     int e = expr("tcc_exp_exact($0 - $1)", {x, m}, true);
     if (!grad) {
+      // Two partials per row: the row's loss and whether it counts (the
+      // fins divide the sum of the first by that of the second).
       Node p{NodeKind::Partial};
       p.args = {s, pick(x, lab), m};
+      std::string rowLoss = "std::log(static_cast<double>($0)) - "
+                            "static_cast<double>($1 - $2)";
+      if (S != 0.0) {
+        // As KernelsLoss.cpp: the mean over classes of -log_softmax.
+        p.args.push_back(reduce("sum", x));
+        rowLoss = "std::log(static_cast<double>($0)) - " +
+                  doubleLiteral(1.0 - S) +
+                  " * static_cast<double>($1 - $2) - " + doubleLiteral(S) +
+                  " * (static_cast<double>($3) / " + C +
+                  ".0 - static_cast<double>($2))";
+      }
       p.time = 0;
       for (int n : p.args)
         p.time = std::max(p.time, avail(n));
       p.time += p.time % 2;
-      p.tmpl = "tcc_partials[r * PARTIALS + " + std::to_string(partials) +
-               "] = std::log(static_cast<double>($0)) - "
-               "static_cast<double>($1 - $2);";
-      partialOut.push_back({-1, partials++});
+      std::string slot =
+          "tcc_partials[r * PARTIALS + " + std::to_string(partials);
+      p.tmpl = slot + "] = " + ign + " ? 0.0 : " + rowLoss + "; " + slot +
+               " + 1] = " + ign + " ? 0.0 : 1.0;";
+      partialOut.push_back({-1, partials});
+      partials += 2;
       set(0, add(std::move(p)));
       return success();
     }
+    // a[0] is already the gradient per counted position (the rule divided
+    // it by their count).
     int inv = expr("static_cast<float>(1.0 / $0)", {s}, false);
-    int scale =
-        expr("($0 / " + floatLiteral((double)d.rows) + ")", {a[0]}, false);
+    int scale = a[0];
     int v = expr("($0 * $1 * $2)", {e, inv, scale}, true);
-    set(0, expr("($j == $1 ? $0 - $2 : $0)", {v, lab, scale}, true));
+    if (S == 0.0) {
+      set(0, expr("(" + ign + " ? 0.0f : ($j == $1 ? $0 - $2 : $0))",
+                  {v, lab, scale}, true));
+      return success();
+    }
+    int hit = expr("($0 * " + floatLiteral(1.0 - S) + ")", {scale}, false);
+    int smooth =
+        expr("($0 * " + floatLiteral(S / (double)d.cols) + ")", {scale}, false);
+    set(0, expr("(" + ign + " ? 0.0f : ($j == $1 ? ($0 - $3) - $2 : $0 - $3))",
+                {v, lab, hit, smooth}, true));
     return success();
   }
   return o->emitError("fused codegen: no code for '")

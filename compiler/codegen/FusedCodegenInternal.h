@@ -70,7 +70,12 @@ struct Node {
   /// Load: row r of the input starts at element r * rowScale (0: every row
   /// is the same one); -1 for other views.
   int64_t rowScale = -1;
+  /// A Load of labels: checked to be classes, except `ignoreLabel` (the
+  /// loss's ignore_index), for which the emitters define `tcc_ign<N>`
+  /// (true on such a row) and make the value 0 so that picks stay in the
+  /// row.
   bool checkLabel = false;
+  int64_t ignoreLabel = -100;
   bool stored = false;
   int scratch = -1, output = -1; // where a stored vector lives
   int colSum = -1;               // ColSum: its slot among the column sums
@@ -94,6 +99,16 @@ inline std::string floatLiteral(double v) {
     s += ".0";
   s += "f";
   return f < 0 ? "(" + s + ")" : s;
+}
+
+/// A double literal that reads back as `v` exactly.
+inline std::string doubleLiteral(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos)
+    s += ".0";
+  return "(" + s + ")";
 }
 
 /// One region's analysed node graph (KernelGen::analyze): nodes in a

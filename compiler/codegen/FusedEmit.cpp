@@ -152,12 +152,22 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
           std::string e = "in" + std::to_string(n.input) + "[" + n.tmpl + "]";
           if (n.half != Half::None)
             e = widenFn(n.half) + "(" + e + ")";
+          if (n.checkLabel) {
+            // An ignored row's label is 0, a column the picks may read.
+            std::string raw = "tcc_raw" + std::to_string(i),
+                        ign = "tcc_ign" + std::to_string(i);
+            os << "    const int64_t " << raw << " = " << e << ";\n"
+               << "    const bool " << ign << " = " << raw
+               << " == " << n.ignoreLabel << "LL;\n"
+               << "    if (!" << ign << " && (" << raw << " < 0 || " << raw
+               << " >= " << C << ")) { tcc_err[0] = r; tcc_err[1] = " << raw
+               << "; tcc_err[2] = " << C << "; return 1; }\n"
+               << "    const int64_t " << v << " = " << ign << " ? 0 : " << raw
+               << ";\n";
+            break;
+          }
           os << "    const " << (n.isInt ? "int64_t " : "float ") << v << " = "
              << e << ";\n";
-          if (n.checkLabel)
-            os << "    if (" << v << " < 0 || " << v << " >= " << C
-               << ") { tcc_err[0] = r; tcc_err[1] = " << v
-               << "; tcc_err[2] = " << C << "; return 1; }\n";
           break;
         }
         case NodeKind::Expr:
@@ -257,13 +267,17 @@ void KernelGen::emitCpp(std::string &code, std::vector<int64_t> &meta) {
          << colSums * d.cols << " + " << c * d.cols << " + j];\n"
          << "    static_cast<float *>(tcc_buf[" << nIn + k
          << "])[j] = static_cast<float>(t);\n  }\n";
+    // A loss: the sum of its rows' partials over the count of rows that
+    // count (the next slot), 0 when none does (KernelsLoss.cpp).
     for (auto [k, p] : partialOut) {
       if (k < 0)
         continue;
-      os << "  {\n    double t = 0;\n    for (int64_t r = 0; r < " << d.rows
-         << "; ++r)\n      t += tcc_partials[r * " << partials << " + " << p
-         << "];\n    static_cast<float *>(tcc_buf[" << nIn + k
-         << "])[0] = static_cast<float>(t / " << d.rows << ".0);\n  }\n";
+      os << "  {\n    double t = 0, n = 0;\n    for (int64_t r = 0; r < "
+         << d.rows << "; ++r) {\n      t += tcc_partials[r * " << partials
+         << " + " << p << "];\n      n += tcc_partials[r * " << partials
+         << " + " << p + 1 << "];\n    }\n    static_cast<float *>(tcc_buf["
+         << nIn + k << "])[0] = n > 0 ? static_cast<float>(t / n) : 0.0f;\n"
+         << "  }\n";
     }
     os << "}\n";
   }

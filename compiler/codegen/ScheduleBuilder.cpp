@@ -202,8 +202,8 @@ FailureOr<int32_t> TccScheduleBuilder::persistent(BlockArgument arg) {
   } else if (k == rt::TensorKind::Param || k == rt::TensorKind::Constant) {
     auto it = initialParams.find(info.name);
     if (it == initialParams.end())
-      return emitError(loc) << "no initial value for parameter '" << info.name
-                            << "'";
+      return emitError(loc)
+             << "no initial value for parameter '" << info.name << "'";
     if ((int64_t)it->second.size() != info.numElements())
       return emitError(loc) << "initial value of '" << info.name << "' has "
                             << it->second.size() << " elements, expected "
@@ -228,9 +228,9 @@ FailureOr<int32_t> TccScheduleBuilder::persistent(BlockArgument arg) {
     const std::vector<float> &init = initialParams.at(info.name);
     if ((int64_t)init.size() != info.numElements() ||
         info.dtype != rt::DType::F32)
-      return emitError(loc) << "initial value of state '" << info.name
-                            << "' has " << init.size()
-                            << " elements, expected " << info.numElements();
+      return emitError(loc)
+             << "initial value of state '" << info.name << "' has "
+             << init.size() << " elements, expected " << info.numElements();
     if (seededWeights)
       info.init = measuredSpec(init, /*isState=*/true,
                                tensorSeed(weightsSeed, info.name));
@@ -262,9 +262,9 @@ FailureOr<int32_t> TccScheduleBuilder::persistent(BlockArgument arg) {
 }
 
 /// Adds a constant tensor holding `dense` to the blob.
-FailureOr<int32_t> TccScheduleBuilder::constantTensor(DenseElementsAttr dense,
-                                                    const std::string &program,
-                                                    Location loc) {
+FailureOr<int32_t>
+TccScheduleBuilder::constantTensor(DenseElementsAttr dense,
+                                   const std::string &program, Location loc) {
   auto dtype = dtypeOf(dense.getType(), loc);
   if (failed(dtype))
     return failure();
@@ -313,7 +313,7 @@ static std::optional<K> kernelOf(Operation *op) {
 /// Strides, pads and dilations of a convolution or pooling op (the
 /// verifiers made strides and dilations 2 values, pads 4).
 static rt::abi::Window2dAttrs window2d(ArrayRef<int64_t> s, ArrayRef<int64_t> p,
-                                      ArrayRef<int64_t> d) {
+                                       ArrayRef<int64_t> d) {
   rt::abi::Window2dAttrs w;
   w.strideH = s[0], w.strideW = s[1];
   w.padTop = p[0], w.padLeft = p[1], w.padBottom = p[2], w.padRight = p[3];
@@ -373,7 +373,8 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
       })
       .Case<mlir::tcc::MatmulEpilogueOp>(
           [&](mlir::tcc::MatmulEpilogueOp m) -> LogicalResult {
-            // The epilogue travels as its code (runtime/core/abi/GemmEpilogue.h).
+            // The epilogue travels as its code
+            // (runtime/core/abi/GemmEpilogue.h).
             auto *e = rt::gemmEpilogueByName(m.getEpilogue().str().c_str());
             if (!e)
               return m.emitError("no kernel for the GEMM epilogue '")
@@ -537,11 +538,10 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
         return success();
       })
       .Case<mlir::tcc::ScatterElementsOp>([&](auto sc) {
-        rt::abi::setAttrs(
-            in, rt::abi::ScatterAttrs{
-                    (int64_t)sc.getAxis(),
-                    mlir::tcc::ScatterElementsOp::reductionCode(
-                        sc.getReduction())});
+        rt::abi::setAttrs(in, rt::abi::ScatterAttrs{
+                                  (int64_t)sc.getAxis(),
+                                  mlir::tcc::ScatterElementsOp::reductionCode(
+                                      sc.getReduction())});
         return success();
       })
       .Case<mlir::tcc::GatherNdOp>([&](auto g) {
@@ -550,11 +550,17 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
         return success();
       })
       .Case<mlir::tcc::ScatterNdOp>([&](auto sc) {
-        rt::abi::setAttrs(
-            in, rt::abi::ScatterNdAttrs{
-                    (int64_t)sc.getBatchDims(),
-                    mlir::tcc::ScatterElementsOp::reductionCode(
-                        sc.getReduction())});
+        rt::abi::setAttrs(in, rt::abi::ScatterNdAttrs{
+                                  (int64_t)sc.getBatchDims(),
+                                  mlir::tcc::ScatterElementsOp::reductionCode(
+                                      sc.getReduction())});
+        return success();
+      })
+      .Case<mlir::tcc::SoftmaxCrossEntropyOp,
+            mlir::tcc::SoftmaxCrossEntropyGradOp>([&](auto c) {
+        rt::abi::setAttrs(in, rt::abi::CrossEntropyAttrs{
+                                  c.getIgnoreIndexAttr().getInt(),
+                                  c.getLabelSmoothing().convertToDouble()});
         return success();
       })
       .Case<mlir::tcc::TopKOp>([&](auto t) {
@@ -571,14 +577,13 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
             mlir::tcc::IncrementOp, mlir::tcc::AddOp, mlir::tcc::SubOp,
             mlir::tcc::MulOp, mlir::tcc::DivOp, mlir::tcc::NegOp,
             mlir::tcc::ReluOp, mlir::tcc::ReluGradOp, mlir::tcc::BroadcastToOp,
-            mlir::tcc::SoftmaxCrossEntropyOp,
-            mlir::tcc::SoftmaxCrossEntropyGradOp, mlir::tcc::MseLossOp,
-            mlir::tcc::MseLossGradOp, mlir::tcc::GlobalNormOp>(
-          [](auto) { return success(); })
+            mlir::tcc::MseLossOp, mlir::tcc::MseLossGradOp,
+            mlir::tcc::GlobalNormOp>([](auto) { return success(); })
       .Default([&](Operation *) { return noKernel(); });
 }
 
-LogicalResult TccScheduleBuilder::lower(func::FuncOp fn, const std::string &name) {
+LogicalResult TccScheduleBuilder::lower(func::FuncOp fn,
+                                        const std::string &name) {
   rt::Program prog;
   prog.name = name;
   llvm::DenseMap<Value, int32_t> ids;
@@ -605,9 +610,8 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn, const std::string &name
       continue;
     auto rname = fn.getResultAttrOfType<StringAttr>(i, "tcc.name");
     int32_t target = rname ? artifact.findTensor(rname.str()) : -1;
-    if (target < 0 ||
-        (artifact.tensors[target].kind != rt::TensorKind::Param &&
-         artifact.tensors[target].kind != rt::TensorKind::State))
+    if (target < 0 || (artifact.tensors[target].kind != rt::TensorKind::Param &&
+                       artifact.tensors[target].kind != rt::TensorKind::State))
       return emitError(fn.getLoc())
              << "result #" << i << " updates '"
              << (rname ? rname.getValue() : "?")

@@ -9,6 +9,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 
 using namespace mlir;
 using namespace mlir::tcc;
@@ -200,10 +201,38 @@ SmallVector<Value> LogSoftmaxOp::buildGradients(OpBuilder &b,
 // Losses
 //===----------------------------------------------------------------------===//
 
+/// The loss is a mean over the positions whose label is not ignore_index,
+/// so each gets dl / max(count, 1) (no position: no gradient). The count is
+/// computed here, in the graph, rather than in the gradient kernel: a fused
+/// region computes its rows independently and could not count the labels
+/// of all rows before its first one.
 SmallVector<Value> SoftmaxCrossEntropyOp::buildGradients(OpBuilder &b,
                                                          ValueRange grads) {
-  Value d = SoftmaxCrossEntropyGradOp::create(b, getLoc(), grads[0],
-                                              getLogits(), getLabels());
+  Location loc = getLoc();
+  Type et = typeOf(grads[0]).getElementType();
+  RankedTensorType labelType = typeOf(getLabels());
+  auto i64Scalar = RankedTensorType::get({}, labelType.getElementType());
+  Value ignore = ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(i64Scalar, getIgnoreIndexAttr().getValue()));
+  Value ignored = CompareOp::create(b, loc, "eq", getLabels(), ignore);
+  Value skipped = CastOp::create(b, loc, labelType.clone(et), ignored);
+  if (labelType.getRank() > 0) {
+    auto all = llvm::seq<int64_t>(0, labelType.getRank());
+    SmallVector<int64_t> axes(all.begin(), all.end());
+    skipped = ReduceSumOp::create(b, loc, skipped, axes, /*keepdims=*/false);
+  }
+  Value count = SubOp::create(
+      b, loc,
+      scalarConstant(b, loc, et,
+                     static_cast<double>(labelType.getNumElements())),
+      skipped);
+  Value perPosition = DivOp::create(
+      b, loc, grads[0],
+      MaximumOp::create(b, loc, count, scalarConstant(b, loc, et, 1.0)));
+  Value d = SoftmaxCrossEntropyGradOp::create(b, loc, perPosition, getLogits(),
+                                              getLabels(), getIgnoreIndexAttr(),
+                                              getLabelSmoothingAttr());
   return {d, Value()};
 }
 

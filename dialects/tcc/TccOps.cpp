@@ -15,6 +15,8 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cstdio>
+
 using namespace mlir;
 using namespace mlir::tcc;
 using mlir::tcc::detail::adaptorFor;
@@ -379,6 +381,29 @@ static LogicalResult checkLabels(StringRef name, std::optional<Location> loc,
                              shapeStr(logits.getShape().drop_back()),
                              " (the logits' shape without its class axis)");
   return success();
+}
+
+/// `v` as %g writes it (1.5, not 1.500000e+00).
+static std::string shortNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+/// label_smoothing is a weight between the label and the uniform target.
+static LogicalResult checkSmoothing(Operation *op, double s) {
+  if (!(s >= 0.0 && s <= 1.0))
+    return op->emitOpError("label_smoothing must be in [0, 1], got ")
+           << shortNumber(s);
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyOp::verify() {
+  return checkSmoothing(*this, getLabelSmoothing().convertToDouble());
+}
+
+LogicalResult SoftmaxCrossEntropyGradOp::verify() {
+  return checkSmoothing(*this, getLabelSmoothing().convertToDouble());
 }
 
 LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(

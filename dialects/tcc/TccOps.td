@@ -278,31 +278,46 @@ def Tcc_SoftmaxCrossEntropyOp : Tcc_DiffOp<"softmax_cross_entropy"> {
   let summary = "Mean cross-entropy of softmax(logits) against integer labels";
   let description = [{
     Classes lie on the last axis of `logits`; `labels` has the shape of
-    `logits` without it. The result is the mean over all positions, as
-    PyTorch's `CrossEntropyLoss` computes it.
+    `logits` without it. As PyTorch's `CrossEntropyLoss(ignore_index,
+    label_smoothing)`: a position whose label is `ignore_index` adds nothing
+    and is not counted; each counted position adds
+    `(1 - S) * -log p[label] + S * mean_c(-log p[c])` (S the
+    `label_smoothing`, in [0, 1]); the result is their mean, and 0 (not
+    PyTorch's NaN) when no position counts: a batch of padding leaves the
+    weights alone instead of poisoning them.
     ```mlir
-    %l = tcc.softmax_cross_entropy %logits, %labels : (tensor<32x10xf32>, tensor<32xi64>) -> tensor<f32>
+    %l = tcc.softmax_cross_entropy %logits, %labels {ignore_index = 0 : i64, label_smoothing = 1.000000e-01 : f64} : (tensor<32x10xf32>, tensor<32xi64>) -> tensor<f32>
     ```
   }];
-  let arguments = (ins Tcc_FloatTensor:$logits, Tcc_LabelTensor:$labels);
+  let arguments = (ins Tcc_FloatTensor:$logits, Tcc_LabelTensor:$labels,
+                   DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                   DefaultValuedAttr<F64Attr, "0.0">:$label_smoothing);
   let results = (outs Tcc_ScalarFloatTensor:$result);
   let assemblyFormat =
       "$logits `,` $labels attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Tcc_SoftmaxCrossEntropyGradOp : Tcc_InferOp<"softmax_cross_entropy_grad"> {
   let summary = "Gradient of softmax_cross_entropy with respect to the logits";
   let description = [{
-    `grad * (softmax(logits) - onehot(labels)) / positions`.
+    `grad * (softmax(logits) - (1 - S) * onehot(labels) - S / classes)` at
+    each counted position, 0 at one whose label is `ignore_index`. `grad` is
+    the gradient per position: the loss's gradient divided by the number of
+    counted positions, which the gradient rule computes from the labels (so
+    a fused region need not count them before its first row).
     ```mlir
     %d = tcc.softmax_cross_entropy_grad %dl, %logits, %labels : (tensor<f32>, tensor<32x10xf32>, tensor<32xi64>) -> tensor<32x10xf32>
     ```
   }];
   let arguments = (ins Tcc_ScalarFloatTensor:$grad, Tcc_FloatTensor:$logits,
-                   Tcc_LabelTensor:$labels);
+                   Tcc_LabelTensor:$labels,
+                   DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                   DefaultValuedAttr<F64Attr, "0.0">:$label_smoothing);
   let results = (outs Tcc_FloatTensor:$result);
   let assemblyFormat =
       "$grad `,` $logits `,` $labels attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Tcc_MseLossOp : Tcc_DiffOp<"mse_loss"> {

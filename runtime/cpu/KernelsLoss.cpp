@@ -1,7 +1,9 @@
 //===- KernelsLoss.cpp - Cross-entropy and MSE losses with gradients ------===//
 //
 // Losses are means over positions, like PyTorch's reduction="mean"; the sums
-// are kept in double so the loss of a large batch does not drift.
+// are kept in double so the loss of a large batch does not drift. The
+// cross-entropy leaves out positions labelled ignore_index and smooths
+// labels as PyTorch's CrossEntropyLoss (CrossEntropyAttrs).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/prelude/FastExp.h"
@@ -18,6 +20,17 @@ static void checkLabel(int64_t label, int64_t pos, int64_t classes) {
     throw Error("label " + std::to_string(label) + " at position " +
                 std::to_string(pos) + " is outside [0, " +
                 std::to_string(classes) + ")");
+}
+
+/// Whether position `pos` counts in the loss: not labelled ignore_index
+/// (which may lie outside [0, classes), as PyTorch's -100 does), and
+/// otherwise a class.
+static bool counted(int64_t label, int64_t pos, int64_t classes,
+                    int64_t ignoreIndex) {
+  if (label == ignoreIndex)
+    return false;
+  checkLabel(label, pos, classes);
+  return true;
 }
 
 namespace {
@@ -39,40 +52,71 @@ static RowExp rowExp(const float *row, int64_t n) {
   return {mx, tcc_rowsumexp_f64(row, n, mx)};
 }
 
+/// Per counted position: -log_softmax[label] = log(sum) - (x[label] - max),
+/// and with label smoothing S, (1 - S) of it plus S times the mean over
+/// classes of -log_softmax = log(sum) - (sum(x) / C - max); sum(x) is
+/// tcc_rowsum's, as the generated loss regions compute it. The mean over
+/// counted positions is 0 when none counts (PyTorch: 0/0 = NaN).
 void run_softmax_cross_entropy(const KernelArgs &a) {
+  const abi::CrossEntropyAttrs at =
+      abi::attrs<KernelId::SoftmaxCrossEntropy>(a.instr);
   const TensorView &L = a.in[0];
   const float *logits = L.f32();
   const int64_t *labels = a.in[1].i64();
   int64_t classes = L.dim(L.rank() - 1), positions = a.in[1].numel;
+  const double S = at.labelSmoothing;
   double total = 0.0;
+  int64_t count = 0;
   for (int64_t p = 0; p < positions; ++p) {
-    checkLabel(labels[p], p, classes);
+    if (!counted(labels[p], p, classes, at.ignoreIndex))
+      continue;
+    ++count;
     const float *row = logits + p * classes;
     RowExp e = rowExp(row, classes);
-    // -log_softmax[label] = log(sum) - (x[label] - max)
+    if (S == 0.0) {
     total += std::log(e.sum) - (row[labels[p]] - e.max);
+      continue;
   }
-  a.out[0].f32()[0] = positions ? static_cast<float>(total / positions) : NAN;
+    total += std::log(e.sum) -
+             (1.0 - S) * static_cast<double>(row[labels[p]] - e.max) -
+             S * (static_cast<double>(tcc_rowsum(row, classes)) /
+                      static_cast<double>(classes) -
+                  static_cast<double>(e.max));
+  }
+  a.out[0].f32()[0] = count ? static_cast<float>(total / count) : 0.0f;
 }
 
+/// in[0] is the gradient per counted position (the gradient rule divided
+/// the loss's by their count): softmax * it, less (1 - S) of it at the
+/// label and S / C of it everywhere; ignored rows get 0.
 void run_softmax_cross_entropy_grad(const KernelArgs &a) {
+  const abi::CrossEntropyAttrs at =
+      abi::attrs<KernelId::SoftmaxCrossEntropyGrad>(a.instr);
   const TensorView &L = a.in[1];
   const float *logits = L.f32();
   const int64_t *labels = a.in[2].i64();
   float *dlogits = a.out[0].f32();
   int64_t classes = L.dim(L.rank() - 1), positions = a.in[2].numel;
-  if (positions == 0)
-    return;
-  float scale = a.in[0].f32()[0] / static_cast<float>(positions);
+  const float scale = a.in[0].f32()[0];
+  const double S = at.labelSmoothing;
+  const float hit = scale * static_cast<float>(1.0 - S);
+  const float smooth = scale * static_cast<float>(S / classes);
   for (int64_t p = 0; p < positions; ++p) {
-    checkLabel(labels[p], p, classes);
-    const float *row = logits + p * classes;
     float *drow = dlogits + p * classes;
+    if (!counted(labels[p], p, classes, at.ignoreIndex)) {
+      std::fill(drow, drow + classes, 0.0f);
+      continue;
+    }
+    const float *row = logits + p * classes;
     RowExp e = rowExp(row, classes);
     const float inv = static_cast<float>(1.0 / e.sum);
+    if (S == 0.0)
     for (int64_t c = 0; c < classes; ++c)
       drow[c] = fastExp(row[c] - e.max) * inv * scale;
-    drow[labels[p]] -= scale;
+    else
+      for (int64_t c = 0; c < classes; ++c)
+        drow[c] = fastExp(row[c] - e.max) * inv * scale - smooth;
+    drow[labels[p]] -= hit;
   }
 }
 

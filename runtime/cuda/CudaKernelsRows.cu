@@ -175,24 +175,39 @@ void launch_softmax_grad(const CudaArgs &a) {
 //===----------------------------------------------------------------------===//
 
 /// out[0] = sum(parts[0..n)) / divisor (NaN for a divisor of 0, like the
-/// CPU's mean of nothing); one block of 1024 threads, fixed order.
+/// CPU's mean of nothing); one block of 1024 threads, fixed order. With
+/// `labels`, the divisor is the count of labels[0..n) other than `ignore`
+/// (the cross-entropy's counted positions) and no position gives 0.
 __global__ void __launch_bounds__(1024)
     finalMeanKernel(const double *parts, long long n, long long divisor,
-                    void *out, int tout) {
+                    const long long *labels, long long ignore, void *out,
+                    int tout) {
   __shared__ double shared[32];
-  double s = 0.0;
-  for (long long i = threadIdx.x; i < n; i += blockDim.x)
+  double s = 0.0, counted = 0.0;
+  for (long long i = threadIdx.x; i < n; i += blockDim.x) {
     s += parts[i];
+    if (labels)
+      counted += labels[i] != ignore ? 1.0 : 0.0;
+  }
   s = blockSum(s, shared);
-  if (threadIdx.x == 0)
+  if (labels) {
+    __syncthreads(); // the shared slots are read before they are reused
+    counted = blockSum(counted, shared);
+  }
+  if (threadIdx.x != 0)
+    return;
+  if (labels)
+    stf(out, tout, 0, counted > 0 ? static_cast<float>(s / counted) : 0.0f);
+  else
     stf(out, tout, 0,
         divisor ? static_cast<float>(s / static_cast<double>(divisor)) : NAN);
 }
 
 static void finalMean(const CudaArgs &a, const double *parts, long long n,
-                      long long divisor, const TensorView &out) {
+                      long long divisor, const TensorView &out,
+                      const long long *labels = nullptr, long long ignore = 0) {
   TCC_LAUNCH(finalMeanKernel, 1, 1024, a.stream)
-  (parts, n, divisor, out.data, dt(out));
+  (parts, n, divisor, labels, ignore, out.data, dt(out));
   checkLaunch(a.instr.kernel.c_str());
 }
 
@@ -202,13 +217,16 @@ int64_t prepare_softmax_cross_entropy(const Instr &in,
 }
 
 /// parts[p] = -log_softmax(logits[p])[label[p]] =
-/// log(sum(exp(x - max))) - (x[label] - max), the sum in double.
+/// log(sum(exp(x - max))) - (x[label] - max), the sum in double; with label
+/// smoothing S, (1 - S) of it plus S * (log(sum) - (sum(x) / C - max)). A
+/// row labelled `ignore` adds 0 (finalMean does not count it).
 __global__ void __launch_bounds__(1024)
     crossEntropyRowsKernel(const void *x, int tx, const long long *labels,
                            double *parts, long long rows, long long classes,
-                           long long *err) {
+                           long long ignore, double smoothing, long long *err) {
   __shared__ float sharedF[32];
   __shared__ double sharedD[32];
+  __shared__ float sharedX[32];
   for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
     long long base = row * classes;
     float mx = -INFINITY;
@@ -216,48 +234,74 @@ __global__ void __launch_bounds__(1024)
       mx = fmaxf(mx, ldf(x, tx, base + j));
     mx = blockMax(mx, sharedF);
     double sum = 0.0;
-    for (long long j = threadIdx.x; j < classes; j += blockDim.x)
-      sum += expf(ldf(x, tx, base + j) - mx);
+    float sx = 0.0f;
+    for (long long j = threadIdx.x; j < classes; j += blockDim.x) {
+      float v = ldf(x, tx, base + j);
+      sum += expf(v - mx);
+      sx += v;
+    }
     sum = blockSum(sum, sharedD);
+    if (smoothing != 0.0)
+      sx = blockSum(sx, sharedX);
     if (threadIdx.x == 0) {
       long long label = labels[row];
-      if (label < 0 || label >= classes) {
+      if (label == ignore) {
+        parts[row] = 0.0;
+      } else if (label < 0 || label >= classes) {
         raiseError(err, row, label, classes);
         parts[row] = 0.0;
       } else {
-        parts[row] =
-            log(sum) - static_cast<double>(ldf(x, tx, base + label) - mx);
+        double nll = static_cast<double>(ldf(x, tx, base + label) - mx);
+        parts[row] = smoothing == 0.0
+                         ? log(sum) - nll
+                         : log(sum) - (1.0 - smoothing) * nll -
+                               smoothing * (static_cast<double>(sx) /
+                                                static_cast<double>(classes) -
+                                            static_cast<double>(mx));
       }
     }
   }
 }
 
 void launch_softmax_cross_entropy(const CudaArgs &a) {
+  const abi::CrossEntropyAttrs at =
+      abi::attrs<abi::KernelId::SoftmaxCrossEntropy>(a.instr);
   const TensorView &L = a.in[0], &Lab = a.in[1];
   long long classes = L.dim(L.rank() - 1), rows = Lab.numel;
   double *parts = static_cast<double *>(a.scratch);
+  const long long *labels = static_cast<const long long *>(Lab.data);
   if (rows > 0) {
     TCC_LAUNCH(crossEntropyRowsKernel, rowGrid(rows),
                std::min(rowBlock(classes), 512), a.stream)
-    (L.data, dt(L), static_cast<const long long *>(Lab.data), parts, rows,
-     classes, a.err);
+    (L.data, dt(L), labels, parts, rows, classes, at.ignoreIndex,
+     at.labelSmoothing, a.err);
     checkLaunch(a.instr.kernel.c_str());
   }
-  finalMean(a, parts, rows, rows, a.out[0]);
+  finalMean(a, parts, rows, rows, a.out[0], labels, at.ignoreIndex);
 }
 
-/// dlogits = softmax(logits) * dloss / positions, minus that scale at the
-/// label.
+/// dlogits = softmax(logits) * dloss, less (1 - S) * dloss at the label and
+/// S / C * dloss everywhere: dloss is the gradient per counted position
+/// (the gradient rule divided by the count). Rows labelled `ignore` are 0.
 __global__ void __launch_bounds__(1024)
     crossEntropyGradKernel(const void *dloss, int tdl, const void *x, int tx,
                            const long long *labels, void *dx, int tdx,
-                           long long rows, long long classes, long long *err) {
+                           long long rows, long long classes, long long ignore,
+                           double smoothing, long long *err) {
   __shared__ float sharedF[32];
   __shared__ double sharedD[32];
-  const float scale = ldf(dloss, tdl, 0) / static_cast<float>(rows);
+  const float scale = ldf(dloss, tdl, 0);
+  const float hit = scale * static_cast<float>(1.0 - smoothing);
+  const float smooth =
+      scale * static_cast<float>(smoothing / static_cast<double>(classes));
   for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
     long long base = row * classes;
     long long label = labels[row];
+    if (label == ignore) {
+      for (long long j = threadIdx.x; j < classes; j += blockDim.x)
+        stf(dx, tdx, base + j, 0.0f);
+      continue; // the same in every thread: no block-wide step is skipped
+    }
     if (label < 0 || label >= classes) {
       if (threadIdx.x == 0)
         raiseError(err, row, label, classes);
@@ -274,14 +318,18 @@ __global__ void __launch_bounds__(1024)
     const float inv = static_cast<float>(1.0 / sum);
     for (long long j = threadIdx.x; j < classes; j += blockDim.x) {
       float g = expf(ldf(x, tx, base + j) - mx) * inv * scale;
+      if (smoothing != 0.0)
+        g -= smooth;
       if (j == label)
-        g -= scale;
+        g -= hit;
       stf(dx, tdx, base + j, g);
     }
   }
 }
 
 void launch_softmax_cross_entropy_grad(const CudaArgs &a) {
+  const abi::CrossEntropyAttrs at =
+      abi::attrs<abi::KernelId::SoftmaxCrossEntropyGrad>(a.instr);
   const TensorView &L = a.in[1], &Lab = a.in[2];
   long long classes = L.dim(L.rank() - 1), rows = Lab.numel;
   if (rows == 0)
@@ -290,7 +338,7 @@ void launch_softmax_cross_entropy_grad(const CudaArgs &a) {
              std::min(rowBlock(classes), 512), a.stream)
   (a.in[0].data, dt(a.in[0]), L.data, dt(L),
    static_cast<const long long *>(Lab.data), a.out[0].data, dt(a.out[0]), rows,
-   classes, a.err);
+   classes, at.ignoreIndex, at.labelSmoothing, a.err);
   checkLaunch(a.instr.kernel.c_str());
 }
 

@@ -2,7 +2,8 @@
 //
 // Classification outputs scored on the host: each batch is uploaded to the
 // session, run through the forward program and its output downloaded, so
-// every backend evaluates alike.
+// every backend evaluates alike. The loss is the plain cross-entropy (no
+// label smoothing) over positions not labelled the artifact's ignore_index.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/feeder/DataFeeder.h"
@@ -64,6 +65,11 @@ EvalResult tcc::rt::evaluate(const Artifact &a,
 
   int64_t classes = out.shape.back();
   int64_t positions = out.numElements() / classes;
+  // Positions labelled the loss's ignore_index (padding) are scored as the
+  // loss treats them: not at all. Artifacts without one use PyTorch's -100.
+  int64_t ignoreIndex = -100;
+  if (auto it = a.meta.find("ignore_index"); it != a.meta.end())
+    ignoreIndex = std::stoll(it->second);
   int64_t correct = 0, seen = 0;
   double lossSum = 0;
   DataFeeder::Batch b;
@@ -72,6 +78,9 @@ EvalResult tcc::rt::evaluate(const Artifact &a,
     const int64_t *y =
         reinterpret_cast<const int64_t *>(b.tensors.back().data());
     for (int64_t i = 0; i < positions; ++i) {
+      if (y[i] == ignoreIndex)
+        continue;
+      ++seen;
       const float *row = logits + i * classes;
       int64_t best = std::max_element(row, row + classes) - row;
       correct += best == y[i];
@@ -83,7 +92,6 @@ EvalResult tcc::rt::evaluate(const Artifact &a,
         sum += std::exp(row[c] - mx);
       lossSum += mx + std::log(sum) - row[y[i]];
     }
-    seen += positions;
   }
   EvalResult r;
   r.samples = batches * batch;

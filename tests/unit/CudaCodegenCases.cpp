@@ -106,6 +106,17 @@ std::vector<Case> tcc::test::cudaCodegenCases() {
   %r1 = tcc.softmax_cross_entropy_grad %one, %0, %labels : (tensor<f32>, tensor<3x5x40xf32>, tensor<3x5xi64>) -> tensor<3x5x40xf32>
   return %r0, %r1 : tensor<f32>, tensor<3x5x40xf32>)",
        "rows"},
+      // Ignored rows (label 0: Buffers makes the second one 0) and label
+      // smoothing, a warp per row.
+      {"cross_entropy_ignore_smoothing",
+       "(%l: tensor<3x5x40xf32>, %bias: tensor<40xf32>, %labels: "
+       "tensor<3x5xi64>) -> (tensor<f32>, tensor<3x5x40xf32>)",
+       R"(%one = tcc.constant dense<0.25> : tensor<f32>
+  %0 = tcc.add %l, %bias : (tensor<3x5x40xf32>, tensor<40xf32>) -> tensor<3x5x40xf32>
+  %r0 = tcc.softmax_cross_entropy %0, %labels {ignore_index = 0 : i64, label_smoothing = 0.1 : f64} : (tensor<3x5x40xf32>, tensor<3x5xi64>) -> tensor<f32>
+  %r1 = tcc.softmax_cross_entropy_grad %one, %0, %labels {ignore_index = 0 : i64, label_smoothing = 0.1 : f64} : (tensor<f32>, tensor<3x5x40xf32>, tensor<3x5xi64>) -> tensor<3x5x40xf32>
+  return %r0, %r1 : tensor<f32>, tensor<3x5x40xf32>)",
+       "rows"},
       // Wide rows (several columns per lane, a partial last one), logits
       // also an output: the pick reads them back from global memory.
       {"cross_entropy_wide",
@@ -141,6 +152,16 @@ std::vector<Case> tcc::test::cudaCodegenCases() {
   %1 = tcc.mul %0, %half : (tensor<3x2100xf32>, tensor<f32>) -> tensor<3x2100xf32>
   %r0 = tcc.softmax_cross_entropy %1, %labels : (tensor<3x2100xf32>, tensor<3xi64>) -> tensor<f32>
   %r1 = tcc.softmax_cross_entropy_grad %one, %1, %labels : (tensor<f32>, tensor<3x2100xf32>, tensor<3xi64>) -> tensor<3x2100xf32>
+  return %r0, %r1 : tensor<f32>, tensor<3x2100xf32>)",
+       "block_rows"},
+      // The same a block per row, with ignored rows and smoothing.
+      {"cross_entropy_vocab_ignore_smoothing",
+       "(%l: tensor<3x2100xf32>, %bias: tensor<2100xf32>, %labels: "
+       "tensor<3xi64>) -> (tensor<f32>, tensor<3x2100xf32>)",
+       R"(%one = tcc.constant dense<1.0> : tensor<f32>
+  %0 = tcc.add %l, %bias : (tensor<3x2100xf32>, tensor<2100xf32>) -> tensor<3x2100xf32>
+  %r0 = tcc.softmax_cross_entropy %0, %labels {ignore_index = 0 : i64, label_smoothing = 0.3 : f64} : (tensor<3x2100xf32>, tensor<3xi64>) -> tensor<f32>
+  %r1 = tcc.softmax_cross_entropy_grad %one, %0, %labels {ignore_index = 0 : i64, label_smoothing = 0.3 : f64} : (tensor<f32>, tensor<3x2100xf32>, tensor<3xi64>) -> tensor<3x2100xf32>
   return %r0, %r1 : tensor<f32>, tensor<3x2100xf32>)",
        "block_rows"},
       // A block per row whose inputs do not all fit the staging budget

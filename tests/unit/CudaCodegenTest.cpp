@@ -121,7 +121,8 @@ TEST_F(CudaCodegen, LaunchTableDescribesEveryRegion) {
                       : blockRows ? k.smem
                                   : 0);
     EXPECT_EQ(k.smem > 0, blockRows || colSums);
-    EXPECT_EQ(k.partialsPerRow, loss ? 1 : 0);
+    // A loss: its rows' sums and whether each counts (ignore_index).
+    EXPECT_EQ(k.partialsPerRow, loss ? 2 : 0);
     EXPECT_EQ(k.colSums, colSums);
     EXPECT_EQ(k.finSymbol, loss || colSums ? k.symbol + "_fin" : "");
     ASSERT_EQ(k.inputs.size(), f.getInputs().size());
@@ -276,6 +277,9 @@ struct Buffers {
         i64.emplace_back(n);
         for (long long &v : i64.back())
           v = label(rng);
+        // Class 0 at least once: the cases that ignore it have such a row.
+        if (n > 1)
+          i64.back()[1] = 0;
         args.push_back(i64.back().data());
       }
     }
@@ -566,6 +570,7 @@ TEST_F(CudaCodegen, Sm90KernelsStrideAndDoubleBufferTheirRows) {
   // through a slice and a broadcast bias among them; the unstaged case
   // double-buffers the one row it stages.
   EXPECT_EQ(strided, (std::set<std::string>{"cross_entropy_vocab",
+                                            "cross_entropy_vocab_ignore_smoothing",
                                             "cross_entropy_unstaged",
                                             "cross_entropy_vocab_out",
                                             "cross_entropy_vocab_padded"}));

@@ -458,21 +458,30 @@ TEST(CudaKernelEmuErrors, LabelsAndIndicesOutOfRange) {
   int32_t logits = p.random(DType::F32, {3, 5});
   int32_t labels = p.i64({3}, {1, 7, 2});
   int32_t loss = p.out(DType::F32, {});
-  p.instr("softmax_cross_entropy", {logits, labels}, {loss});
+  p.instr("softmax_cross_entropy", {logits, labels}, {loss}, {-100}, {0.0});
   int32_t dloss = p.floats(DType::F32, {}, {1.0f});
   int32_t dlogits = p.out(DType::F32, {3, 5});
-  p.instr("softmax_cross_entropy_grad", {dloss, logits, labels}, {dlogits});
+  p.instr("softmax_cross_entropy_grad", {dloss, logits, labels}, {dlogits},
+          {-100}, {0.0});
+  // The ignore_index, though outside [0, 5), is no error.
+  int32_t ignored = p.i64({3}, {1, -100, 2});
+  int32_t loss2 = p.out(DType::F32, {}), dlogits2 = p.out(DType::F32, {3, 5});
+  p.instr("softmax_cross_entropy", {logits, ignored}, {loss2}, {-100}, {0.1});
+  p.instr("softmax_cross_entropy_grad", {dloss, logits, ignored}, {dlogits2},
+          {-100}, {0.1});
   int32_t table = p.random(DType::F32, {4, 3});
   int32_t idx = p.i64({2, 2}, {0, 1, -5, 2});
   int32_t y = p.out(DType::F32, {2, 2, 3});
   p.instr("gather", {table, idx}, {y}, {0});
   std::vector<long long> err;
   runEmulated(p, &err);
-  ASSERT_EQ(err.size(), 12u);
+  ASSERT_EQ(err.size(), 20u);
   EXPECT_EQ(std::vector<long long>(err.begin(), err.begin() + 4),
             (std::vector<long long>{1, 7, 5, 1}));
   EXPECT_EQ(std::vector<long long>(err.begin() + 4, err.begin() + 8),
             (std::vector<long long>{1, 7, 5, 1}));
-  EXPECT_EQ(std::vector<long long>(err.begin() + 8, err.end()),
+  EXPECT_EQ(err[8 + 3], 0) << "an ignored label raised an error";
+  EXPECT_EQ(err[12 + 3], 0) << "an ignored label raised an error";
+  EXPECT_EQ(std::vector<long long>(err.begin() + 16, err.end()),
             (std::vector<long long>{2, -5, 4, 1}));
 }

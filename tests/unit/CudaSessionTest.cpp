@@ -432,7 +432,7 @@ TEST(CudaSession, LabelOutOfRangeIsReportedAtSynchronize) {
   int32_t logits = p.random(DType::F32, {3, 5});
   int32_t labels = p.i64({3}, {1, 7, 2});
   int32_t loss = p.out(DType::F32, {});
-  p.instr("softmax_cross_entropy", {logits, labels}, {loss});
+  p.instr("softmax_cross_entropy", {logits, labels}, {loss}, {-100}, {0.0});
   cuda::CudaSession s(p.artifact(), ExecMode::Compiled);
   s.run("p");
   expectError([&] { s.synchronize(); },

@@ -164,6 +164,17 @@ std::vector<Case> cases() {
   %r0 = tcc.softmax_cross_entropy %0, %labels : (tensor<3x5x11xf32>, tensor<3x5xi64>) -> tensor<f32>
   %r1 = tcc.softmax_cross_entropy_grad %one, %0, %labels : (tensor<f32>, tensor<3x5x11xf32>, tensor<3x5xi64>) -> tensor<3x5x11xf32>)",
        {"f32", "3x5x11xf32"}},
+      // Rows labelled the ignore_index (3: a class, so the random labels
+      // hit it) count for nothing; smoothing adds the rows' sums.
+      {"cross_entropy_ignore_smoothing",
+       {{"l", "3x5x11xf32", -3, 3},
+        {"bias", "11xf32"},
+        {"labels", "3x5xi64", 0, 4}},
+       R"(%one = tcc.constant dense<0.25> : tensor<f32>
+  %0 = tcc.add %l, %bias : (tensor<3x5x11xf32>, tensor<11xf32>) -> tensor<3x5x11xf32>
+  %r0 = tcc.softmax_cross_entropy %0, %labels {ignore_index = 3 : i64, label_smoothing = 0.1 : f64} : (tensor<3x5x11xf32>, tensor<3x5xi64>) -> tensor<f32>
+  %r1 = tcc.softmax_cross_entropy_grad %one, %0, %labels {ignore_index = 3 : i64, label_smoothing = 0.1 : f64} : (tensor<f32>, tensor<3x5x11xf32>, tensor<3x5xi64>) -> tensor<3x5x11xf32>)",
+       {"f32", "3x5x11xf32"}},
       // Large enough to be split across threads.
       {"threaded",
        {{"x", "192x400xf32", -5, 5}, {"labels", "192xi64", 0, 400}},

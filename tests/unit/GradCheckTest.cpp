@@ -194,6 +194,17 @@ std::vector<Case> cases() {
        "f32",
        "2x3xi64",
        5},
+      // Ignored positions (label 1 here, about a third of them) and label
+      // smoothing: the rule divides by the count of the others.
+      {"tcc.softmax_cross_entropy",
+       "cross_entropy_ignore_smoothing",
+       {{"a", "2x4x3xf32"}},
+       "%y = tcc.softmax_cross_entropy %a, %labels {ignore_index = 1 : i64, "
+       "label_smoothing = 0.2 : f64} : (tensor<2x4x3xf32>, tensor<2x4xi64>) "
+       "-> tensor<f32>",
+       "f32",
+       "2x4xi64",
+       3},
       {"tcc.mse_loss",
        "mse",
        {{"a", "3x4xf32"}, {"b", "3x4xf32"}},

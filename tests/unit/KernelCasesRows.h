@@ -10,6 +10,8 @@
 
 #include "KernelCases.h"
 
+#include <tuple>
+
 namespace tcc::rt::test {
 
 inline void softmaxLossCases(std::vector<KernelCase> &cases) {
@@ -33,10 +35,27 @@ inline void softmaxLossCases(std::vector<KernelCase> &cases) {
   int32_t labels = p.i64({8}, {0, 10, 3, 3, 7, 1, 9, 5});
   int32_t dloss = p.floats(DType::F32, {}, {1.5f});
   c.outs.push_back(p.out(DType::F32, {}));
-  p.instr("softmax_cross_entropy", {logits, labels}, {c.outs.back()});
+  p.instr("softmax_cross_entropy", {logits, labels}, {c.outs.back()}, {-100},
+          {0.0});
   c.outs.push_back(p.out(DType::F32, {8, 11}));
   p.instr("softmax_cross_entropy_grad", {dloss, logits, labels},
-          {c.outs.back()});
+          {c.outs.back()}, {-100}, {0.0});
+  // Ignored positions (PyTorch's -100, then a class index) and label
+  // smoothing; the last set has every label ignored (loss 0).
+  int32_t padded = p.i64({8}, {0, -100, 3, -100, 7, 1, -100, 5});
+  int32_t allIgnored = p.i64({8}, std::vector<int64_t>(8, 3));
+  for (auto [lab, ignore, smoothing] :
+       {std::tuple{padded, int64_t{-100}, 0.0},
+        std::tuple{padded, int64_t{-100}, 0.1},
+        std::tuple{labels, int64_t{3}, 1.0},
+        std::tuple{allIgnored, int64_t{3}, 0.2}}) {
+    c.outs.push_back(p.out(DType::F32, {}));
+    p.instr("softmax_cross_entropy", {logits, lab}, {c.outs.back()}, {ignore},
+            {smoothing});
+    c.outs.push_back(p.out(DType::F32, {8, 11}));
+    p.instr("softmax_cross_entropy_grad", {dloss, logits, lab}, {c.outs.back()},
+            {ignore}, {smoothing});
+  }
   int32_t pred = p.random(DType::F32, {7, 9});
   int32_t tgt = p.random(DType::F32, {63});
   c.outs.push_back(p.out(DType::F32, {}));

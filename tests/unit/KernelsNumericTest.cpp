@@ -102,23 +102,78 @@ TEST(KernelsNumeric, SoftmaxGradsEveryAxis) {
     }
 }
 
+// CrossEntropyAttrs: PyTorch's defaults, ignore_index -100, no smoothing.
+static const std::vector<int64_t> kCe = {-100};
+static const std::vector<double> kCeF = {0.0};
+
 TEST(KernelsNumeric, CrossEntropyHandComputed) {
   KernelHarness h;
   int32_t logits = h.f32({2, 3}, {1, 2, 3, 1, 1, 1});
   int32_t labels = h.i64({2}, {2, 0}), loss = h.out({});
-  h.run("softmax_cross_entropy", {logits, labels}, {loss});
+  h.run("softmax_cross_entropy", {logits, labels}, {loss}, kCe, kCeF);
   // (log(e+e^2+e^3) - 3 + log 3) / 2
   EXPECT_NEAR(h.get(loss)[0], 0.7531091f, 1e-6f);
 
-  int32_t dloss = h.f32({}, {2.0f}), dlogits = h.out({2, 3});
-  h.run("softmax_cross_entropy_grad", {dloss, logits, labels}, {dlogits});
+  // The gradient's scalar is per position (the rule divides dloss by 2).
+  int32_t dloss = h.f32({}, {1.0f}), dlogits = h.out({2, 3});
+  h.run("softmax_cross_entropy_grad", {dloss, logits, labels}, {dlogits}, kCe,
+        kCeF);
   double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
   std::vector<double> want = {
       std::exp(1.0) / z, std::exp(2.0) / z, std::exp(3.0) / z - 1,
       1.0 / 3 - 1,       1.0 / 3,           1.0 / 3};
-  for (double &w : want)
-    w *= 2.0 / 2; // dloss / positions
   expectNear(h.get(dlogits), want, 1e-6);
+}
+
+/// PyTorch's CrossEntropyLoss(ignore_index=-100, label_smoothing=0.3) of
+/// the rows below, the second ignored: (1 - 0.3) * nll + 0.3 * mean_c(-log
+/// p_c) over the rows that count, and the gradient per counted row
+/// softmax - 0.7 * onehot - 0.1 (0 on the ignored row).
+TEST(KernelsNumeric, CrossEntropyIgnoreIndexAndSmoothing) {
+  KernelHarness h;
+  int32_t logits = h.f32({3, 3}, {1, 2, 3, 5, -1, 0, 0, 0, 2});
+  int32_t labels = h.i64({3}, {2, -100, 0}), loss = h.out({});
+  h.run("softmax_cross_entropy", {logits, labels}, {loss}, {-100}, {0.3});
+  auto logp = [](std::vector<double> x, int c) {
+    double z = 0;
+    for (double v : x)
+      z += std::exp(v);
+    return x[c] - std::log(z);
+  };
+  std::vector<std::vector<double>> rows = {{1, 2, 3}, {0, 0, 2}};
+  std::vector<int> ys = {2, 0};
+  double want = 0;
+  for (int r = 0; r < 2; ++r) {
+    double uniform = 0;
+    for (int c = 0; c < 3; ++c)
+      uniform -= logp(rows[r], c) / 3;
+    want += 0.7 * -logp(rows[r], ys[r]) + 0.3 * uniform;
+  }
+  EXPECT_NEAR(h.get(loss)[0], want / 2, 1e-6);
+
+  int32_t dloss = h.f32({}, {0.5f}), dlogits = h.out({3, 3});
+  h.run("softmax_cross_entropy_grad", {dloss, logits, labels}, {dlogits},
+        {-100}, {0.3});
+  std::vector<double> wantGrad(9, 0.0);
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 3; ++c)
+      wantGrad[(r ? 6 : 0) + c] =
+          0.5 * (std::exp(logp(rows[r], c)) - (c == ys[r] ? 0.7 : 0.0) - 0.1);
+  expectNear(h.get(dlogits), wantGrad, 1e-6);
+}
+
+/// Every label ignored: loss 0 (PyTorch's 0/0 would be NaN) and no
+/// gradient; an ignore_index inside the classes is never out of range.
+TEST(KernelsNumeric, CrossEntropyAllIgnored) {
+  KernelHarness h;
+  int32_t logits = h.f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  int32_t labels = h.i64({2}, {1, 1}), loss = h.out({});
+  h.run("softmax_cross_entropy", {logits, labels}, {loss}, {1}, {0.0});
+  EXPECT_EQ(h.get(loss)[0], 0.0f);
+  int32_t dloss = h.f32({}, {1.0f}), dlogits = h.out({2, 3});
+  h.run("softmax_cross_entropy_grad", {dloss, logits, labels}, {dlogits}, {1},
+        {0.0});
+  expectNear(h.get(dlogits), std::vector<double>(6, 0.0), 0);
 }
 
 TEST(KernelsNumeric, CrossEntropyGradMatchesFiniteDifferences) {
@@ -128,13 +183,14 @@ TEST(KernelsNumeric, CrossEntropyGradMatchesFiniteDifferences) {
   auto lossAt = [&](const std::vector<float> &v) {
     KernelHarness h;
     int32_t l = h.f32(shape, v), y = h.i64({2, 2}, lab), o = h.out({});
-    h.run("softmax_cross_entropy", {l, y}, {o});
+    h.run("softmax_cross_entropy", {l, y}, {o}, kCe, kCeF);
     return double(h.get(o)[0]);
   };
   KernelHarness h;
-  int32_t dloss = h.f32({}, {1.0f}), l = h.f32(shape, lv);
+  // d loss / d loss = 1, over 4 positions.
+  int32_t dloss = h.f32({}, {0.25f}), l = h.f32(shape, lv);
   int32_t y = h.i64({2, 2}, lab), dl = h.out(shape);
-  h.run("softmax_cross_entropy_grad", {dloss, l, y}, {dl});
+  h.run("softmax_cross_entropy_grad", {dloss, l, y}, {dl}, kCe, kCeF);
   auto grad = h.get(dl);
   for (size_t i = 0; i < lv.size(); ++i) {
     auto plus = lv, minus = lv;
@@ -150,7 +206,7 @@ TEST(KernelsNumeric, CrossEntropyRejectsBadLabel) {
   int32_t logits = h.f32({4, 10}, std::vector<float>(40, 0.0f));
   int32_t labels = h.i64({4}, {0, 1, 2, 12}), loss = h.out({});
   try {
-    h.run("softmax_cross_entropy", {logits, labels}, {loss});
+    h.run("softmax_cross_entropy", {logits, labels}, {loss}, kCe, kCeF);
     FAIL() << "no error";
   } catch (const Error &e) {
     EXPECT_STREQ(e.what(), "label 12 at position 3 is outside [0, 10)");

@@ -99,8 +99,9 @@ struct TinyModel {
     fwd.instrs = {{"matmul", {X, W}, {H2}, {0, 0}, {}},
                   {"relu", {H2}, {Y2}, {}, {}}};
     Program xent{"xent", {X, Labels}, {Ce}, {}, 128};
-    xent.instrs = {{"matmul", {X, W}, {H3}, {0, 0}, {}},
-                   {"softmax_cross_entropy", {H3, Labels}, {Ce}, {}, {}}};
+    xent.instrs = {
+        {"matmul", {X, W}, {H3}, {0, 0}, {}},
+        {"softmax_cross_entropy", {H3, Labels}, {Ce}, {-100}, {0.0}}};
     a.programs = {train, fwd, xent};
   }
 };

@@ -30,6 +30,19 @@ static cl::opt<std::string> loss("loss",
                                  cl::init("cross_entropy"),
                                  cl::sub(tool::compileCmd),
     cl::sub(tool::benchCmd));
+static cl::opt<int64_t> ignoreIndex(
+    "ignore-index",
+    cl::desc("cross_entropy: positions labelled I add nothing to the loss "
+             "and are not counted in its mean (PyTorch's ignore_index; a "
+             "batch with every label ignored has loss 0, not NaN)"),
+    cl::init(-100), cl::value_desc("I"), cl::sub(tool::compileCmd),
+    cl::sub(tool::benchCmd));
+static cl::opt<double> labelSmoothing(
+    "label-smoothing",
+    cl::desc("cross_entropy: weight S in [0, 1] of the uniform target "
+             "(PyTorch's label_smoothing)"),
+    cl::init(0.0), cl::value_desc("S"), cl::sub(tool::compileCmd),
+    cl::sub(tool::benchCmd));
 static cl::opt<std::string> optimizer("optimizer", cl::desc("sgd or adamw"),
                                       cl::init("adamw"),
                                       cl::sub(tool::compileCmd),
@@ -276,6 +289,25 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
                  << o.loss << "'\n";
     return false;
   }
+  // Both shape the built-in cross-entropy; with another loss they would
+  // silently do nothing.
+  for (const cl::Option *opt : {static_cast<cl::Option *>(&ignoreIndex),
+                                static_cast<cl::Option *>(&labelSmoothing)})
+    if (opt->getNumOccurrences() && o.loss != "cross_entropy") {
+      llvm::errs() << "tcc " << cmd << ": error: --" << opt->ArgStr
+                   << " applies to --loss cross_entropy only, not to '"
+                   << o.loss << "'\n";
+      return false;
+    }
+  if (!std::isfinite(labelSmoothing) || labelSmoothing < 0 ||
+      labelSmoothing > 1) {
+    llvm::errs() << "tcc " << cmd
+                 << ": error: --label-smoothing must be in [0, 1], got "
+                 << llvm::format("%g", double(labelSmoothing)) << "\n";
+    return false;
+  }
+  o.ignoreIndex = ignoreIndex;
+  o.labelSmoothing = labelSmoothing;
   o.optimizer = optimizer;
   o.lr = lr;
   o.momentum = momentum;

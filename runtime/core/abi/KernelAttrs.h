@@ -300,6 +300,17 @@ struct AttentionAttrs {
   }
 };
 
+/// softmax_cross_entropy and its gradient: positions labelled ignoreIndex
+/// are left out; labelSmoothing (in [0, 1]) weighs the uniform target.
+struct CrossEntropyAttrs {
+  int64_t ignoreIndex = -100;
+  double labelSmoothing = 0;
+  template <class V> void visit(V &v) {
+    v.integer(ignoreIndex, "ignore_index");
+    v.real(labelSmoothing, "label_smoothing");
+  }
+};
+
 struct SgdAttrs {
   double lr = 0, weightDecay = 0;
   template <class V> void visit(V &v) {

@@ -1,5 +1,6 @@
 // RUN: tcc-opt %s --tcc-build-loss --tcc-autodiff --mlir-print-op-generic | %python %S/Inputs/gradcheck.py --classes 3 | FileCheck %s
 // RUN: tcc-opt %s --tcc-build-loss=loss=mse --tcc-autodiff --mlir-print-op-generic | %python %S/Inputs/gradcheck.py | FileCheck %s
+// RUN: tcc-opt %s --tcc-build-loss="ignore-index=1 label-smoothing=0.2" --tcc-autodiff --mlir-print-op-generic | %python %S/Inputs/gradcheck.py --classes 3 | FileCheck %s
 
 // Numerical check of every gradient rule: the gradients tcc-autodiff builds
 // for this model (each differentiable op, broadcasting on both sides, batched

@@ -323,18 +323,29 @@ func.func @train_step(%a: tensor<4x3xf32> {tcc.kind = "param", tcc.name = "a"},
 
 // -----
 
-// softmax_cross_entropy: no gradient for the integer labels.
+// softmax_cross_entropy: no gradient for the integer labels. The seed is
+// divided by the count of labels that are not ignore_index (at least 1),
+// and the gradient op gets the attributes.
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME:    (%[[A:[^:]+]]: tensor<4x3xf32> {{[^)]+}}, %[[LABELS:[^:]+]]: tensor<4xi64> {{[^)]+}})
 // CHECK-SAME:    -> (tensor<f32> {tcc.kind = "loss"}, tensor<4x3xf32> {tcc.kind = "grad", tcc.name = "logits"})
-// CHECK:         %[[L:.+]] = tcc.softmax_cross_entropy %[[A]], %[[LABELS]]
+// CHECK:         %[[L:.+]] = tcc.softmax_cross_entropy %[[A]], %[[LABELS]] {ignore_index = 2 : i64, label_smoothing = 1.000000e-01 : f64}
 // CHECK-NEXT:    %[[SEED:.+]] = tcc.constant dense<1.000000e+00> : tensor<f32>
-// CHECK-NEXT:    %[[DA:.+]] = tcc.softmax_cross_entropy_grad %[[SEED]], %[[A]], %[[LABELS]] : (tensor<f32>, tensor<4x3xf32>, tensor<4xi64>) -> tensor<4x3xf32>
+// CHECK-NEXT:    %[[IGN:.+]] = tcc.constant dense<2> : tensor<i64>
+// CHECK-NEXT:    %[[EQ:.+]] = tcc.compare "eq", %[[LABELS]], %[[IGN]] : (tensor<4xi64>, tensor<i64>) -> tensor<4xi1>
+// CHECK-NEXT:    %[[F:.+]] = tcc.cast %[[EQ]] : tensor<4xi1> -> tensor<4xf32>
+// CHECK-NEXT:    %[[SKIP:.+]] = tcc.reduce_sum %[[F]] {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
+// CHECK-NEXT:    %[[ALL:.+]] = tcc.constant dense<4.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[N:.+]] = tcc.sub %[[ALL]], %[[SKIP]]
+// CHECK-NEXT:    %[[ONE:.+]] = tcc.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[M:.+]] = tcc.maximum %[[N]], %[[ONE]]
+// CHECK-NEXT:    %[[PER:.+]] = tcc.div %[[SEED]], %[[M]]
+// CHECK-NEXT:    %[[DA:.+]] = tcc.softmax_cross_entropy_grad %[[PER]], %[[A]], %[[LABELS]] {ignore_index = 2 : i64, label_smoothing = 1.000000e-01 : f64} : (tensor<f32>, tensor<4x3xf32>, tensor<4xi64>) -> tensor<4x3xf32>
 // CHECK-NEXT:    return %[[L]], %[[DA]] : tensor<f32>, tensor<4x3xf32>
 func.func @train_step(%a: tensor<4x3xf32> {tcc.kind = "param", tcc.name = "logits"},
                       %labels: tensor<4xi64> {tcc.kind = "input", tcc.name = "labels"})
     -> (tensor<f32> {tcc.kind = "loss"}) {
-  %l = tcc.softmax_cross_entropy %a, %labels : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
+  %l = tcc.softmax_cross_entropy %a, %labels {ignore_index = 2 : i64, label_smoothing = 0.1 : f64} : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
   return %l : tensor<f32>
 }
 

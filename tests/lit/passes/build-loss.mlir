@@ -1,5 +1,6 @@
 // RUN: tcc-opt %s --tcc-build-loss --split-input-file | FileCheck %s
 // RUN: tcc-opt %s --tcc-build-loss=loss=mse --split-input-file | FileCheck %s --check-prefix=MSE
+// RUN: tcc-opt %s --tcc-build-loss="ignore-index=0 label-smoothing=0.25" --split-input-file | FileCheck %s --check-prefix=OPTS
 
 // Cross-entropy over the first output; the second output and the ops only it
 // used are dropped from @train_step, @forward is unchanged.
@@ -26,6 +27,11 @@ module attributes {tcc.batch = 4 : i64} {
 // CHECK-NOT:     tcc.softmax
 // CHECK-NEXT:    %[[LOSS:.+]] = tcc.softmax_cross_entropy %[[Y]], %[[LABELS]] : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
 // CHECK-NEXT:    return %[[LOSS]] : tensor<f32>
+
+// The pass options become the loss's attributes (the defaults, -100 and 0,
+// are not printed).
+// OPTS-LABEL: func.func @train_step
+// OPTS:         tcc.softmax_cross_entropy %{{.+}}, %{{.+}} {ignore_index = 0 : i64, label_smoothing = 2.500000e-01 : f64} : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
 
 // MSE-LABEL: func.func @train_step
 // MSE-SAME:    %[[LABELS:[^:]+]]: tensor<4x3xf32> {tcc.kind = "input", tcc.name = "labels"})

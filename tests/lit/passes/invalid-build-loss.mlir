@@ -3,6 +3,17 @@
 // RUN: not tcc-opt %s --tcc-build-loss=loss=output: --split-input-file 2>&1 | FileCheck %s --check-prefix=NONAME
 // RUN: tcc-opt %S/Inputs/invalid-build-loss-output.mlir --tcc-build-loss=loss=output:loss --split-input-file -verify-diagnostics
 
+// RUN: not tcc-opt %s --tcc-build-loss="label-smoothing=1.5" --split-input-file 2>&1 | FileCheck %s --check-prefix=SMOOTH
+// RUN: not tcc-opt %s --tcc-build-loss="label-smoothing=-0.1" --split-input-file 2>&1 | FileCheck %s --check-prefix=SMOOTHNEG
+// RUN: not tcc-opt %s --tcc-build-loss="loss=mse ignore-index=0" --split-input-file 2>&1 | FileCheck %s --check-prefix=MSEIGNORE
+// RUN: not tcc-opt %s --tcc-build-loss="loss=mse label-smoothing=0.1" --split-input-file 2>&1 | FileCheck %s --check-prefix=MSESMOOTH
+// RUN: not tcc-opt %S/Inputs/invalid-build-loss-output.mlir --tcc-build-loss="loss=output:loss label-smoothing=0.1" --split-input-file 2>&1 | FileCheck %s --check-prefix=OUTSMOOTH
+
+// SMOOTH: error: tcc-build-loss: label-smoothing must be in [0, 1], got 1.5
+// SMOOTHNEG: error: tcc-build-loss: label-smoothing must be in [0, 1], got -0.1
+// MSEIGNORE: error: tcc-build-loss: ignore-index applies to the cross_entropy loss only, not to 'mse'
+// MSESMOOTH: error: tcc-build-loss: label-smoothing applies to the cross_entropy loss only, not to 'mse'
+// OUTSMOOTH: error: tcc-build-loss: label-smoothing applies to the cross_entropy loss only, not to 'output:loss'
 // BADLOSS: error: tcc-build-loss: unknown loss 'hinge' (valid: cross_entropy, mse, output:NAME)
 // NONAME: error: tcc-build-loss: --loss output:NAME needs the name of a graph output after 'output:'
 

@@ -51,7 +51,8 @@ module attributes {tcc.batch = 4 : i64} {
 // CHECK-SAME:        tensor<3x16xf32> {tcc.kind = "update", tcc.name = "fc2.weight.exp_avg"}, tensor<3x16xf32> {tcc.kind = "update", tcc.name = "fc2.weight.exp_avg_sq"},
 // CHECK-SAME:        tensor<3xf32> {tcc.kind = "update", tcc.name = "fc2.bias.exp_avg"}, tensor<3xf32> {tcc.kind = "update", tcc.name = "fc2.bias.exp_avg_sq"},
 // CHECK-SAME:        tensor<f32> {tcc.kind = "update", tcc.name = "adamw.step"})
-// CSE shares the 1.0 of the loss seed and of the step increment.
+// CSE shares the 1.0 of the loss seed, of the count's floor and of the step
+// increment.
 // CHECK:         %[[ONE:.+]] = tcc.constant dense<1.000000e+00> : tensor<f32>
 // CHECK-NOT:     tcc.constant
 // Forward.
@@ -61,8 +62,14 @@ module attributes {tcc.batch = 4 : i64} {
 // CHECK-NEXT:    %[[Y:.+]] = tcc.matmul %[[R]], %[[W2]] {transpose_rhs = true}
 // CHECK-NEXT:    %[[YB:.+]] = tcc.add %[[Y]], %[[B2]]
 // CHECK-NEXT:    %[[LOSS:.+]] = tcc.softmax_cross_entropy %[[YB]], %[[LABELS]]
-// Backward.
-// CHECK-NEXT:    %[[DYB:.+]] = tcc.softmax_cross_entropy_grad %[[ONE]], %[[YB]], %[[LABELS]]
+// Backward: the seed over the count of labels that are not -100.
+// CHECK-NEXT:    %[[IGN:.+]] = tcc.compare "eq", %[[LABELS]], %{{.+}} : (tensor<4xi64>, tensor<i64>) -> tensor<4xi1>
+// CHECK-NEXT:    %[[IGNF:.+]] = tcc.cast %[[IGN]]
+// CHECK-NEXT:    %[[NIGN:.+]] = tcc.reduce_sum %[[IGNF]]
+// CHECK-NEXT:    %[[COUNT:.+]] = tcc.sub %{{.+}}, %[[NIGN]]
+// CHECK-NEXT:    %[[DENOM:.+]] = tcc.maximum %[[COUNT]], %[[ONE]]
+// CHECK-NEXT:    %[[PER:.+]] = tcc.div %[[ONE]], %[[DENOM]]
+// CHECK-NEXT:    %[[DYB:.+]] = tcc.softmax_cross_entropy_grad %[[PER]], %[[YB]], %[[LABELS]]
 // CHECK-NEXT:    %[[DB2:.+]] = tcc.reduce_sum %[[DYB]] {axes = array<i64: 0>} : tensor<4x3xf32> -> tensor<3xf32>
 // CHECK-NEXT:    %[[DR:.+]] = tcc.matmul %[[DYB]], %[[W2]] : (tensor<4x3xf32>, tensor<3x16xf32>) -> tensor<4x16xf32>
 // CHECK-NEXT:    %[[DW2:.+]] = tcc.matmul %[[DYB]], %[[R]] {transpose_lhs = true} : (tensor<4x3xf32>, tensor<4x16xf32>) -> tensor<3x16xf32>
@@ -89,15 +96,15 @@ module attributes {tcc.batch = 4 : i64} {
 
 // With GEMM epilogues (tcc compile --target cuda): each layer is one GEMM,
 // ReLU's backward reads its output, each weight gradient also sums the
-// bias gradient.
+// bias gradient (the one reduce_sum left counts the labels).
 // EPI-LABEL: func.func @train_step
 // EPI:         %[[H:.+]] = tcc.matmul_epilogue %{{.+}}, %{{.+}} bias %{{.+}} {epilogue = "bias_relu", transpose_rhs = true}
 // EPI-NEXT:    tcc.matmul_epilogue %[[H]], %{{.+}} bias %{{.+}} {epilogue = "bias", transpose_rhs = true}
-// EPI-NOT:     tcc.reduce_sum
+// EPI-NOT:     tcc.reduce_sum {{.*}} : tensor<4x{{[0-9]+}}xf32>
 // EPI:         tcc.matmul_epilogue %{{.+}}, %[[H]] {epilogue = "bgrad_lhs", transpose_lhs = true}
 // EPI:         tcc.relu_grad %{{.+}}, %[[H]]
 // EPI-NEXT:    tcc.matmul_epilogue %{{.+}}, %{{.+}} {epilogue = "bgrad_lhs", transpose_lhs = true}
-// EPI-NOT:     tcc.reduce_sum
+// EPI-NOT:     tcc.reduce_sum {{.*}} : tensor<4x{{[0-9]+}}xf32>
 // EPI:         return
 
 // -----

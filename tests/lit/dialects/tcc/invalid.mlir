@@ -199,6 +199,14 @@ func.func @labels_type(%logits: tensor<3x4xf32>, %labels: tensor<3xi32>) -> tens
 
 // -----
 
+func.func @cross_entropy_smoothing(%logits: tensor<3x4xf32>, %labels: tensor<3xi64>) -> tensor<f32> {
+  // expected-error @+1 {{'tcc.softmax_cross_entropy' op label_smoothing must be in [0, 1], got 2}}
+  %0 = tcc.softmax_cross_entropy %logits, %labels {label_smoothing = 2.0 : f64} : (tensor<3x4xf32>, tensor<3xi64>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
 func.func @mse_types(%p: tensor<3x4xf32>, %t: tensor<3x1xf32>) -> tensor<f32> {
   // expected-error @+2 {{tcc.mse_loss: prediction 'tensor<3x4xf32>' and target 'tensor<3x1xf32>' differ}}
   // expected-error @+1 {{failed to infer returned types}}

@@ -97,6 +97,8 @@ func.func @losses(%logits: tensor<32x10xf32>, %labels: tensor<32xi64>,
   %ce = tcc.softmax_cross_entropy %logits, %labels : (tensor<32x10xf32>, tensor<32xi64>) -> tensor<f32>
   // CHECK: tcc.softmax_cross_entropy_grad %[[CE]], %[[LOGITS]], %[[LABELS]] : (tensor<f32>, tensor<32x10xf32>, tensor<32xi64>) -> tensor<32x10xf32>
   %dce = tcc.softmax_cross_entropy_grad %ce, %logits, %labels : (tensor<f32>, tensor<32x10xf32>, tensor<32xi64>) -> tensor<32x10xf32>
+  // CHECK: tcc.softmax_cross_entropy %[[LOGITS]], %[[LABELS]] {ignore_index = 0 : i64, label_smoothing = 1.000000e-01 : f64}
+  %ces = tcc.softmax_cross_entropy %logits, %labels {ignore_index = 0 : i64, label_smoothing = 0.1 : f64} : (tensor<32x10xf32>, tensor<32xi64>) -> tensor<f32>
   // CHECK: %[[MSE:.+]] = tcc.mse_loss %[[P]], %[[T]] : (tensor<32x1xf32>, tensor<32x1xf32>) -> tensor<f32>
   %mse = tcc.mse_loss %p, %t : (tensor<32x1xf32>, tensor<32x1xf32>) -> tensor<f32>
   // CHECK: tcc.mse_loss_grad %[[MSE]], %[[P]], %[[T]] : (tensor<f32>, tensor<32x1xf32>, tensor<32x1xf32>) -> tensor<32x1xf32>

@@ -101,15 +101,30 @@ def evaluate(op, x, a, shape):
     if op == "log_softmax_grad":
         dy, y = x
         return dy - np.exp(y) * dy.sum(axis=int(a["axis"]), keepdims=True)
+    if op == "compare":
+        return {"eq": np.equal, "lt": np.less, "le": np.less_equal,
+                "gt": np.greater, "ge": np.greater_equal}[a["predicate"]](x[0], x[1])
+    if op == "cast": return x[0].astype(np.float64)
+    if op == "maximum": return np.maximum(x[0], x[1])
     if op == "softmax_cross_entropy":
+        # PyTorch's CrossEntropyLoss(ignore_index, label_smoothing); 0
+        # when every label is ignored.
         logits, labels = x
-        picked = np.take_along_axis(log_softmax(logits, -1),
-                                    labels.astype(np.int64)[..., None], -1)
-        return -picked.mean()
+        ignore, s = a.get("ignore_index", -100), a.get("label_smoothing", 0.0)
+        keep = labels != ignore
+        if not keep.any():
+            return 0.0
+        logp = log_softmax(logits, -1)[keep]
+        picked = np.take_along_axis(logp, labels[keep].astype(np.int64)[..., None], -1)
+        return ((1 - s) * -picked[..., 0] + s * -logp.mean(-1)).mean()
     if op == "softmax_cross_entropy_grad":
+        # g is the gradient per counted position.
         g, logits, labels = x
-        positions = logits.size // logits.shape[-1]
-        return g * (softmax(logits, -1) - onehot(labels, logits)) / positions
+        ignore, s = a.get("ignore_index", -100), a.get("label_smoothing", 0.0)
+        keep = (labels != ignore)[..., None]
+        safe = np.where(labels != ignore, labels, 0)
+        target = (1 - s) * onehot(safe, logits) + s / logits.shape[-1]
+        return np.where(keep, g * (softmax(logits, -1) - target), 0.0)
     if op == "mse_loss": return ((x[0] - x[1]) ** 2).mean()
     if op == "mse_loss_grad": return x[0] * 2 * (x[1] - x[2]) / x[1].size
     sys.exit(f"gradcheck: no semantics for tcc.{op}")
