@@ -216,6 +216,37 @@ def eval_data(args, work):
     if acc not in p.stdout:
         fail(f"the end of the run should report {acc}:\n{p.stdout}")
     print(f"eval data: step 20 {acc}, loss {ev[-1]['eval_loss']:.4f}")
+
+    # An MSE model reports its loss, no accuracy. --no-shuffle: step s + 1
+    # trains on samples s*32 .. s*32 + 31; evaluated after step s they give
+    # the loss that step computes.
+    mse = os.path.join(work, "mlp_mse.tcc")
+    run([args.tcc, "compile", os.path.join(ex, "mlp.onnx"), "-o", mse,
+         "--batch", "32", "--loss", "mse", "--optimizer", "sgd", "--lr", "0.1"])
+    x = np.load(os.path.join(ex, "digits", "train_x.npy"))
+    y = np.eye(10, dtype=np.float32)[np.load(os.path.join(ex, "digits", "train_y.npy"))]
+    np.save(os.path.join(work, "onehot.npy"), y)
+    s = 4
+    np.save(os.path.join(work, "held_x.npy"), x[s * 32:(s + 1) * 32])
+    np.save(os.path.join(work, "held_y.npy"), y[s * 32:(s + 1) * 32])
+    common = ["--no-shuffle", "--no-progress",
+              "--data", "x=" + os.path.join(ex, "digits", "train_x.npy"),
+              "--data", "labels=" + os.path.join(work, "onehot.npy")]
+    ref = os.path.join(work, "mse_ref.jsonl")
+    run([args.tcc, "train", mse, "--steps", str(s + 1), "--metrics", ref, *common])
+    out = os.path.join(work, "mse.jsonl")
+    p = run([args.tcc, "train", mse, "--steps", str(s), "--metrics", out,
+             "--eval-every", str(s), *common,
+             "--eval-data", "x=" + os.path.join(work, "held_x.npy"),
+             "--eval-data", "labels=" + os.path.join(work, "held_y.npy")])
+    last = [json.loads(l) for l in open(out)][-1]
+    want = losses(ref)[s]
+    if "eval_accuracy" in last or abs(last["eval_loss"] - want) > 1e-5 * want:
+        fail(f"mse: eval after step {s} is {last}, step {s + 1}'s loss {want}")
+    if "loss " + f"{last['eval_loss']:.4f} (mse)" not in p.stdout:
+        fail("mse: the end of the run should report the loss:\n" + p.stdout)
+    print(f"eval mse: after step {s} loss {last['eval_loss']:.6f} = step "
+          f"{s + 1}'s {want:.6f}")
     return art
 
 

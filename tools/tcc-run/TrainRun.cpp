@@ -40,8 +40,7 @@ static run::Args trainArgs(Flags &f) {
           "T+1 tokens feed the int64 input [N,T] and labels [N,T]");
   a.value("token-type", &f.tokenType, "u8|u16|u32",
           "token width (little-endian), default: an llm.c shard header's, "
-          "else u8",
-          {"u8", "u16", "u32"});
+          "else u8");
   a.integer("steps", &f.steps, 1, "N", "number of training steps");
   a.integer("epochs", &f.epochs, 1, "E", "number of epochs");
   a.integer("prefetch", &f.prefetch, 1, "N",
