@@ -66,7 +66,7 @@ def losses(path):
 
 class Gpt:
     def __init__(self, args, work):
-        self.tcc, self.work = args.tcc, work
+        self.tcc, self.tcc_run, self.work = args.tcc, args.tcc_run, work
         onnx_path = os.path.join(work, "gpt.onnx")
         run([sys.executable, os.path.join(args.examples, "make_gpt.py"),
              "-o", onnx_path, "--seq", str(T)])
@@ -190,6 +190,14 @@ def eval_tokens(g, text):
         fail("the progress line should show the evaluation:\n" + p.stderr)
     if f"eval: {BATCH} windows, loss {last['eval_loss']:.4f}" not in p.stdout:
         fail("the end of the run should report the last evaluation:\n" + p.stdout)
+    # tcc-run takes the same flags and evaluates alike.
+    m2 = os.path.join(g.work, "eval_run.jsonl")
+    run([g.tcc_run, "train", g.art, "--tokens", u8, "--steps", str(s),
+         "--no-shuffle", "--eval-every", "3", "--eval-tokens", held,
+         "--metrics", m2, "--no-progress"])
+    rows2 = [json.loads(l) for l in open(m2)]
+    if [r.get("eval_loss") for r in rows2] != [r.get("eval_loss") for r in rows]:
+        fail("tcc-run's evaluations differ from tcc's")
     print(f"eval tokens: after step {s} loss {last['eval_loss']:.5f} = step "
           f"{s + 1}'s {want:.5f}, ppl {last['eval_ppl']:.3f}")
 
