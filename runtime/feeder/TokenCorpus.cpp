@@ -245,19 +245,6 @@ std::string TokenCorpus::tokenType() const {
   return t;
 }
 
-std::string TokenCorpus::describe() const {
-  int headers = 0;
-  for (const auto &s : shards_)
-    headers += s->header;
-  std::string r = std::to_string(shards_.size()) +
-                  (shards_.size() == 1 ? " shard, " : " shards, ") +
-                  tokenType();
-  if (headers)
-    r += headers == int(shards_.size()) ? " (llm.c header)"
-                                        : " (some with an llm.c header)";
-  return r + ", " + std::to_string(numTokens_) + " tokens";
-}
-
 // Pages of the mapping the feeder has read stay resident (and count in the
 // process's RSS) until the kernel needs the memory. Dropping them from the
 // mapping every so often bounds what a long run holds; they stay in the

@@ -78,11 +78,10 @@ public:
   size_t numShards() const { return shards_.size(); }
   /// The spec (or in-memory name) it was opened from, for messages.
   const std::string &name() const { return name_; }
-  /// "3 shards, u16 (llm.c header), 1200000 tokens"
-  std::string describe() const;
-
   /// Copies the T + 1 tokens of window k into `out`. Throws Error naming
-  /// the shard and the token's place when one is >= the vocabulary.
+  /// the shard and the token's place when one is >= the vocabulary. One
+  /// reader at a time (the feeder's thread): it counts the bytes read to
+  /// hand the pages back.
   void window(int64_t k, int64_t *out) const;
 
   /// A fingerprint of the corpus for checkpoints, cheap at any size: the
