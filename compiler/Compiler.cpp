@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Compiler.h"
 
+#include "compiler/LoraExport.h"
 #include "compiler/OnnxModelIO.h"
 #include "compiler/codegen/CudaCodegen.h"
 #include "compiler/codegen/FusedCodegen.h"
@@ -33,6 +34,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -130,34 +132,62 @@ static void stripGeneratedInitializers(onnx::ModelProto &model,
 }
 
 /// What trains, what is state and what stays constant, with the reason for
-/// each constant, as `tcc compile --report` prints it.
+/// each constant, as `tcc compile --report` prints it. With LoRA (`lora`,
+/// the module's tcc.lora) the parameters are frozen and the adapters train.
 static std::string
-initializerReport(const std::vector<mlir::tcc::OnnxInitializerRole> &roles) {
+initializerReport(const std::vector<mlir::tcc::OnnxInitializerRole> &roles,
+                  DictionaryAttr lora) {
   using Role = mlir::tcc::OnnxInitializerRole;
-  int64_t count[3] = {0, 0, 0}, values[3] = {0, 0, 0};
+  int64_t count[4] = {0, 0, 0, 0}, values[4] = {0, 0, 0, 0};
+  enum { Trains = Role::Param, Frozen = 3 };
   std::ostringstream rows;
-  for (const Role &r : roles) {
+  int64_t rank = 0;
+  DictionaryAttr adapted;
+  if (lora) {
+    rank = cast<IntegerAttr>(lora.get("rank")).getInt();
+    adapted = cast<DictionaryAttr>(lora.get("weights"));
+  }
+  auto row = [&](int word, const std::string &name,
+                 const std::vector<int64_t> &dims, const std::string &why) {
     int64_t n = 1;
     std::string shape;
-    for (int64_t d : r.shape) {
+    for (int64_t d : dims) {
       n *= d;
       shape += (shape.empty() ? "" : ",") + std::to_string(d);
     }
-    ++count[r.kind];
-    values[r.kind] += n;
-    static const char *const kWord[] = {"trains", "state", "constant"};
-    rows << "  " << kWord[r.kind]
-         << std::string(10 - strlen(kWord[r.kind]), ' ') << r.name << " ["
-         << shape << "]";
-    if (r.kind != Role::Param || r.why != "trained")
-      rows << "  " << r.why;
+    ++count[word];
+    values[word] += n;
+    static const char *const kWord[] = {"trains", "state", "constant",
+                                        "frozen"};
+    rows << "  " << kWord[word] << std::string(10 - strlen(kWord[word]), ' ')
+         << name << " [" << shape << "]";
+    if (!why.empty())
+      rows << "  " << why;
     rows << "\n";
+  };
+  for (const Role &r : roles) {
+    if (r.kind != Role::Param || !lora) {
+      row(r.kind, r.name, r.shape, r.why == "trained" ? "" : r.why);
+      continue;
+    }
+    auto layout = adapted.getAs<StringAttr>(r.name);
+    if (!layout) {
+      row(Frozen, r.name, r.shape, "--lora trains the adapters only");
+      continue;
+    }
+    row(Frozen, r.name, r.shape, "the base of LoRA adapters");
+    bool outIn = layout.getValue() == "out,in";
+    int64_t out = r.shape[outIn ? 0 : 1], in = r.shape[outIn ? 1 : 0];
+    row(Trains, r.name + ".lora_A", {rank, in}, "LoRA adapter A");
+    row(Trains, r.name + ".lora_B", {out, rank}, "LoRA adapter B");
   }
   std::ostringstream os;
   os << "initializers: " << count[Role::Param] << " train ("
      << values[Role::Param] << " values), " << count[Role::State] << " state, "
-     << count[Role::Constant] << " constant\n"
-     << rows.str();
+     << count[Role::Constant] << " constant";
+  if (lora)
+    os << ", " << count[Frozen] << " frozen (" << values[Frozen] << " values)";
+  os << "\n" << rows.str();
   return os.str();
 }
 
@@ -202,9 +232,6 @@ int ::tcc::compileModel(const CompileOptions &opts) {
                                              opts.input, &importStatus);
   if (failed(imported))
     return 1;
-  std::string rolesReport;
-  if (opts.report)
-    rolesReport = initializerReport(importStatus.initializers);
   ModuleOp module = imported->get();
   if (opts.emit == EmitKind::Tcc)
     return emitText(opts.output, printModule(module));
@@ -251,10 +278,18 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   pipe.shadowWeights = opts.shadowWeights;
   pipe.gemmEpilogue =
       opts.gemmEpilogue >= 0 ? opts.gemmEpilogue == 1 : opts.target == "cuda";
+  pipe.loraRank = opts.loraRank;
+  pipe.loraAlpha = opts.loraAlpha;
+  pipe.loraTargets = opts.loraTargets;
+  pipe.loraSeed = opts.loraSeed;
   PassManager pm(&ctx);
   mlir::tcc::buildTrainPipeline(pm, pipe);
   if (failed(pm.run(module)))
     return 1;
+  auto lora = module->getAttrOfType<DictionaryAttr>("tcc.lora");
+  std::string rolesReport;
+  if (opts.report)
+    rolesReport = initializerReport(importStatus.initializers, lora);
   if (opts.emit == EmitKind::Train || opts.emit == EmitKind::Optimized)
     return emitText(opts.output, printModule(module));
 
@@ -338,6 +373,19 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   artifact.meta["source"] = opts.input;
   artifact.meta["batch"] = batchAttr ? std::to_string(batchAttr.getInt()) : "?";
   artifact.meta["loss"] = opts.loss;
+  // The model's output names in the forward program's order (state updates
+  // are not outputs): `tcc predict` names its files after them.
+  std::string outputNames;
+  for (unsigned i = 0, n = 0, e = forward.getNumResults(); i < e; ++i) {
+    auto kind = forward.getResultAttrOfType<StringAttr>(i, "tcc.kind");
+    if (kind && kind.getValue() == "update")
+      continue;
+    auto name = forward.getResultAttrOfType<StringAttr>(i, "tcc.name");
+    outputNames += (outputNames.empty() ? "" : ", ") +
+                   (name ? name.str() : "output" + std::to_string(n));
+    ++n;
+  }
+  artifact.meta["outputs"] = outputNames;
   artifact.meta["grad_accum"] = std::to_string(std::max<int64_t>(opts.gradAccum, 1));
   artifact.meta["pad_multiple"] = std::to_string(pipe.padMultiple);
   artifact.meta["gemm_epilogue"] = pipe.gemmEpilogue ? "on" : "off";
@@ -368,6 +416,25 @@ int ::tcc::compileModel(const CompileOptions &opts) {
     artifact.device.size = (int64_t)device.cubin.size();
     artifact.device.compiler = device.compiler;
     artifact.device.kernels = std::move(cuda.kernels);
+  }
+  // What export needs to merge or separate the adapters (LoraExport.h).
+  if (lora) {
+    artifact.meta["lora.rank"] =
+        std::to_string(cast<IntegerAttr>(lora.get("rank")).getInt());
+    // The shortest text that reads back as the same double: the merged
+    // export scales by exactly what training did.
+    char alpha[32];
+    double a = cast<FloatAttr>(lora.get("alpha")).getValueAsDouble();
+    artifact.meta["lora.alpha"] =
+        std::string(alpha, std::to_chars(alpha, alpha + sizeof alpha, a).ptr);
+    std::string targets;
+    for (Attribute t : cast<ArrayAttr>(lora.get("targets")))
+      targets += (targets.empty() ? "" : ",") + cast<StringAttr>(t).str();
+    artifact.meta["lora.targets"] = targets;
+    artifact.meta["lora.seed"] = std::to_string(opts.loraSeed);
+    for (NamedAttribute w : cast<DictionaryAttr>(lora.get("weights")))
+      artifact.meta[::tcc::kLoraWeightPrefix + w.getName().str()] =
+          cast<StringAttr>(w.getValue()).str();
   }
   if (auto o = module->getAttrOfType<DictionaryAttr>("tcc.optimizer")) {
     for (NamedAttribute a : o) {

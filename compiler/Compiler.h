@@ -70,6 +70,13 @@ struct CompileOptions {
   /// drawn at load from `weightsSeed`; the artifact carries no weights).
   std::string weights = "onnx";
   uint64_t weightsSeed = 0;
+  /// LoRA (tcc-lora): adapters of rank `loraRank` (0: off) on the weights
+  /// `loraTargets` match, scaled by loraAlpha / loraRank (alpha <= 0: the
+  /// rank); every other parameter is frozen.
+  int64_t loraRank = 0;
+  double loraAlpha = 0;
+  std::vector<std::string> loraTargets;
+  int64_t loraSeed = 0;
 };
 
 /// Runs the whole compiler. Prints diagnostics to stderr and returns the

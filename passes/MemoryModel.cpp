@@ -263,6 +263,8 @@ FuncMemoryModel::FuncMemoryModel(func::FuncOp fn) {
     int64_t bytes = storageBytes(a.getType());
     if (kind == "param")
       persistentPart.weights += bytes;
+    else if (kind == "frozen") // tcc-lora's bases: constants in the artifact
+      persistentPart.constants += bytes;
     else if (kind == "input")
       persistentPart.inputs += bytes;
     else if (d && d.get("tcc.shadow_of"))

@@ -96,6 +96,21 @@ struct TrainPipelineOptions
                      "weights that the next step's GEMMs read "
                      "(tcc-shadow-weights)"),
       llvm::cl::init(true)};
+  // LoRA fine-tuning (tcc-lora, before tcc-build-loss): off with rank 0.
+  Option<int64_t> loraRank{
+      *this, "lora-rank",
+      llvm::cl::desc("LoRA adapter rank (0: no adapters, tcc-lora off)"),
+      llvm::cl::init(0)};
+  Option<double> loraAlpha{
+      *this, "lora-alpha",
+      llvm::cl::desc("LoRA alpha (<= 0: the rank, a scale of 1)"),
+      llvm::cl::init(0.0)};
+  ListOption<std::string> loraTargets{
+      *this, "lora-targets",
+      llvm::cl::desc("glob patterns over the names of the weights to adapt")};
+  Option<int64_t> loraSeed{*this, "lora-seed",
+                           llvm::cl::desc("seed of the adapters' A values"),
+                           llvm::cl::init(0)};
 };
 
 /// What tcc-pad-shapes pads to on a target: `multiple` for GEMM dimensions,

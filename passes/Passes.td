@@ -27,6 +27,48 @@ def BuildLossPass : Pass<"tcc-build-loss", "mlir::ModuleOp"> {
   ];
 }
 
+def LoraPass : Pass<"tcc-lora", "mlir::ModuleOp"> {
+  let summary = "Adds low-rank adapters (LoRA) to weight products and freezes the rest";
+  let description = [{
+    Fine-tuning with LoRA, as Hugging Face PEFT: every weight product of
+    `@forward` (a `tcc.matmul` whose right operand is a rank-2 `param`
+    argument, read only by matrix products) whose weight name matches one of
+    `targets` (glob patterns, llvm::GlobPattern) gets two new parameters,
+    `<W>.lora_A` of shape [rank, in] and `<W>.lora_B` of shape [out, rank],
+    and computes `x op(W) + (alpha / rank) * (x A^T) B^T`. A starts
+    Kaiming-uniform as PEFT's (`kaiming_uniform_(a=sqrt(5))`: uniform in
+    +-1/sqrt(in)), drawn by the runtime's seeded generator (`tcc.init_uniform`
+    with `tcc.init_seed`); B starts at zero, so the adapted model starts as
+    the base model. Every other parameter becomes `{tcc.kind = "frozen"}`:
+    no gradient, no optimizer state, stored once as a constant named after
+    its initializer. The module gets `tcc.lora` (rank, alpha, the adapted
+    weights and their layout), which export uses to merge the adapters.
+    Runs on @forward before tcc-build-loss. Convolution weights are refused.
+
+    ```mlir
+    %y = tcc.matmul %x, %w {transpose_rhs = true} : (tensor<4x8xf32>, tensor<3x8xf32>) -> tensor<4x3xf32>
+    // rank=2, alpha=4 becomes
+    %y = tcc.matmul %x, %w {transpose_rhs = true} : ...
+    %h = tcc.matmul %x, %a {transpose_rhs = true} : (tensor<4x8xf32>, tensor<2x8xf32>) -> tensor<4x2xf32>
+    %d = tcc.matmul %h, %b {transpose_rhs = true} : (tensor<4x2xf32>, tensor<3x2xf32>) -> tensor<4x3xf32>
+    %s = tcc.mul %d, %two : ...
+    %y2 = tcc.add %y, %s : ...
+    ```
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect", "mlir::func::FuncDialect"];
+  let options = [
+    Option<"rank", "rank", "int64_t", /*default=*/"0",
+           "Adapter rank r (1 <= r <= min(in, out) of every adapted weight)">,
+    Option<"alpha", "alpha", "double", /*default=*/"0.0",
+           "LoRA alpha; the branch is scaled by alpha / rank (<= 0: rank, "
+           "a scale of 1)">,
+    ListOption<"targets", "targets", "std::string",
+               "Glob patterns over parameter names: the weights to adapt">,
+    Option<"seed", "seed", "int64_t", /*default=*/"0",
+           "Seed of the adapters' A initialization">,
+  ];
+}
+
 def AutodiffPass : Pass<"tcc-autodiff", "mlir::ModuleOp"> {
   let summary = "Reverse-mode differentiation of @train_step";
   let description = [{

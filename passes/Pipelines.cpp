@@ -28,6 +28,17 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
   // fused attention took the head transposes it reads sequence-major.
   if (opts.optimize)
     pm.addNestedPass<func::FuncOp>(createSinkTransposesPass());
+  // LoRA on @forward, before the loss clones it into @train_step (both get
+  // the adapters) and after the canonical forms above (a Gemm's weight is
+  // the right operand of one tcc.matmul by then).
+  if (opts.loraRank > 0) {
+    LoraPassOptions lora;
+    lora.rank = opts.loraRank;
+    lora.alpha = opts.loraAlpha;
+    lora.targets.assign(opts.loraTargets.begin(), opts.loraTargets.end());
+    lora.seed = opts.loraSeed;
+    pm.addPass(createLoraPass(lora));
+  }
   pm.addPass(createBuildLossPass(BuildLossPassOptions{opts.loss}));
   pm.addPass(createAutodiffPass());
   if (opts.gradAccum > 1)

@@ -144,6 +144,8 @@ FailureOr<int32_t> TccScheduleBuilder::persistent(BlockArgument arg) {
     k = rt::TensorKind::State;
   else if (kind.getValue() == "input")
     k = rt::TensorKind::Input;
+  else if (kind.getValue() == "frozen") // tcc-lora's bases: read, never written
+    k = rt::TensorKind::Constant;
   else
     return emitError(loc) << "argument '" << name.getValue()
                           << "' has unknown kind '" << kind.getValue() << "'";
@@ -168,7 +170,36 @@ FailureOr<int32_t> TccScheduleBuilder::persistent(BlockArgument arg) {
       return failure();
     info.hostDType = *host;
   }
-  if (k == rt::TensorKind::Param) {
+  auto initUniform =
+      fn.getArgAttrOfType<DenseF64ArrayAttr>(i, "tcc.init_uniform");
+  auto initDense = fn.getArgAttrOfType<DenseElementsAttr>(i, "tcc.init");
+  if (k == rt::TensorKind::Param && !initialParams.count(info.name) &&
+      (initUniform || initDense)) {
+    // A parameter a pass adds (tcc-lora's adapters): uniform from the
+    // runtime's generator, seeded by the pass's seed and the name, or the
+    // pass's values.
+    if (info.dtype != rt::DType::F32)
+      return emitError(loc) << "the initial value of parameter '" << info.name
+                            << "' must be f32";
+    if (initUniform && initUniform.size() == 2) {
+      auto seedAttr = fn.getArgAttrOfType<IntegerAttr>(i, "tcc.init_seed");
+      info.init.kind = rt::InitSpec::Kind::Uniform;
+      info.init.a = initUniform[0];
+      info.init.b = initUniform[1];
+      info.init.seed =
+          tensorSeed(seedAttr ? (uint64_t)seedAttr.getInt() : 0, info.name);
+    } else if (initDense && initDense.getType() == arg.getType()) {
+      auto vals = initDense.getValues<float>();
+      std::vector<float> f(vals.begin(), vals.end());
+      if (initDense.isSplat() && std::isfinite(f.front()))
+        info.init = constantSpec(f.front());
+      else
+        info.dataOffset = artifact.addBlob(f.data(), f.size() * sizeof(float));
+    } else {
+      return emitError(loc) << "parameter '" << info.name
+                            << "' has a malformed tcc.init or tcc.init_uniform";
+    }
+  } else if (k == rt::TensorKind::Param || k == rt::TensorKind::Constant) {
     auto it = initialParams.find(info.name);
     if (it == initialParams.end())
       return emitError(loc) << "no initial value for parameter '" << info.name
@@ -177,7 +208,9 @@ FailureOr<int32_t> TccScheduleBuilder::persistent(BlockArgument arg) {
       return emitError(loc) << "initial value of '" << info.name << "' has "
                             << it->second.size() << " elements, expected "
                             << info.numElements();
-    if (seededWeights)
+    // A frozen weight is a constant: always its bytes (the artifact's
+    // constants are never drawn).
+    if (seededWeights && k == rt::TensorKind::Param)
       info.init = measuredSpec(it->second, /*isState=*/false,
                                tensorSeed(weightsSeed, info.name));
     if (info.init.kind == rt::InitSpec::Kind::Blob)

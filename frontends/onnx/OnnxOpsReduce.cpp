@@ -41,9 +41,9 @@ namespace {
 enum class Norm { L1, L2, SumSquare, LogSum };
 } // namespace
 
-// L1: sum |x|. L2: sqrt(sum x*x). SumSquare: sum x*x. LogSum: log(sum x).
-// L2's gradient at an all-zero group is NaN (sqrt's at 0 times 0), where
-// torch.linalg.vector_norm's is 0.
+// L1: sum |x|. L2: norm_sqrt(sum x*x). SumSquare: sum x*x. LogSum: log(sum
+// x). norm_sqrt's gradient is 0 at 0, so L2's at an all-zero group is 0 as
+// torch.linalg.vector_norm's, not sqrt's Inf times 0.
 static LogicalResult importNorm(NodeImporter &node, Norm kind) {
   FailureOr<Value> x = node.input(0);
   if (failed(x))
@@ -60,7 +60,7 @@ static LogicalResult importNorm(NodeImporter &node, Norm kind) {
     return failure();
   v = sumOver(node, *v, *r);
   if (succeeded(v) && kind == Norm::L2)
-    v = node.create<SqrtOp>(*v);
+    v = unaryFn(node, "norm_sqrt", *v);
   if (succeeded(v) && kind == Norm::LogSum)
     v = node.create<LogOp>(*v);
   if (failed(v))

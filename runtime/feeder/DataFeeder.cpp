@@ -109,6 +109,19 @@ DataFeeder::DataFeeder(std::vector<Source> sources, int64_t batchSize,
   start();
 }
 
+std::vector<uint8_t> convertSamples(const DataFeeder::Source &s) {
+  const auto &shape = s.array.shape;
+  if (shape.empty())
+    throw Error(fileOf(s) + ": a scalar has no samples; expected an array "
+                            "with samples along the first dimension");
+  std::vector<int64_t> sample(shape.begin() + 1, shape.end());
+  if (!sampleShapeMatches(sample, s.sampleShape))
+    throw Error(fileOf(s) + ": samples have shape " + formatShape(sample) +
+                ", the model expects " + formatShape(s.sampleShape));
+  int64_t perSample = shape[0] ? s.array.numElements() / shape[0] : 1;
+  return convert(s, perSample ? perSample : 1);
+}
+
 static TokenCorpus::Options corpusOptions(const DataFeeder::TokenSource &s) {
   TokenCorpus::Options o;
   o.tokenBytes = s.tokenBytes;

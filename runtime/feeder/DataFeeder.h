@@ -136,6 +136,12 @@ private:
   std::thread thread_;
 };
 
+/// One source's samples checked as the feeder checks them (samples along
+/// dimension 0, the model's sample shape) and converted whole to its target
+/// dtype, sample-major. For callers that batch on their own: prediction,
+/// which pads its last batch instead of dropping it. Error naming the file.
+std::vector<uint8_t> convertSamples(const DataFeeder::Source &s);
+
 namespace detail {
 /// Test seam: when set, the producer thread calls it before assembling each
 /// batch, so tests can make the thread fail at a chosen step.

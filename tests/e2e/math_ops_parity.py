@@ -240,6 +240,20 @@ class Reductions(nn.Module):
         return torch.cat([a, b, c], 1) * p
 
 
+class NormAtZero(nn.Module):
+    """ReduceL2 over a group that is all zeros: PyTorch's norm backward is 0
+    there (sqrt's own would be Inf, and the chain rule's NaN)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 8)
+        self.register_buffer("mask", torch.tensor([1., 1., 1., 1., 0., 0., 0., 0.]))
+
+    def forward(self, x):
+        h = (self.fc(x) * self.mask).reshape(-1, 2, 4)
+        return torch.norm(h, p=2, dim=2)
+
+
 def rename_reductions(model):
     for n in model.graph.node:
         n.op_type = {"ReduceL1": "ReduceSumSquare", "ReduceL2": "ReduceLogSum"}.get(
@@ -410,6 +424,8 @@ def main():
                  "ThresholdedRelu", "Shrink"], rewrite=rename_stand_ins)
     parity_case(t, w, "reductions", Reductions(), (8, 6),
                 ["ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceProd", "CumSum"])
+    parity_case(t, w, "norm_at_zero", NormAtZero(), (8, 6), ["ReduceL2"],
+                compile_extra=["--freeze", "mask"])
     parity_case(t, w, "renamed_reductions", RenamedReductions(), (8, 6),
                 ["ReduceSumSquare", "ReduceLogSum"], rewrite=rename_reductions)
     parity_case(t, w, "feed_forward_dropout0", FeedForward("none", 0.0), (8, 8),

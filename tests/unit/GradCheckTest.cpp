@@ -277,6 +277,7 @@ std::vector<Case> cases() {
       unaryFn("celu", "celu", -2, 2, {0}, "{alpha = 0.5 : f64}"),
       unaryFn("thresholded_relu", "thresholded_relu", -2, 2, {1},
               "{alpha = 1.0 : f64}"),
+      unaryFn("norm_sqrt", "norm_sqrt", 0.2f, 3),
       {"tcc.pow_scalar",
        "pow_square",
        {{"a", "3x4xf32"}},

@@ -94,8 +94,9 @@ inline void unaryFnCases(std::vector<KernelCase> &cases) {
       {TCC_UFN_SHRINK, 0.5, 0},
       {TCC_UFN_SHRINK, 1.5, 1.5},
       {TCC_UFN_CELU, 1.0, 0},
-      {TCC_UFN_THRESHOLDED_RELU, 1.0, 0}};
-  static_assert(TCC_UFN_COUNT == 28, "a new function needs a case here");
+      {TCC_UFN_THRESHOLDED_RELU, 1.0, 0},
+      {TCC_UFN_NORM_SQRT, 0, 0}};
+  static_assert(TCC_UFN_COUNT == 29, "a new function needs a case here");
   for (DType t : {DType::F32, DType::BF16}) {
     KernelCase c{std::string("unary_fn_") + dtypeName(t)};
     OneProgram &p = c.prog;

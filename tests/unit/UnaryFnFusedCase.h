@@ -54,7 +54,8 @@ inline std::string unaryFnFamilyBody() {
       {"softsign", "", "%x"},
       {"shrink", "{alpha = 0.5 : f64, beta = 0.25 : f64}", "%x"},
       {"celu", "{alpha = 0.5 : f64}", "%x"},
-      {"thresholded_relu", "{alpha = 1.0 : f64}", "%x"}};
+      {"thresholded_relu", "{alpha = 1.0 : f64}", "%x"},
+      {"norm_sqrt", "", "%v"}};
   static_assert(sizeof(fns) / sizeof(fns[0]) == TCC_UFN_COUNT,
                 "a new function needs a row here");
   const std::string t = " : tensor<6x33xf32>\n  ";

@@ -8,6 +8,7 @@ namespace tcc::run {
 /// status; errors are printed as "tcc-run COMMAND: error: MESSAGE".
 int runTrain(int argc, char **argv);
 int runBench(int argc, char **argv);
+int runPredict(int argc, char **argv);
 int runInfo(int argc, char **argv);
 
 } // namespace tcc::run

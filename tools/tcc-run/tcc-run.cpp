@@ -2,6 +2,7 @@
 //
 //   tcc-run train model.tcc --data x=x.npy --data labels=y.npy --steps 100
 //   tcc-run bench model.tcc --device cuda
+//   tcc-run predict model.tcc --checkpoint ckpts --data x=x.npy --out y.npy
 //   tcc-run info
 //
 // The runtime-only runner: what `tcc train` and `tcc bench` do with an
@@ -32,6 +33,8 @@ static const char *const kUsage =
     "  train ART ...   train an artifact on data files or a token corpus\n"
     "  bench ART ...   time eager and compiled training steps on synthetic "
     "data\n"
+    "  predict ART ... run the forward program over data files, writing "
+    ".npy\n"
     "  info            this runtime's backends and the devices they see\n"
     "\n"
     "Each command takes --help. The device is chosen with --device "
@@ -98,11 +101,13 @@ int main(int argc, char **argv) {
     return run::runTrain(argc, argv);
   if (cmd == "bench")
     return run::runBench(argc, argv);
+  if (cmd == "predict")
+    return run::runPredict(argc, argv);
   if (cmd == "info")
     return run::runInfo(argc, argv);
   std::fprintf(stderr,
                "tcc-run: error: unknown command '%s' (commands: train, "
-               "bench, info; run 'tcc-run --help')\n",
+               "bench, predict, info; run 'tcc-run --help')\n",
                cmd.c_str());
   return 2;
 }

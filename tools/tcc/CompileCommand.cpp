@@ -198,6 +198,26 @@ static cl::opt<uint64_t> weightsSeed(
              "same initial values"),
     cl::init(0), cl::value_desc("N"), cl::sub(tool::compileCmd));
 
+static cl::opt<int64_t> lora(
+    "lora",
+    cl::desc("Fine-tune with LoRA adapters of this rank on the weights "
+             "--lora-target names; every other parameter is frozen"),
+    cl::init(0), cl::value_desc("RANK"), cl::sub(tool::compileCmd));
+static cl::list<std::string> loraTarget(
+    "lora-target",
+    cl::desc("The weights of matrix products (MatMul, Gemm) to adapt: "
+             "initializer names or glob patterns"),
+    cl::CommaSeparated, cl::value_desc("pattern"), cl::sub(tool::compileCmd));
+static cl::opt<double> loraAlpha(
+    "lora-alpha",
+    cl::desc("LoRA alpha: the adapters' output is scaled by alpha/RANK "
+             "(default: RANK, a scale of 1)"),
+    cl::init(0.0), cl::value_desc("A"), cl::sub(tool::compileCmd));
+static cl::opt<int64_t>
+    loraSeed("lora-seed",
+             cl::desc("Seed of the adapters' initial A values (default 0)"),
+             cl::init(0), cl::value_desc("N"), cl::sub(tool::compileCmd));
+
 static cl::opt<std::string> target(
     "target",
     cl::desc("Device of the artifact: 'cpu', or 'cuda' (pads GEMMs for "
@@ -334,5 +354,33 @@ int tool::runCompile() {
                     "seeded (the weights come from the model otherwise)\n";
     return 1;
   }
+  auto loraError = [](const std::string &msg) {
+    llvm::errs() << "tcc compile: error: " << msg << "\n";
+    return 1;
+  };
+  bool loraGiven = lora.getNumOccurrences() > 0;
+  if (loraGiven && lora < 1)
+    return loraError("--lora must be a rank of at least 1, got " +
+                     std::to_string(lora));
+  if (!loraGiven && (loraTarget.getNumOccurrences() ||
+                     loraAlpha.getNumOccurrences() ||
+                     loraSeed.getNumOccurrences()))
+    return loraError("--lora-target, --lora-alpha and --lora-seed need "
+                     "--lora RANK");
+  if (loraGiven && loraTarget.empty())
+    return loraError("--lora needs --lora-target: the weights to adapt (glob "
+                     "patterns over initializer names, e.g. 'fc*,proj*')");
+  if (loraAlpha.getNumOccurrences() && !(loraAlpha > 0)) {
+    llvm::errs() << "tcc compile: error: --lora-alpha must be positive, got "
+                 << llvm::format("%g", double(loraAlpha)) << "\n";
+    return 1;
+  }
+  if (loraGiven && !o.trainable.empty())
+    return loraError("--lora trains only the adapters; it cannot be combined "
+                     "with --trainable");
+  o.loraRank = loraGiven ? lora : 0;
+  o.loraAlpha = loraAlpha.getNumOccurrences() ? double(loraAlpha) : 0.0;
+  o.loraTargets.assign(loraTarget.begin(), loraTarget.end());
+  o.loraSeed = loraSeed;
   return compileModel(o);
 }

@@ -1,4 +1,5 @@
 //===- TrainCommand.cpp - tcc train ---------------------------------------===//
+#include "compiler/LoraExport.h"
 #include "compiler/OnnxModelIO.h"
 #include "compiler/codegen/MemoryReport.h"
 #include "runtime/core/NonFinite.h"
@@ -51,6 +52,14 @@ static cl::opt<std::string>
     exportPath("export",
                cl::desc("Write the ONNX model with the trained weights"),
                cl::value_desc("trained.onnx"), cl::sub(tool::trainCmd));
+static cl::opt<std::string> loraExport(
+    "lora-export",
+    cl::desc("How --export writes a model compiled with --lora: 'merged' "
+             "(the default: each adapted weight becomes W + (alpha/r) B A, "
+             "the input model's graph) or 'separate' (the base model "
+             "unchanged, the adapters in NAME.lora.safetensors beside it)"),
+    cl::value_desc("merged|separate"), cl::init("merged"),
+    cl::sub(tool::trainCmd));
 static cl::opt<bool> eager("eager",
                            cl::desc("Run op by op, a fresh buffer per result, "
                                     "as a framework does"),
@@ -126,13 +135,9 @@ static cl::opt<bool> noCudaGraphs(
              "of replaying the step as a CUDA graph"),
     cl::sub(tool::trainCmd));
 
-/// Writes the artifact's ONNX model with the session's current parameters
-/// and running statistics (state tensors named after an initializer; the
-/// optimizer's state has no initializer and stays out). `data(id)` holds
-/// tensor id's values (a CPU session's buffer, or a GPU tensor's download).
-static void exportTrained(const rt::Artifact &a,
-                          const std::function<const void *(int32_t)> &data,
-                          const std::string &path) {
+void tool::exportTrained(const rt::Artifact &a,
+                         const std::function<const void *(int32_t)> &data,
+                         const std::string &path, bool loraMerged) {
   if (a.onnxOffset < 0)
     throw rt::Error("the artifact carries no ONNX model to export");
   std::string bad = rt::findNonFinite(a.tensors, data);
@@ -147,6 +152,16 @@ static void exportTrained(const rt::Artifact &a,
       continue;
     const float *p = static_cast<const float *>(data(id));
     (isState ? state : values)[t.name].assign(p, p + t.numElements());
+  }
+  // LoRA: the trained values are the adapters; what the model gets is the
+  // merged weights, or nothing (the adapters go to a file of their own).
+  LoraConfig lora;
+  if (readLoraConfig(a, lora)) {
+    bool merged = loraMerged;
+    std::string adapters = loraAdaptersPath(path);
+    prepareLoraExport(a, lora, merged, values, adapters);
+    if (!merged)
+      std::printf("exported the LoRA adapters to %s\n", adapters.c_str());
   }
   // The model's external tensors point into the blob (embedOnnxModel).
   EmbeddedOnnx model(
@@ -208,10 +223,19 @@ int tool::runTrain() {
     if (evalBatches.getNumOccurrences() && evalBatches < 1)
       throw rt::Error("--eval-batches must be at least 1, got " +
                       std::to_string(evalBatches));
+    if (loraExport != "merged" && loraExport != "separate")
+      throw rt::Error("--lora-export must be 'merged' or 'separate', got '" +
+                      loraExport + "'");
+    if (loraExport.getNumOccurrences() && exportPath.empty())
+      throw rt::Error("--lora-export needs --export (where the model goes)");
     rt::TrainFlags f = trainFlags();
     rt::DeviceRequest req = rt::parseDeviceRequest(f.device);
     rt::TrainOptions o = rt::trainOptionsOf(f, rt::installStopHandlers());
     rt::Artifact a = rt::readArtifact(input);
+    if (LoraConfig lora;
+        loraExport.getNumOccurrences() && !readLoraConfig(a, lora))
+      throw rt::Error("--lora-export: " + input.getValue() +
+                      " was compiled without --lora (it has no adapters)");
     rt::DeviceChoice choice = rt::selectDevice(req, a, input);
     if (!choice.note.empty())
       errs() << "tcc train: " << choice.note << "\n";
@@ -246,7 +270,8 @@ int tool::runTrain() {
     if (!exportPath.empty()) {
       // On a GPU, each tensor the export reads is downloaded once.
       exportTrained(
-          a, [&](int32_t id) { return run.hostData(id); }, exportPath);
+          a, [&](int32_t id) { return run.hostData(id); }, exportPath,
+          loraExport == "merged");
       std::printf("exported %s\n", exportPath.c_str());
     }
     rt::EvalResult e;

@@ -4,6 +4,8 @@
 //   tcc inspect model.tcc
 //   tcc train model.tcc --data x=x.npy --data labels=y.npy --epochs 10
 //   tcc bench model.tcc
+//   tcc predict model.tcc --checkpoint ckpts --data x=x.npy --out y.npy
+//   tcc export model.tcc --checkpoint ckpts -o trained.onnx
 //
 //===----------------------------------------------------------------------===//
 #include "tools/tcc/Commands.h"
@@ -27,6 +29,10 @@ llvm::cl::SubCommand tcc::tool::trainCmd("train",
                                          "Train an artifact on data files");
 llvm::cl::SubCommand tcc::tool::benchCmd(
     "bench", "Time eager and compiled training steps side by side");
+llvm::cl::SubCommand tcc::tool::predictCmd(
+    "predict", "Run the forward program over data files, writing .npy");
+llvm::cl::SubCommand tcc::tool::exportCmd(
+    "export", "Write the ONNX model with a checkpoint's parameters");
 
 int64_t tcc::tool::peakRssBytes() {
   // VmHWM belongs to this program's address space. getrusage's ru_maxrss
@@ -50,7 +56,10 @@ int main(int argc, char **argv) {
       "[--optimizer ...]\n"
       "  tcc inspect model.tcc\n"
       "  tcc train model.tcc --data NAME=FILE ... (--steps N | --epochs E)\n"
-      "  tcc bench model.tcc [--steps N]\n");
+      "  tcc bench model.tcc [--steps N]\n"
+      "  tcc predict model.tcc [--checkpoint CKPT] --data NAME=FILE ... "
+      "--out OUT.npy\n"
+      "  tcc export model.tcc --checkpoint CKPT -o trained.onnx\n");
   if (compileCmd)
     return runCompile();
   if (inspectCmd)
@@ -59,6 +68,10 @@ int main(int argc, char **argv) {
     return runTrain();
   if (benchCmd)
     return runBench();
+  if (predictCmd)
+    return runPredict();
+  if (exportCmd)
+    return runExport();
   llvm::errs() << "tcc: error: no command given; run 'tcc --help'\n";
   return 2;
 }

@@ -3,7 +3,8 @@
 // The element-wise functions of `tcc.unary_fn` (abs, sign, floor, ceil,
 // round, sin, cos, hard_swish, hard_sigmoid, leaky_relu, elu, selu,
 // softplus, mish, clip, tan, asin, acos, atan, sinh, cosh, asinh, acosh,
-// atanh, softsign, shrink, celu, thresholded_relu), their gradients, and the
+// atanh, softsign, shrink, celu, thresholded_relu, norm_sqrt), their
+// gradients, and the
 // one list that names them. Each takes up to two float parameters, alpha and
 // beta (see the list). runtime/cpu/KernelsUnaryFn.cpp,
 // runtime/cuda/CudaKernelsElementwise.cu and the generated kernels of both
@@ -13,7 +14,9 @@
 // PyTorch's (torch.abs, torch.nn.functional.elu, ...): the gradient of abs is 0
 // at 0, of sign/floor/ceil/round 0 everywhere, clip passes dy where min <= x <=
 // max (torch.clamp), softplus has torch's beta 1 and threshold
-// 20. The math is the C library's on the host and CUDA's accurate functions
+// 20, norm_sqrt is sqrt whose gradient is 0 at 0 (the square root of a sum of
+// squares, whose gradient at an all-zero group PyTorch's norms define as 0,
+// where sqrt's would be Inf and the chain's NaN). The math is the C library's on the host and CUDA's accurate functions
 // on the device.
 //
 // Adding a function: a row in TCC_UNARY_FNS, its case in tcc_unary_fn and
@@ -58,7 +61,8 @@
   X(SOFTSIGN, "softsign")                                                      \
   X(SHRINK, "shrink")                                                          \
   X(CELU, "celu")                                                              \
-  X(THRESHOLDED_RELU, "thresholded_relu")
+  X(THRESHOLDED_RELU, "thresholded_relu")                                      \
+  X(NORM_SQRT, "norm_sqrt")
 
 enum tcc_unary_fn_code {
 #define TCC_UNARY_FN_ENUM(E, N) TCC_UFN_##E,
@@ -181,6 +185,8 @@ TCC_PRELUDE_FN float tcc_unary_fn(int fn, float x, float alpha, float beta) {
     return x <= 0.0f ? M::expm1(x / alpha) * alpha : x;
   case TCC_UFN_THRESHOLDED_RELU:
     return x > alpha ? x : (x == x ? 0.0f : x);
+  case TCC_UFN_NORM_SQRT:
+    return M::sqrt(x);
   default:
     return x;
   }
@@ -255,6 +261,8 @@ TCC_PRELUDE_FN float tcc_unary_fn_grad(int fn, float dy, float x, float alpha,
     return x <= 0.0f ? dy * M::exp(x / alpha) : dy;
   case TCC_UFN_THRESHOLDED_RELU: // torch.threshold(x, alpha, 0)
     return x > alpha ? dy : 0.0f;
+  case TCC_UFN_NORM_SQRT: // 0 at 0, as torch.linalg.vector_norm's backward
+    return x == 0.0f ? 0.0f : dy * 0.5f / M::sqrt(x);
   default:
     return dy;
   }

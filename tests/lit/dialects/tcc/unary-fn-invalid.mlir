@@ -3,7 +3,7 @@
 // The function must be one of runtime/core/prelude/UnaryFn.h's list.
 
 func.func @unknown_fn(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'tcc.unary_fn' op fn must be one of abs, sign, floor, ceil, round, sin, cos, hard_swish, hard_sigmoid, leaky_relu, elu, selu, softplus, mish, clip, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, softsign, shrink, celu, thresholded_relu; got "tanz"}}
+  // expected-error @+1 {{'tcc.unary_fn' op fn must be one of abs, sign, floor, ceil, round, sin, cos, hard_swish, hard_sigmoid, leaky_relu, elu, selu, softplus, mish, clip, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, softsign, shrink, celu, thresholded_relu, norm_sqrt; got "tanz"}}
   %0 = tcc.unary_fn "tanz" %x : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
