@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/train/Evaluate.h"
 
+#include "runtime/train/Predict.h"
 #include "runtime/train/TrainSetup.h"
 
 #include <algorithm>
@@ -16,12 +17,14 @@
 using namespace tcc::rt;
 using namespace tcc::rt::detail;
 
-/// The forward output named `name` (the graph's own loss), or -1.
+/// The forward output named `name` (the graph's own loss) by the model's
+/// output names the artifact lists, or -1.
 static int32_t outputNamed(const Artifact &a, const Program &p,
                            const std::string &name) {
-  for (int32_t id : p.outputs)
-    if (a.tensors[id].name == name)
-      return id;
+  std::vector<std::string> names = forwardOutputNames(a);
+  for (size_t i = 0; i < names.size() && i < p.outputs.size(); ++i)
+    if (names[i] == name)
+      return p.outputs[i];
   return -1;
 }
 
@@ -38,6 +41,7 @@ Evaluator::Evaluator(const Artifact &a, const std::vector<DataBinding> &data,
   if (lossName.rfind("output:", 0) == 0) {
     // The graph computes its loss from labels it takes as an input.
     kind_ = lossName.substr(7);
+    graphLoss_ = true;
     scored_ = outputNamed(a, p, kind_);
     if (scored_ < 0)
       throw Error("evaluation: the forward program has no output '" + kind_ +
@@ -53,7 +57,7 @@ Evaluator::Evaluator(const Artifact &a, const std::vector<DataBinding> &data,
   if (out.dtype != DType::F32)
     throw Error("evaluation: the forward output '" + out.name + "' is " +
                 dtypeName(out.dtype) + ", not f32");
-  if (kind_ == "cross_entropy" && out.shape.size() < 2)
+  if (!graphLoss_ && kind_ == "cross_entropy" && out.shape.size() < 2)
     throw Error("evaluation needs a class axis on the model's output, which "
                 "has shape " +
                 formatShape(out.shape));
@@ -61,7 +65,7 @@ Evaluator::Evaluator(const Artifact &a, const std::vector<DataBinding> &data,
   if (!tokens.empty()) {
     if (!data.empty())
       throw Error("give either --eval-data or --eval-tokens, not both");
-    if (kind_ != "cross_entropy")
+    if (graphLoss_ || kind_ != "cross_entropy")
       throw Error("--eval-tokens needs a model trained with cross-entropy "
                   "over its token outputs; this one's loss is " +
                   lossName);
@@ -90,10 +94,9 @@ Evaluator::Evaluator(const Artifact &a, const std::vector<DataBinding> &data,
       throw Error("evaluation needs data: --eval-data NAME=FILE ... or "
                   "--eval-tokens FILE");
     sources_ = makeSources(a, p.inputs, data, batch_, nullptr, "--eval-data");
-    bool labelsIn =
-        std::any_of(p.inputs.begin(), p.inputs.end(),
-                    [&](int32_t id) { return a.tensors[id].name == "labels"; });
-    if (!labelsIn) {
+    // A graph computing its own loss takes its targets as an input (bound
+    // by name above); the built-in losses read `labels` beside the inputs.
+    if (!graphLoss_) {
       auto lab =
           std::find_if(data.begin(), data.end(),
                        [](const DataBinding &b) { return b.name == "labels"; });
@@ -125,7 +128,7 @@ Evaluator::~Evaluator() = default;
 EvalResult Evaluator::run(const ForwardFn &forward) const {
   const TensorInfo &out = a_.tensors[scored_];
   int64_t positions = 0, classes = 1;
-  if (kind_ == "cross_entropy") {
+  if (!graphLoss_ && kind_ == "cross_entropy") {
     classes = out.shape.back();
     positions = out.numElements() / classes;
   }
@@ -133,6 +136,11 @@ EvalResult Evaluator::run(const ForwardFn &forward) const {
   double lossSum = 0;
   auto score = [&](const std::vector<std::vector<uint8_t>> &tensors) {
     const float *o = forward(tensors);
+    if (graphLoss_) { // the graph's own loss, a scalar
+      lossSum += o[0];
+      ++seen;
+      return;
+    }
     if (kind_ == "mse") {
       const float *y = reinterpret_cast<const float *>(tensors.back().data());
       double sum = 0;
@@ -140,11 +148,6 @@ EvalResult Evaluator::run(const ForwardFn &forward) const {
       for (int64_t i = 0; i < n; ++i)
         sum += (double(o[i]) - y[i]) * (double(o[i]) - y[i]);
       lossSum += sum / std::max<int64_t>(n, 1);
-      ++seen;
-      return;
-    }
-    if (kind_ != "cross_entropy") { // the graph's own loss, a scalar
-      lossSum += o[0];
       ++seen;
       return;
     }
@@ -192,7 +195,7 @@ EvalResult Evaluator::run(const ForwardFn &forward) const {
   r.samples = batches_ * batch_;
   r.kind = kind_;
   r.tokens = corpus_ != nullptr;
-  r.hasAccuracy = kind_ == "cross_entropy" && !corpus_;
+  r.hasAccuracy = !graphLoss_ && kind_ == "cross_entropy" && !corpus_;
   r.accuracy = r.hasAccuracy && seen ? double(correct) / seen : 0;
   r.loss = seen ? lossSum / seen : 0;
   return r;

@@ -58,7 +58,8 @@ public:
 private:
   const Artifact &a_;
   const Program *forward_ = nullptr;
-  std::string kind_; // "cross_entropy", "mse" or the output's name
+  std::string kind_;       // "cross_entropy", "mse" or the output's name
+  bool graphLoss_ = false; // --loss output:NAME
   int32_t scored_ = -1;
   int64_t batch_ = 0, batches_ = 0;
   std::vector<DataFeeder::Source> sources_;   // --eval-data
