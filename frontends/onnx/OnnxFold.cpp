@@ -1,6 +1,8 @@
 //===- OnnxFold.cpp - Import-time tensor arithmetic -----------------------===//
 #include "frontends/onnx/OnnxFold.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 using namespace mlir;
 using namespace mlir::tcc;
 
@@ -140,4 +142,74 @@ FailureOr<SmallVector<RankedTensorType>> fold::inputTypes(NodeImporter &node,
     types.push_back(*t);
   }
   return types;
+}
+
+/// The one value of a constant whose elements are all equal (any numeric
+/// element type), or nullopt.
+std::optional<double> fold::splatNumber(DenseElementsAttr c) {
+  if (!c || c.getNumElements() == 0)
+    return std::nullopt;
+  Type e = c.getElementType();
+  SmallVector<double> values;
+  if (isa<FloatType>(e)) {
+    for (const APFloat &v : c.getValues<APFloat>())
+      values.push_back(v.convertToDouble());
+  } else if (e.isInteger(1)) {
+    return std::nullopt;
+  } else if (isa<IntegerType>(e)) {
+    for (const APInt &v : c.getValues<APInt>())
+      values.push_back(e.isUnsignedInteger() ? double(v.getZExtValue())
+                                             : double(v.getSExtValue()));
+  } else {
+    return std::nullopt;
+  }
+  if (llvm::any_of(values, [&](double v) { return v != values[0]; }))
+    return std::nullopt;
+  return values[0];
+}
+
+/// Input `i` as a constant scalar (float or integer/bool), or `dflt` when
+/// omitted; `what` names it in errors.
+FailureOr<double> fold::constantScalar(NodeImporter &node, unsigned i,
+                                       StringRef what, double dflt) {
+  if (!node.hasInput(i))
+    return dflt;
+  FailureOr<RankedTensorType> type = node.inputType(i);
+  if (failed(type))
+    return failure();
+  DenseElementsAttr c = node.constantInput(i);
+  if (!c) {
+    // Float initializers are trained unless frozen; say so, the value is
+    // right there in the model.
+    FailureOr<Value> v = type->getElementType().isF32()
+                             ? node.input(i)
+                             : FailureOr<Value>(failure());
+    auto arg = succeeded(v) ? dyn_cast<BlockArgument>(*v) : BlockArgument();
+    auto func = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
+                    : func::FuncOp();
+    auto kind =
+        func ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tcc.kind")
+             : StringAttr();
+    if (kind && kind.getValue() == "param")
+      return node.emitError()
+             << what << " (input '" << node.proto().input(i)
+             << "') is a trainable parameter, not a constant; pass --freeze "
+             << node.proto().input(i);
+    // Valid ONNX, but tcc fixes these at compile time.
+    return node.emitUnsupported(("runtime " + what).str())
+           << what << " (input '" << node.proto().input(i)
+           << "') is not a constant; tcc needs it known at compile time";
+  }
+  if (c.getNumElements() != 1)
+    return node.emitError()
+           << what << " (input '" << node.proto().input(i) << "') has "
+           << c.getNumElements() << " elements, expected a scalar";
+  if (c.getElementType().isInteger(1))
+    return double(*c.getValues<bool>().begin());
+  std::optional<double> v = splatNumber(c);
+  if (!v)
+    return node.emitError()
+           << what << " (input '" << node.proto().input(i) << "') has type "
+           << c.getType() << ", expected a number";
+  return *v;
 }

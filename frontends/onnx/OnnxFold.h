@@ -1,9 +1,10 @@
 //===- OnnxFold.h - Import-time tensor arithmetic --------------*- C++ -*-===//
 //
 // Not a public header: the helpers the data-movement and logic builders
-// (OnnxOpsData.cpp, OnnxOpsLogic.cpp) use to fold ops on constants. Constants
-// are DenseElementsAttr of f32, i1 or integer elements of the ONNX type's
-// width and signedness (i8..i64, ui8..ui64).
+// (OnnxOpsData.cpp, OnnxOpsLogic.cpp) use to fold ops on constants, and the
+// reading of scalar inputs that tcc needs as constants (Clip's bounds,
+// Dropout's ratio). Constants are DenseElementsAttr of f32, i1 or integer
+// elements of the ONNX type's width and signedness (i8..i64, ui8..ui64).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_FRONTENDS_ONNX_ONNXFOLD_H
@@ -46,6 +47,16 @@ FailureOr<SmallVector<int64_t>> broadcastAll(NodeImporter &node,
 /// The types of inputs [0, n), or an error at the node.
 FailureOr<SmallVector<RankedTensorType>> inputTypes(NodeImporter &node,
                                                     unsigned n);
+
+/// The one value of a constant whose elements are all equal (any numeric
+/// element type), or nullopt.
+std::optional<double> splatNumber(DenseElementsAttr c);
+/// Input `i` as a constant scalar (float or integer/bool), or `dflt` when
+/// omitted; `what` names it in errors: one that is not a constant is
+/// unsupported, or, when it is a trainable initializer, an error that says
+/// to --freeze it.
+FailureOr<double> constantScalar(NodeImporter &node, unsigned i,
+                                 StringRef what, double dflt);
 
 } // namespace mlir::tcc::fold
 

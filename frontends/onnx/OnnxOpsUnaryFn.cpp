@@ -126,28 +126,6 @@ LogicalResult mlir::tcc::importUnaryFn(NodeImporter &node) {
   return node.emitError() << "not an op of the unary function family";
 }
 
-/// Clip's bound input `i`: absent is `dflt`; else a one-element float
-/// constant.
-static FailureOr<double> clipBound(NodeImporter &node, unsigned i,
-                                   StringRef what, double dflt) {
-  if (!node.hasInput(i))
-    return dflt;
-  FailureOr<RankedTensorType> type = node.inputType(i);
-  if (failed(type))
-    return failure();
-  DenseElementsAttr c = node.constantInput(i);
-  if (!c)
-    return node.emitUnsupported("non-constant input " + std::to_string(i))
-           << what << " (input '" << node.proto().input(i)
-           << "') is not a constant; tcc needs Clip's bounds known at "
-              "compile time";
-  if (!isa<FloatType>(c.getElementType()) || c.getNumElements() != 1)
-    return node.emitError()
-           << what << " (input '" << node.proto().input(i) << "') has type "
-           << c.getType() << ", expected one float";
-  return (*c.getValues<APFloat>().begin()).convertToDouble();
-}
-
 // Clip-6 has `min` and `max` attributes (default the float range); from 11
 // they are optional inputs (default no bound).
 /// Clip of an integer constant (opset 12 on) with constant bounds folds in
@@ -199,10 +177,10 @@ LogicalResult mlir::tcc::importClip(NodeImporter &node) {
     lo = *a;
     hi = *b;
   } else {
-    FailureOr<double> a = clipBound(node, 1, "min", -inf);
+    FailureOr<double> a = fold::constantScalar(node, 1, "min", -inf);
     if (failed(a))
       return failure();
-    FailureOr<double> b = clipBound(node, 2, "max", inf);
+    FailureOr<double> b = fold::constantScalar(node, 2, "max", inf);
     if (failed(b))
       return failure();
     lo = *a;
