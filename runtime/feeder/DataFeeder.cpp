@@ -5,24 +5,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <numeric>
 #include <random>
 
 namespace tcc::rt {
 
 void (*detail::feederBatchHookForTesting)(int64_t) = nullptr;
-
-static std::vector<uint8_t> readFileBytes(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(path + ": cannot open: " + std::strerror(errno));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  if (in.bad())
-    throw Error(path + ": read error");
-  return bytes;
-}
 
 static std::string fileOf(const DataFeeder::Source &s) {
   return s.array.path.empty() ? s.name : s.array.path;
@@ -134,48 +122,40 @@ std::vector<uint8_t> convertSamples(const DataFeeder::Source &s) {
   return convert(s, perSample ? perSample : 1);
 }
 
-std::vector<uint16_t> decodeTokens(const uint8_t *data, size_t size,
-                                   int tokenBytes, const std::string &what) {
-  if (tokenBytes != 1 && tokenBytes != 2)
-    throw Error(what + ": tokens must be 1 (uint8) or 2 (uint16) bytes");
-  if (size % tokenBytes)
-    throw Error(what + ": " + std::to_string(size) +
-                " bytes is not a whole number of uint16 tokens");
-  std::vector<uint16_t> tokens(size / tokenBytes);
-  for (size_t i = 0; i < tokens.size(); ++i)
-    tokens[i] =
-        tokenBytes == 1
-            ? data[i]
-            : static_cast<uint16_t>(data[2 * i] | (data[2 * i + 1] << 8));
-  return tokens;
+static TokenCorpus::Options corpusOptions(const DataFeeder::TokenSource &s) {
+  TokenCorpus::Options o;
+  o.tokenBytes = s.tokenBytes;
+  o.seqLen = s.seqLen;
+  o.vocab = s.vocab;
+  return o;
 }
 
 DataFeeder::DataFeeder(const TokenSource &src, int64_t batchSize, bool shuffle,
                        uint64_t seed, int64_t maxBatches, size_t prefetch,
                        int64_t startBatch)
-    : DataFeeder(src, readFileBytes(src.path), batchSize, shuffle, seed,
-                 maxBatches, prefetch, startBatch) {}
+    : DataFeeder(
+          std::make_shared<const TokenCorpus>(src.path, corpusOptions(src)),
+          batchSize, shuffle, seed, maxBatches, prefetch, startBatch) {}
 
 DataFeeder::DataFeeder(const TokenSource &src,
                        const std::vector<uint8_t> &corpus, int64_t batchSize,
                        bool shuffle, uint64_t seed, int64_t maxBatches,
                        size_t prefetch, int64_t startBatch)
-    : batchSize_(batchSize), maxBatches_(maxBatches), startBatch_(startBatch),
-      shuffle_(shuffle), seed_(seed), prefetch_(prefetch ? prefetch : 1) {
-  if (src.seqLen <= 0)
-    throw Error(src.path + ": the sequence length must be positive");
-  tokens_ =
-      decodeTokens(corpus.data(), corpus.size(), src.tokenBytes, src.path);
-  seqLen_ = src.seqLen;
-  // Window k needs tokens [k*T, k*T + T]; the last one must fit. (T + 1 is
-  // printed unsigned: T comes from an untrusted artifact and may be huge.)
-  std::string window = std::to_string(uint64_t(seqLen_) + 1);
-  numSamples_ = tokens_.empty() ? 0 : (int64_t(tokens_.size()) - 1) / seqLen_;
-  if (numSamples_ == 0)
-    throw Error(src.path + ": " + std::to_string(tokens_.size()) +
-                " tokens, fewer than one window of " + window);
-  checkBatching(src.path + " (" + std::to_string(numSamples_) + " windows of " +
-                window + " tokens)");
+    : DataFeeder(std::make_shared<const TokenCorpus>(src.path, corpus,
+                                                     corpusOptions(src)),
+                 batchSize, shuffle, seed, maxBatches, prefetch, startBatch) {}
+
+DataFeeder::DataFeeder(std::shared_ptr<const TokenCorpus> corpus,
+                       int64_t batchSize, bool shuffle, uint64_t seed,
+                       int64_t maxBatches, size_t prefetch, int64_t startBatch)
+    : corpus_(std::move(corpus)), batchSize_(batchSize),
+      maxBatches_(maxBatches), startBatch_(startBatch), shuffle_(shuffle),
+      seed_(seed), prefetch_(prefetch ? prefetch : 1) {
+  seqLen_ = corpus_->seqLen();
+  numSamples_ = corpus_->numWindows();
+  checkBatching(corpus_->name() + " (" + std::to_string(numSamples_) +
+                " windows of " + std::to_string(uint64_t(seqLen_) + 1) +
+                " tokens)");
   start();
 }
 
@@ -200,12 +180,11 @@ void DataFeeder::fillTokens(const int64_t *idx, Batch &b) const {
   std::vector<uint8_t> y(x.size());
   int64_t *xs = reinterpret_cast<int64_t *>(x.data());
   int64_t *ys = reinterpret_cast<int64_t *>(y.data());
+  std::vector<int64_t> w(static_cast<size_t>(seqLen_) + 1);
   for (int64_t k = 0; k < batchSize_; ++k) {
-    const uint16_t *w = tokens_.data() + idx[k] * seqLen_;
-    for (int64_t t = 0; t < seqLen_; ++t) {
-      xs[k * seqLen_ + t] = w[t];
-      ys[k * seqLen_ + t] = w[t + 1];
-    }
+    corpus_->window(idx[k], w.data());
+    std::memcpy(xs + k * seqLen_, w.data(), sizeof(int64_t) * seqLen_);
+    std::memcpy(ys + k * seqLen_, w.data() + 1, sizeof(int64_t) * seqLen_);
   }
   b.tensors.push_back(std::move(x));
   b.tensors.push_back(std::move(y));
@@ -226,6 +205,12 @@ std::vector<int64_t> DataFeeder::epochOrder(int64_t epoch) const {
   std::iota(order.begin(), order.end(), int64_t(0));
   if (!shuffle_)
     return order;
+  if (numSamples_ > kExplicitOrderMax) {
+    EpochKeys keys = epochKeys(epoch);
+    for (int64_t &i : order)
+      i = permuted(keys, i);
+    return order;
+  }
   // Fisher-Yates with our own index mapping: std::shuffle and
   // std::uniform_int_distribution differ between standard libraries, and
   // the order must be reproducible wherever the run is resumed.
@@ -238,10 +223,49 @@ std::vector<int64_t> DataFeeder::epochOrder(int64_t epoch) const {
   return order;
 }
 
+DataFeeder::EpochKeys DataFeeder::epochKeys(int64_t epoch) const {
+  EpochKeys k;
+  std::mt19937_64 rng(seed_ + static_cast<uint64_t>(epoch));
+  for (uint64_t &key : k.round)
+    key = rng();
+  while ((uint64_t(1) << (2 * k.halfBits)) < uint64_t(numSamples_))
+    ++k.halfBits;
+  return k;
+}
+
+static uint64_t mix64(uint64_t x) { // splitmix64's finalizer
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// A Feistel network is a bijection on [0, 4^halfBits), whatever its round
+// function; walking the cycle until the value lands below numSamples makes
+// it one on [0, numSamples). The domain is under 4 numSamples, so a few
+// rounds on average.
+int64_t DataFeeder::permuted(const EpochKeys &k, int64_t i) const {
+  uint64_t mask = (uint64_t(1) << k.halfBits) - 1, x = uint64_t(i);
+  do {
+    uint64_t left = x >> k.halfBits, right = x & mask;
+    for (uint64_t key : k.round) {
+      uint64_t next = left ^ (mix64(right ^ key) & mask);
+      left = right;
+      right = next;
+    }
+    x = (left << k.halfBits) | right;
+  } while (x >= uint64_t(numSamples_));
+  return static_cast<int64_t>(x);
+}
+
 void DataFeeder::produce() {
   try {
     int64_t perEpoch = batchesPerEpoch(), orderEpoch = -1;
-    std::vector<int64_t> order;
+    std::vector<int64_t> order, picked(static_cast<size_t>(batchSize_));
+    EpochKeys keys;
+    // Past kExplicitOrderMax samples the order is computed per index.
+    bool computed = shuffle_ && numSamples_ > kExplicitOrderMax;
     for (int64_t step = startBatch_; maxBatches_ < 0 || step < maxBatches_;
          ++step) {
       {
@@ -255,10 +279,19 @@ void DataFeeder::produce() {
       b.step = step;
       b.epoch = step / perEpoch;
       if (b.epoch != orderEpoch) {
-        order = epochOrder(b.epoch);
+        if (computed)
+          keys = epochKeys(b.epoch);
+        else
+          order = epochOrder(b.epoch);
         orderEpoch = b.epoch;
       }
-      const int64_t *idx = order.data() + (step % perEpoch) * batchSize_;
+      const int64_t first = (step % perEpoch) * batchSize_;
+      const int64_t *idx = order.data() + (computed ? 0 : first);
+      if (computed) {
+        for (int64_t k = 0; k < batchSize_; ++k)
+          picked[k] = permuted(keys, first + k);
+        idx = picked.data();
+      }
       if (seqLen_ > 0)
         fillTokens(idx, b);
       for (const Column &c : columns_) {

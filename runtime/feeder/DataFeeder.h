@@ -10,11 +10,13 @@
 
 #include "runtime/core/Artifact.h"
 #include "runtime/feeder/HostArray.h"
+#include "runtime/feeder/TokenCorpus.h"
 
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -31,15 +33,18 @@ public:
     std::vector<int64_t> sampleShape; // the model input's shape without batch
   };
 
-  /// A language-model corpus: a flat file of uint8 or little-endian uint16
-  /// tokens. Sample k is the window of T+1 tokens starting at k*T: its first
-  /// T tokens feed `inputName` and its last T (the next token at each
-  /// position) feed `labelsName`, both as int64 [T]. Windows are gathered
-  /// per batch, so the corpus is kept once, as read.
+  /// A language-model corpus (TokenCorpus.h): a token file, a glob of
+  /// shards or a directory of them, memory-mapped. Sample k is window k of
+  /// T+1 tokens: its first T tokens feed `inputName` and its last T (the
+  /// next token at each position) feed `labelsName`, both as int64 [T].
+  /// Windows are copied from the mapping per batch.
   struct TokenSource {
-    std::string path;
-    int tokenBytes = 1; // 1: uint8, 2: uint16 little-endian
+    std::string path; // file, glob or directory
+    /// Width of headerless tokens: 1, 2 or 4 bytes (little-endian); 0: the
+    /// llm.c header's, else 1.
+    int tokenBytes = 0;
     int64_t seqLen = 0; // T
+    int64_t vocab = 0;  // token ids must be below it; 0: unchecked
     std::string inputName = "x", labelsName = "labels";
   };
 
@@ -71,6 +76,10 @@ public:
   DataFeeder(const TokenSource &tokens, const std::vector<uint8_t> &corpus,
              int64_t batchSize, bool shuffle, uint64_t seed, int64_t maxBatches,
              size_t prefetch = 4, int64_t startBatch = 0);
+  /// The same over a corpus already opened.
+  DataFeeder(std::shared_ptr<const TokenCorpus> corpus, int64_t batchSize,
+             bool shuffle, uint64_t seed, int64_t maxBatches,
+             size_t prefetch = 4, int64_t startBatch = 0);
   /// Stops and joins the thread, also when batches remain unconsumed.
   ~DataFeeder();
   DataFeeder(const DataFeeder &) = delete;
@@ -86,6 +95,12 @@ public:
   /// The sample order of `epoch` (exposed for tests and tools).
   std::vector<int64_t> epochOrder(int64_t epoch) const;
 
+  /// Up to this many samples an epoch's shuffled order is a list (a
+  /// Fisher-Yates shuffle, 8 bytes a sample); beyond it, a keyed bijection
+  /// computed per index, so a corpus of billions of windows costs no
+  /// memory for its order.
+  static constexpr int64_t kExplicitOrderMax = int64_t(1) << 20;
+
 private:
   struct Column {
     std::vector<uint8_t> data; // all samples, converted
@@ -96,10 +111,18 @@ private:
   void start();
   void produce();
   void fillTokens(const int64_t *idx, Batch &b) const;
+  /// The computed order of one epoch: Feistel round keys and the half
+  /// width of its domain.
+  struct EpochKeys {
+    uint64_t round[4] = {};
+    int halfBits = 1;
+  };
+  EpochKeys epochKeys(int64_t epoch) const;
+  int64_t permuted(const EpochKeys &k, int64_t i) const;
 
   std::vector<Column> columns_;
-  std::vector<uint16_t> tokens_; // token mode: the corpus
-  int64_t seqLen_ = 0;           // token mode: T (0 = column mode)
+  std::shared_ptr<const TokenCorpus> corpus_; // token mode
+  int64_t seqLen_ = 0;                        // token mode: T (0 = column mode)
   int64_t numSamples_ = 0, batchSize_ = 0, maxBatches_ = 0, startBatch_ = 0;
   bool shuffle_ = false;
   uint64_t seed_ = 0;
@@ -118,13 +141,6 @@ private:
 /// dtype, sample-major. For callers that batch on their own: prediction,
 /// which pads its last batch instead of dropping it. Error naming the file.
 std::vector<uint8_t> convertSamples(const DataFeeder::Source &s);
-
-/// Decodes the bytes of a token file: one uint8 per token, or two
-/// (little-endian uint16) when tokenBytes is 2. `what` names the file in
-/// errors. Throws Error for another width or a size that is not a whole
-/// number of tokens.
-std::vector<uint16_t> decodeTokens(const uint8_t *data, size_t size,
-                                   int tokenBytes, const std::string &what);
 
 namespace detail {
 /// Test seam: when set, the producer thread calls it before assembling each

@@ -241,8 +241,10 @@ void checkResumable(const Checkpoint &c, const CheckpointMeta &now,
       fail("its run was fed input '" + d.name + "' from " + describe(d) +
            ", this run is not");
     if (it->crc32 != d.crc32 || it->shape != d.shape || it->dtype != d.dtype)
-      fail("--data " + d.name + "=" + describe(*it) +
-           " differs from the data the run was trained on, " + describe(d));
+      fail((d.dtype.rfind("tokens", 0) == 0 ? "--tokens "
+                                            : "--data " + d.name + "=") +
+           describe(*it) + " differs from the data the run was trained on, " +
+           describe(d));
   }
   for (const DataIdentity &n : now.data)
     if (std::none_of(was.data.begin(), was.data.end(),

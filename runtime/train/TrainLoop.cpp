@@ -4,6 +4,7 @@
 #include "runtime/core/NonFinite.h"
 #include "runtime/feeder/DataFeeder.h"
 #include "runtime/train/Checkpoint.h"
+#include "runtime/train/EvalDuringTraining.h"
 #include "runtime/train/TrainSetup.h"
 
 #include <algorithm>
@@ -155,6 +156,7 @@ public:
   }
 
   void setMetrics(std::unique_ptr<std::ofstream> m) { metrics_ = std::move(m); }
+  void setEval(PeriodicEval *e) { eval_ = e; }
   void run();
 
 private:
@@ -169,7 +171,8 @@ private:
                 step % opts_.checkpointEvery == 0;
     bool scan =
         opts_.nonfiniteCheckEvery > 0 && step % opts_.nonfiniteCheckEvery == 0;
-    return !async_ || step == plan_.total || ckpt || scan;
+    bool eval = eval_ && eval_->due(step);
+    return !async_ || step == plan_.total || ckpt || scan || eval;
   }
 
   Session &s_;
@@ -197,6 +200,7 @@ private:
   int64_t killAfter_ = -1;
   std::unique_ptr<Progress> progress_;
   std::unique_ptr<std::ofstream> metrics_;
+  PeriodicEval *eval_ = nullptr;
   Clock::time_point start_;
 };
 
@@ -350,12 +354,18 @@ void Trainer::finish(StepRecord &rec) {
   lastLoss_ = loss;
   double elapsed = secondsSince(start_);
   double sps = r_.batchSize * (step - r_.startStep) / std::max(elapsed, 1e-9);
+  // A sync point: nothing runs behind this step (EvalDuringTraining.h).
+  const EvalResult *ev =
+      eval_ && eval_->due(step) ? &eval_->run(s_, step, r_) : nullptr;
+  if (ev)
+    progress_->setEval(evalSummary(*ev));
   if (metrics_)
     writeMetricsLine(*metrics_, step, rec.epoch, loss, r_.batchSize, dt,
                      scaling_.skippedId >= 0, skipped, r_.lossScale,
                      gradNormId_ >= 0
                          ? std::optional<float>(rec.readback[k + 2])
-                         : std::nullopt);
+                         : std::nullopt,
+                     ev);
   // After the metrics line, so a resumed run never lacks a step's line.
   if (!opts_.checkpointDir.empty() &&
       (step == plan_.total ||
@@ -432,9 +442,11 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
   } else {
     checkFreshDir(opts, nullptr);
   }
+  std::unique_ptr<PeriodicEval> eval = PeriodicEval::make(a, opts, plan.total);
   std::unique_ptr<DataFeeder> feeder = startFeeder(plan, opts, r.startStep);
   Trainer t(session, opts, plan, scaling, mirror, meta, r, *feeder);
   t.setMetrics(openMetrics(opts, resuming, r.startStep, log));
+  t.setEval(eval.get());
   t.run();
   return r;
 }

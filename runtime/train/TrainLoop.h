@@ -43,11 +43,24 @@ parseDataBindings(const std::vector<std::string> &specs,
 
 struct TrainOptions {
   std::vector<DataBinding> data;
-  /// Instead of `data`: a token corpus for a language model (uint8 or
-  /// uint16 tokens). Windows of T+1 tokens feed the model's one int64 input
-  /// [N, T] and `labels` [N, T] (the next token at each position).
+  /// Instead of `data`: a token corpus for a language model, a file, a glob
+  /// of shards or a directory of them (TokenCorpus.h; memory-mapped).
+  /// Windows of T+1 tokens feed the model's one int64 input [N, T] and
+  /// `labels` [N, T] (the next token at each position).
   std::string tokensPath;
-  int tokenBytes = 1;
+  /// Width of headerless tokens: 1, 2 or 4 bytes; 0: an llm.c header's,
+  /// else 1. Given, it must agree with the headers.
+  int tokenBytes = 0;
+  /// Evaluation while training: after every `evalEvery` steps and the last
+  /// one (0: never), the forward program over `evalData` (NAME=FILE, as
+  /// --eval-data) or `evalTokens` (a corpus like tokensPath, read with
+  /// tokenBytes), at most `evalBatches` batches each time (-1: 20). The
+  /// results go to TrainResult::evals, the metrics lines and the progress
+  /// line.
+  int64_t evalEvery = 0;
+  std::vector<DataBinding> evalData;
+  std::string evalTokens;
+  int64_t evalBatches = -1;
   int64_t steps = -1; // exactly one of steps and epochs is set
   int64_t epochs = -1;
   uint64_t seed = 0;
@@ -93,6 +106,24 @@ struct TrainOptions {
   bool skipNonfinite = false;
 };
 
+/// One evaluation of the forward program on held-out data (Evaluate.h).
+struct EvalResult {
+  int64_t samples = 0; // samples (token windows) evaluated, full batches only
+  /// The mean loss: cross-entropy, mean squared error or the graph's own
+  /// loss output, as the artifact was compiled (`kind`).
+  double loss = 0;
+  double accuracy = 0;      // argmax over the last axis equals the label
+  bool hasAccuracy = false; // cross-entropy over --eval-data
+  bool tokens = false;      // over a token corpus: perplexity exp(loss)
+  std::string kind;         // "cross_entropy", "mse" or the output's name
+};
+
+/// An evaluation during training (TrainOptions::evalEvery).
+struct EvalPoint {
+  int64_t step = 0;
+  EvalResult result;
+};
+
 struct TrainResult {
   int64_t startStep = 0;     // the checkpoint's step when resuming
   int64_t steps = 0;         // global step reached (startStep + run)
@@ -105,8 +136,8 @@ struct TrainResult {
   /// Asynchronous sessions: device time the runs stood waiting for their
   /// batches' copies to the device (events around the waits).
   double copyWaitSeconds = 0;
-  std::string resumedFrom;         // the checkpoint file, when resuming
-  float resumedLoss = 0;           // the loss of its last step
+  std::string resumedFrom; // the checkpoint file, when resuming
+  float resumedLoss = 0;   // the loss of its last step
   int64_t checkpointsWritten = 0;
   std::string lastCheckpoint;   // path of the newest one written
   double checkpointSeconds = 0; // time spent writing them
@@ -119,6 +150,8 @@ struct TrainResult {
   /// after the last step. lossScale is 0 without loss scaling.
   int64_t skippedSteps = 0;
   float lossScale = 0;
+  /// Evaluations during training, in step order.
+  std::vector<EvalPoint> evals;
 };
 
 /// The `loss_scale.skipped` state of an artifact with fp16 loss scaling,
@@ -135,21 +168,17 @@ int32_t lossScaleSkippedTensor(const Artifact &a);
 TrainResult train(Session &session, const Artifact &artifact,
                   const TrainOptions &opts);
 
-struct EvalResult {
-  int64_t samples = 0; // samples evaluated (full batches only)
-  double loss = 0;     // mean cross-entropy (classification outputs)
-  double accuracy = 0; // argmax over the last axis equals the label
-};
-
 /// Runs the forward program over every full batch of `data`, which must bind
 /// each forward input and `labels` (integer classes shaped like the output
-/// without its last axis): each batch is uploaded, run and its output
-/// downloaded and scored on the host.
+/// without its last axis; for mse, shaped like the output): each batch is
+/// uploaded, run and its output downloaded and scored on the host
+/// (Evaluator, Evaluate.h).
 EvalResult evaluate(Session &session, const Artifact &artifact,
                     const std::vector<DataBinding> &data);
 /// The same with any executor: `forward` gets one batch (a tensor per
 /// forward input, in its order, then the labels), runs the forward program
-/// and returns its first output's values (valid until the next call).
+/// and returns the scored output's values (the first output; the loss
+/// output of --loss output:NAME), valid until the next call.
 using ForwardFn =
     std::function<const float *(const std::vector<std::vector<uint8_t>> &)>;
 EvalResult evaluate(const Artifact &artifact,

@@ -2,6 +2,9 @@
 #include "runtime/train/TrainRun.h"
 
 #include "runtime/core/ProcessMemory.h"
+#include "runtime/train/Evaluate.h"
+
+#include <cmath>
 
 #include <cstdio>
 #include <unistd.h>
@@ -21,9 +24,19 @@ TrainOptions rt::trainOptionsOf(const TrainFlags &f,
   o.progress = !f.noProgress;
   o.prefetch = static_cast<size_t>(f.prefetch);
   o.tokensPath = f.tokens;
-  if (f.tokenType != "u8" && f.tokenType != "u16")
-    throw Error("--token-type must be u8 or u16, got '" + f.tokenType + "'");
-  o.tokenBytes = f.tokenType == "u16" ? 2 : 1;
+  if (!f.tokenType.empty() && f.tokenType != "u8" && f.tokenType != "u16" &&
+      f.tokenType != "u32")
+    throw Error("--token-type must be u8, u16 or u32, got '" + f.tokenType +
+                "'");
+  // Not given: an llm.c header says, a headerless file is u8.
+  o.tokenBytes = f.tokenType.empty()    ? 0
+                 : f.tokenType == "u8"  ? 1
+                 : f.tokenType == "u16" ? 2
+                                        : 4;
+  o.evalEvery = f.evalEvery;
+  o.evalBatches = f.evalBatches;
+  o.evalTokens = f.evalTokens;
+  o.evalData = parseDataBindings(f.evalData, "--eval-data");
   o.checkpointDir = f.checkpointDir;
   o.checkpointEvery = f.checkpointEvery;
   o.keepCheckpoints = f.keepCheckpoints;
@@ -54,6 +67,34 @@ TrainResult TrainRun::train(const TrainOptions &opts) {
 
 EvalResult TrainRun::evaluate(const std::vector<DataBinding> &data) {
   return rt::evaluate(*session_, artifact_, data);
+}
+
+bool TrainRun::finalEvaluation(const TrainOptions &o, const TrainResult &r,
+                               EvalResult &out) {
+  if (o.evalEvery > 0 && !r.evals.empty() && r.evals.back().step == r.steps) {
+    out = r.evals.back().result;
+    return true;
+  }
+  if (o.evalData.empty() && o.evalTokens.empty())
+    return false;
+  int64_t cap = o.evalBatches;
+  if (cap < 0 && !o.evalTokens.empty())
+    cap = 20; // a held-out corpus may be large: as many as --eval-every's
+  out = Evaluator(artifact_, o.evalData, o.evalTokens, o.tokenBytes, cap)
+            .run(*session_);
+  return true;
+}
+
+void rt::printEvalSummary(const EvalResult &e) {
+  if (e.tokens)
+    std::printf("eval: %lld windows, loss %.4f, perplexity %.2f\n",
+                (long long)e.samples, e.loss, std::exp(e.loss));
+  else if (e.hasAccuracy)
+    std::printf("eval: %lld samples, accuracy %.2f%%, loss %.4f\n",
+                (long long)e.samples, e.accuracy * 100, e.loss);
+  else
+    std::printf("eval: %lld samples, loss %.4f (%s)\n", (long long)e.samples,
+                e.loss, e.kind.c_str());
 }
 
 const void *TrainRun::hostData(int32_t id) {

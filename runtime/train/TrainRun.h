@@ -25,9 +25,10 @@ namespace tcc::rt {
 
 /// The training flags both trainers take, as given on the command line.
 struct TrainFlags {
-  std::string device = "auto", tokens, tokenType = "u8", metrics;
-  std::string checkpointDir, resume, onNonfinite = "stop";
+  std::string device = "auto", tokens, tokenType, metrics;
+  std::string checkpointDir, resume, onNonfinite = "stop", evalTokens;
   std::vector<std::string> data, evalData;
+  int64_t evalEvery = 0, evalBatches = -1;
   int64_t steps = -1, epochs = -1, prefetch = 4;
   int64_t checkpointEvery = 0, keepCheckpoints = 3;
   int64_t seed = 0; // shuffling seed, >= 0
@@ -37,7 +38,7 @@ struct TrainFlags {
 
 /// The loop's options from the flags, with the stop flag of
 /// installStopHandlers. Throws Error naming a bad --token-type,
-/// --on-nonfinite or NAME=FILE binding.
+/// --on-nonfinite or NAME=FILE binding (--data and --eval-data).
 TrainOptions trainOptionsOf(const TrainFlags &f,
                             const std::atomic<int> *stopSignal);
 
@@ -53,6 +54,12 @@ public:
 
   TrainResult train(const TrainOptions &opts);
   EvalResult evaluate(const std::vector<DataBinding> &data);
+  /// The evaluation reported at the end of a run, if any: the one the loop
+  /// ran after the last step (--eval-every), else the forward program over
+  /// opts.evalData (all of it unless --eval-batches) or opts.evalTokens
+  /// (--eval-batches, default 20 batches) now. False when there is none.
+  bool finalEvaluation(const TrainOptions &opts, const TrainResult &r,
+                       EvalResult &out);
   MemoryStats memory() const { return session_->memory(); }
   Session &session() { return *session_; }
   /// Tensor `id`'s values on the host: the session's own bytes where the
@@ -64,6 +71,9 @@ private:
   std::unique_ptr<Session> session_;
   std::map<int32_t, std::vector<uint8_t>> downloads_;
 };
+
+/// Prints the end-of-run "eval: ..." line to stdout.
+void printEvalSummary(const EvalResult &e);
 
 /// A run cut short by a signal: prints "interrupted at step N; checkpoint
 /// written to ..." (or that there is none) to stderr and returns the exit

@@ -1,6 +1,8 @@
 //===- TrainSetup.cpp - Options, feeding, metrics and progress of a run ---===//
 #include "runtime/train/TrainSetup.h"
 
+#include "runtime/train/EvalDuringTraining.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <cstring>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 
 using namespace tcc::rt;
 using namespace tcc::rt::detail;
@@ -88,12 +91,33 @@ static int64_t gradAccumOf(const Artifact &a) {
   return k;
 }
 
-/// The token corpus feeding `prog`, whose inputs must be one int64 [N, T]
-/// tensor and `labels` int64 [N, T].
-static DataFeeder::TokenSource
-tokenSource(const Artifact &a, const Program &prog, const TrainOptions &opts,
-            std::vector<int32_t> &feedTargets, int64_t &batch,
-            int64_t &numSamples, std::vector<DataIdentity> *ids) {
+/// The vocabulary of a language model: the class axis of the forward
+/// program's first output when it is [N, T, V] over the token input
+/// [N, T]; 0 when the model says nothing about it.
+static int64_t vocabularyOf(const Artifact &a, const TensorInfo &input) {
+  const Program *fwd = a.findProgram("forward");
+  if (!fwd || fwd->outputs.empty())
+    return 0;
+  const TensorInfo &out = a.tensors[fwd->outputs[0]];
+  if (out.shape.size() != 3 || out.shape[0] != input.shape[0] ||
+      out.shape[1] != input.shape[1])
+    return 0;
+  return out.shape[2];
+}
+
+TokenCorpus::Options detail::tokenOptions(const Artifact &a,
+                                          const TensorInfo &input,
+                                          const TrainOptions &opts) {
+  TokenCorpus::Options o;
+  o.tokenBytes = opts.tokenBytes;
+  o.seqLen = input.shape[1];
+  o.vocab = vocabularyOf(a, input);
+  o.randomAccess = opts.shuffle;
+  return o;
+}
+
+int32_t detail::tokenInput(const Artifact &a, const Program &prog,
+                           int32_t *labelsOut, const std::string &flag) {
   int32_t input = -1, labels = -1;
   for (int32_t id : prog.inputs) {
     const TensorInfo &t = a.tensors[id];
@@ -105,31 +129,46 @@ tokenSource(const Artifact &a, const Program &prog, const TrainOptions &opts,
     else
       input = -2; // anything else: not a language model
   }
-  if (input < 0 || labels < 0 || prog.inputs.size() != 2 ||
-      a.tensors[input].shape != a.tensors[labels].shape)
-    throw Error("--tokens needs a model with one int64 input [N, T] and "
-                "cross-entropy labels [N, T]; use --data for this model");
-  DataFeeder::TokenSource src;
-  src.path = opts.tokensPath;
-  src.tokenBytes = opts.tokenBytes;
-  src.seqLen = a.tensors[input].shape[1];
-  src.inputName = a.tensors[input].name;
-  batch = a.tensors[input].shape[0];
+  bool withLabels = labelsOut != nullptr;
+  if (input < 0 ||
+      (withLabels && (labels < 0 || prog.inputs.size() != 2 ||
+                      a.tensors[input].shape != a.tensors[labels].shape)))
+    throw Error(flag + " needs a model with one int64 input [N, T]" +
+                (withLabels ? " and cross-entropy labels [N, T]" : "") +
+                "; use " + (flag == "--tokens" ? "--data" : "--eval-data") +
+                " for this model");
+  if (labelsOut)
+    *labelsOut = labels;
+  return input;
+}
+
+/// The token corpus feeding `prog`, whose inputs must be one int64 [N, T]
+/// tensor and `labels` int64 [N, T]. Maps the shards and checks their
+/// headers now, before any step.
+static std::shared_ptr<const TokenCorpus>
+tokenCorpus(const Artifact &a, const Program &prog, const TrainOptions &opts,
+            std::vector<int32_t> &feedTargets, int64_t &batch,
+            int64_t &numSamples, std::vector<DataIdentity> *ids) {
+  int32_t labels = -1;
+  int32_t input = tokenInput(a, prog, &labels, "--tokens");
+  const TensorInfo &in = a.tensors[input];
+  batch = in.shape[0];
   feedTargets = {input, labels};
-  std::ifstream in(src.path, std::ios::binary);
-  if (!in)
-    throw Error(src.path + ": cannot open: " + std::strerror(errno));
-  HostArray bytes;
-  bytes.dtype = FileDType::U8;
-  bytes.path = src.path;
-  bytes.bytes.assign(std::istreambuf_iterator<char>(in),
-                     std::istreambuf_iterator<char>());
-  bytes.shape = {static_cast<int64_t>(bytes.bytes.size())};
-  int64_t numTokens = bytes.shape[0] / std::max(1, opts.tokenBytes);
-  numSamples = numTokens > 0 ? (numTokens - 1) / src.seqLen : 0;
-  if (ids)
-    ids->push_back(dataIdentity(src.inputName, bytes));
-  return src;
+  auto corpus = std::make_shared<const TokenCorpus>(opts.tokensPath,
+                                                    tokenOptions(a, in, opts));
+  numSamples = corpus->numWindows();
+  if (ids) {
+    // The corpus by its token count, windows and a sampled checksum: a
+    // resumed run finds the same window at the same step.
+    DataIdentity d;
+    d.name = in.name;
+    d.path = opts.tokensPath;
+    d.dtype = "tokens " + corpus->tokenType();
+    d.shape = {corpus->numTokens(), corpus->numWindows()};
+    d.crc32 = corpus->fingerprint();
+    ids->push_back(std::move(d));
+  }
+  return corpus;
 }
 
 detail::Progress::Progress(bool enabled, int64_t first, int64_t total)
@@ -140,19 +179,27 @@ void detail::Progress::update(int64_t step, float loss, double samplesPerSec,
   if (!enabled)
     return;
   bool last = step == total;
+  bool force = std::exchange(forceNext_, false);
   if (tty) {
-    if (!last && secondsSince(lastPrint) < 0.1)
+    if (!last && !force && secondsSince(lastPrint) < 0.1)
       return;
-  } else if (!last && step % std::max<int64_t>(1, total / 10) != 0) {
+  } else if (!last && !force && step % std::max<int64_t>(1, total / 10) != 0) {
     return;
   }
   lastPrint = Clock::now();
   double eta = step > first ? elapsed / (step - first) * (total - step) : 0;
-  std::fprintf(
-      stderr, "%sstep %lld/%lld  loss %.4f  %.1f samples/s  ETA %02d:%02d%s",
-      tty ? "\r" : "", (long long)step, (long long)total, loss, samplesPerSec,
-      (int)eta / 60, (int)eta % 60, tty ? (last ? "\n" : "  ") : "\n");
+  std::string ev = eval_.empty() ? "" : "  " + eval_;
+  std::fprintf(stderr,
+               "%sstep %lld/%lld  loss %.4f%s  %.1f samples/s  ETA %02d:%02d%s",
+               tty ? "\r" : "", (long long)step, (long long)total, loss,
+               ev.c_str(), samplesPerSec, (int)eta / 60, (int)eta % 60,
+               tty ? (last ? "\n" : "  ") : "\n");
   std::fflush(stderr);
+}
+
+void detail::Progress::setEval(const std::string &summary) {
+  eval_ = summary;
+  forceNext_ = true;
 }
 
 /// Keeps the metrics lines of steps up to `step` and drops the rest (the
@@ -264,8 +311,8 @@ TrainPlan detail::planTraining(const Artifact &a, const TrainOptions &opts) {
     if (!opts.data.empty())
       throw Error("give either --tokens or --data, not both");
     t.tokens = true;
-    t.tokenSource = tokenSource(a, *t.data, opts, t.feedTargets, t.microBatch,
-                                numSamples, idsOut);
+    t.corpus = tokenCorpus(a, *t.data, opts, t.feedTargets, t.microBatch,
+                           numSamples, idsOut);
   } else {
     t.sources = makeSources(a, t.data->inputs, opts.data, t.microBatch, idsOut);
     t.feedTargets = t.data->inputs;
@@ -296,7 +343,7 @@ detail::startFeeder(TrainPlan &t, const TrainOptions &opts, int64_t startStep) {
     return std::make_unique<DataFeeder>(std::move(t.sources), t.microBatch,
                                         opts.shuffle, opts.seed, t.total * k,
                                         opts.prefetch, startStep * k);
-  return std::make_unique<DataFeeder>(t.tokenSource, t.microBatch, opts.shuffle,
+  return std::make_unique<DataFeeder>(t.corpus, t.microBatch, opts.shuffle,
                                       opts.seed, t.total * k, opts.prefetch,
                                       startStep * k);
 }
@@ -360,7 +407,8 @@ detail::openMetrics(const TrainOptions &opts, bool resuming, int64_t startStep,
 void detail::writeMetricsLine(std::ofstream &out, int64_t step, int64_t epoch,
                               float loss, int64_t batchSize, double stepSeconds,
                               bool scaling, bool skipped, float lossScale,
-                              std::optional<float> gradNorm) {
+                              std::optional<float> gradNorm,
+                              const EvalResult *eval) {
   nlohmann::json j;
   j["step"] = step;
   j["epoch"] = epoch;
@@ -377,6 +425,8 @@ void detail::writeMetricsLine(std::ofstream &out, int64_t step, int64_t epoch,
     j["grad_norm"] = *gradNorm;
   else
     j["grad_norm"] = nullptr;
+  if (eval)
+    addEvalFields(j, *eval);
   out << j.dump() << "\n";
   out.flush();
 }

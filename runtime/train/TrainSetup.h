@@ -59,8 +59,18 @@ struct TrainPlan {
   std::vector<DataIdentity> ids;
   bool tokens = false; // a token corpus (TrainOptions::tokensPath)
   std::vector<DataFeeder::Source> sources;
-  DataFeeder::TokenSource tokenSource;
+  std::shared_ptr<const TokenCorpus> corpus;
 };
+
+/// The int64 token input [N, T] of `prog` (and with `labels`, its labels
+/// [N, T], required). Error naming `flag` for a model that is not a
+/// language model.
+int32_t tokenInput(const Artifact &a, const Program &prog, int32_t *labels,
+                   const std::string &flag);
+/// How a corpus feeding token input `input` is read: the width option, T
+/// and the vocabulary (the forward output's class axis, when [N, T, V]).
+TokenCorpus::Options tokenOptions(const Artifact &a, const TensorInfo &input,
+                                  const TrainOptions &opts);
 
 /// Checks the options (exactly one of steps and epochs, checkpoint options,
 /// data or tokens) against the artifact and plans the feeding. Throws
@@ -105,10 +115,13 @@ openMetrics(const TrainOptions &opts, bool resuming, int64_t startStep,
 /// One metrics line. `scaling`: the artifact has fp16 loss scaling, and the
 /// line says whether the step was skipped and the scale after it.
 /// `gradNorm`: the step's grad_norm output (null in the line without one).
+/// `eval`: the evaluation run after this step, if any (its fields are
+/// added: EvalDuringTraining.h).
 void writeMetricsLine(std::ofstream &out, int64_t step, int64_t epoch,
                       float loss, int64_t batchSize, double stepSeconds,
                       bool scaling, bool skipped, float lossScale,
-                      std::optional<float> gradNorm = std::nullopt);
+                      std::optional<float> gradNorm = std::nullopt,
+                      const EvalResult *eval = nullptr);
 
 /// "step 12: the loss is NaN; lower the learning rate or check the data".
 std::string nonFiniteLossMessage(int64_t step, float loss);
@@ -124,8 +137,13 @@ class Progress {
 public:
   Progress(bool enabled, int64_t first, int64_t total);
   void update(int64_t step, float loss, double samplesPerSec, double elapsed);
+  /// The latest evaluation (evalSummary), shown on the lines that follow;
+  /// the next update prints whatever the interval says.
+  void setEval(const std::string &summary);
 
 private:
+  std::string eval_;
+  bool forceNext_ = false;
   bool enabled;
   int64_t first, total; // steps done before this run, steps in all
   bool tty;

@@ -9,7 +9,9 @@ targets hit, sum or mean reduction, and [N, C] or [N, C, d] scores. tcc
 compiles it with --loss output:loss (SGD, lr = 1) and trains one step on one
 batch: the step's loss must equal the forward's, and each parameter's change
 p0 - p1 its gradient, both as PyTorch computes them (rtol 1e-4). A second
-step checks that training goes on from the updated weights.
+step checks that training goes on from the updated weights. For the first
+case, --eval-every evaluates the graph's loss output after step 1: step 2's
+loss.
 """
 import argparse
 import json
@@ -54,7 +56,8 @@ class Classifier(nn.Module):
         return self.loss(self, s, t)
 
 
-def case(tcc, work, name, loss, x_shape, classes, expect_op, ignore=None):
+def case(tcc, work, name, loss, x_shape, classes, expect_op, ignore=None,
+         evaluate=False):
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
     rng = np.random.RandomState(3)
@@ -103,6 +106,17 @@ def case(tcc, work, name, loss, x_shape, classes, expect_op, ignore=None):
     losses = [json.loads(l)["loss"] for l in open(metrics)]
     np.testing.assert_allclose(losses, ref_losses, rtol=RTOL, atol=ATOL,
                                err_msg=f"{name}: the losses of two steps differ")
+    if evaluate:
+        # --eval-every evaluates the graph's own loss output: after step 1,
+        # on the same batch, it is step 2's loss.
+        run([tcc, "train", art, "--data", "x=" + os.path.join(d, "x.npy"),
+             "--data", "t=" + os.path.join(d, "t.npy"), "--steps", "1",
+             "--no-shuffle", "--no-progress", "--metrics", metrics,
+             "--eval-every", "1", "--eval-data", "x=" + os.path.join(d, "x.npy"),
+             "--eval-data", "t=" + os.path.join(d, "t.npy")])
+        line = json.loads(open(metrics).read().splitlines()[-1])
+        np.testing.assert_allclose(line["eval_loss"], ref_losses[1], rtol=RTOL,
+                                   atol=ATOL, err_msg=f"{name}: eval_loss")
     # Unused buffers are not exported; a used one must not have trained.
     weighted = any(i.name == "w" for i in onnx.load(path).graph.initializer)
     if weighted:
@@ -128,7 +142,8 @@ def main():
     torch.manual_seed(0)
     t, w = args.tcc, args.work
     sce, nll = "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"
-    case(t, w, "cross_entropy", lambda m, s, y: F.cross_entropy(s, y), (8, 6), 5, sce)
+    case(t, w, "cross_entropy", lambda m, s, y: F.cross_entropy(s, y), (8, 6), 5, sce,
+         evaluate=True)
     case(t, w, "cross_entropy_weight_ignore_nd",
          lambda m, s, y: F.cross_entropy(s, y, weight=m.w, ignore_index=2),
          (4, 3, 6), 5, sce, ignore=2)

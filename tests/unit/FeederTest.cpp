@@ -384,7 +384,8 @@ TEST(DataFeeder, EarlyDestructionJoins) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-std::string writeTokens(const std::string &name, const std::vector<uint8_t> &b) {
+std::string writeTokens(const std::string &name,
+                        const std::vector<uint8_t> &b) {
   std::string path = ::testing::TempDir() + "/" + name;
   std::ofstream(path, std::ios::binary)
       .write(reinterpret_cast<const char *>(b.data()), b.size());
@@ -470,7 +471,7 @@ TEST(TokenFeeder, InMemoryCorpusMatchesTheFile) {
     bytes.push_back(static_cast<uint8_t>((700 + 5 * i) & 0xff));
     bytes.push_back(static_cast<uint8_t>((700 + 5 * i) >> 8));
   }
-  std::vector<uint16_t> tokens =
+  std::vector<uint32_t> tokens =
       decodeTokens(bytes.data(), bytes.size(), 2, "mem.bin");
   ASSERT_EQ(tokens.size(), 21u);
   EXPECT_EQ(tokens[20], 800);
@@ -491,8 +492,9 @@ TEST(TokenFeeder, InMemoryCorpusMatchesTheFile) {
   // The errors name what the corpus is called.
   expectError([&] { decodeTokens(bytes.data(), 3, 2, "mem.bin"); },
               "mem.bin: 3 bytes is not a whole number of uint16 tokens");
-  expectError([&] { decodeTokens(bytes.data(), 4, 4, "mem.bin"); },
-              "mem.bin: tokens must be 1 (uint8) or 2 (uint16) bytes");
+  expectError([&] { decodeTokens(bytes.data(), 6, 3, "mem.bin"); },
+              "mem.bin: tokens must be 1 (uint8), 2 (uint16) or 4 (uint32) "
+              "bytes");
   src.seqLen = 21;
   expectError([&] { tcc::rt::DataFeeder(src, bytes, 1, false, 0, 1); },
               "tokens_mem.bin: 21 tokens, fewer than one window of 22");

@@ -8,8 +8,8 @@
 #include "tools/tcc-run/Commands.h"
 
 #include "runtime/core/ProcessMemory.h"
-#include "runtime/train/TrainRun.h"
 #include "runtime/train/StopSignal.h"
+#include "runtime/train/TrainRun.h"
 #include "tools/tcc-run/Args.h"
 
 #include <cstdio>
@@ -25,7 +25,7 @@ struct Flags : rt::TrainFlags {
 static run::Args trainArgs(Flags &f) {
   run::Args a(
       "tcc-run train",
-      "tcc-run train ART (--data NAME=FILE ... | --tokens FILE) "
+      "tcc-run train ART (--data NAME=FILE ... | --tokens FILE|GLOB|DIR) "
       "(--steps N | --epochs E) [options]",
       "Trains the artifact ART (from tcc compile) on the CPU or a GPU.");
   a.positional(&f.artifact, "the artifact to train");
@@ -34,11 +34,13 @@ static run::Args trainArgs(Flags &f) {
           "GPU is present)");
   a.list("data", &f.data, "NAME=FILE",
          "data for model input NAME (.npy or .csv), one per input and labels");
-  a.value("tokens", &f.tokens, "FILE",
-          "a token corpus for a language model: windows of T+1 tokens feed "
-          "the int64 input [N,T] and labels [N,T]");
-  a.value("token-type", &f.tokenType, "u8|u16",
-          "token width (u16: little-endian), default u8");
+  a.value("tokens", &f.tokens, "FILE|GLOB|DIR",
+          "a token corpus for a language model (a file, a quoted glob of "
+          "shards or a directory of .bin shards; memory-mapped): windows of "
+          "T+1 tokens feed the int64 input [N,T] and labels [N,T]");
+  a.value("token-type", &f.tokenType, "u8|u16|u32",
+          "token width (little-endian), default: an llm.c shard header's, "
+          "else u8");
   a.integer("steps", &f.steps, 1, "N", "number of training steps");
   a.integer("epochs", &f.epochs, 1, "E", "number of epochs");
   a.integer("prefetch", &f.prefetch, 1, "N",
@@ -57,7 +59,17 @@ static run::Args trainArgs(Flags &f) {
   a.flag("no-shuffle", &f.noShuffle, "take batches in file order");
   a.flag("no-progress", &f.noProgress, "no live progress line");
   a.list("eval-data", &f.evalData, "NAME=FILE",
-         "held-out data for accuracy after training");
+         "held-out data, evaluated after training (and every --eval-every "
+         "steps)");
+  a.value("eval-tokens", &f.evalTokens, "FILE|GLOB|DIR",
+          "a held-out token corpus (as --tokens): loss and perplexity over "
+          "its first windows");
+  a.integer("eval-every", &f.evalEvery, 1, "N",
+            "evaluate the held-out data after every N steps and the last "
+            "(progress line, metrics eval_* fields)");
+  a.integer("eval-batches", &f.evalBatches, 1, "K",
+            "batches per evaluation (default 20; all of --eval-data for the "
+            "evaluation after a run without --eval-every)");
   a.value("checkpoint-dir", &f.checkpointDir, "DIR",
           "write checkpoints here (every --checkpoint-every steps and after "
           "the last)");
@@ -81,7 +93,6 @@ int run::runTrain(int argc, char **argv) {
       return 0;
     rt::DeviceRequest req = rt::parseDeviceRequest(f.device);
     rt::TrainOptions o = trainOptionsOf(f, rt::installStopHandlers());
-    auto evalBindings = rt::parseDataBindings(f.evalData, "--eval-data");
     // Without a GPU, --device cuda fails before anything is read.
     rt::DeviceProbe probe;
     if (req == rt::DeviceRequest::Cuda) {
@@ -118,11 +129,9 @@ int run::runTrain(int argc, char **argv) {
       std::printf("wrote %lld checkpoint(s) in %.2f s, the last %s\n",
                   (long long)r.checkpointsWritten, r.checkpointSeconds,
                   r.lastCheckpoint.c_str());
-    if (!evalBindings.empty()) {
-      rt::EvalResult e = run.evaluate(evalBindings);
-      std::printf("eval: %lld samples, accuracy %.2f%%, loss %.4f\n",
-                  (long long)e.samples, e.accuracy * 100, e.loss);
-    }
+    rt::EvalResult e;
+    if (run.finalEvaluation(o, r, e))
+      rt::printEvalSummary(e);
   } catch (const rt::Error &e) {
     std::fflush(stdout);
     std::fprintf(stderr, "tcc-run train: error: %s\n", e.what());

@@ -4,8 +4,8 @@
 #include "compiler/codegen/MemoryReport.h"
 #include "runtime/core/NonFinite.h"
 #include "runtime/core/ProcessMemory.h"
-#include "runtime/train/TrainRun.h"
 #include "runtime/train/StopSignal.h"
+#include "runtime/train/TrainRun.h"
 #include "tools/tcc/Commands.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -29,13 +29,16 @@ static cl::opt<int64_t> epochs("epochs", cl::desc("Number of epochs"),
                                cl::init(-1), cl::sub(tool::trainCmd));
 static cl::opt<std::string>
     tokens("tokens",
-           cl::desc("A token corpus for a language model: windows of T+1 "
-                    "tokens feed the int64 input [N,T] and labels [N,T]"),
-           cl::value_desc("file"), cl::sub(tool::trainCmd));
-static cl::opt<std::string> tokenType("token-type",
-                                      cl::desc("Token width: u8 or u16 "
-                                               "(little-endian)"),
-                                      cl::init("u8"), cl::sub(tool::trainCmd));
+           cl::desc("A token corpus for a language model (a file, a quoted "
+                    "glob of shards or a directory of .bin shards; "
+                    "memory-mapped): windows of T+1 tokens feed the int64 "
+                    "input [N,T] and labels [N,T]"),
+           cl::value_desc("file|glob|dir"), cl::sub(tool::trainCmd));
+static cl::opt<std::string> tokenType(
+    "token-type",
+    cl::desc("Token width: u8, u16 or u32 (little-endian); default: an llm.c "
+             "shard header's, else u8"),
+    cl::value_desc("u8|u16|u32"), cl::sub(tool::trainCmd));
 static cl::opt<uint64_t> seed("seed", cl::desc("Shuffling seed"), cl::init(0),
                               cl::sub(tool::trainCmd));
 static cl::opt<bool> noShuffle("no-shuffle",
@@ -63,8 +66,24 @@ static cl::opt<bool> eager("eager",
                            cl::sub(tool::trainCmd));
 static cl::list<std::string>
     evalData("eval-data",
-             cl::desc("Held-out data for accuracy after training: NAME=FILE"),
+             cl::desc("Held-out data, evaluated after training (and every "
+                      "--eval-every steps): NAME=FILE"),
              cl::value_desc("name=file"), cl::sub(tool::trainCmd));
+static cl::opt<std::string> evalTokens(
+    "eval-tokens",
+    cl::desc("A held-out token corpus (as --tokens): loss and perplexity "
+             "over its first windows"),
+    cl::value_desc("file|glob|dir"), cl::sub(tool::trainCmd));
+static cl::opt<int64_t>
+    evalEvery("eval-every",
+              cl::desc("Evaluate the held-out data after every N steps and "
+                       "the last (progress line, metrics eval_* fields)"),
+              cl::value_desc("N"), cl::init(0), cl::sub(tool::trainCmd));
+static cl::opt<int64_t> evalBatches(
+    "eval-batches",
+    cl::desc("Batches per evaluation (default 20; all of --eval-data for the "
+             "evaluation after a run without --eval-every)"),
+    cl::value_desc("K"), cl::init(-1), cl::sub(tool::trainCmd));
 static cl::opt<bool> noProgress("no-progress",
                                 cl::desc("No live progress line"),
                                 cl::sub(tool::trainCmd));
@@ -167,6 +186,9 @@ static rt::TrainFlags trainFlags() {
   f.onNonfinite = onNonfinite;
   f.data.assign(data.begin(), data.end());
   f.evalData.assign(evalData.begin(), evalData.end());
+  f.evalTokens = evalTokens;
+  f.evalEvery = evalEvery;
+  f.evalBatches = evalBatches;
   f.steps = steps;
   f.epochs = epochs;
   f.prefetch = prefetch;
@@ -195,6 +217,12 @@ int tool::runTrain() {
     if (prefetch < 1)
       throw rt::Error("--prefetch must be at least 1, got " +
                       std::to_string(prefetch));
+    if (evalEvery.getNumOccurrences() && evalEvery < 1)
+      throw rt::Error("--eval-every must be at least 1, got " +
+                      std::to_string(evalEvery));
+    if (evalBatches.getNumOccurrences() && evalBatches < 1)
+      throw rt::Error("--eval-batches must be at least 1, got " +
+                      std::to_string(evalBatches));
     if (loraExport != "merged" && loraExport != "separate")
       throw rt::Error("--lora-export must be 'merged' or 'separate', got '" +
                       loraExport + "'");
@@ -203,7 +231,6 @@ int tool::runTrain() {
     rt::TrainFlags f = trainFlags();
     rt::DeviceRequest req = rt::parseDeviceRequest(f.device);
     rt::TrainOptions o = rt::trainOptionsOf(f, rt::installStopHandlers());
-    auto evalBindings = rt::parseDataBindings(f.evalData, "--eval-data");
     rt::Artifact a = rt::readArtifact(input);
     if (LoraConfig lora;
         loraExport.getNumOccurrences() && !readLoraConfig(a, lora))
@@ -247,11 +274,9 @@ int tool::runTrain() {
           loraExport == "merged");
       std::printf("exported %s\n", exportPath.c_str());
     }
-    if (!evalBindings.empty()) {
-      rt::EvalResult e = run.evaluate(evalBindings);
-      std::printf("eval: %lld samples, accuracy %.2f%%, loss %.4f\n",
-                  (long long)e.samples, e.accuracy * 100, e.loss);
-    }
+    rt::EvalResult e;
+    if (run.finalEvaluation(o, r, e))
+      rt::printEvalSummary(e);
   } catch (const rt::Error &e) {
     errs() << "tcc train: error: " << e.what() << "\n";
     return 1;
