@@ -30,11 +30,17 @@ struct CompileOptions {
   std::string optimizer = "adamw";
   double lr = -1;           // < 0: the optimizer's default
   double momentum = 0;
-  double weightDecay = -1;  // < 0: the optimizer's default
-  int64_t gradAccum = 1;    // micro-batches per optimizer step
-  int64_t padMultiple = -1; // GEMM padding multiple (0: off, < 0: preset)
-  int64_t memoryBudget = 0; // bytes of activations to keep (0: no limit)
-  std::string recompute = "all"; // what remat may recompute: all | cheap
+  bool nesterov = false;         // SGD: Nesterov momentum
+  double weightDecay = -1;       // < 0: the optimizer's default
+  double beta1 = -1, beta2 = -1; // < 0: the optimizer's default
+  double eps = -1;               // < 0: the optimizer's default
+  /// Parameters without weight decay (--no-decay): glob patterns over
+  /// their names, or "1d" (every parameter of rank < 2).
+  std::vector<std::string> noDecay;
+  int64_t gradAccum = 1;          // micro-batches per optimizer step
+  int64_t padMultiple = -1;       // GEMM padding multiple (0: off, < 0: preset)
+  int64_t memoryBudget = 0;       // bytes of activations to keep (0: no limit)
+  std::string recompute = "all";  // what remat may recompute: all | cheap
   std::string precision = "fp32"; // fp32, bf16 or fp16 (tcc-mixed-precision)
   /// tcc-plan-memory and arena reuse; false: ops keep the pipeline's order
   /// and every temporary gets its own bytes (--no-plan-memory).

@@ -19,7 +19,8 @@ enum Id : int32_t {
   V,
   Step,
   One,
-  Labels, // persistent
+  Labels,
+  Lr, // persistent
   H,
   Y,
   Loss,
@@ -67,6 +68,7 @@ struct TinyModel {
     add("step", {}, TensorKind::State, {0.0f});
     add("one", {}, TensorKind::Constant, {1.0f});
     add("labels", {4}, TensorKind::Input, {}, DType::I64);
+    add("optimizer.lr", {}, TensorKind::State, {0.05f});
     // A hand-made static plan: dh reuses dy in place (relu_grad is
     // element-wise) and dW reuses h, which is dead by then.
     temp("h", {4, 2}, "train_step", 0);
@@ -90,10 +92,10 @@ struct TinyModel {
         {"matmul", {X, Dh}, {Dw}, {1, 0}, {}},
         {"add", {Step, One}, {Step}, {}, {}},
         {"adamw_update",
-         {W, Dw, M, V, Step},
+         {W, Dw, M, V, Step, Lr},
          {W, M, V},
-         {},
-         {0.05, 0.9, 0.999, 1e-8, 0.01}},
+         {0},
+         {0.9, 0.999, 1e-8, 0.01}},
     };
     Program fwd{"forward", {X}, {Y2}, {}, 64};
     fwd.instrs = {{"matmul", {X, W}, {H2}, {0, 0}, {}},
