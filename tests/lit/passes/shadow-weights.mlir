@@ -76,7 +76,7 @@ module {
 // The memory anatomy counts the copies (bf16 3x8 and 3: 54 bytes) apart
 // from the weights and the optimizer state.
 // MEM-LABEL: func.func @train_step
-// MEM-SAME:    optimizer_state = 192 : i64
+// MEM-SAME:    optimizer_state = 220 : i64
 // MEM-SAME:    weight_copies = 54 : i64, weights = 108 : i64
 
 // -----
