@@ -432,8 +432,9 @@ int ::tcc::compileModel(const CompileOptions &opts) {
 
   if (opts.report) {
     std::ostringstream os;
-    os << rolesReport << optimizerReport(artifact);
+    os << rolesReport;
     ::tcc::printMemoryReport(::tcc::analyzeMemory(artifact), os);
+    os << optimizerReport(artifact);
     bool toStdout = opts.emit == EmitKind::Artifact && !opts.output.empty() &&
                     opts.output != "-";
     (toStdout ? llvm::outs() : llvm::errs()) << os.str();
