@@ -21,6 +21,7 @@
 #include "frontends/onnx/OnnxDiagnostics.h"
 #include "frontends/onnx/OnnxImporter.h"
 #include "passes/Passes.h"
+#include "runtime/core/abi/KernelAbi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -191,6 +192,51 @@ initializerReport(const std::vector<mlir::tcc::OnnxInitializerRole> &roles,
   return os.str();
 }
 
+/// The optimizer and its parameter groups, as `tcc compile --report` prints
+/// them: each trained parameter with the weight decay its update applies
+/// (from the schedule, so it is what runs).
+static std::string optimizerReport(const rt::Artifact &a) {
+  using K = rt::abi::KernelId;
+  std::ostringstream rows;
+  int64_t decayed = 0, total = 0;
+  for (const rt::Program &p : a.programs)
+    for (const rt::Instr &in : p.instrs) {
+      double wd;
+      if (rt::abi::is(in, K::AdamwUpdate))
+        wd = rt::abi::attrs<K::AdamwUpdate>(in).weightDecay;
+      else if (rt::abi::is(in, K::SgdUpdate))
+        wd = rt::abi::attrs<K::SgdUpdate>(in).weightDecay;
+      else if (rt::abi::is(in, K::SgdMomentumUpdate))
+        wd = rt::abi::attrs<K::SgdMomentumUpdate>(in).weightDecay;
+      else if (rt::abi::is(in, K::LionUpdate))
+        wd = rt::abi::attrs<K::LionUpdate>(in).weightDecay;
+      else if (rt::abi::is(in, K::AdafactorUpdate))
+        wd = rt::abi::attrs<K::AdafactorUpdate>(in).weightDecay;
+      else
+        continue;
+      ++total;
+      decayed += wd != 0;
+      std::string what = wd != 0 ? "decay " + fmt(wd) : "no decay";
+      rows << "  " << what
+           << std::string(what.size() < 14 ? 14 - what.size() : 1, ' ')
+           << a.tensors[in.inputs[0]].name << "\n";
+    }
+  if (total == 0)
+    return {};
+  auto meta = [&](const std::string &k) {
+    auto it = a.meta.find("optimizer." + k);
+    return it == a.meta.end() ? std::string() : it->second;
+  };
+  std::ostringstream os;
+  os << "optimizer: " << meta("name") << ", lr " << meta("lr")
+     << " (the default of optimizer.lr), weight decay on " << decayed << " of "
+     << total << " parameters";
+  if (!meta("no_decay").empty())
+    os << " (--no-decay " << meta("no_decay") << ")";
+  os << "\n" << rows.str();
+  return os.str();
+}
+
 int ::tcc::compileModel(const CompileOptions &opts) {
   if (opts.weights != "onnx" && opts.weights != "seeded")
     return fail("--weights must be 'onnx' (the model's initial values, in "
@@ -263,6 +309,11 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   pipe.lr = opts.lr;
   pipe.momentum = opts.momentum;
   pipe.weightDecay = opts.weightDecay;
+  pipe.nesterov = opts.nesterov;
+  pipe.beta1 = opts.beta1;
+  pipe.beta2 = opts.beta2;
+  pipe.eps = opts.eps;
+  pipe.noDecay = opts.noDecay;
   pipe.gradAccum = opts.gradAccum;
   pipe.clipGradNorm = opts.clipGradNorm;
   pipe.trackGradNorm = opts.trackGradNorm;
@@ -473,6 +524,7 @@ int ::tcc::compileModel(const CompileOptions &opts) {
       os << "gradient clipping: off; the step computes the metric "
             "grad_norm\n";
     ::tcc::printMemoryReport(::tcc::analyzeMemory(artifact), os);
+    os << optimizerReport(artifact);
     bool toStdout = opts.emit == EmitKind::Artifact && !opts.output.empty() &&
                     opts.output != "-";
     (toStdout ? llvm::outs() : llvm::errs()) << os.str();

@@ -32,8 +32,14 @@ struct CompileOptions {
   std::string optimizer = "adamw";
   double lr = -1;           // < 0: the optimizer's default
   double momentum = 0;
-  double weightDecay = -1; // < 0: the optimizer's default
-  int64_t gradAccum = 1;   // micro-batches per optimizer step
+  bool nesterov = false;         // SGD: Nesterov momentum
+  double weightDecay = -1;       // < 0: the optimizer's default
+  double beta1 = -1, beta2 = -1; // < 0: the optimizer's default
+  double eps = -1;               // < 0: the optimizer's default
+  /// Parameters without weight decay (--no-decay): glob patterns over
+  /// their names, or "1d" (every parameter of rank < 2).
+  std::vector<std::string> noDecay;
+  int64_t gradAccum = 1;          // micro-batches per optimizer step
   /// Clip the global gradient norm to this (tcc-clip-gradients; 0: off),
   /// and, with it or trackGradNorm, return the norm as `grad_norm`.
   double clipGradNorm = 0;

@@ -49,7 +49,8 @@ static StringRef stringAttr(DictionaryAttr d, StringRef name) {
 }
 
 static bool isOptimizerUpdate(Operation *op) {
-  return isa<AdamWUpdateOp, SgdUpdateOp, SgdMomentumUpdateOp>(op);
+  return isa<AdamWUpdateOp, SgdUpdateOp, SgdMomentumUpdateOp, LionUpdateOp,
+             AdafactorUpdateOp>(op);
 }
 
 /// Whether `c` is lowered to a broadcast into a temporary (see
@@ -257,6 +258,11 @@ FuncMemoryModel::FuncMemoryModel(func::FuncOp fn) {
     if (optimizer)
       optimizerState.insert(target);
   }
+  // State the updates read and nothing writes (the learning rate).
+  for (BlockArgument a : fn.getArguments())
+    for (OpOperand &use : a.getUses())
+      if (isOptimizerUpdate(use.getOwner()) && use.getOperandNumber() >= 2)
+        optimizerState.insert(a);
   for (BlockArgument a : fn.getArguments()) {
     DictionaryAttr d = fn.getArgAttrDict(a.getArgNumber());
     StringRef kind = stringAttr(d, "tcc.kind");

@@ -269,7 +269,8 @@ void biasGradsFromLow(Block &body, Caster &caster, FloatType low) {
 }
 
 bool isOptimizerUpdate(Operation *op) {
-  return isa<SgdUpdateOp, SgdMomentumUpdateOp, AdamWUpdateOp>(op);
+  return isa<SgdUpdateOp, SgdMomentumUpdateOp, AdamWUpdateOp, LionUpdateOp,
+             AdafactorUpdateOp>(op);
 }
 
 /// Whether `u` reads a parameter gradient as the optimizer's input (operand

@@ -32,7 +32,8 @@ struct TrainPipelineOptions
       llvm::cl::desc("cross_entropy: label smoothing in [0, 1]"),
       llvm::cl::init(0.0)};
   Option<std::string> optimizer{*this, "optimizer",
-                                llvm::cl::desc("sgd or adamw"),
+                                llvm::cl::desc("sgd, adam, adamw, lion or "
+                                               "adafactor"),
                                 llvm::cl::init("adamw")};
   Option<double> lr{*this, "lr", llvm::cl::desc("learning rate"),
                     llvm::cl::init(-1.0)};
@@ -41,6 +42,22 @@ struct TrainPipelineOptions
   Option<double> weightDecay{*this, "weight-decay",
                              llvm::cl::desc("weight decay"),
                              llvm::cl::init(-1.0)};
+  Option<bool> nesterov{*this, "nesterov",
+                        llvm::cl::desc("SGD: Nesterov momentum"),
+                        llvm::cl::init(false)};
+  Option<double> beta1{*this, "beta1",
+                       llvm::cl::desc("beta1 (< 0: the optimizer's default)"),
+                       llvm::cl::init(-1.0)};
+  Option<double> beta2{*this, "beta2",
+                       llvm::cl::desc("beta2 (< 0: the optimizer's default)"),
+                       llvm::cl::init(-1.0)};
+  Option<double> eps{*this, "eps",
+                     llvm::cl::desc("epsilon (< 0: the optimizer's default)"),
+                     llvm::cl::init(-1.0)};
+  ListOption<std::string> noDecay{
+      *this, "no-decay",
+      llvm::cl::desc("parameters without weight decay: glob patterns, or 1d "
+                     "(rank < 2)")};
   Option<int64_t> gradAccum{*this, "grad-accum",
                             llvm::cl::desc("micro-batches per optimizer step"),
                             llvm::cl::init(1)};

@@ -148,25 +148,39 @@ def ClipGradientsPass : Pass<"tcc-clip-gradients", "mlir::ModuleOp"> {
 def ApplyOptimizerPass : Pass<"tcc-apply-optimizer", "mlir::ModuleOp"> {
   let summary = "Replaces the gradients of @train_step by optimizer updates";
   let description = [{
-    Adds the optimizer's state as arguments of kind `state` (zero-initialized)
-    and turns every `grad` result into `update` results: the new value of each
-    parameter and of each state tensor, named after what they replace.
-    Semantics follow torch.optim.SGD (momentum, weight decay, dampening 0) and
-    torch.optim.AdamW.
+    Adds the optimizer's state as arguments of kind `state` (zero-initialized,
+    except `optimizer.lr`, the learning rate the update ops read, which starts
+    at `lr`) and turns every `grad` result into `update` results: the new
+    value of each parameter and of each state tensor, named after what they
+    replace. Semantics follow torch.optim.SGD (momentum, Nesterov, weight
+    decay, dampening 0), torch.optim.Adam, torch.optim.AdamW, Lion
+    (Chen et al. 2023) and torch.optim.Adafactor (PyTorch 2.5). Parameters matching a `no-decay` pattern (a glob over
+    their names, or `1d`: every parameter of rank below 2) get no weight
+    decay.
   }];
   let dependentDialects = ["mlir::tcc::TccDialect"];
   let options = [
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
-           "Optimizer: sgd or adamw">,
+           "Optimizer: sgd, adam, adamw, lion or adafactor">,
     Option<"lr", "lr", "double", /*default=*/"-1.0",
-           "Learning rate (default: 1e-3 for adamw, 1e-2 for sgd)">,
+           "Learning rate (default: 1e-3 for adam/adamw, 1e-2 for sgd and "
+           "adafactor, 1e-4 for lion)">,
     Option<"momentum", "momentum", "double", /*default=*/"0.0",
            "SGD momentum">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "SGD: Nesterov momentum (needs momentum > 0)">,
     Option<"weightDecay", "weight-decay", "double", /*default=*/"-1.0",
-           "Weight decay (default: 0.01 for adamw, 0 for sgd)">,
-    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
-    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
-    Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
+           "Weight decay (default: 0.01 for adamw, 0 otherwise)">,
+    Option<"beta1", "beta1", "double", /*default=*/"-1.0",
+           "beta1 of adam/adamw/lion (default 0.9)">,
+    Option<"beta2", "beta2", "double", /*default=*/"-1.0",
+           "beta2 of adam/adamw (default 0.999) or lion (default 0.99)">,
+    Option<"eps", "eps", "double", /*default=*/"-1.0",
+           "epsilon of adam/adamw (default 1e-8), eps1 of adafactor "
+           "(default: the f32 machine epsilon)">,
+    ListOption<"noDecay", "no-decay", "std::string",
+               "Parameters without weight decay: glob patterns over their "
+               "names, or `1d` (every parameter of rank < 2)">,
   ];
 }
 

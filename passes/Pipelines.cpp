@@ -55,6 +55,11 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
   opt.lr = opts.lr;
   opt.momentum = opts.momentum;
   opt.weightDecay = opts.weightDecay;
+  opt.nesterov = opts.nesterov;
+  opt.beta1 = opts.beta1;
+  opt.beta2 = opts.beta2;
+  opt.eps = opts.eps;
+  opt.noDecay.assign(opts.noDecay.begin(), opts.noDecay.end());
   pm.addPass(createApplyOptimizerPass(opt));
   if (opts.optimize) {
     pm.addPass(createCanonicalizerPass());

@@ -196,10 +196,10 @@ void ShadowWeightsPass::runOnOperation() {
     OpBuilder b(op);
     auto lowered = AdamWUpdateOp::create(
         b, op.getLoc(), op.getParam(), op.getGrad(), op.getExpAvg(),
-        op.getExpAvgSq(), op.getStep(), op.getLr().convertToDouble(),
+        op.getExpAvgSq(), op.getStep(), op.getLr(),
         op.getBeta1().convertToDouble(), op.getBeta2().convertToDouble(),
         op.getEps().convertToDouble(), op.getWeightDecay().convertToDouble(),
-        s.low, op.getInvScale(), op.getFinite());
+        op.getL2Decay(), s.low, op.getInvScale(), op.getFinite());
     op.getNewParam().replaceAllUsesWith(lowered.getNewParam());
     op.getNewExpAvg().replaceAllUsesWith(lowered.getNewExpAvg());
     op.getNewExpAvgSq().replaceAllUsesWith(lowered.getNewExpAvgSq());

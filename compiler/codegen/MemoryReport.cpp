@@ -27,7 +27,8 @@ std::string tcc::formatBytesExact(int64_t bytes) {
 
 static bool isOptimizerKernel(const rt::Instr &in) {
   return rt::abi::is(in, K::AdamwUpdate) || rt::abi::is(in, K::SgdUpdate) ||
-         rt::abi::is(in, K::SgdMomentumUpdate);
+         rt::abi::is(in, K::SgdMomentumUpdate) ||
+         rt::abi::is(in, K::LionUpdate) || rt::abi::is(in, K::AdafactorUpdate);
 }
 
 static bool endsWith(const std::string &s, const std::string &suffix) {

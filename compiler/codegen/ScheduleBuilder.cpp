@@ -481,26 +481,42 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
                                       d.getRatio().convertToDouble()});
         return success();
       })
+      // Optimizer updates: the learning rate is an operand (optimizer.lr).
       .Case<mlir::tcc::SgdUpdateOp>([&](auto u) {
         rt::abi::setAttrs(
-            in, rt::abi::SgdAttrs{u.getLr().convertToDouble(),
-                                  u.getWeightDecay().convertToDouble()});
+            in, rt::abi::SgdAttrs{u.getWeightDecay().convertToDouble()});
         return success();
       })
       .Case<mlir::tcc::SgdMomentumUpdateOp>([&](auto u) {
-        rt::abi::setAttrs(in, rt::abi::SgdMomentumAttrs{
-                                  u.getLr().convertToDouble(),
-                                  u.getMomentum().convertToDouble(),
-                                  u.getWeightDecay().convertToDouble()});
+        rt::abi::setAttrs(
+            in, rt::abi::SgdMomentumAttrs{u.getMomentum().convertToDouble(),
+                                          u.getWeightDecay().convertToDouble(),
+                                          u.getNesterov()});
+        return success();
+      })
+      .Case<mlir::tcc::AdafactorUpdateOp>([&](auto u) {
+        rt::abi::setAttrs(
+            in, rt::abi::AdafactorAttrs{u.getBeta2Decay().convertToDouble(),
+                                        u.getEps1().convertToDouble(),
+                                        u.getEps2().convertToDouble(),
+                                        u.getD().convertToDouble(),
+                                        u.getWeightDecay().convertToDouble()});
+        return success();
+      })
+      .Case<mlir::tcc::LionUpdateOp>([&](auto u) {
+        rt::abi::setAttrs(
+            in, rt::abi::LionAttrs{u.getBeta1().convertToDouble(),
+                                   u.getBeta2().convertToDouble(),
+                                   u.getWeightDecay().convertToDouble()});
         return success();
       })
       .Case<mlir::tcc::AdamWUpdateOp>([&](auto u) {
         rt::abi::setAttrs(
-            in, rt::abi::AdamwAttrs{u.getLr().convertToDouble(),
-                                    u.getBeta1().convertToDouble(),
+            in, rt::abi::AdamwAttrs{u.getBeta1().convertToDouble(),
                                     u.getBeta2().convertToDouble(),
                                     u.getEps().convertToDouble(),
-                                    u.getWeightDecay().convertToDouble()});
+                                    u.getWeightDecay().convertToDouble(),
+                                    u.getL2Decay()});
         return success();
       })
       // Comparisons, logic and extrema (TccOpsLogic.td).

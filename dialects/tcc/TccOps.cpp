@@ -338,14 +338,14 @@ LogicalResult LogSoftmaxGradOp::verify() {
 
 void AdamWUpdateOp::build(OpBuilder &b, OperationState &state, Value param,
                           Value grad, Value expAvg, Value expAvgSq, Value step,
-                          double lr, double beta1, double beta2, double eps,
-                          double weightDecay, Type lowType, Value invScale,
-                          Value finite) {
+                          Value lr, double beta1, double beta2, double eps,
+                          double weightDecay, bool l2Decay, Type lowType,
+                          Value invScale, Value finite) {
   Type t = param.getType();
-  build(b, state, t, t, t, lowType, param, grad, expAvg, expAvgSq, step,
-        invScale, finite, b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
-        b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
-        b.getF64FloatAttr(weightDecay));
+  build(b, state, t, t, t, lowType, param, grad, expAvg, expAvgSq, step, lr,
+        invScale, finite, b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
+        b.getF64FloatAttr(eps), b.getF64FloatAttr(weightDecay),
+        l2Decay ? b.getUnitAttr() : UnitAttr());
 }
 
 LogicalResult AdamWUpdateOp::verify() {
@@ -362,6 +362,55 @@ LogicalResult AdamWUpdateOp::verify() {
     return emitOpError("the 16-bit copy of the new parameter must be a bf16 "
                        "or f16 tensor of an f32 parameter's shape, got ")
            << l << " for " << p;
+  return success();
+}
+
+void AdafactorUpdateOp::build(OpBuilder &b, OperationState &state, Value param,
+                              Value grad, Value step, Value lr,
+                              ValueRange moments, double beta2Decay,
+                              double eps1, double eps2, double d,
+                              double weightDecay) {
+  build(b, state, param.getType(), moments.getTypes(), param, grad, step, lr,
+        moments, b.getF64FloatAttr(beta2Decay), b.getF64FloatAttr(eps1),
+        b.getF64FloatAttr(eps2), b.getF64FloatAttr(d),
+        b.getF64FloatAttr(weightDecay));
+}
+
+/// The second moment's shapes: the row and column factors of the last two
+/// dimensions for rank >= 2 (as torch.optim.Adafactor keeps them), else one
+/// tensor like the parameter.
+LogicalResult AdafactorUpdateOp::verify() {
+  auto p = rankedType(getParam());
+  if (rankedType(getGrad()) != p || getNewParam().getType() != p)
+    return emitOpError("the gradient and the new parameter must have the "
+                       "parameter's type ")
+           << p;
+  SmallVector<SmallVector<int64_t>> want;
+  if (p.getRank() >= 2) {
+    SmallVector<int64_t> row(p.getShape()), col(p.getShape());
+    row.back() = 1;
+    col[col.size() - 2] = 1;
+    want = {row, col};
+  } else {
+    want = {SmallVector<int64_t>(p.getShape())};
+  }
+  if (getMoments().size() != want.size())
+    return emitOpError("takes ")
+           << want.size() << " second-moment tensor(s) for a parameter of rank "
+           << p.getRank() << ", got " << getMoments().size();
+  for (auto [i, m] : llvm::enumerate(getMoments())) {
+    auto t = rankedType(m);
+    if (t.getShape() != ArrayRef<int64_t>(want[i]) ||
+        t.getElementType() != p.getElementType())
+      return emitOpError("second-moment tensor #")
+             << i << " must be " << shapeStr(want[i]) << " of "
+             << p.getElementType() << ", got " << t;
+    if (getNewMoments()[i].getType() != t)
+      return emitOpError("new second-moment tensor #")
+             << i << " must have the type of the old one, " << t;
+  }
+  if (getNewMoments().size() != want.size())
+    return emitOpError("returns one new tensor per second-moment tensor");
   return success();
 }
 

@@ -356,14 +356,16 @@ def Tcc_SgdUpdateOp : Tcc_InferOp<"sgd_update",
     [AllTypesMatch<["param", "grad", "new_param"]>]> {
   let summary = "Plain SGD: `param - lr * (grad + weight_decay * param)`";
   let description = [{
+    `lr` is a scalar tensor (the state `optimizer.lr`, which the train loop
+    may change between steps), not an attribute.
     ```mlir
-    %p1 = tcc.sgd_update %p, %g {lr = 0.1 : f64, weight_decay = 0.0 : f64} : tensor<10xf32>
+    %p1 = tcc.sgd_update %p, %g, %lr {weight_decay = 0.0 : f64} : tensor<10xf32>
     ```
   }];
   let arguments = (ins Tcc_FloatTensor:$param, Tcc_FloatTensor:$grad,
-                   F64Attr:$lr, F64Attr:$weight_decay);
+                   Tcc_F32Scalar:$lr, F64Attr:$weight_decay);
   let results = (outs Tcc_FloatTensor:$new_param);
-  let assemblyFormat = "$param `,` $grad attr-dict `:` type($param)";
+  let assemblyFormat = "$param `,` $grad `,` $lr attr-dict `:` type($param)";
 }
 
 def Tcc_SgdMomentumUpdateOp : Tcc_InferOp<"sgd_momentum_update",
@@ -371,36 +373,99 @@ def Tcc_SgdMomentumUpdateOp : Tcc_InferOp<"sgd_momentum_update",
                     "new_momentum_buffer"]>]> {
   let summary = "SGD with momentum, as torch.optim.SGD (dampening 0)";
   let description = [{
-    `d = grad + wd * param; buf' = momentum * buf + d; param' = param - lr * buf'`.
+    `d = grad + wd * param; buf' = momentum * buf + d; param' = param - lr * buf'`;
+    with `nesterov`, `param' = param - lr * (d + momentum * buf')`.
     ```mlir
-    %p1, %b1 = tcc.sgd_momentum_update %p, %g, %b {lr = 0.1 : f64, momentum = 0.9 : f64, weight_decay = 0.0 : f64} : tensor<10xf32>
+    %p1, %b1 = tcc.sgd_momentum_update %p, %g, %b, %lr {momentum = 0.9 : f64, weight_decay = 0.0 : f64} : tensor<10xf32>
     ```
   }];
   let arguments = (ins Tcc_FloatTensor:$param, Tcc_FloatTensor:$grad,
-                   Tcc_FloatTensor:$momentum_buffer, F64Attr:$lr,
-                   F64Attr:$momentum, F64Attr:$weight_decay);
+                   Tcc_FloatTensor:$momentum_buffer, Tcc_F32Scalar:$lr,
+                   F64Attr:$momentum, F64Attr:$weight_decay,
+                   UnitAttr:$nesterov);
   let results = (outs Tcc_FloatTensor:$new_param,
                       Tcc_FloatTensor:$new_momentum_buffer);
   let assemblyFormat =
-      "$param `,` $grad `,` $momentum_buffer attr-dict `:` type($param)";
+      "$param `,` $grad `,` $momentum_buffer `,` $lr attr-dict `:` type($param)";
+}
+
+def Tcc_LionUpdateOp : Tcc_InferOp<"lion_update",
+    [AllTypesMatch<["param", "grad", "exp_avg", "new_param",
+                    "new_exp_avg"]>]> {
+  let summary = "Lion (Chen et al. 2023, \"Symbolic Discovery of "
+                "Optimization Algorithms\")";
+  let description = [{
+    `u = sign(beta1 * m + (1 - beta1) * g); param' = param * (1 - lr * wd)
+    - lr * u; m' = beta2 * m + (1 - beta2) * g`.
+    ```mlir
+    %p1, %m1 = tcc.lion_update %p, %g, %m, %lr {beta1 = 0.9 : f64, beta2 = 0.99 : f64, weight_decay = 0.0 : f64} : tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$param, Tcc_FloatTensor:$grad,
+                   Tcc_FloatTensor:$exp_avg, Tcc_F32Scalar:$lr,
+                   F64Attr:$beta1, F64Attr:$beta2, F64Attr:$weight_decay);
+  let results = (outs Tcc_FloatTensor:$new_param,
+                      Tcc_FloatTensor:$new_exp_avg);
+  let assemblyFormat =
+      "$param `,` $grad `,` $exp_avg `,` $lr attr-dict `:` type($param)";
+}
+
+def Tcc_AdafactorUpdateOp : Tcc_Op<"adafactor_update",
+    [Pure, AllTypesMatch<["param", "grad", "new_param"]>]> {
+  let summary = "Adafactor update, as torch.optim.Adafactor (PyTorch 2.5)";
+  let description = [{
+    `step` is the 1-based step count (beta2_t = 1 - step^beta2_decay, rho =
+    min(lr, 1/sqrt(step))), `lr` the learning rate (f32 scalar state). The
+    second moment is factored for a parameter of rank >= 2: `moments` are
+    its row factor (the parameter's shape with the last dimension 1) and
+    column factor (the second-to-last dimension 1); for a lower rank it is
+    one tensor of the parameter's shape. `eps1` clamps the variance estimate
+    (squared) and its row mean, `eps2` the parameter's RMS in the step size,
+    `d` the update's RMS.
+    ```mlir
+    %p1, %r1, %c1 = tcc.adafactor_update %p, %g, %t, %lr moments(%r, %c) {beta2_decay = -8.0e-1 : f64, d = 1.0 : f64, eps1 = 1.1920929e-07 : f64, eps2 = 1.0e-3 : f64, weight_decay = 0.0 : f64} : tensor<4x8xf32>, tensor<f32>, tensor<4x1xf32>, tensor<1x8xf32> -> tensor<4x1xf32>, tensor<1x8xf32>
+    ```
+  }];
+  let arguments = (ins Tcc_FloatTensor:$param, Tcc_FloatTensor:$grad,
+                   Tcc_ScalarFloatTensor:$step, Tcc_F32Scalar:$lr,
+                   Variadic<Tcc_FloatTensor>:$moments, F64Attr:$beta2_decay,
+                   F64Attr:$eps1, F64Attr:$eps2, F64Attr:$d,
+                   F64Attr:$weight_decay);
+  let results = (outs Tcc_FloatTensor:$new_param,
+                      Variadic<Tcc_FloatTensor>:$new_moments);
+  let assemblyFormat = "$param `,` $grad `,` $step `,` $lr `moments` `(` "
+                       "$moments `)` attr-dict `:` type($param) `,` "
+                       "type($step) `,` type($moments) `->` "
+                       "type($new_moments)";
+  let builders = [
+    OpBuilder<(ins "Value":$param, "Value":$grad, "Value":$step, "Value":$lr,
+                   "ValueRange":$moments, "double":$beta2_decay,
+                   "double":$eps1, "double":$eps2, "double":$d,
+                   "double":$weight_decay)>
+  ];
+  let hasVerifier = 1;
 }
 
 def Tcc_AdamWUpdateOp : Tcc_Op<"adamw_update",
     [Pure, AttrSizedOperandSegments,
      AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq",
                     "new_param", "new_exp_avg", "new_exp_avg_sq"]>]> {
-  let summary = "AdamW update, as torch.optim.AdamW";
+  let summary = "AdamW update, as torch.optim.AdamW (or Adam)";
   let description = [{
-    `step` is a scalar holding the 1-based step count used for bias correction.
+    `step` is a scalar holding the 1-based step count used for bias
+    correction, `lr` the learning rate (an f32 scalar tensor: the state
+    `optimizer.lr`, which the train loop may change between steps). With
+    `l2_decay` the weight decay is torch.optim.Adam's (added to the
+    gradient) instead of AdamW's decoupled `param * (1 - lr * wd)`.
     ```mlir
-    %p1, %m1, %v1 = tcc.adamw_update %p, %g, %m, %v, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32>
+    %p1, %m1, %v1 = tcc.adamw_update %p, %g, %m, %v, %t, %lr {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32>
     ```
     With a fourth result (`-> tensor<10xbf16>`), the update also writes the
     new parameter rounded to bf16 or f16, exactly what a `tcc.cast` of
     `new_param` gives: tcc-shadow-weights keeps that copy as state for the
     next step's GEMMs, so they need not cast the f32 master weight again.
     ```mlir
-    %p1, %m1, %v1, %lo = tcc.adamw_update %p, %g, %m, %v, %t {...} : tensor<10xf32>, tensor<f32> -> tensor<10xbf16>
+    %p1, %m1, %v1, %lo = tcc.adamw_update %p, %g, %m, %v, %t, %lr {...} : tensor<10xf32>, tensor<f32> -> tensor<10xbf16>
     ```
     With `unscale %inv if %finite` (fp16 loss scaling, tcc-mixed-precision),
     the gradient is `grad * inv_scale` (rounded to f32, as a `tcc.mul`
@@ -409,29 +474,30 @@ def Tcc_AdamWUpdateOp : Tcc_Op<"adamw_update",
     old parameter, which is what the copy holds). PyTorch's fused AdamW
     takes `grad_scale` and `found_inf` the same way.
     ```mlir
-    %p1, %m1, %v1 = tcc.adamw_update %p, %g, %m, %v, %t unscale %inv if %ok {...} : tensor<10xf32>, tensor<f32>
+    %p1, %m1, %v1 = tcc.adamw_update %p, %g, %m, %v, %t, %lr unscale %inv if %ok {...} : tensor<10xf32>, tensor<f32>
     ```
   }];
   let arguments = (ins Tcc_FloatTensor:$param, Tcc_FloatTensor:$grad,
                    Tcc_FloatTensor:$exp_avg, Tcc_FloatTensor:$exp_avg_sq,
-                   Tcc_ScalarFloatTensor:$step,
+                   Tcc_ScalarFloatTensor:$step, Tcc_F32Scalar:$lr,
                    Optional<Tcc_F32Scalar>:$inv_scale,
-                   Optional<Tcc_BoolScalar>:$finite, F64Attr:$lr,
+                   Optional<Tcc_BoolScalar>:$finite,
                    F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
-                   F64Attr:$weight_decay);
+                   F64Attr:$weight_decay, UnitAttr:$l2_decay);
   let results = (outs Tcc_FloatTensor:$new_param, Tcc_FloatTensor:$new_exp_avg,
                       Tcc_FloatTensor:$new_exp_avg_sq,
                       Optional<Tcc_FloatTensor>:$new_param_low);
   let assemblyFormat = "$param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step "
+                       "`,` $lr "
                        "(`unscale` $inv_scale^ `if` $finite)? "
                        "attr-dict `:` type($param) `,` type($step) "
                        "(`->` type($new_param_low)^)?";
   let builders = [
     // The update without a 16-bit copy: every result has the param's type.
     OpBuilder<(ins "Value":$param, "Value":$grad, "Value":$exp_avg,
-                   "Value":$exp_avg_sq, "Value":$step, "double":$lr,
+                   "Value":$exp_avg_sq, "Value":$step, "Value":$lr,
                    "double":$beta1, "double":$beta2, "double":$eps,
-                   "double":$weight_decay,
+                   "double":$weight_decay, "bool":$l2_decay,
                    CArg<"Type", "Type()">:$lowType,
                    CArg<"Value", "Value()">:$invScale,
                    CArg<"Value", "Value()">:$finite)>

@@ -17,6 +17,7 @@ struct KernelDef {
 // One entry per kernel of KernelList.def, in its order (checked below): the
 // CPU runs every kernel.
 static constexpr KernelDef kKernels[] = {
+    {K::AdafactorUpdate, run_adafactor_update},
     {K::AdamwUpdate, run_adamw_update},
     {K::Add, run_add},
     {K::ArgMax, run_arg_max},
@@ -53,6 +54,7 @@ static constexpr KernelDef kKernels[] = {
     {K::LayerNorm, run_layer_norm},
     {K::LayerNormGrad, run_layer_norm_grad},
     {K::LayerNormParamGrad, run_layer_norm_param_grad},
+    {K::LionUpdate, run_lion_update},
     {K::Log, run_log},
     {K::LogSoftmax, run_log_softmax},
     {K::LogSoftmaxGrad, run_log_softmax_grad},

@@ -96,6 +96,8 @@ TCC_KERNEL(mse_loss)
 TCC_KERNEL(mse_loss_grad)
 TCC_KERNEL(sgd_update)
 TCC_KERNEL(sgd_momentum_update)
+TCC_KERNEL(lion_update)
+TCC_KERNEL(adafactor_update)
 TCC_KERNEL(adamw_update)
 // Data movement (KernelsShape.cpp).
 TCC_KERNEL(gather)

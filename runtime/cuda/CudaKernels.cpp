@@ -42,6 +42,7 @@ using K = abi::KernelId;
 // launcher on purpose (an Error at load, "run it on the CPU"): conv2d and
 // its gradients.
 static constexpr CudaKernelDef kCudaKernels[] = {
+    {K::AdafactorUpdate, launch_adafactor_update, nullptr, E::None},
     {K::AdamwUpdate, launch_adamw_update, prepare_adamw_update, E::None},
     {K::Add, launch_binary, prepareRank, E::None},
     {K::ArgMax, launch_arg_extremum, nullptr, E::None},
@@ -81,6 +82,7 @@ static constexpr CudaKernelDef kCudaKernels[] = {
     // The same scratch: the row slices of the column sums.
     {K::LayerNormParamGrad, launch_layer_norm_param_grad,
      prepare_layer_norm_grad, E::None},
+    {K::LionUpdate, launch_lion_update, nullptr, E::None},
     {K::Log, launch_unary, nullptr, E::None},
     {K::LogSoftmax, launch_softmax, nullptr, E::None},
     {K::LogSoftmaxGrad, launch_softmax_grad, nullptr, E::None},

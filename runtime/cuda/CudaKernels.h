@@ -157,6 +157,8 @@ TCC_CUDA_KERNEL(layer_norm_param_grad)
 // CudaKernelsOptim.cu
 TCC_CUDA_KERNEL(sgd_update)
 TCC_CUDA_KERNEL(sgd_momentum_update)
+TCC_CUDA_KERNEL(lion_update)
+TCC_CUDA_KERNEL(adafactor_update)
 TCC_CUDA_KERNEL(adamw_update)
 // CudaAttention.cpp (chunk loops) and CudaKernelsAttention.cu (row passes)
 TCC_CUDA_KERNEL(attention)
@@ -298,7 +300,7 @@ inline AdamEntry adamEntry(const Instr &in, const std::vector<TensorInfo> &t,
   return e;
 }
 
-/// fp16 loss scaling inside AdamW (the instr's inputs 5 and 6): the
+/// fp16 loss scaling inside AdamW (the instr's inputs 6 and 7): the
 /// gradient is multiplied by *inv (f32), and nothing changes when *finite
 /// (a bool, i64 0/1) is 0. Both null without loss scaling.
 struct AdamScaling {
@@ -307,17 +309,18 @@ struct AdamScaling {
 };
 inline AdamScaling adamScaling(const Instr &in,
                                const std::vector<void *> &buffers) {
-  if (in.inputs.size() != 7)
+  if (in.inputs.size() != 8)
     return {};
-  return {buffers[in.inputs[5]], buffers[in.inputs[6]]};
+  return {buffers[in.inputs[6]], buffers[in.inputs[7]]};
 }
 
 /// Updates every entry of the device table `entries` (hyper-parameters `h`
-/// of the instrs, `step` an f32-like scalar of dtype `stepDt`, loss scaling
-/// `sc`), blocks as laid out in the device table `blocks`.
+/// of the instrs, `step` an f32-like scalar of dtype `stepDt`, `lr` the f32
+/// learning rate, loss scaling `sc`), blocks as laid out in the device
+/// table `blocks`.
 void launchAdamwMulti(const AdamEntry *entries, const AdamBlock *blocks,
                       int64_t numBlocks, const void *step, DType stepDt,
-                      AdamScaling sc, const abi::AdamwAttrs &h,
+                      const float *lr, AdamScaling sc, const abi::AdamwAttrs &h,
                       cudaStream_t stream);
 
 } // namespace tcc::rt::cuda

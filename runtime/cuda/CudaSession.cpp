@@ -137,6 +137,7 @@ void CudaSession::Impl::launch(ProgramState &ps, size_t i) {
     const Instr &first = ps.program.instrs[i];
     launchAdamwMulti(g.entries, g.blocks, g.numBlocks, buffers[first.inputs[4]],
                      tensors[first.inputs[4]].dtype,
+                     static_cast<const float *>(buffers[first.inputs[5]]),
                      adamScaling(first, buffers),
                      abi::attrs<abi::KernelId::AdamwUpdate>(first), stream);
     return;

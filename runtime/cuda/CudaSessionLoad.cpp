@@ -300,15 +300,15 @@ void CudaSession::Impl::loadDeviceCode(const Artifact &a) {
   }
 }
 
-/// Consecutive adamw_update instrs with the same hyper-parameters, step and
-/// loss scaling (inverse scale and finiteness flag, or none) become one
-/// launch when no member reads what another writes.
+/// Consecutive adamw_update instrs with the same hyper-parameters, step,
+/// learning rate and loss scaling (inverse scale and finiteness flag, or
+/// none) become one launch when no member reads what another writes.
 void CudaSession::Impl::buildAdamGroups(ProgramState &ps) {
   const auto &instrs = ps.program.instrs;
   auto joins = [&](size_t first, size_t j) {
     const Instr &a = instrs[first], &b = instrs[j];
     return abi::is(b, abi::KernelId::AdamwUpdate) && b.fattrs == a.fattrs &&
-           b.inputs.size() == a.inputs.size() &&
+           b.iattrs == a.iattrs && b.inputs.size() == a.inputs.size() &&
            std::equal(a.inputs.begin() + 4, a.inputs.end(),
                       b.inputs.begin() + 4);
   };

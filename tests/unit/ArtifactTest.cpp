@@ -58,7 +58,7 @@ static Artifact sampleArtifact() {
   train.outputs = {4};
   train.arenaBytes = 128;
   train.instrs.push_back({"matmul", {0, 1}, {4}, {0, 0}, {}});
-  train.instrs.push_back({"sgd_update", {1, 1}, {1}, {}, {0.1, 1e-8}});
+  train.instrs.push_back({"sgd_update", {1, 1, 2}, {1}, {}, {1e-8}});
   a.programs.push_back(train);
   Program fwd;
   fwd.name = "forward";

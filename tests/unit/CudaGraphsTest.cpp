@@ -29,6 +29,7 @@ struct StepProgram {
     int32_t mb = p.floats(DType::F32, {32}, std::vector<float>(32, 0.f));
     int32_t vb = p.floats(DType::F32, {32}, std::vector<float>(32, 0.f));
     int32_t step = p.floats(DType::F32, {}, {1.0f});
+    int32_t lr = p.floats(DType::F32, {}, {1e-3f});
     p.artifact().programs[0].inputs = {x};
     int32_t t = p.temp(DType::F32, {8, 32});
     p.instr("matmul", {x, w}, {t}, {0, 0});
@@ -36,9 +37,9 @@ struct StepProgram {
     p.instr("add", {t, b}, {u});
     y = p.out(DType::F32, {8, 32});
     p.instr("relu", {u}, {y});
-    const std::vector<double> hyper = {1e-3, 0.9, 0.999, 1e-8, 0.01};
-    p.instr("adamw_update", {w, gw, mw, vw, step}, {w, mw, vw}, {}, hyper);
-    p.instr("adamw_update", {b, gb, mb, vb, step}, {b, mb, vb}, {}, hyper);
+    const std::vector<double> hyper = {0.9, 0.999, 1e-8, 0.01};
+    p.instr("adamw_update", {w, gw, mw, vw, step, lr}, {w, mw, vw}, {0}, hyper);
+    p.instr("adamw_update", {b, gb, mb, vb, step, lr}, {b, mb, vb}, {0}, hyper);
     p.artifact().programs[0].outputs = {y};
   }
 };

@@ -11,8 +11,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CudaTestUtil.h"
+
 #include "KernelCasesAttention.h"
 #include "KernelCasesOptim.h"
+#include <cstring>
 
 #include "runtime/core/abi/GemmEpilogue.h"
 #include "runtime/cuda/CudaKernels.h"
@@ -377,10 +379,11 @@ TEST(CudaKernelEmuAdamW, MultiTensorLaunch) {
     for (int64_t s = 0; s < n; s += cuda::kAdamChunk)
       blocks.push_back({e, s});
   }
-  int32_t step = instrs[0].inputs[4];
+  int32_t step = instrs[0].inputs[4], lr = instrs[0].inputs[5];
   cuda::launchAdamwMulti(
       entries.data(), blocks.data(), static_cast<int64_t>(blocks.size()),
-      store[step].data(), DType::F32, {},
+      store[step].data(), DType::F32,
+      reinterpret_cast<const float *>(store[lr].data()), {},
       tcc::rt::abi::attrs<tcc::rt::abi::KernelId::AdamwUpdate>(instrs[0]),
       nullptr);
   std::vector<std::vector<uint8_t>> cpu = prog.initial();
@@ -400,6 +403,7 @@ TEST(CudaKernelEmuAdamW, MultiTensorLaunchUnscalesAndSkips) {
   for (int64_t ok : {1, 0}) {
     OneProgram p;
     int32_t step = p.floats(DType::F32, {}, {2.0f});
+    int32_t lr = p.floats(DType::F32, {}, {1e-3f});
     int32_t inv = p.floats(DType::F32, {}, {1.0f / 4096});
     int32_t finite = p.i64({}, {ok});
     for (int64_t n : {5000, 700}) {
@@ -410,8 +414,8 @@ TEST(CudaKernelEmuAdamW, MultiTensorLaunchUnscalesAndSkips) {
       // The copy starts as the parameter's rounding, as the runtime keeps it.
       int32_t low = p.out(DType::BF16, {n});
       p.instr("cast", {w}, {low}, {0});
-      p.instr("adamw_update", {w, g, m, v, step, inv, finite}, {w, m, v, low},
-              {}, {1e-3, 0.9, 0.999, 1e-8, 0.01});
+      p.instr("adamw_update", {w, g, m, v, step, lr, inv, finite},
+              {w, m, v, low}, {0}, {0.9, 0.999, 1e-8, 0.01});
     }
     const Artifact &a = p.artifact();
     const auto &instrs = a.programs[0].instrs;
@@ -435,7 +439,9 @@ TEST(CudaKernelEmuAdamW, MultiTensorLaunchUnscalesAndSkips) {
     }
     cuda::launchAdamwMulti(
         entries.data(), blocks.data(), static_cast<int64_t>(blocks.size()),
-        store[step].data(), DType::F32, cuda::adamScaling(instrs[1], gpu),
+        store[step].data(), DType::F32,
+        reinterpret_cast<const float *>(store[lr].data()),
+        cuda::adamScaling(instrs[1], gpu),
         tcc::rt::abi::attrs<tcc::rt::abi::KernelId::AdamwUpdate>(instrs[1]),
         nullptr);
     for (int e : {1, 3})
@@ -450,6 +456,58 @@ TEST(CudaKernelEmuAdamW, MultiTensorLaunchUnscalesAndSkips) {
         }
       }
   }
+}
+
+// The launch reads the learning rate from memory (the train loop writes it
+// between steps; a CUDA graph replays the launch as captured): a rate
+// written into the tensor after the table was built is the one applied,
+// as the CPU kernel applies it.
+TEST(CudaKernelEmuAdamW, MultiTensorLaunchReadsTheLearningRate) {
+  OneProgram p;
+  int32_t step = p.floats(DType::F32, {}, {4.0f});
+  int32_t lr = p.floats(DType::F32, {}, {1e-3f});
+  for (int64_t n : {4500, 300}) {
+    int32_t w = p.random(DType::F32, {n}), g = p.random(DType::F32, {n});
+    int32_t m = p.random(DType::F32, {n}, -0.1f, 0.1f);
+    int32_t v = p.random(DType::F32, {n}, 0.0f, 0.1f);
+    p.instr("adamw_update", {w, g, m, v, step, lr}, {w, m, v}, {0},
+            {0.9, 0.999, 1e-8, 0.1});
+  }
+  const Artifact &a = p.artifact();
+  const auto &instrs = a.programs[0].instrs;
+  std::vector<std::vector<float>> params;
+  for (float rate : {1e-3f, 5e-2f}) {
+    std::vector<std::vector<uint8_t>> store = p.initial(), cpu = p.initial();
+    std::vector<void *> gpu, buffers;
+    for (auto &s : store)
+      gpu.push_back(s.data());
+    for (auto &s : cpu)
+      buffers.push_back(s.data());
+    std::vector<cuda::AdamEntry> entries;
+    std::vector<cuda::AdamBlock> blocks;
+    for (int e = 0; e < 2; ++e) {
+      entries.push_back(cuda::adamEntry(instrs[e], a.tensors, gpu));
+      for (int64_t s = 0; s < entries.back().n; s += cuda::kAdamChunk)
+        blocks.push_back({e, s});
+    }
+    std::memcpy(store[lr].data(), &rate, sizeof rate);
+    std::memcpy(cpu[lr].data(), &rate, sizeof rate);
+    cuda::launchAdamwMulti(
+        entries.data(), blocks.data(), static_cast<int64_t>(blocks.size()),
+        store[step].data(), DType::F32,
+        reinterpret_cast<const float *>(store[lr].data()), {},
+        tcc::rt::abi::attrs<tcc::rt::abi::KernelId::AdamwUpdate>(instrs[0]),
+        nullptr);
+    for (int e = 0; e < 2; ++e)
+      runKernel(instrs[e], a.tensors, buffers);
+    for (int e = 0; e < 2; ++e)
+      for (int32_t id : instrs[e].outputs)
+        expectClose(p, cpu, store, id, 1e-6, 1e-7);
+    int32_t w = instrs[0].outputs[0];
+    const float *f = reinterpret_cast<const float *>(store[w].data());
+    params.emplace_back(f, f + 4500);
+  }
+  EXPECT_NE(params[0], params[1]);
 }
 
 // Data errors land in the instr's words as {position, value, bound, 1}.

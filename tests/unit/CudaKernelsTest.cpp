@@ -107,8 +107,9 @@ TEST(CudaKernels, AdamWRunsAsOneMultiTensorLaunch) {
     if (k.kernel == "adamw_update")
       single = k.calls;
   }
-  EXPECT_EQ(multi, 1);
-  // Alone: the one with other hyper-parameters, and the two loss-scaling
+  // The three AdamW updates of one learning rate, and the three Adam ones.
+  EXPECT_EQ(multi, 2);
+  // Alone: the one with another learning rate, and the two loss-scaling
   // updates, which read different `finite` flags and so cannot share a
   // launch.
   EXPECT_EQ(single, 3);

@@ -131,6 +131,8 @@ TEST(CudaSession, RegistryCoversTheScheduleKernels) {
                           "layer_norm_param_grad",
                           "sgd_update",
                           "sgd_momentum_update",
+                          "lion_update",
+                          "adafactor_update",
                           "dropout",
                           "concat",
                           "pow",

@@ -88,12 +88,14 @@ TEST(KernelAbi, SetAttrsThenAttrsOfRoundTrips) {
   EXPECT_TRUE(p2.ceilMode);
   EXPECT_TRUE(p2.countIncludePad);
 
-  abi::setAttrs(in, abi::AdamwAttrs{1e-3, 0.9, 0.95, 1e-8, 0.1});
-  EXPECT_TRUE(in.iattrs.empty());
-  EXPECT_EQ(in.fattrs, (std::vector<double>{1e-3, 0.9, 0.95, 1e-8, 0.1}));
+  // The learning rate is an operand: AdamW's attributes are the rest.
+  abi::setAttrs(in, abi::AdamwAttrs{0.9, 0.95, 1e-8, 0.1, true});
+  EXPECT_EQ(in.iattrs, (std::vector<int64_t>{1}));
+  EXPECT_EQ(in.fattrs, (std::vector<double>{0.9, 0.95, 1e-8, 0.1}));
   abi::AdamwAttrs h = abi::attrs<KernelId::AdamwUpdate>(in);
   EXPECT_EQ(h.beta2, 0.95);
   EXPECT_EQ(h.weightDecay, 0.1);
+  EXPECT_TRUE(h.l2Decay);
 
   // Lists view the instr's integers; halves split them.
   std::vector<int64_t> starts{0, 1, 2}, steps{1, 1, 3};

@@ -128,10 +128,11 @@ TEST(KernelCost, InPlaceUpdatesCountTheirReadAndTheirWrite) {
   int32_t p = s.add({10}, DType::F32, TensorKind::Param), g = s.add({10}),
           m = s.add({10}, DType::F32, TensorKind::State),
           v = s.add({10}, DType::F32, TensorKind::State),
-          step = s.add({}, DType::F32, TensorKind::State);
+          step = s.add({}, DType::F32, TensorKind::State),
+          lr = s.add({}, DType::F32, TensorKind::State);
   KernelCost k = kernelCost(
-      {"adamw_update", {p, g, m, v, step}, {p, m, v}, {}, {}}, s.t, true);
-  EXPECT_EQ(k.bytes, (4 * 10 + 1 + 3 * 10) * 4);
+      {"adamw_update", {p, g, m, v, step, lr}, {p, m, v}, {0}, {}}, s.t, true);
+  EXPECT_EQ(k.bytes, (4 * 10 + 2 + 3 * 10) * 4);
   EXPECT_EQ(k.flops, 0);
 }
 

@@ -69,6 +69,12 @@ public:
       std::memcpy(v.data(), store_[id].data(), v.size() * sizeof(int64_t));
     return v;
   }
+  /// Overwrites an f32 tensor's values (what a train loop does to state
+  /// between runs).
+  void setF32(int32_t id, const std::vector<float> &values) {
+    std::memcpy(store_[id].data(), values.data(),
+                std::min(store_[id].size(), values.size() * sizeof(float)));
+  }
   const TensorInfo &info(int32_t id) const { return infos_[id]; }
 
 private:

@@ -226,7 +226,8 @@ TEST(KernelsNumeric, MseLossAndGrad) {
 TEST(KernelsNumeric, SgdUpdateInPlace) {
   KernelHarness h;
   int32_t p = h.f32({2}, {1, 2}), g = h.f32({2}, {0.5f, -1});
-  h.run("sgd_update", {p, g}, {p}, {}, {0.1, 0.01});
+  int32_t lr = h.f32({}, {0.1f});
+  h.run("sgd_update", {p, g, lr}, {p}, {}, {0.01});
   expectNear(h.get(p), {0.949, 2.098}, 1e-6);
 }
 
@@ -234,8 +235,9 @@ TEST(KernelsNumeric, SgdMomentumTwoSteps) {
   KernelHarness h;
   int32_t p = h.f32({2}, {1, 2}), buf = h.f32({2}, {0, 0});
   int32_t g1 = h.f32({2}, {0.5f, -1}), g2 = h.f32({2}, {0.25f, 0.5f});
-  h.run("sgd_momentum_update", {p, g1, buf}, {p, buf}, {}, {0.1, 0.9, 0.0});
-  h.run("sgd_momentum_update", {p, g2, buf}, {p, buf}, {}, {0.1, 0.9, 0.0});
+  int32_t lr = h.f32({}, {0.1f});
+  h.run("sgd_momentum_update", {p, g1, buf, lr}, {p, buf}, {0}, {0.9, 0.0});
+  h.run("sgd_momentum_update", {p, g2, buf, lr}, {p, buf}, {0}, {0.9, 0.0});
   // buf1 = g1, p1 = p - 0.1 g1; buf2 = 0.9 g1 + g2, p2 = p1 - 0.1 buf2.
   expectNear(h.get(buf), {0.9 * 0.5 + 0.25, 0.9 * -1 + 0.5}, 1e-6);
   expectNear(h.get(p), {1 - 0.05 - 0.1 * 0.7, 2 + 0.1 - 0.1 * -0.4}, 1e-6);
@@ -251,10 +253,11 @@ TEST(KernelsNumeric, AdamWTwoStepsMatchHandUnrolled) {
           v = h.f32({3}, {0, 0, 0});
   int32_t g1 = h.f32({3}, grads[0]), g2 = h.f32({3}, grads[1]);
   int32_t s1 = h.f32({}, {1.0f}), s2 = h.f32({}, {2.0f});
-  h.run("adamw_update", {p, g1, m, v, s1}, {p, m, v}, {},
-        {lr, b1, b2, eps, wd});
-  h.run("adamw_update", {p, g2, m, v, s2}, {p, m, v}, {},
-        {lr, b1, b2, eps, wd});
+  int32_t lrT = h.f32({}, {static_cast<float>(lr)});
+  h.run("adamw_update", {p, g1, m, v, s1, lrT}, {p, m, v}, {0},
+        {b1, b2, eps, wd});
+  h.run("adamw_update", {p, g2, m, v, s2, lrT}, {p, m, v}, {0},
+        {b1, b2, eps, wd});
 
   std::vector<double> want;
   for (size_t i = 0; i < 3; ++i) {
@@ -280,14 +283,14 @@ TEST(KernelsNumeric, AdamWTwoStepsMatchHandUnrolled) {
 TEST(KernelsNumeric, AdamWOutOfPlaceMatchesInPlace) {
   auto pv = randomValues(37, 1), gv = randomValues(37, 2);
   auto mv = randomValues(37, 3), vv = randomValues(37, 4, 0.0f, 1.0f);
-  std::vector<double> f = {1e-3, 0.8, 0.99, 1e-6, 0.1}; // beta1 0.8: lerp's
-                                                        // other branch too
+  std::vector<double> f = {0.8, 0.99, 1e-6, 0.1}; // beta1 0.8: lerp's other
+                                                  // branch too
   KernelHarness h;
   int32_t p = h.f32({37}, pv), g = h.f32({37}, gv), m = h.f32({37}, mv),
-          v = h.f32({37}, vv), s = h.f32({}, {3.0f});
+          v = h.f32({37}, vv), s = h.f32({}, {3.0f}), lr = h.f32({}, {1e-3f});
   int32_t p2 = h.out({37}), m2 = h.out({37}), v2 = h.out({37});
-  h.run("adamw_update", {p, g, m, v, s}, {p2, m2, v2}, {}, f);
-  h.run("adamw_update", {p, g, m, v, s}, {p, m, v}, {}, f);
+  h.run("adamw_update", {p, g, m, v, s, lr}, {p2, m2, v2}, {0}, f);
+  h.run("adamw_update", {p, g, m, v, s, lr}, {p, m, v}, {0}, f);
   EXPECT_EQ(h.get(p2), h.get(p));
   EXPECT_EQ(h.get(m2), h.get(m));
   EXPECT_EQ(h.get(v2), h.get(v));
@@ -300,19 +303,20 @@ TEST(KernelsNumeric, AdamWOutOfPlaceMatchesInPlace) {
 TEST(KernelsNumeric, AdamWWritesTheSixteenBitCopy) {
   auto pv = randomValues(37, 1), gv = randomValues(37, 2);
   auto mv = randomValues(37, 3), vv = randomValues(37, 4, 0.0f, 1.0f);
-  std::vector<double> f = {1e-2, 0.9, 0.999, 1e-8, 0.01};
+  std::vector<double> f = {0.9, 0.999, 1e-8, 0.01};
   for (DType low : {DType::BF16, DType::F16}) {
     for (bool inPlace : {true, false}) {
       KernelHarness h;
       int32_t p = h.f32({37}, pv), g = h.f32({37}, gv), m = h.f32({37}, mv),
-              v = h.f32({37}, vv), s = h.f32({}, {2.0f});
+              v = h.f32({37}, vv), s = h.f32({}, {2.0f}),
+              lr = h.f32({}, {1e-2f});
       int32_t p3 = h.f32({37}, pv), m3 = h.f32({37}, mv), v3 = h.f32({37}, vv);
-      h.run("adamw_update", {p3, g, m3, v3, s}, {p3, m3, v3}, {}, f);
+      h.run("adamw_update", {p3, g, m3, v3, s, lr}, {p3, m3, v3}, {0}, f);
       int32_t l = h.out({37}, low), c = h.out({37}, low);
       std::vector<int32_t> outs = {p, m, v, l};
       if (!inPlace)
         outs = {h.out({37}), h.out({37}), h.out({37}), l};
-      h.run("adamw_update", {p, g, m, v, s}, outs, {}, f);
+      h.run("adamw_update", {p, g, m, v, s, lr}, outs, {0}, f);
       EXPECT_EQ(h.get(outs[0]), h.get(p3));
       EXPECT_EQ(h.get(outs[1]), h.get(m3));
       EXPECT_EQ(h.get(outs[2]), h.get(v3));
@@ -330,22 +334,23 @@ TEST(KernelsNumeric, AdamWWritesTheSixteenBitCopy) {
 TEST(KernelsNumeric, AdamWUnscalesAndSkips) {
   auto pv = randomValues(37, 5), gv = randomValues(37, 6, -900.0f, 900.0f);
   auto mv = randomValues(37, 7), vv = randomValues(37, 8, 0.0f, 1.0f);
-  std::vector<double> f = {1e-2, 0.9, 0.999, 1e-8, 0.01};
+  std::vector<double> f = {0.9, 0.999, 1e-8, 0.01};
   for (bool inPlace : {true, false}) {
     KernelHarness h;
     int32_t s = h.f32({}, {3.0f}), inv = h.f32({}, {1.0f / 2048});
+    int32_t lr = h.f32({}, {1e-2f});
     int32_t yes = h.i64({}, {1}), no = h.i64({}, {0});
     int32_t g = h.f32({37}, gv), gu = h.out({37});
     h.run("mul", {g, inv}, {gu});
     int32_t p3 = h.f32({37}, pv), m3 = h.f32({37}, mv), v3 = h.f32({37}, vv);
-    h.run("adamw_update", {p3, gu, m3, v3, s}, {p3, m3, v3}, {}, f);
+    h.run("adamw_update", {p3, gu, m3, v3, s, lr}, {p3, m3, v3}, {0}, f);
     for (int32_t ok : {yes, no}) {
       int32_t p = h.f32({37}, pv), m = h.f32({37}, mv), v = h.f32({37}, vv);
       int32_t l = h.out({37}, DType::F16), c = h.out({37}, DType::F16);
       std::vector<int32_t> outs = {p, m, v, l};
       if (!inPlace)
         outs = {h.out({37}), h.out({37}), h.out({37}), l};
-      h.run("adamw_update", {p, g, m, v, s, inv, ok}, outs, {}, f);
+      h.run("adamw_update", {p, g, m, v, s, lr, inv, ok}, outs, {0}, f);
       EXPECT_EQ(h.get(outs[0]), ok == yes ? h.get(p3) : pv) << inPlace;
       EXPECT_EQ(h.get(outs[1]), ok == yes ? h.get(m3) : mv) << inPlace;
       EXPECT_EQ(h.get(outs[2]), ok == yes ? h.get(v3) : vv) << inPlace;
@@ -356,33 +361,33 @@ TEST(KernelsNumeric, AdamWUnscalesAndSkips) {
   // The two inputs: an f32 scale and a bool (i64) flag, one element each.
   KernelHarness h;
   int32_t p = h.out({4}), s = h.f32({}, {1.0f});
-  std::vector<double> f2 = {1e-3, 0.9, 0.999, 1e-8, 0.01};
+  std::vector<double> f2 = {0.9, 0.999, 1e-8, 0.01};
   int32_t flag = h.i64({}, {1}), wide = h.i64({2}, {1, 1});
   try {
-    h.check("adamw_update", {p, p, p, p, s, flag, flag}, {p, p, p}, {}, f2);
+    h.check("adamw_update", {p, p, p, p, s, s, flag, flag}, {p, p, p}, {0}, f2);
     ADD_FAILURE() << "an i64 inverse scale was accepted";
-  } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find("input 5"), std::string::npos)
-        << e.what();
-  }
-  try {
-    h.check("adamw_update", {p, p, p, p, s, s, wide}, {p, p, p}, {}, f2);
-    ADD_FAILURE() << "a flag of two elements was accepted";
   } catch (const Error &e) {
     EXPECT_NE(std::string(e.what()).find("input 6"), std::string::npos)
         << e.what();
   }
+  try {
+    h.check("adamw_update", {p, p, p, p, s, s, s, wide}, {p, p, p}, {0}, f2);
+    ADD_FAILURE() << "a flag of two elements was accepted";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("input 7"), std::string::npos)
+        << e.what();
+  }
   EXPECT_NO_THROW(
-      h.check("adamw_update", {p, p, p, p, s, s, flag}, {p, p, p}, {}, f2));
+      h.check("adamw_update", {p, p, p, p, s, s, s, flag}, {p, p, p}, {0}, f2));
 }
 
 TEST(KernelsNumeric, AdamWSixteenBitCopyIsChecked) {
   KernelHarness h;
   int32_t p = h.out({4}), s = h.f32({}, {1.0f});
-  std::vector<double> f = {1e-3, 0.9, 0.999, 1e-8, 0.01};
+  std::vector<double> f = {0.9, 0.999, 1e-8, 0.01};
   auto message = [&](int32_t low) {
     try {
-      h.check("adamw_update", {p, p, p, p, s}, {p, p, p, low}, {}, f);
+      h.check("adamw_update", {p, p, p, p, s, s}, {p, p, p, low}, {0}, f);
     } catch (const Error &e) {
       return std::string(e.what());
     }
@@ -445,4 +450,108 @@ TEST(KernelsNumeric, GlobalNormIsChecked) {
   int32_t a = h.f32({2}, {3, 4}), v = h.out({2});
   EXPECT_THROW(h.check("global_norm", {}, {h.out({})}), Error);
   EXPECT_THROW(h.check("global_norm", {a}, {v}), Error);
+}
+
+// The learning rate is an operand read at each run: the same instr with
+// the lr tensor changed in between updates by the new rate (what the train
+// loop's schedules rely on), for every optimizer kernel.
+TEST(KernelsNumeric, OptimizersReadTheLearningRateEachRun) {
+  struct Case {
+    const char *kernel;
+    int states; // besides p and g: moments/buffers, then (AdamW) the step
+    std::vector<int64_t> i;
+    std::vector<double> f;
+  };
+  const Case cases[] = {{"sgd_update", 0, {}, {0.01}},
+                        {"sgd_momentum_update", 1, {1}, {0.9, 0.01}},
+                        {"lion_update", 1, {}, {0.9, 0.99, 0.1}},
+                        {"adamw_update", 2, {0}, {0.9, 0.999, 1e-8, 0.01}},
+                        {"adamw_update", 2, {1}, {0.9, 0.999, 1e-8, 0.01}}};
+  for (const Case &c : cases) {
+    std::vector<std::vector<float>> ps;
+    for (float rate : {0.1f, 0.1f, 0.025f}) {
+      KernelHarness h;
+      int32_t p = h.f32({3}, {0.5f, -1.0f, 2.0f});
+      int32_t g = h.f32({3}, {0.1f, 0.2f, -0.3f});
+      int32_t lr = h.f32({}, {0.1f});
+      std::vector<int32_t> in = {p, g}, out = {p};
+      for (int k = 0; k < c.states; ++k) {
+        in.push_back(h.f32({3}, {0, 0, 0}));
+        out.push_back(in.back());
+      }
+      if (std::string(c.kernel) == "adamw_update")
+        in.push_back(h.f32({}, {1.0f}));
+      in.push_back(lr);
+      h.run(c.kernel, in, out, c.i, c.f);
+      h.setF32(lr, {rate}); // a schedule's next value
+      h.run(c.kernel, in, out, c.i, c.f);
+      ps.push_back(h.get(p));
+    }
+    EXPECT_EQ(ps[0], ps[1]) << c.kernel; // deterministic
+    // The second step at a quarter of the rate ends elsewhere.
+    for (size_t k = 0; k < 3; ++k)
+      EXPECT_NE(ps[0][k], ps[2][k]) << c.kernel << " element " << k;
+  }
+}
+
+// torch.optim.SGD(nesterov=True): buf = m*buf + d; p -= lr * (d + m*buf).
+TEST(KernelsNumeric, SgdNesterovTwoSteps) {
+  KernelHarness h;
+  int32_t p = h.f32({2}, {1, 2}), buf = h.f32({2}, {0, 0});
+  int32_t g1 = h.f32({2}, {0.5f, -1}), g2 = h.f32({2}, {0.25f, 0.5f});
+  int32_t lr = h.f32({}, {0.1f});
+  h.run("sgd_momentum_update", {p, g1, buf, lr}, {p, buf}, {1}, {0.9, 0.0});
+  h.run("sgd_momentum_update", {p, g2, buf, lr}, {p, buf}, {1}, {0.9, 0.0});
+  double want[2];
+  const double p0[2] = {1, 2}, ga[2] = {0.5, -1}, gb[2] = {0.25, 0.5};
+  for (int i = 0; i < 2; ++i) {
+    double b = ga[i], pi = p0[i] - 0.1 * (ga[i] + 0.9 * b);
+    b = 0.9 * b + gb[i];
+    want[i] = pi - 0.1 * (gb[i] + 0.9 * b);
+  }
+  expectNear(h.get(p), {want[0], want[1]}, 1e-6);
+}
+
+// Lion: u = sign(b1 m + (1-b1) g); p = p (1 - lr wd) - lr u;
+// m = b2 m + (1-b2) g.
+TEST(KernelsNumeric, LionTwoSteps) {
+  KernelHarness h;
+  int32_t p = h.f32({3}, {0.5f, -1, 2}), m = h.f32({3}, {0, 0, 0});
+  int32_t g1 = h.f32({3}, {0.1f, -0.2f, 0}), g2 = h.f32({3}, {-0.3f, 0.1f, 0});
+  int32_t lr = h.f32({}, {0.01f});
+  const double b1 = 0.9, b2 = 0.99, wd = 0.5;
+  h.run("lion_update", {p, g1, m, lr}, {p, m}, {}, {b1, b2, wd});
+  h.run("lion_update", {p, g2, m, lr}, {p, m}, {}, {b1, b2, wd});
+  const double p0[3] = {0.5, -1, 2}, ga[3] = {0.1, -0.2, 0},
+               gb[3] = {-0.3, 0.1, 0};
+  std::vector<double> wantP, wantM;
+  for (int i = 0; i < 3; ++i) {
+    double pi = p0[i], mi = 0;
+    for (double g : {ga[i], gb[i]}) {
+      double c = b1 * mi + (1 - b1) * g;
+      pi = pi * (1 - 0.01 * wd) - 0.01 * ((c > 0) - (c < 0));
+      mi = b2 * mi + (1 - b2) * g;
+    }
+    wantP.push_back(pi);
+    wantM.push_back(mi);
+  }
+  expectNear(h.get(p), wantP, 1e-6);
+  expectNear(h.get(m), wantM, 1e-7);
+}
+
+// torch.optim.Adam: the decay is added to the gradient, no decoupled decay.
+TEST(KernelsNumeric, AdamL2DecayOneStep) {
+  KernelHarness h;
+  int32_t p = h.f32({2}, {0.5f, -1}), g = h.f32({2}, {0.1f, 0.2f});
+  int32_t m = h.f32({2}, {0, 0}), v = h.f32({2}, {0, 0});
+  int32_t s = h.f32({}, {1.0f}), lr = h.f32({}, {0.01f});
+  h.run("adamw_update", {p, g, m, v, s, lr}, {p, m, v}, {1},
+        {0.9, 0.999, 1e-8, 0.5});
+  std::vector<double> want;
+  for (double pi : {0.5, -1.0}) {
+    double gi = (pi == 0.5 ? 0.1 : 0.2) + 0.5 * pi;
+    double mi = 0.1 * gi, vi = 0.001 * gi * gi;
+    want.push_back(pi - 0.01 / 0.1 * mi / (std::sqrt(vi / 0.001) + 1e-8));
+  }
+  expectNear(h.get(p), want, 1e-6);
 }

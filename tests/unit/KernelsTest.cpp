@@ -42,6 +42,8 @@ TEST(Kernels, RegistryListsEveryKernelSorted) {
                         "mse_loss_grad",
                         "sgd_update",
                         "sgd_momentum_update",
+                        "lion_update",
+                        "adafactor_update",
                         "adamw_update",
                         "conv2d",
                         "conv2d_grad_input",
@@ -391,7 +393,7 @@ TEST(Kernels, CheckInstrRejectsBadInstrs) {
   throwsWith("not sorted", [&] { h.check("reduce_sum", {a}, {o}, {1, 0}); });
   throwsWith("out of range", [&] { h.check("softmax", {a}, {o}, {2}); });
   throwsWith("tensor id 99", [&] { h.check("relu", {99}, {o}); });
-  throwsWith("float attributes", [&] {
-    h.check("sgd_update", {a, a}, {o}, {}, {0.1});
+  throwsWith("float attribute", [&] {
+    h.check("sgd_update", {a, a}, {o}, {}, {0.1, 0.2});
   });
 }

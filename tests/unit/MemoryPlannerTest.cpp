@@ -309,11 +309,12 @@ TEST(MemoryReport, ClassifiesParamsGradientsAndOptimizerState) {
   int32_t x = b.tensor(TensorKind::Input, {4, 8});
   int32_t w = b.tensor(TensorKind::Param, {8, 8});
   int32_t m = b.tensor(TensorKind::State, {8, 8});
+  int32_t lr = b.tensor(TensorKind::State, {});
   int32_t y = b.op("matmul", {x, w}, {4, 8}, {0, 0});
   int32_t loss = b.op("reduce_sum", {y}, {}, {0, 1});
   int32_t g = b.op("matmul", {x, y}, {8, 8}, {1, 0}); // reads y after loss
   b.p.instrs.push_back(
-      {"sgd_momentum_update", {w, g, m}, {w, m}, {}, {0.1, 0.9, 0.0}});
+      {"sgd_momentum_update", {w, g, m, lr}, {w, m}, {0}, {0.9, 0.0}});
   b.p.name = "train_step";
   b.p.inputs = {x};
   b.p.outputs = {loss};
@@ -321,7 +322,7 @@ TEST(MemoryReport, ClassifiesParamsGradientsAndOptimizerState) {
   b.a.programs.push_back(b.p);
   MemoryReport r = analyzeMemory(b.a);
   EXPECT_EQ(r.weights, 8 * 8 * 4);
-  EXPECT_EQ(r.optimizerState, 8 * 8 * 4);
+  EXPECT_EQ(r.optimizerState, 8 * 8 * 4 + 4); // the buffer and the rate
   EXPECT_EQ(r.inputs, 4 * 8 * 4);
   const MemoryReport::Program *p = r.find("train_step");
   ASSERT_NE(p, nullptr);

@@ -19,7 +19,8 @@ enum Id : int32_t {
   V,
   Step,
   One,
-  Labels, // persistent
+  Labels,
+  Lr, // persistent
   H,
   Y,
   Loss,
@@ -67,6 +68,7 @@ struct TinyModel {
     add("step", {}, TensorKind::State, {0.0f});
     add("one", {}, TensorKind::Constant, {1.0f});
     add("labels", {4}, TensorKind::Input, {}, DType::I64);
+    add("optimizer.lr", {}, TensorKind::State, {0.05f});
     // A hand-made static plan: dh reuses dy in place (relu_grad is
     // element-wise) and dW reuses h, which is dead by then.
     temp("h", {4, 2}, "train_step", 0);
@@ -90,10 +92,10 @@ struct TinyModel {
         {"matmul", {X, Dh}, {Dw}, {1, 0}, {}},
         {"add", {Step, One}, {Step}, {}, {}},
         {"adamw_update",
-         {W, Dw, M, V, Step},
+         {W, Dw, M, V, Step, Lr},
          {W, M, V},
-         {},
-         {0.05, 0.9, 0.999, 1e-8, 0.01}},
+         {0},
+         {0.9, 0.999, 1e-8, 0.01}},
     };
     Program fwd{"forward", {X}, {Y2}, {}, 64};
     fwd.instrs = {{"matmul", {X, W}, {H2}, {0, 0}, {}},
@@ -169,11 +171,34 @@ TEST(Session, CompiledAndEagerAgreeBitForBit) {
   EXPECT_EQ(std::memcmp(compiled.data(Y2), eager.data(Y2), 32), 0);
 }
 
+// The learning rate is the state `optimizer.lr`, read by the update at
+// each run: a train loop that writes it between steps (a schedule) changes
+// the next update, in both modes, with no reload.
+TEST(Session, LearningRateIsReadAtEachStep) {
+  for (ExecMode mode : {ExecMode::Compiled, ExecMode::Eager}) {
+    std::vector<std::vector<float>> w;
+    for (float second : {0.05f, 0.05f, 0.0125f}) {
+      TinyModel m;
+      cpu::CpuSession s(m.a, mode);
+      fill(s, X, xData());
+      fill(s, Target, targetData());
+      EXPECT_EQ(read(s, Lr, 1)[0], 0.05f); // the compiled default
+      s.run("train_step");
+      fill(s, Lr, {second});
+      s.run("train_step");
+      w.push_back(read(s, W, 6));
+    }
+    EXPECT_EQ(w[0], w[1]);
+    for (size_t i = 0; i < 6; ++i)
+      EXPECT_NE(w[0][i], w[2][i]) << "element " << i;
+  }
+}
+
 TEST(Session, MemoryAccounting) {
   TinyModel m;
   cpu::CpuSession compiled(m.a, ExecMode::Compiled), eager(m.a, ExecMode::Eager);
-  // x 48 + target 32 + W, m, v 3*24 + step 4 + one 4 + labels 32
-  const int64_t persistent = 48 + 32 + 72 + 4 + 4 + 32;
+  // x 48 + target 32 + W, m, v 3*24 + step 4 + one 4 + labels 32 + lr 4
+  const int64_t persistent = 48 + 32 + 72 + 4 + 4 + 32 + 4;
   EXPECT_EQ(compiled.memory().persistentBytes, persistent);
   EXPECT_EQ(compiled.memory().tempPeakBytes, 0); // the arena is lazy
   compiled.run("train_step");

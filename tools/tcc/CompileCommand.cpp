@@ -43,22 +43,51 @@ static cl::opt<double> labelSmoothing(
              "(PyTorch's label_smoothing)"),
     cl::init(0.0), cl::value_desc("S"), cl::sub(tool::compileCmd),
     cl::sub(tool::benchCmd));
-static cl::opt<std::string> optimizer("optimizer", cl::desc("sgd or adamw"),
-                                      cl::init("adamw"),
-                                      cl::sub(tool::compileCmd),
-    cl::sub(tool::benchCmd));
+static cl::opt<std::string>
+    optimizer("optimizer",
+              cl::desc("sgd, adam, adamw, lion or adafactor (as "
+                       "torch.optim's SGD, Adam, AdamW, Adafactor; Lion as "
+                       "its paper; default adamw)"),
+              cl::init("adamw"), cl::sub(tool::compileCmd),
+              cl::sub(tool::benchCmd));
 static cl::opt<double> lr("lr",
-                          cl::desc("Learning rate (default 1e-3 for adamw, "
-                                   "1e-2 for sgd)"),
+                          cl::desc("Learning rate, the run's default (the "
+                                   "train loop may change it; default 1e-3 "
+                                   "for adam/adamw, 1e-2 for sgd and "
+                                   "adafactor, 1e-4 for lion)"),
                           cl::init(-1), cl::sub(tool::compileCmd),
     cl::sub(tool::benchCmd));
 static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"),
                                 cl::init(0), cl::sub(tool::compileCmd),
-    cl::sub(tool::benchCmd));
+                                cl::sub(tool::benchCmd));
+static cl::opt<bool> nesterov("nesterov",
+                              cl::desc("SGD: Nesterov momentum (needs "
+                                       "--momentum above 0)"),
+                              cl::sub(tool::compileCmd),
+                              cl::sub(tool::benchCmd));
+static cl::opt<std::string>
+    betas("betas",
+          cl::desc("beta1,beta2 of adam/adamw (default 0.9,0.999) or lion "
+                   "(default 0.9,0.99)"),
+          cl::value_desc("B1,B2"), cl::sub(tool::compileCmd),
+          cl::sub(tool::benchCmd));
+static cl::opt<double> eps("eps",
+                           cl::desc("epsilon of adam/adamw (default 1e-8), "
+                                    "eps1 of adafactor (default: f32's "
+                                    "machine epsilon)"),
+                           cl::init(-1), cl::sub(tool::compileCmd),
+                           cl::sub(tool::benchCmd));
 static cl::opt<double> weightDecay("weight-decay",
                                    cl::desc("Weight decay (default 0.01 for "
-                                            "adamw, 0 for sgd)"),
+                                            "adamw, 0 otherwise)"),
                                    cl::init(-1), cl::sub(tool::compileCmd),
+                                   cl::sub(tool::benchCmd));
+static cl::list<std::string> noDecay(
+    "no-decay",
+    cl::desc("Parameters without weight decay: glob patterns over their "
+             "names, or '1d' (every parameter of rank < 2: biases and norm "
+             "scales, as nanoGPT groups them)"),
+    cl::CommaSeparated, cl::value_desc("pattern"), cl::sub(tool::compileCmd),
     cl::sub(tool::benchCmd));
 static cl::opt<int64_t> gradAccum(
     "grad-accum",
@@ -274,6 +303,66 @@ static cl::opt<EmitKind> emit(
                    "cuda)")),
     cl::sub(tool::compileCmd));
 
+/// --optimizer, --betas, --eps, --nesterov, --no-decay: what the command
+/// line alone can tell is wrong (the pass checks the rest, e.g. a pattern
+/// that matches no parameter).
+static bool optimizerOptionsFromFlags(CompileOptions &o, const char *cmd) {
+  auto error = [&]() -> raw_ostream & {
+    return llvm::errs() << "tcc " << cmd << ": error: ";
+  };
+  StringRef name = o.optimizer;
+  bool adam = name == "adam" || name == "adamw";
+  if (!adam && name != "sgd" && name != "lion" && name != "adafactor") {
+    error() << "--optimizer must be sgd, adam, adamw, lion or adafactor, got '"
+            << name << "'\n";
+    return false;
+  }
+  if (betas.getNumOccurrences()) {
+    if (!adam && name != "lion") {
+      error() << "--betas is an option of adam, adamw and lion, not " << name
+              << "\n";
+      return false;
+    }
+    SmallVector<StringRef, 2> parts;
+    StringRef(betas).split(parts, ',');
+    double b[2];
+    if (parts.size() != 2 || parts[0].trim().getAsDouble(b[0]) ||
+        parts[1].trim().getAsDouble(b[1]) || !(b[0] >= 0 && b[0] < 1) ||
+        !(b[1] >= 0 && b[1] < 1)) {
+      error() << "--betas must be two numbers in [0, 1), as 0.9,0.999, got '"
+              << betas << "'\n";
+      return false;
+    }
+    o.beta1 = b[0];
+    o.beta2 = b[1];
+  }
+  if (eps.getNumOccurrences()) {
+    if (!adam && name != "adafactor") {
+      error() << "--eps is an option of adam, adamw and adafactor, not " << name
+              << "\n";
+      return false;
+    }
+    if (!(eps > 0)) {
+      error() << "--eps must be positive, got "
+              << llvm::format("%g", double(eps)) << "\n";
+      return false;
+    }
+    o.eps = eps;
+  }
+  if (momentum.getNumOccurrences() && name != "sgd") {
+    error() << "--momentum is an option of sgd, not " << name
+            << " (which uses --betas)\n";
+    return false;
+  }
+  if (nesterov && (name != "sgd" || !(momentum > 0))) {
+    error() << "--nesterov needs --optimizer sgd and --momentum above 0\n";
+    return false;
+  }
+  o.nesterov = nesterov;
+  o.noDecay.assign(noDecay.begin(), noDecay.end());
+  return true;
+}
+
 bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
   o.batch = batch;
   o.frozen.assign(freeze.begin(), freeze.end());
@@ -312,6 +401,8 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
   o.lr = lr;
   o.momentum = momentum;
   o.weightDecay = weightDecay;
+  if (!optimizerOptionsFromFlags(o, cmd))
+    return false;
   if (gradAccum < 1) {
     llvm::errs() << "tcc " << cmd
                  << ": error: --grad-accum must be at least 1, got " << gradAccum

@@ -57,7 +57,7 @@ void check_mse_loss_grad(const KernelSig &s) {
 
 //===----------------------------------------------------------------------===//
 // Optimizer updates (hyper-parameters: SgdAttrs, SgdMomentumAttrs,
-// AdamwAttrs, whose counts checkAttrs checked)
+// AdamwAttrs, LionAttrs, whose counts checkAttrs checked)
 //===----------------------------------------------------------------------===//
 
 /// All operands f32 with the parameter's element count; `scalars` inputs at
@@ -73,33 +73,76 @@ static void checkUpdate(const KernelSig &s, size_t nIn, size_t nOut,
     expectNumel(s, false, i, n);
 }
 
-void check_sgd_update(const KernelSig &s) { checkUpdate(s, 2, 1, 0); }
+// The last input of each is the learning rate, one f32 element.
+void check_sgd_update(const KernelSig &s) { checkUpdate(s, 3, 1, 1); }
 
-void check_sgd_momentum_update(const KernelSig &s) { checkUpdate(s, 3, 2, 0); }
+void check_sgd_momentum_update(const KernelSig &s) { checkUpdate(s, 4, 2, 1); }
+
+void check_lion_update(const KernelSig &s) { checkUpdate(s, 4, 2, 1); }
+
+/// Adafactor: p, g, the step and the rate, then the factored second moment
+/// (rank >= 2: row and column factors) or the full one; each output like
+/// its input.
+void check_adafactor_update(const KernelSig &s) {
+  if (s.in.size() != 5 && s.in.size() != 6)
+    throw Error("takes 5 or 6 inputs (p, g, step, lr, then the second "
+                "moment: v, or its row and column factors), got " +
+                std::to_string(s.in.size()));
+  expectArity(s, s.in.size(), s.in.size() - 3);
+  expectAllF32(s);
+  const std::vector<int64_t> &shape = s.in[0]->shape;
+  expectNumel(s, true, 1, s.in[0]->numElements());
+  expectNumel(s, true, 2, 1);
+  expectNumel(s, true, 3, 1);
+  std::vector<std::vector<int64_t>> want;
+  if (s.in.size() == 6) {
+    if (shape.size() < 2)
+      throw Error("a factored second moment needs a parameter of rank >= 2, "
+                  "got rank " +
+                  std::to_string(shape.size()));
+    std::vector<int64_t> row = shape, col = shape;
+    row.back() = 1;
+    col[col.size() - 2] = 1;
+    want = {row, col};
+  } else {
+    want = {shape};
+  }
+  for (size_t k = 0; k < want.size(); ++k) {
+    if (s.in[4 + k]->shape != want[k])
+      throw Error(operandName(s, true, 4 + k) +
+                  " (second moment) has the "
+                  "wrong shape for the parameter's");
+    if (s.out[1 + k]->shape != want[k])
+      throw Error(operandName(s, false, 1 + k) +
+                  " (second moment) has the "
+                  "wrong shape for the parameter's");
+  }
+  expectNumel(s, false, 0, s.in[0]->numElements());
+}
 
 /// A fourth output, when there, is the new parameter rounded to bf16 or f16
 /// (tcc-shadow-weights); the kernel writes it itself (handlesHalf). Two more
 /// inputs, when there, are fp16 loss scaling's inverse scale (f32) and
 /// finiteness flag (a bool: i64 0/1), one element each.
 void check_adamw_update(const KernelSig &s) {
-  bool scaled = s.in.size() == 7;
+  bool scaled = s.in.size() == 8;
   if (scaled) {
     const char *what[2] = {"the inverse loss scale, f32",
                            "the finiteness flag, a bool"};
-    for (size_t i : {5, 6}) {
-      DType want = i == 5 ? DType::F32 : DType::I64;
+    for (size_t i : {6, 7}) {
+      DType want = i == 6 ? DType::F32 : DType::I64;
       if (s.in[i]->dtype != want)
-        throw Error(operandName(s, true, i) + " (" + what[i - 5] +
+        throw Error(operandName(s, true, i) + " (" + what[i - 6] +
                     ") must be " + dtypeName(want) + ", is " +
                     dtypeName(s.in[i]->dtype));
       expectNumel(s, true, i, 1);
     }
   }
-  // p, g, m, v, step and p', m', v' are checked as an f32 update's.
+  // p, g, m, v, step, lr and p', m', v' are checked as an f32 update's.
   KernelSig f32{s.instr,
                 {s.in.begin(), s.in.end() - (scaled ? 2 : 0)},
                 {s.out.begin(), s.out.end() - (s.out.size() == 4 ? 1 : 0)}};
-  checkUpdate(f32, 5, 3, 1);
+  checkUpdate(f32, 6, 3, 2);
   if (s.out.size() != 4)
     return;
   const TensorInfo *low = s.out[3];

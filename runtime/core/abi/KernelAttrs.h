@@ -311,30 +311,55 @@ struct CrossEntropyAttrs {
   }
 };
 
+// Optimizer updates. The learning rate is an operand (an f32 scalar the
+// train loop may change between steps), not an attribute.
 struct SgdAttrs {
-  double lr = 0, weightDecay = 0;
-  template <class V> void visit(V &v) {
-    v.real(lr, "lr");
-    v.real(weightDecay, "weight_decay");
-  }
+  double weightDecay = 0;
+  template <class V> void visit(V &v) { v.real(weightDecay, "weight_decay"); }
 };
 
 struct SgdMomentumAttrs {
-  double lr = 0, momentum = 0, weightDecay = 0;
+  double momentum = 0, weightDecay = 0;
+  bool nesterov = false;
   template <class V> void visit(V &v) {
-    v.real(lr, "lr");
     v.real(momentum, "momentum");
+    v.real(weightDecay, "weight_decay");
+    v.flag(nesterov, "nesterov");
+  }
+};
+
+/// `l2Decay`: torch.optim.Adam's weight decay (added to the gradient)
+/// instead of AdamW's decoupled one.
+struct AdamwAttrs {
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
+  bool l2Decay = false;
+  template <class V> void visit(V &v) {
+    v.real(beta1, "beta1");
+    v.real(beta2, "beta2");
+    v.real(eps, "eps");
+    v.real(weightDecay, "weight_decay");
+    v.flag(l2Decay, "l2_decay");
+  }
+};
+
+/// torch.optim.Adafactor's hyper-parameters (the rate and step are
+/// operands).
+struct AdafactorAttrs {
+  double beta2Decay = -0.8, eps1 = 0, eps2 = 1e-3, d = 1, weightDecay = 0;
+  template <class V> void visit(V &v) {
+    v.real(beta2Decay, "beta2_decay");
+    v.real(eps1, "eps1");
+    v.real(eps2, "eps2");
+    v.real(d, "d");
     v.real(weightDecay, "weight_decay");
   }
 };
 
-struct AdamwAttrs {
-  double lr = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
+struct LionAttrs {
+  double beta1 = 0.9, beta2 = 0.99, weightDecay = 0;
   template <class V> void visit(V &v) {
-    v.real(lr, "lr");
     v.real(beta1, "beta1");
     v.real(beta2, "beta2");
-    v.real(eps, "eps");
     v.real(weightDecay, "weight_decay");
   }
 };

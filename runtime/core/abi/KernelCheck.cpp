@@ -18,6 +18,7 @@ using K = KernelId;
 
 // One entry per kernel of KernelList.def, in its order (checked below).
 static constexpr CheckEntry kChecks[] = {
+    {K::AdafactorUpdate, check_adafactor_update},
     {K::AdamwUpdate, check_adamw_update},
     {K::Add, check_binary},
     {K::ArgMax, check_arg_extremum},
@@ -54,6 +55,7 @@ static constexpr CheckEntry kChecks[] = {
     {K::LayerNorm, check_layer_norm},
     {K::LayerNormGrad, check_layer_norm_grad},
     {K::LayerNormParamGrad, check_layer_norm_param_grad},
+    {K::LionUpdate, check_lion_update},
     {K::Log, check_unary},
     {K::LogSoftmax, check_softmax_like},
     {K::LogSoftmaxGrad, check_softmax_grad_like},

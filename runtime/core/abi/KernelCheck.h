@@ -116,6 +116,8 @@ TCC_CHECK(mse_loss)
 TCC_CHECK(mse_loss_grad)
 TCC_CHECK(sgd_update)
 TCC_CHECK(sgd_momentum_update)
+TCC_CHECK(lion_update)
+TCC_CHECK(adafactor_update)
 TCC_CHECK(adamw_update)
 // CheckShape.cpp
 TCC_CHECK(gather)

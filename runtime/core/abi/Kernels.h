@@ -41,12 +41,24 @@
 //   softmax_cross_entropy_grad  in [dloss [], logits, labels] out [dlogits].
 //   mse_loss          in [pred,target] out [loss []] = mean((pred-target)^2).
 //   mse_loss_grad     in [dloss [],pred,target] out [dpred].
-//   sgd_update        in [p,g] out [p'], f [lr, wd]. in-place
-//   sgd_momentum_update  in [p,g,buf] out [p',buf'], f [lr, momentum, wd].
-//                        in-place
-//   adamw_update      in [p,g,m,v,step [] (, inv [], finite [] i64)]
+//   The optimizer updates read the learning rate `lr` (f32 []) from memory:
+//   the train loop may change it between steps (CUDA graphs replay the
+//   launches, so it cannot be a launch argument).
+//   sgd_update        in [p,g,lr []] out [p'], f [wd]. in-place
+//   sgd_momentum_update  in [p,g,buf,lr []] out [p',buf'], f [momentum, wd],
+//                        i [nesterov]; torch.optim.SGD. in-place
+//   lion_update       in [p,g,m,lr []] out [p',m'], f [beta1, beta2, wd];
+//                     Lion (Chen et al. 2023). in-place
+//   adafactor_update  in [p,g,step [],lr [],row,col] out [p',row',col']
+//                     (rank >= 2: row/col are p's shape with the last /
+//                     second-to-last dimension 1), or in [p,g,step,lr,v]
+//                     out [p',v'] (rank < 2: v like p);
+//                     f [beta2_decay, eps1, eps2, d, wd];
+//                     torch.optim.Adafactor. in-place
+//   adamw_update      in [p,g,m,v,step [],lr [] (, inv [], finite [] i64)]
 //                     out [p',m',v' (, low)],
-//                     f [lr, beta1, beta2, eps, wd]; torch.optim.AdamW.
+//                     f [beta1, beta2, eps, wd], i [l2_decay];
+//                     torch.optim.AdamW (l2_decay: torch.optim.Adam).
 //                     in-place. The optional `low` (bf16/f16) receives p'
 //                     rounded to nearest-even (tcc-shadow-weights). With
 //                     `inv` and `finite` (fp16 loss scaling) the gradient

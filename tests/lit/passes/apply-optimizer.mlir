@@ -39,7 +39,8 @@ module attributes {tcc.batch = 4 : i64} {
 // ADAMW-SAME:     %[[WV:[^:]+]]: tensor<3x8xf32> {tcc.kind = "state", tcc.name = "fc.weight.exp_avg_sq"},
 // ADAMW-SAME:     %[[BM:[^:]+]]: tensor<3xf32> {tcc.kind = "state", tcc.name = "fc.bias.exp_avg"},
 // ADAMW-SAME:     %[[BV:[^:]+]]: tensor<3xf32> {tcc.kind = "state", tcc.name = "fc.bias.exp_avg_sq"},
-// ADAMW-SAME:     %[[STEP:[^:]+]]: tensor<f32> {tcc.kind = "state", tcc.name = "adamw.step"})
+// ADAMW-SAME:     %[[STEP:[^:]+]]: tensor<f32> {tcc.kind = "state", tcc.name = "adamw.step"},
+// ADAMW-SAME:     %[[LR:[^:]+]]: tensor<f32> {tcc.init = dense<1.000000e-03> : tensor<f32>, tcc.kind = "state", tcc.name = "optimizer.lr"})
 // ADAMW-SAME:    -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"},
 // ADAMW-SAME:        tensor<3x8xf32> {tcc.kind = "update", tcc.name = "fc.weight"},
 // ADAMW-SAME:        tensor<3xf32> {tcc.kind = "update", tcc.name = "fc.bias"},
@@ -53,23 +54,25 @@ module attributes {tcc.batch = 4 : i64} {
 // ADAMW-NEXT:    %[[GB:.+]] = tcc.constant dense<2.500000e-01>
 // ADAMW-NEXT:    %[[ONE:.+]] = tcc.constant dense<1.000000e+00> : tensor<f32>
 // ADAMW-NEXT:    %[[T1:.+]] = tcc.add %[[STEP]], %[[ONE]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
-// ADAMW-NEXT:    %[[W1:[^,]+]], %[[WM1:[^,]+]], %[[WV1:[^ ]+]] = tcc.adamw_update %[[W]], %[[GW]], %[[WM]], %[[WV]], %[[T1]] {beta1 = 9.000000e-01 : f64, beta2 = 0.99899{{[0-9]*}} : f64, eps = 1.000000e-08 : f64, lr = 1.000000e-03 : f64, weight_decay = 1.000000e-02 : f64} : tensor<3x8xf32>, tensor<f32>
-// ADAMW-NEXT:    %[[B1:[^,]+]], %[[BM1:[^,]+]], %[[BV1:[^ ]+]] = tcc.adamw_update %[[B]], %[[GB]], %[[BM]], %[[BV]], %[[T1]] {{{.+}}} : tensor<3xf32>, tensor<f32>
+// ADAMW-NEXT:    %[[W1:[^,]+]], %[[WM1:[^,]+]], %[[WV1:[^ ]+]] = tcc.adamw_update %[[W]], %[[GW]], %[[WM]], %[[WV]], %[[T1]], %[[LR]] {beta1 = 9.000000e-01 : f64, beta2 = 0.99899{{[0-9]*}} : f64, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-02 : f64} : tensor<3x8xf32>, tensor<f32>
+// ADAMW-NEXT:    %[[B1:[^,]+]], %[[BM1:[^,]+]], %[[BV1:[^ ]+]] = tcc.adamw_update %[[B]], %[[GB]], %[[BM]], %[[BV]], %[[T1]], %[[LR]] {beta1 = 9.000000e-01 : f64, beta2 = 0.99899{{[0-9]*}} : f64, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-02 : f64} : tensor<3xf32>, tensor<f32>
 // ADAMW-NEXT:    return %[[L]], %[[W1]], %[[B1]], %[[WM1]], %[[WV1]], %[[BM1]], %[[BV1]], %[[T1]] :
 
 // ADAMWC: tcc.optimizer = {beta1 = 8.000000e-01 : f64, beta2 = 5.000000e-01 : f64, eps = 9.99999{{[0-9]*}}E-7 : f64, lr = 1.000000e-02 : f64, name = "adamw", weight_decay = 0.000000e+00 : f64}
 // ADAMWC-LABEL: func.func @train_step
-// ADAMWC:         tcc.adamw_update {{.+}} {beta1 = 8.000000e-01 : f64, beta2 = 5.000000e-01 : f64, eps = 9.99999{{[0-9]*}}E-7 : f64, lr = 1.000000e-02 : f64, weight_decay = 0.000000e+00 : f64} : tensor<3x8xf32>, tensor<f32>
+// ADAMWC-SAME:    tcc.name = "optimizer.lr"
+// ADAMWC:         tcc.adamw_update {{.+}} {beta1 = 8.000000e-01 : f64, beta2 = 5.000000e-01 : f64, eps = 9.99999{{[0-9]*}}E-7 : f64, weight_decay = 0.000000e+00 : f64} : tensor<3x8xf32>, tensor<f32>
 
 // Plain SGD with the defaults: no state.
 // SGD:       tcc.optimizer = {lr = 1.000000e-02 : f64, momentum = 0.000000e+00 : f64, name = "sgd", weight_decay = 0.000000e+00 : f64}
 // SGD-LABEL: func.func @train_step
-// SGD-SAME:    (%[[X:[^:]+]]: tensor<4x8xf32> {{[^)]+}}, %[[W:[^:]+]]: tensor<3x8xf32> {{[^)]+}}, %[[B:[^:]+]]: tensor<3xf32> {{[^)]+}}, %[[LABELS:[^:]+]]: tensor<4xi64> {tcc.kind = "input", tcc.name = "labels"})
+// SGD-SAME:    (%[[X:[^:]+]]: tensor<4x8xf32> {{[^)]+}}, %[[W:[^:]+]]: tensor<3x8xf32> {{[^)]+}}, %[[B:[^:]+]]: tensor<3xf32> {{[^)]+}}, %[[LABELS:[^:]+]]: tensor<4xi64> {tcc.kind = "input", tcc.name = "labels"},
+// SGD-SAME:     %[[LR:[^:]+]]: tensor<f32> {tcc.init = dense<{{[^>]+}}> : tensor<f32>, tcc.kind = "state", tcc.name = "optimizer.lr"})
 // SGD-SAME:    -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"}, tensor<3x8xf32> {tcc.kind = "update", tcc.name = "fc.weight"}, tensor<3xf32> {tcc.kind = "update", tcc.name = "fc.bias"})
 // SGD:         %[[GW:.+]] = tcc.constant dense<5.000000e-01>
 // SGD-NEXT:    %[[GB:.+]] = tcc.constant dense<2.500000e-01>
-// SGD-NEXT:    %[[W1:.+]] = tcc.sgd_update %[[W]], %[[GW]] {lr = 1.000000e-02 : f64, weight_decay = 0.000000e+00 : f64} : tensor<3x8xf32>
-// SGD-NEXT:    %[[B1:.+]] = tcc.sgd_update %[[B]], %[[GB]] {lr = 1.000000e-02 : f64, weight_decay = 0.000000e+00 : f64} : tensor<3xf32>
+// SGD-NEXT:    %[[W1:.+]] = tcc.sgd_update %[[W]], %[[GW]], %[[LR]] {weight_decay = 0.000000e+00 : f64} : tensor<3x8xf32>
+// SGD-NEXT:    %[[B1:.+]] = tcc.sgd_update %[[B]], %[[GB]], %[[LR]] {weight_decay = 0.000000e+00 : f64} : tensor<3xf32>
 // SGD-NEXT:    return %{{.+}}, %[[W1]], %[[B1]] : tensor<f32>, tensor<3x8xf32>, tensor<3xf32>
 
 // SGD with momentum: one momentum buffer per param.
@@ -77,10 +80,11 @@ module attributes {tcc.batch = 4 : i64} {
 // MOM-LABEL: func.func @train_step
 // MOM-SAME:    %[[LABELS:[^:]+]]: tensor<4xi64> {tcc.kind = "input", tcc.name = "labels"},
 // MOM-SAME:    %[[WBUF:[^:]+]]: tensor<3x8xf32> {tcc.kind = "state", tcc.name = "fc.weight.momentum_buffer"},
-// MOM-SAME:    %[[BBUF:[^:]+]]: tensor<3xf32> {tcc.kind = "state", tcc.name = "fc.bias.momentum_buffer"})
+// MOM-SAME:    %[[BBUF:[^:]+]]: tensor<3xf32> {tcc.kind = "state", tcc.name = "fc.bias.momentum_buffer"},
+// MOM-SAME:    %[[LR:[^:]+]]: tensor<f32> {tcc.init = dense<5.000000e-01> : tensor<f32>, tcc.kind = "state", tcc.name = "optimizer.lr"})
 // MOM-SAME:    -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"}, tensor<3x8xf32> {tcc.kind = "update", tcc.name = "fc.weight"}, tensor<3xf32> {tcc.kind = "update", tcc.name = "fc.bias"}, tensor<3x8xf32> {tcc.kind = "update", tcc.name = "fc.weight.momentum_buffer"}, tensor<3xf32> {tcc.kind = "update", tcc.name = "fc.bias.momentum_buffer"})
-// MOM:         %[[W1:[^,]+]], %[[WB1:[^ ]+]] = tcc.sgd_momentum_update %{{.+}}, %{{.+}}, %[[WBUF]] {lr = 5.000000e-01 : f64, momentum = 9.000000e-01 : f64, weight_decay = 2.500000e-01 : f64} : tensor<3x8xf32>
-// MOM-NEXT:    %[[B1:[^,]+]], %[[BB1:[^ ]+]] = tcc.sgd_momentum_update %{{.+}}, %{{.+}}, %[[BBUF]] {{{.+}}} : tensor<3xf32>
+// MOM:         %[[W1:[^,]+]], %[[WB1:[^ ]+]] = tcc.sgd_momentum_update %{{.+}}, %{{.+}}, %[[WBUF]], %[[LR]] {momentum = 9.000000e-01 : f64, weight_decay = 2.500000e-01 : f64} : tensor<3x8xf32>
+// MOM-NEXT:    %[[B1:[^,]+]], %[[BB1:[^ ]+]] = tcc.sgd_momentum_update %{{.+}}, %{{.+}}, %[[BBUF]], %[[LR]] {{{.+}}} : tensor<3xf32>
 // MOM-NEXT:    return %{{.+}}, %[[W1]], %[[B1]], %[[WB1]], %[[BB1]] :
 
 // -----
@@ -107,7 +111,8 @@ func.func @train_step(%a: tensor<2xf32> {tcc.kind = "param", tcc.name = "a"},
 // ADAMW-LABEL: func.func @train_step
 // ADAMW-SAME:    %{{[^:]+}}: tensor<5xf32> {tcc.kind = "state", tcc.name = "b.exp_avg"}, %{{[^:]+}}: tensor<5xf32> {tcc.kind = "state", tcc.name = "b.exp_avg_sq"},
 // ADAMW-SAME:    %{{[^:]+}}: tensor<2xf32> {tcc.kind = "state", tcc.name = "a.exp_avg"}, %{{[^:]+}}: tensor<2xf32> {tcc.kind = "state", tcc.name = "a.exp_avg_sq"},
-// ADAMW-SAME:    %{{[^:]+}}: tensor<f32> {tcc.kind = "state", tcc.name = "adamw.step"})
+// ADAMW-SAME:    %{{[^:]+}}: tensor<f32> {tcc.kind = "state", tcc.name = "adamw.step"},
+// ADAMW-SAME:    %{{[^:]+}}: tensor<f32> {{{.*}}tcc.name = "optimizer.lr"})
 
 // -----
 

@@ -71,13 +71,14 @@ func.func @bf16_bias(%x: tensor<2x8x4xbf16>, %w: tensor<4x16xbf16>, %b: tensor<1
 
 // CHECK-LABEL: func.func @update_first
 // CHECK-SAME:    %[[X:[a-z0-9]+]]: tensor<8x4xf32>, %[[DY:[a-z0-9]+]]: tensor<8x16xf32>, %[[B:[a-z0-9]+]]: tensor<16xf32>
-// CHECK-NEXT:    %[[DW:.+]], %[[DB:.+]] = tcc.matmul_epilogue %[[X]], %[[DY]] {epilogue = "bgrad_rhs", transpose_lhs = true} : (tensor<8x4xf32>, tensor<8x16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>)
+// CHECK:         %[[DW:.+]], %[[DB:.+]] = tcc.matmul_epilogue %[[X]], %[[DY]] {epilogue = "bgrad_rhs", transpose_lhs = true} : (tensor<8x4xf32>, tensor<8x16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>)
 // CHECK-NEXT:    %[[B1:.+]] = tcc.sgd_update %[[B]], %[[DB]]
 // CHECK-NEXT:    return %[[DW]], %[[B1]]
 func.func @update_first(%x: tensor<8x4xf32>, %dy: tensor<8x16xf32>, %b: tensor<16xf32>)
     -> (tensor<4x16xf32>, tensor<16xf32>) {
   %db = tcc.reduce_sum %dy {axes = array<i64: 0>} : tensor<8x16xf32> -> tensor<16xf32>
-  %b1 = tcc.sgd_update %b, %db {lr = 0.1 : f64, weight_decay = 0.0 : f64} : tensor<16xf32>
+  %lr5 = tcc.constant dense<0.1> : tensor<f32>
+  %b1 = tcc.sgd_update %b, %db, %lr5 {weight_decay = 0.0 : f64} : tensor<16xf32>
   %dw = tcc.matmul %x, %dy {transpose_lhs = true} : (tensor<8x4xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
   return %dw, %b1 : tensor<4x16xf32>, tensor<16xf32>
 }

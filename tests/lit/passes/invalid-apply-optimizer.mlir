@@ -4,12 +4,24 @@
 // RUN: not tcc-opt %s --tcc-apply-optimizer="momentum=0.9" --split-input-file 2>&1 | FileCheck %s --check-prefix=MOMENTUM
 // RUN: not tcc-opt %s --tcc-apply-optimizer="optimizer=sgd momentum=-1" --split-input-file 2>&1 | FileCheck %s --check-prefix=NEGMOM
 // RUN: not tcc-opt %s --tcc-apply-optimizer="beta2=1" --split-input-file 2>&1 | FileCheck %s --check-prefix=BETA
+// RUN: not tcc-opt %s --tcc-apply-optimizer="eps=0" --split-input-file 2>&1 | FileCheck %s --check-prefix=EPS
+// RUN: not tcc-opt %s --tcc-apply-optimizer="optimizer=sgd nesterov=true" --split-input-file 2>&1 | FileCheck %s --check-prefix=NESTEROV
+// RUN: not tcc-opt %s --tcc-apply-optimizer="optimizer=adam nesterov=true" --split-input-file 2>&1 | FileCheck %s --check-prefix=NESTADAM
+// RUN: not tcc-opt %s --tcc-apply-optimizer="optimizer=sgd beta1=0.5" --split-input-file 2>&1 | FileCheck %s --check-prefix=SGDBETA
+// RUN: not tcc-opt %s --tcc-apply-optimizer="optimizer=lion eps=1e-6" --split-input-file 2>&1 | FileCheck %s --check-prefix=LIONEPS
+// RUN: not tcc-opt %s --tcc-apply-optimizer="optimizer=adafactor beta1=0.9" --split-input-file 2>&1 | FileCheck %s --check-prefix=AFBETA
 
-// NAME: error: tcc-apply-optimizer: unknown optimizer 'rmsprop' (valid: sgd, adamw)
+// NAME: error: tcc-apply-optimizer: unknown optimizer 'rmsprop' (valid: sgd, adam, adamw, lion, adafactor)
 // LR: error: tcc-apply-optimizer: the learning rate must be positive, got 0
-// MOMENTUM: error: tcc-apply-optimizer: momentum is an sgd option; adamw uses beta1/beta2
+// MOMENTUM: error: tcc-apply-optimizer: momentum and nesterov are sgd options; adamw uses beta1/beta2
 // NEGMOM: error: tcc-apply-optimizer: momentum must not be negative, got -1
-// BETA: error: tcc-apply-optimizer: adamw needs beta1, beta2 in [0, 1) and eps > 0
+// BETA: error: tcc-apply-optimizer: adamw needs beta1, beta2 in [0, 1), got 9.000000e-01, 1.000000e+00
+// EPS: error: tcc-apply-optimizer: adamw needs eps > 0, got 0
+// NESTEROV: error: tcc-apply-optimizer: nesterov needs a momentum above 0
+// NESTADAM: error: tcc-apply-optimizer: momentum and nesterov are sgd options; adam uses beta1/beta2
+// SGDBETA: error: tcc-apply-optimizer: beta1/beta2 are options of adam, adamw and lion, not sgd
+// AFBETA: error: tcc-apply-optimizer: beta1/beta2 are options of adam, adamw and lion, not adafactor
+// LIONEPS: error: tcc-apply-optimizer: eps is an option of adam, adamw and adafactor, not lion
 
 // expected-error @+1 {{tcc-apply-optimizer: no func.func @train_step with a body (run tcc-build-loss and tcc-autodiff first)}}
 module {

@@ -11,7 +11,8 @@ module {
       -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"},
           tensor<4x3xf32> {tcc.kind = "update", tcc.name = "x"}) {
     %l = tcc.softmax_cross_entropy %x, %labels : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
-    %new = tcc.sgd_update %x, %x {lr = 1.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : tensor<4x3xf32>
+    %lr6 = tcc.constant dense<1.000000e-01> : tensor<f32>
+    %new = tcc.sgd_update %x, %x, %lr6 {weight_decay = 0.000000e+00 : f64} : tensor<4x3xf32>
     return %l, %new : tensor<f32>, tensor<4x3xf32>
   }
 }

@@ -18,7 +18,8 @@ func.func @train_step(%arg0: tensor<4x64xf32> {tcc.kind = "input", tcc.name = "x
   %8 = tcc.softmax_grad %7, %3 {axis = 1 : i64} : tensor<4x16xf32>
   %9 = tcc.gelu_grad %8, %1 : tensor<4x16xf32>
   %10 = tcc.matmul %arg0, %9 {transpose_lhs = true} : (tensor<4x64xf32>, tensor<4x16xf32>) -> tensor<64x16xf32>
-  %11 = tcc.sgd_update %arg1, %10 {lr = 1.000000e-02 : f64, weight_decay = 0.000000e+00 : f64} : tensor<64x16xf32>
+  %lr4 = tcc.constant dense<1.000000e-02> : tensor<f32>
+  %11 = tcc.sgd_update %arg1, %10, %lr4 {weight_decay = 0.000000e+00 : f64} : tensor<64x16xf32>
   return %4, %5, %11 : tensor<f32>, tensor<i64>, tensor<64x16xf32>
 }
 

@@ -29,8 +29,10 @@ module attributes {tcc.batch = 4 : i64} {
     %7 = tcc.reduce_sum %6 {axes = array<i64: 0>} : tensor<4x3xf32> -> tensor<3xf32>
     %8 = tcc.matmul %6, %arg0 {transpose_lhs = true} : (tensor<4x3xf32>, tensor<4x8xf32>) -> tensor<3x8xf32>
     %9 = tcc.add %arg8, %0 : (tensor<f32>, tensor<f32>) -> tensor<f32>
-    %new_param, %new_exp_avg, %new_exp_avg_sq = tcc.adamw_update %arg1, %8, %arg4, %arg5, %9 {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, lr = 1.000000e-03 : f64, weight_decay = 1.000000e-02 : f64} : tensor<3x8xf32>, tensor<f32>
-    %new_param_0, %new_exp_avg_1, %new_exp_avg_sq_2 = tcc.adamw_update %arg2, %7, %arg6, %arg7, %9 {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, lr = 1.000000e-03 : f64, weight_decay = 1.000000e-02 : f64} : tensor<3xf32>, tensor<f32>
+    %lr14 = tcc.constant dense<1.000000e-03> : tensor<f32>
+    %new_param, %new_exp_avg, %new_exp_avg_sq = tcc.adamw_update %arg1, %8, %arg4, %arg5, %9, %lr14 {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-02 : f64} : tensor<3x8xf32>, tensor<f32>
+    %lr15 = tcc.constant dense<1.000000e-03> : tensor<f32>
+    %new_param_0, %new_exp_avg_1, %new_exp_avg_sq_2 = tcc.adamw_update %arg2, %7, %arg6, %arg7, %9, %lr15 {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-02 : f64} : tensor<3xf32>, tensor<f32>
     %r = tcc.increment %rng : tensor<i64>
     return %4, %new_param, %new_param_0, %new_exp_avg, %new_exp_avg_sq, %new_exp_avg_1, %new_exp_avg_sq_2, %9, %r : tensor<f32>, tensor<3x8xf32>, tensor<3xf32>, tensor<3x8xf32>, tensor<3x8xf32>, tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>
   }
@@ -141,7 +143,8 @@ module attributes {tcc.batch = 4 : i64} {
                         %acc: tensor<4x3xf32> {tcc.kind = "state", tcc.name = "x.grad_acc"})
       -> (tensor<4x3xf32> {tcc.kind = "update", tcc.name = "x"},
           tensor<4x3xf32> {tcc.kind = "update", tcc.name = "x.grad_acc"}) {
-    %new = tcc.sgd_update %p, %acc {lr = 1.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : tensor<4x3xf32>
+    %lr16 = tcc.constant dense<1.000000e-01> : tensor<f32>
+    %new = tcc.sgd_update %p, %acc, %lr16 {weight_decay = 0.000000e+00 : f64} : tensor<4x3xf32>
     %zero = tcc.constant dense<0.000000e+00> : tensor<4x3xf32>
     return %new, %zero : tensor<4x3xf32>, tensor<4x3xf32>
   }
@@ -309,8 +312,10 @@ module attributes {tcc.batch = 4 : i64} {
     %dw1 = tcc.matmul %gr, %x {transpose_lhs = true} : (tensor<4x3xf32>, tensor<4x8xf32>) -> tensor<3x8xf32>
     %dw2 = tcc.matmul %gr, %x {transpose_lhs = true} : (tensor<4x3xf32>, tensor<4x8xf32>) -> tensor<3x8xf32>
     %r = tcc.relu %dw2 : tensor<3x8xf32>
-    %nw = tcc.sgd_update %w, %dw1 {lr = 1.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : tensor<3x8xf32>
-    %nv = tcc.sgd_update %v, %dw2 {lr = 1.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : tensor<3x8xf32>
+    %lr17 = tcc.constant dense<1.000000e-01> : tensor<f32>
+    %nw = tcc.sgd_update %w, %dw1, %lr17 {weight_decay = 0.000000e+00 : f64} : tensor<3x8xf32>
+    %lr18 = tcc.constant dense<1.000000e-01> : tensor<f32>
+    %nv = tcc.sgd_update %v, %dw2, %lr18 {weight_decay = 0.000000e+00 : f64} : tensor<3x8xf32>
     %y = tcc.matmul %x, %v {transpose_rhs = true} : (tensor<4x8xf32>, tensor<3x8xf32>) -> tensor<4x3xf32>
     return %l, %nw, %nv, %r, %y : tensor<f32>, tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>, tensor<4x3xf32>
   }
@@ -324,8 +329,8 @@ module attributes {tcc.batch = 4 : i64} {
 // BF16:         %[[DW2:.+]] = tcc.matmul {{.*}} : (tensor<4x3xbf16>, tensor<4x8xbf16>) -> tensor<3x8xbf16>
 // BF16:         %[[DW2F:.+]] = tcc.cast %[[DW2]] : tensor<3x8xbf16> -> tensor<3x8xf32>
 // BF16:         tcc.relu %[[DW2]] : tensor<3x8xbf16>
-// BF16:         tcc.sgd_update %{{.+}}, %[[DW1]] {{.*}} : tensor<3x8xf32>
-// BF16:         tcc.sgd_update %{{.+}}, %[[DW2F]] {{.*}} : tensor<3x8xf32>
+// BF16:         tcc.sgd_update %{{.+}}, %[[DW1]], {{.*}} : tensor<3x8xf32>
+// BF16:         tcc.sgd_update %{{.+}}, %[[DW2F]], {{.*}} : tensor<3x8xf32>
 // BF16:         %[[Y:.+]] = tcc.matmul {{.*}} : (tensor<4x8xbf16>, tensor<3x8xbf16>) -> tensor<4x3xf32>
 // BF16-NOT:     tcc.cast %[[Y]]
 // BF16:         return %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[Y]] :
@@ -369,7 +374,8 @@ module attributes {tcc.batch = 4 : i64} {
       -> (tensor<10x8xf32> {tcc.kind = "update", tcc.name = "w"}) {
     %dwp = tcc.matmul %g, %x {transpose_lhs = true} : (tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
     %dw = tcc.slice %dwp {sizes = array<i64: 10, 8>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<16x8xf32> -> tensor<10x8xf32>
-    %new = tcc.sgd_update %w, %dw {lr = 1.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : tensor<10x8xf32>
+    %lr19 = tcc.constant dense<1.000000e-01> : tensor<f32>
+    %new = tcc.sgd_update %w, %dw, %lr19 {weight_decay = 0.000000e+00 : f64} : tensor<10x8xf32>
     return %new : tensor<10x8xf32>
   }
 }
@@ -377,4 +383,4 @@ module attributes {tcc.batch = 4 : i64} {
 // BF16-LABEL: func.func @train_step
 // BF16:         %[[DWP:.+]] = tcc.matmul %{{.+}}, %{{.+}} {transpose_lhs = true} : (tensor<4x16xbf16>, tensor<4x8xbf16>) -> tensor<16x8xf32>
 // BF16-NEXT:    %[[DW:.+]] = tcc.slice %[[DWP]] {{.*}} : tensor<16x8xf32> -> tensor<10x8xf32>
-// BF16-NEXT:    tcc.sgd_update %{{.+}}, %[[DW]]
+// BF16:         tcc.sgd_update %{{.+}}, %[[DW]]

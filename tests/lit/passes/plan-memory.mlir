@@ -16,12 +16,14 @@
 // backward frees more than it allocates, so it runs (and w1 is updated)
 // before the 8 KiB %dw2 is made. At the peak (%dw2) live: r (an activation,
 // 1024), dw2 (a gradient, 8192), loss + dy (516): 9732. Persistent: weights
-// 10240, inputs 128 + 32, the scalar constant 4.
+// 10240, inputs 128 + 32, the scalar constant 4, the learning rate the
+// updates read (optimizer state) 4.
 
 func.func @train_step(%x: tensor<4x8xf32> {tcc.kind = "input", tcc.name = "x"},
                       %w1: tensor<64x8xf32> {tcc.kind = "param", tcc.name = "w1"},
                       %w2: tensor<32x64xf32> {tcc.kind = "param", tcc.name = "w2"},
-                      %labels: tensor<4xi64> {tcc.kind = "input", tcc.name = "labels"})
+                      %labels: tensor<4xi64> {tcc.kind = "input", tcc.name = "labels"},
+    %lr: tensor<f32> {tcc.kind = "state", tcc.name = "optimizer.lr"})
     -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"},
         tensor<64x8xf32> {tcc.kind = "update", tcc.name = "w1"},
         tensor<32x64xf32> {tcc.kind = "update", tcc.name = "w2"}) {
@@ -35,13 +37,13 @@ func.func @train_step(%x: tensor<4x8xf32> {tcc.kind = "input", tcc.name = "x"},
   %dr = tcc.matmul %dy, %w2 : (tensor<4x32xf32>, tensor<32x64xf32>) -> tensor<4x64xf32>
   %dh = tcc.relu_grad %dr, %h : tensor<4x64xf32>
   %dw1 = tcc.matmul %dh, %x {transpose_lhs = true} : (tensor<4x64xf32>, tensor<4x8xf32>) -> tensor<64x8xf32>
-  %w1n = tcc.sgd_update %w1, %dw1 {lr = 0.1 : f64, weight_decay = 0.0 : f64} : tensor<64x8xf32>
-  %w2n = tcc.sgd_update %w2, %dw2 {lr = 0.1 : f64, weight_decay = 0.0 : f64} : tensor<32x64xf32>
+  %w1n = tcc.sgd_update %w1, %dw1, %lr {weight_decay = 0.0 : f64} : tensor<64x8xf32>
+  %w2n = tcc.sgd_update %w2, %dw2, %lr {weight_decay = 0.0 : f64} : tensor<32x64xf32>
   return %loss, %w1n, %w2n : tensor<f32>, tensor<64x8xf32>, tensor<32x64xf32>
 }
 
 // CHECK-LABEL: func.func @train_step
-// CHECK-SAME:    tcc.memory = {activations = 1024 : i64, constants = 4 : i64, grad_accumulators = 0 : i64, gradients = 8192 : i64, inputs = 160 : i64, optimizer_state = 0 : i64, other_state = 0 : i64, peak = 20136 : i64, saved_activations = 2560 : i64, schedule = "greedy", temp_peak = 9732 : i64, temporaries = 516 : i64, weights = 10240 : i64}
+// CHECK-SAME:    tcc.memory = {activations = 1024 : i64, constants = 4 : i64, grad_accumulators = 0 : i64, gradients = 8192 : i64, inputs = 160 : i64, optimizer_state = 4 : i64, other_state = 0 : i64, peak = 20140 : i64, saved_activations = 2560 : i64, schedule = "greedy", temp_peak = 9732 : i64, temporaries = 516 : i64, weights = 10240 : i64}
 // CHECK:         %[[DY:.+]] = tcc.softmax_cross_entropy_grad
 // CHECK-NEXT:    %[[DR:.+]] = tcc.matmul %[[DY]], %{{[^ ]+}} :
 // CHECK-NEXT:    %[[DH:.+]] = tcc.relu_grad %[[DR]]
@@ -59,7 +61,7 @@ func.func @train_step(%x: tensor<4x8xf32> {tcc.kind = "input", tcc.name = "x"},
 // FEED-NEXT:    %[[DH:.+]] = tcc.relu_grad %[[DR]]
 
 // ORIG-LABEL: func.func @train_step
-// ORIG-SAME:    peak = 21672 : i64, {{.*}}schedule = "original", temp_peak = 11268 : i64
+// ORIG-SAME:    peak = 21676 : i64, {{.*}}schedule = "original", temp_peak = 11268 : i64
 // ORIG:         tcc.relu_grad
 // ORIG-NEXT:    tcc.matmul
 // ORIG-NEXT:    tcc.sgd_update
@@ -80,7 +82,8 @@ func.func @shared(%x: tensor<4x4xf32> {tcc.kind = "input", tcc.name = "x"},
                   %w: tensor<4x4xf32> {tcc.kind = "param", tcc.name = "w"},
                   %m: tensor<4x4xf32> {tcc.kind = "state", tcc.name = "w.exp_avg"},
                   %v: tensor<4x4xf32> {tcc.kind = "state", tcc.name = "w.exp_avg_sq"},
-                  %step: tensor<f32> {tcc.kind = "state", tcc.name = "adamw.step"})
+                  %step: tensor<f32> {tcc.kind = "state", tcc.name = "adamw.step"},
+    %lr: tensor<f32> {tcc.kind = "state", tcc.name = "optimizer.lr"})
     -> (tensor<64x4xf32> {tcc.kind = "loss", tcc.name = "out"},
         tensor<4x4xf32> {tcc.kind = "update", tcc.name = "w"},
         tensor<4x4xf32> {tcc.kind = "update", tcc.name = "w.exp_avg"},
@@ -92,12 +95,12 @@ func.func @shared(%x: tensor<4x4xf32> {tcc.kind = "input", tcc.name = "x"},
   %d = tcc.matmul %xt, %b : (tensor<64x4xf32>, tensor<4x4xf32>) -> tensor<64x4xf32>
   %one = tcc.constant dense<1.0> : tensor<f32>
   %t = tcc.add %step, %one : (tensor<f32>, tensor<f32>) -> tensor<f32>
-  %wn, %mn, %vn = tcc.adamw_update %w, %g, %m, %v, %t {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, lr = 1.0e-3 : f64, weight_decay = 0.01 : f64} : tensor<4x4xf32>, tensor<f32>
+  %wn, %mn, %vn = tcc.adamw_update %w, %g, %m, %v, %t, %lr {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<4x4xf32>, tensor<f32>
   return %d, %wn, %mn, %vn, %t : tensor<64x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<f32>
 }
 
 // CHECK-LABEL: func.func @shared
-// CHECK-SAME:    optimizer_state = 132 : i64
+// CHECK-SAME:    optimizer_state = 136 : i64
 // CHECK-SAME:    temp_peak = 1088 : i64
 // CHECK:         tcc.constant
 // CHECK-NEXT:    tcc.add
@@ -127,7 +130,8 @@ func.func @grouped(%x: tensor<1024x32xf32> {tcc.kind = "input", tcc.name = "x"},
                       %vw: tensor<16x32xf32> {tcc.kind = "state", tcc.name = "w.exp_avg_sq"},
                       %mb: tensor<16xf32> {tcc.kind = "state", tcc.name = "b.exp_avg"},
                       %vb: tensor<16xf32> {tcc.kind = "state", tcc.name = "b.exp_avg_sq"},
-                      %t: tensor<f32> {tcc.kind = "state", tcc.name = "adamw.step"})
+                      %t: tensor<f32> {tcc.kind = "state", tcc.name = "adamw.step"},
+    %lr: tensor<f32> {tcc.kind = "state", tcc.name = "optimizer.lr"})
     -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"},
         tensor<16x32xf32> {tcc.kind = "update", tcc.name = "w"},
         tensor<16xf32> {tcc.kind = "update", tcc.name = "b"},
@@ -142,8 +146,8 @@ func.func @grouped(%x: tensor<1024x32xf32> {tcc.kind = "input", tcc.name = "x"},
   %dx = tcc.matmul %dy, %w : (tensor<1024x16xf32>, tensor<16x32xf32>) -> tensor<1024x32xf32>
   %loss = tcc.reduce_sum %dx {axes = array<i64: 0, 1>} : tensor<1024x32xf32> -> tensor<f32>
   %dw = tcc.matmul %dy, %x {transpose_lhs = true} : (tensor<1024x16xf32>, tensor<1024x32xf32>) -> tensor<16x32xf32>
-  %b1, %mb1, %vb1 = tcc.adamw_update %b, %db, %mb, %vb, %t1 {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<16xf32>, tensor<f32>
-  %w1, %mw1, %vw1 = tcc.adamw_update %w, %dw, %mw, %vw, %t1 {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<16x32xf32>, tensor<f32>
+  %b1, %mb1, %vb1 = tcc.adamw_update %b, %db, %mb, %vb, %t1, %lr {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<16xf32>, tensor<f32>
+  %w1, %mw1, %vw1 = tcc.adamw_update %w, %dw, %mw, %vw, %t1, %lr {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<16x32xf32>, tensor<f32>
   return %loss, %w1, %b1, %mw1, %vw1, %mb1, %vb1, %t1 : tensor<f32>, tensor<16x32xf32>, tensor<16xf32>, tensor<16x32xf32>, tensor<16x32xf32>, tensor<16xf32>, tensor<16xf32>, tensor<f32>
 }
 
@@ -173,7 +177,8 @@ func.func @apart(%x: tensor<64x32xf32> {tcc.kind = "input", tcc.name = "x"},
                       %vw: tensor<16x32xf32> {tcc.kind = "state", tcc.name = "w.exp_avg_sq"},
                       %mb: tensor<16xf32> {tcc.kind = "state", tcc.name = "b.exp_avg"},
                       %vb: tensor<16xf32> {tcc.kind = "state", tcc.name = "b.exp_avg_sq"},
-                      %t: tensor<f32> {tcc.kind = "state", tcc.name = "adamw.step"})
+                      %t: tensor<f32> {tcc.kind = "state", tcc.name = "adamw.step"},
+    %lr: tensor<f32> {tcc.kind = "state", tcc.name = "optimizer.lr"})
     -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"},
         tensor<16x32xf32> {tcc.kind = "update", tcc.name = "w"},
         tensor<16xf32> {tcc.kind = "update", tcc.name = "b"},
@@ -188,8 +193,8 @@ func.func @apart(%x: tensor<64x32xf32> {tcc.kind = "input", tcc.name = "x"},
   %dx = tcc.matmul %dy, %w : (tensor<64x16xf32>, tensor<16x32xf32>) -> tensor<64x32xf32>
   %loss = tcc.reduce_sum %dx {axes = array<i64: 0, 1>} : tensor<64x32xf32> -> tensor<f32>
   %dw = tcc.matmul %dy, %x {transpose_lhs = true} : (tensor<64x16xf32>, tensor<64x32xf32>) -> tensor<16x32xf32>
-  %b1, %mb1, %vb1 = tcc.adamw_update %b, %db, %mb, %vb, %t1 {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<16xf32>, tensor<f32>
-  %w1, %mw1, %vw1 = tcc.adamw_update %w, %dw, %mw, %vw, %t1 {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<16x32xf32>, tensor<f32>
+  %b1, %mb1, %vb1 = tcc.adamw_update %b, %db, %mb, %vb, %t1, %lr {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<16xf32>, tensor<f32>
+  %w1, %mw1, %vw1 = tcc.adamw_update %w, %dw, %mw, %vw, %t1, %lr {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<16x32xf32>, tensor<f32>
   return %loss, %w1, %b1, %mw1, %vw1, %mb1, %vb1, %t1 : tensor<f32>, tensor<16x32xf32>, tensor<16xf32>, tensor<16x32xf32>, tensor<16x32xf32>, tensor<16xf32>, tensor<16xf32>, tensor<f32>
 }
 

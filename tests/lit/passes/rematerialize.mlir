@@ -25,8 +25,10 @@ func.func @train_step(%arg0: tensor<4x64xf32> {tcc.kind = "input", tcc.name = "x
   %9 = tcc.matmul %2, %7 {transpose_lhs = true} : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<16x16xf32>
   %10 = tcc.gelu_grad %8, %1 : tensor<4x16xf32>
   %11 = tcc.matmul %arg0, %10 {transpose_lhs = true} : (tensor<4x64xf32>, tensor<4x16xf32>) -> tensor<64x16xf32>
-  %12 = tcc.sgd_update %arg1, %11 {lr = 1.000000e-02 : f64, weight_decay = 0.000000e+00 : f64} : tensor<64x16xf32>
-  %13 = tcc.sgd_update %arg2, %9 {lr = 1.000000e-02 : f64, weight_decay = 0.000000e+00 : f64} : tensor<16x16xf32>
+  %lr1 = tcc.constant dense<1.000000e-02> : tensor<f32>
+  %12 = tcc.sgd_update %arg1, %11, %lr1 {weight_decay = 0.000000e+00 : f64} : tensor<64x16xf32>
+  %lr2 = tcc.constant dense<1.000000e-02> : tensor<f32>
+  %13 = tcc.sgd_update %arg2, %9, %lr2 {weight_decay = 0.000000e+00 : f64} : tensor<16x16xf32>
   return %5, %12, %13 : tensor<f32>, tensor<64x16xf32>, tensor<16x16xf32>
 }
 
@@ -91,7 +93,8 @@ func.func @train_step(%arg0: tensor<4x64xf32> {tcc.kind = "input", tcc.name = "x
   %8 = tcc.softmax_grad %7, %3 {axis = 1 : i64} : tensor<4x16xf32>
   %9 = tcc.gelu_grad %8, %1 : tensor<4x16xf32>
   %10 = tcc.matmul %arg0, %9 {transpose_lhs = true} : (tensor<4x64xf32>, tensor<4x16xf32>) -> tensor<64x16xf32>
-  %11 = tcc.sgd_update %arg1, %10 {lr = 1.000000e-02 : f64, weight_decay = 0.000000e+00 : f64} : tensor<64x16xf32>
+  %lr3 = tcc.constant dense<1.000000e-02> : tensor<f32>
+  %11 = tcc.sgd_update %arg1, %10, %lr3 {weight_decay = 0.000000e+00 : f64} : tensor<64x16xf32>
   return %4, %5, %11 : tensor<f32>, tensor<i64>, tensor<64x16xf32>
 }
 

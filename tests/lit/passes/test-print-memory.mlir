@@ -22,9 +22,9 @@
 // after it) 128, t6 (gradient) 256, t2 + t5 (temporaries) 36. All
 // activations: t0 + t1 = 160.
 // Persistent: weights (w 16x4 f32) 256, optimizer state (the momentum
-// buffer, an optimizer update's target) 256, other state (rng.step, i64) 8,
-// inputs (x 2x16 f32 128, labels 2 x i64 16) 144, constants 4: 668.
-// Peak 668 + 420 = 1088.
+// buffer, an optimizer update's target, and the learning rate it reads)
+// 260, other state (rng.step, i64) 8, inputs (x 2x16 f32 128, labels 2 x
+// i64 16) 144, constants 4: 672. Peak 672 + 420 = 1092.
 
 // CHECK-LABEL: memory @train_step: 10 ops, 7 temps{{$}}
 // CHECK-NEXT:    #0 %0 = tcc.relu: preds []{{$}}
@@ -44,15 +44,16 @@
 // CHECK-NEXT:    temp 4: def #5, 32 bytes, users [#6], live #5..#6{{$}}
 // CHECK-NEXT:    temp 5: def #6, 32 bytes, users [#7], live #6..#7{{$}}
 // CHECK-NEXT:    temp 6: def #7, 256 bytes, gradient, users [#8], live #7..#8{{$}}
-// CHECK-NEXT:    persistent: weights 256, weight_copies 0, optimizer_state 256, grad_accumulators 0, other_state 8, inputs 144, constants 4 (total 668){{$}}
+// CHECK-NEXT:    persistent: weights 256, weight_copies 0, optimizer_state 260, grad_accumulators 0, other_state 8, inputs 144, constants 4 (total 672){{$}}
 // CHECK-NEXT:    at the peak: activations 128, gradients 256, temporaries 36 (temp_peak 420){{$}}
 // CHECK-NEXT:    saved_activations 160{{$}}
-// CHECK-NEXT:    peak 1088{{$}}
+// CHECK-NEXT:    peak 1092{{$}}
 func.func @train_step(%x: tensor<2x16xf32> {tcc.kind = "input", tcc.name = "x"},
                       %w: tensor<16x4xf32> {tcc.kind = "param", tcc.name = "w"},
                       %labels: tensor<2xi64> {tcc.kind = "input", tcc.name = "labels"},
                       %buf: tensor<16x4xf32> {tcc.kind = "state", tcc.name = "w.momentum_buffer"},
-                      %s: tensor<i64> {tcc.kind = "state", tcc.name = "rng.step"})
+                      %s: tensor<i64> {tcc.kind = "state", tcc.name = "rng.step"},
+                      %lr: tensor<f32> {tcc.kind = "state", tcc.name = "optimizer.lr"})
     -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"},
         tensor<16x4xf32> {tcc.kind = "update", tcc.name = "w"},
         tensor<16x4xf32> {tcc.kind = "update", tcc.name = "w.momentum_buffer"},
@@ -65,7 +66,7 @@ func.func @train_step(%x: tensor<2x16xf32> {tcc.kind = "input", tcc.name = "x"},
   %5 = tcc.constant dense<0.5> : tensor<2x4xf32>
   %6 = tcc.mul %4, %5 : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
   %7 = tcc.matmul %0, %6 {transpose_lhs = true} : (tensor<2x16xf32>, tensor<2x4xf32>) -> tensor<16x4xf32>
-  %8:2 = tcc.sgd_momentum_update %w, %7, %buf {lr = 0.1 : f64, momentum = 0.9 : f64, weight_decay = 0.0 : f64} : tensor<16x4xf32>
+  %8:2 = tcc.sgd_momentum_update %w, %7, %buf, %lr {momentum = 0.9 : f64, weight_decay = 0.0 : f64} : tensor<16x4xf32>
   %9 = tcc.increment %s : tensor<i64>
   return %2, %8#0, %8#1, %9 : tensor<f32>, tensor<16x4xf32>, tensor<16x4xf32>, tensor<i64>
 }

@@ -42,7 +42,8 @@ module attributes {tcc.batch = 4 : i64} {
 // CHECK-SAME:     %[[W2V:[^:]+]]: tensor<3x16xf32> {tcc.kind = "state", tcc.name = "fc2.weight.exp_avg_sq"},
 // CHECK-SAME:     %[[B2M:[^:]+]]: tensor<3xf32> {tcc.kind = "state", tcc.name = "fc2.bias.exp_avg"},
 // CHECK-SAME:     %[[B2V:[^:]+]]: tensor<3xf32> {tcc.kind = "state", tcc.name = "fc2.bias.exp_avg_sq"},
-// CHECK-SAME:     %[[STEP:[^:]+]]: tensor<f32> {tcc.kind = "state", tcc.name = "adamw.step"})
+// CHECK-SAME:     %[[STEP:[^:]+]]: tensor<f32> {tcc.kind = "state", tcc.name = "adamw.step"},
+// CHECK-SAME:     %[[LR:[^:]+]]: tensor<f32> {tcc.init = dense<1.000000e-03> : tensor<f32>, tcc.kind = "state", tcc.name = "optimizer.lr"})
 // CHECK-SAME:    -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"},
 // CHECK-SAME:        tensor<16x8xf32> {tcc.kind = "update", tcc.name = "fc1.weight"}, tensor<16xf32> {tcc.kind = "update", tcc.name = "fc1.bias"},
 // CHECK-SAME:        tensor<3x16xf32> {tcc.kind = "update", tcc.name = "fc2.weight"}, tensor<3xf32> {tcc.kind = "update", tcc.name = "fc2.bias"},
@@ -78,20 +79,21 @@ module attributes {tcc.batch = 4 : i64} {
 // CHECK-NEXT:    %[[DW1:.+]] = tcc.matmul %[[DHB]], %[[X]] {transpose_lhs = true} : (tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
 // Optimizer.
 // CHECK-NEXT:    %[[T1:.+]] = tcc.add %[[STEP]], %[[ONE]]
-// CHECK-NEXT:    %[[NW1:[^,]+]], %[[NW1M:[^,]+]], %[[NW1V:[^ ]+]] = tcc.adamw_update %[[W1]], %[[DW1]], %[[W1M]], %[[W1V]], %[[T1]]
-// CHECK-NEXT:    %[[NB1:[^,]+]], %[[NB1M:[^,]+]], %[[NB1V:[^ ]+]] = tcc.adamw_update %[[B1]], %[[DB1]], %[[B1M]], %[[B1V]], %[[T1]]
-// CHECK-NEXT:    %[[NW2:[^,]+]], %[[NW2M:[^,]+]], %[[NW2V:[^ ]+]] = tcc.adamw_update %[[W2]], %[[DW2]], %[[W2M]], %[[W2V]], %[[T1]]
-// CHECK-NEXT:    %[[NB2:[^,]+]], %[[NB2M:[^,]+]], %[[NB2V:[^ ]+]] = tcc.adamw_update %[[B2]], %[[DB2]], %[[B2M]], %[[B2V]], %[[T1]]
+// CHECK-NEXT:    %[[NW1:[^,]+]], %[[NW1M:[^,]+]], %[[NW1V:[^ ]+]] = tcc.adamw_update %[[W1]], %[[DW1]], %[[W1M]], %[[W1V]], %[[T1]], %[[LR]]
+// CHECK-NEXT:    %[[NB1:[^,]+]], %[[NB1M:[^,]+]], %[[NB1V:[^ ]+]] = tcc.adamw_update %[[B1]], %[[DB1]], %[[B1M]], %[[B1V]], %[[T1]], %[[LR]]
+// CHECK-NEXT:    %[[NW2:[^,]+]], %[[NW2M:[^,]+]], %[[NW2V:[^ ]+]] = tcc.adamw_update %[[W2]], %[[DW2]], %[[W2M]], %[[W2V]], %[[T1]], %[[LR]]
+// CHECK-NEXT:    %[[NB2:[^,]+]], %[[NB2M:[^,]+]], %[[NB2V:[^ ]+]] = tcc.adamw_update %[[B2]], %[[DB2]], %[[B2M]], %[[B2V]], %[[T1]], %[[LR]]
 // CHECK-NEXT:    return %[[LOSS]], %[[NW1]], %[[NB1]], %[[NW2]], %[[NB2]], %[[NW1M]], %[[NW1V]], %[[NB1M]], %[[NB1V]], %[[NW2M]], %[[NW2V]], %[[NB2M]], %[[NB2V]], %[[T1]] :
 
 // SGD:       tcc.optimizer = {lr = 1.000000e-01 : f64, momentum = 0.000000e+00 : f64, name = "sgd", weight_decay = 0.000000e+00 : f64}
 // SGD-LABEL: func.func @train_step
-// SGD-SAME:    %[[LABELS:[^:]+]]: tensor<4x3xf32> {tcc.kind = "input", tcc.name = "labels"})
+// SGD-SAME:    %[[LABELS:[^:]+]]: tensor<4x3xf32> {tcc.kind = "input", tcc.name = "labels"},
+// SGD-SAME:    %[[LR:[^:]+]]: tensor<f32> {tcc.init = dense<1.000000e-01> : tensor<f32>, tcc.kind = "state", tcc.name = "optimizer.lr"})
 // SGD-SAME:    -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"}, tensor<16x8xf32> {tcc.kind = "update", tcc.name = "fc1.weight"}, tensor<16xf32> {tcc.kind = "update", tcc.name = "fc1.bias"}, tensor<3x16xf32> {tcc.kind = "update", tcc.name = "fc2.weight"}, tensor<3xf32> {tcc.kind = "update", tcc.name = "fc2.bias"})
 // SGD:         %[[LOSS:.+]] = tcc.mse_loss %[[YB:.+]], %[[LABELS]]
 // SGD-NEXT:    %[[ONE:.+]] = tcc.constant dense<1.000000e+00> : tensor<f32>
 // SGD-NEXT:    tcc.mse_loss_grad %[[ONE]], %[[YB]], %[[LABELS]]
-// SGD-COUNT-4: tcc.sgd_update {{.+}} {lr = 1.000000e-01 : f64, weight_decay = 0.000000e+00 : f64}
+// SGD-COUNT-4: tcc.sgd_update {{.+}}, %[[LR]] {weight_decay = 0.000000e+00 : f64}
 // SGD-NEXT:    return %[[LOSS]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} :
 
 // With GEMM epilogues (tcc compile --target cuda): each layer is one GEMM,

@@ -216,9 +216,9 @@ func.func @mse_types(%p: tensor<3x4xf32>, %t: tensor<3x1xf32>) -> tensor<f32> {
 
 // -----
 
-func.func @adamw_step_not_scalar(%p: tensor<10xf32>, %t: tensor<1xf32>) -> tensor<10xf32> {
+func.func @adamw_step_not_scalar(%p: tensor<10xf32>, %t: tensor<1xf32>, %lr: tensor<f32>) -> tensor<10xf32> {
   // expected-error @+1 {{operand #4 must be 0D tensor of floating-point values}}
-  %p1, %m1, %v1 = "tcc.adamw_update"(%p, %p, %p, %p, %t) <{lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0>}> : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<1xf32>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
+  %p1, %m1, %v1 = "tcc.adamw_update"(%p, %p, %p, %p, %t, %lr) <{beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0>}> : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<1xf32>, tensor<f32>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
   return %p1 : tensor<10xf32>
 }
 
@@ -226,15 +226,15 @@ func.func @adamw_step_not_scalar(%p: tensor<10xf32>, %t: tensor<1xf32>) -> tenso
 
 func.func @adamw_unscale_without_flag(%p: tensor<10xf32>, %t: tensor<f32>) -> tensor<10xf32> {
   // expected-error @+1 {{takes `unscale` and `if` together (fp16 loss scaling's inverse scale and finiteness flag)}}
-  %p1, %m1, %v1 = "tcc.adamw_update"(%p, %p, %p, %p, %t, %t) <{lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0>}> : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<f32>, tensor<f32>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
+  %p1, %m1, %v1 = "tcc.adamw_update"(%p, %p, %p, %p, %t, %t, %t) <{beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0>}> : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
   return %p1 : tensor<10xf32>
 }
 
 // -----
 
 func.func @adamw_flag_not_bool(%p: tensor<10xf32>, %t: tensor<f32>) -> tensor<10xf32> {
-  // expected-error @+1 {{operand #6 must be 0D tensor of 1-bit signless integer values}}
-  %p1, %m1, %v1 = "tcc.adamw_update"(%p, %p, %p, %p, %t, %t, %t) <{lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1>}> : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
+  // expected-error @+1 {{operand #7 must be 0D tensor of 1-bit signless integer values}}
+  %p1, %m1, %v1 = "tcc.adamw_update"(%p, %p, %p, %p, %t, %t, %t, %t) <{beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1>}> : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>)
   return %p1 : tensor<10xf32>
 }
 
@@ -242,7 +242,7 @@ func.func @adamw_flag_not_bool(%p: tensor<10xf32>, %t: tensor<f32>) -> tensor<10
 
 func.func @adamw_low_copy_not_16_bit(%p: tensor<10xf32>, %t: tensor<f32>) -> tensor<10xf32> {
   // expected-error @+1 {{the 16-bit copy of the new parameter must be a bf16 or f16 tensor of an f32 parameter's shape, got 'tensor<10xf32>' for 'tensor<10xf32>'}}
-  %p1, %m1, %v1, %l1 = tcc.adamw_update %p, %p, %p, %p, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32> -> tensor<10xf32>
+  %p1, %m1, %v1, %l1 = tcc.adamw_update %p, %p, %p, %p, %t, %t {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32> -> tensor<10xf32>
   return %p1 : tensor<10xf32>
 }
 
@@ -250,6 +250,6 @@ func.func @adamw_low_copy_not_16_bit(%p: tensor<10xf32>, %t: tensor<f32>) -> ten
 
 func.func @adamw_low_copy_shape(%p: tensor<10xf32>, %t: tensor<f32>) -> tensor<10xf32> {
   // expected-error @+1 {{the 16-bit copy of the new parameter must be a bf16 or f16 tensor of an f32 parameter's shape, got 'tensor<5xbf16>' for 'tensor<10xf32>'}}
-  %p1, %m1, %v1, %l1 = tcc.adamw_update %p, %p, %p, %p, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32> -> tensor<5xbf16>
+  %p1, %m1, %v1, %l1 = tcc.adamw_update %p, %p, %p, %p, %t, %t {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32> -> tensor<5xbf16>
   return %p1 : tensor<10xf32>
 }

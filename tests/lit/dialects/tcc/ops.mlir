@@ -107,20 +107,26 @@ func.func @losses(%logits: tensor<32x10xf32>, %labels: tensor<32xi64>,
 }
 
 // CHECK-LABEL: func.func @optimizers
-// CHECK-SAME: (%[[P:.+]]: tensor<10xf32>, %[[G:.+]]: tensor<10xf32>, %[[S1:.+]]: tensor<10xf32>, %[[S2:.+]]: tensor<10xf32>, %[[STEP:.+]]: tensor<f32>)
+// CHECK-SAME: (%[[P:.+]]: tensor<10xf32>, %[[G:.+]]: tensor<10xf32>, %[[S1:.+]]: tensor<10xf32>, %[[S2:.+]]: tensor<10xf32>, %[[STEP:.+]]: tensor<f32>, %[[LR:.+]]: tensor<f32>)
 func.func @optimizers(%p: tensor<10xf32>, %g: tensor<10xf32>, %m: tensor<10xf32>,
-                      %v: tensor<10xf32>, %t: tensor<f32>)
-    -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) {
-  // CHECK: tcc.sgd_update %[[P]], %[[G]] {lr = 1.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : tensor<10xf32>
-  %p1 = tcc.sgd_update %p, %g {lr = 0.1 : f64, weight_decay = 0.0 : f64} : tensor<10xf32>
-  // CHECK: tcc.sgd_momentum_update %[[P]], %[[G]], %[[S1]] {lr = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : tensor<10xf32>
-  %p2, %b2 = tcc.sgd_momentum_update %p, %g, %m {lr = 0.1 : f64, momentum = 0.9 : f64, weight_decay = 0.0 : f64} : tensor<10xf32>
-  // CHECK: tcc.adamw_update %[[P]], %[[G]], %[[S1]], %[[S2]], %[[STEP]] {beta1 = 9.000000e-01 : f64, beta2 = 0.99899{{[0-9]*}} : f64, eps = 1.000000e-08 : f64, lr = 1.000000e-03 : f64, weight_decay = 1.000000e-02 : f64} : tensor<10xf32>, tensor<f32>
-  %p3, %m3, %v3 = tcc.adamw_update %p, %g, %m, %v, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32>
-  // CHECK: tcc.adamw_update %[[P]], %[[G]], %[[S1]], %[[S2]], %[[STEP]] {{.*}} : tensor<10xf32>, tensor<f32> -> tensor<10xbf16>
-  %p4, %m4, %v4, %l4 = tcc.adamw_update %p, %g, %m, %v, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32> -> tensor<10xbf16>
-  // CHECK: tcc.adamw_update %[[P]], %[[G]], %[[S1]], %[[S2]], %[[STEP]] unscale %[[STEP]] if %[[OK:[a-z0-9_]+]] {{.*}} : tensor<10xf32>, tensor<f32> -> tensor<10xf16>
+                      %v: tensor<10xf32>, %t: tensor<f32>, %lr: tensor<f32>)
+    -> (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) {
+  // CHECK: tcc.sgd_update %[[P]], %[[G]], %[[LR]] {weight_decay = 0.000000e+00 : f64} : tensor<10xf32>
+  %p1 = tcc.sgd_update %p, %g, %lr {weight_decay = 0.0 : f64} : tensor<10xf32>
+  // CHECK: tcc.sgd_momentum_update %[[P]], %[[G]], %[[S1]], %[[LR]] {momentum = 9.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : tensor<10xf32>
+  %p2, %b2 = tcc.sgd_momentum_update %p, %g, %m, %lr {momentum = 0.9 : f64, weight_decay = 0.0 : f64} : tensor<10xf32>
+  // CHECK: tcc.sgd_momentum_update %[[P]], %[[G]], %[[S1]], %[[LR]] {momentum = 9.000000e-01 : f64, nesterov, weight_decay = 0.000000e+00 : f64} : tensor<10xf32>
+  %p6, %b6 = tcc.sgd_momentum_update %p, %g, %m, %lr {momentum = 0.9 : f64, nesterov, weight_decay = 0.0 : f64} : tensor<10xf32>
+  // CHECK: tcc.lion_update %[[P]], %[[G]], %[[S1]], %[[LR]] {beta1 = 9.000000e-01 : f64, beta2 = 0.98999{{[0-9]*}} : f64, weight_decay = 1.000000e-01 : f64} : tensor<10xf32>
+  %p7, %m7 = tcc.lion_update %p, %g, %m, %lr {beta1 = 0.9 : f64, beta2 = 0.99 : f64, weight_decay = 0.1 : f64} : tensor<10xf32>
+  // CHECK: tcc.adamw_update %[[P]], %[[G]], %[[S1]], %[[S2]], %[[STEP]], %[[LR]] {beta1 = 9.000000e-01 : f64, beta2 = 0.99899{{[0-9]*}} : f64, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-02 : f64} : tensor<10xf32>, tensor<f32>
+  %p3, %m3, %v3 = tcc.adamw_update %p, %g, %m, %v, %t, %lr {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32>
+  // CHECK: tcc.adamw_update %[[P]], %[[G]], %[[S1]], %[[S2]], %[[STEP]], %[[LR]] {{.*}}l2_decay{{.*}} : tensor<10xf32>, tensor<f32>
+  %p8, %m8, %v8 = tcc.adamw_update %p, %g, %m, %v, %t, %lr {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, l2_decay, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32>
+  // CHECK: tcc.adamw_update %[[P]], %[[G]], %[[S1]], %[[S2]], %[[STEP]], %[[LR]] {{.*}} : tensor<10xf32>, tensor<f32> -> tensor<10xbf16>
+  %p4, %m4, %v4, %l4 = tcc.adamw_update %p, %g, %m, %v, %t, %lr {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32> -> tensor<10xbf16>
+  // CHECK: tcc.adamw_update %[[P]], %[[G]], %[[S1]], %[[S2]], %[[STEP]], %[[LR]] unscale %[[STEP]] if %[[OK:[a-z0-9_]+]] {{.*}} : tensor<10xf32>, tensor<f32> -> tensor<10xf16>
   %ok = tcc.constant dense<true> : tensor<i1>
-  %p5, %m5, %v5, %l5 = tcc.adamw_update %p, %g, %m, %v, %t unscale %t if %ok {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32> -> tensor<10xf16>
-  return %p1, %p2, %b2, %p3, %m3, %v3 : tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>
+  %p5, %m5, %v5, %l5 = tcc.adamw_update %p, %g, %m, %v, %t, %lr unscale %t if %ok {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10xf32>, tensor<f32> -> tensor<10xf16>
+  return %p1, %p2, %b2, %p3, %m3, %v3, %p6, %p7 : tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>
 }
