@@ -78,6 +78,12 @@ struct LossScaling {
 };
 LossScaling lossScaling(const Artifact &a, const TrainOptions &opts);
 
+/// The run's learning-rate schedule with its defaults filled in (the
+/// artifact's rate, decay over plan.total steps). Error for bad values, and
+/// for a schedule or --lr given to an artifact whose rate is compiled in.
+LrSchedule learningRateSchedule(const Artifact &a, const TrainOptions &opts,
+                                const TrainPlan &plan);
+
 /// The checkpoint metadata of this run (step and loss left 0), with the
 /// session's orderingThreads(). Moves plan.ids.
 CheckpointMeta checkpointMeta(const Artifact &a, const TrainOptions &opts,
@@ -104,7 +110,7 @@ openMetrics(const TrainOptions &opts, bool resuming, int64_t startStep,
 /// line says whether the step was skipped and the scale after it.
 void writeMetricsLine(std::ofstream &out, int64_t step, int64_t epoch,
                       float loss, int64_t batchSize, double stepSeconds,
-                      bool scaling, bool skipped, float lossScale);
+                      bool scaling, bool skipped, float lossScale, double lr);
 
 /// "step 12: the loss is NaN; lower the learning rate or check the data".
 std::string nonFiniteLossMessage(int64_t step, float loss);
