@@ -149,6 +149,13 @@ public:
   /// session; on an asynchronous one `host` should come from allocateHost
   /// and is valid after an Event recorded later has been waited for).
   virtual void readAsync(int32_t id, void *host, size_t bytes) = 0;
+  /// Enqueues a copy of `bytes` bytes from `host` into the start of tensor
+  /// `id` behind the work enqueued so far: runs enqueued later see it, runs
+  /// before do not. `host` must stay unchanged until an Event recorded
+  /// later has been waited for (on a synchronous session the copy is done
+  /// on return). How the train loop sets the learning rate of a step
+  /// without waiting for the step before it.
+  virtual void writeAsync(int32_t id, const void *host, size_t bytes) = 0;
   /// Host memory for batches and read-backs.
   virtual std::unique_ptr<HostBuffer> allocateHost(size_t bytes);
   /// `count` slots (at most traits().inputSlots) for the input tensors

@@ -96,10 +96,10 @@ CpuSession::CpuSession(const Artifact &artifact, ExecMode mode)
       ps->costs.push_back(
           kernelCost(in, tensors_, mode_ == ExecMode::Compiled));
       ps->labels.push_back(profileLabel(
-          in, abi::is(in, abi::KernelId::Fused)
-                  ? fused_->kernel(abi::attrs<abi::KernelId::Fused>(in).kernel)
-                        .name
-                  : ""));
+          in,
+          abi::is(in, abi::KernelId::Fused)
+              ? fused_->kernel(abi::attrs<abi::KernelId::Fused>(in).kernel).name
+              : ""));
       ps->shapeLabels.push_back(
           profileKey(ps->labels.back(), profileShape(in, tensors_)));
       KernelArgs args{in, {}, {}};
@@ -211,6 +211,16 @@ void CpuSession::readAsync(int32_t id, void *host, size_t bytes) {
     std::memcpy(host, p, bytes);
 }
 
+void CpuSession::writeAsync(int32_t id, const void *host, size_t bytes) {
+  void *p = bufferOf(id, "write");
+  if (bytes > static_cast<size_t>(tensors_[id].byteSize()))
+    throw Error("write: " + std::to_string(bytes) + " bytes into tensor '" +
+                tensors_[id].name + "', which has " +
+                std::to_string(tensors_[id].byteSize()));
+  if (bytes)
+    std::memcpy(p, host, bytes);
+}
+
 namespace {
 /// The CPU's one slot is the input tensors themselves: a batch is copied
 /// into them just before the runs that read it.
@@ -218,7 +228,8 @@ class CpuInputSlots final : public InputSlots {
 public:
   CpuInputSlots(CpuSession &s, std::vector<int32_t> targets)
       : s_(s), targets_(std::move(targets)) {}
-  void stage(size_t, const std::vector<std::vector<uint8_t>> &tensors) override {
+  void stage(size_t,
+             const std::vector<std::vector<uint8_t>> &tensors) override {
     if (tensors.size() != targets_.size())
       throw Error("a batch of " + std::to_string(tensors.size()) +
                   " tensors for " + std::to_string(targets_.size()) +
@@ -339,7 +350,7 @@ void CpuSession::runCompiled(ProgramState &ps) {
 }
 
 void CpuSession::record(const std::string &kernel, const KernelCost &cost,
-                     std::chrono::steady_clock::time_point t0) {
+                        std::chrono::steady_clock::time_point t0) {
   KernelTime &k = profile_[kernel];
   k.kernel = kernel;
   k.calls++;

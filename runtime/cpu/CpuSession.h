@@ -58,6 +58,7 @@ public:
   void download(int32_t id, void *host) override;
   void *hostData(int32_t id) override { return data(id); }
   void readAsync(int32_t id, void *host, size_t bytes) override;
+  void writeAsync(int32_t id, const void *host, size_t bytes) override;
   std::unique_ptr<InputSlots> inputSlots(const std::vector<int32_t> &targets,
                                          size_t count) override;
 

@@ -81,6 +81,7 @@ public:
   void upload(int32_t id, const void *host) override;
   void download(int32_t id, void *host) override;
   void readAsync(int32_t id, void *host, size_t bytes) override;
+  void writeAsync(int32_t id, const void *host, size_t bytes) override;
   /// Pinned (cudaHostAlloc): copies from and to it are DMA'd without a
   /// staging copy and run asynchronously.
   std::unique_ptr<HostBuffer> allocateHost(size_t bytes) override;

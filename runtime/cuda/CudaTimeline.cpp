@@ -113,10 +113,9 @@ public:
     TCC_CUDA_CHECK(cudaEventSynchronize(slot.copied));
     for (size_t i = 0; i < targets_.size(); ++i) {
       if (tensors[i].size() != sizes_[i])
-        throw Error("the batch for input '" +
-                    s_.tensors()[targets_[i]].name + "' has " +
-                    std::to_string(tensors[i].size()) + " bytes, the tensor " +
-                    std::to_string(sizes_[i]));
+        throw Error("the batch for input '" + s_.tensors()[targets_[i]].name +
+                    "' has " + std::to_string(tensors[i].size()) +
+                    " bytes, the tensor " + std::to_string(sizes_[i]));
       std::memcpy(slot.host->data() + offsets_[i], tensors[i].data(),
                   sizes_[i]);
     }
@@ -192,6 +191,19 @@ void CudaSession::readAsync(int32_t id, void *host, size_t bytes) {
                 tensors()[id].name + "', which has " +
                 std::to_string(tensors()[id].byteSize()));
   TCC_CUDA_CHECK(cudaMemcpyAsync(host, p, bytes, cudaMemcpyDeviceToHost,
+                                 static_cast<cudaStream_t>(stream())));
+}
+
+void CudaSession::writeAsync(int32_t id, const void *host, size_t bytes) {
+  void *p = deviceData(id);
+  if (!p)
+    throw Error("write: tensor '" + tensors()[id].name +
+                "' has no device buffer now (a temporary that is not live)");
+  if (bytes > static_cast<size_t>(tensors()[id].byteSize()))
+    throw Error("write: " + std::to_string(bytes) + " bytes into tensor '" +
+                tensors()[id].name + "', which has " +
+                std::to_string(tensors()[id].byteSize()));
+  TCC_CUDA_CHECK(cudaMemcpyAsync(p, host, bytes, cudaMemcpyHostToDevice,
                                  static_cast<cudaStream_t>(stream())));
 }
 

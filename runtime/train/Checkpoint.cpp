@@ -10,7 +10,7 @@
 //    "artifact": {"crc32": 305419896, "source": "mlp.onnx"},
 //    "step": 1200, "loss": 0.25,
 //    "run": {"total_steps": 5000, "epochs": -1, "batch_size": 32,
-//            "blas_threads": 2,
+//            "blas_threads": 2, "lr_schedule": "cosine lr=0.001 ...",
 //            "data": [{"name": "x", "path": "x.npy", "dtype": "f32",
 //                      "shape": [1477, 64], "crc32": 1234}, ...]},
 //    "feeder": {"seed": 0, "shuffle": true, "batches_per_epoch": 46,
@@ -191,6 +191,7 @@ static json manifestJson(const CheckpointMeta &m, const json &tensors) {
         {"epochs", m.epochs},
         {"batch_size", m.batchSize},
         {"blas_threads", m.blasThreads},
+        {"lr_schedule", m.lrSchedule},
         {"data", std::move(data)}}},
       {"feeder",
        {{"seed", m.seed},
@@ -368,6 +369,9 @@ static void parseMeta(const json &root, CheckpointMeta &m) {
   m.epochs = intAt(run, "epochs", "run");
   m.batchSize = intAt(run, "batch_size", "run");
   m.blasThreads = intAt(run, "blas_threads", "run");
+  if (run.contains("lr_schedule"))
+    m.lrSchedule =
+        asString(field(run, "lr_schedule", "run"), "run.lr_schedule");
   const json &data = asArray(field(run, "data", "run"), "run.data");
   for (size_t i = 0; i < data.size(); ++i) {
     std::string c = "run.data[" + std::to_string(i) + "]";

@@ -84,6 +84,9 @@ struct CheckpointMeta {
   uint64_t seed = 0;
   bool shuffle = true;
   std::vector<DataIdentity> data;
+  /// LrSchedule::describe() of the run's schedule; empty in checkpoints
+  /// written before schedules existed (then not compared).
+  std::string lrSchedule;
 };
 
 /// A tensor to save: a view of session memory.

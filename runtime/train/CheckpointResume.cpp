@@ -269,6 +269,10 @@ void checkResumable(const Checkpoint &c, const CheckpointMeta &now,
          std::to_string(was.batchesPerEpoch) + " batches per epoch, this run " +
          std::to_string(now.batchSize) + " and " +
          std::to_string(now.batchesPerEpoch));
+  if (!was.lrSchedule.empty() && was.lrSchedule != now.lrSchedule)
+    fail("its run's learning rate followed '" + was.lrSchedule +
+         "', this run's '" + now.lrSchedule +
+         "'; pass the same --lr and --lr-schedule flags to resume");
   if (was.blasThreads != now.blasThreads && warn)
     warn("warning: " + c.path + " was written by a run with " +
          std::to_string(was.blasThreads) + " BLAS threads, this run has " +

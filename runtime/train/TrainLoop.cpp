@@ -117,6 +117,7 @@ struct MicroRun {
 /// What one optimizer step leaves to read back, possibly a step late.
 struct StepRecord {
   int64_t step = 0, epoch = 0;
+  double lr = 0;             // the step's learning rate
   float *readback = nullptr; // K losses, skipped count, loss scale, grad_norm
   std::vector<MicroRun> micro;
   /// Around train_step when accumulating; `done` follows the read-backs.
@@ -129,8 +130,7 @@ public:
           LossScaling scaling, HostMirror &mirror, CheckpointMeta &meta,
           TrainResult &r, DataFeeder &feeder)
       : s_(s), opts_(opts), plan_(plan), scaling_(scaling), mirror_(mirror),
-        meta_(meta), r_(r), feeder_(feeder),
-        async_(s.traits().asynchronous) {
+        meta_(meta), r_(r), feeder_(feeder), async_(s.traits().asynchronous) {
     // A synchronous session offers one slot: the input tensors themselves.
     size_t slots = std::min(opts.prefetch, s.traits().inputSlots);
     slots_ = s.inputSlots(plan.feedTargets, std::max<size_t>(slots, 1));
@@ -143,6 +143,8 @@ public:
     scanIds_ = nonFiniteScanned(s.tensors());
     int64_t k = plan.gradAccum;
     readback_ = s.allocateHost(2 * (k + 3) * sizeof(float));
+    lrId_ = learningRateTensor(s.tensors());
+    lrHost_ = s.allocateHost(2 * sizeof(float));
     for (int i = 0; i < 2; ++i) {
       StepRecord &rec = records_[i];
       rec.readback = reinterpret_cast<float *>(readback_->data()) + i * (k + 3);
@@ -161,6 +163,7 @@ public:
 
 private:
   bool fillNext();
+  void setLearningRate(int64_t step, StepRecord &rec);
   bool enqueueStep(int64_t step, StepRecord &rec);
   void finish(StepRecord &rec);
   void checkFinite(int64_t step);
@@ -193,6 +196,11 @@ private:
   DataFeeder::Batch batch_;
   std::unique_ptr<HostBuffer> readback_;
   StepRecord records_[2];
+  int32_t lrId_ = -1;
+  /// The rate each record's step wrote (a step's copy may still be on its
+  /// way while the next is enqueued), and the last value written.
+  std::unique_ptr<HostBuffer> lrHost_;
+  float lrWritten_ = std::nanf("");
 
   float prevSkipped_ = 0, lastLoss_ = 0;
   int64_t scannedStep_ = -1, checkpointedStep_ = -1, mirrorStep_ = -1;
@@ -219,11 +227,28 @@ bool Trainer::fillNext() {
   return true;
 }
 
+/// Writes step `step`'s learning rate into optimizer.lr ahead of its runs,
+/// when it differs from the value there: the tensor is state, so a
+/// checkpoint carries it, but after a resume the first step writes it
+/// anyway (lrWritten_ starts as NaN).
+void Trainer::setLearningRate(int64_t step, StepRecord &rec) {
+  rec.lr = lrAt(r_.lrSchedule, step - 1);
+  r_.lastLr = rec.lr;
+  float lr = static_cast<float>(rec.lr);
+  if (lrId_ < 0 || lr == lrWritten_)
+    return;
+  float *host = reinterpret_cast<float *>(lrHost_->data()) + step % 2;
+  *host = lr;
+  s_.writeAsync(lrId_, host, sizeof(float));
+  lrWritten_ = lr;
+}
+
 /// Enqueues optimizer step `step` (K data-program runs, then train_step when
 /// accumulating) and the copies of its results into rec.readback. False if
 /// the data ran out.
 bool Trainer::enqueueStep(int64_t step, StepRecord &rec) {
   rec.step = step;
+  setLearningRate(step, rec);
   int64_t k = plan_.gradAccum;
   int64_t p = static_cast<int64_t>(slots_->count());
   for (int64_t j = 0; j < k; ++j) {
@@ -361,7 +386,7 @@ void Trainer::finish(StepRecord &rec) {
     progress_->setEval(evalSummary(*ev));
   if (metrics_)
     writeMetricsLine(*metrics_, step, rec.epoch, loss, r_.batchSize, dt,
-                     scaling_.skippedId >= 0, skipped, r_.lossScale,
+                     scaling_.skippedId >= 0, skipped, r_.lossScale, rec.lr,
                      gradNormId_ >= 0
                          ? std::optional<float>(rec.readback[k + 2])
                          : std::nullopt,
@@ -427,10 +452,12 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
   r.gradAccum = plan.gradAccum;
   r.batchSize = plan.batchSize;
   LossScaling scaling = lossScaling(a, opts);
+  r.lrSchedule = learningRateSchedule(a, opts, plan);
   HostMirror mirror(session);
   CheckpointMeta meta;
   if (checkpointing || resuming)
     meta = checkpointMeta(a, opts, plan, session.orderingThreads());
+  meta.lrSchedule = r.lrSchedule.describe();
   if (resuming) {
     Checkpoint c = loadNewestCheckpoint(opts.resumeFrom, log);
     checkResumable(c, meta, log);
@@ -449,6 +476,34 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
   t.setEval(eval.get());
   t.run();
   return r;
+}
+
+int32_t tcc::rt::learningRateTensor(const std::vector<TensorInfo> &ts) {
+  for (size_t id = 0; id < ts.size(); ++id) {
+    const TensorInfo &t = ts[id];
+    if (t.name == "optimizer.lr")
+      return t.kind == TensorKind::State && t.dtype == DType::F32 &&
+                     t.numElements() == 1
+                 ? static_cast<int32_t>(id)
+                 : -1;
+  }
+  return -1;
+}
+
+double tcc::rt::compiledLearningRate(const Artifact &a) {
+  int32_t id = learningRateTensor(a.tensors);
+  if (id >= 0) {
+    const TensorInfo &t = a.tensors[id];
+    if (t.init.kind == InitSpec::Kind::Constant)
+      return t.init.a;
+    if (t.init.kind == InitSpec::Kind::Blob && t.dataOffset >= 0) {
+      float v = 0;
+      std::memcpy(&v, a.blob.data() + t.dataOffset, sizeof v);
+      return v;
+    }
+  }
+  auto it = a.meta.find("optimizer.lr");
+  return it == a.meta.end() ? 0.0 : std::strtod(it->second.c_str(), nullptr);
 }
 
 int32_t tcc::rt::lossScaleSkippedTensor(const Artifact &a) {

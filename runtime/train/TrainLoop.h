@@ -20,6 +20,7 @@
 
 #include "runtime/core/Artifact.h"
 #include "runtime/core/Session.h"
+#include "runtime/train/LrSchedule.h"
 
 #include <atomic>
 #include <cstdint>
@@ -104,6 +105,10 @@ struct TrainOptions {
   /// state of tcc-mixed-precision); Error otherwise. Either way such steps
   /// are counted in TrainResult::skippedSteps.
   bool skipNonfinite = false;
+  /// The learning rate of each optimizer step (LrSchedule.h), written into
+  /// the artifact's `optimizer.lr` tensor before the step. The default is
+  /// the compiled rate throughout.
+  LrSchedule lrSchedule;
 };
 
 /// One evaluation of the forward program on held-out data (Evaluate.h).
@@ -152,11 +157,23 @@ struct TrainResult {
   float lossScale = 0;
   /// Evaluations during training, in step order.
   std::vector<EvalPoint> evals;
+  /// The schedule the run followed (defaults filled in) and the rate of
+  /// its last step; lr 0 when the artifact has no optimizer.lr tensor and
+  /// no `lr` in its meta.
+  LrSchedule lrSchedule;
+  double lastLr = 0;
 };
 
 /// The `loss_scale.skipped` state of an artifact with fp16 loss scaling,
 /// -1 if it has none.
 int32_t lossScaleSkippedTensor(const Artifact &a);
+
+/// The `optimizer.lr` state (an f32 scalar the optimizer kernels read), -1
+/// if the artifact has none (compiled before the rate was a runtime value).
+int32_t learningRateTensor(const std::vector<TensorInfo> &tensors);
+/// The rate the artifact was compiled with: optimizer.lr's initial value,
+/// else its meta `lr`; 0 if neither says.
+double compiledLearningRate(const Artifact &a);
 
 /// Trains `session` (opened from `artifact`). Throws Error on bad data,
 /// mismatched inputs, a non-finite loss or parameter ("step 12: the loss is

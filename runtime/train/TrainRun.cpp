@@ -6,11 +6,36 @@
 
 #include <cmath>
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <unistd.h>
 
 using namespace tcc;
 using namespace tcc::rt;
+
+/// The whole of `s` as a finite number; Error naming `flag` otherwise.
+static double parseNumber(const std::string &s, const char *flag) {
+  char *end = nullptr;
+  errno = 0;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end || errno == ERANGE || !std::isfinite(v))
+    throw Error(std::string(flag) + " must be a finite number, got '" + s +
+                "'");
+  return v;
+}
+
+/// The whole of `s` as a non-negative integer; Error naming `flag`.
+static int64_t parseCount(const std::string &s, const char *flag) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end || errno == ERANGE || v < 0)
+    throw Error(std::string(flag) +
+                " must be a non-negative whole number, got '" + s + "'");
+  return v;
+}
 
 TrainOptions rt::trainOptionsOf(const TrainFlags &f,
                                 const std::atomic<int> *stopSignal) {
@@ -46,6 +71,14 @@ TrainOptions rt::trainOptionsOf(const TrainFlags &f,
                 f.onNonfinite + "'");
   o.skipNonfinite = f.onNonfinite == "skip";
   o.stopSignal = stopSignal;
+  o.lrSchedule.kind = parseLrScheduleKind(f.lrSchedule);
+  if (!f.lr.empty())
+    o.lrSchedule.lr = parseNumber(f.lr, "--lr");
+  if (!f.minLr.empty())
+    o.lrSchedule.minLr = parseNumber(f.minLr, "--min-lr");
+  if (!f.decaySteps.empty())
+    o.lrSchedule.decaySteps = parseCount(f.decaySteps, "--decay-steps");
+  o.lrSchedule.warmupSteps = f.warmupSteps;
   return o;
 }
 

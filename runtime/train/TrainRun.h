@@ -34,11 +34,16 @@ struct TrainFlags {
   int64_t seed = 0; // shuffling seed, >= 0
   bool eager = false, tf32 = false, noShuffle = false, noProgress = false;
   bool noGraphs = false;
+  /// The learning-rate schedule; the numbers as typed ("" when not given),
+  /// checked by trainOptionsOf.
+  std::string lr, lrSchedule = "constant", decaySteps, minLr;
+  int64_t warmupSteps = 0;
 };
 
 /// The loop's options from the flags, with the stop flag of
 /// installStopHandlers. Throws Error naming a bad --token-type,
-/// --on-nonfinite or NAME=FILE binding (--data and --eval-data).
+/// --on-nonfinite, NAME=FILE binding (--data and --eval-data),
+/// --lr-schedule or number.
 TrainOptions trainOptionsOf(const TrainFlags &f,
                             const std::atomic<int> *stopSignal);
 

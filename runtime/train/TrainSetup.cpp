@@ -364,6 +364,17 @@ LossScaling detail::lossScaling(const Artifact &a, const TrainOptions &opts) {
   return s;
 }
 
+LrSchedule detail::learningRateSchedule(const Artifact &a,
+                                        const TrainOptions &opts,
+                                        const TrainPlan &plan) {
+  const LrSchedule &s = opts.lrSchedule;
+  if (!s.isDefault() && learningRateTensor(a.tensors) < 0)
+    throw Error("--lr and --lr-schedule need an artifact whose learning rate "
+                "is a runtime value (an 'optimizer.lr' tensor); this one was "
+                "compiled with the rate built in: recompile it with this tcc");
+  return resolveLrSchedule(s, compiledLearningRate(a), plan.total);
+}
+
 CheckpointMeta detail::checkpointMeta(const Artifact &a,
                                       const TrainOptions &opts, TrainPlan &t,
                                       int64_t orderingThreads) {
@@ -407,12 +418,13 @@ detail::openMetrics(const TrainOptions &opts, bool resuming, int64_t startStep,
 void detail::writeMetricsLine(std::ofstream &out, int64_t step, int64_t epoch,
                               float loss, int64_t batchSize, double stepSeconds,
                               bool scaling, bool skipped, float lossScale,
-                              std::optional<float> gradNorm,
+                              double lr, std::optional<float> gradNorm,
                               const EvalResult *eval) {
   nlohmann::json j;
   j["step"] = step;
   j["epoch"] = epoch;
   j["loss"] = loss;
+  j["lr"] = lr;
   j["samples_per_sec"] = batchSize / std::max(stepSeconds, 1e-9);
   j["step_ms"] = stepSeconds * 1e3;
   if (scaling) {

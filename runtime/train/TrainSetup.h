@@ -90,6 +90,12 @@ struct LossScaling {
 };
 LossScaling lossScaling(const Artifact &a, const TrainOptions &opts);
 
+/// The run's learning-rate schedule with its defaults filled in (the
+/// artifact's rate, decay over plan.total steps). Error for bad values, and
+/// for a schedule or --lr given to an artifact whose rate is compiled in.
+LrSchedule learningRateSchedule(const Artifact &a, const TrainOptions &opts,
+                                const TrainPlan &plan);
+
 /// The checkpoint metadata of this run (step and loss left 0), with the
 /// session's orderingThreads(). Moves plan.ids.
 CheckpointMeta checkpointMeta(const Artifact &a, const TrainOptions &opts,
@@ -119,7 +125,7 @@ openMetrics(const TrainOptions &opts, bool resuming, int64_t startStep,
 /// added: EvalDuringTraining.h).
 void writeMetricsLine(std::ofstream &out, int64_t step, int64_t epoch,
                       float loss, int64_t batchSize, double stepSeconds,
-                      bool scaling, bool skipped, float lossScale,
+                      bool scaling, bool skipped, float lossScale, double lr,
                       std::optional<float> gradNorm = std::nullopt,
                       const EvalResult *eval = nullptr);
 

@@ -118,6 +118,15 @@ TEST(Backend, CpuSessionThroughTheInterface) {
                 .find("100 bytes of tensor 'y', which has 24"),
             std::string::npos);
   EXPECT_GE(timeRun(*s, "run"), 0.0);
+  // writeAsync: a prefix of a tensor, seen by the next run.
+  float two[2] = {7, 8};
+  s->writeAsync(0, two, sizeof two);
+  s->run("run");
+  s->download(2, y.data());
+  EXPECT_EQ(y, (std::vector<float>{7, 8, 0, 4, 0, 6}));
+  EXPECT_NE(errorOf([&] { s->writeAsync(0, y.data(), 100); })
+                .find("100 bytes into tensor 'x', which has 24"),
+            std::string::npos);
 
   // One input slot: a batch is written into the input itself.
   std::unique_ptr<InputSlots> slots = s->inputSlots({0}, 1);

@@ -79,6 +79,17 @@ static run::Args trainArgs(Flags &f) {
             "checkpoints to keep, default 3");
   a.value("resume", &f.resume, "DIR|FILE",
           "continue from the newest valid checkpoint in DIR (or FILE)");
+  a.value("lr", &f.lr, "X",
+          "peak learning rate (default: the one ART was compiled with)");
+  a.value("lr-schedule", &f.lrSchedule, "constant|linear|cosine",
+          "how the rate changes after the warmup (default constant)");
+  a.integer("warmup-steps", &f.warmupSteps, 0, "W",
+            "optimizer steps of linear warmup from lr/W to lr, default 0");
+  a.value("decay-steps", &f.decaySteps, "D",
+          "the step at which linear/cosine decay reaches --min-lr (default: "
+          "the run's last step)");
+  a.value("min-lr", &f.minLr, "M",
+          "the rate linear/cosine decay ends at, default 0");
   a.value("on-nonfinite", &f.onNonfinite, "stop|skip",
           "a NaN/Inf loss stops the run (default), or with fp16 loss scaling "
           "a skipped step may have one");

@@ -118,6 +118,32 @@ static cl::opt<std::string> onNonfinite(
              "run goes on"),
     cl::value_desc("stop|skip"), cl::init("stop"), cl::sub(tool::trainCmd));
 
+static cl::opt<std::string>
+    lrFlag("lr",
+           cl::desc("Peak learning rate (default: the one the artifact was "
+                    "compiled with); a runtime value, no recompilation"),
+           cl::value_desc("X"), cl::sub(tool::trainCmd));
+static cl::opt<std::string>
+    lrSchedule("lr-schedule",
+               cl::desc("How the rate changes after the warmup: constant "
+                        "(default), linear or cosine decay to --min-lr"),
+               cl::value_desc("constant|linear|cosine"), cl::init("constant"),
+               cl::sub(tool::trainCmd));
+static cl::opt<int64_t>
+    warmupSteps("warmup-steps",
+                cl::desc("Optimizer steps of linear warmup: step t < W runs "
+                         "at lr*(t+1)/W"),
+                cl::value_desc("W"), cl::init(0), cl::sub(tool::trainCmd));
+static cl::opt<std::string>
+    decaySteps("decay-steps",
+               cl::desc("The step at which linear/cosine decay reaches "
+                        "--min-lr (default: the run's last step)"),
+               cl::value_desc("D"), cl::sub(tool::trainCmd));
+static cl::opt<std::string>
+    minLr("min-lr",
+          cl::desc("The rate linear/cosine decay ends at (default 0)"),
+          cl::value_desc("M"), cl::sub(tool::trainCmd));
+
 static cl::opt<std::string> device(
     "device",
     cl::desc("Where to train: 'auto' (the default: the GPU when the artifact "
@@ -200,6 +226,11 @@ static rt::TrainFlags trainFlags() {
   f.noShuffle = noShuffle;
   f.noProgress = noProgress;
   f.noGraphs = noCudaGraphs;
+  f.lr = lrFlag;
+  f.lrSchedule = lrSchedule;
+  f.warmupSteps = warmupSteps;
+  f.decaySteps = decaySteps;
+  f.minLr = minLr;
   return f;
 }
 
