@@ -7,7 +7,10 @@ examples/make_gpt.py (fp32 and bf16) and torchvision's ResNet-18 at 32x32 --
 and compares every step's loss and every exported tensor with
 tests/e2e/golden/cpu_bits.json, bit for bit. The recording was made with
 the code before the runtime was split into backends (issue 32): a
-refactoring of the runtime must leave these bits as they were.
+refactoring of the runtime must leave these bits as they were. It was
+recorded again when the learning rate became a runtime f32 tensor (issue
+34): AdamW's lr/bc1 is now computed from f32(lr), which moves the AdamW
+runs' bits (the SGD run's stayed the same).
 
 Bits depend on the machine: OpenBLAS picks its kernels by CPU, and the
 generated code targets the host's ISA. The recording names the machine it

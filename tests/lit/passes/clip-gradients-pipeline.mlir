@@ -49,7 +49,9 @@ module attributes {tcc.batch = 4 : i64} {
 
 // FP16-LABEL: func.func @train_step
 // FP16-SAME:    -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"}, tensor<f32> {tcc.kind = "metric", tcc.name = "grad_norm"}
-// FP16:         %[[INV:.+]] = tcc.div %{{.+}}, %{{.+}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// The inverse of the loss scale (a state argument); the loss gradient's own
+// division by the count of labelled positions comes before it.
+// FP16:         %[[INV:.+]] = tcc.div %{{[^,]+}}, %arg{{[0-9]+}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
 // FP16:         %[[RAW:.+]] = tcc.global_norm %[[GW:[^,]+]], %[[GB:[^ ]+]] :
 // FP16:         %[[N:.+]] = tcc.mul %[[RAW]], %[[INV]]
 // FP16:         %[[K:.+]] = tcc.minimum
