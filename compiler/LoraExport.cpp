@@ -1,11 +1,11 @@
 //===- LoraExport.cpp - LoRA adapters at export ---------------------------===//
 #include "compiler/LoraExport.h"
+#include "runtime/core/AtomicFile.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 
 using namespace tcc;
 
@@ -133,28 +133,15 @@ void tcc::writeSafetensors(
   // Padded with spaces so the data starts 8-byte aligned (the format allows
   // trailing whitespace in the header).
   text.append((8 - text.size() % 8) % 8, ' ');
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    uint64_t n = text.size();
-    unsigned char le[8];
-    for (int i = 0; i < 8; ++i)
-      le[i] = (unsigned char)(n >> (8 * i));
-    out.write(reinterpret_cast<const char *>(le), 8);
-    out.write(text.data(), (std::streamsize)text.size());
-    // f32 little-endian: the host's order on every platform tcc runs on.
-    for (const auto &[name, t] : tensors)
-      out.write(reinterpret_cast<const char *>(t.values.data()),
-                (std::streamsize)(t.values.size() * sizeof(float)));
-    if (!out.flush()) {
-      std::remove(tmp.c_str());
-      throw rt::Error(
-          path + ": cannot write the LoRA adapters: " + std::strerror(errno));
-    }
+  std::vector<char> file;
+  uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i)
+    file.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  file.insert(file.end(), text.begin(), text.end());
+  // f32 little-endian: the host's order on every platform tcc runs on.
+  for (const auto &[name, t] : tensors) {
+    const char *p = reinterpret_cast<const char *>(t.values.data());
+    file.insert(file.end(), p, p + t.values.size() * sizeof(float));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw rt::Error(path +
-                    ": cannot rename into place: " + std::strerror(errno));
-  }
+  rt::writeFileAtomically(path, file.data(), file.size());
 }

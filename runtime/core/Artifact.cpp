@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Artifact.h"
+#include "runtime/core/AtomicFile.h"
 #include "runtime/core/ArtifactFormat.h"
 
 #include <nlohmann/json.hpp>
@@ -399,31 +400,7 @@ void writeArtifact(const Artifact &a, const std::string &path) {
   } catch (const Error &e) {
     throw Error(path + ": " + e.what());
   }
-  std::string tmp = path + ".tmp";
-  FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f)
-    throw Error(path + ": cannot write " + tmp + ": " + std::strerror(errno));
-  int err = 0;
-  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  ok = ok && std::fflush(f) == 0;
-  // fsync before rename so a crash cannot leave a renamed but empty file.
-  ok = ok && ::fsync(fileno(f)) == 0;
-  if (!ok)
-    err = errno;
-  if (std::fclose(f) != 0 && ok) {
-    ok = false;
-    err = errno;
-  }
-  if (!ok) {
-    std::remove(tmp.c_str());
-    throw Error(path + ": cannot write " + tmp + ": " + std::strerror(err));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    err = errno;
-    std::remove(tmp.c_str());
-    throw Error(path + ": cannot rename " + tmp +
-                " to it: " + std::strerror(err));
-  }
+  writeFileAtomically(path, bytes.data(), bytes.size());
 }
 
 } // namespace tcc::rt

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Artifact.h"
+#include "runtime/core/AtomicFile.h"
 #include "runtime/feeder/Npy.h"
 
 #include <cerrno>
@@ -16,8 +17,8 @@
 namespace tcc::rt {
 
 std::vector<uint8_t> encodeNpy(const std::string &descr,
-                              const std::vector<int64_t> &shape,
-                              const void *data, size_t bytes) {
+                               const std::vector<int64_t> &shape,
+                               const void *data, size_t bytes) {
   std::string dims;
   int64_t n = 1;
   for (int64_t d : shape) {
@@ -53,27 +54,7 @@ void writeNpy(const std::string &path, const std::string &descr,
               const std::vector<int64_t> &shape, const void *data,
               size_t bytes) {
   std::vector<uint8_t> file = encodeNpy(descr, shape, data, bytes);
-  std::string tmp = path + ".tmp";
-  FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f)
-    throw Error(path + ": cannot write " + tmp + ": " + std::strerror(errno));
-  bool ok = std::fwrite(file.data(), 1, file.size(), f) == file.size();
-  ok = ok && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
-  int err = ok ? 0 : errno;
-  if (std::fclose(f) != 0 && ok) {
-    ok = false;
-    err = errno;
-  }
-  if (!ok) {
-    std::remove(tmp.c_str());
-    throw Error(path + ": cannot write " + tmp + ": " + std::strerror(err));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    err = errno;
-    std::remove(tmp.c_str());
-    throw Error(path + ": cannot rename " + tmp +
-                " to it: " + std::strerror(err));
-  }
+  writeFileAtomically(path, file.data(), file.size());
 }
 
 } // namespace tcc::rt
