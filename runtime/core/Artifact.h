@@ -32,7 +32,11 @@
 
 namespace tcc::rt {
 
-constexpr uint32_t kArtifactVersion = 1;
+/// 2: optimizer updates read the learning rate from an operand (the
+/// `optimizer.lr` state) and cross-entropy kernels carry ignore_index and
+/// label_smoothing; a version 1 artifact's instrs no longer check, so it is
+/// refused up front with "recompile the model".
+constexpr uint32_t kArtifactVersion = 2;
 /// Blob entries, the blob itself and runtime buffers are aligned to this.
 constexpr int64_t kArtifactAlign = 64;
 

@@ -14,6 +14,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 
@@ -54,7 +55,9 @@ class Case:
     def __init__(self, tcc, work, optimizer, compiled_lr, momentum=0.0):
         self.tcc, self.optimizer, self.momentum = tcc, optimizer, momentum
         self.d = os.path.join(work, optimizer)
-        os.makedirs(self.d, exist_ok=True)
+        # Checkpoint directories must start empty: a rerun starts afresh.
+        shutil.rmtree(self.d, ignore_errors=True)
+        os.makedirs(self.d)
         torch.manual_seed(0)
         self.model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(),
                                    nn.Linear(16, 4))

@@ -182,7 +182,7 @@ TEST(Artifact, TruncationAndMagicAreDetected) {
 
 TEST(Artifact, VersionMismatchAsksToRecompile) {
   auto bytes = format::serialize(sampleArtifact());
-  format::putU32(bytes.data() + 8, 2);
+  format::putU32(bytes.data() + 8, 1); // an artifact of an older tcc
   // The checksum covers manifest and blob only; recompute it anyway so the
   // version check, not the checksum, is what fails.
   uint64_t m = format::getU64(bytes.data() + 16),
@@ -194,8 +194,8 @@ TEST(Artifact, VersionMismatchAsksToRecompile) {
     parseArtifact(bytes.data(), bytes.size(), "model.tcc");
     FAIL();
   } catch (const Error &e) {
-    EXPECT_STREQ(e.what(), "model.tcc: artifact format version 2, this runtime "
-                           "reads version 1; recompile the model");
+    EXPECT_STREQ(e.what(), "model.tcc: artifact format version 1, this runtime "
+                           "reads version 2; recompile the model");
   }
 }
 
@@ -213,7 +213,7 @@ TEST(Artifact, BadManifestsAreRejected) {
   expectRejected(withManifest("[]"), "expected a JSON object");
   expectRejected(withManifest(std::string(100, '[') + std::string(100, ']')),
                  "nested too deeply");
-  std::string head = R"({"format":"tcc-artifact","version":1,"programs":[],)";
+  std::string head = R"({"format":"tcc-artifact","version":2,"programs":[],)";
   expectRejected(withManifest(head + R"("tensors":{}})"), "expected an array");
   expectRejected(
       withManifest(head +
@@ -239,7 +239,7 @@ TEST(Artifact, BadManifestsAreRejected) {
                  "unknown program 'p'");
   expectRejected(
       withManifest(
-          R"({"format":"tcc-artifact","version":1,"tensors":[],)"
+          R"({"format":"tcc-artifact","version":2,"tensors":[],)"
           R"("programs":[{"name":"p","inputs":[],"outputs":[],)"
           R"("arena_bytes":0,"instrs":[{"k":"relu","in":[0],"out":[0]}]}]})"),
       "tensor id 0 is out of range");
@@ -457,7 +457,7 @@ TEST(Artifact, BadSeededInitializersAreRejected) {
   }
 
   // Malformed "init" objects in the manifest.
-  std::string head = R"({"format":"tcc-artifact","version":1,"programs":[],)"
+  std::string head = R"({"format":"tcc-artifact","version":2,"programs":[],)"
                      R"("tensors":[{"name":"w","dtype":"f32","shape":[4],)"
                      R"("kind":"param","init":)";
   expectRejected(withManifest(head + R"({"kind":"xavier","a":0,"b":1,)"
@@ -676,7 +676,7 @@ TEST(Artifact, CrossReferencesAreChecked) {
 
 // Manifest fields of the wrong type or out of range, named by their path.
 TEST(Artifact, ManifestFieldTypesAreNamed) {
-  std::string head = R"({"format":"tcc-artifact","version":1,"programs":[],)";
+  std::string head = R"({"format":"tcc-artifact","version":2,"programs":[],)";
   expectRejected(withManifest(head + R"("meta":[],"tensors":[]})"),
                  "manifest.meta: expected a JSON object");
   expectRejected(withManifest(head + R"("meta":{"lr":1},"tensors":[]})"),
