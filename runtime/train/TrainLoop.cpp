@@ -233,7 +233,6 @@ bool Trainer::fillNext() {
 /// anyway (lrWritten_ starts as NaN).
 void Trainer::setLearningRate(int64_t step, StepRecord &rec) {
   rec.lr = lrAt(r_.lrSchedule, step - 1);
-  r_.lastLr = rec.lr;
   float lr = static_cast<float>(rec.lr);
   if (lrId_ < 0 || lr == lrWritten_)
     return;

@@ -157,11 +157,9 @@ struct TrainResult {
   float lossScale = 0;
   /// Evaluations during training, in step order.
   std::vector<EvalPoint> evals;
-  /// The schedule the run followed (defaults filled in) and the rate of
-  /// its last step; lr 0 when the artifact has no optimizer.lr tensor and
-  /// no `lr` in its meta.
+  /// The schedule the run followed (defaults filled in; lr 0 when the
+  /// artifact has no optimizer.lr tensor and no `lr` in its meta).
   LrSchedule lrSchedule;
-  double lastLr = 0;
 };
 
 /// The `loss_scale.skipped` state of an artifact with fp16 loss scaling,
