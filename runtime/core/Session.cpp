@@ -86,3 +86,29 @@ double timeRun(Session &s, const std::string &program) {
 }
 
 } // namespace tcc::rt
+
+std::string tcc::rt::traceSteps(Session &s, int64_t steps,
+                                const std::function<void()> &step,
+                                const std::string &path,
+                                const std::string &process) {
+  Tracer t(steps, process + " (" + s.backend() +
+                      (s.mode() == ExecMode::Eager ? ", eager)" : ")"));
+  t.note("device", s.deviceDescription());
+  s.setTracer(&t);
+  try {
+    for (int64_t i = 1; i <= steps; ++i) {
+      t.beginStep(i);
+      step();
+      s.synchronize();
+      t.endStep();
+    }
+  } catch (...) {
+    s.setTracer(nullptr);
+    throw;
+  }
+  s.setTracer(nullptr);
+  t.write(path);
+  return "trace: " + path + " (" + std::to_string(t.detailedSteps()) +
+         " step(s), " + std::to_string(t.events()) +
+         " events; open it in ui.perfetto.dev or chrome://tracing)";
+}

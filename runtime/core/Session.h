@@ -30,8 +30,10 @@
 
 #include "runtime/core/Artifact.h"
 #include "runtime/core/KernelCost.h"
+#include "runtime/core/Trace.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -197,14 +199,30 @@ public:
   /// How compiled runs replay captured launches ("on: 2 graphs, 40
   /// replays", "off (eager mode)"); "" where the backend captures none.
   virtual std::string graphStatus() const { return ""; }
+  /// Records program runs (each kernel), host copies and the memory
+  /// timeline into `t` while it is detailed (runtime/core/Trace.h); null
+  /// (the default) records nothing. The tracer must outlive its use.
+  void setTracer(Tracer *t) { tracer_ = t; }
+  Tracer *tracer() const { return tracer_; }
 
 protected:
   Session() = default;
+  /// Whether this run or copy is to be recorded: one branch when off.
+  bool tracing() const { return tracer_ && tracer_->detailed(); }
+  Tracer *tracer_ = nullptr;
 };
 
 /// Device seconds of one run of `program` (events around it; waits for it
 /// and reports a kernel's error).
 double timeRun(Session &s, const std::string &program);
+
+/// `--trace` of the benchmarks: runs `step` (one training step on `s`)
+/// `steps` times with a Tracer attached, each a step span, then writes the
+/// trace to `path` (atomically) and returns the line to print, "trace: PATH
+/// (...)". Run after the timed steps, so the timings never include it.
+std::string traceSteps(Session &s, int64_t steps,
+                       const std::function<void()> &step,
+                       const std::string &path, const std::string &process);
 
 } // namespace tcc::rt
 

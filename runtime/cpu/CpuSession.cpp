@@ -189,20 +189,35 @@ void *CpuSession::bufferOf(int32_t id, const char *what) {
 
 // An empty tensor's host side may be a null pointer (an empty vector's
 // data()), which memcpy may not be given even for zero bytes.
+// A host copy's span on the trace (Trace.h), when it is on.
+static void traceCopy(TraceScope &t, const char *what, const TensorInfo &info,
+                      size_t bytes) {
+  if (t.active())
+    t.name(std::string(what) + " " + info.name)
+        .arg(traceArg("bytes", double(bytes)))
+        .arg(traceArg("tensor", info.name));
+}
+
 void CpuSession::upload(int32_t id, const void *host) {
+  TraceScope t(tracer_, "copy");
   void *p = bufferOf(id, "upload");
+  traceCopy(t, "upload", tensors_[id], tensors_[id].byteSize());
   if (size_t bytes = static_cast<size_t>(tensors_[id].byteSize()))
     std::memcpy(p, host, bytes);
 }
 
 void CpuSession::download(int32_t id, void *host) {
+  TraceScope t(tracer_, "copy");
   void *p = bufferOf(id, "download");
+  traceCopy(t, "download", tensors_[id], tensors_[id].byteSize());
   if (size_t bytes = static_cast<size_t>(tensors_[id].byteSize()))
     std::memcpy(host, p, bytes);
 }
 
 void CpuSession::readAsync(int32_t id, void *host, size_t bytes) {
+  TraceScope t(tracer_, "copy");
   void *p = bufferOf(id, "read");
+  traceCopy(t, "read", tensors_[id], bytes);
   if (bytes > static_cast<size_t>(tensors_[id].byteSize()))
     throw Error("read: " + std::to_string(bytes) + " bytes of tensor '" +
                 tensors_[id].name + "', which has " +
@@ -212,7 +227,9 @@ void CpuSession::readAsync(int32_t id, void *host, size_t bytes) {
 }
 
 void CpuSession::writeAsync(int32_t id, const void *host, size_t bytes) {
+  TraceScope t(tracer_, "copy");
   void *p = bufferOf(id, "write");
+  traceCopy(t, "write", tensors_[id], bytes);
   if (bytes > static_cast<size_t>(tensors_[id].byteSize()))
     throw Error("write: " + std::to_string(bytes) + " bytes into tensor '" +
                 tensors_[id].name + "', which has " +
@@ -337,6 +354,10 @@ static void call(KernelFn fn, KernelArgs &args, const Instr &in,
 void CpuSession::runCompiled(ProgramState &ps) {
   const Program &p = ps.program;
   useArena(ps);
+  if (tracing()) {
+    runTraced(ps);
+    return;
+  }
   for (size_t i = 0; i < p.instrs.size(); ++i) {
     if (!profiling_) {
       call(ps.fns[i], ps.args[i], p.instrs[i], buffers_);
@@ -347,6 +368,24 @@ void CpuSession::runCompiled(ProgramState &ps) {
     record(profileByShape_ ? ps.shapeLabels[i] : ps.labels[i], ps.costs[i], t0);
   }
   notePeak();
+}
+
+// Each kernel timed on the host, for the trace (and the profile when it is
+// on too); then the run's spans and memory track.
+void CpuSession::runTraced(ProgramState &ps) {
+  const Program &p = ps.program;
+  size_t n = p.instrs.size();
+  std::vector<std::chrono::steady_clock::time_point> starts(n), ends(n);
+  for (size_t i = 0; i < n; ++i) {
+    starts[i] = std::chrono::steady_clock::now();
+    call(ps.fns[i], ps.args[i], p.instrs[i], buffers_);
+    ends[i] = std::chrono::steady_clock::now();
+    if (profiling_)
+      record(profileByShape_ ? ps.shapeLabels[i] : ps.labels[i], ps.costs[i],
+             starts[i]);
+  }
+  notePeak();
+  tracer_->programRun(p, tensors_, true, ps.labels, ps.costs, starts, ends);
 }
 
 void CpuSession::record(const std::string &kernel, const KernelCost &cost,
@@ -387,7 +426,16 @@ void CpuSession::runEager(ProgramState &ps) {
     release(id);
 
   const Program &p = ps.program;
+  // Traced: each kernel's time includes its temporaries' allocation.
+  bool traced = tracing();
+  std::vector<std::chrono::steady_clock::time_point> starts, ends;
+  if (traced) {
+    starts.resize(p.instrs.size());
+    ends.resize(p.instrs.size());
+  }
   for (size_t i = 0; i < p.instrs.size(); ++i) {
+    if (traced)
+      starts[i] = std::chrono::steady_clock::now();
     for (int32_t id : ps.allocBefore[i]) {
       int64_t bytes = tensors_[id].byteSize();
       size_t size = static_cast<size_t>(
@@ -410,7 +458,11 @@ void CpuSession::runEager(ProgramState &ps) {
     notePeak();
     for (int32_t id : ps.freeAfter[i])
       release(id);
+    if (traced)
+      ends[i] = std::chrono::steady_clock::now();
   }
+  if (traced)
+    tracer_->programRun(p, tensors_, false, ps.labels, ps.costs, starts, ends);
 }
 
 MemoryStats CpuSession::memory() const {

@@ -88,6 +88,8 @@ private:
   /// Compiled: gives the shared arena to `ps`'s temps (allocating it first).
   void useArena(ProgramState &ps);
   void runEager(ProgramState &ps);
+  /// Compiled, with the trace on: each kernel timed (Trace.h).
+  void runTraced(ProgramState &ps);
   void record(const std::string &kernel, const KernelCost &cost,
               std::chrono::steady_clock::time_point t0);
 

@@ -161,12 +161,21 @@ void CudaSession::run(const std::string &program) {
       m.freeTemp(id);
   else
     m.useArena(ps);
-  if (m.profiling && ps.events.empty()) {
+  // Traced (runtime/core/Trace.h): launched one by one like a profile, each
+  // launch timed on the host and each kernel between events on the stream;
+  // the run then waits for the device to read the events.
+  bool traced = tracing();
+  if ((m.profiling || traced) && ps.events.empty()) {
     ps.events.assign(2 * instrs.size(), nullptr);
     for (cudaEvent_t &e : ps.events)
       TCC_CUDA_CHECK(cudaEventCreate(&e));
   }
-  if (!eager && !m.profiling && m.opts.graphs) {
+  std::vector<Tracer::Clock::time_point> starts, ends;
+  if (traced) {
+    starts.resize(instrs.size());
+    ends.resize(instrs.size());
+  }
+  if (!eager && !m.profiling && !traced && m.opts.graphs) {
     if (!ps.graphs)
       ps.graphs = std::make_unique<GraphCache>(true);
     try {
@@ -191,13 +200,17 @@ void CudaSession::run(const std::string &program) {
             for (int32_t id : ps.allocBefore[j])
               m.allocTemp(id);
       }
+      if (traced)
+        starts[i] = Tracer::Clock::now();
       if (ps.group[i] != -2) {
-        if (m.profiling)
+        if (m.profiling || traced)
           TCC_CUDA_CHECK(cudaEventRecord(ps.events[2 * i], m.stream));
         m.launch(ps, i);
-        if (m.profiling)
+        if (m.profiling || traced)
           TCC_CUDA_CHECK(cudaEventRecord(ps.events[2 * i + 1], m.stream));
       }
+      if (traced)
+        ends[i] = Tracer::Clock::now();
       if (eager) {
         m.notePeak();
         for (int32_t id : ps.freeAfter[i])
@@ -208,9 +221,30 @@ void CudaSession::run(const std::string &program) {
     throw Error("program '" + program + "': " + e.what());
   }
   m.notePeak();
-  if (!m.profiling)
+  if (!m.profiling && !traced)
     return;
   TCC_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  if (traced) {
+    // Device times from the first launched kernel's start event; a later
+    // member of an AdamW group ran inside its first's launch (-1).
+    std::vector<std::pair<double, double>> deviceUs(instrs.size(), {-1, -1});
+    cudaEvent_t origin = nullptr;
+    for (size_t i = 0; i < instrs.size(); ++i) {
+      if (ps.group[i] == -2)
+        continue;
+      if (!origin)
+        origin = ps.events[2 * i];
+      float from = 0, ms = 0;
+      TCC_CUDA_CHECK(cudaEventElapsedTime(&from, origin, ps.events[2 * i]));
+      TCC_CUDA_CHECK(
+          cudaEventElapsedTime(&ms, ps.events[2 * i], ps.events[2 * i + 1]));
+      deviceUs[i] = {from * 1e3, ms * 1e3};
+    }
+    tracer_->programRun(ps.program, m.tensors, !eager, ps.labels, ps.costs,
+                        starts, ends, deviceUs);
+  }
+  if (!m.profiling)
+    return;
   for (size_t i = 0; i < instrs.size(); ++i) {
     if (ps.group[i] == -2)
       continue;
@@ -321,9 +355,19 @@ static void *bufferFor(const std::vector<TensorInfo> &tensors,
   return p;
 }
 
+// A synchronous copy's span on the trace (runtime/core/Trace.h).
+static void traceCopy(TraceScope &t, const char *what, const TensorInfo &info) {
+  if (t.active())
+    t.name(std::string(what) + " " + info.name)
+        .arg(traceArg("bytes", double(info.byteSize())))
+        .arg(traceArg("tensor", info.name));
+}
+
 void CudaSession::download(int32_t id, void *host) {
   Impl &m = *impl_;
+  TraceScope t(tracer_, "copy");
   void *p = bufferFor(m.tensors, m.buffers, id, "download");
+  traceCopy(t, "download", m.tensors[id]);
   size_t bytes = static_cast<size_t>(m.tensors[id].byteSize());
   if (bytes)
     TCC_CUDA_CHECK(
@@ -333,7 +377,9 @@ void CudaSession::download(int32_t id, void *host) {
 
 void CudaSession::upload(int32_t id, const void *host) {
   Impl &m = *impl_;
+  TraceScope t(tracer_, "copy");
   void *p = bufferFor(m.tensors, m.buffers, id, "upload");
+  traceCopy(t, "upload", m.tensors[id]);
   size_t bytes = static_cast<size_t>(m.tensors[id].byteSize());
   if (bytes)
     TCC_CUDA_CHECK(

@@ -181,7 +181,18 @@ CudaSession::inputSlots(const std::vector<int32_t> &targets, size_t count) {
   return std::make_unique<CudaInputSlots>(*this, targets, count);
 }
 
+// A copy's span on the trace (runtime/core/Trace.h): the host's enqueue of
+// an asynchronous copy, or the whole of a synchronous one.
+static void traceCopy(TraceScope &t, const char *what, const TensorInfo &info,
+                      size_t bytes) {
+  if (t.active())
+    t.name(std::string(what) + " " + info.name)
+        .arg(traceArg("bytes", double(bytes)))
+        .arg(traceArg("tensor", info.name));
+}
+
 void CudaSession::readAsync(int32_t id, void *host, size_t bytes) {
+  TraceScope t(tracer_, "copy");
   void *p = deviceData(id);
   if (!p)
     throw Error("read: tensor '" + tensors()[id].name +
@@ -190,11 +201,13 @@ void CudaSession::readAsync(int32_t id, void *host, size_t bytes) {
     throw Error("read: " + std::to_string(bytes) + " bytes of tensor '" +
                 tensors()[id].name + "', which has " +
                 std::to_string(tensors()[id].byteSize()));
+  traceCopy(t, "read (enqueue)", tensors()[id], bytes);
   TCC_CUDA_CHECK(cudaMemcpyAsync(host, p, bytes, cudaMemcpyDeviceToHost,
                                  static_cast<cudaStream_t>(stream())));
 }
 
 void CudaSession::writeAsync(int32_t id, const void *host, size_t bytes) {
+  TraceScope t(tracer_, "copy");
   void *p = deviceData(id);
   if (!p)
     throw Error("write: tensor '" + tensors()[id].name +
@@ -203,6 +216,7 @@ void CudaSession::writeAsync(int32_t id, const void *host, size_t bytes) {
     throw Error("write: " + std::to_string(bytes) + " bytes into tensor '" +
                 tensors()[id].name + "', which has " +
                 std::to_string(tensors()[id].byteSize()));
+  traceCopy(t, "write (enqueue)", tensors()[id], bytes);
   TCC_CUDA_CHECK(cudaMemcpyAsync(p, host, bytes, cudaMemcpyHostToDevice,
                                  static_cast<cudaStream_t>(stream())));
 }

@@ -208,6 +208,9 @@ EvalResult Evaluator::run(const ForwardFn &forward) const {
 EvalResult Evaluator::run(Session &session) const {
   const Program &p = *forward_;
   std::vector<float> out;
+  TraceScope span(session.tracer(), "eval", true);
+  if (span.active())
+    span.name("evaluation");
   return run([&](const std::vector<std::vector<uint8_t>> &in) {
     for (size_t i = 0; i < p.inputs.size(); ++i) {
       if (static_cast<int64_t>(in[i].size()) !=

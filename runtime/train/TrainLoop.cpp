@@ -219,8 +219,14 @@ bool Trainer::fillNext() {
   Clock::time_point t0 = Clock::now();
   bool fed = feeder_.next(batch_);
   r_.dataWaitSeconds += secondsSince(t0);
+  if (opts_.tracer && opts_.tracer->detailed())
+    opts_.tracer->span("feeder", "feeder wait", t0, Clock::now(),
+                       {traceArg("batch", double(filled_))});
   if (!fed)
     return false;
+  TraceScope stage(opts_.tracer, "copy");
+  if (stage.active())
+    stage.name("stage batch").arg(traceArg("slot", double(slot)));
   slots_->stage(slot, batch_.tensors);
   slotEpoch_[slot] = batch_.epoch;
   ++filled_;
@@ -290,6 +296,9 @@ bool Trainer::enqueueStep(int64_t step, StepRecord &rec) {
 void Trainer::checkFinite(int64_t step) {
   if (scannedStep_ == step)
     return;
+  TraceScope span(opts_.tracer, "check", true);
+  if (span.active())
+    span.name("non-finite scan").arg(traceArg("step", double(step)));
   Clock::time_point t0 = Clock::now();
   s_.synchronize(); // a kernel's error first: it explains the values
   bool bad = s_.anyNonFinite(scanIds_);
@@ -321,6 +330,11 @@ void Trainer::checkFinite(int64_t step) {
 }
 
 void Trainer::checkpoint(int64_t step, float loss) {
+  TraceScope span(opts_.tracer, "checkpoint", true);
+  if (span.active())
+    span.name("checkpoint step " + std::to_string(step))
+        .arg(traceArg("step", double(step)))
+        .arg(traceArg("dir", opts_.checkpointDir));
   checkFinite(step);
   if (mirrorStep_ != step) {
     mirror_.download(); // what the checkpoint writes
@@ -409,10 +423,19 @@ void Trainer::run() {
   start_ = Clock::now();
   r_.steps = r_.startStep;
   StepRecord *pending = nullptr; // enqueued, not read back yet
+  Tracer *tracer = opts_.tracer;
   for (int64_t step = r_.startStep + 1; step <= plan_.total; ++step) {
     StepRecord &rec = records_[step % 2];
-    if (!enqueueStep(step, rec))
+    // The step's span: its runs enqueued and, at a sync point (always on a
+    // synchronous session), read back; else the read-back of the step
+    // before, which runs meanwhile.
+    if (tracer)
+      tracer->beginStep(step);
+    if (!enqueueStep(step, rec)) {
+      if (tracer)
+        tracer->endStep();
       break;
+    }
     // Step N-1 is read back while step N runs.
     if (pending)
       finish(*std::exchange(pending, nullptr));
@@ -420,6 +443,8 @@ void Trainer::run() {
       finish(rec);
     else
       pending = &rec;
+    if (tracer)
+      tracer->endStep();
     // Polled between steps only: a step is never cut in half, and the
     // checkpoint below is of the last step enqueued.
     if (int sig = opts_.stopSignal ? opts_.stopSignal->load() : 0) {

@@ -109,6 +109,12 @@ struct TrainOptions {
   /// the artifact's `optimizer.lr` tensor before the step. The default is
   /// the compiled rate throughout.
   LrSchedule lrSchedule;
+  /// `--trace FILE`: a Perfetto timeline of the first `traceSteps` steps
+  /// (runtime/core/Trace.h), written by TrainRun. `tracer` is what the loop
+  /// records into (steps, feeder waits, checkpoints); null: none.
+  std::string tracePath;
+  int64_t traceSteps = 5;
+  Tracer *tracer = nullptr;
 };
 
 /// One evaluation of the forward program on held-out data (Evaluate.h).

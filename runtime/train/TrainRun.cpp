@@ -79,6 +79,15 @@ TrainOptions rt::trainOptionsOf(const TrainFlags &f,
   if (!f.decaySteps.empty())
     o.lrSchedule.decaySteps = parseCount(f.decaySteps, "--decay-steps");
   o.lrSchedule.warmupSteps = f.warmupSteps;
+  if (f.traceSteps < 1)
+    throw Error("--trace-steps must be at least 1, got " +
+                std::to_string(f.traceSteps));
+  o.tracePath = f.trace;
+  o.traceSteps = f.traceSteps;
+  // Checked before the run, not after it: a long run must not end in
+  // "cannot write the trace".
+  if (!o.tracePath.empty())
+    Tracer::checkWritable(o.tracePath);
   return o;
 }
 
@@ -95,7 +104,42 @@ TrainRun::TrainRun(const Artifact &artifact, Device device, ExecMode mode,
       session_(openSession(deviceName(device), artifact, mode, options)) {}
 
 TrainResult TrainRun::train(const TrainOptions &opts) {
-  return rt::train(*session_, artifact_, opts);
+  if (opts.tracePath.empty())
+    return rt::train(*session_, artifact_, opts);
+  Tracer::checkWritable(opts.tracePath);
+  tracer_ = std::make_unique<Tracer>(
+      opts.traceSteps,
+      std::string("tcc train (") + session_->backend() +
+          (session_->mode() == ExecMode::Eager ? ", eager)" : ")"));
+  tracer_->note("device", session_->deviceDescription());
+  for (const char *key : {"source", "batch", "optimizer"})
+    if (auto it = artifact_.meta.find(key); it != artifact_.meta.end())
+      tracer_->note(key, it->second);
+  tracePath_ = opts.tracePath;
+  session_->setTracer(tracer_.get());
+  TrainOptions o = opts;
+  o.tracer = tracer_.get();
+  try {
+    TrainResult r = rt::train(*session_, artifact_, o);
+    tracer_->write(tracePath_);
+    return r;
+  } catch (const Error &) {
+    // The trace of a failed run is the one worth looking at.
+    try {
+      tracer_->write(tracePath_);
+    } catch (const Error &) {
+    }
+    throw;
+  }
+}
+
+std::string TrainRun::traceSummary() const {
+  if (!tracer_)
+    return "";
+  return "trace: " + tracePath_ + " (" +
+         std::to_string(tracer_->detailedSteps()) + " step(s) in detail, " +
+         std::to_string(tracer_->events()) +
+         " events; open it in ui.perfetto.dev or chrome://tracing)";
 }
 
 EvalResult TrainRun::evaluate(const std::vector<DataBinding> &data) {
@@ -115,6 +159,8 @@ bool TrainRun::finalEvaluation(const TrainOptions &o, const TrainResult &r,
     cap = 20; // a held-out corpus may be large: as many as --eval-every's
   out = Evaluator(artifact_, o.evalData, o.evalTokens, o.tokenBytes, cap)
             .run(*session_);
+  if (tracer_) // the trace written after training, now with this pass
+    tracer_->write(tracePath_);
   return true;
 }
 

@@ -38,12 +38,16 @@ struct TrainFlags {
   /// checked by trainOptionsOf.
   std::string lr, lrSchedule = "constant", decaySteps, minLr;
   int64_t warmupSteps = 0;
+  /// --trace FILE and --trace-steps N (runtime/core/Trace.h).
+  std::string trace;
+  int64_t traceSteps = 5;
 };
 
 /// The loop's options from the flags, with the stop flag of
 /// installStopHandlers. Throws Error naming a bad --token-type,
 /// --on-nonfinite, NAME=FILE binding (--data and --eval-data),
-/// --lr-schedule or number.
+/// --lr-schedule or number, --trace-steps, or a --trace file that cannot be
+/// written.
 TrainOptions trainOptionsOf(const TrainFlags &f,
                             const std::atomic<int> *stopSignal);
 
@@ -57,7 +61,11 @@ public:
   TrainRun(const Artifact &artifact, Device device, ExecMode mode,
            const SessionOptions &options);
 
+  /// With opts.tracePath, records the run (and the final evaluation) and
+  /// writes the trace after it, also when it fails.
   TrainResult train(const TrainOptions &opts);
+  /// "trace: FILE (N step(s) in detail, E events; ...)", "" without one.
+  std::string traceSummary() const;
   EvalResult evaluate(const std::vector<DataBinding> &data);
   /// The evaluation reported at the end of a run, if any: the one the loop
   /// ran after the last step (--eval-every), else the forward program over
@@ -75,6 +83,8 @@ private:
   const Artifact &artifact_;
   std::unique_ptr<Session> session_;
   std::map<int32_t, std::vector<uint8_t>> downloads_;
+  std::unique_ptr<Tracer> tracer_;
+  std::string tracePath_;
 };
 
 /// Prints the end-of-run "eval: ..." line to stdout.

@@ -180,6 +180,8 @@ int run::runBench(int argc, char **argv) {
   int64_t steps = 20, warmup = 3, seed = 0;
   bool tf32 = false, json = false, noGraphs = false, profile = false,
        profileShapes = false;
+  std::string trace;
+  int64_t traceSteps = 5;
   try {
     Args args("tcc-run bench", "tcc-run bench ART [options]",
               "Times eager and compiled training steps of the artifact ART on "
@@ -212,8 +214,17 @@ int run::runBench(int argc, char **argv) {
               "problem shape, \"matmul [32x1024x2304] k768\", \"attention "
               "b384 t1024x1024 d64 causal\": which shapes run below the "
               "others' rate");
+    args.value("trace", &trace, "FILE",
+               "after the timed steps (and --profile), run --trace-steps "
+               "more steps of the last mode and write their timeline "
+               "(kernels, copies, the arena's memory) as Chrome/Perfetto "
+               "JSON");
+    args.integer("trace-steps", &traceSteps, 1, "N",
+                 "steps --trace records, default 5");
     if (!args.parse(argc, argv, 2))
       return 0;
+    if (!trace.empty())
+      rt::Tracer::checkWritable(trace);
     rt::DeviceRequest req = rt::parseDeviceRequest(device);
     rt::DeviceProbe probe;
     if (req == rt::DeviceRequest::Cuda) {
@@ -325,6 +336,14 @@ int run::runBench(int argc, char **argv) {
     if (profile || profileShapes)
       for (Run &r : runs)
         printProfile(r, shape, steps, json, profileShapes);
+    if (!trace.empty()) {
+      Run &r = runs.back();
+      std::printf("  %s\n",
+                  rt::traceSteps(
+                      *r.session, traceSteps, [&] { timeStep(r, shape); },
+                      trace, std::string("tcc-run bench ") + r.name)
+                      .c_str());
+    }
   } catch (const rt::Error &e) {
     std::fflush(stdout);
     std::fprintf(stderr, "tcc-run bench: error: %s\n", e.what());

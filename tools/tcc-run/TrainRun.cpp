@@ -93,6 +93,12 @@ static run::Args trainArgs(Flags &f) {
   a.value("on-nonfinite", &f.onNonfinite, "stop|skip",
           "a NaN/Inf loss stops the run (default), or with fp16 loss scaling "
           "a skipped step may have one");
+  a.value("trace", &f.trace, "FILE",
+          "write a timeline (Chrome/Perfetto JSON: steps, kernels, copies, "
+          "feeder waits, checkpoints, the arena's memory) of the first "
+          "--trace-steps steps");
+  a.integer("trace-steps", &f.traceSteps, 1, "N",
+            "steps --trace records in detail, default 5");
   return a;
 }
 
@@ -143,6 +149,8 @@ int run::runTrain(int argc, char **argv) {
     rt::EvalResult e;
     if (run.finalEvaluation(o, r, e))
       rt::printEvalSummary(e);
+    if (!o.tracePath.empty())
+      std::printf("%s\n", run.traceSummary().c_str());
   } catch (const rt::Error &e) {
     std::fflush(stdout);
     std::fprintf(stderr, "tcc-run train: error: %s\n", e.what());

@@ -56,6 +56,23 @@ static cl::opt<std::string> only(
     cl::init(""), cl::sub(tool::benchCmd));
 static cl::opt<uint64_t> seed("seed", cl::desc("Seed of the synthetic data"),
                               cl::init(0), cl::sub(tool::benchCmd));
+static cl::opt<std::string> traceFile(
+    "trace",
+    cl::desc("After the timed steps, run --trace-steps more of the compiled "
+             "step and write their timeline (kernels, copies, the arena's "
+             "memory) as Chrome/Perfetto JSON"),
+    cl::value_desc("trace.json"), cl::sub(tool::benchCmd));
+static cl::opt<int64_t>
+    traceSteps("trace-steps", cl::desc("Steps --trace records (default 5)"),
+               cl::init(5), cl::sub(tool::benchCmd));
+
+/// --trace: `steps` more steps of `s`, traced (runtime/core/Trace.h).
+static void traceBench(rt::Session &s) {
+  std::printf("  %s\n", rt::traceSteps(
+                            s, traceSteps, [&] { s.run("train_step"); },
+                            traceFile, "tcc bench")
+                            .c_str());
+}
 
 /// Random inputs: uniform floats, and integer labels drawn from the classes
 /// of the forward output's last axis.
@@ -186,6 +203,8 @@ static int benchArtifact() {
                     .c_str());
     if (profile || profileShapes)
       printProfile(*runs.back().session, runs.back().name);
+    if (!traceFile.empty())
+      traceBench(*runs.back().session);
   } catch (const rt::Error &e) {
     errs() << "tcc bench: error: " << e.what() << "\n";
     return 1;
@@ -315,6 +334,8 @@ static int benchModel() {
     }
     std::printf("  process peak RSS (all variants): %s\n",
                 tool::formatBytes(tool::peakRssBytes()).c_str());
+    if (!traceFile.empty()) // the compiled variant with every pass
+      traceBench(*vs[1].session);
   } catch (const rt::Error &e) {
     errs() << "tcc bench: error: " << e.what() << "\n";
     rc = 1;
@@ -326,6 +347,17 @@ static int benchModel() {
 int tool::runBench() {
   // Steps are timed and their median printed: none would print "inf", as
   // tcc-run bench says too.
+  if (!traceFile.empty()) {
+    try {
+      if (traceSteps < 1)
+        throw rt::Error("--trace-steps must be at least 1, got " +
+                        std::to_string(traceSteps));
+      rt::Tracer::checkWritable(traceFile);
+    } catch (const rt::Error &e) {
+      errs() << "tcc bench: error: " << e.what() << "\n";
+      return 1;
+    }
+  }
   if (steps < 1 || warmup < 0) {
     errs() << "tcc bench: error: "
            << (steps < 1

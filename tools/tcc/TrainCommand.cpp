@@ -87,6 +87,17 @@ static cl::opt<int64_t> evalBatches(
 static cl::opt<bool> noProgress("no-progress",
                                 cl::desc("No live progress line"),
                                 cl::sub(tool::trainCmd));
+static cl::opt<std::string> traceFile(
+    "trace",
+    cl::desc("Write a timeline of the first --trace-steps steps: steps, "
+             "kernels, host copies, feeder waits, checkpoints, evaluations "
+             "and the arena's memory, as Chrome/Perfetto JSON (open it in "
+             "ui.perfetto.dev or chrome://tracing)"),
+    cl::value_desc("trace.json"), cl::sub(tool::trainCmd));
+static cl::opt<int64_t>
+    traceSteps("trace-steps",
+               cl::desc("Steps --trace records in detail (default 5)"),
+               cl::init(5), cl::sub(tool::trainCmd));
 static cl::opt<unsigned> prefetch("prefetch",
                                   cl::desc("Batches the feeder keeps ready"),
                                   cl::init(4), cl::sub(tool::trainCmd));
@@ -231,6 +242,8 @@ static rt::TrainFlags trainFlags() {
   f.warmupSteps = warmupSteps;
   f.decaySteps = decaySteps;
   f.minLr = minLr;
+  f.trace = traceFile;
+  f.traceSteps = traceSteps;
   return f;
 }
 
@@ -308,6 +321,8 @@ int tool::runTrain() {
     rt::EvalResult e;
     if (run.finalEvaluation(o, r, e))
       rt::printEvalSummary(e);
+    if (!o.tracePath.empty())
+      std::printf("%s\n", run.traceSummary().c_str());
   } catch (const rt::Error &e) {
     errs() << "tcc train: error: " << e.what() << "\n";
     return 1;
