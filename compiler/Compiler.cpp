@@ -237,7 +237,8 @@ static std::string optimizerReport(const rt::Artifact &a) {
   return os.str();
 }
 
-int ::tcc::compileModel(const CompileOptions &opts) {
+/// compileModel, or with `plan` the artifact without code (planModel).
+static int compile(const CompileOptions &opts, rt::Artifact *plan) {
   if (opts.weights != "onnx" && opts.weights != "seeded")
     return fail("--weights must be 'onnx' (the model's initial values, in "
                 "the artifact) or 'seeded' (drawn at load from a seed), got '" +
@@ -380,7 +381,7 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   ::tcc::HostLibrary hostLib;
   bool hasFused = false;
   module.walk([&](mlir::tcc::FusedOp) { hasFused = true; });
-  if (hasFused && opts.emit == EmitKind::Artifact) {
+  if (hasFused && opts.emit == EmitKind::Artifact && !plan) {
     std::string err;
     if (!::tcc::compileHostLibrary(*source, hostLib, err))
       return fail(err);
@@ -388,7 +389,7 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   // Compiled even with no fused region: a cuda artifact always has device
   // code, so the runtime can tell it from a CPU one.
   ::tcc::DeviceBinary device;
-  if (opts.target == "cuda" && opts.emit == EmitKind::Artifact) {
+  if (opts.target == "cuda" && opts.emit == EmitKind::Artifact && !plan) {
     std::string err;
     if (!::tcc::compileCudaSource(cuda.source, opts.gpuArch, device, err))
       return fail(err);
@@ -512,6 +513,10 @@ int ::tcc::compileModel(const CompileOptions &opts) {
     }
   }
 
+  if (plan) {
+    *plan = std::move(artifact);
+    return 0;
+  }
   if (opts.report) {
     std::ostringstream os;
     os << rolesReport;
@@ -542,4 +547,15 @@ int ::tcc::compileModel(const CompileOptions &opts) {
     return fail(e.what());
   }
   return 0;
+}
+
+int ::tcc::compileModel(const CompileOptions &opts) {
+  return compile(opts, nullptr);
+}
+
+int ::tcc::planModel(const CompileOptions &opts, rt::Artifact &out) {
+  CompileOptions o = opts;
+  o.emit = EmitKind::Artifact;
+  o.report = false;
+  return compile(o, &out);
 }

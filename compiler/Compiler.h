@@ -7,6 +7,9 @@
 #include <vector>
 
 namespace tcc {
+namespace rt {
+struct Artifact;
+}
 
 enum class EmitKind {
   Artifact,  // the .tcc file
@@ -20,7 +23,7 @@ enum class EmitKind {
 
 struct CompileOptions {
   std::string input;
-  std::string output;       // "-" = stdout for textual emits
+  std::string output; // "-" = stdout for textual emits
   EmitKind emit = EmitKind::Artifact;
   int64_t batch = -1;
   std::vector<std::string> frozen;    // --freeze patterns
@@ -30,7 +33,7 @@ struct CompileOptions {
   int64_t ignoreIndex = -100; // cross_entropy's ignore_index
   double labelSmoothing = 0;  // cross_entropy's label_smoothing
   std::string optimizer = "adamw";
-  double lr = -1;           // < 0: the optimizer's default
+  double lr = -1; // < 0: the optimizer's default
   double momentum = 0;
   bool nesterov = false;         // SGD: Nesterov momentum
   double weightDecay = -1;       // < 0: the optimizer's default
@@ -39,7 +42,7 @@ struct CompileOptions {
   /// Parameters without weight decay (--no-decay): glob patterns over
   /// their names, or "1d" (every parameter of rank < 2).
   std::vector<std::string> noDecay;
-  int64_t gradAccum = 1;          // micro-batches per optimizer step
+  int64_t gradAccum = 1; // micro-batches per optimizer step
   /// Clip the global gradient norm to this (tcc-clip-gradients; 0: off),
   /// and, with it or trackGradNorm, return the norm as `grad_norm`.
   double clipGradNorm = 0;
@@ -94,6 +97,13 @@ struct CompileOptions {
 /// Runs the whole compiler. Prints diagnostics to stderr and returns the
 /// process exit code (0 on success). Never leaves a partial output file.
 int compileModel(const CompileOptions &opts);
+
+/// Runs the whole pipeline and lowering of compileModel into `out` but
+/// generates no code (no host library, no device binary) and writes
+/// nothing: the schedule and memory plan of the artifact compileModel would
+/// write, for questions about them (`tcc tune-batch`). Not runnable.
+/// Returns the exit code as compileModel does.
+int planModel(const CompileOptions &opts, rt::Artifact &out);
 
 } // namespace tcc
 

@@ -8,6 +8,7 @@
 #include "compiler/codegen/CudaCodegen.h"
 
 #include "compiler/codegen/FusedCodegenInternal.h"
+#include "compiler/codegen/KernelDedup.h"
 
 using namespace mlir;
 using namespace ::tcc::fusedgen;
@@ -17,6 +18,7 @@ FailureOr<CudaSource> generateCudaSource(ArrayRef<Operation *> fusedOps,
                                          int arch) {
   CudaSource out;
   out.source = std::string(cudaPrelude()) + "\n";
+  KernelDedup dedup;
   for (auto [i, o] : llvm::enumerate(fusedOps)) {
     auto f = cast<FusedOp>(o);
     f.setKernel(static_cast<int64_t>(i));
@@ -27,7 +29,17 @@ FailureOr<CudaSource> generateCudaSource(ArrayRef<Operation *> fusedOps,
     rt::DeviceKernel k;
     if (failed(emitCudaKernel(gen, arch, code, k)))
       return failure();
-    out.source += code + "\n";
+    // A repeat launches the earlier kernel's symbols (same parameters,
+    // same code); the launch table keeps its own entry.
+    int64_t same = dedup.find(code, (int64_t)i);
+    if (same >= 0) {
+      k.symbol = out.kernels[same].symbol;
+      k.finSymbol = out.kernels[same].finSymbol;
+      out.source += "// kernel " + std::to_string(i) + ": the code of kernel " +
+                    std::to_string(same) + "\n";
+    } else {
+      out.source += code + "\n";
+    }
     out.kernels.push_back(std::move(k));
   }
   return out;

@@ -27,6 +27,7 @@
 #include "compiler/codegen/FusedCodegen.h"
 
 #include "compiler/codegen/FusedCodegenInternal.h"
+#include "compiler/codegen/KernelDedup.h"
 #include "dialects/tcc/TccOps.h"
 #include "passes/FusionModel.h"
 #include "runtime/core/abi/FusedAbi.h"
@@ -627,6 +628,10 @@ FailureOr<std::string> generateFusedSource(ArrayRef<Operation *> fusedOps) {
   std::vector<int64_t> meta, offsets{0};
   std::vector<bool> hasFin;
   std::vector<std::string> names;
+  // The function each kernel number calls: its own, or an earlier one's
+  // with the same code (KernelDedup.h).
+  std::vector<int64_t> fn;
+  KernelDedup dedup;
   for (auto [i, o] : llvm::enumerate(fusedOps)) {
     auto f = cast<FusedOp>(o);
     f.setKernel(static_cast<int64_t>(i));
@@ -636,7 +641,10 @@ FailureOr<std::string> generateFusedSource(ArrayRef<Operation *> fusedOps) {
     if (failed(gen.run(code, m)))
       return failure();
     setInPlace(f, gen);
-    os << code << "\n";
+    int64_t same = dedup.find(code, (int64_t)i);
+    fn.push_back(same >= 0 ? same : (int64_t)i);
+    if (same < 0)
+      os << code << "\n";
     hasFin.push_back(m[5] > 0 || m[8] > 0); // losses or column sums
     names.push_back(regionName(f));
     meta.insert(meta.end(), m.begin(), m.end());
@@ -656,12 +664,13 @@ FailureOr<std::string> generateFusedSource(ArrayRef<Operation *> fusedOps) {
      << ";\n";
   os << "extern \"C\" const int64_t tcc_fused_count = " << n << ";\n";
   os << "extern \"C\" const tcc_fused_fn tcc_fused_fns[] = "
-     << list([](size_t i) { return "tcc_fused_" + std::to_string(i); }, n)
+     << list([&](size_t i) { return "tcc_fused_" + std::to_string(fn[i]); },
+             n)
      << ";\n";
   os << "extern \"C\" const tcc_fused_fin tcc_fused_fins[] = "
      << list(
             [&](size_t i) {
-              return hasFin[i] ? "tcc_fused_" + std::to_string(i) + "_fin"
+              return hasFin[i] ? "tcc_fused_" + std::to_string(fn[i]) + "_fin"
                                : std::string("0");
             },
             n)

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/NvrtcCompile.h"
+#include "compiler/codegen/KernelCache.h"
 
 #include <algorithm>
 #include <cctype>
@@ -162,9 +163,22 @@ bool tcc::checkGpuArch(const std::string &arch, std::string &error) {
 
 bool tcc::compileCudaSource(const std::string &source, const std::string &arch,
                             DeviceBinary &out, std::string &error) {
-  std::string log;
-  if (compile(source, arch, out, error, log))
+  // The options compile() passes besides the architecture are fixed, so
+  // the version, the architecture and the source decide the cubin.
+  std::string key = kernelCacheKey(
+      {"nvrtc", nvrtcVersionString(), arch, "-std=c++17 --fmad=false", source});
+  if (std::optional<std::vector<uint8_t>> hit = kernelCacheGet("nvrtc", key)) {
+    out.cubin = std::move(*hit);
+    out.compiler = nvrtcVersionString();
+    out.seconds = 0;
+    out.cached = true;
     return true;
+  }
+  std::string log;
+  if (compile(source, arch, out, error, log)) {
+    kernelCachePut("nvrtc", key, out.cubin);
+    return true;
+  }
   if (log.size() > 8000)
     log = log.substr(0, 8000) + "\n[...]";
   error = "NVRTC failed to compile the generated CUDA kernels for " + arch +

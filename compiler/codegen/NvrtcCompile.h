@@ -19,6 +19,7 @@ struct DeviceBinary {
   std::vector<uint8_t> cubin;
   std::string compiler; // "nvrtc 13.0"
   double seconds = 0;   // time NVRTC took
+  bool cached = false;  // read from the kernel cache (KernelCache.h)
 };
 
 /// Whether this tcc was built with NVRTC (TCC_ENABLE_CUDA).
@@ -38,8 +39,9 @@ std::vector<std::string> nvrtcSupportedArchs();
 bool checkGpuArch(const std::string &arch, std::string &error);
 
 /// Compiles `source` for `arch` (--gpu-architecture=ARCH -std=c++17, no
-/// fast math, no FMA contraction) to a cubin. Returns false with `error`
-/// holding NVRTC's log.
+/// fast math, no FMA contraction) to a cubin, or reads the cubin of an
+/// earlier compile of the same source from the kernel cache
+/// (KernelCache.h). Returns false with `error` holding NVRTC's log.
 bool compileCudaSource(const std::string &source, const std::string &arch,
                        DeviceBinary &out, std::string &error);
 

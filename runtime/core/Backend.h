@@ -52,6 +52,10 @@ public:
   virtual bool hasKernel(abi::KernelId id) const = 0;
   /// The device in a user's words; Error when not available().
   virtual std::string deviceDescription() const = 0;
+  /// Bytes a session could allocate on the device now (free device memory;
+  /// the CPU: the kernel's MemAvailable), 0 where unknown. What
+  /// `tcc tune-batch` fits a batch into when no budget is given.
+  virtual int64_t memoryBytes() const { return 0; }
   /// Loads `a`: validates it against this backend's kernels, allocates
   /// and fills the persistent tensors. Error saying what is wrong.
   virtual std::unique_ptr<Session> open(const Artifact &a, ExecMode mode,

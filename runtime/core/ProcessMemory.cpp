@@ -23,6 +23,19 @@ ProcessMemory readProcessMemory() {
   return m;
 }
 
+int64_t availableMemoryBytes() {
+  std::FILE *f = std::fopen("/proc/meminfo", "r");
+  if (!f)
+    return 0;
+  char line[256];
+  long long kb = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %lld kB", &kb) == 1)
+      break;
+  std::fclose(f);
+  return (int64_t)kb * 1024;
+}
+
 bool resetPeakRss() {
   std::FILE *f = std::fopen("/proc/self/clear_refs", "w");
   if (!f)

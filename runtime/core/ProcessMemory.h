@@ -27,6 +27,10 @@ ProcessMemory readProcessMemory();
 /// peak then covers the whole life of the process.
 bool resetPeakRss();
 
+/// The memory the kernel estimates a new allocation can get without
+/// swapping (MemAvailable of /proc/meminfo), 0 where unknown.
+int64_t availableMemoryBytes();
+
 /// "512 B", "3.0 KiB", "12.5 MiB": the tools' memory figures.
 std::string formatBytes(int64_t bytes);
 

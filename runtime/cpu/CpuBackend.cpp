@@ -1,4 +1,5 @@
-//===- CpuBackend.cpp - The CPU backend's registration ---------------------===//
+//===- CpuBackend.cpp - The CPU backend's registration
+//---------------------===//
 //
 // Part of the runtime library itself: every artifact carries host code
 // (its host library of generated kernels, or none at all), so the CPU can
@@ -6,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Backend.h"
+#include "runtime/core/ProcessMemory.h"
 #include "runtime/cpu/CpuSession.h"
 #include "runtime/cpu/Kernels.h"
 
@@ -21,6 +23,7 @@ public:
     return findKernel(abi::name(id)) != nullptr;
   }
   std::string deviceDescription() const override { return "cpu"; }
+  int64_t memoryBytes() const override { return availableMemoryBytes(); }
   std::unique_ptr<Session> open(const Artifact &a, ExecMode mode,
                                 const SessionOptions &) const override {
     return std::make_unique<CpuSession>(a, mode);

@@ -27,6 +27,7 @@ public:
   std::string deviceDescription() const override {
     return cuda::deviceDescription();
   }
+  int64_t memoryBytes() const override { return freeDeviceMemory(); }
   std::unique_ptr<Session> open(const Artifact &a, ExecMode mode,
                                 const SessionOptions &o) const override {
     return std::make_unique<CudaSession>(a, mode, o);

@@ -47,4 +47,13 @@ std::string deviceDescription() {
          std::to_string(p.minor) + ", " + mem + ")";
 }
 
+int64_t freeDeviceMemory() {
+  if (!deviceAvailable(nullptr))
+    return 0;
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess)
+    return 0;
+  return (int64_t)free;
+}
+
 } // namespace tcc::rt::cuda

@@ -47,6 +47,8 @@ bool deviceAvailable(std::string *why = nullptr);
 /// "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)" for device 0; throws Error
 /// without one.
 std::string deviceDescription();
+/// Free memory of device 0 now (cudaMemGetInfo), 0 without a device.
+int64_t freeDeviceMemory();
 
 class CudaSession final : public Session {
 public:

@@ -103,7 +103,17 @@ TEST_F(CudaCodegen, LaunchTableDescribesEveryRegion) {
     const rt::DeviceKernel &k = cudaSource->kernels[i];
     SCOPED_TRACE(caseOf[i] + " kernel " + std::to_string(i));
     EXPECT_EQ(f.getKernel(), (int64_t)i);
-    EXPECT_EQ(k.symbol, "tcc_fused_" + std::to_string(i));
+    // Its own symbol, or an earlier kernel's whose code is the same but for
+    // the number (KernelDedup.h), which the source then says.
+    std::string own = "tcc_fused_" + std::to_string(i);
+    if (k.symbol != own) {
+      int64_t j = std::stoll(k.symbol.substr(10));
+      EXPECT_LT(j, (int64_t)i);
+      EXPECT_NE(cudaSource->source.find("// kernel " + std::to_string(i) +
+                                        ": the code of kernel " +
+                                        std::to_string(j) + "\n"),
+                std::string::npos);
+    }
     EXPECT_EQ(k.mapping, mappingOf[i]);
     bool blockRows = k.mapping == "block_rows";
     // A block per row: at least 16 columns a thread, 128 to 512 threads.
@@ -343,8 +353,7 @@ void buildLibraries(const std::string &hostSource,
   l.host = std::make_unique<rt::FusedLibrary>(
       l.hostLib.bytes.data(), l.hostLib.bytes.size(), l.hostLib.isa);
   std::string emu = std::string(::tcc::test::cudaEmulatorShim()) + cuda.source;
-  for (const rt::DeviceKernel &k : cuda.kernels)
-    emu += ::tcc::test::cudaEmulatorWrappers(k);
+  emu += ::tcc::test::cudaEmulatorWrappers(cuda.kernels);
   ASSERT_TRUE(::tcc::compileHostLibrary(emu, l.emuLib, err)) << err;
   l.so = std::make_unique<::tcc::test::SharedObject>(l.emuLib.bytes);
   ASSERT_TRUE(l.so->handle) << dlerror();

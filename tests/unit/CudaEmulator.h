@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <dlfcn.h>
+#include <set>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -178,6 +179,18 @@ inline std::string cudaEmulatorWrappers(const rt::DeviceKernel &k) {
     if (!sym.empty())
       s += "extern \"C\" void emu_" + sym + "(void *const *a) { " + sym +
            params + "; }\n";
+  return s;
+}
+
+/// The wrappers of every kernel of a launch table, each symbol once (a
+/// repeated region launches an earlier kernel's symbols: KernelDedup.h).
+inline std::string
+cudaEmulatorWrappers(const std::vector<rt::DeviceKernel> &kernels) {
+  std::string s;
+  std::set<std::string> done;
+  for (const rt::DeviceKernel &k : kernels)
+    if (done.insert(k.symbol).second)
+      s += cudaEmulatorWrappers(k);
   return s;
 }
 

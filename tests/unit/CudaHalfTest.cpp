@@ -307,8 +307,7 @@ TEST_F(CudaHalf, EmulatedKernelsMatchTheHostLibrary) {
     SCOPED_TRACE(source == cudaSource ? "any GPU" : "sm_90");
     ::tcc::HostLibrary emuLib;
     std::string emu = std::string(cudaEmulatorShim()) + source->source;
-    for (const rt::DeviceKernel &k : source->kernels)
-      emu += cudaEmulatorWrappers(k);
+    emu += cudaEmulatorWrappers(source->kernels);
     ASSERT_TRUE(::tcc::compileHostLibrary(emu, emuLib, err)) << err;
     SharedObject so(emuLib.bytes);
     ASSERT_TRUE(so.handle) << dlerror();

@@ -9,6 +9,7 @@
 #include "llvm/Support/CommandLine.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace tcc::tool {
@@ -19,6 +20,7 @@ extern llvm::cl::SubCommand trainCmd;
 extern llvm::cl::SubCommand benchCmd;
 extern llvm::cl::SubCommand predictCmd;
 extern llvm::cl::SubCommand exportCmd;
+extern llvm::cl::SubCommand tuneBatchCmd;
 
 int runCompile();
 int runInspect();
@@ -26,6 +28,10 @@ int runTrain();
 int runBench();
 int runPredict();
 int runExport();
+int runTuneBatch();
+/// Adds the compile flags `tcc bench` shares with `tcc compile` (all but
+/// --memory-budget) to subcommand `to`; before the command line is parsed.
+void shareCompileFlags(llvm::cl::SubCommand &to);
 
 /// Fills `o` from the compile flags shared by `tcc compile` and `tcc bench`
 /// (all but the input, -o and --emit). Prints an error naming `cmd` and
@@ -42,6 +48,10 @@ bool compileOptionsFromFlags(CompileOptions &o, const char *cmd);
 void exportTrained(const rt::Artifact &a,
                    const std::function<const void *(int32_t)> &data,
                    const std::string &path, bool loraMerged);
+
+/// "4000000", "4MB" (10^6), "4MiB" (2^20), "1.5GiB", "512KiB" -> bytes;
+/// nullopt when `s` is not one.
+std::optional<int64_t> parseBytes(llvm::StringRef s);
 
 using rt::formatBytes; // "12.3 MiB" and friends
 /// Peak resident set size of this process, in bytes (0 if unknown).

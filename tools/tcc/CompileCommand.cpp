@@ -190,8 +190,7 @@ static cl::opt<std::string> recompute(
              "normalization, dropout)"),
     cl::init("all"), cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
 
-/// "4000000", "4MB" (10^6), "4MiB" (2^20), "1.5GiB", "512KiB" -> bytes.
-static std::optional<int64_t> parseBytes(StringRef s) {
+std::optional<int64_t> tool::parseBytes(StringRef s) {
   s = s.trim();
   size_t end = 0;
   while (end < s.size() && (isDigit(s[end]) || s[end] == '.'))
@@ -441,7 +440,7 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
     return false;
   }
   o.padMultiple = padMultiple;
-  std::optional<int64_t> budget = parseBytes(memoryBudget);
+  std::optional<int64_t> budget = tool::parseBytes(memoryBudget);
   if (!budget) {
     llvm::errs() << "tcc " << cmd << ": error: --memory-budget '"
                  << memoryBudget

@@ -6,12 +6,13 @@
 //   tcc bench model.tcc
 //   tcc predict model.tcc --checkpoint ckpts --data x=x.npy --out y.npy
 //   tcc export model.tcc --checkpoint ckpts -o trained.onnx
+//   tcc tune-batch model.onnx --memory-budget 8GiB
 //
 //===----------------------------------------------------------------------===//
 #include "tools/tcc/Commands.h"
 
-#include "runtime/cpu/BlasCore.h"
 #include "runtime/core/ProcessMemory.h"
+#include "runtime/cpu/BlasCore.h"
 
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -21,18 +22,21 @@
 
 using namespace tcc::tool;
 
-llvm::cl::SubCommand tcc::tool::compileCmd(
-    "compile", "Compile an ONNX model into a training artifact");
+llvm::cl::SubCommand
+    tcc::tool::compileCmd("compile",
+                          "Compile an ONNX model into a training artifact");
 llvm::cl::SubCommand tcc::tool::inspectCmd("inspect",
                                            "Summarize a training artifact");
 llvm::cl::SubCommand tcc::tool::trainCmd("train",
                                          "Train an artifact on data files");
-llvm::cl::SubCommand tcc::tool::benchCmd(
-    "bench", "Time eager and compiled training steps side by side");
+llvm::cl::SubCommand
+    tcc::tool::benchCmd("bench",
+                        "Time eager and compiled training steps side by side");
 llvm::cl::SubCommand tcc::tool::predictCmd(
     "predict", "Run the forward program over data files, writing .npy");
-llvm::cl::SubCommand tcc::tool::exportCmd(
-    "export", "Write the ONNX model with a checkpoint's parameters");
+llvm::cl::SubCommand
+    tcc::tool::exportCmd("export",
+                         "Write the ONNX model with a checkpoint's parameters");
 
 int64_t tcc::tool::peakRssBytes() {
   // VmHWM belongs to this program's address space. getrusage's ru_maxrss
@@ -49,6 +53,7 @@ int64_t tcc::tool::peakRssBytes() {
 int main(int argc, char **argv) {
   tcc::rt::useRecognisedBlasCore(argv);
   llvm::InitLLVM init(argc, argv);
+  shareCompileFlags(tuneBatchCmd);
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
       "tcc: an ahead-of-time training compiler\n\n"
@@ -59,7 +64,8 @@ int main(int argc, char **argv) {
       "  tcc bench model.tcc [--steps N]\n"
       "  tcc predict model.tcc [--checkpoint CKPT] --data NAME=FILE ... "
       "--out OUT.npy\n"
-      "  tcc export model.tcc --checkpoint CKPT -o trained.onnx\n");
+      "  tcc export model.tcc --checkpoint CKPT -o trained.onnx\n"
+      "  tcc tune-batch model.onnx [--memory-budget B] [compile flags]\n");
   if (compileCmd)
     return runCompile();
   if (inspectCmd)
@@ -72,6 +78,8 @@ int main(int argc, char **argv) {
     return runPredict();
   if (exportCmd)
     return runExport();
+  if (tuneBatchCmd)
+    return runTuneBatch();
   llvm::errs() << "tcc: error: no command given; run 'tcc --help'\n";
   return 2;
 }
