@@ -21,6 +21,7 @@
 #include "frontends/onnx/OnnxDiagnostics.h"
 #include "frontends/onnx/OnnxImporter.h"
 #include "passes/Passes.h"
+#include "runtime/core/abi/FusedAbi.h"
 #include "runtime/core/abi/KernelAbi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -247,6 +248,10 @@ int ::tcc::compileModel(const CompileOptions &opts) {
     return fail("--target must be 'cpu' or 'cuda', got '" + opts.target + "'");
   if (opts.emit == EmitKind::Cuda && opts.target != "cuda")
     return fail("--emit=cuda needs --target cuda");
+  if (opts.cpuIsa != "native" && !rt::knownIsa(opts.cpuIsa))
+    return fail("--cpu-isa must be x86-64-v4, x86-64-v3, x86-64 or native, "
+                "got '" +
+                opts.cpuIsa + "'");
   if (opts.target == "cuda") {
     if (opts.emit == EmitKind::Artifact && !::tcc::nvrtcAvailable())
       return fail("--target cuda needs a tcc built with the CUDA backend "
@@ -382,7 +387,9 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   module.walk([&](mlir::tcc::FusedOp) { hasFused = true; });
   if (hasFused && opts.emit == EmitKind::Artifact) {
     std::string err;
-    if (!::tcc::compileHostLibrary(*source, hostLib, err))
+    if (!::tcc::compileHostLibrary(*source, hostLib, err,
+                                   opts.cpuIsa == "native" ? std::string()
+                                                           : opts.cpuIsa))
       return fail(err);
   }
   // Compiled even with no fused region: a cuda artifact always has device
