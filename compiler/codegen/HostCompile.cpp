@@ -5,9 +5,8 @@
 // not -ffast-math, which would let the compiler assume no NaN or Inf and
 // reassociate sums, breaking NaN propagation and determinism. The ISA is
 // the caller's choice (tcc compile --cpu-isa), by default the widest this
-// CPU runs (rt::hostIsa()): -march=x86-64-v4 (AVX-512, at GCC's default
-// 256-bit preference for loops; see ISA_FLAGS below), x86-64-v3 (AVX2, FMA),
-// or none. The artifact records it and the runtime refuses it on a CPU
+// CPU runs (rt::hostIsa()): -march=x86-64-v4 (AVX-512; see ISA_FLAGS
+// below), x86-64-v3 (AVX2, FMA), or none. The artifact records it and the runtime refuses it on a CPU
 // without it.
 //
 //===----------------------------------------------------------------------===//
@@ -100,7 +99,10 @@ bool tcc::compileHostLibrary(const std::string &source, HostLibrary &out,
                                    "-fno-math-errno",
                                    "-fno-trapping-math",
                                    "-w"};
-  // ISA_FLAGS: "generic" builds for baseline x86-64 (SSE2).
+  // ISA_FLAGS: "generic" builds for baseline x86-64 (SSE2). x86-64-v4 keeps
+  // GCC's 256-bit preference for loops: 512-bit vectors measured no faster
+  // on Zen 4 (which splits them) and lower the clock of some Intel parts
+  // (benchmarks/results/cpu_isa_threads_2026-11-28.md).
   if (out.isa != "generic")
     args.push_back("-march=" + out.isa);
   args.insert(args.end(), {"-o", lib.str().str(), src.str().str()});
