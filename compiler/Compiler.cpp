@@ -21,6 +21,7 @@
 #include "frontends/onnx/OnnxDiagnostics.h"
 #include "frontends/onnx/OnnxImporter.h"
 #include "passes/Passes.h"
+#include "runtime/core/abi/FusedAbi.h"
 #include "runtime/core/abi/KernelAbi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -248,6 +249,10 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
     return fail("--target must be 'cpu' or 'cuda', got '" + opts.target + "'");
   if (opts.emit == EmitKind::Cuda && opts.target != "cuda")
     return fail("--emit=cuda needs --target cuda");
+  if (opts.cpuIsa != "native" && !rt::knownIsa(opts.cpuIsa))
+    return fail("--cpu-isa must be x86-64-v4, x86-64-v3, x86-64 or native, "
+                "got '" +
+                opts.cpuIsa + "'");
   if (opts.target == "cuda") {
     if (opts.emit == EmitKind::Artifact && !::tcc::nvrtcAvailable())
       return fail("--target cuda needs a tcc built with the CUDA backend "
@@ -383,7 +388,9 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
   module.walk([&](mlir::tcc::FusedOp) { hasFused = true; });
   if (hasFused && opts.emit == EmitKind::Artifact && !plan) {
     std::string err;
-    if (!::tcc::compileHostLibrary(*source, hostLib, err))
+    if (!::tcc::compileHostLibrary(*source, hostLib, err,
+                                   opts.cpuIsa == "native" ? std::string()
+                                                           : opts.cpuIsa))
       return fail(err);
   }
   // Compiled even with no fused region: a cuda artifact always has device

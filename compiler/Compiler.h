@@ -80,6 +80,9 @@ struct CompileOptions {
   /// (Artifact::device); the host library stays as the CPU fallback.
   std::string target = "cpu";
   std::string gpuArch = "sm_90a";
+  /// The ISA of the generated host kernels: "x86-64-v4", "x86-64-v3",
+  /// "x86-64", or "native" (the widest this CPU runs; the default).
+  std::string cpuIsa = "native";
   /// Where initial values come from: "onnx" (the initializers' bytes, in
   /// the artifact) or "seeded" (an rt::InitSpec per parameter and state,
   /// drawn at load from `weightsSeed`; the artifact carries no weights).

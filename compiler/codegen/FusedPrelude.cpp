@@ -12,7 +12,9 @@
 // Everything is in an anonymous namespace, so the library exports none of
 // it. Multiply-add contraction is off for the whole unit: an op computes
 // what its library kernel computes, operation for operation (the runtime
-// is built without FMA contraction; -march=x86-64-v3 would allow it here).
+// is built without FMA contraction; -march=x86-64-v3/-v4 would allow it
+// here), and the v3 and v4 builds of a unit give the same bits (a wider
+// vector computes each element the same way; FastMathTest).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/FusedCodegenInternal.h"

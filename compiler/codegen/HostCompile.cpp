@@ -3,9 +3,11 @@
 // Flags: -O3 -fPIC -shared; -fno-math-errno (sqrt and friends vectorize) and
 // -fno-trapping-math (selects on floats if-convert, so the loops vectorize);
 // not -ffast-math, which would let the compiler assume no NaN or Inf and
-// reassociate sums, breaking NaN propagation and determinism. On x86-64
-// CPUs with AVX2 and FMA, -march=x86-64-v3; the artifact records that ISA and
-// the runtime refuses it on a CPU without it.
+// reassociate sums, breaking NaN propagation and determinism. The ISA is
+// the caller's choice (tcc compile --cpu-isa), by default the widest this
+// CPU runs (rt::hostIsa()): -march=x86-64-v4 (AVX-512; see ISA_FLAGS
+// below), x86-64-v3 (AVX2, FMA), or none. The artifact records it and the runtime refuses it on a CPU
+// without it.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/HostCompile.h"
@@ -53,7 +55,20 @@ struct TempDir {
 } // namespace
 
 bool tcc::compileHostLibrary(const std::string &source, HostLibrary &out,
-                             std::string &error) {
+                             std::string &error, const std::string &isa) {
+  try {
+    out.isa = isa.empty() ? tcc::rt::hostIsa() : isa;
+  } catch (const std::exception &e) { // a malformed TCC_HOST_ISA
+    error = e.what();
+    return false;
+  }
+  if (out.isa == "x86-64")
+    out.isa = "generic";
+  if (!tcc::rt::knownIsa(out.isa)) {
+    error = "unknown CPU ISA '" + out.isa +
+            "' (expected x86-64-v4, x86-64-v3, x86-64 or native)";
+    return false;
+  }
   std::string cxx = findCompiler(error);
   if (cxx.empty())
     return false;
@@ -76,7 +91,6 @@ bool tcc::compileHostLibrary(const std::string &source, HostLibrary &out,
     }
     os << source;
   }
-  out.isa = tcc::rt::hostIsa();
   std::vector<std::string> args = {cxx,
                                    "-std=c++17",
                                    "-O3",
@@ -85,8 +99,12 @@ bool tcc::compileHostLibrary(const std::string &source, HostLibrary &out,
                                    "-fno-math-errno",
                                    "-fno-trapping-math",
                                    "-w"};
-  if (out.isa == "x86-64-v3")
-    args.push_back("-march=x86-64-v3");
+  // ISA_FLAGS: "generic" builds for baseline x86-64 (SSE2). x86-64-v4 keeps
+  // GCC's 256-bit preference for loops: 512-bit vectors measured no faster
+  // on Zen 4 (which splits them) and lower the clock of some Intel parts
+  // (benchmarks/results/cpu_isa_threads_2026-11-28.md).
+  if (out.isa != "generic")
+    args.push_back("-march=" + out.isa);
   args.insert(args.end(), {"-o", lib.str().str(), src.str().str()});
   SmallVector<StringRef> argRefs(args.begin(), args.end());
   std::optional<StringRef> redirects[] = {std::nullopt, log.str(), log.str()};

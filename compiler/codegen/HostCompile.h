@@ -17,11 +17,13 @@ struct HostLibrary {
 };
 
 /// Compiles `source` with the host C++ compiler (TCC_HOST_CXX, else `c++`,
-/// else `g++`, else `clang++` on PATH) at -O3 into a shared object for this
-/// CPU's ISA, in a temporary directory that is removed afterwards. Returns
-/// false with `error` holding the compiler's command and output.
+/// else `g++`, else `clang++` on PATH) at -O3 into a shared object for
+/// `isa` ("x86-64-v4", "x86-64-v3", "x86-64"/"generic"; empty: the widest
+/// this CPU runs, rt::hostIsa()), in a temporary directory that is removed
+/// afterwards. Returns false with `error` holding the compiler's command and
+/// output.
 bool compileHostLibrary(const std::string &source, HostLibrary &out,
-                        std::string &error);
+                        std::string &error, const std::string &isa = "");
 
 } // namespace tcc
 

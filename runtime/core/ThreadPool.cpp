@@ -5,14 +5,20 @@
 // the chunks they finish. The caller claims chunks too and returns once all
 // chunks are done and no worker still holds the job: a worker that wakes
 // late (the machine is busy) finds no job or a newer one, so the caller
-// never waits for a thread that has nothing to do.
+// never waits for a thread that has nothing to do. Workers spin on the
+// generation number for spinMicros_ before they sleep; the caller signals
+// the condition variable only when a worker sleeps, so back-to-back
+// kernels cost no system call.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/ThreadPool.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+
+#include <sched.h>
 
 namespace tcc::rt {
 
@@ -25,6 +31,16 @@ int ThreadPool::defaultThreads() {
   }
   unsigned hw = std::thread::hardware_concurrency();
   return hw ? (int)hw : 1;
+}
+
+int ThreadPool::defaultSpinMicros() {
+  if (const char *env = std::getenv("TCC_POOL_SPIN_US"); env && *env) {
+    char *end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    if (*end == '\0' && n >= 0 && n <= 1000000)
+      return (int)n;
+  }
+  return 100;
 }
 
 static std::unique_ptr<ThreadPool> &globalPool() {
@@ -46,7 +62,8 @@ void ThreadPool::setGlobalThreads(int threads) {
   globalPool() = std::make_unique<ThreadPool>(threads < 1 ? 1 : threads);
 }
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads, int spinMicros)
+    : spinMicros_(spinMicros < 0 ? 0 : spinMicros) {
   for (int i = 1; i < threads; ++i)
     workers_.emplace_back([this] { work(); });
 }
@@ -76,14 +93,30 @@ void ThreadPool::runChunks(Job &job) {
 }
 
 void ThreadPool::work() {
+  using Clock = std::chrono::steady_clock;
   uint64_t seen = 0;
   for (;;) {
-    // Spin a little: the next kernel of a step usually follows within
-    // microseconds. Then sleep.
-    for (int spin = 0; spin < 300 && generation_.load() == seen; ++spin)
-      cpuRelax();
+    // The next kernel of a step usually follows within microseconds: a few
+    // on `pause` (the quickest to notice it), then yielding the core to
+    // whoever wants it (OpenBLAS's threads during a GEMM) until the spin
+    // time is up. Then sleep.
+    if (spinMicros_ > 0) {
+      Clock::time_point start = Clock::now();
+      auto limit = std::chrono::microseconds(spinMicros_);
+      for (int spin = 0; generation_.load() == seen; ++spin) {
+        if (spin < 256) {
+          cpuRelax();
+          continue;
+        }
+        if (Clock::now() - start >= limit)
+          break;
+        sched_yield();
+      }
+    }
     std::unique_lock<std::mutex> lock(mutex_);
+    ++sleepers_;
     wake_.wait(lock, [&] { return generation_.load() != seen; });
+    --sleepers_;
     seen = generation_.load();
     if (stop_)
       return;
@@ -112,12 +145,15 @@ void ThreadPool::parallelFor(int64_t n,
   Job job;
   job.fn = &fn;
   job.n = n;
+  bool sleeping;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = &job;
     generation_++;
+    sleeping = sleepers_ > 0;
   }
-  wake_.notify_all();
+  if (sleeping)
+    wake_.notify_all();
   runChunks(job);
   // Chunks other threads are still running.
   for (int spin = 0; job.done.load() < n; ++spin)

@@ -3,10 +3,14 @@
 // A small fork-join pool: parallelFor(n, fn) runs fn(i) for every i in
 // [0, n) on the calling thread and the pool's workers, and returns when all
 // are done. Size: TCC_NUM_THREADS (as for OpenBLAS), else the hardware
-// threads. Workers spin briefly for the next job (kernels come back to back
-// within a step) and then sleep, so an idle pool costs nothing and does not
-// compete with OpenBLAS's own threads during GEMMs. Not OpenMP: two spinning
-// pools on the same cores would fight.
+// threads. Between jobs a worker spins for a bounded time (kernels come back
+// to back within a step, and a futex wake-up costs tens of microseconds),
+// then sleeps, so an idle pool costs nothing. The spin is TCC_POOL_SPIN_US
+// microseconds (default 100; 0: sleep at once): its first few microseconds
+// on `pause`, the rest on sched_yield, so that OpenBLAS's threads (Debian's
+// libopenblas0-pthread, whose idle threads also yield-spin) get the core at
+// once when a GEMM follows. Not OpenMP: two pools of pause-spinning threads
+// on the same cores would fight.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_RUNTIME_CORE_THREADPOOL_H
@@ -24,8 +28,9 @@ namespace tcc::rt {
 
 class ThreadPool {
 public:
-  /// `threads` in total, counting the caller (at least 1).
-  explicit ThreadPool(int threads);
+  /// `threads` in total, counting the caller (at least 1); workers spin
+  /// `spinMicros` between jobs before they sleep.
+  explicit ThreadPool(int threads, int spinMicros = defaultSpinMicros());
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
   ThreadPool &operator=(const ThreadPool &) = delete;
@@ -43,6 +48,9 @@ public:
   static void setGlobalThreads(int threads);
   /// The thread count TCC_NUM_THREADS asks for, else the hardware's.
   static int defaultThreads();
+  /// The workers' spin between jobs, microseconds: TCC_POOL_SPIN_US, else
+  /// 100 (read when a pool is made).
+  static int defaultSpinMicros();
 
 private:
   struct Job {
@@ -60,7 +68,10 @@ private:
   std::atomic<uint64_t> generation_{0};
   Job *job_ = nullptr; // the job being run, null between jobs
   int users_ = 0;      // workers holding job_
+  int sleepers_ = 0;   // workers waiting on wake_ (the caller notifies
+                       // only when one is)
   bool stop_ = false;
+  int spinMicros_ = 100;
 };
 
 } // namespace tcc::rt

@@ -1,8 +1,8 @@
 //===- FusedLibrary.cpp - Loading and running generated kernels -----------===//
 #include "runtime/cpu/FusedLibrary.h"
 
-#include "runtime/cpu/KernelsInternal.h"
 #include "runtime/core/ThreadPool.h"
+#include "runtime/cpu/KernelsInternal.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -27,10 +27,19 @@ struct TempFile {
 
 FusedLibrary::FusedLibrary(const uint8_t *bytes, size_t size,
                            const std::string &isa) {
-  if (!cpuSupportsIsa(isa))
-    throw Error("the artifact's generated kernels were compiled for " + isa +
-                ", which this CPU does not support (it supports " + hostIsa() +
-                "); recompile the model on this machine (tcc compile)");
+  if (!cpuSupportsIsa(isa)) {
+    // The baseline is recorded as "generic"; users name it x86-64.
+    auto name = [](std::string i) { return i == "generic" ? "x86-64" : i; };
+    std::string host = name(hostIsa()), detected = name(detectedIsa());
+    throw Error("the artifact's generated kernels were compiled for " +
+                name(isa) + ", which this CPU does not support (it supports " +
+                host +
+                (host != detected ? ", as TCC_HOST_ISA lowers its " + detected
+                                  : std::string()) +
+                "); recompile the model on this machine (tcc compile, or "
+                "tcc compile --cpu-isa " +
+                host + ")");
+  }
   // dlopen needs a file: a private temporary one, unlinked once loaded.
   const char *tmpdir = std::getenv("TMPDIR");
   TempFile file;

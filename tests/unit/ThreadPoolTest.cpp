@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -35,10 +36,36 @@ TEST(ThreadPool, ResultsAreVisibleAfterReturn) {
   ThreadPool pool(4);
   std::vector<int64_t> out(4096);
   for (int rep = 0; rep < 50; ++rep) {
-    pool.parallelFor((int64_t)out.size(),
-                     [&](int64_t i) { out[i] = i * rep; });
+    pool.parallelFor((int64_t)out.size(), [&](int64_t i) { out[i] = i * rep; });
     for (size_t i = 0; i < out.size(); ++i)
       ASSERT_EQ(out[i], (int64_t)i * rep);
+  }
+}
+
+// Both indices of a two-index job run at the same time (each waits for the
+// other to start), so the worker must take one: whether it is still spinning
+// from the last job, or has gone to sleep (no spin, or a pause longer than
+// the spin) and has to be woken.
+TEST(ThreadPool, WorkersWakeAfterSpinningOrSleeping) {
+  using namespace std::chrono;
+  for (int spin : {0, 50, 100000}) {
+    ThreadPool pool(2, spin);
+    for (int rep = 0; rep < 20; ++rep) {
+      if (rep % 4 == 3)
+        std::this_thread::sleep_for(milliseconds(2));
+      std::atomic<int> started{0};
+      std::atomic<bool> together{true};
+      pool.parallelFor(2, [&](int64_t) {
+        started.fetch_add(1);
+        auto limit = steady_clock::now() + seconds(20);
+        while (started.load() < 2)
+          if (steady_clock::now() > limit) {
+            together = false;
+            break;
+          }
+      });
+      ASSERT_TRUE(together.load()) << "spin " << spin << " rep " << rep;
+    }
   }
 }
 
@@ -64,9 +91,8 @@ TEST(ThreadPool, SingleThreadAndShutdown) {
     ThreadPool one(1);
     EXPECT_EQ(one.size(), 1);
     std::thread::id caller = std::this_thread::get_id();
-    one.parallelFor(10, [&](int64_t) {
-      EXPECT_EQ(std::this_thread::get_id(), caller);
-    });
+    one.parallelFor(
+        10, [&](int64_t) { EXPECT_EQ(std::this_thread::get_id(), caller); });
   }
   for (int i = 0; i < 20; ++i) {
     ThreadPool p(3);

@@ -284,6 +284,14 @@ static cl::opt<std::string> gpuArch(
     cl::desc("GPU architecture of --target cuda (default sm_90a: H100/H200)"),
     cl::init("sm_90a"), cl::value_desc("sm_NN[a]"), cl::sub(tool::compileCmd));
 
+static cl::opt<std::string> cpuIsa(
+    "cpu-isa",
+    cl::desc("ISA of the generated CPU kernels: x86-64-v4 (AVX-512), "
+             "x86-64-v3 (AVX2, FMA), x86-64 (baseline) or native (the "
+             "widest this CPU runs; default). The artifact records it and "
+             "refuses to load on a CPU without it"),
+    cl::init("native"), cl::value_desc("isa"), cl::sub(tool::compileCmd));
+
 static cl::opt<EmitKind> emit(
     "emit", cl::desc("What to produce"), cl::init(EmitKind::Artifact),
     cl::values(
@@ -491,6 +499,7 @@ int tool::runCompile() {
     return 1;
   o.target = target;
   o.gpuArch = gpuArch;
+  o.cpuIsa = cpuIsa;
   if (o.emit == EmitKind::Cuda && !target.getNumOccurrences())
     o.target = "cuda";
   o.weights = weights;

@@ -5,23 +5,62 @@
 #include "runtime/core/abi/Kernels.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace tcc::rt {
 
-std::string hostIsa() {
+/// The x86-64 levels in order: code built for one runs on any CPU at that
+/// level or above. "generic" is no -march at all (baseline x86-64, or any
+/// other architecture); "x86-64" names the same level.
+static int isaLevel(const std::string &isa) {
+  if (isa == "generic" || isa == "x86-64")
+    return 1;
+  if (isa == "x86-64-v3")
+    return 3;
+  if (isa == "x86-64-v4")
+    return 4;
+  return 0;
+}
+
+std::string detectedIsa() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c"))
+  bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+            __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c");
+  bool v4 = v3 && __builtin_cpu_supports("avx512f") &&
+            __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512cd") &&
+            __builtin_cpu_supports("avx512dq") &&
+            __builtin_cpu_supports("avx512vl");
+  if (v4)
+    return "x86-64-v4";
+  if (v3)
     return "x86-64-v3";
 #endif
   return "generic";
 }
 
+bool knownIsa(const std::string &isa) { return isaLevel(isa) > 0; }
+
+std::string hostIsa() {
+  std::string detected = detectedIsa();
+  // TCC_HOST_ISA lowers what the CPU is taken to support (tests of the
+  // load check, benchmarks of the narrower code); it never raises it.
+  const char *env = std::getenv("TCC_HOST_ISA");
+  if (!env || !*env)
+    return detected;
+  std::string cap = env;
+  if (!knownIsa(cap))
+    throw Error("TCC_HOST_ISA='" + cap +
+                "' is not an ISA (x86-64-v4, x86-64-v3 or x86-64)");
+  if (cap == "x86-64")
+    cap = "generic";
+  return isaLevel(cap) < isaLevel(detected) ? cap : detected;
+}
+
 bool cpuSupportsIsa(const std::string &isa) {
-  if (isa == "generic")
-    return true;
-  return isa == "x86-64-v3" && hostIsa() == "x86-64-v3";
+  int want = isaLevel(isa);
+  return want > 0 && want <= isaLevel(hostIsa());
 }
 
 void checkFusedOperands(

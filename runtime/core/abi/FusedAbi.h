@@ -57,10 +57,17 @@ using FusedFn = int (*)(void *const *buffers, int64_t rowBegin, int64_t rowEnd,
                         float *scratch, double *partials, int64_t *err);
 using FusedFin = void (*)(void *const *buffers, const double *partials);
 
-/// The ISA the compiler targets on this machine ("x86-64-v3" with AVX2 and
-/// FMA, else "generic"), and whether the running CPU can run code built for
-/// `isa`.
+/// The ISAs of generated host code, narrowest first: "generic" (no -march:
+/// baseline x86-64, or another architecture), "x86-64-v3" (AVX2, FMA) and
+/// "x86-64-v4" (AVX-512 F/BW/CD/DQ/VL). detectedIsa() is the widest this
+/// CPU runs; hostIsa() is that, lowered by TCC_HOST_ISA when it names a
+/// narrower one (throws Error when it names none): what the compiler
+/// targets by default and what the loader checks an artifact against.
+/// cpuSupportsIsa(isa): code built for `isa` runs here (hostIsa() is at
+/// least `isa`); "x86-64" is accepted as "generic".
+std::string detectedIsa();
 std::string hostIsa();
+bool knownIsa(const std::string &isa);
 bool cpuSupportsIsa(const std::string &isa);
 
 /// Checks a `fused` instr's operands against generated kernel `k`'s
