@@ -43,10 +43,11 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/AttentionPlan.h"
+#include "runtime/core/ThreadPool.h"
 #include "runtime/core/prelude/FastExp.h"
 #include "runtime/core/prelude/Half.h"
+#include "runtime/cpu/KernelsAttentionTile.h"
 #include "runtime/cpu/KernelsInternal.h"
-#include "runtime/core/ThreadPool.h"
 
 #include <cblas.h>
 
@@ -68,6 +69,8 @@ struct AttnGeom : AttentionDims {
   const float *mask = nullptr;
   int64_t mB = 0, mR = 0, mC = 0; // mask element strides: entry, row, col
   int64_t rowsPerBlock = 1;
+  /// The products run on KernelsAttentionTile.h's tiles, not sgemm.
+  bool tiles = false;
 };
 
 enum Slot {
@@ -82,6 +85,8 @@ enum Slot {
   SlotDK,
   SlotDV,
   SlotRow,
+  SlotKT,
+  SlotVT,
   NumSlots
 };
 
@@ -125,6 +130,7 @@ static AttnGeom geometry(const KernelArgs &a, size_t nIn) {
   g.scale = static_cast<float>(at.scale);
   g.causal = at.causal;
   g.dtype = a.in[0].dtype;
+  g.tiles = attentionTilesOn();
   if (a.in.size() > nIn) {
     const TensorView &M = a.in[nIn];
     size_t mr = M.rank();
@@ -163,12 +169,43 @@ static void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
               (int)lda, b, (int)ldb, beta, c, (int)ldc);
 }
 
+/// C = beta C + op(A) B, beta 0 or 1: sgemm, or the tile kernels (which
+/// read a transposed A through its strides).
+static void product(const AttnGeom &g, bool ta, int64_t m, int64_t n, int64_t k,
+                    const float *a, int64_t lda, const float *b, int64_t ldb,
+                    float beta, float *c, int64_t ldc) {
+  if (!g.tiles)
+    return sgemm(ta, false, m, n, k, a, lda, b, ldb, beta, c, ldc);
+  attentionGemm(m, n, k, a, ta ? 1 : lda, ta ? lda : 1, b, ldb, beta != 0.0f, c,
+                ldc);
+}
+
 /// An entry's rows as f32: `ld` elements from one row to the next.
 struct Rows {
   float *p;
   int64_t ld;
   const float *row(int64_t i) const { return p + i * ld; }
 };
+
+/// The keys (or values) `k`, `rows` x `cols`, as the B of products with
+/// their transpose (S = Q K^T, dP = dO V^T): for the tiles a transposed
+/// copy in `slot`, made once per entry; sgemm transposes as it packs.
+struct KeysT {
+  Rows k;
+  const float *t = nullptr; // [cols, rows] when tiles
+  int64_t rows = 0;
+};
+
+static KeysT keysT(const AttnGeom &g, const Rows &k, int64_t rows, int64_t cols,
+                   Slot slot);
+
+/// C[m, n] = A K[0:n]^T (C's rows n apart).
+static void productBt(const AttnGeom &g, int64_t m, int64_t n, int64_t kd,
+                      const float *a, int64_t lda, const KeysT &k, float *c) {
+  if (!g.tiles)
+    return sgemm(false, true, m, n, kd, a, lda, k.k.p, k.k.ld, 0.0f, c, n);
+  attentionGemm(m, n, kd, a, lda, 1, k.t, k.rows, false, c, n);
+}
 
 /// Entry `b` of operand `t` (`rows` x `cols` per entry, in g's layout) as
 /// f32: the tensor itself, strided, or its rows widened into the slot.
@@ -210,6 +247,17 @@ static void storeEntry(const AttnGeom &g, const TensorView &t, int64_t b,
   else
     for (int64_t i = 0; i < rows; ++i)
       narrowFromF32(v.row(i), t.dtype, dst + i * ld, cols);
+}
+
+static KeysT keysT(const AttnGeom &g, const Rows &k, int64_t rows, int64_t cols,
+                   Slot slot) {
+  KeysT r{k, nullptr, rows};
+  if (g.tiles) {
+    float *t = scratch().get(slot, rows * cols);
+    attentionTranspose(rows, cols, k.p, k.ld, t);
+    r.t = t;
+  }
+  return r;
 }
 
 /// Zeroes `rows` rows of `cols` elements.
@@ -325,18 +373,23 @@ static void forwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
   Rows v = entryF32(g, a.in[2], b, g.tk, g.dv, SlotV, 2);
   Rows o = outF32(g, a.out[0], b, g.tq, g.dv, SlotO, -1);
   float *lse = a.out[1].f32() + b * g.tq;
+  KeysT kt = keysT(g, k, g.tk, g.d, SlotKT);
   float *s = scratch().get(SlotS, g.rowsPerBlock * g.tk);
   for (int64_t i0 = 0; i0 < g.tq; i0 += g.rowsPerBlock) {
     int64_t i1 = std::min(g.tq, i0 + g.rowsPerBlock), rows = i1 - i0;
     int64_t n = visibleKeys(g, i1);
-    sgemm(false, true, rows, n, g.d, q.row(i0), q.ld, k.p, k.ld, 0.0f, s, n);
+    productBt(g, rows, n, g.d, q.row(i0), q.ld, kt, s);
     for (int64_t i = i0; i < i1; ++i) {
       float *row = s + (i - i0) * n;
       scoresRow(g, b, i, row, n);
-      float mx = rowMax(row, n);
-      for (int64_t j = 0; j < n; ++j)
-        row[j] = fastExp(row[j] - mx);
-      float sum = rowSum(row, n);
+      float mx = rowMax(row, n), sum;
+      if (g.tiles) {
+        sum = attentionExpRow(row, n, mx);
+      } else {
+        for (int64_t j = 0; j < n; ++j)
+          row[j] = fastExp(row[j] - mx);
+        sum = rowSum(row, n);
+      }
       lse[i] = mx + std::log(sum); // NaN for a fully masked row
       // P = exp(s - max) / sum; the backward's exp(s - lse) is the same
       // up to rounding.
@@ -345,8 +398,8 @@ static void forwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
         row[j] *= inv;
     }
     roundTo(g.dtype, s, rows * n);
-    sgemm(false, false, rows, g.dv, n, s, n, v.p, v.ld, 0.0f, o.p + i0 * o.ld,
-          o.ld);
+    product(g, false, rows, g.dv, n, s, n, v.p, v.ld, 0.0f, o.p + i0 * o.ld,
+            o.ld);
   }
   storeEntry(g, a.out[0], b, g.tq, g.dv, o, -1);
 }
@@ -380,23 +433,33 @@ static void backwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
   float *rowDot = scratch().get(SlotRow, g.tq);
   for (int64_t i = 0; i < g.tq; ++i) {
     const float *dr = dout.row(i), *orow = o.row(i);
+    if (g.tiles) {
+      rowDot[i] = attentionDot(dr, orow, g.dv);
+      continue;
+    }
     float acc = 0.0f;
     for (int64_t d = 0; d < g.dv; ++d)
       acc += dr[d] * orow[d];
     rowDot[i] = acc;
   }
+  KeysT kt = keysT(g, k, g.tk, g.d, SlotKT);
+  KeysT vt = keysT(g, v, g.tk, g.dv, SlotVT);
   float *p = scratch().get(SlotS, g.rowsPerBlock * g.tk);
   float *ds = scratch().get(SlotDP, g.rowsPerBlock * g.tk);
   for (int64_t i0 = 0; i0 < g.tq; i0 += g.rowsPerBlock) {
     int64_t i1 = std::min(g.tq, i0 + g.rowsPerBlock), rows = i1 - i0;
     int64_t n = visibleKeys(g, i1);
     const float *qb = q.row(i0), *dob = dout.row(i0);
-    sgemm(false, true, rows, n, g.d, qb, q.ld, k.p, k.ld, 0.0f, p, n);
-    sgemm(false, true, rows, n, g.dv, dob, dout.ld, v.p, v.ld, 0.0f, ds, n);
+    productBt(g, rows, n, g.d, qb, q.ld, kt, p);
+    productBt(g, rows, n, g.dv, dob, dout.ld, vt, ds);
     for (int64_t i = i0; i < i1; ++i) {
       float *pr = p + (i - i0) * n, *dr = ds + (i - i0) * n;
       scoresRow(g, b, i, pr, n);
       float l = lse[i], dot = rowDot[i];
+      if (g.tiles) {
+        attentionGradRow(pr, dr, n, l, dot, g.scale);
+        continue;
+      }
       for (int64_t j = 0; j < n; ++j) {
         float pj = fastExp(pr[j] - l);
         pr[j] = pj;
@@ -405,10 +468,10 @@ static void backwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
     }
     roundTo(g.dtype, p, rows * n);
     roundTo(g.dtype, ds, rows * n);
-    sgemm(true, false, n, g.dv, rows, p, n, dob, dout.ld, 1.0f, dv.p, dv.ld);
-    sgemm(false, false, rows, g.d, n, ds, n, k.p, k.ld, 0.0f, dq.p + i0 * dq.ld,
-          dq.ld);
-    sgemm(true, false, n, g.d, rows, ds, n, qb, q.ld, 1.0f, dk.p, dk.ld);
+    product(g, true, n, g.dv, rows, p, n, dob, dout.ld, 1.0f, dv.p, dv.ld);
+    product(g, false, rows, g.d, n, ds, n, k.p, k.ld, 0.0f, dq.p + i0 * dq.ld,
+            dq.ld);
+    product(g, true, n, g.d, rows, ds, n, qb, q.ld, 1.0f, dk.p, dk.ld);
   }
   storeEntry(g, DQ, b, g.tq, g.d, dq, 0);
   storeEntry(g, DK, b, g.tk, g.d, dk, 1);
