@@ -2,13 +2,13 @@
 //
 // Times the CPU `attention` and `attention_grad` kernels on one shape with
 // their products on the AVX-512 tiles and on OpenBLAS's sgemm
-// (TCC_CPU_ATTENTION=blas), in interleaved rounds in one process, and a
-// large sgemm for the machine's GEMM rate. Not part of the build or tests:
+// (TCC_CPU_ATTENTION=blas) and a 512^3 sgemm for the machine's GEMM rate,
+// in interleaved rounds in one process. Not part of the build or tests:
 //
 //   g++ -O2 -std=c++20 -I. benchmarks/cpu_attention_bench.cpp \
 //     -Lbuild/runtime -ltcc_runtime -lopenblas -Wl,-rpath,$PWD/build/runtime \
 //     -o /tmp/cpu_attention_bench
-//   /tmp/cpu_attention_bench B H T D causal [rounds]
+//   [TCC_NUM_THREADS=1] /tmp/cpu_attention_bench B H T D causal [rounds]
 //
 // B sequences of H heads: q, k, v [B, T, H, D] sequence-major (tcc's
 // layout before the head transposes, what the GPT example runs).
@@ -24,12 +24,23 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <random>
 #include <vector>
 
 using namespace tcc::rt;
 
+/// Seconds: wall-clock, or with one thread (TCC_NUM_THREADS=1) the calling
+/// thread's CPU time, which a machine shared with other jobs inflates far
+/// less.
+static bool cpuClock = false;
 static double now() {
+  if (cpuClock) {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+  }
   return std::chrono::duration<double>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -49,6 +60,11 @@ int main(int argc, char **argv) {
           d = atol(argv[4]);
   bool causal = atoi(argv[5]) != 0;
   int rounds = argc > 6 ? atoi(argv[6]) : 21;
+  const char *threads = std::getenv("TCC_NUM_THREADS");
+  if (threads && atoi(threads) == 1) {
+    cpuClock = true;
+    openblas_set_num_threads(1);
+  }
   std::vector<int64_t> x = {b, t, h, d}, lse = {b, h, t};
   std::vector<TensorInfo> ts;
   auto add = [&](const std::vector<int64_t> &s) {
@@ -82,10 +98,18 @@ int main(int argc, char **argv) {
   double macs = (double)b * h * t * t * d * (causal ? 0.5 : 1.0);
   double fwdFlop = 2 * 2 * macs, bwdFlop = 5 * 2 * macs;
 
+  // Each round: both ways, then a 512^3 sgemm for the machine's GEMM rate
+  // under the same load.
   const char *ways[] = {"tiles", "blas"};
-  std::vector<double> tf[2], tb[2];
-  for (int r = 0; r < rounds + 2; ++r)
+  // For profiling one way: TCC_BENCH_ONLY=tiles or blas (no table).
+  const char *only = std::getenv("TCC_BENCH_ONLY");
+  std::vector<double> tf[2], tb[2], tg;
+  const int n = 512;
+  std::vector<float> A(n * n, 0.5f), B(n * n, 0.25f), C(n * n);
+  for (int r = 0; r < rounds + 2; ++r) {
     for (int w = 0; w < 2; ++w) {
+      if (only && std::strcmp(only, ways[w]) != 0)
+        continue;
       setenv("TCC_CPU_ATTENTION", ways[w], 1);
       double t0 = now();
       runKernel(fwd, ts, bufs);
@@ -97,21 +121,20 @@ int main(int argc, char **argv) {
         tb[w].push_back(t2 - t1);
       }
     }
-  // The machine's sgemm rate: 1024^3 on OpenBLAS's threads.
-  const int n = 1024;
-  std::vector<float> A(n * n, 0.5f), B(n * n, 0.25f), C(n * n);
-  std::vector<double> tg;
-  for (int r = 0; r < 7; ++r) {
     double t0 = now();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
                 A.data(), n, B.data(), n, 0.0f, C.data(), n);
-    tg.push_back(now() - t0);
+    if (r >= 2)
+      tg.push_back(now() - t0);
   }
   double gemm = 2.0 * n * n * n / median(tg) / 1e9;
+  if (only)
+    return 0;
   std::printf("attention b%lld h%lld t%lld d%lld %s (%d rounds, medians); "
-              "sgemm 1024^3 %.1f GFLOP/s\n",
+              "sgemm 512^3 %.1f GFLOP/s; %s\n",
               (long long)b, (long long)h, (long long)t, (long long)d,
-              causal ? "causal" : "full", rounds, gemm);
+              causal ? "causal" : "full", rounds, gemm,
+              cpuClock ? "1 thread, CPU time" : "wall-clock");
   for (int w = 0; w < 2; ++w) {
     double f = median(tf[w]), g = median(tb[w]);
     std::printf("  %-6s fwd %8.3f ms %7.1f GFLOP/s (%4.1f%% of sgemm)   "

@@ -7,9 +7,11 @@
 // block, or a head dim of 16 to 64 in one panel); the panel's last vector
 // is masked, so any n works without padding. A is read by broadcasts
 // through two strides, so a transposed A (P^T dO, dS^T Q) costs nothing
-// extra. The functions carry the target attribute rather than the file an
-// -mavx512f flag: inline functions of the headers it includes must stay
-// plain x86-64 wherever the linker picks their copy from.
+// extra. Sums longer than 64 steps go in chunks of 64 (C is added to after
+// the first), so a panel of B is read from L1. The functions carry the target
+// attribute rather than the file an -mavx512f flag: inline functions of the
+// headers it includes must stay plain x86-64 wherever the linker picks their
+// copy from.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/KernelsAttentionTile.h"
@@ -102,19 +104,33 @@ struct Tiles {
 constexpr Tiles kTiles;
 } // namespace
 
+/// Steps of the sum per pass over C: a 64 x 64 panel of B (16 KiB) stays
+/// in L1 while every tile of rows reads it.
+constexpr int64_t kSumChunk = 64;
+
 void attentionGemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t ars,
                    int64_t acs, const float *b, int64_t ldb, bool accumulate,
                    float *c, int64_t ldc) {
-  for (int64_t j0 = 0; j0 < n; j0 += 64) {
-    int64_t cols = n - j0 < 64 ? n - j0 : 64;
-    int nv = (int)((cols + 15) / 16);
-    int rest = (int)(cols - 16 * (nv - 1));
-    __mmask16 tail = (__mmask16)(rest == 16 ? 0xFFFF : (1u << rest) - 1);
-    int mr = rowsFor(nv);
-    for (int64_t i0 = 0; i0 < m; i0 += mr) {
-      int rows = m - i0 < mr ? (int)(m - i0) : mr;
-      kTiles.fn[nv - 1][rows - 1](k, a + i0 * ars, ars, acs, b + j0, ldb,
-                                  accumulate, c + i0 * ldc + j0, ldc, tail);
+  if (k == 0 && !accumulate) { // an empty sum is zero
+    for (int64_t i = 0; i < m; ++i)
+      std::memset(c + i * ldc, 0, sizeof(float) * n);
+    return;
+  }
+  for (int64_t p0 = 0; p0 < k; p0 += kSumChunk) {
+    int64_t kc = k - p0 < kSumChunk ? k - p0 : kSumChunk;
+    const float *ap = a + p0 * acs, *bp = b + p0 * ldb;
+    bool acc = accumulate || p0 > 0;
+    for (int64_t j0 = 0; j0 < n; j0 += 64) {
+      int64_t cols = n - j0 < 64 ? n - j0 : 64;
+      int nv = (int)((cols + 15) / 16);
+      int rest = (int)(cols - 16 * (nv - 1));
+      __mmask16 tail = (__mmask16)(rest == 16 ? 0xFFFF : (1u << rest) - 1);
+      int mr = rowsFor(nv);
+      for (int64_t i0 = 0; i0 < m; i0 += mr) {
+        int rows = m - i0 < mr ? (int)(m - i0) : mr;
+        kTiles.fn[nv - 1][rows - 1](kc, ap + i0 * ars, ars, acs, bp + j0, ldb,
+                                    acc, c + i0 * ldc + j0, ldc, tail);
+      }
     }
   }
 }
@@ -188,19 +204,56 @@ TCC_AVX512 float attentionDot(const float *a, const float *b, int64_t n) {
   return _mm512_reduce_add_ps(acc);
 }
 
+namespace {
+/// Transposes the 16 x 16 block x in registers: x[i] holds row i before,
+/// column i after. Pairs of rows, then of pairs (as doubles), then the
+/// 128-bit lanes in two rounds.
+TCC_AVX512 inline void transpose16(__m512 x[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(x[2 * i], x[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(x[2 * i], x[2 * i + 1]);
+  }
+  // u[4i + c] holds columns c, c + 4, c + 8, c + 12 (one per lane) of rows
+  // 4i .. 4i + 3.
+  __m512 u[16];
+  for (int i = 0; i < 4; ++i)
+    for (int h = 0; h < 2; ++h) {
+      __m512d a = _mm512_castps_pd(t[4 * i + h]),
+              b = _mm512_castps_pd(t[4 * i + h + 2]);
+      u[4 * i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+      u[4 * i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+    }
+  for (int c = 0; c < 4; ++c) {
+    __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);
+    __m512 w0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xdd);
+    __m512 v1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+    __m512 w1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xdd);
+    x[c] = _mm512_shuffle_f32x4(v0, v1, 0x88);
+    x[c + 8] = _mm512_shuffle_f32x4(v0, v1, 0xdd);
+    x[c + 4] = _mm512_shuffle_f32x4(w0, w1, 0x88);
+    x[c + 12] = _mm512_shuffle_f32x4(w0, w1, 0xdd);
+  }
+}
+} // namespace
+
 TCC_AVX512 void attentionTranspose(int64_t rows, int64_t cols, const float *src,
                                    int64_t lds, float *dst) {
-  // A column of 16 rows at a time: one gather, one store.
-  const __m512i idx = _mm512_mullo_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-      _mm512_set1_epi32((int)lds));
+  // 16 x 16 blocks in registers; rows and columns past the end are masked.
   for (int64_t r0 = 0; r0 < rows; r0 += 16) {
-    __mmask16 m = lanes(rows, r0);
-    const float *s = src + r0 * lds;
-    for (int64_t c = 0; c < cols; ++c)
-      _mm512_mask_storeu_ps(
-          dst + c * rows + r0, m,
-          _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, s + c, 4));
+    __mmask16 rm = lanes(rows, r0);
+    int nr = rows - r0 < 16 ? (int)(rows - r0) : 16;
+    for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+      __mmask16 cm = lanes(cols, c0);
+      int nc = cols - c0 < 16 ? (int)(cols - c0) : 16;
+      __m512 x[16];
+      for (int i = 0; i < 16; ++i)
+        x[i] = i < nr ? _mm512_maskz_loadu_ps(cm, src + (r0 + i) * lds + c0)
+                      : _mm512_setzero_ps();
+      transpose16(x);
+      for (int i = 0; i < nc; ++i)
+        _mm512_mask_storeu_ps(dst + (c0 + i) * rows + r0, rm, x[i]);
+    }
   }
 }
 
