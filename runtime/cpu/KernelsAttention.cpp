@@ -235,18 +235,26 @@ static Rows outF32(const AttnGeom &g, const TensorView &t, int64_t b,
   return {scratch().get(slot, rows * cols), cols};
 }
 
-static void storeEntry(const AttnGeom &g, const TensorView &t, int64_t b,
-                       int64_t rows, int64_t cols, const Rows &v, int part) {
+/// Stores rows [r0, r1) of entry `b` of output `t` from `v` (16-bit types;
+/// f32 ones were computed in place).
+static void storeRows(const AttnGeom &g, const TensorView &t, int64_t b,
+                      int64_t rows, int64_t cols, const Rows &v, int part,
+                      int64_t r0, int64_t r1) {
   if (t.dtype == DType::F32)
     return;
   int64_t ld = g.pitch(cols, part);
   uint16_t *dst =
       static_cast<uint16_t *>(t.data) + g.entryOffset(b, rows, cols, part);
   if (ld == cols)
-    narrowFromF32(v.p, t.dtype, dst, rows * cols);
+    narrowFromF32(v.row(r0), t.dtype, dst + r0 * cols, (r1 - r0) * cols);
   else
-    for (int64_t i = 0; i < rows; ++i)
+    for (int64_t i = r0; i < r1; ++i)
       narrowFromF32(v.row(i), t.dtype, dst + i * ld, cols);
+}
+
+static void storeEntry(const AttnGeom &g, const TensorView &t, int64_t b,
+                       int64_t rows, int64_t cols, const Rows &v, int part) {
+  storeRows(g, t, b, rows, cols, v, part, 0, rows);
 }
 
 static KeysT keysT(const AttnGeom &g, const Rows &k, int64_t rows, int64_t cols,
@@ -336,16 +344,17 @@ static int64_t visibleKeys(const AttnGeom &g, int64_t i1) {
   return g.causal ? std::min(g.tk, i1) : g.tk;
 }
 
-/// Runs entry(b) for every batch entry: on the ThreadPool with OpenBLAS
-/// held to one thread, or on the calling thread.
-template <class F> static void forEachEntry(const AttnGeom &g, F &&entry) {
+/// Runs item(i) for i < items (batch entries, or pieces of them): on the
+/// ThreadPool with OpenBLAS held to one thread, or on the calling thread.
+template <class F>
+static void forEachItem(const AttnGeom &g, int64_t items, F &&item) {
   ThreadPool &pool = ThreadPool::global();
   // Work below this (multiply-adds) is not worth waking the pool.
   constexpr int64_t kMinParallelWork = 1 << 18;
   double work = (double)g.batch * g.tq * g.tk * (g.d + g.dv);
-  if (g.batch < 2 || pool.size() < 2 || work < kMinParallelWork) {
-    for (int64_t b = 0; b < g.batch; ++b)
-      entry(b);
+  if (items < 2 || pool.size() < 2 || work < kMinParallelWork) {
+    for (int64_t i = 0; i < items; ++i)
+      item(i);
     return;
   }
   struct BlasThreads {
@@ -359,15 +368,16 @@ template <class F> static void forEachEntry(const AttnGeom &g, F &&entry) {
         openblas_set_num_threads(saved);
     }
   } single;
-  pool.parallelFor(g.batch, [&](int64_t b) { entry(b); });
+  pool.parallelFor(items, [&](int64_t i) { item(i); });
 }
 
 //===----------------------------------------------------------------------===//
 // attention: in [q, k, v (, mask)] out [out, lse]
 //===----------------------------------------------------------------------===//
 
-/// One entry of the forward.
-static void forwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
+/// Row blocks [blk0, blk1) of entry b of the forward.
+static void forwardBlocks(const KernelArgs &a, const AttnGeom &g, int64_t b,
+                          int64_t blk0, int64_t blk1) {
   Rows q = entryF32(g, a.in[0], b, g.tq, g.d, SlotQ, 0);
   Rows k = entryF32(g, a.in[1], b, g.tk, g.d, SlotK, 1);
   Rows v = entryF32(g, a.in[2], b, g.tk, g.dv, SlotV, 2);
@@ -375,7 +385,9 @@ static void forwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
   float *lse = a.out[1].f32() + b * g.tq;
   KeysT kt = keysT(g, k, g.tk, g.d, SlotKT);
   float *s = scratch().get(SlotS, g.rowsPerBlock * g.tk);
-  for (int64_t i0 = 0; i0 < g.tq; i0 += g.rowsPerBlock) {
+  const int64_t first = blk0 * g.rowsPerBlock,
+                last = std::min(g.tq, blk1 * g.rowsPerBlock);
+  for (int64_t i0 = first; i0 < last; i0 += g.rowsPerBlock) {
     int64_t i1 = std::min(g.tq, i0 + g.rowsPerBlock), rows = i1 - i0;
     int64_t n = visibleKeys(g, i1);
     productBt(g, rows, n, g.d, q.row(i0), q.ld, kt, s);
@@ -401,12 +413,26 @@ static void forwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
     product(g, false, rows, g.dv, n, s, n, v.p, v.ld, 0.0f, o.p + i0 * o.ld,
             o.ld);
   }
-  storeEntry(g, a.out[0], b, g.tq, g.dv, o, -1);
+  storeRows(g, a.out[0], b, g.tq, g.dv, o, -1, first, last);
 }
 
 void run_attention(const KernelArgs &a) {
   AttnGeom g = geometry(a, 3);
-  forEachEntry(g, [&](int64_t b) { forwardEntry(a, g, b); });
+  int64_t blocks = (g.tq + g.rowsPerBlock - 1) / g.rowsPerBlock;
+  // The rows of an entry do not depend on one another: with the tiles
+  // (no OpenBLAS threads to fall back on) and fewer than two entries a
+  // thread, each row block is an item, so one long sequence still takes
+  // every thread (each item transposes K for itself).
+  int64_t split = g.tiles && g.batch < 2 * ThreadPool::global().size()
+                      ? std::max<int64_t>(blocks, 1)
+                      : 1;
+  forEachItem(g, g.batch * split, [&](int64_t it) {
+    int64_t b = it / split;
+    if (split == 1)
+      forwardBlocks(a, g, b, 0, blocks);
+    else
+      forwardBlocks(a, g, b, it % split, it % split + 1);
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -505,7 +531,12 @@ static void columnSums(const TensorView &G, const TensorView &sums) {
 
 void run_attention_grad(const KernelArgs &a) {
   AttnGeom g = geometry(a, 6);
-  forEachEntry(g, [&](int64_t b) { backwardEntry(a, g, b); });
+  // An entry's dK and dV sum over all its row blocks, so the backward's
+  // threads take whole entries: with fewer entries than threads, sgemm's
+  // own threads do more than one thread's tiles.
+  if (g.batch < ThreadPool::global().size())
+    g.tiles = false;
+  forEachItem(g, g.batch, [&](int64_t b) { backwardEntry(a, g, b); });
   if (a.out.size() == 2)
     columnSums(a.out[0], a.out[1]);
 }
