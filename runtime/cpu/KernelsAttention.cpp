@@ -306,6 +306,19 @@ static void scoresRow(const AttnGeom &g, int64_t b, int64_t i, float *s,
       s[j] = -INFINITY;
 }
 
+/// Row i of entry b's scores for the tiles' row passes (scoresRow's).
+static AttentionScores scoresOf(const AttnGeom &g, int64_t b, int64_t i,
+                                int64_t n) {
+  AttentionScores s;
+  s.scale = g.scale;
+  if (g.mask) {
+    s.mask = g.mask + b * g.mB + i * g.mR;
+    s.maskPerKey = g.mC != 0;
+  }
+  s.visible = g.causal ? std::min(n, i + 1) : n;
+  return s;
+}
+
 /// Lane-wise reductions of a row (8 lanes, combined in a fixed order), so
 /// GCC vectorizes them without reassociating float sums by itself.
 static constexpr int kLanes = 8;
@@ -393,15 +406,15 @@ static void forwardBlocks(const KernelArgs &a, const AttnGeom &g, int64_t b,
     productBt(g, rows, n, g.d, q.row(i0), q.ld, kt, s);
     for (int64_t i = i0; i < i1; ++i) {
       float *row = s + (i - i0) * n;
-      scoresRow(g, b, i, row, n);
-      float mx = rowMax(row, n), sum;
       if (g.tiles) {
-        sum = attentionExpRow(row, n, mx);
-      } else {
-        for (int64_t j = 0; j < n; ++j)
-          row[j] = fastExp(row[j] - mx);
-        sum = rowSum(row, n);
+        lse[i] = attentionSoftmaxRow(row, n, scoresOf(g, b, i, n));
+        continue;
       }
+      scoresRow(g, b, i, row, n);
+      float mx = rowMax(row, n);
+      for (int64_t j = 0; j < n; ++j)
+        row[j] = fastExp(row[j] - mx);
+      float sum = rowSum(row, n);
       lse[i] = mx + std::log(sum); // NaN for a fully masked row
       // P = exp(s - max) / sum; the backward's exp(s - lse) is the same
       // up to rounding.
@@ -480,12 +493,12 @@ static void backwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
     productBt(g, rows, n, g.dv, dob, dout.ld, vt, ds);
     for (int64_t i = i0; i < i1; ++i) {
       float *pr = p + (i - i0) * n, *dr = ds + (i - i0) * n;
-      scoresRow(g, b, i, pr, n);
       float l = lse[i], dot = rowDot[i];
       if (g.tiles) {
-        attentionGradRow(pr, dr, n, l, dot, g.scale);
+        attentionGradRow(pr, dr, n, scoresOf(g, b, i, n), l, dot);
         continue;
       }
+      scoresRow(g, b, i, pr, n);
       for (int64_t j = 0; j < n; ++j) {
         float pj = fastExp(pr[j] - l);
         pr[j] = pj;

@@ -23,6 +23,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -169,25 +170,63 @@ inline __mmask16 lanes(int64_t n, int64_t j) {
 }
 } // namespace
 
-TCC_AVX512 float attentionExpRow(float *x, int64_t n, float sub) {
-  const __m512 s = _mm512_set1_ps(sub);
+namespace {
+/// Lanes [0, limit - j) of 16 from j on, none when limit <= j.
+inline __mmask16 lanesBelow(int64_t limit, int64_t j) {
+  return limit <= j ? (__mmask16)0 : lanes(limit, j);
+}
+
+/// The scores of x[j, j + 16) (lanes m).
+TCC_AVX512 inline __m512 scores16(const float *x, int64_t j, __mmask16 m,
+                                  const AttentionScores &s) {
+  __m512 v =
+      _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + j), _mm512_set1_ps(s.scale));
+  if (s.mask)
+    v = _mm512_add_ps(v, s.maskPerKey ? _mm512_maskz_loadu_ps(m, s.mask + j)
+                                      : _mm512_set1_ps(s.mask[0]));
+  return _mm512_mask_blend_ps(lanesBelow(s.visible, j),
+                              _mm512_set1_ps(-__builtin_inff()), v);
+}
+} // namespace
+
+TCC_AVX512 float attentionSoftmaxRow(float *x, int64_t n,
+                                     const AttentionScores &s) {
+  __m512 mx = _mm512_set1_ps(-__builtin_inff());
+  for (int64_t j = 0; j < n; j += 16) {
+    __mmask16 m = lanes(n, j);
+    __m512 v = scores16(x, j, m, s);
+    _mm512_mask_storeu_ps(x + j, m, v);
+    mx = _mm512_mask_max_ps(mx, m, mx, v);
+  }
+  const float top = _mm512_reduce_max_ps(mx);
+  const __m512 t = _mm512_set1_ps(top);
   __m512 sum = _mm512_setzero_ps();
   for (int64_t j = 0; j < n; j += 16) {
     __mmask16 m = lanes(n, j);
-    __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j), s));
+    __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j), t));
     _mm512_mask_storeu_ps(x + j, m, e);
     sum = _mm512_mask_add_ps(sum, m, sum, e);
   }
-  return _mm512_reduce_add_ps(sum);
-}
-
-TCC_AVX512 void attentionGradRow(float *p, float *ds, int64_t n, float lse,
-                                 float dot, float scale) {
-  const __m512 l = _mm512_set1_ps(lse), d = _mm512_set1_ps(dot),
-               sc = _mm512_set1_ps(scale);
+  const float total = _mm512_reduce_add_ps(sum);
+  // P = exp(s - max) / sum; the backward's exp(s - lse) is the same up to
+  // rounding.
+  const __m512 inv = _mm512_set1_ps(1.0f / total);
   for (int64_t j = 0; j < n; j += 16) {
     __mmask16 m = lanes(n, j);
-    __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, p + j), l));
+    _mm512_mask_storeu_ps(x + j, m,
+                          _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + j), inv));
+  }
+  return top + std::log(total); // NaN for a fully masked row
+}
+
+TCC_AVX512 void attentionGradRow(float *p, float *ds, int64_t n,
+                                 const AttentionScores &s, float lse,
+                                 float dot) {
+  const __m512 l = _mm512_set1_ps(lse), d = _mm512_set1_ps(dot),
+               sc = _mm512_set1_ps(s.scale);
+  for (int64_t j = 0; j < n; j += 16) {
+    __mmask16 m = lanes(n, j);
+    __m512 e = exp16(_mm512_sub_ps(scores16(p, j, m, s), l));
     _mm512_mask_storeu_ps(p + j, m, e);
     __m512 g = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, ds + j), d);
     _mm512_mask_storeu_ps(ds + j, m, _mm512_mul_ps(_mm512_mul_ps(e, g), sc));

@@ -28,15 +28,25 @@ void attentionGemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t ars,
                    int64_t acs, const float *b, int64_t ldb, bool accumulate,
                    float *c, int64_t ldc);
 
-/// x[j] = e^(x[j] - sub) for j < n; returns their sum. The exp is
-/// FastExp.h's (Cephes' reduction and polynomial, within 2 ulp) on 16
-/// lanes with multiply-adds.
-float attentionExpRow(float *x, int64_t n, float sub);
+/// How a row of products x becomes scores: scale * x + mask, -inf from
+/// key `visible` on (causal rows).
+struct AttentionScores {
+  float scale = 1.0f;
+  const float *mask = nullptr; // the row's mask, or none
+  bool maskPerKey = false;     // mask[j], else mask[0] for every key
+  int64_t visible = 0;
+};
 
-/// The backward's row: p[j] = e^(p[j] - lse), then ds[j] = p[j] * (ds[j] -
-/// dot) * scale, for j < n.
-void attentionGradRow(float *p, float *ds, int64_t n, float lse, float dot,
-                      float scale);
+/// The forward's row pass on x[0, n): the scores, then their softmax in
+/// place; returns the row's log-sum-exp (NaN when every score is -inf).
+/// The exp is FastExp.h's (Cephes' reduction and polynomial) on 16 lanes
+/// with multiply-adds.
+float attentionSoftmaxRow(float *x, int64_t n, const AttentionScores &s);
+
+/// The backward's row pass: with the scores s[j] of p[j], p[j] = e^(s[j] -
+/// lse), then ds[j] = p[j] * (ds[j] - dot) * scale, for j < n.
+void attentionGradRow(float *p, float *ds, int64_t n, const AttentionScores &s,
+                      float lse, float dot);
 
 /// sum_j a[j] b[j] for j < n, on 16 lanes.
 float attentionDot(const float *a, const float *b, int64_t n);
