@@ -22,6 +22,13 @@
 // The row passes use a vectorized exp (FastExp.h, within 2 ulp): with
 // libm's scalar expf they took as long as the GEMMs.
 //
+// Where the CPU has AVX-512F the products and row passes run on
+// KernelsAttentionTile.h's register tiles instead of sgemm (whose call and
+// packing cost more than these small products; TCC_CPU_ATTENTION=blas
+// keeps sgemm, for benchmarks): K^T and V^T are transposed once per entry,
+// P^T and dS^T are read through strides. With the tiles and fewer than two
+// entries a thread, the forward's row blocks are pool items of their own.
+//
 // While workers run, OpenBLAS is held to one thread (each GEMM of one entry
 // is small; the batch is the parallelism, and two levels of threads would
 // oversubscribe the cores); with one entry or one thread the entries run on
