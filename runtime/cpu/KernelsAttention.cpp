@@ -22,6 +22,13 @@
 // The row passes use a vectorized exp (FastExp.h, within 2 ulp): with
 // libm's scalar expf they took as long as the GEMMs.
 //
+// Where the CPU has AVX-512F the products and row passes run on
+// KernelsAttentionTile.h's register tiles instead of sgemm (whose call and
+// packing cost more than these small products; TCC_CPU_ATTENTION=blas
+// keeps sgemm, for benchmarks): K^T and V^T are transposed once per entry,
+// P^T and dS^T are read through strides. With the tiles and fewer than two
+// entries a thread, the forward's row blocks are pool items of their own.
+//
 // While workers run, OpenBLAS is held to one thread (each GEMM of one entry
 // is small; the batch is the parallelism, and two levels of threads would
 // oversubscribe the cores); with one entry or one thread the entries run on
@@ -43,10 +50,11 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/AttentionPlan.h"
+#include "runtime/core/ThreadPool.h"
 #include "runtime/core/prelude/FastExp.h"
 #include "runtime/core/prelude/Half.h"
+#include "runtime/cpu/KernelsAttentionTile.h"
 #include "runtime/cpu/KernelsInternal.h"
-#include "runtime/core/ThreadPool.h"
 
 #include <cblas.h>
 
@@ -68,6 +76,8 @@ struct AttnGeom : AttentionDims {
   const float *mask = nullptr;
   int64_t mB = 0, mR = 0, mC = 0; // mask element strides: entry, row, col
   int64_t rowsPerBlock = 1;
+  /// The products run on KernelsAttentionTile.h's tiles, not sgemm.
+  bool tiles = false;
 };
 
 enum Slot {
@@ -82,6 +92,8 @@ enum Slot {
   SlotDK,
   SlotDV,
   SlotRow,
+  SlotKT,
+  SlotVT,
   NumSlots
 };
 
@@ -125,6 +137,7 @@ static AttnGeom geometry(const KernelArgs &a, size_t nIn) {
   g.scale = static_cast<float>(at.scale);
   g.causal = at.causal;
   g.dtype = a.in[0].dtype;
+  g.tiles = attentionTilesOn();
   if (a.in.size() > nIn) {
     const TensorView &M = a.in[nIn];
     size_t mr = M.rank();
@@ -163,12 +176,43 @@ static void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
               (int)lda, b, (int)ldb, beta, c, (int)ldc);
 }
 
+/// C = beta C + op(A) B, beta 0 or 1: sgemm, or the tile kernels (which
+/// read a transposed A through its strides).
+static void product(const AttnGeom &g, bool ta, int64_t m, int64_t n, int64_t k,
+                    const float *a, int64_t lda, const float *b, int64_t ldb,
+                    float beta, float *c, int64_t ldc) {
+  if (!g.tiles)
+    return sgemm(ta, false, m, n, k, a, lda, b, ldb, beta, c, ldc);
+  attentionGemm(m, n, k, a, ta ? 1 : lda, ta ? lda : 1, b, ldb, beta != 0.0f, c,
+                ldc);
+}
+
 /// An entry's rows as f32: `ld` elements from one row to the next.
 struct Rows {
   float *p;
   int64_t ld;
   const float *row(int64_t i) const { return p + i * ld; }
 };
+
+/// The keys (or values) `k`, `rows` x `cols`, as the B of products with
+/// their transpose (S = Q K^T, dP = dO V^T): for the tiles a transposed
+/// copy in `slot`, made once per entry; sgemm transposes as it packs.
+struct KeysT {
+  Rows k;
+  const float *t = nullptr; // [cols, rows] when tiles
+  int64_t rows = 0;
+};
+
+static KeysT keysT(const AttnGeom &g, const Rows &k, int64_t rows, int64_t cols,
+                   Slot slot);
+
+/// C[m, n] = A K[0:n]^T (C's rows n apart).
+static void productBt(const AttnGeom &g, int64_t m, int64_t n, int64_t kd,
+                      const float *a, int64_t lda, const KeysT &k, float *c) {
+  if (!g.tiles)
+    return sgemm(false, true, m, n, kd, a, lda, k.k.p, k.k.ld, 0.0f, c, n);
+  attentionGemm(m, n, kd, a, lda, 1, k.t, k.rows, false, c, n);
+}
 
 /// Entry `b` of operand `t` (`rows` x `cols` per entry, in g's layout) as
 /// f32: the tensor itself, strided, or its rows widened into the slot.
@@ -198,18 +242,37 @@ static Rows outF32(const AttnGeom &g, const TensorView &t, int64_t b,
   return {scratch().get(slot, rows * cols), cols};
 }
 
-static void storeEntry(const AttnGeom &g, const TensorView &t, int64_t b,
-                       int64_t rows, int64_t cols, const Rows &v, int part) {
+/// Stores rows [r0, r1) of entry `b` of output `t` from `v` (16-bit types;
+/// f32 ones were computed in place).
+static void storeRows(const AttnGeom &g, const TensorView &t, int64_t b,
+                      int64_t rows, int64_t cols, const Rows &v, int part,
+                      int64_t r0, int64_t r1) {
   if (t.dtype == DType::F32)
     return;
   int64_t ld = g.pitch(cols, part);
   uint16_t *dst =
       static_cast<uint16_t *>(t.data) + g.entryOffset(b, rows, cols, part);
   if (ld == cols)
-    narrowFromF32(v.p, t.dtype, dst, rows * cols);
+    narrowFromF32(v.row(r0), t.dtype, dst + r0 * cols, (r1 - r0) * cols);
   else
-    for (int64_t i = 0; i < rows; ++i)
+    for (int64_t i = r0; i < r1; ++i)
       narrowFromF32(v.row(i), t.dtype, dst + i * ld, cols);
+}
+
+static void storeEntry(const AttnGeom &g, const TensorView &t, int64_t b,
+                       int64_t rows, int64_t cols, const Rows &v, int part) {
+  storeRows(g, t, b, rows, cols, v, part, 0, rows);
+}
+
+static KeysT keysT(const AttnGeom &g, const Rows &k, int64_t rows, int64_t cols,
+                   Slot slot) {
+  KeysT r{k, nullptr, rows};
+  if (g.tiles) {
+    float *t = scratch().get(slot, rows * cols);
+    attentionTranspose(rows, cols, k.p, k.ld, t);
+    r.t = t;
+  }
+  return r;
 }
 
 /// Zeroes `rows` rows of `cols` elements.
@@ -250,6 +313,19 @@ static void scoresRow(const AttnGeom &g, int64_t b, int64_t i, float *s,
       s[j] = -INFINITY;
 }
 
+/// Row i of entry b's scores for the tiles' row passes (scoresRow's).
+static AttentionScores scoresOf(const AttnGeom &g, int64_t b, int64_t i,
+                                int64_t n) {
+  AttentionScores s;
+  s.scale = g.scale;
+  if (g.mask) {
+    s.mask = g.mask + b * g.mB + i * g.mR;
+    s.maskPerKey = g.mC != 0;
+  }
+  s.visible = g.causal ? std::min(n, i + 1) : n;
+  return s;
+}
+
 /// Lane-wise reductions of a row (8 lanes, combined in a fixed order), so
 /// GCC vectorizes them without reassociating float sums by itself.
 static constexpr int kLanes = 8;
@@ -288,16 +364,17 @@ static int64_t visibleKeys(const AttnGeom &g, int64_t i1) {
   return g.causal ? std::min(g.tk, i1) : g.tk;
 }
 
-/// Runs entry(b) for every batch entry: on the ThreadPool with OpenBLAS
-/// held to one thread, or on the calling thread.
-template <class F> static void forEachEntry(const AttnGeom &g, F &&entry) {
+/// Runs item(i) for i < items (batch entries, or pieces of them): on the
+/// ThreadPool with OpenBLAS held to one thread, or on the calling thread.
+template <class F>
+static void forEachItem(const AttnGeom &g, int64_t items, F &&item) {
   ThreadPool &pool = ThreadPool::global();
   // Work below this (multiply-adds) is not worth waking the pool.
   constexpr int64_t kMinParallelWork = 1 << 18;
   double work = (double)g.batch * g.tq * g.tk * (g.d + g.dv);
-  if (g.batch < 2 || pool.size() < 2 || work < kMinParallelWork) {
-    for (int64_t b = 0; b < g.batch; ++b)
-      entry(b);
+  if (items < 2 || pool.size() < 2 || work < kMinParallelWork) {
+    for (int64_t i = 0; i < items; ++i)
+      item(i);
     return;
   }
   struct BlasThreads {
@@ -311,27 +388,35 @@ template <class F> static void forEachEntry(const AttnGeom &g, F &&entry) {
         openblas_set_num_threads(saved);
     }
   } single;
-  pool.parallelFor(g.batch, [&](int64_t b) { entry(b); });
+  pool.parallelFor(items, [&](int64_t i) { item(i); });
 }
 
 //===----------------------------------------------------------------------===//
 // attention: in [q, k, v (, mask)] out [out, lse]
 //===----------------------------------------------------------------------===//
 
-/// One entry of the forward.
-static void forwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
+/// Row blocks [blk0, blk1) of entry b of the forward.
+static void forwardBlocks(const KernelArgs &a, const AttnGeom &g, int64_t b,
+                          int64_t blk0, int64_t blk1) {
   Rows q = entryF32(g, a.in[0], b, g.tq, g.d, SlotQ, 0);
   Rows k = entryF32(g, a.in[1], b, g.tk, g.d, SlotK, 1);
   Rows v = entryF32(g, a.in[2], b, g.tk, g.dv, SlotV, 2);
   Rows o = outF32(g, a.out[0], b, g.tq, g.dv, SlotO, -1);
   float *lse = a.out[1].f32() + b * g.tq;
+  KeysT kt = keysT(g, k, g.tk, g.d, SlotKT);
   float *s = scratch().get(SlotS, g.rowsPerBlock * g.tk);
-  for (int64_t i0 = 0; i0 < g.tq; i0 += g.rowsPerBlock) {
+  const int64_t first = blk0 * g.rowsPerBlock,
+                last = std::min(g.tq, blk1 * g.rowsPerBlock);
+  for (int64_t i0 = first; i0 < last; i0 += g.rowsPerBlock) {
     int64_t i1 = std::min(g.tq, i0 + g.rowsPerBlock), rows = i1 - i0;
     int64_t n = visibleKeys(g, i1);
-    sgemm(false, true, rows, n, g.d, q.row(i0), q.ld, k.p, k.ld, 0.0f, s, n);
+    productBt(g, rows, n, g.d, q.row(i0), q.ld, kt, s);
     for (int64_t i = i0; i < i1; ++i) {
       float *row = s + (i - i0) * n;
+      if (g.tiles) {
+        lse[i] = attentionSoftmaxRow(row, n, scoresOf(g, b, i, n));
+        continue;
+      }
       scoresRow(g, b, i, row, n);
       float mx = rowMax(row, n);
       for (int64_t j = 0; j < n; ++j)
@@ -345,15 +430,29 @@ static void forwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
         row[j] *= inv;
     }
     roundTo(g.dtype, s, rows * n);
-    sgemm(false, false, rows, g.dv, n, s, n, v.p, v.ld, 0.0f, o.p + i0 * o.ld,
-          o.ld);
+    product(g, false, rows, g.dv, n, s, n, v.p, v.ld, 0.0f, o.p + i0 * o.ld,
+            o.ld);
   }
-  storeEntry(g, a.out[0], b, g.tq, g.dv, o, -1);
+  storeRows(g, a.out[0], b, g.tq, g.dv, o, -1, first, last);
 }
 
 void run_attention(const KernelArgs &a) {
   AttnGeom g = geometry(a, 3);
-  forEachEntry(g, [&](int64_t b) { forwardEntry(a, g, b); });
+  int64_t blocks = (g.tq + g.rowsPerBlock - 1) / g.rowsPerBlock;
+  // The rows of an entry do not depend on one another: with the tiles
+  // (no OpenBLAS threads to fall back on) and fewer than two entries a
+  // thread, each row block is an item, so one long sequence still takes
+  // every thread (each item transposes K for itself).
+  int64_t split = g.tiles && g.batch < 2 * ThreadPool::global().size()
+                      ? std::max<int64_t>(blocks, 1)
+                      : 1;
+  forEachItem(g, g.batch * split, [&](int64_t it) {
+    int64_t b = it / split;
+    if (split == 1)
+      forwardBlocks(a, g, b, 0, blocks);
+    else
+      forwardBlocks(a, g, b, it % split, it % split + 1);
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -380,23 +479,33 @@ static void backwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
   float *rowDot = scratch().get(SlotRow, g.tq);
   for (int64_t i = 0; i < g.tq; ++i) {
     const float *dr = dout.row(i), *orow = o.row(i);
+    if (g.tiles) {
+      rowDot[i] = attentionDot(dr, orow, g.dv);
+      continue;
+    }
     float acc = 0.0f;
     for (int64_t d = 0; d < g.dv; ++d)
       acc += dr[d] * orow[d];
     rowDot[i] = acc;
   }
+  KeysT kt = keysT(g, k, g.tk, g.d, SlotKT);
+  KeysT vt = keysT(g, v, g.tk, g.dv, SlotVT);
   float *p = scratch().get(SlotS, g.rowsPerBlock * g.tk);
   float *ds = scratch().get(SlotDP, g.rowsPerBlock * g.tk);
   for (int64_t i0 = 0; i0 < g.tq; i0 += g.rowsPerBlock) {
     int64_t i1 = std::min(g.tq, i0 + g.rowsPerBlock), rows = i1 - i0;
     int64_t n = visibleKeys(g, i1);
     const float *qb = q.row(i0), *dob = dout.row(i0);
-    sgemm(false, true, rows, n, g.d, qb, q.ld, k.p, k.ld, 0.0f, p, n);
-    sgemm(false, true, rows, n, g.dv, dob, dout.ld, v.p, v.ld, 0.0f, ds, n);
+    productBt(g, rows, n, g.d, qb, q.ld, kt, p);
+    productBt(g, rows, n, g.dv, dob, dout.ld, vt, ds);
     for (int64_t i = i0; i < i1; ++i) {
       float *pr = p + (i - i0) * n, *dr = ds + (i - i0) * n;
-      scoresRow(g, b, i, pr, n);
       float l = lse[i], dot = rowDot[i];
+      if (g.tiles) {
+        attentionGradRow(pr, dr, n, scoresOf(g, b, i, n), l, dot);
+        continue;
+      }
+      scoresRow(g, b, i, pr, n);
       for (int64_t j = 0; j < n; ++j) {
         float pj = fastExp(pr[j] - l);
         pr[j] = pj;
@@ -405,10 +514,10 @@ static void backwardEntry(const KernelArgs &a, const AttnGeom &g, int64_t b) {
     }
     roundTo(g.dtype, p, rows * n);
     roundTo(g.dtype, ds, rows * n);
-    sgemm(true, false, n, g.dv, rows, p, n, dob, dout.ld, 1.0f, dv.p, dv.ld);
-    sgemm(false, false, rows, g.d, n, ds, n, k.p, k.ld, 0.0f, dq.p + i0 * dq.ld,
-          dq.ld);
-    sgemm(true, false, n, g.d, rows, ds, n, qb, q.ld, 1.0f, dk.p, dk.ld);
+    product(g, true, n, g.dv, rows, p, n, dob, dout.ld, 1.0f, dv.p, dv.ld);
+    product(g, false, rows, g.d, n, ds, n, k.p, k.ld, 0.0f, dq.p + i0 * dq.ld,
+            dq.ld);
+    product(g, true, n, g.d, rows, ds, n, qb, q.ld, 1.0f, dk.p, dk.ld);
   }
   storeEntry(g, DQ, b, g.tq, g.d, dq, 0);
   storeEntry(g, DK, b, g.tk, g.d, dk, 1);
@@ -442,7 +551,12 @@ static void columnSums(const TensorView &G, const TensorView &sums) {
 
 void run_attention_grad(const KernelArgs &a) {
   AttnGeom g = geometry(a, 6);
-  forEachEntry(g, [&](int64_t b) { backwardEntry(a, g, b); });
+  // An entry's dK and dV sum over all its row blocks, so the backward's
+  // threads take whole entries: with fewer entries than threads, sgemm's
+  // own threads do more than one thread's tiles.
+  if (g.batch < ThreadPool::global().size())
+    g.tiles = false;
+  forEachItem(g, g.batch, [&](int64_t b) { backwardEntry(a, g, b); });
   if (a.out.size() == 2)
     columnSums(a.out[0], a.out[1]);
 }

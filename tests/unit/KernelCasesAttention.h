@@ -159,6 +159,21 @@ inline void attentionCases(std::vector<KernelCase> &cases) {
       c.sumsOf16Bit.push_back(c.outs.back());
     cases.push_back(std::move(c));
   }
+  // The CPU's AVX-512 tiles (KernelsAttentionTile.h): head dims 16 to 80
+  // (one or two 64-column panels), lengths off the 8-row tiles and the
+  // 16 lanes, causal and not, both layouts, and GPT's fused QKV.
+  {
+    KernelCase c{"attention_head_dims_f32"};
+    c.rtol = c.atol = 1e-4;
+    OneProgram &p = c.prog;
+    DType f = DType::F32;
+    attentionPair(p, f, {2}, 67, 67, 16, 16, {}, true, c.outs, 2);
+    attentionPair(p, f, {3}, 33, 45, 32, 32, {3, 1, 45}, false, c.outs);
+    attentionPair(p, f, {2}, 67, 67, 64, 64, {}, true, c.outs);
+    attentionPair(p, f, {1}, 50, 50, 80, 80, {1, 2, 1, 50}, false, c.outs, 2);
+    attentionPair(p, f, {2}, 65, 65, 32, 32, {}, true, c.outs, 4, true, true);
+    cases.push_back(std::move(c));
+  }
   // The tiled kernels (16-bit, D 16, 32, 64, 80, 96 or 128): the tails of
   // 64-row tiles, whole tiles, causal tiles above and below the diagonal with
   // Tq < Tk and Tq > Tk, masks of each broadcast, both layouts; D 48 takes the

@@ -5,18 +5,19 @@
 // Tq != Tk, rank-4 batches, fully masked rows); where the 16-bit kernels
 // round P and dS; a finite-difference check of the gradient against the
 // forward; row blocks and the thread pool; the sequence-major layout
-// against the packed one; and the checks on malformed instrs (artifacts are
-// untrusted).
+// against the packed one; the products on the AVX-512 tiles and on sgemm.
+// (The checks on malformed instrs: KernelsAttentionCheckTest.cpp.)
 //
 //===----------------------------------------------------------------------===//
 #include "KernelTestUtil.h"
-#include "runtime/core/prelude/FastExp.h"
 #include "runtime/core/ThreadPool.h"
+#include "runtime/core/prelude/FastExp.h"
 
 #include <cblas.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <string>
 
@@ -381,6 +382,31 @@ TEST(KernelsAttention, RowBlocksAndThreads) {
   EXPECT_EQ(one.dv, three.dv);
 }
 
+// Both ways of computing the products: KernelsAttentionTile.h's AVX-512
+// tiles (where the CPU has AVX-512F) and sgemm (TCC_CPU_ATTENTION=blas), at
+// head dims of one to two 64-column panels, with lengths that are not
+// multiples of the tiles' rows or of 16 lanes, causal (several row blocks)
+// and masked.
+TEST(KernelsAttention, TilesAndSgemmAtHeadDims) {
+  const char *saved = std::getenv("TCC_CPU_ATTENTION");
+  std::string before = saved ? saved : "";
+  for (const char *way : {"tiles", "blas"}) {
+    setenv("TCC_CPU_ATTENTION", way, 1);
+    SCOPED_TRACE(way);
+    for (int64_t d : {16, 32, 64, 80}) {
+      checkProblem({{2}, 67, 67, d, d, true}, DType::F32);
+      checkProblem({{3}, 33, 45, d, d, false, {3, 1, 45}}, DType::F32);
+      checkProblem({{2}, 21, 21, d, d / 2, true, {21, 21}}, DType::F32);
+    }
+    checkProblem({{2}, 67, 67, 64, 64, true}, DType::BF16);
+    checkProblem({{1}, 130, 130, 32, 32, true, {1, 130}}, DType::F16);
+  }
+  if (saved)
+    setenv("TCC_CPU_ATTENTION", before.c_str(), 1);
+  else
+    unsetenv("TCC_CPU_ATTENTION");
+}
+
 // A row whose keys are all masked is NaN (softmax of all -inf), in the
 // forward and wherever it flows in the backward; other rows are finite.
 TEST(KernelsAttention, FullyMaskedRowIsNaN) {
@@ -429,34 +455,37 @@ TEST(KernelsAttention, EmptyDims) {
 
 // The gradient kernel against central differences of the forward (f32).
 TEST(KernelsAttention, GradientMatchesFiniteDifferences) {
-  for (bool causal : {false, true}) {
-    Problem p{{2}, 3, 4, 3, 2, causal, {1, 4}, 0.7};
-    Data x = makeData(p, DType::F32, 21);
-    x.mask[1] = -INFINITY;                  // one padded key
-    Got got = runKernels(p, x, DType::F32); // dout is the loss weights
-    auto loss = [&](const Data &d) {
-      Got g = runKernels(p, d, DType::F32);
-      double l = 0;
-      for (size_t i = 0; i < g.out.size(); ++i)
-        l += double(g.out[i]) * d.dout[i];
-      return l;
-    };
-    const double h = 1e-2;
-    auto check = [&](std::vector<float> Data::*field,
-                     const std::vector<float> &grad, const char *name) {
-      for (size_t i = 0; i < (x.*field).size(); ++i) {
-        Data plus = x, minus = x;
-        (plus.*field)[i] += h;
-        (minus.*field)[i] -= h;
-        double fd = (loss(plus) - loss(minus)) / (2 * h);
-        EXPECT_NEAR(grad[i], fd, 2e-3 * (1 + std::fabs(fd)))
-            << name << "[" << i << "] causal " << causal;
-      }
-    };
-    check(&Data::q, got.dq, "dq");
-    check(&Data::k, got.dk, "dk");
-    check(&Data::v, got.dv, "dv");
-  }
+  // The second: 17 rows and keys, past a tile of rows and a vector of 16
+  // lanes, head dim 16 (the products' tiles where the CPU has them).
+  for (bool causal : {false, true})
+    for (Problem p : {Problem{{2}, 3, 4, 3, 2, causal, {1, 4}, 0.7},
+                      Problem{{1}, 17, 17, 16, 16, causal, {1, 17}, 0.25}}) {
+      Data x = makeData(p, DType::F32, 21);
+      x.mask[1] = -INFINITY;                  // one padded key
+      Got got = runKernels(p, x, DType::F32); // dout is the loss weights
+      auto loss = [&](const Data &d) {
+        Got g = runKernels(p, d, DType::F32);
+        double l = 0;
+        for (size_t i = 0; i < g.out.size(); ++i)
+          l += double(g.out[i]) * d.dout[i];
+        return l;
+      };
+      const double h = 1e-2;
+      auto check = [&](std::vector<float> Data::*field,
+                       const std::vector<float> &grad, const char *name) {
+        for (size_t i = 0; i < (x.*field).size(); ++i) {
+          Data plus = x, minus = x;
+          (plus.*field)[i] += h;
+          (minus.*field)[i] -= h;
+          double fd = (loss(plus) - loss(minus)) / (2 * h);
+          EXPECT_NEAR(grad[i], fd, 2e-3 * (1 + std::fabs(fd)))
+              << name << "[" << i << "] causal " << causal;
+        }
+      };
+      check(&Data::q, got.dq, "dq");
+      check(&Data::k, got.dk, "dk");
+      check(&Data::v, got.dv, "dv");
+    }
 }
 
 // 16-bit kernels round P before P v and P^T dout and dS before dS k and
@@ -517,202 +546,6 @@ TEST(KernelsAttention, FastExpIsWithinTwoUlp) {
   EXPECT_EQ(fastExp(INFINITY), INFINITY);
   EXPECT_TRUE(std::isnan(fastExp(NAN)));
   RecordProperty("worst_ulp", std::to_string(worst));
-}
-
-//===----------------------------------------------------------------------===//
-// Checks
-//===----------------------------------------------------------------------===//
-
-namespace {
-/// A well-formed call of `kernel` that `edit` then breaks; expects checkInstr
-/// to throw a message containing `expected`.
-void expectCheckError(
-    const std::string &kernel,
-    const std::function<void(std::vector<TensorInfo> &, Instr &)> &edit,
-    const std::string &expected) {
-  auto info = [](DType t, std::vector<int64_t> shape) {
-    TensorInfo i;
-    i.name = "x";
-    i.dtype = t;
-    i.shape = std::move(shape);
-    i.kind = TensorKind::Input;
-    return i;
-  };
-  DType h = DType::BF16;
-  // q k v mask out lse dout | dq dk dv   (B 2, Tq 3, Tk 5, D 4, Dv 6)
-  std::vector<TensorInfo> ts = {info(h, {2, 3, 4}), info(h, {2, 5, 4}),
-                                info(h, {2, 5, 6}), info(DType::F32, {1, 3, 5}),
-                                info(h, {2, 3, 6}), info(DType::F32, {2, 3}),
-                                info(h, {2, 3, 6}), info(h, {2, 3, 4}),
-                                info(h, {2, 5, 4}), info(h, {2, 5, 6})};
-  const char *names[] = {"q",   "k",    "v",  "mask", "out",
-                         "lse", "dout", "dq", "dk",   "dv"};
-  for (size_t i = 0; i < ts.size(); ++i)
-    ts[i].name = names[i];
-  Instr in =
-      kernel == "attention"
-          ? Instr{kernel, {0, 1, 2, 3}, {4, 5}, {0, 0}, {0.5}}
-          : Instr{kernel, {0, 1, 2, 4, 5, 6, 3}, {7, 8, 9}, {0, 0}, {0.5}};
-  EXPECT_NO_THROW(checkInstr(in, ts)) << "the unedited call";
-  edit(ts, in);
-  try {
-    checkInstr(in, ts);
-    ADD_FAILURE() << "no error; expected '" << expected << "'";
-  } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos)
-        << "got: " << e.what() << "\nexpected: " << expected;
-  }
-}
-
-using Edit = std::function<void(std::vector<TensorInfo> &, Instr &)>;
-} // namespace
-
-TEST(KernelsAttention, CheckErrors) {
-  enum { Q, K, V, M, O, L, DO, DQ, DK, DV };
-  for (const char *kernel : {"attention", "attention_grad"}) {
-    SCOPED_TRACE(kernel);
-    auto bad = [&](Edit e, const std::string &msg) {
-      expectCheckError(kernel, e, msg);
-    };
-    bad([](auto &ts, auto &) { ts[L].dtype = DType::BF16; },
-        "'lse' is bf16, expected f32 (lse is always f32)");
-    bad([](auto &ts, auto &) { ts[M].dtype = DType::BF16; },
-        "'mask' is bf16, expected f32 (the mask is always f32)");
-    bad([](auto &ts, auto &) { ts[K].dtype = DType::F16; },
-        "'k' is f16, expected bf16 (q, k and v share one type)");
-    bad([](auto &ts, auto &) { ts[Q].dtype = DType::I64; },
-        "'q' is i64; attention takes f32, bf16 or f16");
-    bad(
-        [](auto &ts, auto &) {
-          ts[K].shape = {2, 5, 3};
-        },
-        "differ in their last (head) dim");
-    bad(
-        [](auto &ts, auto &) {
-          ts[V].shape = {2, 4, 6};
-        },
-        "differ in their key count");
-    bad(
-        [](auto &ts, auto &) {
-          ts[K].shape = {3, 5, 4};
-        },
-        "'k' has shape [3,5,4]; expected q's rank and batch dims [2]");
-    bad(
-        [](auto &ts, auto &) {
-          ts[Q].shape = {3, 4};
-        },
-        "attention needs rank >= 3");
-    bad(
-        [](auto &ts, auto &) {
-          ts[M].shape = {3, 3, 5};
-        },
-        "which does not broadcast to [2,3,5]");
-    bad(
-        [](auto &ts, auto &) {
-          ts[M].shape = {1, 1, 3, 5};
-        },
-        "which does not broadcast");
-    bad(
-        [](auto &ts, auto &) {
-          ts[M].shape = {3, 4};
-        },
-        "which does not broadcast");
-    bad(
-        [](auto &ts, auto &) {
-          ts[L].shape = {2, 5};
-        },
-        "'lse' has shape [2,5], expected [2,3]");
-    bad(
-        [](auto &, auto &in) {
-          in.iattrs = {2, 0};
-        },
-        "attribute 'causal' must be 0 or 1, got 2");
-    bad(
-        [](auto &, auto &in) {
-          in.iattrs = {0, 3};
-        },
-        "attribute 'seq_major' must be 0 or 1, got 3");
-    bad([](auto &, auto &in) { in.iattrs = {0}; },
-        "expects 2 or 3 integer attributes (causal, seq_major, [fused_qkv]), "
-        "got 1");
-    // fused_qkv (AttentionAttrs' third integer): q, k and v one
-    // [B..., T, 3H, D] tensor.
-    bad(
-        [](auto &, auto &in) {
-          in.iattrs = {0, 1, 2};
-        },
-        "attribute 'fused_qkv' must be 0 or 1, got 2");
-    bad(
-        [](auto &, auto &in) {
-          in.iattrs = {0, 0, 1};
-        },
-        "fused_qkv: q, k and v need the sequence-major layout");
-    bad(
-        [](auto &, auto &in) {
-          in.iattrs = {0, 1, 1};
-        },
-        "fused_qkv: input 0 'q', input 1 'k' and input 2 'v' must be one "
-        "tensor (the QKV projection)");
-    bad(
-        [](auto &ts, auto &in) {
-          in.iattrs = {0, 1, 1};
-          in.inputs[1] = in.inputs[2] = in.inputs[0];
-          ts[Q].shape = {2, 4, 4};
-        },
-        "fused_qkv: input 0 'q' has shape [2,4,4]; expected [batch..., rows, "
-        "3 * heads, features]");
-    // Sequence-major: q [2, 3, 4] is then T 2, H 3, D 4; k [2, 5, 4] has
-    // 5 heads, not 3.
-    bad(
-        [](auto &, auto &in) {
-          in.iattrs = {0, 1};
-        },
-        "expected q's rank and sequence-major batch dims [3]");
-    bad([](auto &, auto &in) { in.fattrs = {}; },
-        "expects 1 float attribute (scale), got 0");
-    bad([](auto &, auto &in) { in.fattrs = {NAN}; },
-        "the scale attribute must be finite");
-    bad([](auto &, auto &in) { in.inputs.resize(2); }, "inputs (q, k, v");
-    bad([](auto &, auto &in) { in.outputs.pop_back(); }, "outputs, got");
-  }
-  // Only the forward has out as its output, only the backward dout and the
-  // gradients.
-  expectCheckError(
-      "attention",
-      [](auto &ts, auto &) {
-        ts[O].shape = {2, 3, 4};
-      },
-      "'out' has shape [2,3,4], expected [2,3,6]");
-  expectCheckError(
-      "attention", [](auto &ts, auto &) { ts[O].dtype = DType::F32; },
-      "'out' is f32, expected bf16");
-  expectCheckError(
-      "attention_grad",
-      [](auto &ts, auto &) {
-        ts[DO].shape = {2, 3, 4};
-      },
-      "'dout' has shape [2,3,4], expected [2,3,6]");
-  expectCheckError(
-      "attention_grad",
-      [](auto &ts, auto &) {
-        ts[DK].shape = {2, 5, 6};
-      },
-      "'dk' has shape [2,5,6], expected [2,5,4]");
-  expectCheckError(
-      "attention_grad", [](auto &ts, auto &) { ts[DV].dtype = DType::F32; },
-      "'dv' is f32, expected bf16 (gradients have q's type)");
-  expectCheckError(
-      "attention_grad", [](auto &ts, auto &) { ts[O].dtype = DType::F16; },
-      "'out' is f16, expected bf16");
-  expectCheckError(
-      "attention_grad", [](auto &ts, auto &) { ts[DO].dtype = DType::F32; },
-      "'dout' is f32, expected bf16 (dout has q's type)");
-  expectCheckError(
-      "attention_grad",
-      [](auto &ts, auto &) {
-        ts[O].shape = {2, 3, 5};
-      },
-      "'out' has shape [2,3,5], expected [2,3,6]");
 }
 
 namespace {
