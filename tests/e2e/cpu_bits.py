@@ -10,7 +10,9 @@ the code before the runtime was split into backends (issue 32): a
 refactoring of the runtime must leave these bits as they were. It was
 recorded again when the learning rate became a runtime f32 tensor (issue
 34): AdamW's lr/bc1 is now computed from f32(lr), which moves the AdamW
-runs' bits (the SGD run's stayed the same).
+runs' bits (the SGD run's stayed the same). The ResNet case was recorded
+again when the CPU's convolutions moved to oneDNN (issue 35); the other
+cases kept their bits.
 
 Bits depend on the machine: OpenBLAS picks its kernels by CPU, and the
 generated code targets the host's ISA. The recording names the machine it
