@@ -45,6 +45,9 @@ def bench(args, env):
     for m in re.finditer(r"^  (\S+)\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+%", out,
                          re.M):
         kernels[m.group(1)] = float(m.group(3))
+    m = re.search(r"^  \(all kernels\)\s+[0-9.]+\s+([0-9.]+)", out, re.M)
+    if m:
+        kernels["(all kernels)"] = float(m.group(1))
     return step, kernels
 
 
@@ -61,7 +64,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--kernels", default="conv2d,conv2d_grad_input,"
                     "conv2d_grad_weight,batch_norm_train,batch_norm_train_grad,"
-                    "max_pool2d,max_pool2d_grad")
+                    "max_pool2d,max_pool2d_grad,(all kernels)")
     ap.add_argument("--export-resnet", metavar="OUT")
     args = ap.parse_args()
     if args.export_resnet:
