@@ -7,7 +7,7 @@
 #include <omp.h>
 
 #include <cstdlib>
-#include <cstring>
+#include <new>
 #include <string>
 
 namespace tcc::rt::onednn {
@@ -82,6 +82,17 @@ static memory scratchpadMemory(const memory::desc &d) {
   return memory(d, engine(), scratch(kSlots - 1, d.get_size()));
 }
 
+/// Runs `prim` on this thread's stream; oneDNN's failures become the
+/// runtime's errors (a kernel reports failures as tcc::rt::Error).
+static void execute(const dnnl::primitive &prim,
+                    const std::unordered_map<int, memory> &args) {
+  try {
+    prim.execute(stream(), args);
+  } catch (const dnnl::error &e) {
+    throw Error(std::string("oneDNN: ") + e.what());
+  }
+}
+
 memory Exec::in(const Relayout &r, const void *data, int slot) {
   memory plain(r.from, engine(), const_cast<void *>(data));
   if (!r.prim)
@@ -91,7 +102,7 @@ memory Exec::in(const Relayout &r, const void *data, int slot) {
                                        {DNNL_ARG_TO, blocked}};
   if (r.scratchpad.get_size())
     args.emplace(DNNL_ARG_SCRATCHPAD, scratchpadMemory(r.scratchpad));
-  r.prim->execute(stream(), args);
+  execute(*r.prim, args);
   return blocked;
 }
 
@@ -111,13 +122,13 @@ void Exec::run(const dnnl::primitive &prim,
   dnnl::stream &s = stream();
   if (scratchpad.get_size())
     args.emplace(DNNL_ARG_SCRATCHPAD, scratchpadMemory(scratchpad));
-  prim.execute(s, args);
+  execute(prim, args);
   for (Pending &p : pending_) {
     std::unordered_map<int, memory> rargs{{DNNL_ARG_FROM, p.from},
                                           {DNNL_ARG_TO, p.to}};
     if (p.r->scratchpad.get_size())
       rargs.emplace(DNNL_ARG_SCRATCHPAD, scratchpadMemory(p.r->scratchpad));
-    p.r->prim->execute(s, rargs);
+    execute(*p.r->prim, rargs);
   }
   pending_.clear();
   s.wait();
