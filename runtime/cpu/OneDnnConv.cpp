@@ -184,6 +184,9 @@ bool conv2dGradWeight(const KernelArgs &a) {
   ConvGeom g =
       abi::convGeom(*X.shape, *DW.shape, *DY.shape,
                     abi::attrs<abi::KernelId::Conv2dGradWeight>(a.instr));
+  // Slot 1 holds weight-sized copies in all three kernels (here the weight
+  // gradient), slots 0 and 2 activation-sized ones: the per-thread scratch
+  // is one largest weight plus two largest activations, not two weights.
   static PrimitiveCache<BackwardWeights> cache;
   const BackwardWeights *e =
       oneDnnTakes(g)
@@ -209,8 +212,8 @@ bool conv2dGradWeight(const KernelArgs &a) {
   Exec ex;
   ex.run(e->prim,
          {{DNNL_ARG_DIFF_DST, ex.in(e->dy, DY.data, 0)},
-          {DNNL_ARG_SRC, ex.in(e->x, X.data, 1)},
-          {DNNL_ARG_DIFF_WEIGHTS, ex.out(e->dw, DW.data, 2)}},
+          {DNNL_ARG_SRC, ex.in(e->x, X.data, 2)},
+          {DNNL_ARG_DIFF_WEIGHTS, ex.out(e->dw, DW.data, 1)}},
          e->scratchpad);
   return true;
 }
