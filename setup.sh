@@ -25,7 +25,7 @@ PACKAGES=(
   cmake ninja-build ccache g++ pkg-config
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
-  libopenblas-dev nlohmann-json3-dev libgtest-dev zlib1g-dev
+  libopenblas-dev libdnnl-dev nlohmann-json3-dev libgtest-dev zlib1g-dev
   python3-torch python3-torchvision python3-onnx python3-numpy
   clang-22 libclang-rt-22-dev
 )

@@ -1,5 +1,9 @@
 //===- KernelsConv.cpp - 2-D convolution and its gradients ----------------===//
 //
+// The kernels run on oneDNN where it takes the case (OneDnnConv.cpp, in the
+// module CnnPath.h describes); these loops are the fallback and the
+// reference (TCC_CPU_CONV=im2col).
+//
 // im2col + one OpenBLAS sgemm per group over the whole batch: the unfolded
 // input is `col[K, N*P]` (K = C/groups * kH * kW, P = OH * OW), so the small
 // spatial sizes of late CNN layers still give the GEMM a wide N dimension.
@@ -13,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/abi/WindowGeometry.h"
+#include "runtime/cpu/CnnPath.h"
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <cblas.h>
@@ -34,7 +39,9 @@ using abi::Window2d;
 namespace {
 struct ScratchBuffer {
   std::vector<float> v;
-  ~ScratchBuffer() { noteKernelScratch(-(int64_t)(v.capacity() * sizeof(float))); }
+  ~ScratchBuffer() {
+    noteKernelScratch(-(int64_t)(v.capacity() * sizeof(float)));
+  }
 };
 } // namespace
 
@@ -143,7 +150,7 @@ static void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
 // conv2d: in [x, w] or [x, w, bias], out [y]
 //===----------------------------------------------------------------------===//
 
-void run_conv2d(const KernelArgs &a) {
+static void conv2dIm2col(const KernelArgs &a) {
   const TensorView &X = a.in[0], &W = a.in[1], &Y = a.out[0];
   ConvGeom g = convGeom(*X.shape, *W.shape, *Y.shape,
                         abi::attrs<KernelId::Conv2d>(a.instr));
@@ -180,7 +187,7 @@ void run_conv2d(const KernelArgs &a) {
 // conv2d_grad_input: in [dy, w], out [dx]
 //===----------------------------------------------------------------------===//
 
-void run_conv2d_grad_input(const KernelArgs &a) {
+static void conv2dGradInputIm2col(const KernelArgs &a) {
   const TensorView &DY = a.in[0], &W = a.in[1], &DX = a.out[0];
   ConvGeom g = convGeom(*DX.shape, *W.shape, *DY.shape,
                         abi::attrs<KernelId::Conv2dGradInput>(a.instr));
@@ -202,7 +209,7 @@ void run_conv2d_grad_input(const KernelArgs &a) {
 // conv2d_grad_weight: in [dy, x], out [dw]
 //===----------------------------------------------------------------------===//
 
-void run_conv2d_grad_weight(const KernelArgs &a) {
+static void conv2dGradWeightIm2col(const KernelArgs &a) {
   const TensorView &DY = a.in[0], &X = a.in[1], &DW = a.out[0];
   ConvGeom g = convGeom(*X.shape, *DW.shape, *DY.shape,
                         abi::attrs<KernelId::Conv2dGradWeight>(a.instr));
@@ -219,6 +226,28 @@ void run_conv2d_grad_weight(const KernelArgs &a) {
     sgemm(false, true, g.og, g.k, np, dyT, np, col, np, dw + grp * g.og * g.k,
           g.k);
   }
+}
+
+//===----------------------------------------------------------------------===//
+// The kernels: oneDNN where it takes the case (CnnPath.h), else the loops.
+//===----------------------------------------------------------------------===//
+
+void run_conv2d(const KernelArgs &a) {
+  const cpu::OneDnnKernels *k = cpu::oneDnnKernels();
+  if (!k || !k->conv2d(a))
+    conv2dIm2col(a);
+}
+
+void run_conv2d_grad_input(const KernelArgs &a) {
+  const cpu::OneDnnKernels *k = cpu::oneDnnKernels();
+  if (!k || !k->conv2dGradInput(a))
+    conv2dGradInputIm2col(a);
+}
+
+void run_conv2d_grad_weight(const KernelArgs &a) {
+  const cpu::OneDnnKernels *k = cpu::oneDnnKernels();
+  if (!k || !k->conv2dGradWeight(a))
+    conv2dGradWeightIm2col(a);
 }
 
 } // namespace tcc::rt::kernels

@@ -122,7 +122,8 @@ TCC_KERNEL(reduce_max)
 TCC_KERNEL(reduce_min)
 TCC_KERNEL(arg_max)
 TCC_KERNEL(arg_min)
-// Convolution, pooling, batch norm (KernelsConv/Pool/BatchNorm.cpp).
+// Convolution, pooling, batch norm (KernelsConv/Pool/BatchNorm.cpp; the
+// convolutions on oneDNN where it takes them, CnnPath.h).
 TCC_KERNEL(conv2d)
 TCC_KERNEL(conv2d_grad_input)
 TCC_KERNEL(conv2d_grad_weight)

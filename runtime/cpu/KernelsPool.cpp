@@ -12,6 +12,7 @@
 // each gradient goes.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/core/ThreadPool.h"
 #include "runtime/core/abi/WindowGeometry.h"
 #include "runtime/cpu/KernelsInternal.h"
 
@@ -25,6 +26,39 @@ namespace tcc::rt::kernels {
 // max_pool2d: in [x], out [y, indices (i64)]
 //===----------------------------------------------------------------------===//
 
+/// One output row of one plane: windows that lie inside the input take a
+/// branch-free scan (the compare's outcome is data, and mispredicting it was
+/// most of this kernel's time); windows that touch the padding take the
+/// ABI's checked one. Both keep its rules: the first maximum wins, a NaN
+/// propagates.
+static void maxPoolRow(const abi::PoolGeom &g, const float *plane, int64_t h,
+                       int64_t wd, int64_t r, int64_t ow, float *y,
+                       int64_t *idx) {
+  int64_t h0 = r * g.sh - g.pt;
+  bool rowInside = h0 >= 0 && h0 + (g.kh - 1) * g.dh < h;
+  for (int64_t c = 0; c < ow; ++c) {
+    int64_t w0 = c * g.sw - g.pl;
+    if (!rowInside || w0 < 0 || w0 + (g.kw - 1) * g.dw >= wd) {
+      idx[c] = abi::maxPoolWindow(g, plane, h, wd, r, c, &y[c]);
+      continue;
+    }
+    float m = -std::numeric_limits<float>::infinity();
+    int64_t at = h0 * wd + w0;
+    for (int64_t i = 0; i < g.kh; ++i) {
+      int64_t base = (h0 + i * g.dh) * wd + w0;
+      for (int64_t j = 0; j < g.kw; ++j) {
+        int64_t k = base + j * g.dw;
+        float v = plane[k];
+        bool take = (v > m) | (v != v);
+        m = take ? v : m;
+        at = take ? k : at;
+      }
+    }
+    y[c] = m;
+    idx[c] = at;
+  }
+}
+
 void run_max_pool2d(const KernelArgs &a) {
   const TensorView &X = a.in[0], &Y = a.out[0], &I = a.out[1];
   abi::PoolGeom g =
@@ -34,12 +68,22 @@ void run_max_pool2d(const KernelArgs &a) {
   const float *x = X.f32();
   float *y = Y.f32();
   int64_t *idx = I.i64();
-  for (int64_t pl = 0; pl < planes; ++pl)
-    for (int64_t r = 0; r < oh; ++r)
-      for (int64_t c = 0; c < ow; ++c) {
-        int64_t o = (pl * oh + r) * ow + c;
-        idx[o] = abi::maxPoolWindow(g, x + pl * h * wd, h, wd, r, c, &y[o]);
+  auto rows = [&](int64_t p0, int64_t p1) {
+    for (int64_t pl = p0; pl < p1; ++pl)
+      for (int64_t r = 0; r < oh; ++r) {
+        int64_t o = (pl * oh + r) * ow;
+        maxPoolRow(g, x + pl * h * wd, h, wd, r, ow, y + o, idx + o);
       }
+  };
+  // Planes in chunks on the pool when there is enough to share.
+  ThreadPool &pool = ThreadPool::global();
+  int64_t work = planes * oh * ow * g.kh * g.kw;
+  int64_t chunks = std::min<int64_t>(planes, pool.size() * 4);
+  if (work < (1 << 16) || chunks < 2)
+    return rows(0, planes);
+  pool.parallelFor(chunks, [&](int64_t c) {
+    rows(planes * c / chunks, planes * (c + 1) / chunks);
+  });
 }
 
 //===----------------------------------------------------------------------===//

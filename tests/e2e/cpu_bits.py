@@ -20,6 +20,8 @@ cases show (TCC_HOST_ISA=x86-64-v3 gives this recording too).
 And when the CPU attention's
 products moved to AVX-512 tiles (issue 35): the GPT runs' bits moved (fp32
 losses unchanged as recorded, bf16 losses within 3e-5), the others stayed.
+And the ResNet case
+when the CPU's convolutions moved to oneDNN (issue 35).
 
 Bits depend on the machine: OpenBLAS picks its kernels by CPU, and the
 generated code targets the host's ISA. The recording names the machine it

@@ -18,9 +18,9 @@
 #   models/         benchmarks/gpu_models.py's MLP and GPT-style model at
 #                   their benchmark batches (AdamW), and its config.json
 # all compiled with --target cuda (sm_90a: H100/H200), and with --deps
-#   deps.tar.gz     OpenBLAS, zlib, nlohmann-json, GoogleTest and OpenBLAS's
-#                   Fortran runtime as installed here (Debian), for a GPU
-#                   machine that lacks them (~16 MB)
+#   deps.tar.gz     OpenBLAS, oneDNN, zlib, nlohmann-json, GoogleTest and
+#                   OpenBLAS's Fortran runtime as installed here (Debian),
+#                   for a GPU machine that lacks them
 # and with --prebuilt BUILD_DIR (a runtime-only CUDA build made here:
 # -DTCC_RUNTIME_ONLY=ON -DTCC_ENABLE_CUDA=ON, targets tcc-run tcc_unit_tests)
 #   bin/            its tcc-run and tcc_unit_tests with the runtime library
@@ -80,7 +80,8 @@ if [ -n "$PACK" ]; then
 fi
 if [ -n "$PREBUILT" ]; then
   for b in tools/tcc-run/tcc-run tests/unit/tcc_unit_tests \
-    runtime/libtcc_runtime.so runtime/libtcc_backend_cuda.so; do
+    runtime/libtcc_runtime.so runtime/libtcc_backend_cuda.so \
+    runtime/libtcc_cpu_onednn.so; do
     [ -f "$PREBUILT/$b" ] || {
       echo "tests/gpu/prepare.sh: --prebuilt: no $PREBUILT/$b (build it: ninja -C $PREBUILT tcc-run tcc_unit_tests)" >&2
       exit 1
@@ -144,7 +145,9 @@ if [ "$DEPS" -eq 1 ]; then
   # The installed files of the packages the runtime build needs (no
   # download): headers, shared and static libraries, CMake configs.
   pkgs="libopenblas0-pthread libopenblas-pthread-dev zlib1g zlib1g-dev
-        nlohmann-json3-dev libgtest-dev libgfortran5 libquadmath0"
+        nlohmann-json3-dev libgtest-dev libgfortran5 libquadmath0
+        libdnnl2 libdnnl-dev libgomp1 ocl-icd-libopencl1 ocl-icd-opencl-dev
+        opencl-c-headers"
   list="$(mktemp)"
   for p in $pkgs; do
     dpkg -L "$p" 2>/dev/null || dpkg -L "$p:amd64"
@@ -162,11 +165,13 @@ if [ "$DEPS" -eq 1 ]; then
 fi
 if [ -n "$PREBUILT" ]; then
   mkdir -p "$OUT/bin"
-  # The runners, the runtime library they link and the CUDA backend's
-  # module, which the runtime loads from beside itself: in one folder, the
-  # runners find the library there ($ORIGIN in their run path).
+  # The runners, the runtime library they link and the CUDA backend's and
+  # the CPU's oneDNN modules, which the runtime loads from beside itself: in
+  # one folder, the runners find the library there ($ORIGIN in their run
+  # path).
   for b in tools/tcc-run/tcc-run tests/unit/tcc_unit_tests \
-    runtime/libtcc_runtime.so runtime/libtcc_backend_cuda.so; do
+    runtime/libtcc_runtime.so runtime/libtcc_backend_cuda.so \
+    runtime/libtcc_cpu_onednn.so; do
     strip -o "$OUT/bin/$(basename "$b")" "$PREBUILT/$b"
   done
   for ((i = 0; i < ${#VARIANTS[@]}; i += 2)); do

@@ -176,7 +176,7 @@ else
   echo "== configure ($OUT/logs/configure.log)"
   cmake -S "$ROOT" -B "$BUILD" "${CMAKE_ARGS[@]}" > "$OUT/logs/configure.log" 2>&1 || {
     tail -n 30 "$OUT/logs/configure.log"
-    fatal "configure failed (logs/configure.log); a missing package (OpenBLAS, zlib, nlohmann-json, GoogleTest) comes from ARTIFACT_DIR/deps.tar.gz: tests/gpu/prepare.sh --deps"
+    fatal "configure failed (logs/configure.log); a missing package (OpenBLAS, oneDNN, zlib, nlohmann-json, GoogleTest) comes from ARTIFACT_DIR/deps.tar.gz: tests/gpu/prepare.sh --deps"
   }
   grep -q "tcc: CUDA backend ON" "$OUT/logs/configure.log" || fatal "the CUDA backend is not in the build (logs/configure.log)"
   echo "== build ($OUT/logs/build.log)"
