@@ -178,7 +178,7 @@ _COMMIT = []
 
 def git_commit():
     if not _COMMIT:
-        p = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+        p = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
                            capture_output=True, text=True)
         _COMMIT.append(p.stdout.strip() or "unknown")
     return _COMMIT[0]
@@ -431,6 +431,15 @@ def main():
 
 def header(args, torch_version, load0):
     load1 = os.getloadavg()
+    busy = []
+    if max(load0[0], load1[0]) > 1.5 * os.cpu_count():
+        busy = [f"**The machine was oversubscribed** (load average up to "
+                f"{max(load0[0], load1[0]):.0f} on {os.cpu_count()} cores): "
+                "every time is inflated, and likely unevenly: threads that "
+                "spin-wait long at barriers (GNU OpenMP's default, under "
+                "PyTorch and inductor's kernels) lose more to a descheduled "
+                "partner than tcc's pool, which spins briefly and then "
+                "sleeps. Rerun on a quiet machine for the ratios.", ""]
     return [f"# tcc vs PyTorch {torch_version} and ONNX Runtime Training "
             f"on the CPU ({datetime.date.today()})", "",
             f"Machine: {machine()}; load average {load0[0]:.1f} before, "
@@ -445,7 +454,7 @@ def header(args, torch_version, load0):
             f"n 1024/2048: {args.sgemm_gflops:.0f} GFLOP/s.",
             "Peak RSS: each system alone in its process (VmHWM). Tensor "
             "peak: tcc's measured arena and allocations; PyTorch and ORT "
-            "report none.", "",
+            "report none.", ""] + busy + [
             "Command: `python3 benchmarks/cpu_vs_pytorch.py "
             + " ".join(sys.argv[1:]) + "`", ""]
 

@@ -102,8 +102,17 @@ def ort_artifacts(d, meta):
     art = os.path.join(d, "ort")
     os.makedirs(art, exist_ok=True)
     src = "model_flat.onnx" if meta["flat_onnx"] else "model.onnx"
+    model = onnx.load(os.path.join(d, src))
+    # ORT's gradients of LayerNormalization and Dropout read their optional
+    # outputs (mean and inverse std; the mask), which the exporter leaves
+    # off: name them. The forward computes the same values.
+    extra = {"LayerNormalization": ("mean", "inv_std"), "Dropout": ("mask",)}
+    for i, node in enumerate(model.graph.node):
+        want = extra.get(node.op_type, ())
+        while len(node.output) < 1 + len(want):
+            node.output.append(f"ort_bench_{i}_{want[len(node.output) - 1]}")
     artifacts.generate_artifacts(
-        onnx.load(os.path.join(d, src)), requires_grad=meta["trainable"],
+        model, requires_grad=meta["trainable"],
         frozen_params=meta["frozen"], loss=artifacts.LossType.CrossEntropyLoss,
         # PyTorch's AdamW defaults (ORT's own: eps 1e-6, no weight decay).
         optimizer=onnxblock.optim.AdamW(betas=BETAS, eps=EPS,
