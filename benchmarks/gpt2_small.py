@@ -7,9 +7,14 @@ approximation (GPT-2's activation), vocabulary 50257
 (tcc pads the head's GEMM as its padding pass decides for the target),
 AdamW, bf16 mixed precision. Reported per system: the largest batch that
 fits, tokens/s (median over timed steps), MFU and peak GPU memory.
-PyTorch runs its strongest stock setup: autocast, AdamW(fused=True) on the
-GPU, and nn.MultiheadAttention, whose causal mask PyTorch 2 recognises and
-hands to scaled_dot_product_attention as is_causal (flash attention).
+The PyTorch rows train the same CharGPT with autocast, AdamW(fused=True) on
+the GPU, and nn.MultiheadAttention, whose causal mask PyTorch 2 recognises
+and hands to scaled_dot_product_attention as is_causal (flash attention).
+The "PyTorch best practice" rows (gpt2_torch.py) train GPT-2 as nanoGPT
+writes it: fused QKV Linear, scaled_dot_product_attention(is_causal=True),
+tanh GELU, tied embedding and head, vocabulary padded to 50304, fused
+AdamW, bf16 autocast; eager, torch.compile and torch.compile max-autotune
+(compiled rows on a GPU, or with --compile-on-cpu).
 
 Two halves, because the GPU machine has no MLIR (it runs artifacts only):
 
@@ -46,6 +51,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpt2_torch  # noqa: E402
 
 # GELU's tanh approximation is GPT-2's own activation ("gelu_new"), and the
 # one cuBLASLt epilogues compute: tcc folds it into the MLP's GEMMs.
@@ -129,68 +136,9 @@ def prepare(args):
                    "artifacts": artifacts}, f, indent=1)
 
 
-def torch_worker(args):
-    """One PyTorch measurement in this process; prints one JSON line."""
+def has_sdpa():
     import torch
-    cfg = PRESETS[args.preset]
-    dev = torch.device(args.device)
-    torch.manual_seed(0)
-    model = build_model(cfg).to(dev)
-    model.train()
-    # PyTorch's fastest AdamW on a GPU: one fused kernel for all parameters
-    # (the default, foreach, launches several per group of tensors); tcc's
-    # multi-tensor AdamW is the same idea. The CPU keeps the default.
-    fused = dev.type == "cuda"
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01,
-                            **({"fused": True} if fused else {}))
-    step_fn = model
-    if args.mode == "compile":
-        step_fn = torch.compile(model)
-    lossf = torch.nn.CrossEntropyLoss()
-    x = torch.randint(0, cfg["vocab"], (args.batch, cfg["t"]), device=dev)
-    y = torch.randint(0, cfg["vocab"], (args.batch, cfg["t"]), device=dev)
-    cuda = dev.type == "cuda"
-    amp_dtype = torch.bfloat16 if args.precision == "bf16" else None
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        if amp_dtype is not None:
-            with torch.autocast(dev.type, dtype=amp_dtype):
-                out = step_fn(x)
-                loss = lossf(out.float().view(-1, cfg["vocab"]), y.view(-1))
-        else:
-            out = step_fn(x)
-            loss = lossf(out.view(-1, cfg["vocab"]), y.view(-1))
-        loss.backward()
-        opt.step()
-        return loss
-
-    r = time_steps(step, args.warmup, args.steps, cuda)
-    r["adamw"] = "fused" if fused else "default"
-    print(json.dumps(r))
-
-
-def time_steps(step, warmup, steps, cuda):
-    """A PyTorch worker's figures: `step` run `warmup` times, then timed
-    `steps` times (synchronized on a GPU); the median step, the last loss,
-    the GPU's peak memory over the timed steps, PyTorch and the device."""
-    import torch
-    for _ in range(warmup):
-        step()
-    if cuda:
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-    times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        loss = step()
-        if cuda:
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - t0)
-    return {"step_s": statistics.median(times), "loss": float(loss),
-            "peak_bytes": torch.cuda.max_memory_allocated() if cuda else 0,
-            "torch": torch.__version__,
-            "device": torch.cuda.get_device_name() if cuda else "cpu"}
+    return hasattr(torch.nn.functional, "scaled_dot_product_attention")
 
 
 def run_worker(cmd):
@@ -432,10 +380,23 @@ def run(args):
     rows = []
     systems = [("PyTorch eager", lambda b: run_torch(args, "eager", b),
                 torch_batches)]
-    if args.device == "cuda" and not args.no_compile:
+    compile_rows = (args.device == "cuda" or args.compile_on_cpu) and \
+        not args.no_compile
+    if compile_rows:
         systems.append(("torch.compile",
                         lambda b: run_torch(args, "compile", b),
                         torch_batches))
+    # PyTorch's best practice (gpt2_torch.py): the model as nanoGPT writes
+    # it, where this PyTorch has scaled_dot_product_attention (2.0+).
+    if not args.no_best_practice and has_sdpa():
+        best = [("eager", "nanogpt-eager")]
+        if compile_rows:
+            best += [("torch.compile", "nanogpt-compile"),
+                     ("torch.compile max-autotune", "nanogpt-max-autotune")]
+        for label, mode in best:
+            systems.append((f"PyTorch best practice, {label}",
+                            lambda b, mode=mode: run_torch(args, mode, b),
+                            torch_batches))
     systems.append(("tcc", lambda b: run_tcc(args, arts[b], args.device),
                     batches))
     if args.device == "cuda":
@@ -517,7 +478,10 @@ def run(args):
         if r is not None and r.get("cuda_graphs"):
             out.append(f"\n{name} CUDA graphs: {r['cuda_graphs']}")
     if "tcc" in base:
-        for ref in ("PyTorch eager", "torch.compile"):
+        for ref in ("PyTorch eager", "torch.compile",
+                    "PyTorch best practice, eager",
+                    "PyTorch best practice, torch.compile",
+                    "PyTorch best practice, torch.compile max-autotune"):
             if ref in base:
                 out.append(f"\ntcc / {ref}: {base['tcc'] / base[ref]:.2f}x "
                            "tokens/s")
@@ -569,6 +533,12 @@ def main():
                    help="batches to try for PyTorch (default: the artifacts')")
     r.add_argument("--no-compile", action="store_true",
                    help="skip torch.compile")
+    r.add_argument("--compile-on-cpu", action="store_true",
+                   help="with --device cpu, also run the torch.compile rows "
+                   "(slow; checks them at --preset tiny)")
+    r.add_argument("--no-best-practice", action="store_true",
+                   help="skip the 'PyTorch best practice' rows (nanoGPT's "
+                   "model, gpt2_torch.py)")
     r.add_argument("--peak-tflops", type=float, default=0,
                    help="the device's dense bf16 peak (default: by name)")
     r.add_argument("--bandwidth-tbs", type=float, default=0,
@@ -583,7 +553,7 @@ def main():
                    "(repeatable; e.g. a tests/gpu/prepare.sh --variant)")
     w = sub.add_parser("torch-worker")
     w.add_argument("--preset", choices=PRESETS, required=True)
-    w.add_argument("--mode", choices=["eager", "compile"], required=True)
+    w.add_argument("--mode", choices=gpt2_torch.MODES, required=True)
     w.add_argument("--batch", type=int, required=True)
     w.add_argument("--device", default="cuda")
     w.add_argument("--precision", default="bf16")
@@ -595,7 +565,7 @@ def main():
     elif args.cmd == "run":
         sys.exit(run(args))
     else:
-        torch_worker(args)
+        gpt2_torch.torch_worker(args, PRESETS[args.preset], build_model)
 
 
 if __name__ == "__main__":
