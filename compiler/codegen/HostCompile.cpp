@@ -6,11 +6,12 @@
 // reassociate sums, breaking NaN propagation and determinism. The ISA is
 // the caller's choice (tcc compile --cpu-isa), by default the widest this
 // CPU runs (rt::hostIsa()): -march=x86-64-v4 (AVX-512; see ISA_FLAGS
-// below), x86-64-v3 (AVX2, FMA), or none. The artifact records it and the runtime refuses it on a CPU
-// without it.
+// below), x86-64-v3 (AVX2, FMA), or none. The artifact records it and the
+// runtime refuses it on a CPU without it.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/HostCompile.h"
+#include "compiler/codegen/KernelCache.h"
 
 #include "runtime/core/abi/FusedAbi.h"
 
@@ -25,6 +26,10 @@
 #include <cstdlib>
 
 using namespace llvm;
+
+static const char *const kFlags[] = {
+    "-std=c++17",         "-O3", "-fPIC", "-shared", "-fno-math-errno",
+    "-fno-trapping-math", "-w"};
 
 static std::string findCompiler(std::string &error) {
   if (const char *env = std::getenv("TCC_HOST_CXX"); env && *env) {
@@ -72,6 +77,29 @@ bool tcc::compileHostLibrary(const std::string &source, HostLibrary &out,
   std::string cxx = findCompiler(error);
   if (cxx.empty())
     return false;
+  // The cache key names the compiler by its resolved file, size and time
+  // (`c++` is a chain of links to one GCC; an upgrade changes the file),
+  // the flags that differ between builds (the ISA) and the source.
+  std::string identity = cxx;
+  {
+    SmallString<256> real;
+    sys::fs::file_status st;
+    if (!sys::fs::real_path(cxx, real) && !sys::fs::status(real, st))
+      identity = std::string(real) + " " + std::to_string(st.getSize()) + " " +
+                 std::to_string(sys::toTimeT(st.getLastModificationTime()));
+  }
+  std::string flags;
+  for (const char *f : kFlags)
+    flags += std::string(f) + " ";
+  std::string key =
+      kernelCacheKey({"host", identity, flags, out.isa,
+                      std::to_string(tcc::rt::kFusedAbi), source});
+  if (std::optional<std::vector<uint8_t>> hit = kernelCacheGet("host", key)) {
+    out.bytes = std::move(*hit);
+    out.compiler = cxx;
+    out.seconds = 0;
+    return true;
+  }
   TempDir dir;
   if (std::error_code ec =
           sys::fs::createUniqueDirectory("tcc-fused", dir.path)) {
@@ -91,14 +119,8 @@ bool tcc::compileHostLibrary(const std::string &source, HostLibrary &out,
     }
     os << source;
   }
-  std::vector<std::string> args = {cxx,
-                                   "-std=c++17",
-                                   "-O3",
-                                   "-fPIC",
-                                   "-shared",
-                                   "-fno-math-errno",
-                                   "-fno-trapping-math",
-                                   "-w"};
+  std::vector<std::string> args = {cxx};
+  args.insert(args.end(), std::begin(kFlags), std::end(kFlags));
   // ISA_FLAGS: "generic" builds for baseline x86-64 (SSE2). x86-64-v4 keeps
   // GCC's 256-bit preference for loops: 512-bit vectors measured no faster
   // on Zen 4 (which splits them) and lower the clock of some Intel parts
@@ -140,5 +162,6 @@ bool tcc::compileHostLibrary(const std::string &source, HostLibrary &out,
   }
   out.bytes.assign((*buf)->getBufferStart(), (*buf)->getBufferEnd());
   out.compiler = cxx;
+  kernelCachePut("host", key, out.bytes);
   return true;
 }

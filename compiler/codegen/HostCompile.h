@@ -20,8 +20,10 @@ struct HostLibrary {
 /// else `g++`, else `clang++` on PATH) at -O3 into a shared object for
 /// `isa` ("x86-64-v4", "x86-64-v3", "x86-64"/"generic"; empty: the widest
 /// this CPU runs, rt::hostIsa()), in a temporary directory that is removed
-/// afterwards. Returns false with `error` holding the compiler's command and
-/// output.
+/// afterwards, or reads the library an earlier compile of the same source
+/// with the same compiler and ISA left in the kernel cache (KernelCache.h,
+/// kind "host"). Returns false with `error` holding the compiler's command
+/// and output.
 bool compileHostLibrary(const std::string &source, HostLibrary &out,
                         std::string &error, const std::string &isa = "");
 
