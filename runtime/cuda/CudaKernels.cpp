@@ -42,9 +42,9 @@ using K = abi::KernelId;
 // launcher (an Error at load, "run it on the CPU"): the convolutions in a
 // build without cuDNN.
 #if TCC_CUDA_HAS_CUDNN
-#define TCC_CUDNN_LAUNCH(f) f
+#define TCC_CUDNN(f) f
 #else
-#define TCC_CUDNN_LAUNCH(f) nullptr
+#define TCC_CUDNN(f) nullptr
 #endif
 static constexpr CudaKernelDef kCudaKernels[] = {
     {K::AdafactorUpdate, launch_adafactor_update, nullptr, E::None},
@@ -56,15 +56,18 @@ static constexpr CudaKernelDef kCudaKernels[] = {
     {K::AttentionGrad, launch_attention_grad, prepare_attention, E::None},
     {K::AvgPool2d, launch_avg_pool2d, nullptr, E::None},
     {K::AvgPool2dGrad, launch_avg_pool2d_grad, nullptr, E::None},
-    {K::BatchNormTrain, launch_batch_norm_train, nullptr, E::None},
-    {K::BatchNormTrainGrad, launch_batch_norm_train_grad, nullptr, E::None},
+    {K::BatchNormTrain, launch_batch_norm_train, prepare_batch_norm, E::None},
+    {K::BatchNormTrainGrad, launch_batch_norm_train_grad, prepare_batch_norm,
+     E::None},
     {K::BroadcastTo, launch_broadcast_to, prepareRank, E::None},
     {K::Cast, launch_cast, nullptr, E::None},
     {K::Compare, launch_compare, prepareRank, E::None},
     {K::Concat, launch_concat, nullptr, E::None},
-    {K::Conv2d, TCC_CUDNN_LAUNCH(launch_conv), prepare_conv, E::None},
-    {K::Conv2dGradInput, TCC_CUDNN_LAUNCH(launch_conv), prepare_conv, E::None},
-    {K::Conv2dGradWeight, TCC_CUDNN_LAUNCH(launch_conv), prepare_conv, E::None},
+    {K::Conv2d, TCC_CUDNN(launch_conv), TCC_CUDNN(prepare_conv), E::None},
+    {K::Conv2dGradInput, TCC_CUDNN(launch_conv), TCC_CUDNN(prepare_conv),
+     E::None},
+    {K::Conv2dGradWeight, TCC_CUDNN(launch_conv), TCC_CUDNN(prepare_conv),
+     E::None},
     {K::Copy, launch_copy, nullptr, E::None},
     {K::CumSum, launch_cumsum, nullptr, E::None},
     {K::Div, launch_binary, prepareRank, E::None},

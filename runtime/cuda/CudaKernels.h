@@ -72,8 +72,8 @@ using CudaPrepareFn = int64_t (*)(const Instr &,
 /// What err[] of a failed launch means (CudaSession words the message).
 enum class CudaErrKind {
   None,
-  Label,     // {position, label, classes}: a label outside [0, classes)
-  Index,     // {position, index, size}: an index outside [-size, size)
+  Label, // {position, label, classes}: a label outside [0, classes)
+  Index, // {position, index, size}: an index outside [-size, size)
   PoolIndex, // {position, index, plane size}: a max_pool2d_grad index
              // outside its plane (a corrupted artifact)
 };
@@ -265,6 +265,9 @@ int64_t prepare_matmul(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_reduce(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_reduce_extremum(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_matmul_epilogue(const Instr &, const std::vector<TensorInfo> &);
+/// batch_norm_train and its gradient: a channel's slice sums
+/// (CudaKernelsBatchNorm.cu).
+int64_t prepare_batch_norm(const Instr &, const std::vector<TensorInfo> &);
 /// The convolutions: sizes cuDNN's int descriptors hold (their workspace
 /// is known only on the GPU: CudnnConv::scratchBytes).
 int64_t prepare_conv(const Instr &, const std::vector<TensorInfo> &);

@@ -63,7 +63,7 @@ struct ProgramState {
   /// member of a group (launched with its first).
   std::vector<int> group;
   std::vector<AdamGroup> groups;
-  std::vector<cudaEvent_t> events;    // profiling: start/stop per instr
+  std::vector<cudaEvent_t> events; // profiling: start/stop per instr
   std::unique_ptr<GraphCache> graphs; // Compiled, SessionOptions::graphs
   /// Per instr: its cuDNN convolution (descriptors, algorithm), or null.
   std::vector<std::unique_ptr<CudnnConv>> convs;

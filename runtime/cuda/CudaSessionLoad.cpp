@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Initializer.h"
-#include "runtime/core/abi/FusedAbi.h"
 #include "runtime/core/abi/KernelAbi.h"
+#include "runtime/core/abi/FusedAbi.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaSessionInternal.h"
 
@@ -102,11 +102,10 @@ void CudaSession::Impl::validate(const Artifact &a) {
       ps->defs.push_back(def);
       ps->costs.push_back(kernelCost(in, tensors, mode == ExecMode::Compiled));
       ps->labels.push_back(profileLabel(
-          in,
-          abi::is(in, abi::KernelId::Fused)
-              ? a.device.kernels[abi::attrs<abi::KernelId::Fused>(in).kernel]
-                    .name
-              : ""));
+          in, abi::is(in, abi::KernelId::Fused)
+                  ? a.device.kernels[abi::attrs<abi::KernelId::Fused>(in).kernel]
+                        .name
+                  : ""));
       ps->shapeLabels.push_back(
           profileKey(ps->labels.back(), profileShape(in, tensors)));
       CudaArgs args{in, {}, {}};

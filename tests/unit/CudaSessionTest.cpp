@@ -217,12 +217,11 @@ TEST(CudaSession, UnsupportedCasesAreRefused) {
   }
   // matmul_epilogue: one type for the inputs and D (f32 D from 16-bit
   // inputs for the bias-gradient forms only), checked by checkInstr before
-  // the CUDA kernel's own check (codes: runtime/core/abi/GemmEpilogue.h; 1
-  // bias, 6 gelu_tanh_aux, 9 bgrad_rhs).
+  // the CUDA kernel's own check (codes: runtime/core/abi/GemmEpilogue.h; 1 bias,
+  // 6 gelu_tanh_aux, 9 bgrad_rhs).
   {
     OneProgram p;
-    int32_t a = p.random(DType::BF16, {2, 3}),
-            b = p.random(DType::BF16, {3, 4});
+    int32_t a = p.random(DType::BF16, {2, 3}), b = p.random(DType::BF16, {3, 4});
     int32_t bias = p.random(DType::F32, {4});
     int32_t d = p.out(DType::BF16, {2, 4});
     p.instr("matmul_epilogue", {a, b, bias}, {d}, {0, 0, 1});
@@ -232,8 +231,7 @@ TEST(CudaSession, UnsupportedCasesAreRefused) {
   }
   {
     OneProgram p;
-    int32_t a = p.random(DType::BF16, {2, 3}),
-            b = p.random(DType::BF16, {3, 8});
+    int32_t a = p.random(DType::BF16, {2, 3}), b = p.random(DType::BF16, {3, 8});
     int32_t d = p.out(DType::F32, {2, 8}), pre = p.out(DType::F32, {2, 8});
     p.instr("matmul_epilogue", {a, b}, {d, pre}, {0, 0, 6});
     expectError([&] { cuda::CudaSession s(p.artifact(), ExecMode::Compiled); },
