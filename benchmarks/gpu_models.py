@@ -90,7 +90,8 @@ def prepare(args):
     import torch
     os.makedirs(args.out, exist_ok=True)
     conf = {"target": args.target, "models": {}}
-    for name, cfg in MODELS.items():
+    for name in args.models.split(",") if args.models else MODELS:
+        cfg = MODELS[name]
         batch = args.batch or cfg["batch"]
         torch.manual_seed(0)
         model = build(cfg)
@@ -231,6 +232,9 @@ def main():
     p.add_argument("--gpu-arch", default="sm_90a")
     p.add_argument("--batch", type=int, default=0,
                    help="one batch for every model (default: each its own)")
+    p.add_argument("--models", default="",
+                   help="comma-separated models to prepare (default: all: "
+                   + ",".join(MODELS) + ")")
     r = sub.add_parser("run", help="measure (GPU machine)")
     r.add_argument("--artifacts", required=True)
     r.add_argument("--tcc-run", required=True)
@@ -251,6 +255,9 @@ def main():
     if args.cmd == "prepare":
         if args.batch < 0:
             ap.error("--batch must be positive")
+        for name in args.models.split(",") if args.models else []:
+            if name not in MODELS:
+                ap.error(f"--models: no model '{name}' ({', '.join(MODELS)})")
         prepare(args)
     elif args.cmd == "run":
         sys.exit(run(args))
