@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """The other issues' models on a GPU: tcc vs PyTorch eager vs torch.compile.
 
-The MLP (examples/make_mlp.py's, at 784-1024-1024-10) and the GPT-style
+The MLP (examples/make_mlp.py's, at 784-1024-1024-10), the GPT-style
 character model (examples/make_gpt.py's CharGPT: 2 pre-norm layers, d 128,
-4 heads, T 64, 256 byte tokens) trained with AdamW and cross-entropy, each
-at one batch, side by side: step time (median over timed steps),
+4 heads, T 64, 256 byte tokens) and ResNet-50 (examples/make_cnn.py's, 224x224,
+1000 classes, fp32: tcc's convolutions are cuDNN's, and PyTorch's are run
+without TF32 as tcc's are) trained with AdamW and cross-entropy, each at one
+batch, side by side: step time (median over timed steps),
 samples/s (tokens/s for the GPT), peak GPU memory, and tcc's ratios to
 PyTorch. benchmarks/gpt2_small.py does the same for the GPT-2-small-shaped
 model, with MFU and a profile.
@@ -47,6 +49,8 @@ MODELS = {
                 precision="fp32"),
     "char-gpt": dict(kind="gpt", vocab=256, d=128, heads=4, layers=2, t=64,
                      gelu="erf", batch=256, precision="bf16"),
+    "resnet50": dict(kind="cnn", image=224, classes=1000, batch=64,
+                     precision="fp32"),
 }
 
 
@@ -54,6 +58,9 @@ def build(cfg):
     if cfg["kind"] == "mlp":
         from make_mlp import make_mlp
         return make_mlp(cfg["sizes"])
+    if cfg["kind"] == "cnn":
+        from make_cnn import ResNet50
+        return ResNet50(cfg["classes"])
     from make_gpt import CharGPT
     return CharGPT(vocab=cfg["vocab"], d=cfg["d"], heads=cfg["heads"],
                    layers=cfg["layers"], t=cfg["t"], gelu=cfg["gelu"])
@@ -65,6 +72,10 @@ def example_input(cfg, batch, device="cpu"):
     if cfg["kind"] == "mlp":
         return (torch.randn(batch, cfg["sizes"][0], device=device),
                 torch.randint(0, cfg["sizes"][-1], (batch,), device=device))
+    if cfg["kind"] == "cnn":
+        size = cfg["image"]
+        return (torch.randn(batch, 3, size, size, device=device),
+                torch.randint(0, cfg["classes"], (batch,), device=device))
     shape = (batch, cfg["t"])
     return (torch.randint(0, cfg["vocab"], shape, device=device),
             torch.randint(0, cfg["vocab"], shape, device=device))
@@ -79,7 +90,8 @@ def prepare(args):
     import torch
     os.makedirs(args.out, exist_ok=True)
     conf = {"target": args.target, "models": {}}
-    for name, cfg in MODELS.items():
+    for name in args.models.split(",") if args.models else MODELS:
+        cfg = MODELS[name]
         batch = args.batch or cfg["batch"]
         torch.manual_seed(0)
         model = build(cfg)
@@ -129,7 +141,13 @@ def torch_worker(args):
     step_fn = torch.compile(model) if args.mode == "compile" else model
     lossf = torch.nn.CrossEntropyLoss()
     x, y = example_input(cfg, args.batch, dev)
-    classes = cfg["sizes"][-1] if cfg["kind"] == "mlp" else cfg["vocab"]
+    classes = (cfg["sizes"][-1] if cfg["kind"] == "mlp" else
+               cfg["classes"] if cfg["kind"] == "cnn" else cfg["vocab"])
+    if cfg["precision"] == "fp32":
+        # tcc runs fp32 GEMMs and convolutions without TF32 unless asked;
+        # PyTorch's cuDNN convolutions allow it by default.
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     amp = cfg["precision"] == "bf16"
 
     def step():
@@ -168,6 +186,8 @@ def run(args):
         systems.append(("tcc", lambda: run_tcc(args, art, args.device)))
         unit = "tokens/s" if cfg["kind"] == "gpt" else "samples/s"
         shape = ("-".join(str(s) for s in cfg["sizes"]) if cfg["kind"] == "mlp"
+                 else f"{cfg['image']}x{cfg['image']}, {cfg['classes']} "
+                 "classes" if cfg["kind"] == "cnn"
                  else f"{cfg['layers']} layers, d {cfg['d']}, T {cfg['t']}")
         out += [f"## {name} ({shape}, {m['params'] / 1e6:.2f}M parameters, "
                 f"{cfg['precision']}, AdamW), batch {batch}", "",
@@ -193,7 +213,7 @@ def run(args):
                 out.append(f"\ntcc / {ref}: {rate['tcc'] / rate[ref]:.2f}x "
                            f"{unit}")
         out.append("")
-    text = (f"# The MLP and the GPT-style model on {device_name}\n\n"
+    text = (f"# The MLP, the GPT-style model and ResNet-50 on {device_name}\n\n"
             + "\n".join(out))
     with open(os.path.join(args.out, "models.md"), "w") as f:
         f.write(text)
@@ -212,6 +232,9 @@ def main():
     p.add_argument("--gpu-arch", default="sm_90a")
     p.add_argument("--batch", type=int, default=0,
                    help="one batch for every model (default: each its own)")
+    p.add_argument("--models", default="",
+                   help="comma-separated models to prepare (default: all: "
+                   + ",".join(MODELS) + ")")
     r = sub.add_parser("run", help="measure (GPU machine)")
     r.add_argument("--artifacts", required=True)
     r.add_argument("--tcc-run", required=True)
@@ -232,6 +255,9 @@ def main():
     if args.cmd == "prepare":
         if args.batch < 0:
             ap.error("--batch must be positive")
+        for name in args.models.split(",") if args.models else []:
+            if name not in MODELS:
+                ap.error(f"--models: no model '{name}' ({', '.join(MODELS)})")
         prepare(args)
     elif args.cmd == "run":
         sys.exit(run(args))

@@ -2,7 +2,7 @@
 //
 // Registers "cuda" when its module (libtcc_backend_cuda.so) loads: the
 // runtime loads the module only when a CUDA session is asked for, so a run
-// on the CPU never maps cudart or cuBLASLt.
+// on the CPU never maps cudart, cuBLASLt or cuDNN.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Backend.h"
@@ -19,8 +19,8 @@ public:
     return deviceAvailable(why);
   }
   bool runs(const Artifact &a) const override { return a.device.present(); }
-  /// An entry with a launcher (convolution, pooling and batch norm have
-  /// none yet).
+  /// An entry with a launcher (every kernel; the convolutions only in a
+  /// build with cuDNN).
   bool hasKernel(abi::KernelId id) const override {
     return findCudaKernel(abi::name(id)) != nullptr;
   }

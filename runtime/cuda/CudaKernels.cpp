@@ -39,8 +39,13 @@ using E = CudaErrKind;
 using K = abi::KernelId;
 
 // One entry per kernel of KernelList.def, in its order (checked below). No
-// launcher on purpose (an Error at load, "run it on the CPU"): conv2d and
-// its gradients.
+// launcher (an Error at load, "run it on the CPU"): the convolutions in a
+// build without cuDNN.
+#if TCC_CUDA_HAS_CUDNN
+#define TCC_CUDNN(f) f
+#else
+#define TCC_CUDNN(f) nullptr
+#endif
 static constexpr CudaKernelDef kCudaKernels[] = {
     {K::AdafactorUpdate, launch_adafactor_update, nullptr, E::None},
     {K::AdamwUpdate, launch_adamw_update, prepare_adamw_update, E::None},
@@ -51,15 +56,18 @@ static constexpr CudaKernelDef kCudaKernels[] = {
     {K::AttentionGrad, launch_attention_grad, prepare_attention, E::None},
     {K::AvgPool2d, launch_avg_pool2d, nullptr, E::None},
     {K::AvgPool2dGrad, launch_avg_pool2d_grad, nullptr, E::None},
-    {K::BatchNormTrain, launch_batch_norm_train, nullptr, E::None},
-    {K::BatchNormTrainGrad, launch_batch_norm_train_grad, nullptr, E::None},
+    {K::BatchNormTrain, launch_batch_norm_train, prepare_batch_norm, E::None},
+    {K::BatchNormTrainGrad, launch_batch_norm_train_grad, prepare_batch_norm,
+     E::None},
     {K::BroadcastTo, launch_broadcast_to, prepareRank, E::None},
     {K::Cast, launch_cast, nullptr, E::None},
     {K::Compare, launch_compare, prepareRank, E::None},
     {K::Concat, launch_concat, nullptr, E::None},
-    {K::Conv2d, nullptr, nullptr, E::None},
-    {K::Conv2dGradInput, nullptr, nullptr, E::None},
-    {K::Conv2dGradWeight, nullptr, nullptr, E::None},
+    {K::Conv2d, TCC_CUDNN(launch_conv), TCC_CUDNN(prepare_conv), E::None},
+    {K::Conv2dGradInput, TCC_CUDNN(launch_conv), TCC_CUDNN(prepare_conv),
+     E::None},
+    {K::Conv2dGradWeight, TCC_CUDNN(launch_conv), TCC_CUDNN(prepare_conv),
+     E::None},
     {K::Copy, launch_copy, nullptr, E::None},
     {K::CumSum, launch_cumsum, nullptr, E::None},
     {K::Div, launch_binary, prepareRank, E::None},
@@ -146,6 +154,16 @@ const CudaKernelDef *findCudaKernel(const std::string &name) {
     return nullptr;
   const CudaKernelDef &d = kCudaKernels[static_cast<size_t>(*id)];
   return d.launch ? &d : nullptr;
+}
+
+std::string cudaKernelMissing(const std::string &name) {
+  std::optional<K> id = abi::kernelByName(name);
+  if (id && (*id == K::Conv2d || *id == K::Conv2dGradInput ||
+             *id == K::Conv2dGradWeight))
+    return "no CUDA kernel: this build of the CUDA backend has no cuDNN, "
+           "which its convolutions need (rebuild with cuDNN in the CUDA "
+           "toolkit); run it on the CPU (--device cpu)";
+  return "no CUDA kernel yet; run it on the CPU (--device cpu)";
 }
 
 std::vector<std::string> cudaKernelNames() {

@@ -6,8 +6,8 @@
 // conventions; f32 arithmetic; 16-bit float operands widened on load and
 // rounded once on store, as the CPU's KernelsHalf.cpp does), enqueued on the
 // session's stream. CudaSession looks every instr's kernel up at
-// construction; a kernel without a launcher (convolution, pooling, batch
-// norm) is an Error there, never a silent fallback to the CPU.
+// construction; a kernel without a launcher (the convolutions in a build
+// without cuDNN) is an Error there, never a silent fallback to the CPU.
 //
 // Files: CudaKernelsElementwise.cu (unary/binary math, where, cast,
 // dropout), CudaKernelsLayout.cu (transpose, broadcast_to, slice, gather,
@@ -37,6 +37,7 @@
 namespace tcc::rt::cuda {
 
 class CudaGemm;
+class CudnnConv;
 
 /// One generated kernel of the artifact's cubin, resolved at load.
 struct FusedHandle {
@@ -58,6 +59,7 @@ struct CudaArgs {
   int smCount = 1;
   CudaGemm *gemm = nullptr;                        // matmul
   const std::vector<FusedHandle> *fused = nullptr; // fused
+  const CudnnConv *conv = nullptr; // conv2d and its gradients (cuDNN)
 };
 
 using CudaLaunchFn = void (*)(const CudaArgs &);
@@ -88,6 +90,9 @@ struct CudaKernelDef {
 const CudaKernelDef *findCudaKernel(const std::string &name);
 /// The names of the kernels the GPU runs, sorted.
 std::vector<std::string> cudaKernelNames();
+/// Why the GPU does not run kernel `name`, in a user's words (for a kernel
+/// findCudaKernel has none of).
+std::string cudaKernelMissing(const std::string &name);
 
 /// Strided kernels index with up to this many (merged) dimensions.
 constexpr int kCudaMaxRank = 8;
@@ -163,6 +168,8 @@ TCC_CUDA_KERNEL(adamw_update)
 // CudaAttention.cpp (chunk loops) and CudaKernelsAttention.cu (row passes)
 TCC_CUDA_KERNEL(attention)
 TCC_CUDA_KERNEL(attention_grad)
+// CudnnConv.cpp: conv2d, conv2d_grad_input, conv2d_grad_weight by cuDNN
+TCC_CUDA_KERNEL(conv)
 // CudaGemm.cpp, CudaKernels.cpp
 TCC_CUDA_KERNEL(matmul)
 TCC_CUDA_KERNEL(matmul_epilogue) // cuBLASLt epilogue, else the fallback
@@ -258,6 +265,12 @@ int64_t prepare_matmul(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_reduce(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_reduce_extremum(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_matmul_epilogue(const Instr &, const std::vector<TensorInfo> &);
+/// batch_norm_train and its gradient: a channel's slice sums
+/// (CudaKernelsBatchNorm.cu).
+int64_t prepare_batch_norm(const Instr &, const std::vector<TensorInfo> &);
+/// The convolutions: sizes cuDNN's int descriptors hold (their workspace
+/// is known only on the GPU: CudnnConv::scratchBytes).
+int64_t prepare_conv(const Instr &, const std::vector<TensorInfo> &);
 /// attention and attention_grad: one chunk's scores (CudaAttention.h).
 int64_t prepare_attention(const Instr &, const std::vector<TensorInfo> &);
 

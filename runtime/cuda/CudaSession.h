@@ -13,6 +13,8 @@
 //    shape and cached; fp32 (TF32 when SessionOptions::tf32), bf16, fp16;
 //  - `fused`: the artifact's cubin (Artifact::device, ABI in Artifact.h),
 //    loaded with cudaLibraryLoadData;
+//  - conv2d and its gradients: cuDNN (runtime/cuda/CudnnConv.h), descriptors
+//    and algorithm set up once per instr;
 //  - everything else: hand-written kernels (runtime/cuda/CudaKernels*.cu),
 //    runs of adamw_update as one multi-tensor launch.
 // All work is enqueued on one compute stream; run() does not wait
@@ -55,7 +57,8 @@ public:
   /// Checks the artifact (its device code must exist and be built for this
   /// GPU's architecture; every instr needs a CUDA kernel, an Error names the
   /// first that has none: "program 'train_step' instr 12 (conv2d): no CUDA
-  /// kernel yet; run it on the CPU (--device cpu)"), loads the cubin,
+  /// kernel: this build of the CUDA backend has no cuDNN ..."), loads the
+  /// cubin, sets up the convolutions' cuDNN plans,
   /// allocates device memory and uploads initial values (blob data or the
   /// seeded initializers, runtime/core/Initializer.h). Throws Error.
   CudaSession(const Artifact &artifact, ExecMode mode,

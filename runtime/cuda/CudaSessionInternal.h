@@ -11,6 +11,7 @@
 #include "runtime/cuda/CudaGraphs.h"
 #include "runtime/cuda/CudaKernels.h"
 #include "runtime/cuda/CudaSession.h"
+#include "runtime/cuda/CudnnConv.h"
 
 #include <map>
 #include <memory>
@@ -64,6 +65,8 @@ struct ProgramState {
   std::vector<AdamGroup> groups;
   std::vector<cudaEvent_t> events; // profiling: start/stop per instr
   std::unique_ptr<GraphCache> graphs; // Compiled, SessionOptions::graphs
+  /// Per instr: its cuDNN convolution (descriptors, algorithm), or null.
+  std::vector<std::unique_ptr<CudnnConv>> convs;
 };
 
 /// An instr whose kernel can report a data error.
@@ -99,6 +102,8 @@ struct CudaSession::Impl {
   cudaLibrary_t library = nullptr;
   std::vector<FusedHandle> fused;
   std::unique_ptr<CudaGemm> gemm;
+  /// cuDNN, made only when a program has a convolution.
+  std::unique_ptr<CudnnHandle> cudnn;
   std::vector<void *> smallAllocs; // AdamW tables
   /// anyNonFinite: one device counter per scanned tensor, and its copy.
   void *nonFiniteDevice = nullptr;
@@ -120,6 +125,8 @@ struct CudaSession::Impl {
   void allocate(const Artifact &a);
   void loadDeviceCode(const Artifact &a);
   void buildAdamGroups(ProgramState &ps);
+  /// The convolutions' cuDNN plans; their workspace joins scratchBytes.
+  void setUpConvolutions();
 
   // Running (CudaSession.cpp).
   ProgramState &state(const std::string &name);

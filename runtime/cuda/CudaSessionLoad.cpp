@@ -86,7 +86,7 @@ void CudaSession::Impl::validate(const Artifact &a) {
         checkAliasing(in, tensors);
         def = findCudaKernel(in.kernel);
         if (!def)
-          throw Error("no CUDA kernel yet; run it on the CPU (--device cpu)");
+          throw Error(cudaKernelMissing(in.kernel));
         if (def->prepare)
           scratchBytes = std::max(scratchBytes, def->prepare(in, tensors));
         if (abi::is(in, abi::KernelId::Fused)) {
@@ -142,6 +142,7 @@ void CudaSession::Impl::load(const Artifact &a) {
       !archRunsOn(a.device.arch, prop.major, prop.minor, &why))
     throw Error(why + " (" + prop.name + ")");
   TCC_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  setUpConvolutions();
   allocate(a);
   loadDeviceCode(a);
   gemm = std::make_unique<CudaGemm>(stream, opts.tf32);
@@ -155,11 +156,37 @@ void CudaSession::Impl::load(const Artifact &a) {
       args.gemm = gemm.get();
       args.fused = &fused;
     }
+    for (size_t i = 0; i < ps->convs.size(); ++i)
+      ps->args[i].conv = ps->convs[i].get();
   }
   // The uploads above ran on the legacy stream; the compute stream does
   // not wait for it.
   TCC_CUDA_CHECK(cudaDeviceSynchronize());
   notePeak();
+}
+
+void CudaSession::Impl::setUpConvolutions() {
+  for (auto &ps : programs) {
+    const auto &instrs = ps->program.instrs;
+    ps->convs.resize(instrs.size());
+    for (size_t i = 0; i < instrs.size(); ++i) {
+      const Instr &in = instrs[i];
+      if (!abi::is(in, abi::KernelId::Conv2d) &&
+          !abi::is(in, abi::KernelId::Conv2dGradInput) &&
+          !abi::is(in, abi::KernelId::Conv2dGradWeight))
+        continue;
+      try {
+        if (!cudnn)
+          cudnn = std::make_unique<CudnnHandle>(stream);
+        ps->convs[i] =
+            std::make_unique<CudnnConv>(*cudnn, in, tensors, opts.tf32);
+      } catch (const Error &e) {
+        throw Error("program '" + ps->program.name + "' instr " +
+                    std::to_string(i) + " (" + in.kernel + "): " + e.what());
+      }
+      scratchBytes = std::max(scratchBytes, ps->convs[i]->scratchBytes());
+    }
+  }
 }
 
 void CudaSession::Impl::allocate(const Artifact &a) {
@@ -397,6 +424,9 @@ CudaSession::Impl::~Impl() {
   if (stream)
     cudaStreamSynchronize(stream);
   gemm.reset();
+  for (auto &ps : programs)
+    ps->convs.clear();
+  cudnn.reset();
   if (library)
     cudaLibraryUnload(library);
   for (void *p : smallAllocs)

@@ -78,7 +78,7 @@ fi
 L="$WORK/build/deps/usr/lib/x86_64-linux-gnu"
 NVCC="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
 CUDA_LIB="$(cd "$(dirname "$NVCC")/.." 2>/dev/null && pwd)"
-export LD_LIBRARY_PATH="$L/openblas-pthread:$L:$WORK/build/deps/lib/x86_64-linux-gnu:$CUDA_LIB/lib64:$CUDA_LIB/targets/x86_64-linux/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$L/openblas-pthread:$L:$WORK/build/deps/lib/x86_64-linux-gnu:$CUDA_LIB/lib:$CUDA_LIB/lib64:$CUDA_LIB/targets/x86_64-linux/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 RUN="$ART/bin/tcc-run"
 [ -x "$RUN" ] || RUN="$WORK/build/tools/tcc-run/tcc-run"
 

@@ -12,6 +12,8 @@
 #   mlp_bf16.tcc    the same, batch 32, --precision bf16
 #   gpt.tcc         examples/make_gpt.py's character GPT (T 64), batch 16, AdamW
 #   gpt_bf16.tcc    the same in bf16 (AdamW writes the bf16 weight copies)
+#   cnn.tcc         examples/make_cnn.py's ResNet-style CNN on the digits,
+#                   batch 32, AdamW (convolutions, pooling, batch norm)
 #   train_x.npy train_y.npy   the digits (examples/digits) for the MLPs
 #   corpus.txt      examples/text/licenses.txt, byte tokens for the GPT
 #   runs.txt        one line per artifact: NAME STEPS TOLERANCE ARGS...
@@ -119,7 +121,11 @@ compile "$OUT/gpt.onnx" gpt_bf16.tcc --batch 16 --freeze mask --optimizer adamw 
 "$PY" "$ROOT/examples/make_gpt.py" -o "$OUT/gpt_vocab.onnx" --vocab 4099
 compile "$OUT/gpt_vocab.onnx" gpt_vocab_bf16.tcc --batch 32 --freeze mask \
   --optimizer adamw --precision bf16 --weights seeded
-rm -f "$OUT/gpt.onnx" "$OUT/gpt_vocab.onnx"
+# A ResNet-style CNN on the digits (examples/make_cnn.py): the convolutions
+# (cuDNN), pooling and batch norm on the GPU against the CPU's.
+"$PY" "$ROOT/examples/make_cnn.py" -o "$OUT/cnn.onnx"
+compile "$OUT/cnn.onnx" cnn.tcc --batch 32 --optimizer adamw
+rm -f "$OUT/gpt.onnx" "$OUT/gpt_vocab.onnx" "$OUT/cnn.onnx"
 # The other issues' models at benchmark batches, for run.sh's models part
 # (benchmarks/gpu_models.py: tcc against PyTorch eager and torch.compile).
 "$PY" "$ROOT/benchmarks/gpu_models.py" prepare --out "$OUT/models" --tcc "$TCC" \
@@ -139,6 +145,7 @@ mlp_bf16.tcc    100   0.05      --data x=train_x.npy --data labels=train_y.npy
 gpt.tcc         40    0.02      --tokens corpus.txt
 gpt_bf16.tcc    40    0.05      --tokens corpus.txt
 gpt_vocab_bf16.tcc 40 0.05      --tokens corpus.txt
+cnn.tcc         100   0.02      --data x=train_x.npy --data labels=train_y.npy
 EOF
 
 if [ "$DEPS" -eq 1 ]; then

@@ -154,10 +154,10 @@ if [ -n "$ART" ] && [ -f "$ART/deps.tar.gz" ]; then
   export LD_LIBRARY_PATH="$LIBDIR/openblas-pthread:$LIBDIR:$DEPS/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   echo "== dependencies from $ART/deps.tar.gz (in $DEPS)"
 fi
-# Prebuilt binaries link the toolkit's cuBLASLt dynamically: its library
+# Prebuilt binaries link the toolkit's cuBLASLt and cuDNN dynamically: its library
 # folder goes on the search path.
 CUDA_HOME_GUESS="$(cd "$(dirname "$NVCC")/.." && pwd)"
-for d in "$CUDA_HOME_GUESS/lib64" "$CUDA_HOME_GUESS/targets/x86_64-linux/lib"; do
+for d in "$CUDA_HOME_GUESS/lib" "$CUDA_HOME_GUESS/lib64" "$CUDA_HOME_GUESS/targets/x86_64-linux/lib"; do
   [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 done
 RUN="$BUILD/tools/tcc-run/tcc-run"

@@ -65,7 +65,7 @@ std::shared_ptr<void> backendSettings(const std::string &backend,
 /// The phrase a backend's session refuses a kernel it lacks with, beyond
 /// the kernel's name ("" where only the name is expected).
 std::string refusalOf(const std::string &backend) {
-  return backend == "cuda" ? "no CUDA kernel yet" : "";
+  return backend == "cuda" ? "no CUDA kernel" : "";
 }
 
 /// The CPU kernels' results of each case, computed once: every backend

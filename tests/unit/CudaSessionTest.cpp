@@ -11,6 +11,7 @@
 #include "runtime/core/Initializer.h"
 #include "runtime/cuda/CudaKernels.h"
 #include "runtime/cuda/CudaSessionInternal.h"
+#include "runtime/cuda/CudnnConv.h"
 
 #include <algorithm>
 #include <set>
@@ -153,21 +154,36 @@ TEST(CudaSession, RegistryCoversTheScheduleKernels) {
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
   for (const std::string &k : names)
     EXPECT_NE(findKernel(k), nullptr) << k << " has no CPU kernel";
-  EXPECT_EQ(cuda::findCudaKernel("conv2d"), nullptr);
+  // Every kernel the CPU runs runs on the GPU: no model is refused for its
+  // device (the convolutions need cuDNN in the build).
+  for (const std::string &k : kernelNames()) {
+    bool conv = k.rfind("conv2d", 0) == 0;
+    if (conv && !cuda::cudnnBuilt())
+      EXPECT_EQ(cuda::findCudaKernel(k), nullptr) << k;
+    else
+      EXPECT_NE(cuda::findCudaKernel(k), nullptr) << k << " has no CUDA kernel";
+  }
   EXPECT_EQ(cuda::findCudaKernel("no_such_kernel"), nullptr);
 }
 
 // Checks of the artifact come before the GPU is touched: these run (and
 // give the same message) with or without one.
-TEST(CudaSession, KernelWithoutCudaKernelIsRefused) {
+// A build without cuDNN refuses convolutions saying so; with it, what
+// cuDNN's int descriptors cannot index is refused before the GPU is used.
+TEST(CudaSession, ConvolutionsCuDnnCannotRunAreRefused) {
   OneProgram p;
-  int32_t x = p.random(DType::F32, {1, 1, 4, 4});
-  int32_t w = p.random(DType::F32, {1, 1, 3, 3});
-  int32_t y = p.out(DType::F32, {1, 1, 2, 2});
-  p.instr("conv2d", {x, w}, {y}, {1, 1, 0, 0, 0, 0, 1, 1, 1});
+  int32_t one = p.random(DType::F32, {1, 1, 1, 1});
+  int32_t x = p.temp(DType::F32, {1024, 64, 256, 256}); // 2^32 elements
+  int32_t w = p.random(DType::F32, {64, 64, 3, 3});
+  int32_t y = p.temp(DType::F32, {1024, 64, 256, 256});
+  p.instr("broadcast_to", {one}, {x});
+  p.instr("conv2d", {x, w}, {y}, {1, 1, 1, 1, 1, 1, 1, 1, 1});
   expectError([&] { cuda::CudaSession s(p.artifact(), ExecMode::Compiled); },
-              "program 'p' instr 0 (conv2d): no CUDA kernel yet; run it on "
-              "the CPU (--device cpu)");
+              cuda::cudnnBuilt()
+                  ? "program 'p' instr 1 (conv2d): the convolution's input "
+                    "[1024,64,256,256] has more than 2^31 - 1 elements"
+                  : "program 'p' instr 1 (conv2d): no CUDA kernel: this build "
+                    "of the CUDA backend has no cuDNN");
 }
 
 TEST(CudaSession, UnknownKernelIsRefused) {

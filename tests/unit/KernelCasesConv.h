@@ -122,7 +122,9 @@ inline void poolCases(std::vector<KernelCase> &cases) {
 }
 
 /// batch_norm_train and its gradient over [N, C, H, W], [N, C] and
-/// [N, C, L], with inputs around 10 (a variance that must not cancel).
+/// [N, C, L], with inputs around 10 (a variance that must not cancel);
+/// [2, 2, 50, 50] has channels of 5000 elements, which the CUDA kernels
+/// sum in three slices, the last one shorter.
 /// In the last shape the mean and variance are intermediates between the
 /// two, as in a training step. Per-channel sums in another order on
 /// another backend: f32's GEMM tolerance.
@@ -132,7 +134,7 @@ inline void batchNormCases(std::vector<KernelCase> &cases) {
   OneProgram &p = c.prog;
   const double eps = 1e-5;
   const std::vector<std::vector<int64_t>> shapes = {
-      {4, 3, 5, 2}, {6, 5}, {2, 4, 3}};
+      {4, 3, 5, 2}, {6, 5}, {2, 2, 50, 50}, {2, 4, 3}};
   for (size_t i = 0; i < shapes.size(); ++i) {
     const std::vector<int64_t> &xs = shapes[i];
     int64_t ch = xs[1];
