@@ -39,7 +39,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 sys.path.insert(0, HERE)
 # The workers' timing, the runners and the artifacts' config, as the GPT-2
 # benchmark measures them.
-from gpt2_small import read_config, run_tcc, run_worker, time_steps  # noqa: E402
+from gpt2_small import read_config, run_tcc, run_worker  # noqa: E402
+from gpt2_torch import time_steps  # noqa: E402
 
 # Each model as the other issues train it, at a batch that gives a GPU
 # enough work to measure (a step of the MLP at the examples' batch 32 is a
