@@ -10,7 +10,9 @@ PyTorch with nn.CrossEntropyLoss(ignore_index=I, label_smoothing=S):
     language-model batch of uneven documents is).
 Each runs with the fused regions (the generated loss kernels) and with
 --no-fuse (the library kernels); one token run ignores a class index
-(--ignore-index 0) instead. The per-step losses and the trained parameters
+(--ignore-index 0) instead. The heads and losses are fused by cut
+cross-entropy (tcc.linear_cross_entropy) by default; one token run has
+--no-cut-ce (the matmul and the softmax_cross_entropy kernels). The per-step losses and the trained parameters
 must agree (rtol 1e-4), and evaluation skips the ignored positions.
 """
 import argparse
@@ -62,7 +64,7 @@ def token_data(rng, vocab=11, t=6):
     return x, y
 
 
-def case(tcc, work, name, make, data, ignore, smoothing, fuse):
+def case(tcc, work, name, make, data, ignore, smoothing, fuse, cut=True):
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
     torch.manual_seed(0)
@@ -85,8 +87,17 @@ def case(tcc, work, name, make, data, ignore, smoothing, fuse):
         cmd += ["--ignore-index", str(ignore)]
     if not fuse:
         cmd.append("--no-fuse")
+    # The heads have 5 and 11 classes, below the default threshold (256):
+    # fuse them anyway, so the fused op is checked against PyTorch.
+    cmd += ["--no-cut-ce"] if not cut else \
+        ["--cut-cross-entropy-min-classes", "2", "--cut-cross-entropy-block", "4"]
     run(cmd)
     meta = run([tcc, "inspect", art])
+    # Both models end in a Linear head: cut cross-entropy fuses it with the
+    # loss unless --no-cut-ce.
+    want_cut = "cut_cross_entropy: fused" if cut else "cut_cross_entropy: off"
+    if want_cut not in meta:
+        sys.exit(f"{name}: `tcc inspect` does not show '{want_cut}':\n{meta}")
     for want in (f"ignore_index: {ignore}", f"label_smoothing: {smoothing:g}"):
         if want not in meta:
             sys.exit(f"{name}: `tcc inspect` does not show '{want}':\n{meta}")
@@ -168,6 +179,8 @@ def main():
              -100, 0.1, fuse)
     case(args.tcc, args.work, "tokens_ignore_class", TokenModel, token_data,
          0, 0.0, True)
+    case(args.tcc, args.work, "tokens_no_cut_ce", TokenModel, token_data,
+         -100, 0.1, True, cut=False)
 
 
 if __name__ == "__main__":
