@@ -331,9 +331,8 @@ int ::tcc::compileModel(const CompileOptions &opts) {
   pipe.optimize = opts.emit != EmitKind::Train;
   pipe.fuse = opts.fuse;
   pipe.fuseAttention = opts.fuseAttention;
-  pipe.cutCrossEntropy = opts.cutCrossEntropy >= 0
-                             ? opts.cutCrossEntropy == 1
-                             : opts.target != "cuda";
+  pipe.cutCrossEntropy = opts.cutCrossEntropy >= 0 ? opts.cutCrossEntropy == 1
+                                                   : opts.target != "cuda";
   pipe.cutCrossEntropyBlock = opts.cutCrossEntropyBlock;
   pipe.cutCrossEntropyMinClasses = opts.cutCrossEntropyMinClasses;
   pipe.fuseColumnSums = opts.fuseColumnSums;

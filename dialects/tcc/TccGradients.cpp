@@ -234,8 +234,8 @@ Value mlir::tcc::crossEntropyGradPerPosition(OpBuilder &b, Location loc,
 SmallVector<Value> SoftmaxCrossEntropyOp::buildGradients(OpBuilder &b,
                                                          ValueRange grads) {
   Location loc = getLoc();
-  Value perPosition = crossEntropyGradPerPosition(
-      b, loc, grads[0], getLabels(), getIgnoreIndexAttr());
+  Value perPosition = crossEntropyGradPerPosition(b, loc, grads[0], getLabels(),
+                                                  getIgnoreIndexAttr());
   Value d = SoftmaxCrossEntropyGradOp::create(b, loc, perPosition, getLogits(),
                                               getLabels(), getIgnoreIndexAttr(),
                                               getLabelSmoothingAttr());

@@ -158,9 +158,10 @@ static cl::opt<bool> cutCrossEntropy(
              "default on for the CPU where it matches, off for --target "
              "cuda; --cut-cross-entropy=false or --no-cut-ce turns it off)"),
     cl::init(true), cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
-static cl::opt<bool> noCutCe(
-    "no-cut-ce", cl::desc("Same as --cut-cross-entropy=false"),
-    cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
+static cl::opt<bool> noCutCe("no-cut-ce",
+                             cl::desc("Same as --cut-cross-entropy=false"),
+                             cl::sub(tool::compileCmd),
+                             cl::sub(tool::benchCmd));
 static cl::opt<int64_t> cutCrossEntropyBlock(
     "cut-cross-entropy-block",
     cl::desc("Vocabulary columns per block of the fused head + loss kernels "
