@@ -337,6 +337,10 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
   pipe.optimize = opts.emit != EmitKind::Train;
   pipe.fuse = opts.fuse;
   pipe.fuseAttention = opts.fuseAttention;
+  pipe.cutCrossEntropy = opts.cutCrossEntropy >= 0 ? opts.cutCrossEntropy == 1
+                                                   : opts.target != "cuda";
+  pipe.cutCrossEntropyBlock = opts.cutCrossEntropyBlock;
+  pipe.cutCrossEntropyMinClasses = opts.cutCrossEntropyMinClasses;
   pipe.fuseColumnSums = opts.fuseColumnSums;
   pipe.shadowWeights = opts.shadowWeights;
   pipe.gemmEpilogue =
@@ -464,6 +468,10 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
   artifact.meta["pad_multiple"] = std::to_string(pipe.padMultiple);
   artifact.meta["gemm_epilogue"] = pipe.gemmEpilogue ? "on" : "off";
   artifact.meta["fuse_attention"] = pipe.fuseAttention ? "on" : "off";
+  if (auto cce = module->getAttrOfType<StringAttr>("tcc.cut_cross_entropy"))
+    artifact.meta["cut_cross_entropy"] = cce.str();
+  else
+    artifact.meta["cut_cross_entropy"] = "off";
   if (pipe.fuse)
     artifact.meta["fuse_column_sums"] = pipe.fuseColumnSums ? "on" : "off";
   artifact.meta["shadow_weights"] = pipe.shadowWeights ? "on" : "off";
@@ -535,6 +543,7 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
     else if (opts.trackGradNorm)
       os << "gradient clipping: off; the step computes the metric "
             "grad_norm\n";
+    os << "cut cross-entropy: " << artifact.meta["cut_cross_entropy"] << "\n";
     ::tcc::printMemoryReport(::tcc::analyzeMemory(artifact), os);
     os << optimizerReport(artifact);
     bool toStdout = opts.emit == EmitKind::Artifact && !opts.output.empty() &&

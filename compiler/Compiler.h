@@ -63,6 +63,15 @@ struct CompileOptions {
   /// before autodiff, so P is recomputed in the backward, not saved
   /// (--fuse-attention=false: the unfused graph).
   bool fuseAttention = true;
+  /// tcc-cut-cross-entropy: the head matmul and the cross-entropy become
+  /// tcc.linear_cross_entropy before autodiff, so the logits [N, V] are
+  /// never stored: 1 on, 0 off (--no-cut-ce), -1 the target's default (on
+  /// for the CPU; off for cuda until its kernels are measured on a GPU).
+  int cutCrossEntropy = -1;
+  /// Vocabulary columns per slice of its kernels.
+  int64_t cutCrossEntropyBlock = 2048;
+  /// Heads with fewer classes keep the unfused loss.
+  int64_t cutCrossEntropyMinClasses = 256;
   /// tcc-fuse's column sums: a layer norm's parameter gradients join its
   /// input gradient's region (--fuse-column-sums=false: the library
   /// kernel, which reads dy and x again).

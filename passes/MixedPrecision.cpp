@@ -437,6 +437,10 @@ Operation *lossGradient(Operation *loss) {
       if (auto g = dyn_cast<SoftmaxCrossEntropyGradOp>(user))
         if (g.getLabels() == ce.getLabels())
           return g;
+  } else if (auto lce = dyn_cast_or_null<LinearCrossEntropyOp>(loss)) {
+    for (Operation *user : lce.getLse().getUsers())
+      if (isa<LinearCrossEntropyGradOp>(user))
+        return user;
   } else if (auto mse = dyn_cast_or_null<MseLossOp>(loss)) {
     for (Operation *user : mse.getPrediction().getUsers())
       if (auto g = dyn_cast<MseLossGradOp>(user))
@@ -460,8 +464,8 @@ LogicalResult scaleSeed(func::FuncOp fn, double initScale) {
   Operation *grad = lossGradient(lossOp);
   if (!grad)
     return fn.emitError("tcc-mixed-precision: fp16 loss scaling needs the "
-                        "gradient of a tcc.softmax_cross_entropy or "
-                        "tcc.mse_loss loss in @")
+                        "gradient of a tcc.softmax_cross_entropy, "
+                        "tcc.linear_cross_entropy or tcc.mse_loss loss in @")
            << fn.getSymName();
   Value scale = stateArg(fn, "loss_scale", initScale);
   if (!scale)

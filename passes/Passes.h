@@ -119,6 +119,22 @@ struct TrainPipelineOptions
                      "before autodiff (tcc-fuse-attention), so the backward "
                      "recomputes the probabilities instead of saving them"),
       llvm::cl::init(false)};
+  Option<bool> cutCrossEntropy{
+      *this, "cut-cross-entropy",
+      llvm::cl::desc("fuse the head matmul and the cross-entropy loss into "
+                     "tcc.linear_cross_entropy before autodiff "
+                     "(tcc-cut-cross-entropy), so the logits are never "
+                     "stored"),
+      llvm::cl::init(false)};
+  Option<int64_t> cutCrossEntropyBlock{
+      *this, "cut-cross-entropy-block",
+      llvm::cl::desc("vocabulary columns per slice of "
+                     "tcc.linear_cross_entropy"),
+      llvm::cl::init(2048)};
+  Option<int64_t> cutCrossEntropyMinClasses{
+      *this, "cut-cross-entropy-min-classes",
+      llvm::cl::desc("heads with fewer classes keep the unfused loss"),
+      llvm::cl::init(256)};
   Option<bool> gemmEpilogue{
       *this, "gemm-epilogue",
       llvm::cl::desc("fold bias adds, activations and bias gradients into "

@@ -517,6 +517,42 @@ def FuseAttentionPass : Pass<"tcc-fuse-attention", "mlir::func::FuncOp"> {
   ];
 }
 
+def CutCrossEntropyPass : Pass<"tcc-cut-cross-entropy", "mlir::ModuleOp"> {
+  let summary = "Fuses the LM head matmul and its cross-entropy so the logits are never stored";
+  let description = [{
+    Runs after tcc-build-loss and before tcc-autodiff. A
+    `tcc.softmax_cross_entropy` whose logits are `matmul(hidden, W)` (plus a
+    bias over the vocabulary), used by nothing else, becomes
+    `tcc.linear_cross_entropy`: its kernels stream the vocabulary in slices
+    of `block` columns (a GEMM per slice and an online log-sum-exp), and its
+    gradient recomputes each slice from the saved row log-sum-exp, so
+    neither the logits [N, V] nor their gradient is stored. ignore_index and
+    label_smoothing carry over. Heads of fewer than `min-classes` classes
+    are left alone (tcc compile passes 256). The module gets `tcc.cut_cross_entropy`, a
+    sentence saying what was fused or why nothing was (tcc compile
+    --report prints it).
+    ```mlir
+    %t = tcc.transpose %w {perm = array<i64: 1, 0>} : tensor<256x128xf32> -> tensor<128x256xf32>
+    %m = tcc.matmul %h, %t : (tensor<4x8x128xf32>, tensor<128x256xf32>) -> tensor<4x8x256xf32>
+    %l = tcc.add %b, %m : (tensor<256xf32>, tensor<4x8x256xf32>) -> tensor<4x8x256xf32>
+    %loss = tcc.softmax_cross_entropy %l, %y : (tensor<4x8x256xf32>, tensor<4x8xi64>) -> tensor<f32>
+    ```
+    becomes `%loss, %lse = tcc.linear_cross_entropy %h, %w, %y, %b
+    {transpose_weight = true, block = 2048 : i64}`.
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect"];
+  let options = [
+    Option<"block", "block", "int64_t", /*default=*/"2048",
+           "Vocabulary columns per slice of the fused kernels">,
+    Option<"minClasses", "min-classes", "int64_t", /*default=*/"1",
+           "Heads with fewer classes are left alone (a classifier's few "
+           "logits cost little to store, and recomputing them costs a GEMM)">,
+  ];
+  let statistics = [
+    Statistic<"numFused", "fused-heads", "Head + cross-entropy pairs fused">,
+  ];
+}
+
 //===----------------------------------------------------------------------===//
 // Test-only passes: each prints what one helper analysis of passes/ decides
 // (as MLIR's -test-print-liveness does), so that its lit test can check the

@@ -41,6 +41,11 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
   }
   pm.addPass(createBuildLossPass(
       BuildLossPassOptions{opts.loss, opts.ignoreIndex, opts.labelSmoothing}));
+  // Cut cross-entropy: on the loss tcc-build-loss appended, before autodiff
+  // (the fused op's gradient rule is what avoids storing the logits).
+  if (opts.cutCrossEntropy)
+    pm.addPass(createCutCrossEntropyPass(CutCrossEntropyPassOptions{
+        opts.cutCrossEntropyBlock, opts.cutCrossEntropyMinClasses}));
   pm.addPass(createAutodiffPass());
   if (opts.gradAccum > 1)
     pm.addPass(createAccumulateGradientsPass(

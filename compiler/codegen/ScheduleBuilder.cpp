@@ -579,6 +579,15 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
                                   c.getLabelSmoothing().convertToDouble()});
         return success();
       })
+      .Case<mlir::tcc::LinearCrossEntropyOp,
+            mlir::tcc::LinearCrossEntropyGradOp>([&](auto c) {
+        rt::abi::setAttrs(in, rt::abi::LinearCrossEntropyAttrs{
+                                  c.getTransposeWeight(),
+                                  c.getIgnoreIndexAttr().getInt(),
+                                  c.getLabelSmoothing().convertToDouble(),
+                                  (int64_t)c.getBlock()});
+        return success();
+      })
       .Case<mlir::tcc::TopKOp>([&](auto t) {
         rt::abi::setAttrs(
             in, rt::abi::TopKAttrs{(int64_t)t.getAxis(), t.getLargest()});

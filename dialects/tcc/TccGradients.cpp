@@ -206,16 +206,15 @@ SmallVector<Value> LogSoftmaxOp::buildGradients(OpBuilder &b,
 /// computed here, in the graph, rather than in the gradient kernel: a fused
 /// region computes its rows independently and could not count the labels
 /// of all rows before its first one.
-SmallVector<Value> SoftmaxCrossEntropyOp::buildGradients(OpBuilder &b,
-                                                         ValueRange grads) {
-  Location loc = getLoc();
-  Type et = typeOf(grads[0]).getElementType();
-  RankedTensorType labelType = typeOf(getLabels());
+Value mlir::tcc::crossEntropyGradPerPosition(OpBuilder &b, Location loc,
+                                             Value grad, Value labels,
+                                             IntegerAttr ignoreIndex) {
+  Type et = typeOf(grad).getElementType();
+  RankedTensorType labelType = typeOf(labels);
   auto i64Scalar = RankedTensorType::get({}, labelType.getElementType());
   Value ignore = ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(i64Scalar, getIgnoreIndexAttr().getValue()));
-  Value ignored = CompareOp::create(b, loc, "eq", getLabels(), ignore);
+      b, loc, DenseElementsAttr::get(i64Scalar, ignoreIndex.getValue()));
+  Value ignored = CompareOp::create(b, loc, "eq", labels, ignore);
   Value skipped = CastOp::create(b, loc, labelType.clone(et), ignored);
   if (labelType.getRank() > 0) {
     auto all = llvm::seq<int64_t>(0, labelType.getRank());
@@ -227,9 +226,16 @@ SmallVector<Value> SoftmaxCrossEntropyOp::buildGradients(OpBuilder &b,
       scalarConstant(b, loc, et,
                      static_cast<double>(labelType.getNumElements())),
       skipped);
-  Value perPosition = DivOp::create(
-      b, loc, grads[0],
+  return DivOp::create(
+      b, loc, grad,
       MaximumOp::create(b, loc, count, scalarConstant(b, loc, et, 1.0)));
+}
+
+SmallVector<Value> SoftmaxCrossEntropyOp::buildGradients(OpBuilder &b,
+                                                         ValueRange grads) {
+  Location loc = getLoc();
+  Value perPosition = crossEntropyGradPerPosition(b, loc, grads[0], getLabels(),
+                                                  getIgnoreIndexAttr());
   Value d = SoftmaxCrossEntropyGradOp::create(b, loc, perPosition, getLogits(),
                                               getLabels(), getIgnoreIndexAttr(),
                                               getLabelSmoothingAttr());

@@ -28,6 +28,12 @@ FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
 Value reduceToType(OpBuilder &b, Location loc, Value grad,
                    RankedTensorType target);
 
+/// The gradient per counted position of a mean cross-entropy whose loss has
+/// gradient `grad`: grad / max(1, positions not labelled `ignoreIndex`),
+/// counted from `labels` (softmax_cross_entropy, linear_cross_entropy).
+Value crossEntropyGradPerPosition(OpBuilder &b, Location loc, Value grad,
+                                  Value labels, IntegerAttr ignoreIndex);
+
 /// The value of a splat float constant, or nullopt (pattern matching of
 /// scale factors and exporters' constants).
 std::optional<double> splatFloat(Value v);

@@ -514,5 +514,6 @@ include "dialects/tcc/TccOpsAttention.td"
 include "dialects/tcc/TccOpsLogic.td"
 include "dialects/tcc/TccOpsReduce.td"
 include "dialects/tcc/TccOpsIndex.td"
+include "dialects/tcc/TccOpsLinearCrossEntropy.td"
 
 #endif // TCC_OPS_TD

@@ -54,6 +54,8 @@ static constexpr KernelDef kKernels[] = {
     {K::LayerNorm, run_layer_norm},
     {K::LayerNormGrad, run_layer_norm_grad},
     {K::LayerNormParamGrad, run_layer_norm_param_grad},
+    {K::LinearCrossEntropy, run_linear_cross_entropy},
+    {K::LinearCrossEntropyGrad, run_linear_cross_entropy_grad},
     {K::LionUpdate, run_lion_update},
     {K::Log, run_log},
     {K::LogSoftmax, run_log_softmax},

@@ -92,6 +92,8 @@ TCC_KERNEL(softmax_grad)
 TCC_KERNEL(log_softmax_grad)
 TCC_KERNEL(softmax_cross_entropy)
 TCC_KERNEL(softmax_cross_entropy_grad)
+TCC_KERNEL(linear_cross_entropy) // KernelsLinearCrossEntropy.cpp
+TCC_KERNEL(linear_cross_entropy_grad)
 TCC_KERNEL(mse_loss)
 TCC_KERNEL(mse_loss_grad)
 TCC_KERNEL(sgd_update)

@@ -90,6 +90,10 @@ static constexpr CudaKernelDef kCudaKernels[] = {
     // The same scratch: the row slices of the column sums.
     {K::LayerNormParamGrad, launch_layer_norm_param_grad,
      prepare_layer_norm_grad, E::None},
+    {K::LinearCrossEntropy, launch_linear_cross_entropy,
+     prepare_linear_cross_entropy, E::Label},
+    {K::LinearCrossEntropyGrad, launch_linear_cross_entropy_grad,
+     prepare_linear_cross_entropy_grad, E::None},
     {K::LionUpdate, launch_lion_update, nullptr, E::None},
     {K::Log, launch_unary, nullptr, E::None},
     {K::LogSoftmax, launch_softmax, nullptr, E::None},

@@ -155,6 +155,9 @@ TCC_CUDA_KERNEL(softmax_grad) // softmax_grad, log_softmax_grad
 TCC_CUDA_KERNEL(softmax_cross_entropy)
 TCC_CUDA_KERNEL(softmax_cross_entropy_grad)
 TCC_CUDA_KERNEL(mse_loss)
+// CudaLinearCrossEntropy.cu (cuBLASLt GEMMs per vocabulary slice)
+TCC_CUDA_KERNEL(linear_cross_entropy)
+TCC_CUDA_KERNEL(linear_cross_entropy_grad)
 TCC_CUDA_KERNEL(mse_loss_grad)
 TCC_CUDA_KERNEL(layer_norm)
 TCC_CUDA_KERNEL(layer_norm_grad)
@@ -258,6 +261,10 @@ int64_t prepare_softmax_cross_entropy(const Instr &,
                                       const std::vector<TensorInfo> &);
 int64_t prepare_mse_loss(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_layer_norm_grad(const Instr &, const std::vector<TensorInfo> &);
+int64_t prepare_linear_cross_entropy(const Instr &,
+                                     const std::vector<TensorInfo> &);
+int64_t prepare_linear_cross_entropy_grad(const Instr &,
+                                          const std::vector<TensorInfo> &);
 int64_t prepare_gather_grad(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_adamw_update(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_global_norm(const Instr &, const std::vector<TensorInfo> &);

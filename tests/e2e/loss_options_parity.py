@@ -10,7 +10,11 @@ PyTorch with nn.CrossEntropyLoss(ignore_index=I, label_smoothing=S):
     language-model batch of uneven documents is).
 Each runs with the fused regions (the generated loss kernels) and with
 --no-fuse (the library kernels); one token run ignores a class index
-(--ignore-index 0) instead. The per-step losses and the trained parameters
+(--ignore-index 0) instead. The heads and losses are fused by cut
+cross-entropy (tcc.linear_cross_entropy) by default; one token run has
+--no-cut-ce (the matmul and the softmax_cross_entropy kernels).
+Last, a head written as MatMul by a [D, V] weight (300 classes, blocks of
+128) trains 3 SGD steps alike with and without cut cross-entropy. The per-step losses and the trained parameters
 must agree (rtol 1e-4), and evaluation skips the ignored positions.
 """
 import argparse
@@ -62,7 +66,7 @@ def token_data(rng, vocab=11, t=6):
     return x, y
 
 
-def case(tcc, work, name, make, data, ignore, smoothing, fuse):
+def case(tcc, work, name, make, data, ignore, smoothing, fuse, cut=True):
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
     torch.manual_seed(0)
@@ -85,8 +89,17 @@ def case(tcc, work, name, make, data, ignore, smoothing, fuse):
         cmd += ["--ignore-index", str(ignore)]
     if not fuse:
         cmd.append("--no-fuse")
+    # The heads have 5 and 11 classes, below the default threshold (256):
+    # fuse them anyway, so the fused op is checked against PyTorch.
+    cmd += ["--no-cut-ce"] if not cut else \
+        ["--cut-cross-entropy-min-classes", "2", "--cut-cross-entropy-block", "4"]
     run(cmd)
     meta = run([tcc, "inspect", art])
+    # Both models end in a Linear head: cut cross-entropy fuses it with the
+    # loss unless --no-cut-ce.
+    want_cut = "cut_cross_entropy: fused" if cut else "cut_cross_entropy: off"
+    if want_cut not in meta:
+        sys.exit(f"{name}: `tcc inspect` does not show '{want_cut}':\n{meta}")
     for want in (f"ignore_index: {ignore}", f"label_smoothing: {smoothing:g}"):
         if want not in meta:
             sys.exit(f"{name}: `tcc inspect` does not show '{want}':\n{meta}")
@@ -146,6 +159,63 @@ def case(tcc, work, name, make, data, ignore, smoothing, fuse):
           f"{tcc_losses[-1]:.6f})")
 
 
+def dv_head_case(tcc, work):
+    """A head written as MatMul by a [D, V] initializer (not torch's
+    transposed Linear) with a bias, 300 classes in blocks of 128, ignored
+    positions and label smoothing: three SGD steps (lr 100, so gradients
+    show in the parameters) with and without cut cross-entropy agree."""
+    from onnx import helper, TensorProto
+    d = os.path.join(work, "dv_head")
+    os.makedirs(d, exist_ok=True)
+    rng = np.random.RandomState(0)
+    inits = [onnx.numpy_helper.from_array(a, n) for n, a in (
+        ("W1", rng.randn(8, 16).astype(np.float32) * 0.3),
+        ("W", rng.randn(16, 300).astype(np.float32) * 0.3),
+        ("B", rng.randn(300).astype(np.float32) * 0.1))]
+    g = helper.make_graph([
+        helper.make_node("MatMul", ["x", "W1"], ["h"]),
+        helper.make_node("Tanh", ["h"], ["t"]),
+        helper.make_node("MatMul", ["t", "W"], ["m"]),
+        helper.make_node("Add", ["m", "B"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 300])],
+        inits)
+    onnx_path = os.path.join(d, "dv.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+              onnx_path)
+    y = rng.randint(0, 300, size=64).astype(np.int64)
+    y[::7] = -100
+    np.save(os.path.join(d, "x.npy"), rng.randn(64, 8).astype(np.float32))
+    np.save(os.path.join(d, "y.npy"), y)
+    results = {}
+    for tag, extra in (("on", ["--cut-cross-entropy-block", "128"]),
+                       ("off", ["--no-cut-ce"])):
+        art = os.path.join(d, tag + ".tcc")
+        run([tcc, "compile", onnx_path, "-o", art, "--batch", "16",
+             "--optimizer", "sgd", "--lr", "100", "--label-smoothing", "0.1"]
+            + extra)
+        want = "cut_cross_entropy: fused" if tag == "on" else \
+            "cut_cross_entropy: off"
+        if want not in run([tcc, "inspect", art]):
+            sys.exit(f"dv_head: `tcc inspect` of {tag} lacks '{want}'")
+        metrics = os.path.join(d, tag + ".jsonl")
+        out = os.path.join(d, tag + ".out.onnx")
+        run([tcc, "train", art, "--data", "x=" + os.path.join(d, "x.npy"),
+             "--data", "labels=" + os.path.join(d, "y.npy"), "--steps", "3",
+             "--no-shuffle", "--no-progress", "--metrics", metrics,
+             "--export", out])
+        results[tag] = ([json.loads(l)["loss"] for l in open(metrics)],
+                        {t.name: onnx.numpy_helper.to_array(t)
+                         for t in onnx.load(out).graph.initializer})
+    np.testing.assert_allclose(results["on"][0], results["off"][0], rtol=1e-5,
+                               err_msg="dv_head: losses differ")
+    for k, ref in results["off"][1].items():
+        np.testing.assert_allclose(results["on"][1][k], ref, rtol=0,
+                                   atol=1e-3 * float(np.max(np.abs(ref))),
+                                   err_msg=f"dv_head: {k} differs")
+    print("dv_head: [D, V] head, 3 blocks: 3 SGD steps equal --no-cut-ce's")
+
+
 def model_classes(model):
     return 11 if isinstance(model, TokenModel) else 5
 
@@ -168,6 +238,9 @@ def main():
              -100, 0.1, fuse)
     case(args.tcc, args.work, "tokens_ignore_class", TokenModel, token_data,
          0, 0.0, True)
+    case(args.tcc, args.work, "tokens_no_cut_ce", TokenModel, token_data,
+         -100, 0.1, True, cut=False)
+    dv_head_case(args.tcc, args.work)
 
 
 if __name__ == "__main__":

@@ -459,6 +459,27 @@ std::vector<Case> cases() {
        "3x4xf32",
        "3x4xi64",
        2},
+      // Cut cross-entropy: vocabulary blocks of 4 over 10 and 7 classes,
+      // so the online log-sum-exp crosses block edges.
+      {"tcc.linear_cross_entropy",
+       "linear_cross_entropy_tw_bias",
+       {{"h", "2x3x4xf32"}, {"v", "10x4xf32"}, {"b", "10xf32"}},
+       "%y, %lse = tcc.linear_cross_entropy %h, %v, %labels, %b {block = 4 : "
+       "i64, ignore_index = 1 : i64, label_smoothing = 0.2 : f64, "
+       "transpose_weight = true} : (tensor<2x3x4xf32>, tensor<10x4xf32>, "
+       "tensor<2x3xi64>, tensor<10xf32>) -> (tensor<f32>, tensor<2x3xf32>)",
+       "f32",
+       "2x3xi64",
+       10},
+      {"tcc.linear_cross_entropy",
+       "linear_cross_entropy",
+       {{"h", "6x4xf32"}, {"v", "4x7xf32"}},
+       "%y, %lse = tcc.linear_cross_entropy %h, %v, %labels {block = 4 : i64}"
+       " : (tensor<6x4xf32>, tensor<4x7xf32>, tensor<6xi64>) -> (tensor<f32>,"
+       " tensor<6xf32>)",
+       "f32",
+       "6xi64",
+       7},
       // Fused attention (TccGradientsAttention.cpp): the backward kernel
       // recomputes the probabilities from the saved log-sum-exp. Causal
       // with D != Dv; a constant mask (one -inf per row, never a whole

@@ -11,6 +11,7 @@
 #include "KernelCasesGemm.h"
 #include "KernelCasesIndex.h"
 #include "KernelCasesLayout.h"
+#include "KernelCasesLinearCrossEntropy.h"
 #include "KernelCasesLogic.h"
 #include "KernelCasesMath.h"
 #include "KernelCasesOptim.h"
@@ -33,6 +34,7 @@ const std::vector<KernelCase> &allKernelCases() {
     // Row kernels.
     softmaxLossCases(all);
     layerNormCases(all);
+    linearCrossEntropyCases(all);
     // Optimizers, dropout, the step counter.
     optimizerCases(all);
     // GEMMs and their epilogues.

@@ -239,6 +239,7 @@ static std::vector<Variant> variants(const CompileOptions &base) {
                  o.padMultiple = 0;
                  o.memoryBudget = 0;
                  o.fuseAttention = false;
+                 o.cutCrossEntropy = 0;
                  o.shadowWeights = false; // a framework casts every step
                }});
   v.push_back({"compiled (all passes)", rt::ExecMode::Compiled,
@@ -269,6 +270,13 @@ static std::vector<Variant> variants(const CompileOptions &base) {
   else
     v.push_back({"compiled --fuse-attention", rt::ExecMode::Compiled,
                  [](CompileOptions &o) { o.fuseAttention = true; }});
+  // Cut cross-entropy is on for the CPU by default (bench runs there).
+  if (base.cutCrossEntropy != 0)
+    v.push_back({"compiled --no-cut-ce", rt::ExecMode::Compiled,
+                 [](CompileOptions &o) { o.cutCrossEntropy = 0; }});
+  else
+    v.push_back({"compiled --cut-cross-entropy", rt::ExecMode::Compiled,
+                 [](CompileOptions &o) { o.cutCrossEntropy = 1; }});
   if (base.memoryBudget > 0)
     v.push_back({"compiled, no --memory-budget", rt::ExecMode::Compiled,
                  [](CompileOptions &o) { o.memoryBudget = 0; }});

@@ -149,6 +149,29 @@ static cl::opt<bool> fuseAttention(
              "(tcc-fuse-attention; default on, --fuse-attention=false turns "
              "it off)"),
     cl::init(true), cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
+static cl::opt<bool> cutCrossEntropy(
+    "cut-cross-entropy",
+    cl::desc("Fuse the head matmul (hidden x W [+ bias]) and the "
+             "cross-entropy loss into one op that streams the vocabulary in "
+             "blocks and recomputes them in the backward, so the logits "
+             "[tokens, vocabulary] are never stored (tcc-cut-cross-entropy; "
+             "default on for the CPU where it matches, off for --target "
+             "cuda; --cut-cross-entropy=false or --no-cut-ce turns it off)"),
+    cl::init(true), cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
+static cl::opt<bool> noCutCe("no-cut-ce",
+                             cl::desc("Same as --cut-cross-entropy=false"),
+                             cl::sub(tool::compileCmd),
+                             cl::sub(tool::benchCmd));
+static cl::opt<int64_t> cutCrossEntropyBlock(
+    "cut-cross-entropy-block",
+    cl::desc("Vocabulary columns per block of the fused head + loss kernels "
+             "(default 2048)"),
+    cl::init(2048), cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
+static cl::opt<int64_t> cutCrossEntropyMinClasses(
+    "cut-cross-entropy-min-classes",
+    cl::desc("Heads with fewer classes keep the unfused loss (default 256: "
+             "a classifier's few logits cost little to store)"),
+    cl::init(256), cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
 static cl::opt<bool> fuseColumnSums(
     "fuse-column-sums",
     cl::desc("A layer norm's scale and bias gradients join its input "
@@ -482,6 +505,18 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
   o.planMemory = !noPlanMemory;
   o.fuse = !noFuse;
   o.fuseAttention = fuseAttention;
+  if (noCutCe)
+    o.cutCrossEntropy = 0;
+  else if (cutCrossEntropy.getNumOccurrences())
+    o.cutCrossEntropy = cutCrossEntropy ? 1 : 0;
+  if (cutCrossEntropyBlock < 1) {
+    llvm::errs() << "tcc " << cmd
+                 << ": error: --cut-cross-entropy-block must be positive, got "
+                 << cutCrossEntropyBlock << "\n";
+    return false;
+  }
+  o.cutCrossEntropyBlock = cutCrossEntropyBlock;
+  o.cutCrossEntropyMinClasses = cutCrossEntropyMinClasses;
   o.fuseColumnSums = fuseColumnSums;
   o.shadowWeights = shadowWeights;
   if (gemmEpilogue.getNumOccurrences())

@@ -311,6 +311,22 @@ struct CrossEntropyAttrs {
   }
 };
 
+/// linear_cross_entropy and its gradient: CrossEntropyAttrs' two, whether
+/// the weight is [V, D] (read transposed), and the vocabulary columns per
+/// slice the kernels stream.
+struct LinearCrossEntropyAttrs {
+  bool transposeWeight = false;
+  int64_t ignoreIndex = -100;
+  double labelSmoothing = 0;
+  int64_t block = 2048;
+  template <class V> void visit(V &v) {
+    v.flag(transposeWeight, "transpose_weight");
+    v.integer(ignoreIndex, "ignore_index");
+    v.real(labelSmoothing, "label_smoothing");
+    v.integer(block, "block");
+  }
+};
+
 // Optimizer updates. The learning rate is an operand (an f32 scalar the
 // train loop may change between steps), not an attribute.
 struct SgdAttrs {

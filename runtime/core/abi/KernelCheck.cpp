@@ -55,6 +55,8 @@ static constexpr CheckEntry kChecks[] = {
     {K::LayerNorm, check_layer_norm},
     {K::LayerNormGrad, check_layer_norm_grad},
     {K::LayerNormParamGrad, check_layer_norm_param_grad},
+    {K::LinearCrossEntropy, check_linear_cross_entropy},
+    {K::LinearCrossEntropyGrad, check_linear_cross_entropy_grad},
     {K::LionUpdate, check_lion_update},
     {K::Log, check_unary},
     {K::LogSoftmax, check_softmax_like},

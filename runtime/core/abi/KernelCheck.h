@@ -112,6 +112,8 @@ TCC_CHECK(layer_norm_param_grad)
 // CheckLoss.cpp
 TCC_CHECK(softmax_cross_entropy)
 TCC_CHECK(softmax_cross_entropy_grad)
+TCC_CHECK(linear_cross_entropy)
+TCC_CHECK(linear_cross_entropy_grad)
 TCC_CHECK(mse_loss)
 TCC_CHECK(mse_loss_grad)
 TCC_CHECK(sgd_update)

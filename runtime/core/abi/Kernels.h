@@ -39,6 +39,16 @@
 //   softmax_cross_entropy       in [logits [...,C], labels i64 [...]]
 //                               out [loss []]: mean -log_softmax[label].
 //   softmax_cross_entropy_grad  in [dloss [], logits, labels] out [dlogits].
+//   linear_cross_entropy       in [hidden [...,D], weight [D,V] ([V,D] with
+//                              transpose_weight), labels i64 [...]
+//                              (, bias [V])] out [loss [], lse [...]]: the
+//                              softmax_cross_entropy of hidden op(weight) +
+//                              bias without storing the logits (vocabulary
+//                              slices of `block` columns), lse = each row's
+//                              log-sum-exp; LinearCrossEntropyAttrs.
+//   linear_cross_entropy_grad  in [dloss [] (per counted position), hidden,
+//                              weight, labels, lse (, bias)] out [dhidden,
+//                              dweight (, dbias)], logits recomputed.
 //   mse_loss          in [pred,target] out [loss []] = mean((pred-target)^2).
 //   mse_loss_grad     in [dloss [],pred,target] out [dpred].
 //   The optimizer updates read the learning rate `lr` (f32 []) from memory:

@@ -5,7 +5,7 @@
 
 // A loss whose gradient is not in the function cannot be scaled.
 module {
-  // expected-error @+1 {{tcc-mixed-precision: fp16 loss scaling needs the gradient of a tcc.softmax_cross_entropy or tcc.mse_loss loss in @train_step}}
+  // expected-error @+1 {{tcc-mixed-precision: fp16 loss scaling needs the gradient of a tcc.softmax_cross_entropy, tcc.linear_cross_entropy or tcc.mse_loss loss in @train_step}}
   func.func @train_step(%x: tensor<4x3xf32> {tcc.kind = "param", tcc.name = "x"},
                         %labels: tensor<4xi64> {tcc.kind = "input", tcc.name = "labels"})
       -> (tensor<f32> {tcc.kind = "loss", tcc.name = "loss"},
