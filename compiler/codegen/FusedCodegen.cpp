@@ -664,8 +664,7 @@ FailureOr<std::string> generateFusedSource(ArrayRef<Operation *> fusedOps) {
      << ";\n";
   os << "extern \"C\" const int64_t tcc_fused_count = " << n << ";\n";
   os << "extern \"C\" const tcc_fused_fn tcc_fused_fns[] = "
-     << list([&](size_t i) { return "tcc_fused_" + std::to_string(fn[i]); },
-             n)
+     << list([&](size_t i) { return "tcc_fused_" + std::to_string(fn[i]); }, n)
      << ";\n";
   os << "extern \"C\" const tcc_fused_fin tcc_fused_fins[] = "
      << list(
