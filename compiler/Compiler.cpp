@@ -543,7 +543,11 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
     else if (opts.trackGradNorm)
       os << "gradient clipping: off; the step computes the metric "
             "grad_norm\n";
-    os << "cut cross-entropy: " << artifact.meta["cut_cross_entropy"] << "\n";
+    // Said where the model has a cross-entropy loss the pass could fuse.
+    auto cce = artifact.meta.find("cut_cross_entropy");
+    if (cce != artifact.meta.end() &&
+        cce->second.rfind("not applied: no softmax_cross_entropy", 0) != 0)
+      os << "cut cross-entropy: " << cce->second << "\n";
     ::tcc::printMemoryReport(::tcc::analyzeMemory(artifact), os);
     os << optimizerReport(artifact);
     bool toStdout = opts.emit == EmitKind::Artifact && !opts.output.empty() &&

@@ -117,6 +117,18 @@ KernelCost kernelCost(const Instr &in, const std::vector<TensorInfo> &tensors,
     c.flops = convFlops(in, tensors);
   else if (abi::is(in, K::Attention) || abi::is(in, K::AttentionGrad))
     c.flops = attentionFlops(in, tensors, abi::is(in, K::AttentionGrad));
+  else if (abi::is(in, K::LinearCrossEntropy) ||
+           abi::is(in, K::LinearCrossEntropyGrad)) {
+    // The head's product, 2 N D V, once forward; the gradient recomputes
+    // it and then forms dhidden and dweight: three products. (Hidden is
+    // the second operand of the gradient, the first of the forward.)
+    bool grad = abi::is(in, K::LinearCrossEntropyGrad);
+    const TensorInfo &h = tensors[in.inputs[grad ? 1 : 0]];
+    const TensorInfo &w = tensors[in.inputs[grad ? 2 : 1]];
+    if (!h.shape.empty() && w.shape.size() == 2)
+      c.flops = (grad ? 6.0 : 2.0) * double(h.numElements()) *
+                double(w.numElements()) / double(h.shape.back());
+  }
   return c;
 }
 
