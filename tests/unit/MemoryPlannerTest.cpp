@@ -4,6 +4,8 @@
 #include "runtime/cpu/CpuSession.h"
 #include "runtime/cpu/Kernels.h"
 
+#include "tests/unit/ProgramBuilder.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,31 +15,7 @@ using namespace tcc;
 using rt::TensorKind;
 
 namespace {
-/// A program over f32 tensors, built instr by instr.
-struct Builder {
-  rt::Artifact a;
-  rt::Program p;
-  int32_t tensor(TensorKind kind, std::vector<int64_t> shape) {
-    rt::TensorInfo t;
-    t.name = "t" + std::to_string(a.tensors.size());
-    t.kind = kind;
-    t.shape = std::move(shape);
-    if (kind == TensorKind::Temp)
-      t.program = "train_step";
-    else if (kind != TensorKind::Input) {
-      std::vector<float> zeros(t.numElements(), 0.0f);
-      t.dataOffset = a.addBlob(zeros.data(), zeros.size() * sizeof(float));
-    }
-    a.tensors.push_back(t);
-    return (int32_t)a.tensors.size() - 1;
-  }
-  int32_t op(const std::string &kernel, std::vector<int32_t> in,
-             std::vector<int64_t> shape, std::vector<int64_t> iattrs = {}) {
-    int32_t out = tensor(TensorKind::Temp, std::move(shape));
-    p.instrs.push_back({kernel, std::move(in), {out}, std::move(iattrs), {}});
-    return out;
-  }
-};
+using Builder = test::ProgramBuilder;
 
 /// Temps whose lifetimes overlap never share bytes, except along an
 /// in-place chain (same offset, handed over at one instruction).
@@ -288,8 +266,9 @@ TEST(MemoryPlanner, RandomProgramsHaveNoConflicts) {
       if (k == "add" || (k == "fused" && rhs >= 0))
         in.push_back(rhs);
       if (k == "fused") // a generated kernel listing a random pair or none
-        iattrs = rng() % 3 ? std::vector<int64_t>{0, 0, int64_t(rng() % in.size())}
-                           : std::vector<int64_t>{0};
+        iattrs = rng() % 3
+                     ? std::vector<int64_t>{0, 0, int64_t(rng() % in.size())}
+                     : std::vector<int64_t>{0};
       values.push_back(b.op(k, in, {rows, 8}, iattrs));
     }
     b.p.name = "train_step";

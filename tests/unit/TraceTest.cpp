@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/unit/ProgramBuilder.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -18,31 +20,7 @@ using nlohmann::json;
 using rt::TensorKind;
 
 namespace {
-/// A program over f32 tensors, built instr by instr (as MemoryPlannerTest).
-struct Builder {
-  rt::Artifact a;
-  rt::Program p;
-  int32_t tensor(TensorKind kind, std::vector<int64_t> shape) {
-    rt::TensorInfo t;
-    t.name = "t" + std::to_string(a.tensors.size());
-    t.kind = kind;
-    t.shape = std::move(shape);
-    if (kind == TensorKind::Temp)
-      t.program = "train_step";
-    else if (kind != TensorKind::Input) {
-      std::vector<float> zeros(t.numElements(), 0.0f);
-      t.dataOffset = a.addBlob(zeros.data(), zeros.size() * sizeof(float));
-    }
-    a.tensors.push_back(t);
-    return (int32_t)a.tensors.size() - 1;
-  }
-  int32_t op(const std::string &kernel, std::vector<int32_t> in,
-             std::vector<int64_t> shape, std::vector<int64_t> iattrs = {}) {
-    int32_t out = tensor(TensorKind::Temp, std::move(shape));
-    p.instrs.push_back({kernel, std::move(in), {out}, std::move(iattrs), {}});
-    return out;
-  }
-};
+using Builder = test::ProgramBuilder;
 
 /// x -> matmul h -> relu r (over h) -> add s (over r) -> matmul y: two
 /// buffers in the compiled plan, two temps live at once in eager mode.
