@@ -30,13 +30,19 @@ int runPredict();
 int runExport();
 int runTuneBatch();
 /// Adds the compile flags `tcc bench` shares with `tcc compile` (all but
-/// --memory-budget) to subcommand `to`; before the command line is parsed.
+/// --memory-budget) and those that choose the code and device (--target,
+/// --gpu-arch, --cpu-isa, --weights, --lora...) to subcommand `to`; before
+/// the command line is parsed.
 void shareCompileFlags(llvm::cl::SubCommand &to);
 
 /// Fills `o` from the compile flags shared by `tcc compile` and `tcc bench`
 /// (all but the input, -o and --emit). Prints an error naming `cmd` and
 /// returns false on an invalid value.
 bool compileOptionsFromFlags(CompileOptions &o, const char *cmd);
+/// Fills the flags only `tcc compile` (and `tcc tune-batch`) take: the
+/// target, --gpu-arch, --cpu-isa, --weights and --lora. Prints an error
+/// naming `cmd` and returns false on an invalid combination.
+bool targetOptionsFromFlags(CompileOptions &o, const char *cmd);
 
 /// Writes the artifact's ONNX model with the parameters and running
 /// statistics in `data(id)` (state tensors named after an initializer; the

@@ -524,46 +524,39 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
   return true;
 }
 
-int tool::runCompile() {
-  CompileOptions o;
-  o.input = input;
-  o.output = output;
-  o.emit = emit;
-  o.report = report;
-  if (!compileOptionsFromFlags(o, "compile"))
-    return 1;
+bool tool::targetOptionsFromFlags(CompileOptions &o, const char *cmd) {
   o.target = target;
   o.gpuArch = gpuArch;
   o.cpuIsa = cpuIsa;
-  if (o.emit == EmitKind::Cuda && !target.getNumOccurrences())
-    o.target = "cuda";
   o.weights = weights;
   o.weightsSeed = weightsSeed;
   if (weightsSeed.getNumOccurrences() && o.weights != "seeded") {
-    llvm::errs() << "tcc compile: error: --weights-seed needs --weights "
+    llvm::errs() << "tcc " << cmd
+                 << ": error: --weights-seed needs --weights "
                     "seeded (the weights come from the model otherwise)\n";
-    return 1;
+    return false;
   }
-  auto loraError = [](const std::string &msg) {
-    llvm::errs() << "tcc compile: error: " << msg << "\n";
-    return 1;
+  auto loraError = [cmd](const std::string &msg) {
+    llvm::errs() << "tcc " << cmd << ": error: " << msg << "\n";
+    return false;
   };
   bool loraGiven = lora.getNumOccurrences() > 0;
   if (loraGiven && lora < 1)
     return loraError("--lora must be a rank of at least 1, got " +
                      std::to_string(lora));
-  if (!loraGiven && (loraTarget.getNumOccurrences() ||
-                     loraAlpha.getNumOccurrences() ||
-                     loraSeed.getNumOccurrences()))
+  if (!loraGiven &&
+      (loraTarget.getNumOccurrences() || loraAlpha.getNumOccurrences() ||
+       loraSeed.getNumOccurrences()))
     return loraError("--lora-target, --lora-alpha and --lora-seed need "
                      "--lora RANK");
   if (loraGiven && loraTarget.empty())
     return loraError("--lora needs --lora-target: the weights to adapt (glob "
                      "patterns over initializer names, e.g. 'fc*,proj*')");
   if (loraAlpha.getNumOccurrences() && !(loraAlpha > 0)) {
-    llvm::errs() << "tcc compile: error: --lora-alpha must be positive, got "
+    llvm::errs() << "tcc " << cmd
+                 << ": error: --lora-alpha must be positive, got "
                  << llvm::format("%g", double(loraAlpha)) << "\n";
-    return 1;
+    return false;
   }
   if (loraGiven && !o.trainable.empty())
     return loraError("--lora trains only the adapters; it cannot be combined "
@@ -572,5 +565,20 @@ int tool::runCompile() {
   o.loraAlpha = loraAlpha.getNumOccurrences() ? double(loraAlpha) : 0.0;
   o.loraTargets.assign(loraTarget.begin(), loraTarget.end());
   o.loraSeed = loraSeed;
+  return true;
+}
+
+int tool::runCompile() {
+  CompileOptions o;
+  o.input = input;
+  o.output = output;
+  o.emit = emit;
+  o.report = report;
+  if (!compileOptionsFromFlags(o, "compile"))
+    return 1;
+  if (!targetOptionsFromFlags(o, "compile"))
+    return 1;
+  if (o.emit == EmitKind::Cuda && !target.getNumOccurrences())
+    o.target = "cuda";
   return compileModel(o);
 }

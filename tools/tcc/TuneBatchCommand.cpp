@@ -243,7 +243,8 @@ static std::vector<int64_t> defaultBatches(int64_t largest) {
 static int tuneBatch() {
   CompileOptions base;
   base.input = input;
-  if (!tool::compileOptionsFromFlags(base, "tune-batch"))
+  if (!tool::compileOptionsFromFlags(base, "tune-batch") ||
+      !tool::targetOptionsFromFlags(base, "tune-batch"))
     return 1;
   const char *err = "tcc tune-batch: error: ";
   if (maxBatch < 1 || steps < 1 || warmup < 0) {
@@ -371,6 +372,8 @@ void tool::shareCompileFlags(cl::SubCommand &to) {
   // re-registered with `to` added to its subcommands. --memory-budget is
   // tune-batch's own (the peak to fit), not the compiler's activation
   // budget.
+  // Also the compile-only flags that decide the code and the device
+  // (bench runs CPU artifacts only, so it has none of them).
   auto &compile = cl::getRegisteredOptions(compileCmd);
   std::vector<cl::Option *> shared;
   for (auto &e : cl::getRegisteredOptions(benchCmd)) {
@@ -378,6 +381,14 @@ void tool::shareCompileFlags(cl::SubCommand &to) {
     if (e.first != "memory-budget" && it != compile.end() &&
         it->second == e.second)
       shared.push_back(e.second);
+  }
+  for (const char *name :
+       {"target", "gpu-arch", "cpu-isa", "weights", "weights-seed", "lora",
+        "lora-target", "lora-alpha", "lora-seed"}) {
+    auto it = compile.find(name);
+    if (it != compile.end() &&
+        std::find(shared.begin(), shared.end(), it->second) == shared.end())
+      shared.push_back(it->second);
   }
   for (cl::Option *o : shared) {
     o->removeArgument();
