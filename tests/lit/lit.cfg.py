@@ -49,3 +49,8 @@ config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 config.substitutions.append(("%examples", os.path.join(config.tcc_src_root, "examples")))
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# lit hands its tests a filtered environment; setup.sh's sanitizer run
+# chooses the convolution path (TCC_CPU_CONV=im2col) for every process.
+if "TCC_CPU_CONV" in os.environ:
+    config.environment["TCC_CPU_CONV"] = os.environ["TCC_CPU_CONV"]
