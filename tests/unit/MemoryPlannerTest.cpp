@@ -250,29 +250,7 @@ TEST(MemoryPlanner, PrefixSlicesAreViews) {
 TEST(MemoryPlanner, RandomProgramsHaveNoConflicts) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 20; ++trial) {
-    Builder b;
-    std::vector<int32_t> values = {b.tensor(TensorKind::Input, {4, 8})};
-    for (int i = 0; i < 30; ++i) {
-      int32_t lhs = values[rng() % values.size()];
-      int32_t rhs = values[rng() % values.size()];
-      int64_t rows = 4 << (rng() % 3);
-      const char *kinds[] = {"add", "relu", "fused", "copy"};
-      std::string k = kinds[rng() % 4];
-      if (b.a.tensors[lhs].shape[0] != rows ||
-          b.a.tensors[rhs].shape[0] != rows)
-        k = "broadcast_to", rhs = -1;
-      std::vector<int32_t> in = {lhs};
-      std::vector<int64_t> iattrs;
-      if (k == "add" || (k == "fused" && rhs >= 0))
-        in.push_back(rhs);
-      if (k == "fused") // a generated kernel listing a random pair or none
-        iattrs = rng() % 3
-                     ? std::vector<int64_t>{0, 0, int64_t(rng() % in.size())}
-                     : std::vector<int64_t>{0};
-      values.push_back(b.op(k, in, {rows, 8}, iattrs));
-    }
-    b.p.name = "train_step";
-    b.p.outputs = {values.back()};
+    Builder b = test::randomProgram(rng, /*fused=*/true);
     planProgramMemory(b.a, b.p);
     ProgramLifetimes L = analyzeLifetimes(b.a, b.p, true);
     EXPECT_GE(b.p.arenaBytes, L.livePeak);

@@ -9,6 +9,7 @@
 
 #include "runtime/core/Artifact.h"
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,37 @@ struct ProgramBuilder {
     return out;
   }
 };
+
+/// A program "train_step" of 30 random element-wise instrs over [rows, 8]
+/// f32 tensors (rows 4, 8 or 16; broadcast_to where an operand's rows
+/// differ) from one input to the last value: add, relu, copy and, with
+/// `fused`, generated kernels that list a random in-place pair or none.
+inline ProgramBuilder randomProgram(std::mt19937 &rng, bool fused) {
+  ProgramBuilder b;
+  std::vector<int32_t> values = {b.tensor(rt::TensorKind::Input, {4, 8})};
+  const char *withFused[] = {"add", "relu", "fused", "copy"};
+  const char *plain[] = {"add", "relu", "copy"};
+  for (int i = 0; i < 30; ++i) {
+    int32_t lhs = values[rng() % values.size()];
+    int32_t rhs = values[rng() % values.size()];
+    int64_t rows = 4 << (rng() % 3);
+    std::string k = fused ? withFused[rng() % 4] : plain[rng() % 3];
+    if (b.a.tensors[lhs].shape[0] != rows || b.a.tensors[rhs].shape[0] != rows)
+      k = "broadcast_to", rhs = -1;
+    std::vector<int32_t> in = {lhs};
+    std::vector<int64_t> iattrs;
+    if (k == "add" || (k == "fused" && rhs >= 0))
+      in.push_back(rhs);
+    if (k == "fused")
+      iattrs = rng() % 3
+                   ? std::vector<int64_t>{0, 0, int64_t(rng() % in.size())}
+                   : std::vector<int64_t>{0};
+    values.push_back(b.op(k, in, {rows, 8}, iattrs));
+  }
+  b.p.name = "train_step";
+  b.p.outputs = {values.back()};
+  return b;
+}
 
 } // namespace tcc::test
 

@@ -63,24 +63,7 @@ bool inside(const json &inner, const json &outer) {
 TEST(Trace, TimelineMatchesThePlan) {
   std::mt19937 rng(11);
   for (int trial = 0; trial < 20; ++trial) {
-    Builder b;
-    std::vector<int32_t> values = {b.tensor(TensorKind::Input, {4, 8})};
-    for (int i = 0; i < 30; ++i) {
-      int32_t lhs = values[rng() % values.size()];
-      int32_t rhs = values[rng() % values.size()];
-      int64_t rows = 4 << (rng() % 3);
-      const char *kinds[] = {"add", "relu", "copy"};
-      std::string k = kinds[rng() % 3];
-      if (b.a.tensors[lhs].shape[0] != rows ||
-          b.a.tensors[rhs].shape[0] != rows)
-        k = "broadcast_to", rhs = -1;
-      std::vector<int32_t> in = {lhs};
-      if (k == "add")
-        in.push_back(rhs);
-      values.push_back(b.op(k, in, {rows, 8}));
-    }
-    b.p.name = "train_step";
-    b.p.outputs = {values.back()};
+    Builder b = test::randomProgram(rng, /*fused=*/false);
     planProgramMemory(b.a, b.p);
     ProgramLifetimes L = analyzeLifetimes(b.a, b.p, true);
     rt::ProgramMemoryTimeline tl =
