@@ -199,10 +199,11 @@ def resume(c):
     copts = ["--optimizer", "adamw", "--lr", "0.003"]
     art = c.compile(c.mlp, "resume", 8, copts)
     topts = ["--checkpoint-every", "5"]
+    ck_ref, ck = os.path.join(c.work, "ck_ref"), os.path.join(c.work, "ck_cut")
+    for d in (ck_ref, ck):
+        shutil.rmtree(d, ignore_errors=True)
     ref = c.train(art, "resume_ref", 2, c.data,
-                  topts + ["--checkpoint-dir", os.path.join(c.work, "ck_ref")])
-    ck = os.path.join(c.work, "ck_cut")
-    shutil.rmtree(ck, ignore_errors=True)
+                  topts + ["--checkpoint-dir", ck_ref])
     p = c.train(art, "resume_cut", 2, c.data, topts + ["--checkpoint-dir", ck],
                 wrapper=kill_rank_after(0, 10), expect_ok=False)
     if p.returncode == 0:
