@@ -196,7 +196,9 @@ private:
                 step % opts_.checkpointEvery == 0;
     bool scan =
         opts_.nonfiniteCheckEvery > 0 && step % opts_.nonfiniteCheckEvery == 0;
-    bool eval = eval_ && eval_->due(step);
+    // From the options, not eval_: only rank 0 evaluates, and every rank
+    // must finish (and so agree on) its steps in the same pattern.
+    bool eval = opts_.evalEvery > 0 && step % opts_.evalEvery == 0;
     return !async_ || step == plan_.total || ckpt || scan || eval;
   }
 
