@@ -320,8 +320,9 @@ private:
       int64_t n = 0;
       while (k < bufs.size() && n < cap) {
         int64_t take = std::min(bufs[k].count - off, cap - n);
-        std::memcpy(staging_.data() + n, bufs[k].data + off,
-                    static_cast<size_t>(take) * sizeof(float));
+        if (take) // an empty buffer's data may be null
+          std::memcpy(staging_.data() + n, bufs[k].data + off,
+                      static_cast<size_t>(take) * sizeof(float));
         n += take;
         off += take;
         if (off == bufs[k].count) {
