@@ -570,6 +570,11 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
     t.setMetrics(openMetrics(opts, resuming, r.startStep, log));
   t.setEval(eval.get());
   t.run();
+  // An interrupted run ends every rank with the signal's status, which the
+  // MPI module treats as a failure that ends the others: none may leave
+  // before rank 0's checkpoint of the last step is complete.
+  if (comm && r.interruptedBy)
+    comm->barrier();
   return r;
 }
 

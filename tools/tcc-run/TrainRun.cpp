@@ -135,8 +135,10 @@ int run::runTrain(int argc, char **argv) {
       std::fprintf(stderr, "tcc-run: GPU %s\n",
                    run.session().deviceDescription().c_str());
     rt::TrainResult r = run.train(o);
+    // Rank 0 reports an interruption (and exits with the signal's status,
+    // which ends the run); the others leave quietly, their part done.
     if (r.interruptedBy)
-      return lead ? rt::reportInterrupted(r, o) : 128 + r.interruptedBy;
+      return lead ? rt::reportInterrupted(r, o) : 0;
     if (!lead)
       return 0;
     rt::MemoryStats m = run.memory();

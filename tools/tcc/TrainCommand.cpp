@@ -295,8 +295,10 @@ int tool::runTrain() {
     rt::TrainResult r = run.train(o);
     // No evaluation or export of a run cut short: it resumes from the
     // checkpoint instead.
+    // Rank 0 reports an interruption (and exits with the signal's status,
+    // which ends the run); the others leave quietly, their part done.
     if (r.interruptedBy)
-      return lead ? rt::reportInterrupted(r, o) : 128 + r.interruptedBy;
+      return lead ? rt::reportInterrupted(r, o) : 0;
     if (!lead)
       return 0;
     rt::MemoryStats m = run.memory();
