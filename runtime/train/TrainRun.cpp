@@ -111,15 +111,14 @@ void rt::shareMachineAmongRanks() {
     return; // the user's choice
   int hw = static_cast<int>(std::thread::hardware_concurrency());
   hw = hw > 0 ? hw : 1;
-  // mpirun binds each rank to cores of its own (Open MPI: to a core when
-  // there are two ranks or fewer); those are the rank's share. Unbound, the
-  // ranks on the node split its threads.
+  // The ranks on the node split its threads, and a rank uses no more than
+  // the CPUs mpirun bound it to (Open MPI binds each of two ranks to one
+  // core, more ranks to a socket each: then several share a socket).
   cpu_set_t set;
   CPU_ZERO(&set);
   int bound = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
-  int threads = bound > 0 && bound < hw
-                    ? bound
-                    : std::max(1, hw / std::max(1, l.localSize));
+  int threads = std::max(1, std::min(bound > 0 ? bound : hw,
+                                     hw / std::max(1, l.localSize)));
   // Read by the CPU session (OpenBLAS) and the kernels' thread pool when
   // they start, which is after this.
   ::setenv("TCC_NUM_THREADS", std::to_string(threads).c_str(), 1);

@@ -57,9 +57,9 @@ SessionOptions sessionOptionsOf(const TrainFlags &f);
 
 /// A data-parallel rank's share of the machine, decided from the launcher's
 /// environment (launchInfo()) before any session or thread pool starts:
-/// unless TCC_NUM_THREADS is set, the CPU threads of the cores the launcher
-/// bound the rank to, or else max(1, hardware threads / ranks on the
-/// node). Nothing for a one-process run.
+/// unless TCC_NUM_THREADS is set, max(1, hardware threads / ranks on the
+/// node), and no more than the CPUs the launcher bound the rank to.
+/// Nothing for a one-process run.
 void shareMachineAmongRanks();
 
 /// Whether this process prints and writes what a run prints and writes:
