@@ -28,6 +28,7 @@ PACKAGES=(
   libopenblas-dev libdnnl-dev nlohmann-json3-dev libgtest-dev zlib1g-dev
   python3-torch python3-torchvision python3-onnx python3-numpy
   clang-22 libclang-rt-22-dev
+  libopenmpi-dev openmpi-bin
 )
 
 install_packages() {
