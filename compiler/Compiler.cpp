@@ -321,6 +321,8 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
   pipe.eps = opts.eps;
   pipe.noDecay = opts.noDecay;
   pipe.gradAccum = opts.gradAccum;
+  pipe.dataParallel = opts.dataParallel;
+  pipe.bucketBytes = opts.bucketBytes;
   pipe.clipGradNorm = opts.clipGradNorm;
   pipe.trackGradNorm = opts.trackGradNorm;
   pipe.memoryBudget = opts.memoryBudget;
@@ -465,6 +467,15 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
       std::to_string(std::max<int64_t>(opts.gradAccum, 1));
   if (opts.clipGradNorm > 0)
     artifact.meta["clip_grad_norm"] = fmt(opts.clipGradNorm);
+  if (opts.dataParallel) {
+    int64_t buckets = 0;
+    for (const rt::Program &p : artifact.programs)
+      for (const rt::Instr &in : p.instrs)
+        buckets += rt::abi::is(in, rt::abi::KernelId::AllReduce);
+    artifact.meta["data_parallel"] = "on";
+    artifact.meta["all_reduce_buckets"] = std::to_string(buckets);
+    artifact.meta["bucket_bytes"] = std::to_string(opts.bucketBytes);
+  }
   artifact.meta["pad_multiple"] = std::to_string(pipe.padMultiple);
   artifact.meta["gemm_epilogue"] = pipe.gemmEpilogue ? "on" : "off";
   artifact.meta["fuse_attention"] = pipe.fuseAttention ? "on" : "off";
@@ -543,6 +554,12 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
     else if (opts.trackGradNorm)
       os << "gradient clipping: off; the step computes the metric "
             "grad_norm\n";
+    if (opts.dataParallel)
+      os << "data parallel: gradients averaged over the ranks of mpirun in "
+         << artifact.meta["all_reduce_buckets"] << " bucket(s) of up to "
+         << fmt(double(opts.bucketBytes) / (1 << 20))
+         << " MiB, each started as soon as the backward has made it; "
+            "--batch is each rank's share\n";
     // Said where the model has a cross-entropy loss the pass could fuse.
     auto cce = artifact.meta.find("cut_cross_entropy");
     if (cce != artifact.meta.end() &&

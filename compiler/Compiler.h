@@ -43,6 +43,10 @@ struct CompileOptions {
   /// their names, or "1d" (every parameter of rank < 2).
   std::vector<std::string> noDecay;
   int64_t gradAccum = 1; // micro-batches per optimizer step
+  /// Average the gradients over the ranks of an mpirun run
+  /// (tcc-all-reduce-gradients), in buckets of bucketBytes.
+  bool dataParallel = false;
+  int64_t bucketBytes = 25 << 20;
   /// Clip the global gradient norm to this (tcc-clip-gradients; 0: off),
   /// and, with it or trackGradNorm, return the norm as `grad_norm`.
   double clipGradNorm = 0;

@@ -207,6 +207,32 @@ FuncMemoryModel::FuncMemoryModel(func::FuncOp fn) {
     succs = std::move(dataSuccs);
   }
 
+  // Data-parallel buckets (tcc.all_reduce) are started in one order on
+  // every rank, and nothing reads an averaged gradient before the last
+  // bucket has been started: a reader placed earlier would wait for its
+  // bucket while later gradients are still to be computed, which is the
+  // overlap the buckets are for.
+  SmallVector<int> buckets;
+  for (size_t i = 0; i < n; ++i)
+    if (isa<AllReduceOp>(ops[i]))
+      buckets.push_back((int)i);
+  auto addEdge = [&](int from, int to) {
+    if (from != to && !llvm::is_contained(preds[to], from)) {
+      preds[to].push_back(from);
+      succs[from].push_back(to);
+    }
+  };
+  for (size_t k = 1; k < buckets.size(); ++k)
+    addEdge(buckets[k - 1], buckets[k]);
+  if (!buckets.empty())
+    for (int b : buckets)
+      for (Value r : ops[b]->getResults())
+        for (Operation *user : r.getUsers()) {
+          int x = topLevel(user);
+          if (x >= 0 && !isa<AllReduceOp>(ops[x]))
+            addEdge(buckets.back(), x);
+        }
+
   // Update chains, from the end: producers of updates, and ops whose
   // readers all belong to the chain of one producer (and that return
   // nothing else). A weight-gradient GEMM that also sums the bias gradient

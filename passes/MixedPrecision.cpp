@@ -279,6 +279,16 @@ bool isOptimizerUpdate(Operation *op) {
 bool readsGradientInF32(Operation *u, Value grad) {
   if (isa<func::ReturnOp, GlobalNormOp>(u))
     return true;
+  // Averaged over data-parallel ranks first (tcc-all-reduce-gradients): the
+  // bucket's result for this gradient is what the optimizer reads.
+  if (auto ar = dyn_cast<AllReduceOp>(u)) {
+    for (auto [x, r] : llvm::zip(ar.getInputs(), ar.getResults()))
+      if (x == grad && !llvm::all_of(r.getUsers(), [&](Operation *y) {
+            return readsGradientInF32(y, r);
+          }))
+        return false;
+    return true;
+  }
   // The clipped gradient, read by the optimizer (tcc-clip-gradients).
   if (isClipScaling(u) && u->getOperand(0) == grad)
     return llvm::all_of(u->getUsers(), [&](Operation *x) {

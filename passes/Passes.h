@@ -61,6 +61,16 @@ struct TrainPipelineOptions
   Option<int64_t> gradAccum{*this, "grad-accum",
                             llvm::cl::desc("micro-batches per optimizer step"),
                             llvm::cl::init(1)};
+  Option<bool> dataParallel{
+      *this, "data-parallel",
+      llvm::cl::desc("average the gradients over the ranks of an mpirun "
+                     "run (tcc-all-reduce-gradients)"),
+      llvm::cl::init(false)};
+  Option<int64_t> bucketBytes{
+      *this, "bucket-bytes",
+      llvm::cl::desc("data-parallel: bytes of gradients per all-reduce "
+                     "bucket"),
+      llvm::cl::init(25 << 20)};
   Option<double> clipGradNorm{
       *this, "clip-grad-norm",
       llvm::cl::desc("clip the global gradient norm to this, as "

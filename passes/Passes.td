@@ -114,6 +114,35 @@ def AccumulateGradientsPass : Pass<"tcc-accumulate-gradients", "mlir::ModuleOp">
   ];
 }
 
+def AllReduceGradientsPass
+    : Pass<"tcc-all-reduce-gradients", "mlir::ModuleOp"> {
+  let summary = "Averages @train_step's gradients over data-parallel ranks";
+  let description = [{
+    For `mpirun -np N tcc train` (`tcc compile --data-parallel`): the `grad`
+    results of `@train_step` are averaged over the ranks before anything
+    reads them, as PyTorch's DistributedDataParallel does. Gradients go into
+    buckets of up to `bucket-bytes` in the order the backward makes them
+    (their definitions' order in the block), and each bucket becomes one
+    `tcc.all_reduce` right after its last gradient, so the first buckets
+    travel while the rest of the backward runs. A gradient that is
+    `x * c` (tcc-accumulate-gradients' `grad_acc * (1/K)`) is reduced as
+    `x`, keeping the multiply after the reduction for tcc-clip-gradients.
+    Runs after tcc-autodiff and tcc-accumulate-gradients (so it reduces once
+    per optimizer step) and before tcc-clip-gradients (which then takes the
+    norm of the averaged gradients, the same on every rank).
+
+    ```mlir
+    %r0, %r1 = tcc.all_reduce %g0, %g1 {bucket = 0}
+        : tensor<4x8xf32>, tensor<8xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect"];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
+           "Bytes of gradients per all-reduce bucket (DDP's 25 MiB)">,
+  ];
+}
+
 def ClipGradientsPass : Pass<"tcc-clip-gradients", "mlir::ModuleOp"> {
   let summary = "Clips the gradients of @train_step by their global norm";
   let description = [{

@@ -50,6 +50,11 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
   if (opts.gradAccum > 1)
     pm.addPass(createAccumulateGradientsPass(
         AccumulateGradientsPassOptions{opts.gradAccum}));
+  // Data parallelism: once per optimizer step, before clipping takes the
+  // norm (of the averaged gradients, the same on every rank).
+  if (opts.dataParallel)
+    pm.addPass(createAllReduceGradientsPass(
+        AllReduceGradientsPassOptions{opts.bucketBytes}));
   // Clipping: of the accumulated gradients of the whole batch, before the
   // optimizer reads them.
   if (opts.clipGradNorm != 0 || opts.trackGradNorm)

@@ -256,6 +256,26 @@ int groupUpdateRuns(const FuncMemoryModel &m, std::vector<int> &order,
   return moved;
 }
 
+/// Moves every tcc.all_reduce to just after the last op it depends on, so
+/// its bucket starts as soon as its gradients exist; an all_reduce's
+/// results and operands weigh the same (it averages in place), so the peak
+/// does not move.
+void startBucketsEarly(const FuncMemoryModel &m, std::vector<int> &order) {
+  std::vector<int> pos(order.size());
+  for (size_t a = 0; a < order.size(); ++a) {
+    if (!isa<AllReduceOp>(m.op(order[a])))
+      continue;
+    for (size_t k = 0; k < order.size(); ++k)
+      pos[order[k]] = (int)k;
+    int after = -1;
+    for (int p : m.predecessors(order[a]))
+      after = std::max(after, pos[p]);
+    int u = order[a];
+    order.erase(order.begin() + a);
+    order.insert(order.begin() + (after + 1), u);
+  }
+}
+
 DictionaryAttr anatomyAttr(MLIRContext *ctx, const MemoryAnatomy &a,
                            StringRef schedule) {
   Builder b(ctx);
@@ -333,6 +353,7 @@ struct PlanMemoryPass final
     std::vector<int> order = candidates[chosen];
     if (groupUpdates)
       numGrouped += groupUpdateRuns(m, order, best + best / 1024);
+    startBucketsEarly(m, order);
     Operation *ret = fn.getBody().front().getTerminator();
     for (int i : order)
       m.op(i)->moveBefore(ret);

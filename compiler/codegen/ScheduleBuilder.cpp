@@ -20,7 +20,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <optional>
+#include <set>
 
 using namespace mlir;
 namespace rt = ::tcc::rt;
@@ -672,8 +674,51 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn,
     return true;
   };
 
+  // Data-parallel buckets: all_reduce averages its operands in place (its
+  // results are their tensors), and all_reduce_wait goes right before the
+  // first instr that reads one of them, so the backward between runs while
+  // the bucket is on the wire.
+  llvm::DenseMap<int32_t, int64_t> pendingBucket;
+  std::map<int64_t, std::vector<int32_t>> bucketTensors;
+  auto waitFor = [&](const std::vector<int32_t> &reads) {
+    std::set<int64_t> buckets;
+    for (int32_t id : reads)
+      if (auto it = pendingBucket.find(id); it != pendingBucket.end())
+        buckets.insert(it->second);
+    for (int64_t b : buckets) {
+      rt::Instr wait;
+      wait.kernel = rt::abi::name(K::AllReduceWait);
+      rt::abi::setAttrs(wait, rt::abi::AllReduceAttrs{b});
+      wait.inputs = bucketTensors[b];
+      for (int32_t id : wait.inputs)
+        pendingBucket.erase(id);
+      prog.instrs.push_back(std::move(wait));
+    }
+  };
+
   for (Operation &op : body.without_terminator()) {
     rt::Instr in;
+    if (auto ar = dyn_cast<mlir::tcc::AllReduceOp>(op)) {
+      in.kernel = rt::abi::name(K::AllReduce);
+      int64_t bucket = (int64_t)ar.getBucket();
+      rt::abi::setAttrs(in, rt::abi::AllReduceAttrs{bucket});
+      if (bucketTensors.count(bucket))
+        return ar.emitError("bucket ") << bucket << " appears twice";
+      for (auto [x, r] : llvm::zip(ar.getInputs(), ar.getResults())) {
+        int32_t id = ids.lookup(x);
+        if (artifact.tensors[id].kind != rt::TensorKind::Temp ||
+            !x.hasOneUse() || pendingBucket.count(id))
+          return ar.emitError("operand '")
+                 << artifact.tensors[id].name
+                 << "' must be a temporary that only the all_reduce reads";
+        in.inputs.push_back(id);
+        ids[r] = id;
+        pendingBucket[id] = bucket;
+      }
+      bucketTensors[bucket] = in.inputs;
+      prog.instrs.push_back(std::move(in));
+      continue;
+    }
     if (auto c = dyn_cast<mlir::tcc::ConstantOp>(op)) {
       auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
       if (!dense)
@@ -699,6 +744,7 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn,
     }
     for (Value v : op.getOperands())
       in.inputs.push_back(ids.lookup(v));
+    waitFor(in.inputs);
     for (Value r : op.getResults()) {
       auto dtype = dtypeOf(r.getType(), op.getLoc());
       if (failed(dtype))
@@ -725,6 +771,14 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn,
     prog.instrs.push_back(std::move(in));
   }
 
+  // Buckets nothing read in the step (gradients it returns) are waited for
+  // before it ends.
+  {
+    std::vector<int32_t> all;
+    for (auto &[id, bucket] : pendingBucket)
+      all.push_back(id);
+    waitFor(all);
+  }
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     auto kind = fn.getResultAttrOfType<StringAttr>(i, "tcc.kind");
     if (kind && kind.getValue() == "update")

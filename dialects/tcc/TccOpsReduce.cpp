@@ -51,6 +51,21 @@ LogicalResult GlobalNormOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// all_reduce
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllReduceOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one operand");
+  if (!llvm::equal(getInputs().getTypes(), getResults().getTypes()))
+    return emitOpError("results must have the operands' types");
+  if ((int64_t)getBucket() < 0)
+    return emitOpError("bucket must be non-negative, got ")
+           << (int64_t)getBucket();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // cumsum
 //===----------------------------------------------------------------------===//
 

@@ -72,4 +72,34 @@ def Tcc_GlobalNormOp : Tcc_Op<"global_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tcc_AllReduceOp : Tcc_Op<"all_reduce", []> {
+  let summary = "Gradients averaged over the ranks of a data-parallel run";
+  let description = [{
+    Each result is its operand averaged element-wise over the processes of
+    a data-parallel run (`mpirun -np N`): the sum over the ranks divided by
+    N; with one process, the operand itself. One op is one bucket of
+    gradients that tcc-all-reduce-gradients makes after the backward; the
+    code generator starts its reduction where the op stands and waits for
+    it before the first reader of a result, so buckets reduce while the
+    rest of the backward runs. `bucket` numbers the buckets of a function
+    in the order every rank starts them. Not `Pure`: it communicates, so
+    nothing may drop, merge or duplicate it.
+    ```mlir
+    %r0, %r1 = tcc.all_reduce %g0, %g1 {bucket = 0}
+        : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>, tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<RankedTensorOf<[F32]>>:$inputs,
+                   I64Attr:$bucket);
+  let results = (outs Variadic<RankedTensorOf<[F32]>>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($results)";
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "ValueRange":$inputs, "int64_t":$bucket), [{
+      build($_builder, $_state, inputs.getTypes(), inputs,
+            $_builder.getI64IntegerAttr(bucket));
+    }]>
+  ];
+}
+
 #endif // TCC_OPS_REDUCE_TD

@@ -20,6 +20,8 @@ static constexpr KernelDef kKernels[] = {
     {K::AdafactorUpdate, run_adafactor_update},
     {K::AdamwUpdate, run_adamw_update},
     {K::Add, run_add},
+    {K::AllReduce, run_all_reduce},
+    {K::AllReduceWait, run_all_reduce_wait},
     {K::ArgMax, run_arg_max},
     {K::ArgMin, run_arg_min},
     {K::Attention, run_attention},

@@ -79,6 +79,8 @@ TCC_KERNEL(relu)
 TCC_KERNEL(relu_grad)
 TCC_KERNEL(reduce_sum)
 TCC_KERNEL(global_norm) // KernelsReduce.cpp
+TCC_KERNEL(all_reduce) // KernelsComm.cpp
+TCC_KERNEL(all_reduce_wait)
 TCC_KERNEL(reduce_mean)
 TCC_KERNEL(reduce_prod)
 TCC_KERNEL(reduce_prod_grad)

@@ -50,6 +50,8 @@ static constexpr CudaKernelDef kCudaKernels[] = {
     {K::AdafactorUpdate, launch_adafactor_update, nullptr, E::None},
     {K::AdamwUpdate, launch_adamw_update, prepare_adamw_update, E::None},
     {K::Add, launch_binary, prepareRank, E::None},
+    {K::AllReduce, launch_all_reduce, prepare_all_reduce, E::None},
+    {K::AllReduceWait, launch_all_reduce, prepare_all_reduce, E::None},
     {K::ArgMax, launch_arg_extremum, nullptr, E::None},
     {K::ArgMin, launch_arg_extremum, nullptr, E::None},
     {K::Attention, launch_attention, prepare_attention, E::None},

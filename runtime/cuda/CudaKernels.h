@@ -130,6 +130,8 @@ TCC_CUDA_KERNEL(scatter_elements)
 TCC_CUDA_KERNEL(gather_nd)
 TCC_CUDA_KERNEL(scatter_nd)
 TCC_CUDA_KERNEL(top_k)
+// CudaComm.cpp
+TCC_CUDA_KERNEL(all_reduce) // all_reduce, all_reduce_wait
 // CudaKernelsLayout.cu
 TCC_CUDA_KERNEL(copy)
 TCC_CUDA_KERNEL(transpose)
@@ -268,6 +270,8 @@ int64_t prepare_linear_cross_entropy_grad(const Instr &,
 int64_t prepare_gather_grad(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_adamw_update(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_global_norm(const Instr &, const std::vector<TensorInfo> &);
+/// all_reduce: Error when the run has several ranks (no NCCL path yet).
+int64_t prepare_all_reduce(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_matmul(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_reduce(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_reduce_extremum(const Instr &, const std::vector<TensorInfo> &);

@@ -95,6 +95,18 @@ static cl::opt<int64_t> gradAccum(
              "per optimizer step (the update of one batch K times larger)"),
     cl::init(1), cl::value_desc("K"), cl::sub(tool::compileCmd),
     cl::sub(tool::benchCmd));
+static cl::opt<bool> dataParallel(
+    "data-parallel",
+    cl::desc("Average the gradients over the ranks of `mpirun -np N tcc "
+             "train` (buckets started during the backward, as PyTorch's "
+             "DistributedDataParallel); --batch is each rank's share"),
+    cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
+static cl::opt<double> bucketMb(
+    "bucket-mb",
+    cl::desc("--data-parallel: MiB of gradients per all-reduce bucket "
+             "(default 25, DDP's)"),
+    cl::value_desc("MiB"), cl::init(25), cl::sub(tool::compileCmd),
+    cl::sub(tool::benchCmd));
 static cl::opt<double> clipGradNorm(
     "clip-grad-norm",
     cl::desc("Clip the gradients in the step to a global L2 norm of at most "
@@ -450,6 +462,22 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
   }
   o.clipGradNorm = clipGradNorm;
   o.trackGradNorm = trackGradNorm;
+  if (bucketMb.getNumOccurrences() && !dataParallel) {
+    llvm::errs() << "tcc " << cmd
+                 << ": error: --bucket-mb sizes the buckets of "
+                    "--data-parallel, which is not given\n";
+    return false;
+  }
+  if (!(bucketMb > 0 && bucketMb <= 1024 * 1024)) {
+    llvm::errs() << "tcc " << cmd
+                 << ": error: --bucket-mb must be a positive number of MiB "
+                    "(at most 1048576), got "
+                 << llvm::format("%g", double(bucketMb)) << "\n";
+    return false;
+  }
+  o.dataParallel = dataParallel;
+  o.bucketBytes = std::max<int64_t>(
+      1, static_cast<int64_t>(double(bucketMb) * 1024 * 1024));
   // A negative value is the "optimizer's default" sentinel inside; given on
   // the command line it is a mistake, not a request for the default.
   if (lr.getNumOccurrences() && !(lr > 0)) {

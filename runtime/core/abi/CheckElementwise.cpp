@@ -115,6 +115,16 @@ void check_global_norm(const KernelSig &s) {
   expectShape(s, false, 0, {});
 }
 
+void check_all_reduce(const KernelSig &s) {
+  if (s.in.empty() || !s.out.empty())
+    throw Error("expects at least 1 input and no output, got " +
+                std::to_string(s.in.size()) + " and " +
+                std::to_string(s.out.size()));
+  expectAllF32(s);
+  if (attrsOf<AllReduceAttrs>(s.instr).bucket < 0)
+    throw Error("bucket must be non-negative");
+}
+
 void check_cumsum(const KernelSig &s) {
   expectArity(s, 1, 1);
   expectAllF32(s);

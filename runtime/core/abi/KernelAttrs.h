@@ -52,6 +52,13 @@ struct NoAttrs {
   template <class V> void visit(V &) {}
 };
 
+/// all_reduce, all_reduce_wait: the gradient bucket (runtime/core/Comm.h)
+/// that one starts averaging and the other waits for.
+struct AllReduceAttrs {
+  int64_t bucket = 0;
+  template <class V> void visit(V &v) { v.integer(bucket, "bucket"); }
+};
+
 /// matmul: op(A) = A^T when transA (B likewise).
 struct MatmulAttrs {
   bool transA = false, transB = false;

@@ -21,6 +21,8 @@ static constexpr CheckEntry kChecks[] = {
     {K::AdafactorUpdate, check_adafactor_update},
     {K::AdamwUpdate, check_adamw_update},
     {K::Add, check_binary},
+    {K::AllReduce, check_all_reduce},
+    {K::AllReduceWait, check_all_reduce},
     {K::ArgMax, check_arg_extremum},
     {K::ArgMin, check_arg_extremum},
     {K::Attention, check_attention},

@@ -87,6 +87,7 @@ TCC_CHECK(binary) // add, sub, mul, div, pow
 TCC_CHECK(unary)  // neg, relu, exp, log, sqrt, tanh, sigmoid, erf
 TCC_CHECK(relu_grad)
 TCC_CHECK(copy)
+TCC_CHECK(all_reduce) // all_reduce, all_reduce_wait
 TCC_CHECK(broadcast_to)
 TCC_CHECK(transpose)
 TCC_CHECK(reduce) // reduce_sum, reduce_mean, reduce_prod

@@ -24,6 +24,13 @@
 //   global_norm       in [x0, x1, ...] (>= 1) out [n []] = sqrt(sum of x*x
 //                     over every element of every input), summed in f64 in
 //                     a fixed order (gradient clipping's global norm).
+//   all_reduce        in [g0, g1, ...] (>= 1, f32) out [], i [bucket]:
+//                     starts averaging the gradients over the ranks of a
+//                     data-parallel run, in place (Comm.h's buckets); they
+//                     are neither read nor written until
+//   all_reduce_wait   in [g0, g1, ...] out [], i [bucket]: returns once
+//                     the bucket is averaged (the compiler puts it before
+//                     the first reader). Both do nothing in one process.
 //   reduce_prod       in [x] out [y], i = reduced axes (as reduce_sum).
 //   reduce_prod_grad  in [dy, x] out [dx], i = reduced axes: dy times the
 //                     product of the other elements of x's group.
