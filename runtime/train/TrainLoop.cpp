@@ -522,6 +522,17 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
   Communicator *comm = launchedAsRanks() ? &communicator() : nullptr;
   int ranks = comm ? comm->size() : 1, rank = comm ? comm->rank() : 0;
   bool lead = rank == 0;
+  // Without the step's all_reduce kernels each rank would train its own
+  // copy on its share of the data: a silently different run.
+  if (comm) {
+    auto dp = a.meta.find("data_parallel");
+    if (dp == a.meta.end() || dp->second != "on")
+      throw Error("this run has " + std::to_string(ranks) +
+                  " ranks, but the artifact was compiled without "
+                  "--data-parallel, so its step would not average the "
+                  "gradients over them; recompile it with tcc compile "
+                  "--data-parallel (--batch is each rank's share)");
+  }
   TrainPlan plan = planTraining(a, opts, ranks);
   std::function<void(const std::string &)> log =
       lead ? logOf(opts) : [](const std::string &) {};
