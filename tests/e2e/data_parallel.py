@@ -7,7 +7,8 @@ must give what the artifact compiled at batch 2B gives in one process: the
 per-step losses (the mean over the ranks, written by rank 0) and the
 exported parameters agree within rtol 1e-5 after 20 steps. Checked on the example MLP (digits) in file
 order and shuffled, with --grad-accum 2 and with --clip-grad-norm, and on
-the GPT example's character model over the bundled text. Then:
+the GPT example's character model over the bundled text; fp16 loss scaling
+skips the steps one process skips at batch B with --grad-accum 2. Then:
   * a rank killed mid-run (SIGKILL) ends the whole run within seconds, with
     a non-zero status and a message naming the rank;
   * SIGTERM to one rank stops both after the same step, with a checkpoint;
@@ -60,7 +61,7 @@ class Case:
     def __init__(self, args):
         self.tcc = args.tcc
         self.work = args.work
-        ex = args.examples
+        ex = self.examples = args.examples
         self.data = ["--data", "x=" + os.path.join(ex, "digits", "train_x.npy"),
                      "--data", "labels=" + os.path.join(ex, "digits", "train_y.npy")]
         self.mlp = os.path.join(ex, "mlp.onnx")
@@ -229,6 +230,38 @@ def resume(c):
               what="killed at step 10 and resumed == uninterrupted")
 
 
+def fp16(c):
+    """fp16 loss scaling, on inputs scaled so that the scaled gradients
+    overflow at the first steps. A rank's gradients are those of its own B
+    samples (each twice its share of the global mean), so they overflow
+    where a one-process batch of 2B may not, as with PyTorch's DDP: the
+    one-process run that overflows alike is batch B with --grad-accum 2
+    (the same samples per step, gradients of B at a time). The ranks skip
+    the steps it skips, with the same loss scale after each: an overflow on
+    either rank reaches both through the averaged gradients."""
+    x = np.load(os.path.join(c.examples, "digits", "train_x.npy"))
+    big = os.path.join(c.work, "big_x.npy")
+    np.save(big, (x * 100).astype(np.float32))
+    feed = ["--data", "x=" + big, "--data", "labels=" +
+            os.path.join(c.examples, "digits", "train_y.npy")]
+    copts = ["--precision", "fp16", "--optimizer", "sgd", "--lr", "0.01"]
+    tag = "fp16"
+    one = c.train(c.compile(c.mlp, tag + "_1x", 8, copts + ["--grad-accum", "2"]),
+                  tag + "_1x", 1, feed, ["--no-shuffle"])
+    two = c.train(c.compile(c.mlp, tag + "_2x", 8, copts + DP), tag + "_2x",
+                  2, feed, ["--no-shuffle"])
+    skips = [l["skipped"] for l in one[1]]
+    if not any(skips):
+        fail(f"fp16: no step was skipped: {one[1]}")
+    if [l["skipped"] for l in two[1]] != skips or \
+            [l["loss_scale"] for l in two[1]] != [l["loss_scale"] for l in one[1]]:
+        fail(f"fp16: the ranks skipped other steps than one process:\n"
+             f"{one[1]}\n{two[1]}")
+    print(f"fp16: 2 ranks skip the steps one process skips "
+          f"({sum(skips)} of {STEPS})")
+    c.compare("fp16", one, two, what="2 ranks == 1 process with --grad-accum 2")
+
+
 def refused(c):
     """An artifact compiled without --data-parallel would train N separate
     copies: several ranks refuse it, naming the flag."""
@@ -272,6 +305,7 @@ def main():
         "killed": lambda: killed_rank(c),
         "sigterm": lambda: sigterm_one_rank(c),
         "resume": lambda: resume(c),
+        "fp16": lambda: fp16(c),
         "refused": lambda: refused(c),
     }
     only = [p for p in args.only.split(",") if p]
