@@ -117,8 +117,8 @@ void rt::shareMachineAmongRanks() {
   cpu_set_t set;
   CPU_ZERO(&set);
   int bound = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
-  int threads = std::max(1, std::min(bound > 0 ? bound : hw,
-                                     hw / std::max(1, l.localSize)));
+  int threads = std::max(
+      1, std::min(bound > 0 ? bound : hw, hw / std::max(1, l.localSize)));
   // Read by the CPU session (OpenBLAS) and the kernels' thread pool when
   // they start, which is after this.
   ::setenv("TCC_NUM_THREADS", std::to_string(threads).c_str(), 1);
@@ -128,7 +128,12 @@ bool rt::isLeadRank() { return launchInfo().rank == 0; }
 
 int rt::reportTrainError(const std::string &tool, const std::string &what) {
   std::fflush(stdout);
-  LaunchInfo l = launchInfo();
+  LaunchInfo l;
+  try {
+    l = launchInfo();
+  } catch (const Error &) {
+    // The launcher's variables are what failed: report as one process.
+  }
   if (l.size <= 1) {
     std::fprintf(stderr, "%s: error: %s\n", tool.c_str(), what.c_str());
     return 1;

@@ -103,12 +103,12 @@ static run::Args trainArgs(Flags &f) {
 }
 
 int run::runTrain(int argc, char **argv) {
-  // Before anything starts threads (mpirun -np N: each rank its share).
-  rt::shareMachineAmongRanks();
-  // A data-parallel run prints and writes from rank 0 only.
-  bool lead = rt::isLeadRank();
   Flags f;
   try {
+    // Before anything starts threads (mpirun -np N: each rank its share).
+    rt::shareMachineAmongRanks();
+    // A data-parallel run prints and writes from rank 0 only.
+    bool lead = rt::isLeadRank();
     run::Args args = trainArgs(f);
     if (!args.parse(argc, argv, 2))
       return 0;

@@ -248,11 +248,11 @@ static rt::TrainFlags trainFlags() {
 }
 
 int tool::runTrain() {
-  // Before anything starts threads (mpirun -np N: each rank its share).
-  rt::shareMachineAmongRanks();
-  // A data-parallel run prints and writes from rank 0 only.
-  bool lead = rt::isLeadRank();
   try {
+    // Before anything starts threads (mpirun -np N: each rank its share).
+    rt::shareMachineAmongRanks();
+    // A data-parallel run prints and writes from rank 0 only.
+    bool lead = rt::isLeadRank();
     // -1 means "not given" inside; given, a length below 1 is a mistake (a
     // run of 0 steps, or a negative --steps silently ignored next to
     // --epochs), as tcc-run says too.
