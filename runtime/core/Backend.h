@@ -33,6 +33,11 @@ struct SessionOptions {
   /// CUDA: matmul_epilogue as one cuBLASLt GEMM with its epilogue (false:
   /// a plain GEMM and element-wise kernels; tests run both).
   bool gemmEpilogues = true;
+  /// CUDA: the GPU to run on, an ordinal among the visible devices, taken
+  /// modulo their count (a data-parallel rank passes its local rank, so
+  /// ranks sharing a node spread over its GPUs; CUDA_VISIBLE_DEVICES
+  /// chooses which ones). -1: the first.
+  int gpu = -1;
 };
 
 class Backend {

@@ -38,8 +38,11 @@ std::string deviceDescription() {
   std::string why;
   if (!deviceAvailable(&why))
     throw Error("no GPU: " + why);
+  // The current device: the one a session chose (SessionOptions::gpu).
+  int dev = 0;
+  TCC_CUDA_CHECK(cudaGetDevice(&dev));
   cudaDeviceProp p{};
-  TCC_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
+  TCC_CUDA_CHECK(cudaGetDeviceProperties(&p, dev));
   char mem[32];
   std::snprintf(mem, sizeof mem, "%.1f GiB",
                 static_cast<double>(p.totalGlobalMem) / (1024.0 * 1024 * 1024));

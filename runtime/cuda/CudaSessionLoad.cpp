@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Initializer.h"
-#include "runtime/core/abi/KernelAbi.h"
 #include "runtime/core/abi/FusedAbi.h"
+#include "runtime/core/abi/KernelAbi.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaSessionInternal.h"
 
@@ -102,10 +102,11 @@ void CudaSession::Impl::validate(const Artifact &a) {
       ps->defs.push_back(def);
       ps->costs.push_back(kernelCost(in, tensors, mode == ExecMode::Compiled));
       ps->labels.push_back(profileLabel(
-          in, abi::is(in, abi::KernelId::Fused)
-                  ? a.device.kernels[abi::attrs<abi::KernelId::Fused>(in).kernel]
-                        .name
-                  : ""));
+          in,
+          abi::is(in, abi::KernelId::Fused)
+              ? a.device.kernels[abi::attrs<abi::KernelId::Fused>(in).kernel]
+                    .name
+              : ""));
       ps->shapeLabels.push_back(
           profileKey(ps->labels.back(), profileShape(in, tensors)));
       CudaArgs args{in, {}, {}};
@@ -134,9 +135,13 @@ void CudaSession::Impl::load(const Artifact &a) {
   std::string why;
   if (!deviceAvailable(&why))
     throw Error("cannot run on the GPU: " + why);
-  TCC_CUDA_CHECK(cudaSetDevice(0));
+  int count = 1, dev = 0;
+  TCC_CUDA_CHECK(cudaGetDeviceCount(&count));
+  if (opts.gpu > 0 && count > 0)
+    dev = opts.gpu % count;
+  TCC_CUDA_CHECK(cudaSetDevice(dev));
   cudaDeviceProp prop{};
-  TCC_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  TCC_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
   smCount = std::max(1, prop.multiProcessorCount);
   if (a.device.present() &&
       !archRunsOn(a.device.arch, prop.major, prop.minor, &why))

@@ -75,9 +75,10 @@ static std::vector<uint8_t> convert(const DataFeeder::Source &s,
 
 DataFeeder::DataFeeder(std::vector<Source> sources, int64_t batchSize,
                        bool shuffle, uint64_t seed, int64_t maxBatches,
-                       size_t prefetch, int64_t startBatch)
+                       size_t prefetch, int64_t startBatch, DataShard shard)
     : batchSize_(batchSize), maxBatches_(maxBatches), startBatch_(startBatch),
-      shuffle_(shuffle), seed_(seed), prefetch_(prefetch ? prefetch : 1) {
+      shard_(shard), shuffle_(shuffle), seed_(seed),
+      prefetch_(prefetch ? prefetch : 1) {
   if (sources.empty())
     throw Error("no data sources");
   for (size_t i = 0; i < sources.size(); ++i) {
@@ -132,25 +133,27 @@ static TokenCorpus::Options corpusOptions(const DataFeeder::TokenSource &s) {
 
 DataFeeder::DataFeeder(const TokenSource &src, int64_t batchSize, bool shuffle,
                        uint64_t seed, int64_t maxBatches, size_t prefetch,
-                       int64_t startBatch)
+                       int64_t startBatch, DataShard shard)
     : DataFeeder(
           std::make_shared<const TokenCorpus>(src.path, corpusOptions(src)),
-          batchSize, shuffle, seed, maxBatches, prefetch, startBatch) {}
+          batchSize, shuffle, seed, maxBatches, prefetch, startBatch, shard) {}
 
 DataFeeder::DataFeeder(const TokenSource &src,
                        const std::vector<uint8_t> &corpus, int64_t batchSize,
                        bool shuffle, uint64_t seed, int64_t maxBatches,
-                       size_t prefetch, int64_t startBatch)
+                       size_t prefetch, int64_t startBatch, DataShard shard)
     : DataFeeder(std::make_shared<const TokenCorpus>(src.path, corpus,
                                                      corpusOptions(src)),
-                 batchSize, shuffle, seed, maxBatches, prefetch, startBatch) {}
+                 batchSize, shuffle, seed, maxBatches, prefetch, startBatch,
+                 shard) {}
 
 DataFeeder::DataFeeder(std::shared_ptr<const TokenCorpus> corpus,
                        int64_t batchSize, bool shuffle, uint64_t seed,
-                       int64_t maxBatches, size_t prefetch, int64_t startBatch)
+                       int64_t maxBatches, size_t prefetch, int64_t startBatch,
+                       DataShard shard)
     : corpus_(std::move(corpus)), batchSize_(batchSize),
-      maxBatches_(maxBatches), startBatch_(startBatch), shuffle_(shuffle),
-      seed_(seed), prefetch_(prefetch ? prefetch : 1) {
+      maxBatches_(maxBatches), startBatch_(startBatch), shard_(shard),
+      shuffle_(shuffle), seed_(seed), prefetch_(prefetch ? prefetch : 1) {
   seqLen_ = corpus_->seqLen();
   numSamples_ = corpus_->numWindows();
   checkBatching(corpus_->name() + " (" + std::to_string(numSamples_) +
@@ -165,10 +168,22 @@ void DataFeeder::checkBatching(const std::string &what) {
                 std::to_string(batchSize_));
   if (startBatch_ < 0)
     throw Error("start batch must be >= 0, got " + std::to_string(startBatch_));
-  if (numSamples_ < batchSize_)
+  if (shard_.size < 1 || shard_.rank < 0 || shard_.rank >= shard_.size)
+    throw Error("rank " + std::to_string(shard_.rank) + " is not one of " +
+                std::to_string(shard_.size) + " ranks");
+  if (shard_.size == 1 && numSamples_ < batchSize_)
     throw Error(what + ": " + std::to_string(numSamples_) +
                 " samples, fewer than the batch size " +
                 std::to_string(batchSize_));
+  // A rank whose share of every global batch would be empty (or short)
+  // cannot train: the data must hold one batch for each rank.
+  if (numSamples_ < globalBatch())
+    throw Error(what + ": " + std::to_string(numSamples_) +
+                " samples, fewer than one global batch of " +
+                std::to_string(shard_.size) + " ranks x batch size " +
+                std::to_string(batchSize_) + " = " +
+                std::to_string(globalBatch()) + "; rank " +
+                std::to_string(shard_.rank) + "'s share would be empty");
 }
 
 void DataFeeder::start() {
@@ -285,7 +300,9 @@ void DataFeeder::produce() {
           order = epochOrder(b.epoch);
         orderEpoch = b.epoch;
       }
-      const int64_t first = (step % perEpoch) * batchSize_;
+      // This rank's B of the step's global batch of size * B positions.
+      const int64_t first =
+          (step % perEpoch) * globalBatch() + shard_.rank * batchSize_;
       const int64_t *idx = order.data() + (computed ? 0 : first);
       if (computed) {
         for (int64_t k = 0; k < batchSize_; ++k)

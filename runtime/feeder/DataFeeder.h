@@ -24,8 +24,18 @@
 
 namespace tcc::rt {
 
+/// A rank's place in a data-parallel run (runtime/core/Comm.h): every
+/// global batch is `size` per-rank batches, and this rank takes the
+/// `rank`-th. The default is the whole batch of a one-process run.
+struct DataShard {
+  int rank = 0;
+  int size = 1;
+};
+
 class DataFeeder {
 public:
+  using Shard = DataShard;
+
   struct Source {
     std::string name; // the model input it feeds, e.g. "x", "labels"
     HostArray array;  // dim 0 indexes samples
@@ -56,37 +66,48 @@ public:
   };
 
   /// Validates the sources (same sample count, sample shapes, at least one
-  /// batch of samples, integral values for i64 targets, values representable
-  /// in f32) and starts the background thread. Produces the batches with
-  /// step in [startBatch, maxBatches) -- maxBatches < 0: unbounded -- so a
-  /// resumed run passes the same maxBatches and the step it stopped at.
-  /// Each epoch visits a permutation of the samples (std::mt19937_64 seeded
-  /// with seed + epoch) when shuffling, file order otherwise; the last
-  /// partial batch of an epoch is dropped. Throws Error.
+  /// global batch of samples, integral values for i64 targets, values
+  /// representable in f32) and starts the background thread. Produces the
+  /// batches with step in [startBatch, maxBatches) -- maxBatches < 0:
+  /// unbounded -- so a resumed run passes the same maxBatches and the step
+  /// it stopped at. Each epoch visits a permutation of the samples
+  /// (std::mt19937_64 seeded with seed + epoch) when shuffling, file order
+  /// otherwise; the last partial global batch of an epoch is dropped.
+  ///
+  /// `batchSize` is this rank's: step k covers positions [k*S*B, (k+1)*S*B)
+  /// of the epoch's order (S = shard.size, B = batchSize) and this rank
+  /// takes the shard.rank-th B of them. Every rank computes the same order
+  /// from the seed, so the ranks' batches together are a one-process
+  /// feeder's batch of S*B. Throws Error.
   DataFeeder(std::vector<Source> sources, int64_t batchSize, bool shuffle,
              uint64_t seed, int64_t maxBatches, size_t prefetch = 4,
-             int64_t startBatch = 0);
-  /// Same batching, shuffling and resumption rules, over the windows of a
-  /// token corpus; each Batch has two tensors: inputs, then labels.
+             int64_t startBatch = 0, DataShard shard = {});
+  /// Same batching, sharding, shuffling and resumption rules, over the
+  /// windows of a token corpus; each Batch has two tensors: inputs, then
+  /// labels.
   DataFeeder(const TokenSource &tokens, int64_t batchSize, bool shuffle,
              uint64_t seed, int64_t maxBatches, size_t prefetch = 4,
-             int64_t startBatch = 0);
+             int64_t startBatch = 0, DataShard shard = {});
   /// The same over a corpus already in memory: `corpus` holds the file's
   /// bytes and tokens.path only names it in errors (tests, fuzzing).
   DataFeeder(const TokenSource &tokens, const std::vector<uint8_t> &corpus,
              int64_t batchSize, bool shuffle, uint64_t seed, int64_t maxBatches,
-             size_t prefetch = 4, int64_t startBatch = 0);
+             size_t prefetch = 4, int64_t startBatch = 0, DataShard shard = {});
   /// The same over a corpus already opened.
   DataFeeder(std::shared_ptr<const TokenCorpus> corpus, int64_t batchSize,
              bool shuffle, uint64_t seed, int64_t maxBatches,
-             size_t prefetch = 4, int64_t startBatch = 0);
+             size_t prefetch = 4, int64_t startBatch = 0, DataShard shard = {});
   /// Stops and joins the thread, also when batches remain unconsumed.
   ~DataFeeder();
   DataFeeder(const DataFeeder &) = delete;
   DataFeeder &operator=(const DataFeeder &) = delete;
 
   int64_t numSamples() const { return numSamples_; }
-  int64_t batchesPerEpoch() const { return numSamples_ / batchSize_; }
+  /// Global batches (steps) per epoch: of shard.size * batchSize samples.
+  int64_t batchesPerEpoch() const { return numSamples_ / globalBatch(); }
+  /// Samples per step over all ranks.
+  int64_t globalBatch() const { return batchSize_ * shard_.size; }
+  const DataShard &shard() const { return shard_; }
 
   /// Waits for the next batch. False once maxBatches is reached; rethrows an
   /// exception raised on the background thread.
@@ -124,6 +145,7 @@ private:
   std::shared_ptr<const TokenCorpus> corpus_; // token mode
   int64_t seqLen_ = 0;                        // token mode: T (0 = column mode)
   int64_t numSamples_ = 0, batchSize_ = 0, maxBatches_ = 0, startBatch_ = 0;
+  DataShard shard_;
   bool shuffle_ = false;
   uint64_t seed_ = 0;
   size_t prefetch_ = 4;

@@ -10,7 +10,8 @@
 //    "artifact": {"crc32": 305419896, "source": "mlp.onnx"},
 //    "step": 1200, "loss": 0.25,
 //    "run": {"total_steps": 5000, "epochs": -1, "batch_size": 32,
-//            "blas_threads": 2, "lr_schedule": "cosine lr=0.001 ...",
+//            "blas_threads": 2, "ranks": 1,
+//            "lr_schedule": "cosine lr=0.001 ...",
 //            "data": [{"name": "x", "path": "x.npy", "dtype": "f32",
 //                      "shape": [1477, 64], "crc32": 1234}, ...]},
 //    "feeder": {"seed": 0, "shuffle": true, "batches_per_epoch": 46,
@@ -191,6 +192,7 @@ static json manifestJson(const CheckpointMeta &m, const json &tensors) {
         {"epochs", m.epochs},
         {"batch_size", m.batchSize},
         {"blas_threads", m.blasThreads},
+        {"ranks", m.ranks},
         {"lr_schedule", m.lrSchedule},
         {"data", std::move(data)}}},
       {"feeder",
@@ -369,6 +371,11 @@ static void parseMeta(const json &root, CheckpointMeta &m) {
   m.epochs = intAt(run, "epochs", "run");
   m.batchSize = intAt(run, "batch_size", "run");
   m.blasThreads = intAt(run, "blas_threads", "run");
+  // Absent in checkpoints written before data-parallel runs: one process.
+  m.ranks = run.contains("ranks") ? intAt(run, "ranks", "run") : 1;
+  if (m.ranks < 1)
+    throw Error("run.ranks: expected a positive count, got " +
+                std::to_string(m.ranks));
   if (run.contains("lr_schedule"))
     m.lrSchedule =
         asString(field(run, "lr_schedule", "run"), "run.lr_schedule");

@@ -81,6 +81,10 @@ struct CheckpointMeta {
   /// BLAS threads of the run: GEMM results (so the losses) may change in
   /// the last bits with the thread count, so a difference is reported.
   int64_t blasThreads = 0;
+  /// Processes of the data-parallel run (mpirun -np N; 1 for one process,
+  /// and in checkpoints written before data-parallel runs). batchSize and
+  /// batchesPerEpoch are per rank and in global steps.
+  int64_t ranks = 1;
   uint64_t seed = 0;
   bool shuffle = true;
   std::vector<DataIdentity> data;

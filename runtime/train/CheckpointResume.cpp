@@ -250,6 +250,16 @@ void checkResumable(const Checkpoint &c, const CheckpointMeta &now,
     if (std::none_of(was.data.begin(), was.data.end(),
                      [&](const DataIdentity &d) { return d.name == n.name; }))
       fail("this run feeds input '" + n.name + "', its run did not");
+  // Another rank count is another global batch: the optimization and the
+  // data order would differ from the run being continued, so it is refused
+  // rather than resumed approximately.
+  if (was.ranks != now.ranks)
+    fail("its run had " + std::to_string(was.ranks) +
+         " rank(s) (global batch " + std::to_string(was.ranks * was.batchSize) +
+         "), this run has " + std::to_string(now.ranks) + " (global batch " +
+         std::to_string(now.ranks * now.batchSize) + "); resume with " +
+         (was.ranks > 1 ? "mpirun -np " + std::to_string(was.ranks)
+                        : std::string("one process (no mpirun)")));
   if (was.epochs != now.epochs || was.totalSteps != now.totalSteps)
     fail("its run was " + lengthFlag(was) + " (" +
          std::to_string(was.totalSteps) + " steps), this run is " +

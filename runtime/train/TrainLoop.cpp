@@ -1,6 +1,7 @@
 //===- TrainLoop.cpp - Running training steps fed by the data feeder ------===//
 #include "runtime/train/TrainLoop.h"
 
+#include "runtime/core/Comm.h"
 #include "runtime/core/NonFinite.h"
 #include "runtime/feeder/DataFeeder.h"
 #include "runtime/train/Checkpoint.h"
@@ -84,6 +85,17 @@ public:
     for (int32_t id : ids_)
       s_.upload(id, mem_->data() + offsetOf_[id]);
   }
+  /// Rank 0's values into every rank's session: the ranks of a
+  /// data-parallel run start from the same weights and optimizer state
+  /// (restored from a checkpoint only rank 0 read, or initialized), as the
+  /// averaged gradients then keep them.
+  void broadcastFromRank0(Communicator &comm) {
+    download();
+    const std::vector<TensorInfo> &ts = s_.tensors();
+    for (int32_t id : ids_)
+      comm.broadcast(data(id), ts[id].byteSize(), 0);
+    upload();
+  }
   void *data(int32_t id) {
     if (id < 0 || id >= static_cast<int32_t>(offsetOf_.size()) ||
         offsetOf_[id] < 0)
@@ -128,9 +140,10 @@ class Trainer {
 public:
   Trainer(Session &s, const TrainOptions &opts, const TrainPlan &plan,
           LossScaling scaling, HostMirror &mirror, CheckpointMeta &meta,
-          TrainResult &r, DataFeeder &feeder)
+          TrainResult &r, DataFeeder &feeder, Communicator *comm)
       : s_(s), opts_(opts), plan_(plan), scaling_(scaling), mirror_(mirror),
-        meta_(meta), r_(r), feeder_(feeder), async_(s.traits().asynchronous) {
+        meta_(meta), r_(r), feeder_(feeder), comm_(comm),
+        lead_(!comm || comm->rank() == 0), async_(s.traits().asynchronous) {
     // A synchronous session offers one slot: the input tensors themselves.
     size_t slots = std::min(opts.prefetch, s.traits().inputSlots);
     slots_ = s.inputSlots(plan.feedTargets, std::max<size_t>(slots, 1));
@@ -168,13 +181,24 @@ private:
   void finish(StepRecord &rec);
   void checkFinite(int64_t step);
   void checkpoint(int64_t step, float loss);
+  /// The step's loss, skipped flag and stop request, agreed by the ranks.
+  void agree(float &loss, bool &skipped);
+  /// The stop request the loop acts on: this process's signal, or in a
+  /// data-parallel run the one the ranks agreed on at the last step.
+  int stopRequested() const {
+    if (comm_)
+      return agreedStop_;
+    return opts_.stopSignal ? opts_.stopSignal->load() : 0;
+  }
   /// Steps whose state is read on the host before the next is enqueued.
   bool syncPoint(int64_t step) const {
     bool ckpt = !opts_.checkpointDir.empty() && opts_.checkpointEvery > 0 &&
                 step % opts_.checkpointEvery == 0;
     bool scan =
         opts_.nonfiniteCheckEvery > 0 && step % opts_.nonfiniteCheckEvery == 0;
-    bool eval = eval_ && eval_->due(step);
+    // From the options, not eval_: only rank 0 evaluates, and every rank
+    // must finish (and so agree on) its steps in the same pattern.
+    bool eval = opts_.evalEvery > 0 && step % opts_.evalEvery == 0;
     return !async_ || step == plan_.total || ckpt || scan || eval;
   }
 
@@ -186,6 +210,11 @@ private:
   CheckpointMeta &meta_;
   TrainResult &r_;
   DataFeeder &feeder_;
+  /// A data-parallel run's communicator (null for one process); lead_: this
+  /// process writes what the run writes (rank 0).
+  Communicator *comm_;
+  bool lead_;
+  int agreedStop_ = 0;
   bool async_;
 
   std::unique_ptr<InputSlots> slots_;
@@ -376,6 +405,8 @@ void Trainer::finish(StepRecord &rec) {
     skipped = rec.readback[k] != prevSkipped_;
     prevSkipped_ = rec.readback[k];
   }
+  if (comm_)
+    agree(loss, skipped);
   r_.skippedSteps += skipped;
   if (scaling_.scaleId >= 0)
     r_.lossScale = rec.readback[k + 1];
@@ -391,21 +422,22 @@ void Trainer::finish(StepRecord &rec) {
   r_.steps = step;
   lastLoss_ = loss;
   double elapsed = secondsSince(start_);
-  double sps = r_.batchSize * (step - r_.startStep) / std::max(elapsed, 1e-9);
+  int64_t globalBatch = r_.batchSize * r_.ranks;
+  double sps = globalBatch * (step - r_.startStep) / std::max(elapsed, 1e-9);
   // A sync point: nothing runs behind this step (EvalDuringTraining.h).
   const EvalResult *ev =
       eval_ && eval_->due(step) ? &eval_->run(s_, step, r_) : nullptr;
   if (ev)
     progress_->setEval(evalSummary(*ev));
   if (metrics_)
-    writeMetricsLine(*metrics_, step, rec.epoch, loss, r_.batchSize, dt,
+    writeMetricsLine(*metrics_, step, rec.epoch, loss, globalBatch, dt,
                      scaling_.skippedId >= 0, skipped, r_.lossScale, rec.lr,
                      gradNormId_ >= 0
                          ? std::optional<float>(rec.readback[k + 2])
                          : std::nullopt,
                      ev);
   // After the metrics line, so a resumed run never lacks a step's line.
-  if (!opts_.checkpointDir.empty() &&
+  if (lead_ && !opts_.checkpointDir.empty() &&
       (step == plan_.total ||
        (opts_.checkpointEvery > 0 && step % opts_.checkpointEvery == 0)))
     checkpoint(step, loss);
@@ -414,12 +446,27 @@ void Trainer::finish(StepRecord &rec) {
     std::raise(SIGKILL);
 }
 
+// One small host reduction per step: the mean loss (what every rank reports
+// and checks, so a NaN on one rank stops all of them at the same step),
+// whether any rank's step was skipped, and the highest stop signal, so a
+// SIGINT/SIGTERM seen by one rank stops every rank after the same step.
+void Trainer::agree(float &loss, bool &skipped) {
+  double sum = loss;
+  comm_->allReduce(&sum, 1, CommDType::F64, CommOp::Sum);
+  loss = static_cast<float>(sum / comm_->size());
+  int64_t flags[2] = {opts_.stopSignal ? opts_.stopSignal->load() : 0,
+                      skipped ? 1 : 0};
+  comm_->allReduce(flags, 2, CommDType::I64, CommOp::Max);
+  agreedStop_ = static_cast<int>(flags[0]);
+  skipped = flags[1] != 0;
+}
+
 void Trainer::run() {
   if (scaling_.skippedId >= 0)
     s_.download(scaling_.skippedId, &prevSkipped_);
   killAfter_ = killAfterStepForTesting();
-  progress_ =
-      std::make_unique<Progress>(opts_.progress, r_.startStep, plan_.total);
+  progress_ = std::make_unique<Progress>(opts_.progress && lead_, r_.startStep,
+                                         plan_.total);
   start_ = Clock::now();
   r_.steps = r_.startStep;
   StepRecord *pending = nullptr; // enqueued, not read back yet
@@ -447,11 +494,12 @@ void Trainer::run() {
       tracer->endStep();
     // Polled between steps only: a step is never cut in half, and the
     // checkpoint below is of the last step enqueued.
-    if (int sig = opts_.stopSignal ? opts_.stopSignal->load() : 0) {
+    if (int sig = stopRequested()) {
       r_.interruptedBy = sig;
       if (pending)
         finish(*std::exchange(pending, nullptr));
-      if (!opts_.checkpointDir.empty() && checkpointedStep_ != r_.steps)
+      if (lead_ && !opts_.checkpointDir.empty() &&
+          checkpointedStep_ != r_.steps)
         checkpoint(r_.steps, lastLoss_);
       break;
     }
@@ -468,21 +516,40 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
                            const TrainOptions &opts) {
   if (opts.prefetch < 1)
     throw Error("--prefetch must be at least 1, got 0");
-  TrainPlan plan = planTraining(a, opts);
-  std::function<void(const std::string &)> log = logOf(opts);
+  // A data-parallel run (mpirun -np N, N > 1): this process is one rank.
+  // Rank 0 alone reads the checkpoint it resumes from and writes metrics,
+  // checkpoints and notes; every rank trains on its share of each batch.
+  Communicator *comm = launchedAsRanks() ? &communicator() : nullptr;
+  int ranks = comm ? comm->size() : 1, rank = comm ? comm->rank() : 0;
+  bool lead = rank == 0;
+  // Without the step's all_reduce kernels each rank would train its own
+  // copy on its share of the data: a silently different run.
+  if (comm) {
+    auto dp = a.meta.find("data_parallel");
+    if (dp == a.meta.end() || dp->second != "on")
+      throw Error("this run has " + std::to_string(ranks) +
+                  " ranks, but the artifact was compiled without "
+                  "--data-parallel, so its step would not average the "
+                  "gradients over them; recompile it with tcc compile "
+                  "--data-parallel (--batch is each rank's share)");
+  }
+  TrainPlan plan = planTraining(a, opts, ranks);
+  std::function<void(const std::string &)> log =
+      lead ? logOf(opts) : [](const std::string &) {};
   bool checkpointing = !opts.checkpointDir.empty();
   bool resuming = !opts.resumeFrom.empty();
   TrainResult r;
   r.gradAccum = plan.gradAccum;
   r.batchSize = plan.batchSize;
+  r.ranks = ranks;
   LossScaling scaling = lossScaling(a, opts);
   r.lrSchedule = learningRateSchedule(a, opts, plan);
   HostMirror mirror(session);
   CheckpointMeta meta;
   if (checkpointing || resuming)
-    meta = checkpointMeta(a, opts, plan, session.orderingThreads());
+    meta = checkpointMeta(a, opts, plan, session.orderingThreads(), ranks);
   meta.lrSchedule = r.lrSchedule.describe();
-  if (resuming) {
+  if (resuming && lead) {
     Checkpoint c = loadNewestCheckpoint(opts.resumeFrom, log);
     checkResumable(c, meta, log);
     checkFreshDir(opts, &c);
@@ -490,15 +557,35 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
         session.tensors(), [&](int32_t id) { return mirror.data(id); }, c);
     mirror.upload();
     noteResumed(r, c, plan, log);
-  } else {
+  } else if (lead) {
     checkFreshDir(opts, nullptr);
   }
-  std::unique_ptr<PeriodicEval> eval = PeriodicEval::make(a, opts, plan.total);
-  std::unique_ptr<DataFeeder> feeder = startFeeder(plan, opts, r.startStep);
-  Trainer t(session, opts, plan, scaling, mirror, meta, r, *feeder);
-  t.setMetrics(openMetrics(opts, resuming, r.startStep, log));
+  if (comm) {
+    // Where the run continues, and the weights and state, as rank 0 has
+    // them: the other ranks need no access to the checkpoint.
+    int64_t start[2] = {r.startStep, 0};
+    std::memcpy(&start[1], &r.resumedLoss, sizeof r.resumedLoss);
+    comm->broadcast(start, sizeof start, 0);
+    r.startStep = start[0];
+    std::memcpy(&r.resumedLoss, &start[1], sizeof r.resumedLoss);
+    mirror.broadcastFromRank0(*comm);
+  }
+  // Evaluation during training is rank 0's: the others go on to the next
+  // step, which waits for rank 0 in its gradient reduction.
+  std::unique_ptr<PeriodicEval> eval =
+      lead ? PeriodicEval::make(a, opts, plan.total) : nullptr;
+  std::unique_ptr<DataFeeder> feeder =
+      startFeeder(plan, opts, r.startStep, DataShard{rank, ranks});
+  Trainer t(session, opts, plan, scaling, mirror, meta, r, *feeder, comm);
+  if (lead)
+    t.setMetrics(openMetrics(opts, resuming, r.startStep, log));
   t.setEval(eval.get());
   t.run();
+  // An interrupted run ends every rank with the signal's status, which the
+  // MPI module treats as a failure that ends the others: none may leave
+  // before rank 0's checkpoint of the last step is complete.
+  if (comm && r.interruptedBy)
+    comm->barrier();
   return r;
 }
 

@@ -136,11 +136,14 @@ struct EvalPoint {
 };
 
 struct TrainResult {
-  int64_t startStep = 0;     // the checkpoint's step when resuming
-  int64_t steps = 0;         // global step reached (startStep + run)
-  int64_t batchSize = 0;     // samples per optimizer step (micro-batch x K)
-  int64_t gradAccum = 1;     // micro-batches per optimizer step
-  std::vector<float> losses; // one per step of this run
+  int64_t startStep = 0; // the checkpoint's step when resuming
+  int64_t steps = 0;     // global step reached (startStep + run)
+  int64_t batchSize = 0; // samples per optimizer step (micro-batch x K)
+  /// Processes of a data-parallel run (mpirun -np N): each step trains on
+  /// ranks x batchSize samples, and losses are means over the ranks.
+  int ranks = 1;
+  int64_t gradAccum = 1;           // micro-batches per optimizer step
+  std::vector<float> losses;       // one per step of this run
   std::vector<double> stepSeconds; // run time of each train_step
   double totalSeconds = 0;         // wall time of the loop
   double dataWaitSeconds = 0;      // time spent waiting for the feeder

@@ -1,15 +1,17 @@
 //===- TrainRun.cpp - One training run on the chosen device ---------------===//
 #include "runtime/train/TrainRun.h"
 
+#include "runtime/core/Comm.h"
 #include "runtime/core/ProcessMemory.h"
 #include "runtime/train/Evaluate.h"
 
-#include <cmath>
-
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <sched.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace tcc;
@@ -95,7 +97,59 @@ SessionOptions rt::sessionOptionsOf(const TrainFlags &f) {
   SessionOptions o;
   o.tf32 = f.tf32;
   o.graphs = !f.noGraphs;
+  LaunchInfo l = launchInfo();
+  if (l.size > 1)
+    o.gpu = l.localRank;
   return o;
+}
+
+void rt::shareMachineAmongRanks() {
+  LaunchInfo l = launchInfo();
+  if (l.size <= 1)
+    return;
+  if (const char *env = std::getenv("TCC_NUM_THREADS"); env && *env)
+    return; // the user's choice
+  int hw = static_cast<int>(std::thread::hardware_concurrency());
+  hw = hw > 0 ? hw : 1;
+  // The ranks on the node split its threads, and a rank uses no more than
+  // the CPUs mpirun bound it to (Open MPI binds each of two ranks to one
+  // core, more ranks to a socket each: then several share a socket).
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int bound = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  int threads = std::max(
+      1, std::min(bound > 0 ? bound : hw, hw / std::max(1, l.localSize)));
+  // Read by the CPU session (OpenBLAS) and the kernels' thread pool when
+  // they start, which is after this.
+  ::setenv("TCC_NUM_THREADS", std::to_string(threads).c_str(), 1);
+}
+
+bool rt::isLeadRank() { return launchInfo().rank == 0; }
+
+int rt::reportTrainError(const std::string &tool, const std::string &what) {
+  std::fflush(stdout);
+  LaunchInfo l;
+  try {
+    l = launchInfo();
+  } catch (const Error &) {
+    // The launcher's variables are what failed: report as one process.
+  }
+  if (l.size <= 1) {
+    std::fprintf(stderr, "%s: error: %s\n", tool.c_str(), what.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "%s: rank %d: error: %s\n", tool.c_str(), l.rank,
+               what.c_str());
+  std::fflush(stderr);
+  try {
+    communicator().abortAll(1);
+  } catch (const Error &e) {
+    // No communicator (the MPI module could not be loaded): the other
+    // ranks fail the same way.
+    std::fprintf(stderr, "%s: rank %d: error: %s\n", tool.c_str(), l.rank,
+                 e.what());
+  }
+  return 1;
 }
 
 TrainRun::TrainRun(const Artifact &artifact, Device device, ExecMode mode,
@@ -104,7 +158,8 @@ TrainRun::TrainRun(const Artifact &artifact, Device device, ExecMode mode,
       session_(openSession(deviceName(device), artifact, mode, options)) {}
 
 TrainResult TrainRun::train(const TrainOptions &opts) {
-  if (opts.tracePath.empty())
+  // In a data-parallel run rank 0 alone writes the trace.
+  if (opts.tracePath.empty() || !isLeadRank())
     return rt::train(*session_, artifact_, opts);
   Tracer::checkWritable(opts.tracePath);
   tracer_ = std::make_unique<Tracer>(
@@ -219,7 +274,9 @@ void rt::printTrainSummary(const Artifact &artifact, const TrainOptions &opts,
                            const TrainResult &r, const MemoryStats &m,
                            ExecMode mode, Device device) {
   double ms = median(r.stepSeconds) * 1e3;
-  double sps = ms > 0 ? r.batchSize / (ms / 1e3) : 0.0;
+  // Samples of every rank: the global batch.
+  int64_t globalBatch = r.batchSize * r.ranks;
+  double sps = ms > 0 ? globalBatch / (ms / 1e3) : 0.0;
   std::string resumed = r.resumedFrom.empty() ? ""
                                               : ", resumed at step " +
                                                     std::to_string(r.startStep);
@@ -234,12 +291,18 @@ void rt::printTrainSummary(const Artifact &artifact, const TrainOptions &opts,
                   r.copyWaitSeconds);
     copyWait = buf;
   }
-  std::printf("trained %lld steps (%s, %s%s) in %.2f s: final loss %.4f, "
+  std::string ranks;
+  if (r.ranks > 1)
+    ranks = ", " + std::to_string(r.ranks) + " ranks \u00d7 " +
+            std::to_string(r.batchSize) + " = global batch " +
+            std::to_string(globalBatch);
+  std::printf("trained %lld steps (%s, %s%s%s) in %.2f s: final loss %.4f, "
               "median step %.3f ms, %.0f samples/s%s, tensor memory peak "
               "%s, data wait %.2f s%s\n",
               (long long)(r.steps - r.startStep),
               mode == ExecMode::Eager ? "eager" : "compiled",
-              deviceName(device), resumed.c_str(), r.totalSeconds,
+              deviceName(device), ranks.c_str(), resumed.c_str(),
+              r.totalSeconds,
               r.losses.empty() ? r.resumedLoss : r.losses.back(), ms, sps,
               tokens.c_str(), formatBytes(m.peakBytes).c_str(),
               r.dataWaitSeconds, copyWait.c_str());

@@ -51,8 +51,26 @@ struct TrainFlags {
 TrainOptions trainOptionsOf(const TrainFlags &f,
                             const std::atomic<int> *stopSignal);
 
-/// The session options the flags ask for (--tf32, --no-cuda-graphs).
+/// The session options the flags ask for (--tf32, --no-cuda-graphs); in a
+/// data-parallel run, the GPU of the rank's local rank.
 SessionOptions sessionOptionsOf(const TrainFlags &f);
+
+/// A data-parallel rank's share of the machine, decided from the launcher's
+/// environment (launchInfo()) before any session or thread pool starts:
+/// unless TCC_NUM_THREADS is set, max(1, hardware threads / ranks on the
+/// node), and no more than the CPUs the launcher bound the rank to.
+/// Nothing for a one-process run.
+void shareMachineAmongRanks();
+
+/// Whether this process prints and writes what a run prints and writes:
+/// a one-process run, or rank 0 of a data-parallel one.
+bool isLeadRank();
+
+/// Reports a failed training run and returns its exit status: "TOOL:
+/// error: WHAT" on stderr; in a data-parallel run "TOOL: rank R: error:
+/// WHAT", and every rank is ended (Communicator::abortAll) so that none
+/// waits forever for this one.
+int reportTrainError(const std::string &tool, const std::string &what);
 
 /// One session on one device, trained and then evaluated or read back.
 class TrainRun {

@@ -293,7 +293,8 @@ void detail::checkFreshDir(const TrainOptions &o, const Checkpoint *resumed) {
               " to continue that run, or use an empty directory");
 }
 
-TrainPlan detail::planTraining(const Artifact &a, const TrainOptions &opts) {
+TrainPlan detail::planTraining(const Artifact &a, const TrainOptions &opts,
+                               int ranks) {
   TrainPlan t;
   t.step = &program(a, "train_step");
   if ((opts.steps < 0) == (opts.epochs < 0))
@@ -321,12 +322,16 @@ TrainPlan detail::planTraining(const Artifact &a, const TrainOptions &opts) {
         t.sources[0].array.shape.empty() ? 0 : t.sources[0].array.shape[0];
   }
   t.batchSize = t.microBatch * t.gradAccum;
-  t.perEpoch = numSamples / t.microBatch / t.gradAccum;
+  // Every rank takes its share of one global micro-batch of ranks x the
+  // artifact's micro-batch (DataFeeder.h).
+  int64_t globalMicro = t.microBatch * ranks;
+  t.perEpoch = numSamples / globalMicro / t.gradAccum;
   // Data of fewer samples than one micro-batch is not an epoch question:
   // the feeder says so, naming the file (and a scalar file as such).
-  if (opts.epochs >= 0 && t.perEpoch == 0 && numSamples >= t.microBatch)
+  if (opts.epochs >= 0 && t.perEpoch == 0 && numSamples >= globalMicro)
     throw Error("an epoch of the data has fewer than " +
                 std::to_string(t.gradAccum) + " micro-batches of " +
+                (ranks > 1 ? std::to_string(ranks) + " ranks x " : "") +
                 std::to_string(t.microBatch) + " samples");
   t.total = opts.steps >= 0 ? opts.steps : opts.epochs * t.perEpoch;
   if (t.data->outputs.empty() ||
@@ -335,17 +340,19 @@ TrainPlan detail::planTraining(const Artifact &a, const TrainOptions &opts) {
   return t;
 }
 
-std::unique_ptr<DataFeeder>
-detail::startFeeder(TrainPlan &t, const TrainOptions &opts, int64_t startStep) {
+std::unique_ptr<DataFeeder> detail::startFeeder(TrainPlan &t,
+                                                const TrainOptions &opts,
+                                                int64_t startStep,
+                                                DataShard shard) {
   // The feeder counts micro-batches.
   int64_t k = t.gradAccum;
   if (!t.tokens)
     return std::make_unique<DataFeeder>(std::move(t.sources), t.microBatch,
                                         opts.shuffle, opts.seed, t.total * k,
-                                        opts.prefetch, startStep * k);
+                                        opts.prefetch, startStep * k, shard);
   return std::make_unique<DataFeeder>(t.corpus, t.microBatch, opts.shuffle,
                                       opts.seed, t.total * k, opts.prefetch,
-                                      startStep * k);
+                                      startStep * k, shard);
 }
 
 LossScaling detail::lossScaling(const Artifact &a, const TrainOptions &opts) {
@@ -377,8 +384,9 @@ LrSchedule detail::learningRateSchedule(const Artifact &a,
 
 CheckpointMeta detail::checkpointMeta(const Artifact &a,
                                       const TrainOptions &opts, TrainPlan &t,
-                                      int64_t orderingThreads) {
+                                      int64_t orderingThreads, int ranks) {
   CheckpointMeta meta;
+  meta.ranks = ranks;
   meta.artifactCrc = artifactIdentity(a);
   auto source = a.meta.find("source");
   meta.artifactSource = source == a.meta.end() ? "" : source->second;

@@ -73,14 +73,19 @@ TokenCorpus::Options tokenOptions(const Artifact &a, const TensorInfo &input,
                                   const TrainOptions &opts);
 
 /// Checks the options (exactly one of steps and epochs, checkpoint options,
-/// data or tokens) against the artifact and plans the feeding. Throws
-/// Error, in the order the CPU loop always has.
-TrainPlan planTraining(const Artifact &a, const TrainOptions &opts);
+/// data or tokens) against the artifact and plans the feeding for a run of
+/// `ranks` processes (an epoch counts global batches of ranks x the
+/// artifact's batch). Throws Error, in the order the CPU loop always has.
+TrainPlan planTraining(const Artifact &a, const TrainOptions &opts,
+                       int ranks = 1);
 
 /// The feeder for `plan` (it counts micro-batches), starting after
-/// `startStep` optimizer steps. Moves the plan's sources.
-std::unique_ptr<DataFeeder>
-startFeeder(TrainPlan &plan, const TrainOptions &opts, int64_t startStep);
+/// `startStep` optimizer steps, feeding rank `shard.rank`'s share of every
+/// global micro-batch. Moves the plan's sources.
+std::unique_ptr<DataFeeder> startFeeder(TrainPlan &plan,
+                                        const TrainOptions &opts,
+                                        int64_t startStep,
+                                        DataShard shard = {});
 
 /// fp16 loss scaling: the state tensor counting skipped steps and the loss
 /// scale (-1 when absent). Error when opts.skipNonfinite has no loss
@@ -96,10 +101,11 @@ LossScaling lossScaling(const Artifact &a, const TrainOptions &opts);
 LrSchedule learningRateSchedule(const Artifact &a, const TrainOptions &opts,
                                 const TrainPlan &plan);
 
-/// The checkpoint metadata of this run (step and loss left 0), with the
-/// session's orderingThreads(). Moves plan.ids.
+/// The checkpoint metadata of this run of `ranks` processes (step and loss
+/// left 0), with the session's orderingThreads(). Moves plan.ids.
 CheckpointMeta checkpointMeta(const Artifact &a, const TrainOptions &opts,
-                              TrainPlan &plan, int64_t orderingThreads);
+                              TrainPlan &plan, int64_t orderingThreads,
+                              int ranks = 1);
 
 /// After restoring `c`: records where the run resumes in `r` and logs it.
 void noteResumed(TrainResult &r, const Checkpoint &c, const TrainPlan &plan,
@@ -138,7 +144,8 @@ std::string nonFiniteLossMessage(int64_t step, float loss);
 int64_t killAfterStepForTesting();
 
 /// The live progress line: rewritten in place on a terminal, a line every
-/// tenth of the run otherwise (logs stay readable).
+/// tenth of the run otherwise (logs stay readable). samplesPerSec counts
+/// the samples of every rank.
 class Progress {
 public:
   Progress(bool enabled, int64_t first, int64_t total);

@@ -437,6 +437,45 @@ TEST(CheckpointTest, ResumeChecksArtifactAndRunOptions) {
                       "uninterrupted run");
 }
 
+// A data-parallel run's checkpoint records its rank count; resuming with
+// another count (another global batch) is refused naming both, and a
+// checkpoint from before data-parallel runs counts as one process.
+TEST(CheckpointTest, RanksAreRecordedAndMustMatch) {
+  Sample two;
+  two.meta.ranks = 2;
+  Checkpoint c = parseCheckpoint(two.bytes(), "d/ckpt-00000020.tcckpt");
+  EXPECT_EQ(c.meta.ranks, 2);
+  EXPECT_NO_THROW(checkResumable(c, two.meta));
+  Sample one;
+  EXPECT_EQ(errorOf([&] { checkResumable(c, one.meta); }),
+            "cannot resume from d/ckpt-00000020.tcckpt: its run had 2 "
+            "rank(s) (global batch 16), this run has 1 (global batch 8); "
+            "resume with mpirun -np 2");
+  CheckpointMeta four = two.meta;
+  four.ranks = 4;
+  EXPECT_NE(errorOf([&] { checkResumable(c, four); })
+                .find("this run has 4 (global batch 32); resume with mpirun "
+                      "-np 2"),
+            std::string::npos);
+  Checkpoint old = parseCheckpoint(
+      withManifest(one.bytes(),
+                   [](nlohmann::json &j) { j["run"].erase("ranks"); }),
+      "old");
+  EXPECT_EQ(old.meta.ranks, 1);
+  EXPECT_NE(errorOf([&] { checkResumable(old, two.meta); })
+                .find("its run had 1 rank(s) (global batch 8), this run has "
+                      "2 (global batch 16); resume with one process"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] {
+              parseCheckpoint(withManifest(one.bytes(),
+                                           [](nlohmann::json &j) {
+                                             j["run"]["ranks"] = 0;
+                                           }),
+                              "zero");
+            }).find("run.ranks: expected a positive count, got 0"),
+            std::string::npos);
+}
+
 TEST(CheckpointTest, DataIdentityFollowsContent) {
   HostArray a;
   a.dtype = FileDType::F32;

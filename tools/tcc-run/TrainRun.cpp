@@ -105,6 +105,10 @@ static run::Args trainArgs(Flags &f) {
 int run::runTrain(int argc, char **argv) {
   Flags f;
   try {
+    // Before anything starts threads (mpirun -np N: each rank its share).
+    rt::shareMachineAmongRanks();
+    // A data-parallel run prints and writes from rank 0 only.
+    bool lead = rt::isLeadRank();
     run::Args args = trainArgs(f);
     if (!args.parse(argc, argv, 2))
       return 0;
@@ -121,18 +125,22 @@ int run::runTrain(int argc, char **argv) {
                                   ? rt::selectDevice(req, a, f.artifact, probe)
                                   : rt::selectDevice(req, a, f.artifact);
     bool gpu = choice.device == rt::Device::Cuda;
-    if (!choice.note.empty())
+    if (!choice.note.empty() && lead)
       std::fprintf(stderr, "tcc-run: %s\n", choice.note.c_str());
     rt::ExecMode mode = f.eager ? rt::ExecMode::Eager : rt::ExecMode::Compiled;
     rt::resetPeakRss();
     int64_t rssBefore = rt::readProcessMemory().rssBytes;
     rt::TrainRun run(a, choice.device, mode, rt::sessionOptionsOf(f));
-    if (gpu)
+    if (gpu && lead)
       std::fprintf(stderr, "tcc-run: GPU %s\n",
                    run.session().deviceDescription().c_str());
     rt::TrainResult r = run.train(o);
+    // Rank 0 reports an interruption (and exits with the signal's status,
+    // which ends the run); the others leave quietly, their part done.
     if (r.interruptedBy)
-      return rt::reportInterrupted(r, o);
+      return lead ? rt::reportInterrupted(r, o) : 0;
+    if (!lead)
+      return 0;
     rt::MemoryStats m = run.memory();
     rt::printTrainSummary(a, o, r, m, mode, choice.device);
     int64_t rssGrowth = rt::readProcessMemory().peakRssBytes - rssBefore;
@@ -152,9 +160,7 @@ int run::runTrain(int argc, char **argv) {
     if (!o.tracePath.empty())
       std::printf("%s\n", run.traceSummary().c_str());
   } catch (const rt::Error &e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "tcc-run train: error: %s\n", e.what());
-    return 1;
+    return rt::reportTrainError("tcc-run train", e.what());
   }
   return 0;
 }

@@ -249,6 +249,10 @@ static rt::TrainFlags trainFlags() {
 
 int tool::runTrain() {
   try {
+    // Before anything starts threads (mpirun -np N: each rank its share).
+    rt::shareMachineAmongRanks();
+    // A data-parallel run prints and writes from rank 0 only.
+    bool lead = rt::isLeadRank();
     // -1 means "not given" inside; given, a length below 1 is a mistake (a
     // run of 0 steps, or a negative --steps silently ignored next to
     // --epochs), as tcc-run says too.
@@ -281,7 +285,7 @@ int tool::runTrain() {
       throw rt::Error("--lora-export: " + input.getValue() +
                       " was compiled without --lora (it has no adapters)");
     rt::DeviceChoice choice = rt::selectDevice(req, a, input);
-    if (!choice.note.empty())
+    if (!choice.note.empty() && lead)
       errs() << "tcc train: " << choice.note << "\n";
     // RSS growth from here covers the session, the feeder and OpenBLAS.
     rt::resetPeakRss();
@@ -291,8 +295,12 @@ int tool::runTrain() {
     rt::TrainResult r = run.train(o);
     // No evaluation or export of a run cut short: it resumes from the
     // checkpoint instead.
+    // Rank 0 reports an interruption (and exits with the signal's status,
+    // which ends the run); the others leave quietly, their part done.
     if (r.interruptedBy)
-      return rt::reportInterrupted(r, o);
+      return lead ? rt::reportInterrupted(r, o) : 0;
+    if (!lead)
+      return 0;
     rt::MemoryStats m = run.memory();
     rt::printTrainSummary(a, o, r, m, mode, choice.device);
     MemoryReport predicted = analyzeMemory(a);
@@ -324,8 +332,8 @@ int tool::runTrain() {
     if (!o.tracePath.empty())
       std::printf("%s\n", run.traceSummary().c_str());
   } catch (const rt::Error &e) {
-    errs() << "tcc train: error: " << e.what() << "\n";
-    return 1;
+    errs().flush();
+    return rt::reportTrainError("tcc train", e.what());
   }
   return 0;
 }
