@@ -11,18 +11,23 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Comm.h"
 #include "runtime/core/abi/KernelAbi.h"
-#include "runtime/cuda/CudaSessionInternal.h"
+#include "runtime/cuda/CudaKernels.h"
+#include "runtime/cuda/CudaNccl.h"
 
 namespace tcc::rt::cuda {
 
+// A build without NCCL refuses several ranks here, before the GPU is
+// touched (the session's setup, CudaNccl.cpp, would too, later).
 int64_t prepare_all_reduce(const Instr &, const std::vector<TensorInfo> &) {
+#if !TCC_CUDA_HAS_NCCL
   LaunchInfo l = launchInfo();
-  if (l.size > 1 && !ncclBuilt())
+  if (l.size > 1)
     throw Error("this run has " + std::to_string(l.size) +
                 " ranks, and this build of the CUDA backend has no NCCL to "
                 "average their gradients on the GPU (nccl.h was not found in "
                 "the CUDA toolkit at configure time): run the ranks with "
                 "--device cpu, or rebuild with NCCL");
+#endif
   return 0;
 }
 
@@ -35,30 +40,6 @@ void launch_all_reduce(const CudaArgs &a) {
   else
     a.buckets->wait(abi::attrs<abi::KernelId::AllReduceWait>(a.instr).bucket,
                     a.stream);
-}
-
-void CudaSession::Impl::setUpBuckets() {
-  std::vector<const Program *> list;
-  bool any = false;
-  for (const auto &ps : programs) {
-    list.push_back(&ps->program);
-    for (const Instr &in : ps->program.instrs)
-      any = any || abi::is(in, abi::KernelId::AllReduce) ||
-            abi::is(in, abi::KernelId::AllReduceWait);
-  }
-  if (!any)
-    return;
-  // Checked on one rank too: a step whose bucket is never joined could
-  // not be captured, and would run its next step's reads unordered.
-  std::vector<int64_t> ids = checkBucketPairs(list);
-  if (!ncclWanted())
-    return;
-  buckets = std::make_unique<CudaBuckets>(ids);
-  for (auto &ps : programs)
-    for (CudaArgs &args : ps->args)
-      if (abi::is(args.instr, abi::KernelId::AllReduce) ||
-          abi::is(args.instr, abi::KernelId::AllReduceWait))
-        args.buckets = buckets.get();
 }
 
 } // namespace tcc::rt::cuda

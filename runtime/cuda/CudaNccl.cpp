@@ -13,6 +13,7 @@
 #include "runtime/core/Comm.h"
 #include "runtime/core/abi/KernelAbi.h"
 #include "runtime/cuda/CudaCheck.h"
+#include "runtime/cuda/CudaSessionInternal.h"
 
 #include <dlfcn.h>
 
@@ -213,6 +214,8 @@ std::string ncclDescription() {
          ")";
 }
 
+namespace {
+
 struct NcclComm {
   const NcclApi *api = nullptr;
   ncclComm_t comm = nullptr;
@@ -227,8 +230,6 @@ struct NcclComm {
     return s + "; NCCL_DEBUG=WARN prints NCCL's own account";
   }
 };
-
-namespace {
 
 /// The process's communicator, made by the first session that needs it and
 /// never destroyed: NCCL's teardown is collective, and a process leaves a
@@ -269,9 +270,26 @@ NcclComm &processComm() {
   return *comm;
 }
 
-} // namespace
+class NcclBuckets final : public CudaBuckets {
+public:
+  explicit NcclBuckets(const std::vector<int64_t> &ids);
+  ~NcclBuckets() override;
+  void start(int64_t bucket, const std::vector<TensorView> &buffers,
+             cudaStream_t compute) override;
+  void wait(int64_t bucket, cudaStream_t compute) override;
 
-CudaBuckets::CudaBuckets(const std::vector<int64_t> &ids) {
+private:
+  struct Bucket {
+    cudaEvent_t ready = nullptr, done = nullptr;
+  };
+  Bucket &find(int64_t bucket, const char *kernel);
+
+  NcclComm *comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  std::map<int64_t, Bucket> buckets_;
+};
+
+NcclBuckets::NcclBuckets(const std::vector<int64_t> &ids) {
   comm_ = &processComm();
   // The reductions go first when the GPU is full: the backward's kernels
   // fill the gaps, and the step's tail waits less on the last buckets.
@@ -286,7 +304,7 @@ CudaBuckets::CudaBuckets(const std::vector<int64_t> &ids) {
   }
 }
 
-CudaBuckets::~CudaBuckets() {
+NcclBuckets::~NcclBuckets() {
   if (stream_)
     cudaStreamSynchronize(stream_);
   for (auto &[id, b] : buckets_) {
@@ -300,7 +318,7 @@ CudaBuckets::~CudaBuckets() {
   (void)cudaGetLastError();
 }
 
-CudaBuckets::Bucket &CudaBuckets::find(int64_t bucket, const char *kernel) {
+NcclBuckets::Bucket &NcclBuckets::find(int64_t bucket, const char *kernel) {
   auto it = buckets_.find(bucket);
   if (it == buckets_.end())
     throw Error(std::string(kernel) + ": bucket " + std::to_string(bucket) +
@@ -308,7 +326,7 @@ CudaBuckets::Bucket &CudaBuckets::find(int64_t bucket, const char *kernel) {
   return it->second;
 }
 
-void CudaBuckets::start(int64_t bucket, const std::vector<TensorView> &buffers,
+void NcclBuckets::start(int64_t bucket, const std::vector<TensorView> &buffers,
                         cudaStream_t compute) {
   Bucket &b = find(bucket, "all_reduce");
   const NcclApi &api = *comm_->api;
@@ -346,10 +364,16 @@ void CudaBuckets::start(int64_t bucket, const std::vector<TensorView> &buffers,
   TCC_CUDA_CHECK(cudaEventRecord(b.done, stream_));
 }
 
-void CudaBuckets::wait(int64_t bucket, cudaStream_t compute) {
+void NcclBuckets::wait(int64_t bucket, cudaStream_t compute) {
   // Join: the compute stream's next kernels read the averaged gradients.
   TCC_CUDA_CHECK(
       cudaStreamWaitEvent(compute, find(bucket, "all_reduce_wait").done, 0));
+}
+
+} // namespace
+
+std::unique_ptr<CudaBuckets> makeNcclBuckets(const std::vector<int64_t> &ids) {
+  return std::make_unique<NcclBuckets>(ids);
 }
 
 #else // !TCC_CUDA_HAS_NCCL
@@ -361,22 +385,37 @@ int loadNcclFrom(const std::vector<std::string> &) {
 
 std::string ncclDescription() { return ""; }
 
-struct NcclComm {};
-
-CudaBuckets::CudaBuckets(const std::vector<int64_t> &) {
+std::unique_ptr<CudaBuckets> makeNcclBuckets(const std::vector<int64_t> &) {
   throw Error("this build of the CUDA backend has no NCCL (nccl.h was not "
               "found in the CUDA toolkit at configure time), so it cannot "
               "average gradients across ranks on the GPU: run the ranks "
               "with --device cpu, or rebuild with NCCL");
 }
-CudaBuckets::~CudaBuckets() = default;
-CudaBuckets::Bucket &CudaBuckets::find(int64_t, const char *) {
-  return buckets_.begin()->second; // unreachable: never constructed
-}
-void CudaBuckets::start(int64_t, const std::vector<TensorView> &,
-                        cudaStream_t) {}
-void CudaBuckets::wait(int64_t, cudaStream_t) {}
 
 #endif // TCC_CUDA_HAS_NCCL
+
+void CudaSession::Impl::setUpBuckets() {
+  std::vector<const Program *> list;
+  bool any = false;
+  for (const auto &ps : programs) {
+    list.push_back(&ps->program);
+    for (const Instr &in : ps->program.instrs)
+      any = any || abi::is(in, abi::KernelId::AllReduce) ||
+            abi::is(in, abi::KernelId::AllReduceWait);
+  }
+  if (!any)
+    return;
+  // Checked on one rank too: a step whose bucket is never joined could
+  // not be captured, and would run its next step's reads unordered.
+  std::vector<int64_t> ids = checkBucketPairs(list);
+  if (!ncclWanted())
+    return;
+  buckets = makeNcclBuckets(ids);
+  for (auto &ps : programs)
+    for (CudaArgs &args : ps->args)
+      if (abi::is(args.instr, abi::KernelId::AllReduce) ||
+          abi::is(args.instr, abi::KernelId::AllReduceWait))
+        args.buckets = buckets.get();
+}
 
 } // namespace tcc::rt::cuda

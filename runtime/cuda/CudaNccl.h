@@ -61,41 +61,30 @@ int loadNcclFrom(const std::vector<std::string> &candidates);
 /// the process communicator, "" before.
 std::string ncclDescription();
 
-struct NcclComm; // the process's communicator (CudaNccl.cpp)
-
 /// A session's gradient buckets on NCCL: the communication stream and each
 /// bucket's events. Made by the session only when ncclWanted() and its
-/// programs reduce gradients; else the kernels do nothing (one rank).
+/// programs reduce gradients; else the kernels do nothing (one rank). An
+/// interface, so that the kernels (CudaComm.cpp, also built into the CPU
+/// emulator of the kernels) need no NCCL or CUDA runtime to link.
 class CudaBuckets {
 public:
-  /// Joins the process's NCCL communicator (made by the first session that
-  /// needs it; every rank makes its sessions in the same order, so the
-  /// collective setup matches) and creates a stream and events on the
-  /// current device for the buckets `ids`. Throws Error.
-  explicit CudaBuckets(const std::vector<int64_t> &ids);
-  ~CudaBuckets();
-  CudaBuckets(const CudaBuckets &) = delete;
-  CudaBuckets &operator=(const CudaBuckets &) = delete;
-
+  virtual ~CudaBuckets() = default;
   /// all_reduce: the communication stream waits for what `compute` has
   /// enqueued so far, then averages `buffers` in place (one NCCL group),
   /// then marks the bucket done. Returns without waiting.
-  void start(int64_t bucket, const std::vector<TensorView> &buffers,
-             cudaStream_t compute);
+  virtual void start(int64_t bucket, const std::vector<TensorView> &buffers,
+                     cudaStream_t compute) = 0;
   /// all_reduce_wait: `compute` waits (on the device) until the bucket is
   /// averaged.
-  void wait(int64_t bucket, cudaStream_t compute);
-
-private:
-  struct Bucket {
-    cudaEvent_t ready = nullptr, done = nullptr;
-  };
-  Bucket &find(int64_t bucket, const char *kernel);
-
-  NcclComm *comm_ = nullptr;
-  cudaStream_t stream_ = nullptr;
-  std::map<int64_t, Bucket> buckets_;
+  virtual void wait(int64_t bucket, cudaStream_t compute) = 0;
 };
+
+/// Joins the process's NCCL communicator (made by the first session that
+/// needs it; every rank makes its sessions in the same order, so the
+/// collective setup matches) and creates a stream and events on the
+/// current device for the buckets `ids`. Throws Error (also in a build
+/// without NCCL).
+std::unique_ptr<CudaBuckets> makeNcclBuckets(const std::vector<int64_t> &ids);
 
 /// Every program's all_reduce / all_reduce_wait pairs: each bucket started
 /// once and waited for once, after its start, in the same program (what
