@@ -232,8 +232,9 @@ struct NcclComm {
 };
 
 /// The process's communicator, made by the first session that needs it and
-/// never destroyed: NCCL's teardown is collective, and a process leaves a
-/// data-parallel run only at its end (or by the launcher's abort).
+/// never destroyed (like communicator()): a process leaves a data-parallel
+/// run only at its end or by the launcher's abort, and a destroy at exit
+/// could wait for peers' work that will never come.
 NcclComm &processComm() {
   static std::mutex m;
   static NcclComm *comm = nullptr;

@@ -17,6 +17,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -216,6 +217,18 @@ std::vector<std::vector<float>> runSteps(const BucketStep &s, ExecMode mode,
 
 } // namespace
 
+// The step itself, on the CPU (where one process's buckets are no-ops):
+// valid, and y = relu(a) + (-b). The GPU test below checks against it.
+TEST(CudaNcclBuckets, TheStepOnTheCpu) {
+  BucketStep s;
+  auto cpu = s.p.runOn("cpu", ExecMode::Compiled);
+  auto ref = s.p.runCpu();
+  EXPECT_EQ(cpu[s.y], ref[s.y]);
+  std::vector<float> y(1000);
+  std::memcpy(y.data(), cpu[s.y].data(), 4000);
+  EXPECT_NE(y, std::vector<float>(1000, 0.f));
+}
+
 // One rank through NCCL (the mean over one rank is the value itself, bit
 // for bit): the fork onto the communication stream and the join back are
 // captured into the step's graph and replayed.
@@ -242,5 +255,10 @@ TEST(CudaNcclBuckets, ForcedOneRankMatchesNoNccl) {
     EXPECT_EQ(want[i], got[i]) << "run " << i;
   EXPECT_EQ(got2[0], want[0]);
   EXPECT_EQ(got2[1], want[1]);
+  // And the values are the step's (relu and neg are exact on both).
+  auto cpu = s.p.runOn("cpu", ExecMode::Compiled);
+  std::vector<float> ref(1000);
+  std::memcpy(ref.data(), cpu[s.y].data(), 4000);
+  EXPECT_EQ(got.back(), ref);
   EXPECT_NE(cuda::ncclDescription(), "");
 }
