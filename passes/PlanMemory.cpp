@@ -276,6 +276,55 @@ void startBucketsEarly(const FuncMemoryModel &m, std::vector<int> &order) {
   }
 }
 
+/// After the last bucket has started, runs first what reads the earliest
+/// buckets (the optimizer updates of the last layers), so the step waits
+/// for a bucket while later ones are still on the wire. Ready ops are taken
+/// by the last bucket they read (none first), then in their order.
+void readBucketsInOrder(const FuncMemoryModel &m, std::vector<int> &order) {
+  size_t last = order.size();
+  for (size_t a = 0; a < order.size(); ++a)
+    if (isa<AllReduceOp>(m.op(order[a])))
+      last = a;
+  if (last == order.size())
+    return;
+  llvm::DenseMap<Value, int64_t> bucketOf;
+  for (int i : order)
+    if (auto ar = dyn_cast<AllReduceOp>(m.op(i)))
+      for (Value r : ar.getResults())
+        bucketOf[r] = (int64_t)ar.getBucket();
+  std::vector<int> tail(order.begin() + last + 1, order.end());
+  llvm::DenseMap<int, int> rank; // op -> position in the tail
+  for (size_t k = 0; k < tail.size(); ++k)
+    rank[tail[k]] = (int)k;
+  std::vector<int64_t> key(tail.size(), -1);
+  std::vector<int> waiting(tail.size(), 0);
+  for (size_t k = 0; k < tail.size(); ++k) {
+    m.op(tail[k])->walk([&](Operation *inner) {
+      for (Value v : inner->getOperands())
+        if (auto it = bucketOf.find(v); it != bucketOf.end())
+          key[k] = std::max(key[k], it->second);
+    });
+    for (int p : m.predecessors(tail[k]))
+      waiting[k] += rank.count(p);
+  }
+  std::vector<int> out;
+  std::vector<bool> done(tail.size(), false);
+  while (out.size() < tail.size()) {
+    int pick = -1;
+    for (size_t k = 0; k < tail.size(); ++k)
+      if (!done[k] && waiting[k] == 0 && (pick < 0 || key[k] < key[pick]))
+        pick = (int)k;
+    if (pick < 0)
+      return; // not a valid order: leave the planner's
+    done[pick] = true;
+    out.push_back(tail[pick]);
+    for (int su : m.successors(tail[pick]))
+      if (auto it = rank.find(su); it != rank.end())
+        --waiting[it->second];
+  }
+  std::copy(out.begin(), out.end(), order.begin() + last + 1);
+}
+
 DictionaryAttr anatomyAttr(MLIRContext *ctx, const MemoryAnatomy &a,
                            StringRef schedule) {
   Builder b(ctx);
@@ -354,6 +403,7 @@ struct PlanMemoryPass final
     if (groupUpdates)
       numGrouped += groupUpdateRuns(m, order, best + best / 1024);
     startBucketsEarly(m, order);
+    readBucketsInOrder(m, order);
     Operation *ret = fn.getBody().front().getTerminator();
     for (int i : order)
       m.op(i)->moveBefore(ret);

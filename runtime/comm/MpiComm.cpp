@@ -421,6 +421,10 @@ extern "C" tcc::rt::Communicator *tcc_comm_mpi_create(std::string *error) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
+    // The ranks of a CPU run share the cores with their kernels' threads (and
+    // the communicator's thread with its own rank's): a wait in MPI yields
+    // the core instead of spinning on it. The user's setting wins.
+    setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
     int provided = 0;
     int rc =
         MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);

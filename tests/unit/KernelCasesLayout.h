@@ -138,6 +138,20 @@ inline void reductionCases(std::vector<KernelCase> &cases) {
   g.outs.push_back(g.prog.out(DType::F32, {}));
   g.prog.instr("global_norm", {one}, {g.outs.back()});
   cases.push_back(std::move(g));
+
+  // A data-parallel bucket in a one-process run: started and waited for,
+  // the gradients are what they were (with several ranks the kernels hand
+  // them to the communicator, tests/mpi).
+  KernelCase ar{"all_reduce"};
+  int32_t ga = ar.prog.random(DType::F32, {3, 5});
+  int32_t gb = ar.prog.random(DType::F32, {7});
+  ar.prog.instr("all_reduce", {ga, gb}, {}, {4});
+  ar.prog.instr("all_reduce_wait", {ga, gb}, {}, {4});
+  ar.outs.push_back(ar.prog.out(DType::F32, {3, 5}));
+  ar.prog.instr("copy", {ga}, {ar.outs.back()});
+  ar.outs.push_back(ar.prog.out(DType::F32, {7}));
+  ar.prog.instr("copy", {gb}, {ar.outs.back()});
+  cases.push_back(std::move(ar));
 }
 
 } // namespace tcc::rt::test
