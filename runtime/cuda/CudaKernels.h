@@ -36,6 +36,7 @@
 
 namespace tcc::rt::cuda {
 
+class CudaBuckets;
 class CudaGemm;
 class CudnnConv;
 
@@ -60,6 +61,9 @@ struct CudaArgs {
   CudaGemm *gemm = nullptr;                        // matmul
   const std::vector<FusedHandle> *fused = nullptr; // fused
   const CudnnConv *conv = nullptr; // conv2d and its gradients (cuDNN)
+  /// all_reduce, all_reduce_wait: the session's NCCL buckets, or null when
+  /// there is nothing to average (one rank).
+  CudaBuckets *buckets = nullptr;
 };
 
 using CudaLaunchFn = void (*)(const CudaArgs &);
@@ -270,7 +274,8 @@ int64_t prepare_linear_cross_entropy_grad(const Instr &,
 int64_t prepare_gather_grad(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_adamw_update(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_global_norm(const Instr &, const std::vector<TensorInfo> &);
-/// all_reduce: Error when the run has several ranks (no NCCL path yet).
+/// all_reduce: Error when the run has several ranks and this build has no
+/// NCCL (CudaNccl.h).
 int64_t prepare_all_reduce(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_matmul(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_reduce(const Instr &, const std::vector<TensorInfo> &);

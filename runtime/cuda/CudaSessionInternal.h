@@ -10,6 +10,7 @@
 #include "runtime/cuda/CudaGemm.h"
 #include "runtime/cuda/CudaGraphs.h"
 #include "runtime/cuda/CudaKernels.h"
+#include "runtime/cuda/CudaNccl.h"
 #include "runtime/cuda/CudaSession.h"
 #include "runtime/cuda/CudnnConv.h"
 
@@ -104,6 +105,9 @@ struct CudaSession::Impl {
   std::unique_ptr<CudaGemm> gemm;
   /// cuDNN, made only when a program has a convolution.
   std::unique_ptr<CudnnHandle> cudnn;
+  /// NCCL's stream and events, made only when a program reduces gradients
+  /// and the run has several ranks (CudaComm.cpp).
+  std::unique_ptr<CudaBuckets> buckets;
   std::vector<void *> smallAllocs; // AdamW tables
   /// anyNonFinite: one device counter per scanned tensor, and its copy.
   void *nonFiniteDevice = nullptr;
@@ -127,6 +131,8 @@ struct CudaSession::Impl {
   void buildAdamGroups(ProgramState &ps);
   /// The convolutions' cuDNN plans; their workspace joins scratchBytes.
   void setUpConvolutions();
+  /// The gradient buckets' NCCL state, handed to the all_reduce instrs.
+  void setUpBuckets();
 
   // Running (CudaSession.cpp).
   ProgramState &state(const std::string &name);

@@ -164,6 +164,7 @@ void CudaSession::Impl::load(const Artifact &a) {
     for (size_t i = 0; i < ps->convs.size(); ++i)
       ps->args[i].conv = ps->convs[i].get();
   }
+  setUpBuckets();
   // The uploads above ran on the legacy stream; the compute stream does
   // not wait for it.
   TCC_CUDA_CHECK(cudaDeviceSynchronize());
@@ -429,6 +430,7 @@ CudaSession::Impl::~Impl() {
   if (stream)
     cudaStreamSynchronize(stream);
   gemm.reset();
+  buckets.reset();
   for (auto &ps : programs)
     ps->convs.clear();
   cudnn.reset();

@@ -15,7 +15,7 @@
 # bin/tcc-run-NAME variants to time against bin/tcc-run, and ncu.txt, the
 # kernels to profile with Nsight Compute). OUTDIR receives at most eight
 # files (what the device tool of this workplace brings back):
-#   checks.txt     run.sh --parts unit-cuda,train
+#   checks.txt     run.sh --parts unit-cuda,train,nccl
 #   ab.txt         tcc-run bench --profile-shapes of the largest GPT-2 artifact by
 #                  each runner (bin/tcc-run last), then batch by batch, then
 #                  each artifact in ab/ (the GPT-2 model compiled with other
@@ -63,8 +63,8 @@ PREBUILT=()
 STATUS=0
 
 # 1. Correctness: the CUDA unit tests and the loss curves.
-timeout 180 bash "$ROOT/tests/gpu/run.sh" "$RES/checks" "$ART" --build-dir "$WORK/build" \
-  "${PREBUILT[@]}" --parts unit-cuda,train > "$OUT/checks.txt" 2>&1
+timeout 240 bash "$ROOT/tests/gpu/run.sh" "$RES/checks" "$ART" --build-dir "$WORK/build" \
+  "${PREBUILT[@]}" --parts unit-cuda,train,nccl > "$OUT/checks.txt" 2>&1
 rc=$?
 if [ $rc -eq 2 ]; then # no GPU: nothing below can run
   cat "$OUT/checks.txt" >&2

@@ -17,6 +17,7 @@
 #   train_x.npy train_y.npy   the digits (examples/digits) for the MLPs
 #   corpus.txt      examples/text/licenses.txt, byte tokens for the GPT
 #   runs.txt        one line per artifact: NAME STEPS TOLERANCE ARGS...
+#   nccl/           tests/gpu/nccl.sh's data-parallel artifacts and data
 #   models/         benchmarks/gpu_models.py's MLP and GPT-style model at
 #                   their benchmark batches (AdamW), and its config.json
 # all compiled with --target cuda (sm_90a: H100/H200), and with --deps
@@ -132,6 +133,8 @@ rm -f "$OUT/gpt.onnx" "$OUT/gpt_vocab.onnx" "$OUT/cnn.onnx"
   --gpu-arch "$ARCH"
 cp "$ROOT/examples/digits/train_x.npy" "$ROOT/examples/digits/train_y.npy" "$OUT/"
 cp "$ROOT/examples/text/licenses.txt" "$OUT/corpus.txt"
+# The data-parallel artifacts (run.sh's nccl part).
+"$ROOT/tests/gpu/nccl.sh" prepare "$TCC" "$OUT/nccl"
 
 # Steps and the tolerance of the cuda-vs-cpu loss-curve comparison
 # (tests/gpu/gpu_report.py compare): fp32 artifacts agree to ~1e-4 on the

@@ -9,8 +9,8 @@
 # --build-dir DIR: build there instead of OUTDIR/build (keep the build out of
 #   a results folder that is copied back, and reuse it in a later call).
 # --parts LIST: the steps after the build, comma-separated, any of unit,
-#   unit-cuda (step 2's CUDA tests alone), train (step 3), gpt2 (step 4) and
-#   models (step 5); default unit,train,gpt2,models. A machine that
+#   unit-cuda (step 2's CUDA tests alone), train (step 3), nccl (step 3b),
+#   gpt2 (step 4) and models (step 5); default unit,train,nccl,gpt2,models. A machine that
 #   allows a few minutes per command can run them in separate calls over
 #   one --build-dir.
 # --prebuilt DIR: DIR holds tcc-run and tcc_unit_tests built on another x86-64
@@ -25,6 +25,9 @@
 #    numerics, the GPU training loop) none of which may be skipped;
 # 3. for each artifact ARTIFACT_DIR/runs.txt lists: trains it on cuda and on
 #    cpu and compares the loss curves, then `tcc-run bench --device cuda`;
+# 3b. the data-parallel path on NCCL (tests/gpu/nccl.sh run, artifacts in
+#    ARTIFACT_DIR/nccl): one rank forced through NCCL equals a plain run,
+#    and two ranks on two GPUs (when there are) one process;
 # 4. runs benchmarks/gpt2_small.py when it exists (its artifacts in
 #    ARTIFACT_DIR/gpt2_small, from its `prepare` step), with a row for each
 #    runner variant beside the prebuilt tcc-run (tcc-run-NAME, from
@@ -43,7 +46,7 @@ usage() {
 POS=()
 BUILD_ARG=""
 PREBUILT=""
-PARTS="unit,train,gpt2,models"
+PARTS="unit,train,nccl,gpt2,models"
 while [ $# -gt 0 ]; do
   case "$1" in
     -h | --help) usage ;;
@@ -60,8 +63,8 @@ done
 [ ${#POS[@]} -ge 1 ] && [ ${#POS[@]} -le 2 ] || usage
 for p in ${PARTS//,/ }; do
   case "$p" in
-    unit | unit-cuda | train | gpt2 | models) ;;
-    *) echo "tests/gpu/run.sh: --parts: unknown part '$p' (unit, unit-cuda, train, gpt2, models)" >&2; exit 64 ;;
+    unit | unit-cuda | train | nccl | gpt2 | models) ;;
+    *) echo "tests/gpu/run.sh: --parts: unknown part '$p' (unit, unit-cuda, train, nccl, gpt2, models)" >&2; exit 64 ;;
   esac
 done
 want() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
@@ -223,7 +226,7 @@ if want unit; then
 fi
 
 # 3. The artifacts: loss curves on cuda and cpu, then bench.
-if [ -z "$ART" ] && { want train || want gpt2 || want models; }; then
+if [ -z "$ART" ] && { want train || want nccl || want gpt2 || want models; }; then
   failed "no ARTIFACT_DIR: no training was checked (tests/gpu/README.md says how to make one)"
   finish
 fi
@@ -272,6 +275,18 @@ if want train; then
       failed "$name: tcc-run bench --device cuda (logs/$name-bench.log)"
     fi
   done
+fi
+
+# 3b. Data parallel on NCCL: its own script, its table in nccl/nccl.md.
+if want nccl; then
+  if [ ! -d "$ART/nccl" ]; then
+    failed "nccl: no $ART/nccl (tests/gpu/prepare.sh makes it with tests/gpu/nccl.sh prepare)"
+  else
+    echo "== nccl: tests/gpu/nccl.sh ($OUT/nccl/nccl.log)"
+    bash "$ROOT/tests/gpu/nccl.sh" run "$OUT/nccl" "$ART/nccl" "$RUN" > /dev/null 2>&1 ||
+      failed "nccl: the data-parallel checks (nccl/nccl.md)"
+    [ -f "$OUT/nccl/nccl.md" ] && cat "$OUT/nccl/nccl.md"
+  fi
 fi
 
 # 4. The lead's GPT-2-small benchmark, when it is in the tree.
