@@ -1,14 +1,15 @@
 #!/usr/bin/python3
 """Sharded optimizer state (--zero-shards 2) trains as the unsharded step.
 
-The example MLP is compiled for two data-parallel ranks twice, with the
-whole optimizer state on every rank (--data-parallel) and with it sharded
-over the two (--zero-shards 2), and each is trained for 20 steps under
-`mpirun -np 2` on the same data in the same order (--no-shuffle). The
-losses and the exported parameters of every rank must agree (rtol 1e-5):
-the shards are averaged by a reduce-scatter instead of an all-reduce and
-updated piecewise, which changes no arithmetic. The compile report must
-show each rank holding 1/2 of the unsharded optimizer state (+-1%).
+The example MLP (AdamW, SGD with momentum, AdamW in bf16) is compiled for
+two data-parallel ranks twice, with the whole optimizer state on every
+rank (--data-parallel) and with it sharded over the two (--zero-shards 2),
+and each is trained for 20 steps under `mpirun -np 2`, rank r on its own
+data file in file order (--no-shuffle). The losses and the exported
+parameters of every rank must agree (rtol 1e-5): the shards are averaged
+by a reduce-scatter instead of an all-reduce and updated piecewise, which
+changes no arithmetic. The compile report must show each rank holding 1/2
+of the unsharded optimizer state (+-1%).
 """
 import argparse
 import json
@@ -96,7 +97,9 @@ def main():
     write_rank_data(args)
     for name, opt in (("adamw", ["--optimizer", "adamw", "--lr", "0.003"]),
                       ("sgd", ["--optimizer", "sgd", "--lr", "0.1",
-                               "--momentum", "0.9"])):
+                               "--momentum", "0.9"]),
+                      ("adamw_bf16", ["--optimizer", "adamw", "--lr", "0.003",
+                                      "--precision", "bf16"])):
         args.opt = opt
         _, whole = train(args, name + "_whole", [])
         report, sharded = train(args, name + "_zero2", ["--zero-shards", "2"])

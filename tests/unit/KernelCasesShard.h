@@ -1,9 +1,10 @@
 //===- KernelCasesShard.h - Sharded optimizer state's kernels -------------===//
 //
-// reduce_scatter, shard_slice and all_gather at the one rank a conformance
-// run has (shards = 1: the shard is the whole tensor, flattened, and the
-// average over one rank is the gradient itself). Several ranks are
-// tests/mpi's (ZeroShardsMpiTest, and the training run of zero_shards.py).
+// reduce_scatter, shard_slice and all_gather (and all_reduce's buckets) at
+// the one rank a conformance run has (shards = 1: the shard is the whole
+// tensor, flattened, and the average over one rank is the gradient itself).
+// Several ranks are tests/mpi's (ZeroShardsMpiTest, and the training run of
+// zero_shards.py).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_TESTS_UNIT_KERNELCASESSHARD_H
@@ -27,6 +28,16 @@ inline void shardCases(std::vector<KernelCase> &cases) {
   p.instr("all_gather", {ws}, {wf}, {1, 0});
   c.outs = {s0, s1, ws, wf};
   cases.push_back(std::move(c));
+
+  // The all-reduce buckets of one process: started and waited for, the
+  // gradients stay as they are (the average over one rank).
+  KernelCase b{"all_reduce_one_rank"};
+  OneProgram &q = b.prog;
+  int32_t a0 = q.random(DType::F32, {3, 5}), a1 = q.random(DType::F32, {7});
+  q.instr("all_reduce", {a0, a1}, {}, {0});
+  q.instr("all_reduce_wait", {a0, a1}, {}, {0});
+  b.outs = {a0, a1};
+  cases.push_back(std::move(b));
 }
 
 } // namespace tcc::rt::test

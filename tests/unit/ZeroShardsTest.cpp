@@ -12,13 +12,15 @@
 
 using namespace tcc::rt;
 
+using Range = std::pair<int64_t, int64_t>;
+
 TEST(ZeroShards, Ranges) {
   EXPECT_EQ(shardSize(7, 3), 3);
-  EXPECT_EQ(shardRange(7, 3, 0), std::make_pair<int64_t, int64_t>(0, 3));
-  EXPECT_EQ(shardRange(7, 3, 2), std::make_pair<int64_t, int64_t>(6, 7));
+  EXPECT_EQ(shardRange(7, 3, 0), (Range{0, 3}));
+  EXPECT_EQ(shardRange(7, 3, 2), (Range{6, 7}));
   // A tensor smaller than the ranks: the last rank owns nothing.
   EXPECT_EQ(shardSize(2, 3), 1);
-  EXPECT_EQ(shardRange(2, 3, 2), std::make_pair<int64_t, int64_t>(2, 2));
+  EXPECT_EQ(shardRange(2, 3, 2), (Range{2, 2}));
   EXPECT_THROW(shardSize(4, 0), Error);
 }
 
