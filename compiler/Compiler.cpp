@@ -21,6 +21,7 @@
 #include "frontends/onnx/OnnxDiagnostics.h"
 #include "frontends/onnx/OnnxImporter.h"
 #include "passes/Passes.h"
+#include "runtime/core/ZeroShards.h"
 #include "runtime/core/abi/FusedAbi.h"
 #include "runtime/core/abi/KernelAbi.h"
 
@@ -39,6 +40,7 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 using namespace mlir;
@@ -193,6 +195,32 @@ initializerReport(const std::vector<mlir::tcc::OnnxInitializerRole> &roles,
   return os.str();
 }
 
+/// Sharded optimizer state, as `tcc compile --report` prints it: what each
+/// rank holds (the anatomy's optimizer state above is per rank) against
+/// what one unsharded copy would be.
+static std::string zeroReport(const rt::Artifact &a, int64_t perRank) {
+  rt::ZeroPlan plan = rt::zeroPlan(a);
+  int64_t shardBytes = 0, fullBytes = 0;
+  for (const rt::ShardedState &s : plan.states) {
+    shardBytes += a.tensors[s.stateId].byteSize();
+    fullBytes += s.numel * int64_t(sizeof(float));
+  }
+  int64_t unsharded = perRank - shardBytes + fullBytes;
+  std::ostringstream os;
+  os << "sharded optimizer state (ZeRO stage 1): " << plan.states.size()
+     << " state tensors in " << plan.shards
+     << " shards; gradients reduce-scattered, parameters all-gathered; run "
+        "with mpirun -np "
+     << plan.shards << "\n"
+     << "  optimizer state per rank   " << ::tcc::formatBytesExact(perRank)
+     << "\n"
+     << "  unsharded                  " << ::tcc::formatBytesExact(unsharded)
+     << "\n"
+     << "  per rank / unsharded       "
+     << fmt(unsharded ? double(perRank) / double(unsharded) : 0.0) << "\n";
+  return os.str();
+}
+
 /// The optimizer and its parameter groups, as `tcc compile --report` prints
 /// them: each trained parameter with the weight decay its update applies
 /// (from the schedule, so it is what runs).
@@ -200,8 +228,12 @@ static std::string optimizerReport(const rt::Artifact &a) {
   using K = rt::abi::KernelId;
   std::ostringstream rows;
   int64_t decayed = 0, total = 0;
+  // A sharded update reads its parameter through shard_slice.
+  std::map<int32_t, int32_t> shardOf;
   for (const rt::Program &p : a.programs)
     for (const rt::Instr &in : p.instrs) {
+      if (rt::abi::is(in, K::ShardSlice))
+        shardOf[in.outputs[0]] = in.inputs[0];
       double wd;
       if (rt::abi::is(in, K::AdamwUpdate))
         wd = rt::abi::attrs<K::AdamwUpdate>(in).weightDecay;
@@ -220,7 +252,10 @@ static std::string optimizerReport(const rt::Artifact &a) {
       std::string what = wd != 0 ? "decay " + fmt(wd) : "no decay";
       rows << "  " << what
            << std::string(what.size() < 14 ? 14 - what.size() : 1, ' ')
-           << a.tensors[in.inputs[0]].name << "\n";
+           << a.tensors[shardOf.count(in.inputs[0]) ? shardOf[in.inputs[0]]
+                                                    : in.inputs[0]]
+                  .name
+           << "\n";
     }
   if (total == 0)
     return {};
@@ -323,6 +358,7 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
   pipe.gradAccum = opts.gradAccum;
   pipe.dataParallel = opts.dataParallel;
   pipe.bucketBytes = opts.bucketBytes;
+  pipe.zeroShards = opts.zeroShards;
   pipe.clipGradNorm = opts.clipGradNorm;
   pipe.trackGradNorm = opts.trackGradNorm;
   pipe.memoryBudget = opts.memoryBudget;
@@ -476,6 +512,17 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
     artifact.meta["all_reduce_buckets"] = std::to_string(buckets);
     artifact.meta["bucket_bytes"] = std::to_string(opts.bucketBytes);
   }
+  // Sharded optimizer state: which state tensors are shards of which
+  // parameter (runtime/core/ZeroShards.h reads it back).
+  if (auto zero = module->getAttrOfType<DictionaryAttr>("tcc.zero")) {
+    artifact.meta["zero_shards"] =
+        std::to_string(cast<IntegerAttr>(zero.get("shards")).getInt());
+    std::string states;
+    for (NamedAttribute a : cast<DictionaryAttr>(zero.get("states")))
+      states += (states.empty() ? "" : ",") + a.getName().str() + "=" +
+                cast<StringAttr>(a.getValue()).str();
+    artifact.meta["zero_sharded_state"] = states;
+  }
   artifact.meta["pad_multiple"] = std::to_string(pipe.padMultiple);
   artifact.meta["gemm_epilogue"] = pipe.gemmEpilogue ? "on" : "off";
   artifact.meta["fuse_attention"] = pipe.fuseAttention ? "on" : "off";
@@ -565,7 +612,10 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
     if (cce != artifact.meta.end() &&
         cce->second.rfind("not applied: no softmax_cross_entropy", 0) != 0)
       os << "cut cross-entropy: " << cce->second << "\n";
-    ::tcc::printMemoryReport(::tcc::analyzeMemory(artifact), os);
+    ::tcc::MemoryReport anatomy = ::tcc::analyzeMemory(artifact);
+    ::tcc::printMemoryReport(anatomy, os);
+    if (artifact.meta.count("zero_shards"))
+      os << zeroReport(artifact, anatomy.optimizerState);
     os << optimizerReport(artifact);
     bool toStdout = opts.emit == EmitKind::Artifact && !opts.output.empty() &&
                     opts.output != "-";

@@ -47,6 +47,9 @@ struct CompileOptions {
   /// (tcc-all-reduce-gradients), in buckets of bucketBytes.
   bool dataParallel = false;
   int64_t bucketBytes = 25 << 20;
+  /// With dataParallel: shard the optimizer state over this many ranks
+  /// (tcc-shard-optimizer-state, ZeRO stage 1; 0: every rank keeps all).
+  int64_t zeroShards = 0;
   /// Clip the global gradient norm to this (tcc-clip-gradients; 0: off),
   /// and, with it or trackGradNorm, return the norm as `grad_norm`.
   double clipGradNorm = 0;

@@ -207,14 +207,14 @@ FuncMemoryModel::FuncMemoryModel(func::FuncOp fn) {
     succs = std::move(dataSuccs);
   }
 
-  // Data-parallel buckets (tcc.all_reduce) are started in one order on
-  // every rank, and nothing reads an averaged gradient before the last
-  // bucket has been started: a reader placed earlier would wait for its
+  // Data-parallel buckets (tcc.all_reduce, tcc.reduce_scatter) are started in
+  // one order on every rank, and nothing reads an averaged gradient before the
+  // last bucket has been started: a reader placed earlier would wait for its
   // bucket while later gradients are still to be computed, which is the
   // overlap the buckets are for.
   SmallVector<int> buckets;
   for (size_t i = 0; i < n; ++i)
-    if (isa<AllReduceOp>(ops[i]))
+    if (isa<AllReduceOp, ReduceScatterOp>(ops[i]))
       buckets.push_back((int)i);
   auto addEdge = [&](int from, int to) {
     if (from != to && !llvm::is_contained(preds[to], from)) {
@@ -229,7 +229,7 @@ FuncMemoryModel::FuncMemoryModel(func::FuncOp fn) {
       for (Value r : ops[b]->getResults())
         for (Operation *user : r.getUsers()) {
           int x = topLevel(user);
-          if (x >= 0 && !isa<AllReduceOp>(ops[x]))
+          if (x >= 0 && !isa<AllReduceOp, ReduceScatterOp>(ops[x]))
             addEdge(buckets.back(), x);
         }
 

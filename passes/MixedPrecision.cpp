@@ -289,6 +289,15 @@ bool readsGradientInF32(Operation *u, Value grad) {
         return false;
     return true;
   }
+  // This rank's shard of the average (tcc-shard-optimizer-state).
+  if (auto rs = dyn_cast<ReduceScatterOp>(u)) {
+    for (auto [x, r] : llvm::zip(rs.getInputs(), rs.getResults()))
+      if (x == grad && !llvm::all_of(r.getUsers(), [&](Operation *y) {
+            return readsGradientInF32(y, r);
+          }))
+        return false;
+    return true;
+  }
   // The clipped gradient, read by the optimizer (tcc-clip-gradients).
   if (isClipScaling(u) && u->getOperand(0) == grad)
     return llvm::all_of(u->getUsers(), [&](Operation *x) {

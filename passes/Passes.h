@@ -71,6 +71,11 @@ struct TrainPipelineOptions
       llvm::cl::desc("data-parallel: bytes of gradients per all-reduce "
                      "bucket"),
       llvm::cl::init(25 << 20)};
+  Option<int64_t> zeroShards{
+      *this, "zero-shards",
+      llvm::cl::desc("data-parallel: shard the optimizer state over this "
+                     "many ranks (tcc-shard-optimizer-state; 0: off)"),
+      llvm::cl::init(0)};
   Option<double> clipGradNorm{
       *this, "clip-grad-norm",
       llvm::cl::desc("clip the global gradient norm to this, as "

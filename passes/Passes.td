@@ -143,6 +143,38 @@ def AllReduceGradientsPass
   ];
 }
 
+def ShardOptimizerStatePass
+    : Pass<"tcc-shard-optimizer-state", "mlir::ModuleOp"> {
+  let summary = "Shards the optimizer state over data-parallel ranks (ZeRO 1)";
+  let description = [{
+    For `tcc compile --data-parallel --zero-shards N`: each rank keeps and
+    updates 1/N of the optimizer state. Per parameter p of n elements
+    (c = ceil(n/N); rank r owns elements [r*c, min(n, (r+1)*c))), the
+    gradient bucket's `tcc.all_reduce` becomes a `tcc.reduce_scatter` that
+    leaves each rank the average of its c elements; the update reads
+    `tcc.shard_slice` of p, that gradient shard and state arguments of type
+    `tensor<c x f32>` (zero past n), and `tcc.all_gather` of its new shard
+    is p's update. Runs after tcc-all-reduce-gradients and
+    tcc-apply-optimizer. Element-wise optimizers only (sgd, adam, adamw,
+    lion); an averaged gradient read by anything but its update (clipping's
+    norm, loss scaling) is an error. Records
+    `tcc.zero = {shards, states = {state name = param name}}` on the module.
+
+    ```mlir
+    %gs = tcc.reduce_scatter %g {bucket = 0, shards = 2}
+        : tensor<3x2xf32> -> tensor<3xf32>
+    %ps = tcc.shard_slice %p {shards = 2} : tensor<3x2xf32> -> tensor<3xf32>
+    %u, %m1 = tcc.lion_update %ps, %gs, %m, %lr ... : tensor<3xf32>
+    %p1 = tcc.all_gather %u {shards = 2} : tensor<3xf32> -> tensor<3x2xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect"];
+  let options = [
+    Option<"shards", "shards", "int64_t", /*default=*/"2",
+           "Ranks the state is sharded over (the run's rank count)">,
+  ];
+}
+
 def ClipGradientsPass : Pass<"tcc-clip-gradients", "mlir::ModuleOp"> {
   let summary = "Clips the gradients of @train_step by their global norm";
   let description = [{

@@ -71,6 +71,10 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
   opt.eps = opts.eps;
   opt.noDecay.assign(opts.noDecay.begin(), opts.noDecay.end());
   pm.addPass(createApplyOptimizerPass(opt));
+  // ZeRO stage 1: the updates of the averaged gradients, on 1/N each.
+  if (opts.dataParallel && opts.zeroShards > 0)
+    pm.addPass(createShardOptimizerStatePass(
+        ShardOptimizerStatePassOptions{opts.zeroShards}));
   if (opts.optimize) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());

@@ -263,7 +263,7 @@ int groupUpdateRuns(const FuncMemoryModel &m, std::vector<int> &order,
 void startBucketsEarly(const FuncMemoryModel &m, std::vector<int> &order) {
   std::vector<int> pos(order.size());
   for (size_t a = 0; a < order.size(); ++a) {
-    if (!isa<AllReduceOp>(m.op(order[a])))
+    if (!isa<AllReduceOp, ReduceScatterOp>(m.op(order[a])))
       continue;
     for (size_t k = 0; k < order.size(); ++k)
       pos[order[k]] = (int)k;

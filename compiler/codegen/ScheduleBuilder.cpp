@@ -483,6 +483,16 @@ static LogicalResult describe(Operation *op, rt::Instr &in) {
                                       d.getRatio().convertToDouble()});
         return success();
       })
+      // Sharded optimizer state (tcc-shard-optimizer-state).
+      .Case<mlir::tcc::ReduceScatterOp>([&](auto r) {
+        rt::abi::setAttrs(in, rt::abi::ShardAttrs{(int64_t)r.getShards(),
+                                                  (int64_t)r.getBucket()});
+        return success();
+      })
+      .Case<mlir::tcc::ShardSliceOp, mlir::tcc::AllGatherOp>([&](auto r) {
+        rt::abi::setAttrs(in, rt::abi::ShardAttrs{(int64_t)r.getShards(), 0});
+        return success();
+      })
       // Optimizer updates: the learning rate is an operand (optimizer.lr).
       .Case<mlir::tcc::SgdUpdateOp>([&](auto u) {
         rt::abi::setAttrs(

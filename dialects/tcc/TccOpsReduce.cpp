@@ -66,6 +66,52 @@ LogicalResult AllReduceOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// reduce_scatter, shard_slice, all_gather (sharded optimizer state)
+//===----------------------------------------------------------------------===//
+
+/// Whether `shard` is the 1-D shard type of `full` among `shards` ranks.
+static LogicalResult verifyShard(Operation *op, Type full, Type shard,
+                                 int64_t shards) {
+  if (shards < 1)
+    return op->emitOpError("shards must be at least 1, got ") << shards;
+  auto f = cast<RankedTensorType>(full), s = cast<RankedTensorType>(shard);
+  if (!f.hasStaticShape() || !s.hasStaticShape())
+    return op->emitOpError("needs static shapes");
+  int64_t c = (f.getNumElements() + shards - 1) / shards;
+  if (s.getRank() != 1 || s.getDimSize(0) != c)
+    return op->emitOpError("a shard of ")
+           << shapeStr(f.getShape()) << " among " << shards
+           << " ranks is tensor<" << c << "xf32>, got "
+           << shapeStr(s.getShape());
+  return success();
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one operand");
+  if (getInputs().size() != getResults().size())
+    return emitOpError("needs one result per operand");
+  if ((int64_t)getBucket() < 0)
+    return emitOpError("bucket must be non-negative, got ")
+           << (int64_t)getBucket();
+  for (auto [x, r] : llvm::zip(getInputs(), getResults()))
+    if (failed(
+            verifyShard(*this, x.getType(), r.getType(), (int64_t)getShards())))
+      return failure();
+  return success();
+}
+
+LogicalResult ShardSliceOp::verify() {
+  return verifyShard(*this, getInput().getType(), getResult().getType(),
+                     (int64_t)getShards());
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyShard(*this, getResult().getType(), getInput().getType(),
+                     (int64_t)getShards());
+}
+
+//===----------------------------------------------------------------------===//
 // cumsum
 //===----------------------------------------------------------------------===//
 

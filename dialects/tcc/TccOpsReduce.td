@@ -102,4 +102,58 @@ def Tcc_AllReduceOp : Tcc_Op<"all_reduce", []> {
   ];
 }
 
+// Sharded optimizer state (ZeRO stage 1, tcc-shard-optimizer-state): rank r
+// of N owns elements [r*c, min(n, (r+1)*c)) of every parameter of n
+// elements, c = ceil(n / N); a shard is a 1-D tensor of c elements whose
+// tail past n is zero on the last ranks.
+
+def Tcc_ReduceScatterOp : Tcc_Op<"reduce_scatter", []> {
+  let summary = "This rank's shard of gradients averaged over the ranks";
+  let description = [{
+    Result i is the rank's shard (`shards` = N ranks) of operand i averaged
+    element-wise over the ranks of a data-parallel run: a 1-D tensor of
+    ceil(n_i / N) elements, zero past the operand's end. One op is one
+    bucket of gradients (as tcc.all_reduce's), numbered by `bucket`. Not
+    `Pure`: it communicates. A run with a number of ranks other than N is an
+    error at run time.
+    ```mlir
+    %s0, %s1 = tcc.reduce_scatter %g0, %g1 {bucket = 0, shards = 2}
+        : tensor<4x8xf32>, tensor<5xf32> -> tensor<16xf32>, tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<RankedTensorOf<[F32]>>:$inputs,
+                   I64Attr:$bucket, I64Attr:$shards);
+  let results = (outs Variadic<RankedTensorOf<[F32]>>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($results)";
+  let hasVerifier = 1;
+}
+
+def Tcc_ShardSliceOp : Tcc_Op<"shard_slice", []> {
+  let summary = "This rank's shard of a tensor";
+  let description = [{
+    The 1-D shard of `input` that this rank owns among `shards` ranks
+    (the rank is read at run time), zero past the input's end. The sharded
+    optimizer update reads the parameter through it.
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$input, I64Attr:$shards);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tcc_AllGatherOp : Tcc_Op<"all_gather", []> {
+  let summary = "A tensor made of every rank's shard";
+  let description = [{
+    The inverse of tcc.shard_slice: `input` is this rank's shard among
+    `shards` ranks, the result (of any shape of n elements, c = ceil(n / N))
+    is the rank-ordered shards, each rank's padding dropped. It writes the
+    full parameter after the sharded optimizer update. Not `Pure`: it
+    communicates.
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$input, I64Attr:$shards);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // TCC_OPS_REDUCE_TD

@@ -81,6 +81,9 @@ TCC_KERNEL(reduce_sum)
 TCC_KERNEL(global_norm) // KernelsReduce.cpp
 TCC_KERNEL(all_reduce) // KernelsComm.cpp
 TCC_KERNEL(all_reduce_wait)
+TCC_KERNEL(reduce_scatter) // KernelsShard.cpp
+TCC_KERNEL(shard_slice)
+TCC_KERNEL(all_gather)
 TCC_KERNEL(reduce_mean)
 TCC_KERNEL(reduce_prod)
 TCC_KERNEL(reduce_prod_grad)

@@ -136,6 +136,8 @@ TCC_CUDA_KERNEL(scatter_nd)
 TCC_CUDA_KERNEL(top_k)
 // CudaComm.cpp
 TCC_CUDA_KERNEL(all_reduce) // all_reduce, all_reduce_wait
+// CudaShard.cpp
+TCC_CUDA_KERNEL(shard) // reduce_scatter, shard_slice, all_gather
 // CudaKernelsLayout.cu
 TCC_CUDA_KERNEL(copy)
 TCC_CUDA_KERNEL(transpose)
@@ -277,6 +279,9 @@ int64_t prepare_global_norm(const Instr &, const std::vector<TensorInfo> &);
 /// all_reduce: Error when the run has several ranks and this build has no
 /// NCCL (CudaNccl.h).
 int64_t prepare_all_reduce(const Instr &, const std::vector<TensorInfo> &);
+/// reduce_scatter, shard_slice, all_gather: Error for more than one shard
+/// (no device collectives yet).
+int64_t prepare_shard(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_matmul(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_reduce(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_reduce_extremum(const Instr &, const std::vector<TensorInfo> &);

@@ -16,6 +16,7 @@
 #include "KernelCasesMath.h"
 #include "KernelCasesOptim.h"
 #include "KernelCasesRows.h"
+#include "KernelCasesShard.h"
 
 namespace tcc::rt::test {
 
@@ -52,6 +53,8 @@ const std::vector<KernelCase> &allKernelCases() {
     convCases(all);
     poolCases(all);
     batchNormCases(all);
+    // Sharded optimizer state's collectives, at one rank.
+    shardCases(all);
     return all;
   }();
   return cases;

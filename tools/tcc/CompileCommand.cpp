@@ -107,6 +107,12 @@ static cl::opt<double> bucketMb(
              "(default 25, DDP's)"),
     cl::value_desc("MiB"), cl::init(25), cl::sub(tool::compileCmd),
     cl::sub(tool::benchCmd));
+static cl::opt<int64_t> zeroShards(
+    "zero-shards",
+    cl::desc("--data-parallel: shard the optimizer state over N ranks (ZeRO "
+             "stage 1): each rank keeps and updates 1/N of it; run with "
+             "mpirun -np N"),
+    cl::value_desc("N"), cl::init(0), cl::sub(tool::compileCmd));
 static cl::opt<double> clipGradNorm(
     "clip-grad-norm",
     cl::desc("Clip the gradients in the step to a global L2 norm of at most "
@@ -475,6 +481,28 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
                  << llvm::format("%g", double(bucketMb)) << "\n";
     return false;
   }
+  if (zeroShards.getNumOccurrences()) {
+    auto refuse = [&](const std::string &why) {
+      llvm::errs() << "tcc " << cmd << ": error: --zero-shards " << why
+                   << "\n";
+      return false;
+    };
+    if (!dataParallel)
+      return refuse("shards the optimizer state over the ranks of "
+                    "--data-parallel, which is not given");
+    if (zeroShards < 2)
+      return refuse("must be at least 2 (the ranks of the run), got " +
+                    std::to_string(int64_t(zeroShards)));
+    // A rank holds only its shard of the averaged gradients: the global norm
+    // would need an all-reduce of the shards' squares, not built yet.
+    if (clipGradNorm.getNumOccurrences() || trackGradNorm)
+      return refuse("does not support gradient clipping or the grad_norm "
+                    "metric yet (the norm of sharded gradients)");
+    if (precision == "fp16")
+      return refuse("does not support --precision fp16 yet (its loss "
+                    "scaling checks the whole gradient for overflow)");
+  }
+  o.zeroShards = zeroShards;
   o.dataParallel = dataParallel;
   o.bucketBytes = std::max<int64_t>(
       1, static_cast<int64_t>(double(bucketMb) * 1024 * 1024));

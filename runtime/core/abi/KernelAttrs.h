@@ -59,6 +59,16 @@ struct AllReduceAttrs {
   template <class V> void visit(V &v) { v.integer(bucket, "bucket"); }
 };
 
+/// reduce_scatter, shard_slice, all_gather: the ranks a tensor is sharded
+/// over (sharded optimizer state) and, for reduce_scatter, its bucket.
+struct ShardAttrs {
+  int64_t shards = 1, bucket = 0;
+  template <class V> void visit(V &v) {
+    v.integer(shards, "shards");
+    v.integer(bucket, "bucket");
+  }
+};
+
 /// matmul: op(A) = A^T when transA (B likewise).
 struct MatmulAttrs {
   bool transA = false, transB = false;

@@ -88,6 +88,10 @@ TCC_CHECK(unary)  // neg, relu, exp, log, sqrt, tanh, sigmoid, erf
 TCC_CHECK(relu_grad)
 TCC_CHECK(copy)
 TCC_CHECK(all_reduce) // all_reduce, all_reduce_wait
+// CheckShard.cpp
+TCC_CHECK(reduce_scatter)
+TCC_CHECK(shard_slice)
+TCC_CHECK(all_gather)
 TCC_CHECK(broadcast_to)
 TCC_CHECK(transpose)
 TCC_CHECK(reduce) // reduce_sum, reduce_mean, reduce_prod

@@ -31,6 +31,16 @@
 //   all_reduce_wait   in [g0, g1, ...] out [], i [bucket]: returns once
 //                     the bucket is averaged (the compiler puts it before
 //                     the first reader). Both do nothing in one process.
+//   reduce_scatter    in [g0, g1, ...] (>= 1, f32) out [s0, s1, ...],
+//                     i [shards, bucket]: s_k = this rank's shard of g_k
+//                     (1-D, ceil(n_k / shards) elements, zero past n_k)
+//                     averaged over the ranks; one blocking collective
+//                     (runtime/core/ZeroShards.h: layout, rank check).
+//   shard_slice       in [x] out [s], i [shards, 0]: this rank's shard of x.
+//   all_gather        in [s] out [x], i [shards, 0]: x = every rank's shard
+//                     s, in rank order, padding dropped. The three need a
+//                     run of exactly `shards` ranks (sharded optimizer
+//                     state, tcc compile --zero-shards).
 //   reduce_prod       in [x] out [y], i = reduced axes (as reduce_sum).
 //   reduce_prod_grad  in [dy, x] out [dx], i = reduced axes: dy times the
 //                     product of the other elements of x's group.

@@ -1,0 +1,222 @@
+//===- ShardOptimizerState.cpp - ZeRO stage 1 in the step -----------------===//
+//
+// tcc-shard-optimizer-state: each of N data-parallel ranks keeps and updates
+// 1/N of the optimizer state. After tcc-all-reduce-gradients and
+// tcc-apply-optimizer, per parameter p of n elements (c = ceil(n/N), rank r
+// owns elements [r*c, min(n, (r+1)*c)) of p flattened):
+//
+//   %r = tcc.all_reduce %g ...            ->  %gs = tcc.reduce_scatter %g ...
+//   %p1, %m1 = tcc.lion_update %p, %r, %m ->  %ps = tcc.shard_slice %p
+//                                             %u, %m1 = tcc.lion_update
+//                                                 %ps, %gs, %m   (all [c])
+//                                             %p1 = tcc.all_gather %u
+//
+// The state arguments the update reads become tensor<c x f32>, so the
+// memory plan and the report count 1/N of them. Element-wise optimizers
+// only: Adafactor's factored moments need whole rows and columns. The
+// averaged gradient must be read by the update alone (or through
+// tcc-accumulate-gradients' `* (1/K)`): clipping's global norm and fp16
+// loss scaling read all of it, which a rank no longer has.
+//
+// The module gets `tcc.zero = {shards = N, states = {<state> = <param>}}`,
+// from which the compiler writes the artifact's meta (runtime/core/
+// ZeroShards.h reads it back for checkpoints).
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "dialects/tcc/TccOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#define DEBUG_TYPE "tcc-shard-optimizer-state"
+
+namespace mlir::tcc {
+#define GEN_PASS_DEF_SHARDOPTIMIZERSTATEPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::tcc
+
+using namespace mlir;
+using namespace mlir::tcc;
+
+namespace {
+
+StringRef argAttr(func::FuncOp fn, unsigned i, StringRef name) {
+  auto a = fn.getArgAttrOfType<StringAttr>(i, name);
+  return a ? a.getValue() : StringRef();
+}
+
+/// A scalar-constant multiply of the averaged gradient (gradient
+/// accumulation's mean), or null.
+MulOp scalarMultiply(Operation *op) {
+  auto m = dyn_cast<MulOp>(op);
+  if (!m || !m.getRhs().getDefiningOp<ConstantOp>() ||
+      cast<RankedTensorType>(m.getRhs().getType()).getRank() != 0)
+    return {};
+  return m;
+}
+
+struct ShardOptimizerStatePass final
+    : public tcc::impl::ShardOptimizerStatePassBase<ShardOptimizerStatePass> {
+  using Base::Base;
+
+  void runOnOperation() override;
+  LogicalResult shardUpdate(func::FuncOp fn, Operation *u, Value gradShard,
+                            NamedAttrList &states);
+};
+
+} // namespace
+
+LogicalResult ShardOptimizerStatePass::shardUpdate(func::FuncOp fn,
+                                                   Operation *u,
+                                                   Value gradShard,
+                                                   NamedAttrList &states) {
+  auto p = dyn_cast<BlockArgument>(u->getOperand(0));
+  if (!p || argAttr(fn, p.getArgNumber(), "tcc.kind") != "param")
+    return u->emitError("tcc-shard-optimizer-state: the update does not "
+                        "read a parameter of the step");
+  StringRef pname = argAttr(fn, p.getArgNumber(), "tcc.name");
+  Type full = p.getType();
+  Type shard = gradShard.getType();
+  OpBuilder b(u);
+  Location loc = u->getLoc();
+  int64_t n = shards;
+
+  SmallVector<Value> operands;
+  operands.push_back(
+      ShardSliceOp::create(b, loc, shard, p, b.getI64IntegerAttr(n)));
+  operands.push_back(gradShard);
+  // The operands after (param, grad) that are per-element state.
+  unsigned numStates = isa<AdamWUpdateOp>(u)                       ? 2
+                       : isa<SgdMomentumUpdateOp, LionUpdateOp>(u) ? 1
+                                                                   : 0;
+  for (auto [k, x] : llvm::enumerate(u->getOperands().drop_front(2))) {
+    if (k >= numStates) {
+      operands.push_back(x); // the learning rate, the step
+      continue;
+    }
+    auto s = dyn_cast<BlockArgument>(x);
+    if (!s || argAttr(fn, s.getArgNumber(), "tcc.kind") != "state" ||
+        !s.hasOneUse())
+      return u->emitError("tcc-shard-optimizer-state: the optimizer state of "
+                          "'")
+             << pname << "' is not a state argument read by its update alone";
+    s.setType(shard);
+    states.set(argAttr(fn, s.getArgNumber(), "tcc.name"),
+               b.getStringAttr(pname));
+    operands.push_back(s);
+  }
+  // Every result is the new param or a new state.
+  SmallVector<Type> types(u->getNumResults(), shard);
+  OperationState st(loc, u->getName(), operands, types, u->getAttrs());
+  Operation *nu = b.create(st);
+  Value param = AllGatherOp::create(b, loc, full, nu->getResult(0),
+                                    b.getI64IntegerAttr(n));
+  u->getResult(0).replaceAllUsesWith(param);
+  for (unsigned k = 1; k < u->getNumResults(); ++k)
+    u->getResult(k).replaceAllUsesWith(nu->getResult(k));
+  u->erase();
+  return success();
+}
+
+void ShardOptimizerStatePass::runOnOperation() {
+  ModuleOp module = getOperation();
+  auto fail = [&](Operation *at) {
+    signalPassFailure();
+    return at->emitError("tcc-shard-optimizer-state: ");
+  };
+  if (shards < 2) {
+    fail(module) << "shards must be at least 2, got " << int64_t(shards);
+    return;
+  }
+  auto fn = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!fn)
+    return;
+  if (!module->hasAttr("tcc.optimizer")) {
+    fail(fn) << "run tcc-apply-optimizer first";
+    return;
+  }
+  SmallVector<AllReduceOp> buckets;
+  fn.walk([&](AllReduceOp ar) { buckets.push_back(ar); });
+  if (buckets.empty()) {
+    fail(fn) << "@train_step has no tcc.all_reduce buckets (run "
+                "tcc-all-reduce-gradients first)";
+    return;
+  }
+
+  Builder builder(&getContext());
+  NamedAttrList states;
+  for (AllReduceOp ar : buckets) {
+    // Each averaged gradient: read by one update, as its gradient, directly
+    // or through the accumulation's mean.
+    SmallVector<std::pair<Operation *, MulOp>> readers;
+    for (Value r : ar.getResults()) {
+      if (!r.hasOneUse()) {
+        fail(ar) << "an averaged gradient is read by several ops (gradient "
+                    "clipping or loss scaling?), and a rank holds only its "
+                    "shard of it";
+        return;
+      }
+      Operation *user = *r.getUsers().begin();
+      MulOp mean = scalarMultiply(user);
+      if (mean) {
+        if (!mean.getResult().hasOneUse()) {
+          fail(ar) << "an averaged gradient is read by several ops";
+          return;
+        }
+        user = *mean.getResult().getUsers().begin();
+      }
+      if (isa<AdafactorUpdateOp>(user)) {
+        fail(user) << "adafactor's factored second moment needs whole rows "
+                      "and columns: it cannot be sharded (use adamw, adam, "
+                      "lion or sgd)";
+        return;
+      }
+      if (!isa<SgdUpdateOp, SgdMomentumUpdateOp, AdamWUpdateOp, LionUpdateOp>(
+              user) ||
+          user->getOperand(1) != (mean ? mean.getResult() : r)) {
+        fail(user) << "an averaged gradient is read by '" << user->getName()
+                   << "', not by an element-wise optimizer update (gradient "
+                      "clipping or loss scaling?); only the update may read "
+                      "a rank's shard";
+        return;
+      }
+      readers.push_back({user, mean});
+    }
+
+    // The bucket, scattered.
+    OpBuilder b(ar);
+    SmallVector<Type> types;
+    for (Value x : ar.getInputs()) {
+      int64_t n = cast<RankedTensorType>(x.getType()).getNumElements();
+      types.push_back(
+          RankedTensorType::get({(n + shards - 1) / shards}, b.getF32Type()));
+    }
+    auto rs = ReduceScatterOp::create(b, ar.getLoc(), types, ar.getInputs(),
+                                      ar.getBucketAttr(),
+                                      b.getI64IntegerAttr(shards));
+    for (auto [k, reader] : llvm::enumerate(readers)) {
+      Value g = rs.getResult(k);
+      if (MulOp mean = reader.second) {
+        OpBuilder mb(mean);
+        g = MulOp::create(mb, mean.getLoc(), g.getType(), g, mean.getRhs());
+      }
+      if (failed(shardUpdate(fn, reader.first, g, states)))
+        return signalPassFailure();
+      if (MulOp mean = reader.second)
+        mean.erase();
+    }
+    ar.erase();
+  }
+
+  // Arguments and results changed type.
+  auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+  fn.setFunctionType(FunctionType::get(&getContext(),
+                                       fn.getBody().front().getArgumentTypes(),
+                                       ret.getOperandTypes()));
+  NamedAttrList zero;
+  zero.set("shards", builder.getI64IntegerAttr(shards));
+  zero.set("states", states.getDictionary(&getContext()));
+  module->setAttr("tcc.zero", zero.getDictionary(&getContext()));
+}

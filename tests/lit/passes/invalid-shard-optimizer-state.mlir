@@ -1,0 +1,42 @@
+// RUN: tcc-opt %s --tcc-all-reduce-gradients --tcc-apply-optimizer=optimizer=adafactor --tcc-shard-optimizer-state --split-input-file -verify-diagnostics
+// RUN: not tcc-opt %s --tcc-all-reduce-gradients --tcc-apply-optimizer --tcc-shard-optimizer-state=shards=1 --split-input-file 2>&1 | FileCheck %s --check-prefix=ONE
+// RUN: not tcc-opt %s --tcc-apply-optimizer --tcc-shard-optimizer-state --split-input-file 2>&1 | FileCheck %s --check-prefix=NOBUCKETS
+// RUN: not tcc-opt %s --tcc-all-reduce-gradients --tcc-clip-gradients=max-norm=1 --tcc-apply-optimizer --tcc-shard-optimizer-state --split-input-file 2>&1 | FileCheck %s --check-prefix=CLIP
+
+// ONE: error: tcc-shard-optimizer-state: shards must be at least 2, got 1
+// NOBUCKETS: error: tcc-shard-optimizer-state: @train_step has no tcc.all_reduce buckets (run tcc-all-reduce-gradients first)
+// CLIP: error: tcc-shard-optimizer-state: an averaged gradient is read by several ops (gradient clipping or loss scaling?), and a rank holds only its shard of it
+
+// Adafactor's factored moments cannot be split element-wise.
+func.func @train_step(%w: tensor<3x2xf32> {tcc.kind = "param", tcc.name = "w"},
+                      %x: tensor<4x3xf32> {tcc.kind = "input", tcc.name = "x"})
+    -> (tensor<3x2xf32> {tcc.kind = "grad", tcc.name = "w"}) {
+  %one = tcc.constant dense<1.0> : tensor<4x2xf32>
+  %g = tcc.matmul %x, %one {transpose_lhs = true} : (tensor<4x3xf32>, tensor<4x2xf32>) -> tensor<3x2xf32>
+  // expected-error @+1 {{tcc-shard-optimizer-state: adafactor's factored second moment needs whole rows and columns: it cannot be sharded (use adamw, adam, lion or sgd)}}
+  return %g : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @bad_shard(%g: tensor<3x2xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{a shard of [3,2] among 2 ranks is tensor<3xf32>, got [4]}}
+  %r = tcc.reduce_scatter %g {bucket = 0, shards = 2} : tensor<3x2xf32> -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @bad_gather(%s: tensor<2xf32>) -> tensor<3x2xf32> {
+  // expected-error @+1 {{a shard of [3,2] among 2 ranks is tensor<3xf32>, got [2]}}
+  %r = tcc.all_gather %s {shards = 2} : tensor<2xf32> -> tensor<3x2xf32>
+  return %r : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @zero_shards(%p: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{shards must be at least 1, got 0}}
+  %r = tcc.shard_slice %p {shards = 0} : tensor<3xf32> -> tensor<3xf32>
+  return %r : tensor<3xf32>
+}
