@@ -3,6 +3,7 @@
 
 #include "runtime/core/Comm.h"
 #include "runtime/core/NonFinite.h"
+#include "runtime/core/ZeroShards.h"
 #include "runtime/feeder/DataFeeder.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/EvalDuringTraining.h"
@@ -544,6 +545,16 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
   r.ranks = ranks;
   LossScaling scaling = lossScaling(a, opts);
   r.lrSchedule = learningRateSchedule(a, opts, plan);
+  // A checkpoint holds whole tensors, and a sharded run's optimizer state
+  // is split across its ranks: until checkpoints gather the shards
+  // (ZeroShards.h's gatherState), such a run writes and reads none rather
+  // than one rank's slices.
+  if ((checkpointing || resuming) && zeroPlan(a).shards > 0)
+    throw Error("this artifact keeps its optimizer state in " +
+                std::to_string(zeroPlan(a).shards) +
+                " shards (--zero-shards): checkpoints of such runs are not "
+                "built yet, so --checkpoint-dir and --resume cannot be used "
+                "with it; compile without --zero-shards to checkpoint");
   HostMirror mirror(session);
   CheckpointMeta meta;
   if (checkpointing || resuming)
