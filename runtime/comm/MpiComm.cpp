@@ -179,11 +179,7 @@ public:
 
   void startMeanBucket(int64_t bucket,
                        const std::vector<CommBuffer> &buffers) override {
-    for (const CommBuffer &b : buffers)
-      if (b.count < 0 || (b.count && !b.data))
-        throw Error("startMeanBucket(" + std::to_string(bucket) +
-                    "): a buffer of " + std::to_string(b.count) +
-                    " values at " + (b.data ? "its address" : "null"));
+    checkBucketBuffers(bucket, buffers);
     std::lock_guard<std::mutex> lock(mutex_);
     if (!buckets_.emplace(bucket, BucketState{}).second)
       throw Error("startMeanBucket(" + std::to_string(bucket) + "): bucket " +

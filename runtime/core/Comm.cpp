@@ -100,6 +100,15 @@ LaunchInfo launchInfo() {
   return info;
 }
 
+void checkBucketBuffers(int64_t bucket,
+                        const std::vector<CommBuffer> &buffers) {
+  for (const CommBuffer &b : buffers)
+    if (b.count < 0 || (b.count && !b.data))
+      throw Error("startMeanBucket(" + std::to_string(bucket) +
+                  "): a buffer of " + std::to_string(b.count) + " values at " +
+                  (b.data ? "its address" : "null"));
+}
+
 bool launchedAsRanks() { return launchInfo().size > 1; }
 
 namespace {
@@ -139,11 +148,7 @@ public:
 
   void startMeanBucket(int64_t bucket,
                        const std::vector<CommBuffer> &buffers) override {
-    for (const CommBuffer &b : buffers)
-      if (b.count < 0 || (b.count && !b.data))
-        throw Error("startMeanBucket(" + std::to_string(bucket) +
-                    "): a buffer of " + std::to_string(b.count) +
-                    " values at " + (b.data ? "its address" : "null"));
+    checkBucketBuffers(bucket, buffers);
     std::lock_guard<std::mutex> lock(mutex_);
     if (!started_.insert(bucket).second)
       throw Error("startMeanBucket(" + std::to_string(bucket) + "): bucket " +

@@ -84,6 +84,10 @@ public:
   [[noreturn]] virtual void abortAll(int code) = 0;
 };
 
+/// Error naming `bucket` when a buffer has a negative count or no data for
+/// a positive one: what every communicator checks before it starts a bucket.
+void checkBucketBuffers(int64_t bucket, const std::vector<CommBuffer> &buffers);
+
 /// Whether this process was started by mpirun (or another launcher that sets
 /// Open MPI's, PMIx's or PMI's rank variables) with more than one rank.
 bool launchedAsRanks();
