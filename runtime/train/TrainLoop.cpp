@@ -642,7 +642,7 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
     r.startStep = start[0];
     std::memcpy(&r.resumedLoss, &start[1], sizeof r.resumedLoss);
     mirror.broadcastFromRank0(*comm, zero);
-    if (resuming)
+    if (resuming && zero.shards > 0)
       restoreShards(*comm, zero, c, mirror);
   }
   c = Checkpoint(); // its file image is no longer needed
