@@ -90,6 +90,28 @@ ZeroPlan zeroPlan(const Artifact &a) {
   return plan;
 }
 
+std::vector<TensorInfo> wholeStateTensors(std::vector<TensorInfo> tensors,
+                                          const ZeroPlan &plan) {
+  for (const ShardedState &s : plan.states) {
+    if (s.stateId < 0 || s.paramId < 0 ||
+        s.stateId >= static_cast<int32_t>(tensors.size()) ||
+        s.paramId >= static_cast<int32_t>(tensors.size()))
+      throw Error("sharded state '" + s.state + "' is not in the tensors");
+    TensorInfo &t = tensors[s.stateId];
+    // The shards are f32 (gatherState and sliceShard move floats).
+    if (t.dtype != DType::F32 || t.numElements() != s.shardNumel)
+      throw Error("sharded state '" + s.state + "' is " + dtypeName(t.dtype) +
+                  " " + formatShape(t.shape) + ", not an f32 shard of " +
+                  std::to_string(s.shardNumel) + " elements");
+    t.shape = tensors[s.paramId].shape;
+    if (t.numElements() != s.numel)
+      throw Error("sharded state '" + s.state + "': its parameter '" + s.param +
+                  "' has " + std::to_string(t.numElements()) +
+                  " elements, the plan says " + std::to_string(s.numel));
+  }
+  return tensors;
+}
+
 void checkZeroRanks(int64_t shards, const Communicator &comm) {
   if (comm.size() != shards)
     throw Error("this artifact keeps its optimizer state in " +

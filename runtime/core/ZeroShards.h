@@ -28,6 +28,7 @@
 namespace tcc::rt {
 
 struct Artifact;
+struct TensorInfo;
 class Communicator;
 
 /// Elements of each shard of a tensor of `numel` elements: ceil(numel / N).
@@ -62,6 +63,12 @@ struct ZeroPlan {
 /// The sharding the artifact's meta records; Error when the meta is
 /// inconsistent with its tensors.
 ZeroPlan zeroPlan(const Artifact &a);
+
+/// `tensors` (an artifact's) as the unsharded artifact has them: each
+/// sharded state of `plan` with its parameter's shape. What a checkpoint of
+/// the run holds, so it is the checkpoint of the run without sharding.
+std::vector<TensorInfo> wholeStateTensors(std::vector<TensorInfo> tensors,
+                                          const ZeroPlan &plan);
 
 /// Error unless the run has as many ranks as the artifact's shards (a run of
 /// N ranks keeps the whole state only between them).

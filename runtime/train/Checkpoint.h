@@ -167,7 +167,8 @@ void writeCheckpoint(const std::string &path, const CheckpointMeta &meta,
 /// missing on either side or its dtype or shape differs.
 void restoreCheckpoint(Session &s, const Checkpoint &c);
 /// The same into any copy of the tensors: `dest(id)` is tensor `id`'s
-/// buffer (byteSize() bytes).
+/// buffer (byteSize() bytes), or null for a tensor that is checked but not
+/// copied (a sharded state, which each rank slices itself).
 void restoreCheckpoint(const std::vector<TensorInfo> &tensors,
                        const std::function<void *(int32_t)> &dest,
                        const Checkpoint &c);

@@ -205,8 +205,8 @@ void restoreCheckpoint(const std::vector<TensorInfo> &tensors,
     throw Error(c.path + ": tensor '" + byName.begin()->first +
                 "' is not a param or state of the artifact");
   for (const auto &[id, ct] : copies)
-    if (ct->size)
-      std::memcpy(dest(id), c.data(*ct), ct->size);
+    if (void *to = ct->size ? dest(id) : nullptr)
+      std::memcpy(to, c.data(*ct), ct->size);
 }
 
 static std::string lengthFlag(const CheckpointMeta &m) {

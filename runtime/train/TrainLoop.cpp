@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <utility>
 
@@ -89,12 +90,14 @@ public:
   /// Rank 0's values into every rank's session: the ranks of a
   /// data-parallel run start from the same weights and optimizer state
   /// (restored from a checkpoint only rank 0 read, or initialized), as the
-  /// averaged gradients then keep them.
-  void broadcastFromRank0(Communicator &comm) {
+  /// averaged gradients then keep them. Sharded state is each rank's own
+  /// (see restoreShards) and is left alone.
+  void broadcastFromRank0(Communicator &comm, const ZeroPlan &zero) {
     download();
     const std::vector<TensorInfo> &ts = s_.tensors();
     for (int32_t id : ids_)
-      comm.broadcast(data(id), ts[id].byteSize(), 0);
+      if (!zero.find(ts[id].name))
+        comm.broadcast(data(id), ts[id].byteSize(), 0);
     upload();
   }
   void *data(int32_t id) {
@@ -172,6 +175,12 @@ public:
   }
 
   void setMetrics(std::unique_ptr<std::ofstream> m) { metrics_ = std::move(m); }
+  /// A sharded run's plan and its tensors as a checkpoint holds them
+  /// (wholeStateTensors): every rank then joins each checkpoint.
+  void setSharded(const ZeroPlan &zero, const std::vector<TensorInfo> &saved) {
+    zero_ = &zero;
+    saved_ = &saved;
+  }
   void setEval(PeriodicEval *e) { eval_ = e; }
   void run();
 
@@ -190,6 +199,11 @@ private:
     if (comm_)
       return agreedStop_;
     return opts_.stopSignal ? opts_.stopSignal->load() : 0;
+  }
+  /// Whether this rank takes part in checkpoints: rank 0 writes them, and
+  /// in a sharded run every rank gives its shards of the state.
+  bool joinsCheckpoints() const {
+    return !opts_.checkpointDir.empty() && (lead_ || (zero_ && comm_));
   }
   /// Steps whose state is read on the host before the next is enqueued.
   bool syncPoint(int64_t step) const {
@@ -240,6 +254,8 @@ private:
   std::unique_ptr<std::ofstream> metrics_;
   PeriodicEval *eval_ = nullptr;
   Clock::time_point start_;
+  const ZeroPlan *zero_ = nullptr;                 // null: not sharded
+  const std::vector<TensorInfo> *saved_ = nullptr; // what a checkpoint holds
 };
 
 /// Stages micro-batch `filled_` into its slot; false when the feeder has no
@@ -372,13 +388,30 @@ void Trainer::checkpoint(int64_t step, float loss) {
   }
   checkpointedStep_ = step;
   Clock::time_point t0 = Clock::now();
+  // A sharded run's state is split over its ranks: every rank joins each
+  // sharded tensor (an all-gather, in the plan's order everywhere, one
+  // tensor at a time) and rank 0 keeps the whole ones, so the checkpoint
+  // is the one the run without sharding writes.
+  std::map<int32_t, std::vector<float>> whole;
+  if (zero_ && comm_)
+    for (const ShardedState &st : zero_->states) {
+      std::vector<float> v = gatherState(
+          *comm_, st, static_cast<const float *>(mirror_.data(st.stateId)));
+      if (lead_)
+        whole[st.stateId] = std::move(v);
+    }
+  if (!lead_)
+    return;
   meta_.step = step;
   meta_.loss = loss;
   r_.lastCheckpoint =
       saveCheckpoint(opts_.checkpointDir, meta_,
-                     persistentTensors(s_.tensors(),
+                     persistentTensors(saved_ ? *saved_ : s_.tensors(),
                                        [&](int32_t id) -> const void * {
-                                         return mirror_.data(id);
+                                         auto it = whole.find(id);
+                                         return it != whole.end()
+                                                    ? it->second.data()
+                                                    : mirror_.data(id);
                                        }),
                      opts_.keepCheckpoints, logOf(opts_));
   ++r_.checkpointsWritten;
@@ -438,7 +471,7 @@ void Trainer::finish(StepRecord &rec) {
                          : std::nullopt,
                      ev);
   // After the metrics line, so a resumed run never lacks a step's line.
-  if (lead_ && !opts_.checkpointDir.empty() &&
+  if (joinsCheckpoints() &&
       (step == plan_.total ||
        (opts_.checkpointEvery > 0 && step % opts_.checkpointEvery == 0)))
     checkpoint(step, loss);
@@ -499,8 +532,7 @@ void Trainer::run() {
       r_.interruptedBy = sig;
       if (pending)
         finish(*std::exchange(pending, nullptr));
-      if (lead_ && !opts_.checkpointDir.empty() &&
-          checkpointedStep_ != r_.steps)
+      if (joinsCheckpoints() && checkpointedStep_ != r_.steps)
         checkpoint(r_.steps, lastLoss_);
       break;
     }
@@ -509,6 +541,31 @@ void Trainer::run() {
     finish(*pending);
   s_.synchronize();
   r_.totalSeconds = secondsSince(start_);
+}
+
+/// Each rank's shards of the sharded state of the checkpoint rank 0 read
+/// (`c`, empty on the other ranks): rank 0 broadcasts each whole tensor in
+/// the plan's order, one at a time, and every rank keeps its slice.
+void restoreShards(Communicator &comm, const ZeroPlan &zero,
+                   const Checkpoint &c, HostMirror &mirror) {
+  bool lead = comm.rank() == 0;
+  for (const ShardedState &st : zero.states) {
+    std::vector<float> whole(static_cast<size_t>(st.numel));
+    if (lead) {
+      // restoreCheckpoint checked that it is there, f32, of the whole shape.
+      auto it = std::find_if(
+          c.tensors.begin(), c.tensors.end(),
+          [&](const CheckpointTensor &t) { return t.name == st.state; });
+      if (it == c.tensors.end() || it->size != whole.size() * sizeof(float))
+        throw Error(c.path + ": has no whole state '" + st.state + "'");
+      std::memcpy(whole.data(), c.data(*it), it->size);
+    }
+    comm.broadcast(whole.data(),
+                   static_cast<int64_t>(whole.size() * sizeof(float)), 0);
+    sliceShard(whole.data(), st.numel, zero.shards, comm.rank(),
+               static_cast<float *>(mirror.data(st.stateId)));
+  }
+  mirror.upload();
 }
 
 } // namespace
@@ -545,27 +602,32 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
   r.ranks = ranks;
   LossScaling scaling = lossScaling(a, opts);
   r.lrSchedule = learningRateSchedule(a, opts, plan);
-  // A checkpoint holds whole tensors, and a sharded run's optimizer state
-  // is split across its ranks: until checkpoints gather the shards
-  // (ZeroShards.h's gatherState), such a run writes and reads none rather
-  // than one rank's slices.
-  if ((checkpointing || resuming) && zeroPlan(a).shards > 0)
-    throw Error("this artifact keeps its optimizer state in " +
-                std::to_string(zeroPlan(a).shards) +
-                " shards (--zero-shards): checkpoints of such runs are not "
-                "built yet, so --checkpoint-dir and --resume cannot be used "
-                "with it; compile without --zero-shards to checkpoint");
+  // A sharded run (--zero-shards N) needs its N ranks (checked here, before
+  // a checkpoint is read, as its kernels would at the first step), and its
+  // checkpoints hold the state whole, as the run without sharding has it.
+  ZeroPlan zero = zeroPlan(a);
+  if (zero.shards > 0)
+    checkZeroRanks(zero.shards, comm ? *comm : communicator());
+  std::vector<TensorInfo> saved;
+  if (zero.shards > 0)
+    saved = wholeStateTensors(session.tensors(), zero);
   HostMirror mirror(session);
   CheckpointMeta meta;
   if (checkpointing || resuming)
     meta = checkpointMeta(a, opts, plan, session.orderingThreads(), ranks);
   meta.lrSchedule = r.lrSchedule.describe();
+  Checkpoint c; // rank 0's, while the shards are handed out
   if (resuming && lead) {
-    Checkpoint c = loadNewestCheckpoint(opts.resumeFrom, log);
+    c = loadNewestCheckpoint(opts.resumeFrom, log);
     checkResumable(c, meta, log);
     checkFreshDir(opts, &c);
     restoreCheckpoint(
-        session.tensors(), [&](int32_t id) { return mirror.data(id); }, c);
+        zero.shards ? saved : session.tensors(),
+        [&](int32_t id) -> void * {
+          return zero.find(session.tensors()[id].name) ? nullptr
+                                                       : mirror.data(id);
+        },
+        c);
     mirror.upload();
     noteResumed(r, c, plan, log);
   } else if (lead) {
@@ -579,8 +641,11 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
     comm->broadcast(start, sizeof start, 0);
     r.startStep = start[0];
     std::memcpy(&r.resumedLoss, &start[1], sizeof r.resumedLoss);
-    mirror.broadcastFromRank0(*comm);
+    mirror.broadcastFromRank0(*comm, zero);
+    if (resuming && zero.shards > 0)
+      restoreShards(*comm, zero, c, mirror);
   }
+  c = Checkpoint(); // its file image is no longer needed
   // Evaluation during training is rank 0's: the others go on to the next
   // step, which waits for rank 0 in its gradient reduction.
   std::unique_ptr<PeriodicEval> eval =
@@ -588,6 +653,8 @@ TrainResult tcc::rt::train(Session &session, const Artifact &a,
   std::unique_ptr<DataFeeder> feeder =
       startFeeder(plan, opts, r.startStep, DataShard{rank, ranks});
   Trainer t(session, opts, plan, scaling, mirror, meta, r, *feeder, comm);
+  if (zero.shards > 0)
+    t.setSharded(zero, saved);
   if (lead)
     t.setMetrics(openMetrics(opts, resuming, r.startStep, log));
   t.setEval(eval.get());

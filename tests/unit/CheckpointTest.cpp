@@ -199,6 +199,26 @@ TEST(CheckpointTest, RestoresIntoSessionByName) {
   EXPECT_EQ(again, s.bytes());
 }
 
+// A sharded run restores its state shards itself: a null destination is
+// checked (name, shape) but not copied into.
+TEST(CheckpointTest, NullDestinationIsCheckedNotCopied) {
+  Sample s;
+  Checkpoint c = parseCheckpoint(s.bytes(), "c.tcckpt");
+  Artifact a = sampleArtifact();
+  cpu::CpuSession session(a, ExecMode::Compiled);
+  auto skipMoment = [&](int32_t id) -> void * {
+    return a.tensors[id].name == "w.exp_avg" ? nullptr
+                                             : hostTensor(session, id);
+  };
+  restoreCheckpoint(a.tensors, skipMoment, c);
+  EXPECT_EQ(std::memcmp(session.data("w"), s.w.data(), 24), 0);
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(static_cast<float *>(session.data("w.exp_avg"))[i], 0.0f);
+  std::vector<TensorInfo> other = a.tensors;
+  other[a.findTensor("w.exp_avg")].shape = {3};
+  EXPECT_THROW(restoreCheckpoint(other, skipMoment, c), Error);
+}
+
 TEST(CheckpointTest, EveryFlippedByteIsDetected) {
   std::vector<uint8_t> good = Sample().bytes();
   ASSERT_GT(good.size(), 500u);

@@ -76,6 +76,44 @@ TEST(ZeroShards, PlanFromMeta) {
   EXPECT_THROW(zeroPlan(a), Error);
 }
 
+TEST(ZeroShards, WholeStateTensors) {
+  Artifact a;
+  auto add = [&](const std::string &name, TensorKind kind,
+                 std::vector<int64_t> shape, DType dtype = DType::F32) {
+    TensorInfo t;
+    t.name = name;
+    t.kind = kind;
+    t.dtype = dtype;
+    t.shape = std::move(shape);
+    a.tensors.push_back(t);
+  };
+  add("w", TensorKind::Param, {5, 3});
+  add("w.exp_avg", TensorKind::State, {8});
+  add("b", TensorKind::Param, {3});
+  add("b.exp_avg", TensorKind::State, {2});
+  add("adamw.step", TensorKind::State, {});
+  a.meta["zero_shards"] = "2";
+  a.meta["zero_sharded_state"] = "w.exp_avg=w,b.exp_avg=b";
+  ZeroPlan plan = zeroPlan(a);
+  std::vector<TensorInfo> whole = wholeStateTensors(a.tensors, plan);
+  ASSERT_EQ(whole.size(), a.tensors.size());
+  // The moments take their parameter's shape; everything else is as it was.
+  EXPECT_EQ(whole[1].shape, (std::vector<int64_t>{5, 3}));
+  EXPECT_EQ(whole[3].shape, (std::vector<int64_t>{3}));
+  for (size_t i : {0u, 2u, 4u})
+    EXPECT_EQ(whole[i].shape, a.tensors[i].shape) << a.tensors[i].name;
+  for (size_t i = 0; i < whole.size(); ++i) {
+    EXPECT_EQ(whole[i].name, a.tensors[i].name);
+    EXPECT_EQ(whole[i].kind, a.tensors[i].kind);
+  }
+  // Without sharding nothing changes.
+  EXPECT_EQ(wholeStateTensors(a.tensors, ZeroPlan{})[1].shape,
+            (std::vector<int64_t>{8}));
+  // Shards move floats: a state of another type is refused.
+  a.tensors[1].dtype = DType::BF16;
+  EXPECT_THROW(wholeStateTensors(a.tensors, plan), Error);
+}
+
 TEST(ZeroShards, RanksMustMatch) {
   // This process is one rank (the test does not run under mpirun).
   if (launchedAsRanks())

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/LoraExport.h"
+#include "runtime/core/ZeroShards.h"
 #include "runtime/train/Predict.h"
 #include "tools/tcc/Commands.h"
 
@@ -65,8 +66,11 @@ int tool::runExport() {
       byName[t.name] = &t;
     // Every parameter and state tensor the export reads comes from the
     // checkpoint, which was written for this artifact: each is there, of
-    // the artifact's size (checked here all the same).
-    for (const rt::TensorInfo &t : a.tensors) {
+    // the artifact's size (checked here all the same). A sharded run's
+    // checkpoint holds its state whole (rt::wholeStateTensors).
+    rt::ZeroPlan zero = rt::zeroPlan(a);
+    for (const rt::TensorInfo &t :
+         zero.shards ? rt::wholeStateTensors(a.tensors, zero) : a.tensors) {
       if (!rt::isCheckpointed(t.kind))
         continue;
       auto it = byName.find(t.name);
