@@ -13,6 +13,10 @@ compiled by tcc, which unrolls the recurrences at import.
    their gates with Slice/Concat, so tcc's gradient flows back through them
    to PyTorch's own tensors).
 2. A few AdamW steps (--no-shuffle): the per-step losses must match.
+3. The options PyTorch does not export (layout 1, reverse, clip, peepholes,
+   input_forget, GRU's linear_before_reset = 0, other activations, opsets 7
+   and 22, omitted outputs) on single-node models, run forward by
+   tcc-onnx-tests against a NumPy transcription of ONNX's equations.
 """
 import argparse
 import json
@@ -24,6 +28,7 @@ import warnings
 import numpy as np
 import onnx
 import onnx.numpy_helper
+from onnx import TensorProto, helper
 import torch
 import torch.nn as nn
 
@@ -125,10 +130,154 @@ def adamw(tcc, d, onnx_path, x, y):
     print(f"adamw: {STEPS} steps match PyTorch (losses {', '.join(f'{v:.6f}' for v in got)})")
 
 
+# --- 3. ONNX's equations in NumPy, for the options PyTorch does not export.
+
+ACTS = {
+    "Sigmoid": lambda v: 1 / (1 + np.exp(-v)),
+    "Tanh": np.tanh,
+    "Relu": lambda v: np.maximum(v, 0),
+    "Softsign": lambda v: v / (1 + np.abs(v)),
+    "Softplus": lambda v: np.log1p(np.exp(v)),
+}
+NUM_ACTS = {"RNN": 1, "GRU": 2, "LSTM": 3}
+GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
+DEFAULT_ACTS = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"],
+                "LSTM": ["Sigmoid", "Tanh", "Tanh"]}
+
+
+def reference(kind, attrs, x, w, r, b=None, h0=None, c0=None, p=None):
+    """Y, Y_h, Y_c of one RNN/GRU/LSTM node, from the operator's equations."""
+    layout = attrs.get("layout", 0)
+    direction = attrs.get("direction", "forward")
+    clip = attrs.get("clip")
+    lbr = attrs.get("linear_before_reset", 0)
+    coupled = attrs.get("input_forget", 0)
+    dirs = 2 if direction == "bidirectional" else 1
+    acts = attrs.get("activations", DEFAULT_ACTS[kind] * dirs)
+    if layout:
+        x = x.transpose(1, 0, 2)
+        h0 = None if h0 is None else h0.transpose(1, 0, 2)
+        c0 = None if c0 is None else c0.transpose(1, 0, 2)
+    steps, batch, _ = x.shape
+    hid = r.shape[2]
+    gh = GATES[kind] * hid
+    y = np.zeros((steps, dirs, batch, hid), np.float64)
+    yh = np.zeros((dirs, batch, hid), np.float64)
+    yc = np.zeros((dirs, batch, hid), np.float64)
+    cl = (lambda v: np.clip(v, -clip, clip)) if clip is not None else (lambda v: v)
+    for d in range(dirs):
+        f, g, hf = ([ACTS[a] for a in acts[d * NUM_ACTS[kind]:(d + 1) * NUM_ACTS[kind]]]
+                    + [None, None])[:3]
+        wd, rd = w[d].astype(np.float64), r[d].astype(np.float64)
+        bd = np.zeros(2 * gh) if b is None else b[d].astype(np.float64)
+        wb, rb = bd[:gh], bd[gh:]
+        pd = np.zeros(3 * hid) if p is None else p[d].astype(np.float64)
+        h = np.zeros((batch, hid)) if h0 is None else h0[d].astype(np.float64)
+        c = np.zeros((batch, hid)) if c0 is None else c0[d].astype(np.float64)
+        reverse = direction == "reverse" or d == 1
+        for t in (reversed(range(steps)) if reverse else range(steps)):
+            xw = x[t] @ wd.T + wb
+            if kind == "RNN":
+                h = f(cl(xw + h @ rd.T + rb))
+            elif kind == "GRU":
+                hr = h @ rd.T + rb
+                z = f(cl(xw[:, :hid] + hr[:, :hid]))
+                rr = f(cl(xw[:, hid:2 * hid] + hr[:, hid:2 * hid]))
+                if lbr:
+                    hc = g(cl(xw[:, 2 * hid:] + rr * hr[:, 2 * hid:]))
+                else:
+                    hc = g(cl(xw[:, 2 * hid:] + (rr * h) @ rd[2 * hid:].T + rb[2 * hid:]))
+                h = (1 - z) * hc + z * h
+            else:
+                pre = xw + h @ rd.T + rb
+                i = f(cl(pre[:, :hid] + pd[:hid] * c))
+                if coupled:
+                    fg = 1 - i
+                else:
+                    fg = f(cl(pre[:, 2 * hid:3 * hid] + pd[2 * hid:] * c))
+                c = fg * c + i * g(cl(pre[:, 3 * hid:]))
+                o = f(cl(pre[:, hid:2 * hid] + pd[hid:2 * hid] * c))
+                h = o * hf(cl(c))
+            y[t, d] = h
+        yh[d], yc[d] = h, c
+    if layout:
+        y, yh, yc = y.transpose(2, 0, 1, 3), yh.transpose(1, 0, 2), yc.transpose(1, 0, 2)
+    return [v.astype(np.float32) for v in (y, yh, yc)]
+
+
+# name, op, opset, attributes, the inputs given (ONNX's input names), the
+# outputs wanted (None: omitted).
+CASES = [
+    ("lstm_bidir_batchwise_clip", "LSTM", 14,
+     dict(direction="bidirectional", layout=1, clip=0.8),
+     ["X", "W", "R", "B", "", "initial_h", "initial_c", "P"], ["Y", "Y_h", "Y_c"]),
+    ("lstm_reverse_coupled_acts", "LSTM", 22,
+     dict(direction="reverse", input_forget=1,
+          activations=["Sigmoid", "Softsign", "Softplus"]),
+     ["X", "W", "R", "B", "", "", "", "P"], [None, "Y_h", "Y_c"]),
+    ("gru_bidir_batchwise_reset_after", "GRU", 14,
+     dict(direction="bidirectional", layout=1, clip=1.0,
+          activations=["Sigmoid", "Tanh", "Softsign", "Relu"]),
+     ["X", "W", "R", "B", "", "initial_h"], ["Y", "Y_h"]),
+    ("gru_reverse_linear_before_reset", "GRU", 7,
+     dict(direction="reverse", linear_before_reset=1),
+     ["X", "W", "R", "B"], ["Y", "Y_h"]),
+    ("rnn_bidir_acts", "RNN", 22,
+     dict(direction="bidirectional", activations=["Tanh", "Relu"]),
+     ["X", "W", "R", "B", "", "initial_h"], ["Y", "Y_h"]),
+]
+
+
+def write_case(root, name, kind, opset, attrs, inputs, outputs, rng):
+    steps, batch, feat, hid = 5, 3, 4, 6
+    dirs = 2 if attrs.get("direction") == "bidirectional" else 1
+    gh = GATES[kind] * hid
+    layout = attrs.get("layout", 0)
+    state = [batch, dirs, hid] if layout else [dirs, batch, hid]
+    shapes = {"X": [batch, steps, feat] if layout else [steps, batch, feat],
+              "W": [dirs, gh, feat], "R": [dirs, gh, hid], "B": [dirs, 2 * gh],
+              "initial_h": state, "initial_c": state, "P": [dirs, 3 * hid]}
+    given = {n: (rng.randn(*shapes[n]) * 0.6).astype(np.float32) for n in inputs if n}
+    keys = {"X": "x", "W": "w", "R": "r", "B": "b", "initial_h": "h0",
+            "initial_c": "c0", "P": "p"}
+    want = reference(kind, attrs, **{keys[n]: v for n, v in given.items()})
+    out_names = [o or "" for o in outputs]
+    node = helper.make_node(kind, inputs, out_names, hidden_size=hid, **attrs)
+    graph = helper.make_graph(
+        [node], name,
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, v.shape) for n, v in given.items()],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, want[i].shape)
+         for i, o in enumerate(outputs) if o])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    d = os.path.join(root, "node", "test_" + name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    for i, (n, v) in enumerate(given.items()):
+        t = onnx.numpy_helper.from_array(v, n)
+        open(os.path.join(d, "test_data_set_0", f"input_{i}.pb"), "wb").write(t.SerializeToString())
+    for i, o in enumerate([o for o in outputs if o]):
+        t = onnx.numpy_helper.from_array(want[outputs.index(o)], o)
+        open(os.path.join(d, "test_data_set_0", f"output_{i}.pb"), "wb").write(t.SerializeToString())
+
+
+def options(onnx_tests, work):
+    root = os.path.join(work, "reference")
+    rng = np.random.RandomState(2)
+    for case in CASES:
+        write_case(root, *case, rng)
+    out = run([onnx_tests, "--data", root, "--suites", "node", "--verbose"])
+    last = out.strip().splitlines()[-1]
+    if last != f"{len(CASES)} passed, 0 failed, 0 unsupported":
+        sys.exit(f"reference cases: {last}\n{out}")
+    print(f"options: {len(CASES)} single-node models match ONNX's equations "
+          f"({', '.join(c[0] for c in CASES)})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--tcc", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--onnx-tests", required=True, help="tcc-onnx-tests")
     args = ap.parse_args()
     torch.set_num_threads(1)
     # The exporter warns that batch-dependent initial states make a fixed
@@ -142,6 +291,7 @@ def main():
     export(Recurrent(), x, onnx_path)
     gradients(args.tcc, args.work, onnx_path, x[:BATCH], y[:BATCH])
     adamw(args.tcc, args.work, onnx_path, x, y)
+    options(args.onnx_tests, args.work)
 
 
 if __name__ == "__main__":
