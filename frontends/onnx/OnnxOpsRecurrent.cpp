@@ -26,6 +26,12 @@ enum class CellKind { Rnn, Gru, Lstm };
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
+/// One activation function: ONNX's name in lower case and its parameters.
+struct Activation {
+  std::string fn;
+  float alpha = 0.0f, beta = 0.0f;
+};
+
 /// The node's attributes and inputs, normalized: X as [T, B, I], initial
 /// states as [D, B, H].
 struct Recurrent {
@@ -36,7 +42,7 @@ struct Recurrent {
   std::optional<float> clip;
   /// Per direction, the activation functions (lower case): RNN f; GRU f, g;
   /// LSTM f, g, h.
-  SmallVector<SmallVector<std::string, 3>, 2> acts;
+  SmallVector<SmallVector<Activation, 3>, 2> acts;
   Value x, w, r, bias, h0, c0, peep;
   bool linearBeforeReset = false, inputForget = false;
 };
@@ -72,36 +78,72 @@ FailureOr<Value> binary(NodeImporter &node, FailureOr<Value> a,
   return node.create<OpTy>(*a, *b);
 }
 
-/// Whether tcc has activation `fn` (ONNX's names, any case) without
-/// parameters; the ones with alpha/beta are refused by the caller.
-bool knownActivation(StringRef fn) {
-  return fn == "sigmoid" || fn == "tanh" || fn == "relu" || fn == "softsign" ||
-         fn == "softplus";
-}
+/// Which parameters activation `fn` reads (ONNX's list for recurrent
+/// layers) and ONNX's defaults for them: those of the operator of the same
+/// name. Affine and ScaledTanh have no such operator, and ThresholdedRelu's
+/// default differs between runtimes, so they need their values given.
+struct ActivationParams {
+  const char *fn;
+  bool alpha, beta;
+  std::optional<float> alphaDefault, betaDefault;
+};
+const ActivationParams kActivations[] = {
+    {"sigmoid", false, false, {}, {}},
+    {"tanh", false, false, {}, {}},
+    {"relu", false, false, {}, {}},
+    {"softsign", false, false, {}, {}},
+    {"softplus", false, false, {}, {}},
+    {"leakyrelu", true, false, 0.01f, {}},
+    {"elu", true, false, 1.0f, {}},
+    {"hardsigmoid", true, true, 0.2f, 0.5f},
+    {"thresholdedrelu", true, false, {}, {}},
+    {"affine", true, true, {}, {}},
+    {"scaledtanh", true, true, {}, {}},
+};
 
 /// fn(clip(x)): ONNX clips the input of every activation when `clip` is set.
 FailureOr<Value> activate(NodeImporter &node, const Recurrent &rec,
-                          StringRef fn, FailureOr<Value> x) {
+                          const Activation &act, FailureOr<Value> x) {
   if (failed(x))
     return failure();
   Value v = *x;
   OpBuilder &b = node.builder();
+  auto unaryFn = [&](StringRef fn, double alpha,
+                     double beta) -> FailureOr<Value> {
+    return node.create<UnaryFnOp>(v, b.getStringAttr(fn),
+                                  b.getF64FloatAttr(alpha),
+                                  b.getF64FloatAttr(beta));
+  };
   if (rec.clip) {
-    FailureOr<Value> c = node.create<UnaryFnOp>(v, b.getStringAttr("clip"),
-                                                b.getF64FloatAttr(-*rec.clip),
-                                                b.getF64FloatAttr(*rec.clip));
+    FailureOr<Value> c = unaryFn("clip", -*rec.clip, *rec.clip);
     if (failed(c))
       return failure();
     v = *c;
   }
+  StringRef fn = act.fn;
   if (fn == "sigmoid")
     return node.create<SigmoidOp>(v);
   if (fn == "tanh")
     return node.create<TanhOp>(v);
   if (fn == "relu")
     return node.create<ReluOp>(v);
-  return node.create<UnaryFnOp>(v, b.getStringAttr(fn), b.getF64FloatAttr(0.0),
-                                b.getF64FloatAttr(0.0));
+  if (fn == "softsign" || fn == "softplus" || fn == "elu")
+    return unaryFn(fn, act.alpha, 0.0);
+  if (fn == "leakyrelu")
+    return unaryFn("leaky_relu", act.alpha, 0.0);
+  if (fn == "thresholdedrelu")
+    return unaryFn("thresholded_relu", act.alpha, 0.0);
+  if (fn == "hardsigmoid")
+    return unaryFn("hard_sigmoid", act.alpha, act.beta);
+  if (fn == "affine")
+    return binary<AddOp>(node, node.create<MulOp>(v, node.scalar(act.alpha)),
+                         node.scalar(act.beta));
+  // ScaledTanh: alpha * tanh(beta * x).
+  FailureOr<Value> scaled = node.create<MulOp>(v, node.scalar(act.beta));
+  if (failed(scaled))
+    return failure();
+  return binary<MulOp>(node, node.create<TanhOp>(*scaled),
+                       node.scalar(act.alpha));
 }
 
 /// Reads and checks attributes and inputs into `rec`.
@@ -152,15 +194,56 @@ LogicalResult parse(NodeImporter &node, Recurrent &rec) {
     return node.emitError() << "attribute 'activations' has " << names.size()
                             << " functions; expected " << numActs * rec.dirs
                             << " (" << numActs << " per direction)";
-  for (const std::string &n : names)
-    if (!knownActivation(n))
+  // activation_alpha and activation_beta are consumed in order by the
+  // functions that take the parameter, as onnxruntime reads them.
+  SmallVector<float> alphas, betas;
+  if (const onnx::AttributeProto *a = node.attr("activation_alpha"))
+    alphas.assign(a->floats().begin(), a->floats().end());
+  if (const onnx::AttributeProto *a = node.attr("activation_beta"))
+    betas.assign(a->floats().begin(), a->floats().end());
+  size_t nextAlpha = 0, nextBeta = 0;
+  SmallVector<Activation> parsed;
+  for (const std::string &n : names) {
+    const ActivationParams *params = nullptr;
+    for (const ActivationParams &p : kActivations)
+      if (n == p.fn)
+        params = &p;
+    if (!params)
       return node.emitUnsupported("activation " + n)
              << "activation '" << n
              << "' is not supported; tcc supports Sigmoid, Tanh, Relu, "
-                "Softsign and Softplus";
+                "Softsign, Softplus, LeakyRelu, Elu, HardSigmoid, "
+                "ThresholdedRelu, Affine and ScaledTanh";
+    Activation act{n};
+    auto take = [&](bool used, SmallVector<float> &list, size_t &next,
+                    std::optional<float> dflt, StringRef attrName,
+                    float &out) -> LogicalResult {
+      if (!used)
+        return success();
+      if (next < list.size()) {
+        out = list[next++];
+        return success();
+      }
+      if (dflt) {
+        out = *dflt;
+        return success();
+      }
+      return node.emitUnsupported("activation " + n + " without " +
+                                  attrName.str())
+             << "activation '" << n << "' takes its parameter from '"
+             << attrName << "', which has no value left for it; tcc does "
+             << "not guess a default";
+    };
+    if (failed(take(params->alpha, alphas, nextAlpha, params->alphaDefault,
+                    "activation_alpha", act.alpha)) ||
+        failed(take(params->beta, betas, nextBeta, params->betaDefault,
+                    "activation_beta", act.beta)))
+      return failure();
+    parsed.push_back(act);
+  }
   for (int64_t d = 0; d < rec.dirs; ++d)
-    rec.acts.emplace_back(names.begin() + d * numActs,
-                          names.begin() + (d + 1) * numActs);
+    rec.acts.emplace_back(parsed.begin() + d * numActs,
+                          parsed.begin() + (d + 1) * numActs);
 
   FailureOr<SmallVector<Value>> in = node.inputs(3);
   if (failed(in))
@@ -269,7 +352,7 @@ struct Carry {
 /// `rd` is the direction's R as [G·H, H], `rbh` GRU's recurrent h-gate bias
 /// with linear_before_reset, `pd` the peepholes as [3·H].
 FailureOr<Carry> step(NodeImporter &node, const Recurrent &rec,
-                      ArrayRef<std::string> acts, Value xt, Value rd, Value rbh,
+                      ArrayRef<Activation> acts, Value xt, Value rd, Value rbh,
                       Value pd, Carry prev) {
   int64_t h = rec.hidden;
   auto gate = [&](Value v, int64_t k) { return take(node, v, 1, k * h, h); };

@@ -132,13 +132,33 @@ def adamw(tcc, d, onnx_path, x, y):
 
 # --- 3. ONNX's equations in NumPy, for the options PyTorch does not export.
 
+# name: (function of x, alpha, beta; which parameters it reads; defaults).
 ACTS = {
-    "Sigmoid": lambda v: 1 / (1 + np.exp(-v)),
-    "Tanh": np.tanh,
-    "Relu": lambda v: np.maximum(v, 0),
-    "Softsign": lambda v: v / (1 + np.abs(v)),
-    "Softplus": lambda v: np.log1p(np.exp(v)),
+    "Sigmoid": (lambda v, a, b: 1 / (1 + np.exp(-v)), "", ()),
+    "Tanh": (lambda v, a, b: np.tanh(v), "", ()),
+    "Relu": (lambda v, a, b: np.maximum(v, 0), "", ()),
+    "Softsign": (lambda v, a, b: v / (1 + np.abs(v)), "", ()),
+    "Softplus": (lambda v, a, b: np.log1p(np.exp(v)), "", ()),
+    "LeakyRelu": (lambda v, a, b: np.where(v >= 0, v, a * v), "a", (0.01,)),
+    "Elu": (lambda v, a, b: np.where(v >= 0, v, a * np.expm1(np.minimum(v, 0))), "a", (1.0,)),
+    "HardSigmoid": (lambda v, a, b: np.clip(a * v + b, 0, 1), "ab", (0.2, 0.5)),
+    "ThresholdedRelu": (lambda v, a, b: np.where(v > a, v, 0), "a", ()),
+    "Affine": (lambda v, a, b: a * v + b, "ab", ()),
+    "ScaledTanh": (lambda v, a, b: a * np.tanh(b * v), "ab", ()),
 }
+
+
+def activations(names, alphas, betas):
+    """The functions with their parameters: activation_alpha and _beta are
+    consumed in order by the functions that read them (onnxruntime's
+    reading); a function past the end of the list takes its default."""
+    alphas, betas, out = list(alphas), list(betas), []
+    for n in names:
+        fn, reads, defaults = ACTS[n]
+        a = (alphas.pop(0) if alphas else defaults[0]) if "a" in reads else 0.0
+        b = (betas.pop(0) if betas else defaults[1]) if "b" in reads else 0.0
+        out.append(lambda v, fn=fn, a=a, b=b: fn(v, a, b))
+    return out
 NUM_ACTS = {"RNN": 1, "GRU": 2, "LSTM": 3}
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 DEFAULT_ACTS = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"],
@@ -153,7 +173,8 @@ def reference(kind, attrs, x, w, r, b=None, h0=None, c0=None, p=None):
     lbr = attrs.get("linear_before_reset", 0)
     coupled = attrs.get("input_forget", 0)
     dirs = 2 if direction == "bidirectional" else 1
-    acts = attrs.get("activations", DEFAULT_ACTS[kind] * dirs)
+    acts = activations(attrs.get("activations", DEFAULT_ACTS[kind] * dirs),
+                       attrs.get("activation_alpha", ()), attrs.get("activation_beta", ()))
     if layout:
         x = x.transpose(1, 0, 2)
         h0 = None if h0 is None else h0.transpose(1, 0, 2)
@@ -166,8 +187,7 @@ def reference(kind, attrs, x, w, r, b=None, h0=None, c0=None, p=None):
     yc = np.zeros((dirs, batch, hid), np.float64)
     cl = (lambda v: np.clip(v, -clip, clip)) if clip is not None else (lambda v: v)
     for d in range(dirs):
-        f, g, hf = ([ACTS[a] for a in acts[d * NUM_ACTS[kind]:(d + 1) * NUM_ACTS[kind]]]
-                    + [None, None])[:3]
+        f, g, hf = (acts[d * NUM_ACTS[kind]:(d + 1) * NUM_ACTS[kind]] + [None, None])[:3]
         wd, rd = w[d].astype(np.float64), r[d].astype(np.float64)
         bd = np.zeros(2 * gh) if b is None else b[d].astype(np.float64)
         wb, rb = bd[:gh], bd[gh:]
@@ -225,6 +245,22 @@ CASES = [
     ("rnn_bidir_acts", "RNN", 22,
      dict(direction="bidirectional", activations=["Tanh", "Relu"]),
      ["X", "W", "R", "B", "", "initial_h"], ["Y", "Y_h"]),
+    # Parameters: given in order, or the defaults once the lists run out.
+    ("rnn_bidir_leaky_hardsigmoid", "RNN", 14,
+     dict(direction="bidirectional", activations=["LeakyRelu", "HardSigmoid"],
+          activation_alpha=[0.2, 0.3], activation_beta=[0.4]),
+     ["X", "W", "R", "B"], ["Y", "Y_h"]),
+    ("gru_elu_scaledtanh", "GRU", 14,
+     dict(activations=["Elu", "ScaledTanh"], activation_alpha=[0.5, 1.5],
+          activation_beta=[0.7]),
+     ["X", "W", "R", "B", "", "initial_h"], ["Y", "Y_h"]),
+    ("lstm_affine_thresholded", "LSTM", 14,
+     dict(activations=["Sigmoid", "Affine", "ThresholdedRelu"],
+          activation_alpha=[0.5, 0.1], activation_beta=[0.2]),
+     ["X", "W", "R", "B", "", "initial_h", "initial_c"], ["Y", "Y_h", "Y_c"]),
+    ("rnn_leaky_default", "RNN", 14,
+     dict(direction="reverse", activations=["LeakyRelu"]),
+     ["X", "W", "R"], ["Y"]),
 ]
 
 
