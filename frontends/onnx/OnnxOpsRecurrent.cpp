@@ -215,9 +215,9 @@ LogicalResult parse(NodeImporter &node, Recurrent &rec) {
                 "Softsign, Softplus, LeakyRelu, Elu, HardSigmoid, "
                 "ThresholdedRelu, Affine and ScaledTanh";
     Activation act{n};
-    auto take = [&](bool used, SmallVector<float> &list, size_t &next,
-                    std::optional<float> dflt, StringRef attrName,
-                    float &out) -> LogicalResult {
+    auto param = [&](bool used, SmallVector<float> &list, size_t &next,
+                     std::optional<float> dflt, StringRef attrName,
+                     float &out) -> LogicalResult {
       if (!used)
         return success();
       if (next < list.size()) {
@@ -234,10 +234,10 @@ LogicalResult parse(NodeImporter &node, Recurrent &rec) {
              << attrName << "', which has no value left for it; tcc does "
              << "not guess a default";
     };
-    if (failed(take(params->alpha, alphas, nextAlpha, params->alphaDefault,
-                    "activation_alpha", act.alpha)) ||
-        failed(take(params->beta, betas, nextBeta, params->betaDefault,
-                    "activation_beta", act.beta)))
+    if (failed(param(params->alpha, alphas, nextAlpha, params->alphaDefault,
+                     "activation_alpha", act.alpha)) ||
+        failed(param(params->beta, betas, nextBeta, params->betaDefault,
+                     "activation_beta", act.beta)))
       return failure();
     parsed.push_back(act);
   }
@@ -295,7 +295,7 @@ LogicalResult parse(NodeImporter &node, Recurrent &rec) {
       return node.emitError() << "input 'sequence_lens' must be integers";
     for (const APInt &v : lens.getValues<APInt>())
       if (v.getSExtValue() != rec.seq)
-        return node.emitUnsupported("sequence_lens shorter than X")
+        return node.emitUnsupported("sequence_lens not the sequence length")
                << "input 'sequence_lens' holds " << v.getSExtValue()
                << "; tcc supports only lengths equal to the sequence length "
                << rec.seq;
@@ -572,9 +572,10 @@ LogicalResult importRecurrent(NodeImporter &node, CellKind kind) {
     }
     for (int64_t n = 0; n < t; ++n) {
       int64_t s = reverse ? t - 1 - n : n;
-      FailureOr<Value> xs = take(node, *xw3, 0, s, 1);
-      if (succeeded(xs))
-        xs = take(node, *xs, 2, k * gh, gh);
+      // This step's and direction's block of X·W^T, [B, G·H].
+      FailureOr<Value> xs = node.create<SliceOp>(
+          *xw3, ArrayRef<int64_t>{s, 0, k * gh}, ArrayRef<int64_t>{1, b, gh},
+          ArrayRef<int64_t>{1, 1, 1});
       if (succeeded(xs))
         xs = node.reshape(*xs, {b, gh});
       if (failed(xs))
