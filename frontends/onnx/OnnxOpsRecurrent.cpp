@@ -347,14 +347,24 @@ struct Carry {
   Value h, c;
 };
 
+/// One direction's recurrent weights, sliced once rather than at every
+/// step (each slice's gradient is a zero pad of the whole tensor, so
+/// per-step slices would cost T pads). `r` is R as [G·H, H]; GRU without
+/// linear_before_reset also has its z/r rows `rZR` and h rows `rH`; `rbh` is
+/// GRU's recurrent h-gate bias with linear_before_reset; `peep` LSTM's
+/// peepholes i, o, f as [H] each (null without P).
+struct Weights {
+  Value r, rZR, rH, rbh;
+  Value peep[3];
+};
+
 /// One step of one direction: the new carry from the step's input
 /// projection `xt` ([B, G·H], biases included) and the previous carry.
-/// `rd` is the direction's R as [G·H, H], `rbh` GRU's recurrent h-gate bias
-/// with linear_before_reset, `pd` the peepholes as [3·H].
 FailureOr<Carry> step(NodeImporter &node, const Recurrent &rec,
-                      ArrayRef<Activation> acts, Value xt, Value rd, Value rbh,
-                      Value pd, Carry prev) {
+                      ArrayRef<Activation> acts, Value xt, const Weights &wt,
+                      Carry prev) {
   int64_t h = rec.hidden;
+  Value rd = wt.r, rbh = wt.rbh;
   auto gate = [&](Value v, int64_t k) { return take(node, v, 1, k * h, h); };
   auto recur = [&](Value hv, Value rPart) -> FailureOr<Value> {
     return node.create<MatmulOp>(hv, rPart, false, true);
@@ -376,12 +386,7 @@ FailureOr<Carry> step(NodeImporter &node, const Recurrent &rec,
       return failure();
     FailureOr<Value> hr; // H·R^T over all three gates, or z and r only.
     if (prev.h) {
-      FailureOr<Value> rPart = rec.linearBeforeReset
-                                   ? FailureOr<Value>(rd)
-                                   : take(node, rd, 0, 0, 2 * h);
-      if (failed(rPart))
-        return failure();
-      hr = recur(prev.h, *rPart);
+      hr = recur(prev.h, rec.linearBeforeReset ? rd : wt.rZR);
       if (failed(hr))
         return failure();
     }
@@ -405,10 +410,9 @@ FailureOr<Carry> step(NodeImporter &node, const Recurrent &rec,
         inner = binary<MulOp>(node, *r, inner);
       } else {
         FailureOr<Value> rh = binary<MulOp>(node, *r, prev.h);
-        FailureOr<Value> rdh = take(node, rd, 0, 2 * h, h);
-        if (failed(rh) || failed(rdh))
+        if (failed(rh))
           return failure();
-        inner = recur(*rh, *rdh);
+        inner = recur(*rh, wt.rH);
       }
       hPre = binary<AddOp>(node, *xh, inner);
     } else if (rec.linearBeforeReset && rbh) {
@@ -434,10 +438,9 @@ FailureOr<Carry> step(NodeImporter &node, const Recurrent &rec,
     return failure();
   auto peephole = [&](FailureOr<Value> g, int64_t k,
                       Value c) -> FailureOr<Value> {
-    if (!pd || !c)
+    if (!wt.peep[k] || !c)
       return g;
-    FailureOr<Value> p = take(node, pd, 0, k * h, h);
-    return binary<AddOp>(node, g, binary<MulOp>(node, p, c));
+    return binary<AddOp>(node, g, binary<MulOp>(node, wt.peep[k], c));
   };
   FailureOr<Value> i =
       activate(node, rec, acts[0], peephole(gate(*pre, 0), 0, prev.c));
@@ -547,16 +550,38 @@ LogicalResult importRecurrent(NodeImporter &node, CellKind kind) {
   SmallVector<Value, 2> lastH(d), lastC(d);
   for (int64_t k = 0; k < d; ++k) {
     bool reverse = rec.reverseOnly || k == 1;
+    Weights wt;
+    wt.rbh = rbh[k];
     FailureOr<Value> rd = direction(node, rec.r, k);
     if (failed(rd))
       return failure();
-    Value pd;
+    wt.r = *rd;
+    if (kind == CellKind::Gru && !rec.linearBeforeReset) {
+      FailureOr<Value> zr = take(node, *rd, 0, 0, 2 * h);
+      FailureOr<Value> rh = take(node, *rd, 0, 2 * h, h);
+      if (failed(zr) || failed(rh))
+        return failure();
+      wt.rZR = *zr;
+      wt.rH = *rh;
+    }
     if (rec.peep) {
       FailureOr<Value> p = direction(node, rec.peep, k);
       if (failed(p))
         return failure();
-      pd = *p;
+      for (int64_t j = 0; j < 3; ++j) {
+        FailureOr<Value> pj = take(node, *p, 0, j * h, h);
+        if (failed(pj))
+          return failure();
+        wt.peep[j] = *pj;
+      }
     }
+    // This direction's columns of X·W^T, [T, B, G·H]: slicing one axis at a
+    // time keeps each gradient a sum of pads tiling one axis, which the
+    // canonicalizer turns into a concat (SumOfPadsIsConcat) instead of T
+    // full-size pads.
+    FailureOr<Value> xwd = take(node, *xw3, 2, k * gh, gh);
+    if (failed(xwd))
+      return failure();
     Carry carry;
     if (rec.h0) {
       FailureOr<Value> v = direction(node, rec.h0, k);
@@ -573,15 +598,12 @@ LogicalResult importRecurrent(NodeImporter &node, CellKind kind) {
     for (int64_t n = 0; n < t; ++n) {
       int64_t s = reverse ? t - 1 - n : n;
       // This step's and direction's block of X·W^T, [B, G·H].
-      FailureOr<Value> xs = node.create<SliceOp>(
-          *xw3, ArrayRef<int64_t>{s, 0, k * gh}, ArrayRef<int64_t>{1, b, gh},
-          ArrayRef<int64_t>{1, 1, 1});
+      FailureOr<Value> xs = take(node, *xwd, 0, s, 1);
       if (succeeded(xs))
         xs = node.reshape(*xs, {b, gh});
       if (failed(xs))
         return failure();
-      FailureOr<Carry> next =
-          step(node, rec, rec.acts[k], *xs, *rd, rbh[k], pd, carry);
+      FailureOr<Carry> next = step(node, rec, rec.acts[k], *xs, wt, carry);
       if (failed(next))
         return failure();
       carry = *next;
