@@ -71,6 +71,10 @@ static Use useOf(StringRef op, unsigned index, bool isU64) {
                : Use::Moves;
   if (llvm::is_contained(kReads, op))
     return Use::Reads;
+  // A recurrent layer's sequence_lens are lengths (its builder refuses
+  // them unless they are constants equal to the sequence length).
+  if ((op == "RNN" || op == "GRU" || op == "LSTM") && index == 4)
+    return Use::Reads;
   // Float Pow with an integer exponent is exact; an integer base is not.
   if (op == "Pow" && index == 1)
     return Use::Reads;

@@ -488,6 +488,12 @@ LogicalResult importUpsample(NodeImporter &node);
 FailureOr<Value> padAxisConstant(NodeImporter &node, Value x, int64_t axis,
                                  int64_t before, int64_t after, Value fill);
 
+// Builders (OnnxOpsRecurrent.cpp): RNN, GRU, LSTM, unrolled over the
+// sequence into matmuls and element-wise ops.
+LogicalResult importRNN(NodeImporter &node);
+LogicalResult importGRU(NodeImporter &node);
+LogicalResult importLSTM(NodeImporter &node);
+
 //===----------------------------------------------------------------------===//
 // Tensors (OnnxTensor.cpp)
 //===----------------------------------------------------------------------===//

@@ -299,6 +299,12 @@ static const OnnxOpEntry kOpTable[] = {
     // input); removed at 10.
     {"Resize", 10, 28, importResize},
     {"Upsample", 7, 9, importUpsample},
+    // Recurrent layers (OnnxOpsRecurrent.cpp), unrolled at import. RNN, GRU,
+    // LSTM: 1, 3 (GRU: linear_before_reset), 7 (output_sequence dropped:
+    // Y and Y_h both optional outputs), 14 (layout), 22 types.
+    {"RNN", 7, 28, importRNN},
+    {"GRU", 7, 28, importGRU},
+    {"LSTM", 7, 28, importLSTM},
 };
 
 ArrayRef<OnnxOpEntry> mlir::tcc::onnxOpTable() { return kOpTable; }

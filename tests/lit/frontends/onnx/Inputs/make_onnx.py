@@ -76,6 +76,13 @@ CASES = {
     "no_shape": lambda: single(
         helper.make_node("Relu", ["x"], ["y"]),
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)], [f32("y", None)]),
+    # A recurrent node whose Y is omitted (""), which the text syntax cannot
+    # spell.
+    "rnn_no_y": lambda: single(
+        helper.make_node("RNN", ["x", "w", "r"], ["", "yh"], hidden_size=5,
+                         direction="reverse", clip=2.0, activations=["Relu"]),
+        [f32("x", [3, 2, 4]), f32("w", [1, 5, 4]), f32("r", [1, 5, 5])],
+        [f32("yh", None)], opset=7),
 }
 
 if __name__ == "__main__":
