@@ -38,6 +38,13 @@ struct SessionOptions {
   /// ranks sharing a node spread over its GPUs; CUDA_VISIBLE_DEVICES
   /// chooses which ones). -1: the first.
   int gpu = -1;
+  /// The data-parallel rank this session trains as (0 in one process; the
+  /// training loop passes launchInfo().rank). Dropout numbers rank r's
+  /// elements from r * n (n: the op's element count), so that N ranks at
+  /// batch B draw the masks one process draws at N * B when the batch leads
+  /// the dropped tensor. Fixed for the session's life: static plans and
+  /// captured CUDA graphs stay valid.
+  int64_t rank = 0;
 };
 
 class Backend {

@@ -25,8 +25,8 @@ public:
   std::string deviceDescription() const override { return "cpu"; }
   int64_t memoryBytes() const override { return availableMemoryBytes(); }
   std::unique_ptr<Session> open(const Artifact &a, ExecMode mode,
-                                const SessionOptions &) const override {
-    return std::make_unique<CpuSession>(a, mode);
+                                const SessionOptions &o) const override {
+    return std::make_unique<CpuSession>(a, mode, o.rank);
   }
 };
 

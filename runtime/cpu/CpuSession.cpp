@@ -61,7 +61,7 @@ static TensorView viewOf(const TensorInfo &t) {
   return TensorView{nullptr, t.dtype, &t.shape, t.numElements()};
 }
 
-CpuSession::CpuSession(const Artifact &artifact, ExecMode mode)
+CpuSession::CpuSession(const Artifact &artifact, ExecMode mode, int64_t rank)
     : mode_(mode), tensors_(artifact.tensors) {
   validateArtifact(artifact);
   applyThreadSetting();
@@ -104,6 +104,7 @@ CpuSession::CpuSession(const Artifact &artifact, ExecMode mode)
           profileKey(ps->labels.back(), profileShape(in, tensors_)));
       KernelArgs args{in, {}, {}};
       args.fused = fused_.get();
+      args.rank = rank;
       for (int32_t id : in.inputs)
         args.in.push_back(viewOf(tensors_[id]));
       for (int32_t id : in.outputs)

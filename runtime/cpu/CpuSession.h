@@ -33,8 +33,9 @@ class CpuSession final : public Session {
 public:
   /// Validates the artifact and every instr (unknown kernels, shapes,
   /// dtypes, aliasing) and allocates the persistent buffers. Throws Error.
-  /// Reads TCC_NUM_THREADS to size OpenBLAS's thread pool.
-  CpuSession(const Artifact &artifact, ExecMode mode);
+  /// Reads TCC_NUM_THREADS to size OpenBLAS's thread pool. `rank`: the
+  /// data-parallel rank the kernels run as (SessionOptions::rank).
+  CpuSession(const Artifact &artifact, ExecMode mode, int64_t rank = 0);
   ~CpuSession() override;
 
   /// The buffer of tensor `id` (throws Error if out of range). Temps have

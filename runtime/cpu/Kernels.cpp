@@ -120,9 +120,10 @@ const KernelFn *findKernel(const std::string &name) {
 }
 
 void runKernel(const Instr &instr, const std::vector<TensorInfo> &tensors,
-               const std::vector<void *> &buffers) {
+               const std::vector<void *> &buffers, int64_t rank) {
   checkInstr(instr, tensors);
   KernelArgs args{instr, {}, {}};
+  args.rank = rank;
   auto view = [&](int32_t id) {
     const TensorInfo &t = tensors[id];
     return TensorView{buffers.at(id), t.dtype, &t.shape, t.numElements()};

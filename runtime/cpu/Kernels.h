@@ -25,6 +25,9 @@ struct KernelArgs {
   /// The artifact's generated kernels, for the `fused` kernel (set by
   /// Session; null elsewhere).
   const FusedLibrary *fused = nullptr;
+  /// The session's data-parallel rank (SessionOptions::rank): dropout's
+  /// element indices start at rank * its element count.
+  int64_t rank = 0;
 };
 
 using KernelFn = void (*)(const KernelArgs &);
@@ -39,9 +42,10 @@ const KernelFn *findKernel(const std::string &name);
 KernelFn kernelFor(const Instr &instr, const std::vector<TensorInfo> &tensors);
 
 /// Builds views for `instr` from tensor infos and buffers (indexed by id) and
-/// runs the kernel; convenient for tests and one-off calls.
+/// runs the kernel (as data-parallel rank `rank`, KernelArgs::rank);
+/// convenient for tests and one-off calls.
 void runKernel(const Instr &instr, const std::vector<TensorInfo> &tensors,
-               const std::vector<void *> &buffers);
+               const std::vector<void *> &buffers, int64_t rank = 0);
 
 } // namespace tcc::rt
 

@@ -70,6 +70,7 @@ static void runViaF32(const KernelArgs &a) {
   if (scratch.size() < nIn + a.out.size())
     scratch.resize(nIn + a.out.size());
   KernelArgs f32{a.instr, a.in, a.out};
+  f32.rank = a.rank;
   for (size_t i = 0; i < nIn; ++i) {
     const TensorView &v = a.in[i];
     if (!isHalfDType(v.dtype))

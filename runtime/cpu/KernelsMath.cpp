@@ -189,6 +189,8 @@ static inline uint64_t mix64(uint64_t z) {
 // (gamma = 0x9E3779B97F4A7C15: the i-th output of a SplitMix64 generator
 // seeded with key) and is dropped when bits' top 32 bits < ratio * 2^32.
 // Nothing depends on the order or the thread the elements are visited in.
+// Data-parallel rank r numbers its n elements from r * n: the indices its
+// rows have in the one-process tensor of N * B rows when the batch leads.
 void run_dropout(const KernelArgs &a) {
   const float *x = a.in[0].f32();
   const uint64_t step = static_cast<uint64_t>(a.in[1].i64()[0]);
@@ -202,8 +204,11 @@ void run_dropout(const KernelArgs &a) {
       ratio < 1.0 ? 1.0f / (1.0f - static_cast<float>(ratio)) : 0.0f;
   const uint64_t key = mix64(seed ^ mix64(step));
   constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ull;
-  for (int64_t i = 0, n = a.in[0].numel; i < n; ++i) {
-    uint64_t bits = mix64(key + static_cast<uint64_t>(i + 1) * kGamma);
+  const int64_t n = a.in[0].numel;
+  const uint64_t first = static_cast<uint64_t>(a.rank * n);
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t bits =
+        mix64(key + (first + static_cast<uint64_t>(i) + 1) * kGamma);
     float m = (bits >> 32) < threshold ? 0.0f : keep;
     float xi = x[i];
     mask[i] = m;

@@ -64,6 +64,10 @@ struct CudaArgs {
   /// all_reduce, all_reduce_wait: the session's NCCL buckets, or null when
   /// there is nothing to average (one rank).
   CudaBuckets *buckets = nullptr;
+  /// The session's data-parallel rank (SessionOptions::rank): dropout's
+  /// element indices start at rank * its element count. A host argument,
+  /// fixed for the session's life, so captured graphs stay valid.
+  int64_t rank = 0;
 };
 
 using CudaLaunchFn = void (*)(const CudaArgs &);

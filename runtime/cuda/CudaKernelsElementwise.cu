@@ -461,10 +461,11 @@ __device__ __forceinline__ unsigned long long mix64(unsigned long long z) {
 }
 
 // The CPU's counter-based draw (KernelsMath.cpp run_dropout), element for
-// element: the masks match bit for bit.
+// element: the masks match bit for bit. `first`: the index of element 0,
+// rank * n for data-parallel rank `rank`.
 __global__ void dropoutKernel(const void *x, int tx, const long long *step,
                               void *y, int ty, void *mask, int tm, long long n,
-                              unsigned long long seed,
+                              unsigned long long first, unsigned long long seed,
                               unsigned long long threshold, float keep) {
   const unsigned long long key =
       mix64(seed ^ mix64(static_cast<unsigned long long>(step[0])));
@@ -472,7 +473,7 @@ __global__ void dropoutKernel(const void *x, int tx, const long long *step,
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
     unsigned long long bits =
-        mix64(key + static_cast<unsigned long long>(i + 1) * kGamma);
+        mix64(key + (first + static_cast<unsigned long long>(i) + 1) * kGamma);
     float m = (bits >> 32) < threshold ? 0.0f : keep;
     float xi = ldf(x, tx, i);
     stf(mask, tm, i, m);
@@ -492,6 +493,7 @@ void launch_dropout(const CudaArgs &a) {
   TCC_LAUNCH(dropoutKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
   (a.in[0].data, dt(a.in[0]), static_cast<const long long *>(a.in[1].data),
    a.out[0].data, dt(a.out[0]), a.out[1].data, dt(a.out[1]), n,
+   static_cast<unsigned long long>(a.rank * n),
    static_cast<unsigned long long>(d.seed), threshold, keep);
   checkLaunch(a.instr.kernel.c_str());
 }

@@ -158,6 +158,7 @@ void CudaSession::Impl::load(const Artifact &a) {
     for (CudaArgs &args : ps->args) {
       args.stream = stream;
       args.smCount = smCount;
+      args.rank = opts.rank;
       args.gemm = gemm.get();
       args.fused = &fused;
     }

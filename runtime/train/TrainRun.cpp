@@ -98,8 +98,10 @@ SessionOptions rt::sessionOptionsOf(const TrainFlags &f) {
   o.tf32 = f.tf32;
   o.graphs = !f.noGraphs;
   LaunchInfo l = launchInfo();
-  if (l.size > 1)
+  if (l.size > 1) {
     o.gpu = l.localRank;
+    o.rank = l.rank; // each rank its own dropout masks, those of N * B
+  }
   return o;
 }
 

@@ -7,8 +7,11 @@ must give what the artifact compiled at batch 2B gives in one process: the
 per-step losses (the mean over the ranks, written by rank 0) and the
 exported parameters agree within rtol 1e-5 after 20 steps. Checked on the example MLP (digits) in file
 order and shuffled, with --grad-accum 2 and with --clip-grad-norm, and on
-the GPT example's character model over the bundled text; fp16 loss scaling
-skips the steps one process skips at batch B with --grad-accum 2. Then:
+the GPT example's character model over the bundled text, also with dropout
+(rank r numbers a dropout op's n elements from r * n, so the ranks draw the
+masks one process draws at 2B), with the generated fused kernels and with
+--no-fuse; fp16 loss scaling skips the steps one process skips at batch B
+with --grad-accum 2. Then:
   * a rank killed mid-run (SIGKILL) ends the whole run within seconds, with
     a non-zero status and a message naming the rank;
   * SIGTERM to one rank stops both after the same step, with a checkpoint;
@@ -302,6 +305,7 @@ def main():
                                     adamw + ["--clip-grad-norm", "0.5"],
                                     c.data, ["--no-shuffle"]),
         "gpt": lambda: gpt(c, args.examples),
+        "dropout": lambda: gpt_dropout(c, args.examples),
         "killed": lambda: killed_rank(c),
         "sigterm": lambda: sigterm_one_rank(c),
         "resume": lambda: resume(c),
@@ -331,6 +335,30 @@ def gpt(c, examples):
              "--momentum", "0.9"]
     equivalence(c, "gpt --no-shuffle", model, 2, copts, feed, ["--no-shuffle"])
     equivalence(c, "gpt shuffled", model, 2, copts, feed, ["--seed", "5"])
+
+
+def gpt_dropout(c, examples):
+    """The GPT example with dropout 0.1 (on the attention weights, after
+    attention and in the feed-forward: tensors whose leading dimension is
+    the batch): 2 ranks at batch 2 draw the masks one process draws at 4,
+    so the runs agree, with the generated fused kernels and without. Were
+    the ranks to repeat one mask, rank 1's rows would see rank 0's draws and
+    the losses would part."""
+    model = os.path.join(c.work, "gpt_dropout.onnx")
+    if not os.path.exists(model):
+        run(["/usr/bin/python3", os.path.join(examples, "make_gpt.py"), "-o",
+             model, "--seq", "32", "--dropout", "0.1"], timeout=300)
+    feed = ["--tokens", os.path.join(examples, "text", "licenses.txt")]
+    copts = ["--freeze", "mask", "--optimizer", "sgd", "--lr", "0.1",
+             "--momentum", "0.9"]
+    for fuse in ([], ["--no-fuse"]):
+        name = "gpt dropout 0.1" + (" --no-fuse" if fuse else "")
+        art = c.compile(model, "dropout_check", 2, copts + fuse + DP)
+        sched = run([c.tcc, "inspect", art, "--schedule"]).stdout
+        if sched.count("dropout") < 6:
+            fail(f"{name}: expected dropout kernels in the schedule:\n"
+                 f"{sched[:2000]}")
+        equivalence(c, name, model, 2, copts + fuse, feed, ["--no-shuffle"])
 
 
 if __name__ == "__main__":

@@ -65,10 +65,12 @@ cudaError_t cudaLaunchKernel(const void *, dim3, dim3, void **, size_t,
 
 namespace {
 
-/// Every tensor's bytes after running the programs through the launchers;
-/// `err` gets each instr's four error words.
+/// Every tensor's bytes after running the programs through the launchers
+/// as data-parallel rank `rank` (CudaArgs::rank); `err` gets each instr's
+/// four error words.
 std::vector<std::vector<uint8_t>>
-runEmulated(const OneProgram &prog, std::vector<long long> *err = nullptr) {
+runEmulated(const OneProgram &prog, std::vector<long long> *err = nullptr,
+            int64_t rank = 0) {
   const Artifact &a = const_cast<OneProgram &>(prog).artifact();
   std::vector<std::vector<uint8_t>> store = prog.initial();
   int64_t scratchBytes = 0;
@@ -95,6 +97,7 @@ runEmulated(const OneProgram &prog, std::vector<long long> *err = nullptr) {
                                       &a.tensors[id].shape,
                                       a.tensors[id].numElements()});
       args.err = words.data();
+      args.rank = rank;
       // No scratch where prepare asked for none, as in the session: a
       // kernel that uses scratch it did not ask for fails here.
       const cuda::CudaKernelDef *def = cuda::findCudaKernel(in.kernel);
@@ -542,4 +545,34 @@ TEST(CudaKernelEmuErrors, LabelsAndIndicesOutOfRange) {
   EXPECT_EQ(err[12 + 3], 0) << "an ignored label raised an error";
   EXPECT_EQ(std::vector<long long>(err.begin() + 16, err.end()),
             (std::vector<long long>{2, -5, 4, 1}));
+}
+
+// Data-parallel rank r numbers its dropout elements from r * n (CudaArgs::
+// rank, a host argument): the CUDA kernel draws the CPU kernel's masks at
+// every rank, bit for bit (DropoutRanksTest.cpp checks the CPU's against
+// one process at N * B), and rank 1's differ from rank 0's.
+TEST(CudaKernelEmuDropout, RanksDrawTheCpusMasks) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    OneProgram p;
+    int32_t x = p.random(t, {3, 333});
+    int32_t step = p.i64({}, {12});
+    int32_t y = p.out(t, {3, 333}), mask = p.out(t, {3, 333});
+    p.instr("dropout", {x, step}, {y, mask}, {-5}, {0.3});
+    std::vector<std::vector<uint8_t>> masks;
+    for (int64_t rank : {0, 1, 2}) {
+      SCOPED_TRACE(std::string(dtypeName(t)) + " rank " + std::to_string(rank));
+      std::vector<std::vector<uint8_t>> want = p.initial();
+      std::vector<void *> buffers;
+      for (auto &b : want)
+        buffers.push_back(b.data());
+      runKernel(p.artifact().programs[0].instrs[0], p.artifact().tensors,
+                buffers, rank);
+      std::vector<std::vector<uint8_t>> got = runEmulated(p, nullptr, rank);
+      EXPECT_EQ(got[y], want[y]);
+      EXPECT_EQ(got[mask], want[mask]);
+      masks.push_back(got[mask]);
+    }
+    EXPECT_NE(masks[0], masks[1]);
+    EXPECT_NE(masks[1], masks[2]);
+  }
 }

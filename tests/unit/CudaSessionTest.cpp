@@ -330,6 +330,27 @@ TEST(CudaSession, EagerAndCompiledAgree) {
   expectClose(p, p.runCpu(), compiled, y, 1e-4, 1e-4);
 }
 
+// SessionOptions::rank reaches the dropout launches, graphs and eager
+// alike: each rank draws the CPU session's masks of that rank.
+TEST(CudaSession, DropoutDrawsAsTheSessionsRank) {
+  TCC_REQUIRE_GPU();
+  OneProgram p;
+  int32_t x = p.random(DType::F32, {4, 100});
+  int32_t step = p.i64({}, {2});
+  int32_t y = p.out(DType::F32, {4, 100}), mask = p.out(DType::F32, {4, 100});
+  p.instr("dropout", {x, step}, {y, mask}, {3}, {0.5});
+  for (int64_t rank : {0, 1}) {
+    SessionOptions o;
+    o.rank = rank;
+    auto want = p.runOn("cpu", ExecMode::Compiled, o);
+    for (ExecMode mode : {ExecMode::Compiled, ExecMode::Eager}) {
+      auto got = p.runGpu(mode, o, 2);
+      EXPECT_EQ(got[mask], want[mask]) << "rank " << rank;
+      EXPECT_EQ(got[y], want[y]) << "rank " << rank;
+    }
+  }
+}
+
 TEST(CudaSession, MemoryAndProfile) {
   TCC_REQUIRE_GPU();
   OneProgram p = chain();

@@ -76,6 +76,7 @@ TEST(TrainRanks, OneProcessDecidesNothing) {
   EXPECT_EQ(threadsSet(), "(unset)");
   EXPECT_TRUE(isLeadRank());
   EXPECT_EQ(sessionOptionsOf(TrainFlags()).gpu, -1);
+  EXPECT_EQ(sessionOptionsOf(TrainFlags()).rank, 0);
 }
 
 TEST(TrainRanks, RanksShareTheNodesThreadsWithinTheirBinding) {
@@ -90,6 +91,8 @@ TEST(TrainRanks, RanksShareTheNodesThreadsWithinTheirBinding) {
   EXPECT_FALSE(isLeadRank());
   // Local rank 1 takes the second visible GPU (modulo their count).
   EXPECT_EQ(sessionOptionsOf(TrainFlags()).gpu, 1);
+  // Dropout draws as global rank 3 (its elements numbered from 3 n).
+  EXPECT_EQ(sessionOptionsOf(TrainFlags()).rank, 3);
 }
 
 TEST(TrainRanks, TheUsersThreadCountWins) {
