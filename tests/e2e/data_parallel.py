@@ -14,7 +14,8 @@ masks one process draws at 2B), with the generated fused kernels and with
 with --grad-accum 2. Then:
   * a rank killed mid-run (SIGKILL) ends the whole run within seconds, with
     a non-zero status and a message naming the rank;
-  * SIGTERM to one rank stops both after the same step, with a checkpoint;
+  * SIGTERM to one rank stops both after the same step, with a checkpoint,
+    with the optimizer state whole or sharded (--zero-shards 2);
   * a 2-rank run killed after a checkpoint and resumed with 2 ranks equals
     the uninterrupted run; resuming it in one process is refused, naming
     both rank counts;
@@ -158,14 +159,16 @@ def killed_rank(c):
           f"naming rank 1")
 
 
-def sigterm_one_rank(c):
+def sigterm_one_rank(c, tag="term", copts=("--optimizer", "sgd", "--lr",
+                                             "0.05")):
     """SIGTERM to rank 1 alone: both ranks stop after the same step, rank 0
-    checkpoints it and says so."""
-    art = c.compile(c.mlp, "term", 8, ["--optimizer", "sgd", "--lr", "0.05"] + DP)
-    ck = os.path.join(c.work, "term_ckpt")
+    checkpoints it and says so (with --zero-shards the stop's checkpoint
+    is a collective: every rank gathers its shards for rank 0)."""
+    art = c.compile(c.mlp, tag, 8, list(copts) + DP)
+    ck = os.path.join(c.work, tag + "_ckpt")
     shutil.rmtree(ck, ignore_errors=True)
-    pids = os.path.join(c.work, "term_pid")
-    metrics = os.path.join(c.work, "term.jsonl")
+    pids = os.path.join(c.work, tag + "_pid")
+    metrics = os.path.join(c.work, tag + ".jsonl")
     for f in (pids + ".0", pids + ".1", metrics):
         if os.path.exists(f):
             os.remove(f)
@@ -197,7 +200,7 @@ def sigterm_one_rank(c):
         fail(f"SIGTERM: expected '{want}' from rank 0:\n{out}\n{err}")
     if not os.path.exists(os.path.join(ck, "ckpt-%08d.tcckpt" % last)):
         fail(f"SIGTERM: no checkpoint of step {last} in {ck}")
-    print(f"SIGTERM to rank 1: both ranks stopped after step {last}, "
+    print(f"SIGTERM to rank 1 ({tag}): both ranks stopped after step {last}, "
           f"checkpointed (status {p.returncode})")
 
 
@@ -308,6 +311,8 @@ def main():
         "dropout": lambda: gpt_dropout(c, args.examples),
         "killed": lambda: killed_rank(c),
         "sigterm": lambda: sigterm_one_rank(c),
+        "sigterm-zero": lambda: sigterm_one_rank(
+            c, "term_zero", adamw + ["--zero-shards", "2"]),
         "resume": lambda: resume(c),
         "fp16": lambda: fp16(c),
         "refused": lambda: refused(c),
