@@ -465,6 +465,28 @@ SmallVector<unsigned> batchNormalizationState(const onnx::NodeProto &node,
                                               int64_t opset,
                                               const OnnxImportOptions &opts);
 
+// 3-D windows on [N, C, D, H, W] built from the 2-D ops (OnnxOpsConv3d.cpp).
+// Attributes are ONNX's: 3 strides/dilations/kernel sizes, 6 pads (begins,
+// then ends); ConvTranspose takes its per-axis crops `begin` and `end`.
+FailureOr<Value> conv3dAs2d(NodeImporter &node, Value x, Value w, Value bias,
+                            ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                            ArrayRef<int64_t> dilations, int64_t groups);
+FailureOr<Value> convTranspose3dAs2d(NodeImporter &node, Value x, Value w,
+                                     ArrayRef<int64_t> strides,
+                                     ArrayRef<int64_t> dilations,
+                                     ArrayRef<int64_t> begin,
+                                     ArrayRef<int64_t> end, int64_t groups);
+FailureOr<Value> maxPool3dAs2d(NodeImporter &node, Value x,
+                               ArrayRef<int64_t> kernel,
+                               ArrayRef<int64_t> strides,
+                               ArrayRef<int64_t> pads,
+                               ArrayRef<int64_t> dilations, bool ceil);
+FailureOr<Value> avgPool3dAs2d(NodeImporter &node, Value x,
+                               ArrayRef<int64_t> kernel,
+                               ArrayRef<int64_t> strides,
+                               ArrayRef<int64_t> pads, bool ceil,
+                               bool includePad);
+
 // Builders (OnnxOpsLoss.cpp): losses a graph computes itself.
 LogicalResult importNegativeLogLikelihoodLoss(NodeImporter &node);
 LogicalResult importSoftmaxCrossEntropyLoss(NodeImporter &node);

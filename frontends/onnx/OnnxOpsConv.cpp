@@ -1,8 +1,9 @@
 //===- OnnxOpsConv.cpp - Builders: Conv, pooling, BatchNormalization ------===//
 //
 // The tcc ops are 2-D (NCHW); 1-D ONNX convolutions and pools (NCL) become
-// 2-D ones over an [N, C, 1, L] view. auto_pad is resolved to explicit pads
-// here, since shapes are static. 3-D (NCDHW) is not supported.
+// 2-D ones over an [N, C, 1, L] view, 3-D ones (NCDHW) 2-D ones over folded
+// views (OnnxOpsConv3d.cpp). auto_pad is resolved to explicit pads here,
+// since shapes are static.
 //
 // BatchNormalization in training mode normalizes with the batch statistics
 // and returns the new running statistics
@@ -34,19 +35,20 @@ struct Spatial {
 };
 } // namespace
 
-/// The rank of the input's spatial part (1 or 2), or an error naming what
-/// is not supported.
+/// The rank of the input's spatial part (1, 2 or 3), or an error naming
+/// what is not supported.
 static FailureOr<int64_t> spatialRank(NodeImporter &node, Value x) {
   int64_t rank = typeOf(x).getRank();
-  if (rank == 3 || rank == 4)
+  if (rank >= 3 && rank <= 5)
     return rank - 2;
-  if (rank >= 5)
+  if (rank >= 6)
     return node.emitUnsupported("rank-" + std::to_string(rank) + " input")
            << "input of shape " << shapeStr(typeOf(x).getShape())
            << " would need a " << rank - 2
-           << "-D window; tcc supports 1-D and 2-D (inputs [N, C, L] and "
-              "[N, C, H, W])";
-  return node.emitError() << "input must be [N, C, L] or [N, C, H, W], got "
+           << "-D window; tcc supports 1-D, 2-D and 3-D (inputs [N, C, L], "
+              "[N, C, H, W] and [N, C, D, H, W])";
+  return node.emitError() << "input must be [N, C, L], [N, C, H, W] or "
+                             "[N, C, D, H, W], got "
                           << shapeStr(typeOf(x).getShape());
 }
 
@@ -66,7 +68,7 @@ static FailureOr<SmallVector<int64_t>> intsOfSize(NodeImporter &node,
 }
 
 /// Reads strides, dilations and pads (or auto_pad) for a window of size
-/// `kernel` over the spatial dims `in`, and widens them to 2-D.
+/// `kernel` over the spatial dims `in`, and widens 1-D ones to 2-D.
 static FailureOr<Spatial> readSpatial(NodeImporter &node, ArrayRef<int64_t> in,
                                       ArrayRef<int64_t> kernel) {
   size_t r = in.size();
@@ -131,10 +133,10 @@ static FailureOr<Spatial> readSpatial(NodeImporter &node, ArrayRef<int64_t> in,
   return sp;
 }
 
-/// `x` as 4-D: [N, C, L] -> [N, C, 1, L]; 4-D stays.
+/// `x` as 4-D: [N, C, L] -> [N, C, 1, L]; other ranks stay.
 static FailureOr<Value> as4d(NodeImporter &node, Value x) {
   ArrayRef<int64_t> s = typeOf(x).getShape();
-  if (s.size() == 4)
+  if (s.size() != 3)
     return x;
   return node.reshape(x, {s[0], s[1], 1, s[2]});
 }
@@ -207,6 +209,14 @@ LogicalResult mlir::tcc::importConv(NodeImporter &node) {
       readSpatial(node, typeOf(x).getShape().drop_front(2), *kernel);
   if (failed(sp))
     return failure();
+  if (*rank == 3) {
+    FailureOr<Value> y = conv3dAs2d(node, x, w, bias, sp->strides, sp->pads,
+                                    sp->dilations, *group);
+    if (failed(y))
+      return failure();
+    node.setOutput(0, *y);
+    return success();
+  }
   FailureOr<Value> x4 = as4d(node, x), w4 = as4d(node, w);
   if (failed(x4) || failed(w4))
     return failure();
@@ -221,6 +231,12 @@ LogicalResult mlir::tcc::importConv(NodeImporter &node) {
 //===----------------------------------------------------------------------===//
 // ConvTranspose
 //===----------------------------------------------------------------------===//
+
+static FailureOr<Value> convTranspose2d(NodeImporter &node, Value x, Value w,
+                                        ArrayRef<int64_t> strides,
+                                        ArrayRef<int64_t> dilations,
+                                        ArrayRef<int64_t> begin,
+                                        ArrayRef<int64_t> end, int64_t group);
 
 // ConvTranspose 1, 11 (output_shape and auto_pad rules clarified), 22
 // types. It is the input gradient of a convolution with the same weight
@@ -321,30 +337,23 @@ LogicalResult mlir::tcc::importConvTranspose(NodeImporter &node) {
     end[i] = nat - begin[i] - out;
   }
 
-  // The op on 2-D windows, with the crops as its pads.
-  SmallVector<int64_t> opPads(4, 0), opStrides(2, 1), opDil(2, 1);
-  for (int64_t i = 0; i < r; ++i) {
-    int64_t a = r == 1 ? 1 : i;
-    opPads[a] = std::max<int64_t>(0, begin[i]);
-    opPads[a + 2] = std::max<int64_t>(0, end[i]);
-    opStrides[a] = (*strides)[i];
-    opDil[a] = (*dilations)[i];
+  Value y;
+  int64_t channels = typeOf(w).getDimSize(1) * *group;
+  if (r == 3) {
+    FailureOr<Value> y3 = convTranspose3dAs2d(node, x, w, *strides, *dilations,
+                                              begin, end, *group);
+    if (failed(y3))
+      return failure();
+    y = *y3;
+  } else {
+    FailureOr<Value> y2 =
+        convTranspose2d(node, x, w, *strides, *dilations, begin, end, *group);
+    if (failed(y2))
+      return failure();
+    y = *y2;
   }
-  FailureOr<Value> x4 = as4d(node, x), w4 = as4d(node, w);
-  if (failed(x4) || failed(w4))
-    return failure();
-  ArrayRef<int64_t> x4s = typeOf(*x4).getShape(), w4s = typeOf(*w4).getShape();
-  SmallVector<int64_t> yshape{x4s[0], w4s[1] * *group, 0, 0};
-  for (int a = 0; a < 2; ++a)
-    yshape[2 + a] = opStrides[a] * (x4s[2 + a] - 1) +
-                    opDil[a] * (w4s[2 + a] - 1) + 1 - opPads[a] - opPads[a + 2];
-  auto ytype = RankedTensorType::get(yshape, typeOf(x).getElementType());
-  OpBuilder &b = node.builder();
-  Value y = Conv2dGradInputOp::create(
-      b, node.loc(), ytype, *x4, *w4, b.getDenseI64ArrayAttr(opStrides),
-      b.getDenseI64ArrayAttr(opPads), b.getDenseI64ArrayAttr(opDil),
-      b.getI64IntegerAttr(*group));
-  for (int64_t i = 0; i < r; ++i) {
+  // Where a crop is negative the output reaches past the taps: zeros.
+  for (int64_t i = r == 3 ? 1 : 0; i < r; ++i) {
     int64_t a = r == 1 ? 3 : 2 + i;
     if (begin[i] >= 0 && end[i] >= 0)
       continue;
@@ -359,20 +368,56 @@ LogicalResult mlir::tcc::importConvTranspose(NodeImporter &node) {
     FailureOr<Value> bias = node.input(2);
     if (failed(bias))
       return failure();
-    int64_t c = yshape[1];
+    int64_t c = channels;
     if (typeOf(*bias).getNumElements() != c)
       return node.emitError()
              << "B of shape " << shapeStr(typeOf(*bias).getShape())
              << " must hold " << c << " values, one per output channel";
-    FailureOr<Value> b4 = node.reshape(*bias, {1, c, 1, 1});
-    if (failed(b4))
+    SmallVector<int64_t> perChannel(typeOf(y).getRank(), 1);
+    perChannel[1] = c;
+    FailureOr<Value> bc = node.reshape(*bias, perChannel);
+    if (failed(bc))
       return failure();
-    FailureOr<Value> sum = node.create<AddOp>(y, *b4);
+    FailureOr<Value> sum = node.create<AddOp>(y, *bc);
     if (failed(sum))
       return failure();
     y = *sum;
   }
   return setSpatialOutput(node, r, y);
+}
+
+/// ConvTranspose of a 1-D or 2-D input as conv2d_grad_input, with the
+/// non-negative crops as its pads.
+static FailureOr<Value> convTranspose2d(NodeImporter &node, Value x, Value w,
+                                        ArrayRef<int64_t> strides,
+                                        ArrayRef<int64_t> dilations,
+                                        ArrayRef<int64_t> begin,
+                                        ArrayRef<int64_t> end, int64_t group) {
+  int64_t r = begin.size();
+  // The op on 2-D windows, with the crops as its pads.
+  SmallVector<int64_t> opPads(4, 0), opStrides(2, 1), opDil(2, 1);
+  for (int64_t i = 0; i < r; ++i) {
+    int64_t a = r == 1 ? 1 : i;
+    opPads[a] = std::max<int64_t>(0, begin[i]);
+    opPads[a + 2] = std::max<int64_t>(0, end[i]);
+    opStrides[a] = strides[i];
+    opDil[a] = dilations[i];
+  }
+  FailureOr<Value> x4 = as4d(node, x), w4 = as4d(node, w);
+  if (failed(x4) || failed(w4))
+    return failure();
+  ArrayRef<int64_t> x4s = typeOf(*x4).getShape(), w4s = typeOf(*w4).getShape();
+  SmallVector<int64_t> yshape{x4s[0], w4s[1] * group, 0, 0};
+  for (int a = 0; a < 2; ++a)
+    yshape[2 + a] = opStrides[a] * (x4s[2 + a] - 1) +
+                    opDil[a] * (w4s[2 + a] - 1) + 1 - opPads[a] - opPads[a + 2];
+  auto ytype = RankedTensorType::get(yshape, typeOf(x).getElementType());
+  OpBuilder &b = node.builder();
+  Value y = Conv2dGradInputOp::create(
+      b, node.loc(), ytype, *x4, *w4, b.getDenseI64ArrayAttr(opStrides),
+      b.getDenseI64ArrayAttr(opPads), b.getDenseI64ArrayAttr(opDil),
+      b.getI64IntegerAttr(group));
+  return y;
 }
 
 //===----------------------------------------------------------------------===//
@@ -409,17 +454,25 @@ LogicalResult mlir::tcc::importMaxPool(NodeImporter &node) {
     return failure();
   FailureOr<Spatial> sp =
       readSpatial(node, typeOf(*x).getShape().drop_front(2), *kernel);
-  FailureOr<Value> x4 = as4d(node, *x);
-  if (failed(sp) || failed(x4))
+  if (failed(sp))
     return failure();
-  FailureOr<Operation *> op = node.createOp<MaxPool2dOp>(
-      *x4, ArrayRef<int64_t>(sp->kernel), ArrayRef<int64_t>(sp->strides),
-      ArrayRef<int64_t>(sp->pads), ArrayRef<int64_t>(sp->dilations),
-      *ceil != 0);
-  if (failed(op))
-    return failure();
-  if (failed(setSpatialOutput(node, *rank, (*op)->getResult(0))))
-    return failure();
+  if (*rank == 3) {
+    FailureOr<Value> y = maxPool3dAs2d(node, *x, sp->kernel, sp->strides,
+                                       sp->pads, sp->dilations, *ceil != 0);
+    if (failed(y))
+      return failure();
+    node.setOutput(0, *y);
+  } else {
+    FailureOr<Value> x4 = as4d(node, *x);
+    if (failed(x4))
+      return failure();
+    FailureOr<Value> y = node.create<MaxPool2dOp>(
+        *x4, ArrayRef<int64_t>(sp->kernel), ArrayRef<int64_t>(sp->strides),
+        ArrayRef<int64_t>(sp->pads), ArrayRef<int64_t>(sp->dilations),
+        *ceil != 0);
+    if (failed(y) || failed(setSpatialOutput(node, *rank, *y)))
+      return failure();
+  }
   if (!viaFloat)
     return success();
   Value y = node.graphState().lookup(node.proto().output(0))->value;
@@ -464,6 +517,14 @@ LogicalResult mlir::tcc::importAveragePool(NodeImporter &node) {
               "'dilations' = "
            << shapeStr(given) << " at opset " << node.opset()
            << "; tcc pools undilated windows only)";
+  }
+  if (*rank == 3) {
+    FailureOr<Value> y = avgPool3dAs2d(node, *x, sp->kernel, sp->strides,
+                                       sp->pads, *ceil != 0, *includePad != 0);
+    if (failed(y))
+      return failure();
+    node.setOutput(0, *y);
+    return success();
   }
   FailureOr<Value> y = node.create<AvgPool2dOp>(
       *x4, ArrayRef<int64_t>(sp->kernel), ArrayRef<int64_t>(sp->strides),
