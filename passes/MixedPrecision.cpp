@@ -56,6 +56,11 @@
 // coefficient and the grad_norm metric read it, the coefficient joins the
 // unscaling factor (no multiply of its own), and `finite` is the norm's
 // finiteness (no sum of every gradient); the clipping multiply stays f32.
+// Under ZeRO (tcc-shard-optimizer-state ran: the module has `tcc.zero`) the
+// updates read this rank's shards: the unscaling multiplies the shard, and
+// `finite` is that of tcc.sharded_global_norm (clipping's, or one of the
+// shards made for the check), whose sum covers every rank's shards, so all
+// ranks skip the same steps and their loss scales stay equal.
 //
 // Not handled: a loss that is not tcc.softmax_cross_entropy or tcc.mse_loss
 // (the only ones tcc-build-loss makes) is an error for fp16.
@@ -121,7 +126,7 @@ bool fromGlobalNorm(Value v) {
     Operation *def = x.getDefiningOp();
     if (!def || !seen.insert(x).second)
       continue;
-    if (isa<GlobalNormOp>(def))
+    if (isa<GlobalNormOp, ShardedGlobalNormOp>(def))
       return true;
     if (cast<RankedTensorType>(x.getType()).getRank() == 0)
       llvm::append_range(work, def->getOperands());
@@ -277,7 +282,7 @@ bool isOptimizerUpdate(Operation *op) {
 /// 1 of every update op, the parameter being operand 0) or returns it (a
 /// program output, stored in f32 whatever computes it).
 bool readsGradientInF32(Operation *u, Value grad) {
-  if (isa<func::ReturnOp, GlobalNormOp>(u))
+  if (isa<func::ReturnOp, GlobalNormOp, ShardedGlobalNormOp>(u))
     return true;
   // Averaged over data-parallel ranks first (tcc-all-reduce-gradients): the
   // bucket's result for this gradient is what the optimizer reads.
@@ -551,10 +556,25 @@ LogicalResult unscaleAndSkip(func::FuncOp fn, double initScale,
   // coefficient joins the unscaling factor (inv * c: one multiply of each
   // gradient, none in AdamW's kernel), and a step is finite exactly when
   // the norm is, so no gradient is read again for the check.
-  GlobalNormOp normOp;
+  // Under ZeRO (tcc-shard-optimizer-state) the norm is of the shards every
+  // rank holds: tcc.sharded_global_norm, as global as the other.
+  Operation *normOp = nullptr;
   for (Operation &op : body)
-    if (auto n = dyn_cast<GlobalNormOp>(op))
-      normOp = n;
+    if (isa<GlobalNormOp, ShardedGlobalNormOp>(op))
+      normOp = &op;
+  // Without clipping, a sharded step checks its shards with that op too:
+  // a rank's own shards would let the ranks disagree on a skip (and their
+  // parameters drift apart), so the check adds the squares of every rank's
+  // shards, in f64, which holds the square of any finite f32 and any sum
+  // of them: the norm is finite exactly when every element is (unless it
+  // passes f32's 3e38, where the unsharded sum would overflow first), and
+  // all ranks read the same bits.
+  int64_t zeroShards = 0;
+  if (auto zero =
+          fn->getParentOfType<ModuleOp>()->getAttrOfType<DictionaryAttr>(
+              "tcc.zero"))
+    if (auto n = zero.getAs<IntegerAttr>("shards"))
+      zeroShards = n.getInt();
   OpBuilder b(updates.front());
   if (normOp && normOp->isBeforeInBlock(updates.front()))
     b.setInsertionPoint(normOp);
@@ -562,10 +582,12 @@ LogicalResult unscaleAndSkip(func::FuncOp fn, double initScale,
   Value inv = DivOp::create(b, loc, one, scale);
   if (normOp) {
     b.setInsertionPointAfter(normOp);
-    Value unscaled = MulOp::create(b, loc, normOp.getResult(), inv);
-    normOp.getResult().replaceAllUsesExcept(unscaled, unscaled.getDefiningOp());
+    Value unscaled = MulOp::create(b, loc, normOp->getResult(0), inv);
+    normOp->getResult(0).replaceAllUsesExcept(unscaled,
+                                              unscaled.getDefiningOp());
   }
   Value sum, invClip;
+  SmallVector<Value> shardGrads;
   llvm::DenseMap<Operation *, Value> factorOf;
   for (Operation *u : updates) {
     Value g = u->getOperand(1), factor = inv;
@@ -579,7 +601,9 @@ LogicalResult unscaleAndSkip(func::FuncOp fn, double initScale,
       g = clip->getOperand(0);
       factor = invClip;
     }
-    if (!normOp) {
+    if (!normOp && zeroShards > 0) {
+      shardGrads.push_back(g);
+    } else if (!normOp) {
       auto rank = cast<RankedTensorType>(g.getType()).getRank();
       SmallVector<int64_t> axes(rank);
       for (int64_t i = 0; i < rank; ++i)
@@ -601,9 +625,12 @@ LogicalResult unscaleAndSkip(func::FuncOp fn, double initScale,
   }
   // Everything after the last update op, before the return.
   b.setInsertionPoint(ret0);
+  if (!shardGrads.empty())
+    sum = ShardedGlobalNormOp::create(b, loc, scale.getType(), shardGrads,
+                                      b.getI64IntegerAttr(zeroShards));
   Value finite = CompareOp::create(
       b, loc, "eq",
-      MulOp::create(b, loc, normOp ? normOp.getResult() : sum, zero), zero);
+      MulOp::create(b, loc, normOp ? normOp->getResult(0) : sum, zero), zero);
   llvm::SmallPtrSet<Operation *, 16> skipping;
   for (Operation *u : updates)
     if (Value factor = factorOf.lookup(u)) {

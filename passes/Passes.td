@@ -155,9 +155,12 @@ def ShardOptimizerStatePass
     `tcc.shard_slice` of p, that gradient shard and state arguments of type
     `tensor<c x f32>` (zero past n), and `tcc.all_gather` of its new shard
     is p's update. Runs after tcc-all-reduce-gradients and
-    tcc-apply-optimizer. Element-wise optimizers only (sgd, adam, adamw,
-    lion); an averaged gradient read by anything but its update (clipping's
-    norm, loss scaling) is an error. Records
+    tcc-apply-optimizer (and tcc-clip-gradients). Element-wise optimizers
+    only (sgd, adam, adamw, lion). The update may read its gradient through
+    multiplies by scalars (accumulation's mean, clipping's coefficient),
+    taken of the shard; clipping's `tcc.global_norm` becomes
+    `tcc.sharded_global_norm` of the shards; any other reader of an
+    averaged gradient is an error. Records
     `tcc.zero = {shards, states = {state name = param name}}` on the module.
 
     ```mlir

@@ -13,10 +13,17 @@
 //
 // The state arguments the update reads become tensor<c x f32>, so the
 // memory plan and the report count 1/N of them. Element-wise optimizers
-// only: Adafactor's factored moments need whole rows and columns. The
-// averaged gradient must be read by the update alone (or through
-// tcc-accumulate-gradients' `* (1/K)`): clipping's global norm and fp16
-// loss scaling read all of it, which a rank no longer has.
+// only: Adafactor's factored moments need whole rows and columns.
+//
+// The averaged gradient may be read by the update through multiplies by
+// scalars (tcc-accumulate-gradients' `* (1/K)`, tcc-clip-gradients'
+// `* coefficient`), which are taken of the shard, and by clipping's
+// tcc.global_norm, which becomes tcc.sharded_global_norm of the shards:
+// each rank's sum of squares of its shards, added over the ranks. The
+// padding is zero and the shards are disjoint, so it is the norm of the
+// whole gradients. fp16 loss scaling (tcc-mixed-precision, later) checks
+// the shards for overflow with the same op, so every rank skips the same
+// steps.
 //
 // The module gets `tcc.zero = {shards = N, states = {<state> = <param>}}`,
 // from which the compiler writes the artifact's meta (runtime/core/
@@ -29,6 +36,8 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #define DEBUG_TYPE "tcc-shard-optimizer-state"
 
@@ -47,15 +56,24 @@ StringRef argAttr(func::FuncOp fn, unsigned i, StringRef name) {
   return a ? a.getValue() : StringRef();
 }
 
-/// A scalar-constant multiply of the averaged gradient (gradient
-/// accumulation's mean), or null.
-MulOp scalarMultiply(Operation *op) {
+/// A multiply of `v` by a scalar (gradient accumulation's mean `* (1/K)`,
+/// clipping's `* coefficient`) that is `v`'s only use, or null. Taking it
+/// of the shard gives the shard of the product: the zero padding stays zero.
+MulOp scalarMultiply(Operation *op, Value v) {
   auto m = dyn_cast<MulOp>(op);
-  if (!m || !m.getRhs().getDefiningOp<ConstantOp>() ||
-      cast<RankedTensorType>(m.getRhs().getType()).getRank() != 0)
+  if (!m || m.getLhs() != v || m.getRhs() == v ||
+      cast<RankedTensorType>(m.getRhs().getType()).getRank() != 0 ||
+      !m.getResult().hasOneUse())
     return {};
   return m;
 }
+
+/// How one averaged gradient is read: through scalar multiplies (`muls`,
+/// in order) by its optimizer update, and perhaps by clipping's norm.
+struct Reader {
+  SmallVector<MulOp> muls;
+  Operation *update = nullptr;
+};
 
 struct ShardOptimizerStatePass final
     : public tcc::impl::ShardOptimizerStatePassBase<ShardOptimizerStatePass> {
@@ -145,27 +163,46 @@ void ShardOptimizerStatePass::runOnOperation() {
     return;
   }
 
-  Builder builder(&getContext());
-  NamedAttrList states;
-  for (AllReduceOp ar : buckets) {
-    // Each averaged gradient: read by one update, as its gradient, directly
-    // or through the accumulation's mean.
-    SmallVector<std::pair<Operation *, MulOp>> readers;
+  // Every averaged gradient is read by its update, through scalar
+  // multiplies, and perhaps by the global norm (tcc-clip-gradients): both
+  // work on a shard. Anything else would need the whole gradient.
+  SmallVector<GlobalNormOp> norms;
+  fn.walk([&](GlobalNormOp n) { norms.push_back(n); });
+  llvm::DenseSet<Value> averaged;
+  for (AllReduceOp ar : buckets)
+    averaged.insert(ar.getResults().begin(), ar.getResults().end());
+  for (GlobalNormOp n : norms)
+    if (!llvm::all_of(n.getInputs(),
+                      [&](Value x) { return averaged.contains(x); })) {
+      fail(n) << "the global norm reads a value that is not an averaged "
+                 "gradient, and a rank holds only its shards of those";
+      return;
+    }
+  SmallVector<Reader> readers;
+  for (AllReduceOp ar : buckets)
     for (Value r : ar.getResults()) {
-      if (!r.hasOneUse()) {
-        fail(ar) << "an averaged gradient is read by several ops (gradient "
-                    "clipping or loss scaling?), and a rank holds only its "
-                    "shard of it";
-        return;
-      }
-      Operation *user = *r.getUsers().begin();
-      MulOp mean = scalarMultiply(user);
-      if (mean) {
-        if (!mean.getResult().hasOneUse()) {
-          fail(ar) << "an averaged gradient is read by several ops";
+      Operation *user = nullptr;
+      for (Operation *u : r.getUsers()) {
+        if (isa<GlobalNormOp>(u))
+          continue;
+        if (user) {
+          fail(ar) << "an averaged gradient is read by several ops ('"
+                   << user->getName() << "' and '" << u->getName()
+                   << "'), and a rank holds only its shard of it";
           return;
         }
-        user = *mean.getResult().getUsers().begin();
+        user = u;
+      }
+      if (!user) {
+        fail(ar) << "an averaged gradient is read by no optimizer update";
+        return;
+      }
+      Reader reader;
+      Value g = r;
+      while (MulOp m = scalarMultiply(user, g)) {
+        reader.muls.push_back(m);
+        g = m.getResult();
+        user = *g.getUsers().begin();
       }
       if (isa<AdafactorUpdateOp>(user)) {
         fail(user) << "adafactor's factored second moment needs whole rows "
@@ -175,17 +212,21 @@ void ShardOptimizerStatePass::runOnOperation() {
       }
       if (!isa<SgdUpdateOp, SgdMomentumUpdateOp, AdamWUpdateOp, LionUpdateOp>(
               user) ||
-          user->getOperand(1) != (mean ? mean.getResult() : r)) {
+          user->getOperand(1) != g) {
         fail(user) << "an averaged gradient is read by '" << user->getName()
-                   << "', not by an element-wise optimizer update (gradient "
-                      "clipping or loss scaling?); only the update may read "
-                      "a rank's shard";
+                   << "', not by an element-wise optimizer update; only the "
+                      "update (through multiplies by scalars) and the "
+                      "global norm may read a rank's shard";
         return;
       }
-      readers.push_back({user, mean});
+      reader.update = user;
+      readers.push_back(std::move(reader));
     }
 
-    // The bucket, scattered.
+  // The buckets, scattered.
+  llvm::DenseMap<Value, Value> shardOf;
+  SmallVector<Value> scattered;
+  for (AllReduceOp ar : buckets) {
     OpBuilder b(ar);
     SmallVector<Type> types;
     for (Value x : ar.getInputs()) {
@@ -196,19 +237,39 @@ void ShardOptimizerStatePass::runOnOperation() {
     auto rs = ReduceScatterOp::create(b, ar.getLoc(), types, ar.getInputs(),
                                       ar.getBucketAttr(),
                                       b.getI64IntegerAttr(shards));
-    for (auto [k, reader] : llvm::enumerate(readers)) {
-      Value g = rs.getResult(k);
-      if (MulOp mean = reader.second) {
-        OpBuilder mb(mean);
-        g = MulOp::create(mb, mean.getLoc(), g.getType(), g, mean.getRhs());
-      }
-      if (failed(shardUpdate(fn, reader.first, g, states)))
-        return signalPassFailure();
-      if (MulOp mean = reader.second)
-        mean.erase();
+    for (auto [r, s] : llvm::zip(ar.getResults(), rs.getResults())) {
+      shardOf[r] = s;
+      scattered.push_back(s);
     }
-    ar.erase();
   }
+  // The norm of the whole gradients from every rank's shards.
+  for (GlobalNormOp n : norms) {
+    OpBuilder b(n);
+    SmallVector<Value> inputs;
+    for (Value x : n.getInputs())
+      inputs.push_back(shardOf.lookup(x));
+    Value sharded =
+        ShardedGlobalNormOp::create(b, n.getLoc(), n.getResult().getType(),
+                                    inputs, b.getI64IntegerAttr(shards));
+    n.getResult().replaceAllUsesWith(sharded);
+    n.erase();
+  }
+  // The multiplies and the update of each, on the shard.
+  Builder builder(&getContext());
+  NamedAttrList states;
+  for (auto [reader, shard] : llvm::zip(readers, scattered)) {
+    Value g = shard;
+    for (MulOp m : reader.muls) {
+      OpBuilder mb(m);
+      g = MulOp::create(mb, m.getLoc(), g.getType(), g, m.getRhs());
+    }
+    if (failed(shardUpdate(fn, reader.update, g, states)))
+      return signalPassFailure();
+    for (MulOp m : llvm::reverse(reader.muls))
+      m.erase();
+  }
+  for (AllReduceOp ar : buckets)
+    ar.erase();
 
   // Arguments and results changed type.
   auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());

@@ -201,7 +201,8 @@ LogicalResult describeKernel(Operation *op, rt::Instr &in) {
                                                   (int64_t)r.getBucket()});
         return success();
       })
-      .Case<mlir::tcc::ShardSliceOp, mlir::tcc::AllGatherOp>([&](auto r) {
+      .Case<mlir::tcc::ShardSliceOp, mlir::tcc::AllGatherOp,
+            mlir::tcc::ShardedGlobalNormOp>([&](auto r) {
         rt::abi::setAttrs(in, rt::abi::ShardAttrs{(int64_t)r.getShards(), 0});
         return success();
       })

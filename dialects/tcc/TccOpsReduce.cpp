@@ -66,7 +66,7 @@ LogicalResult AllReduceOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// reduce_scatter, shard_slice, all_gather (sharded optimizer state)
+// reduce_scatter, shard_slice, all_gather, sharded_global_norm (ZeRO 1)
 //===----------------------------------------------------------------------===//
 
 /// Whether `shard` is the 1-D shard type of `full` among `shards` ranks.
@@ -109,6 +109,19 @@ LogicalResult ShardSliceOp::verify() {
 LogicalResult AllGatherOp::verify() {
   return verifyShard(*this, getResult().getType(), getInput().getType(),
                      (int64_t)getShards());
+}
+
+LogicalResult ShardedGlobalNormOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one operand");
+  if ((int64_t)getShards() < 1)
+    return emitOpError("shards must be at least 1, got ")
+           << (int64_t)getShards();
+  for (Value x : getInputs())
+    if (cast<RankedTensorType>(x.getType()).getRank() != 1)
+      return emitOpError("operands are 1-D shards, got ")
+             << shapeStr(cast<RankedTensorType>(x.getType()).getShape());
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -156,4 +156,29 @@ def Tcc_AllGatherOp : Tcc_Op<"all_gather", []> {
   let hasVerifier = 1;
 }
 
+def Tcc_ShardedGlobalNormOp : Tcc_Op<"sharded_global_norm", []> {
+  let summary = "The global norm of gradients each rank holds a shard of";
+  let description = [{
+    tcc.global_norm of the whole gradients when each of `shards` ranks holds
+    only its 1-D shards of them (tcc.reduce_scatter's results, or scalar
+    multiples of them): each rank sums the squares of its shards' elements
+    in f64 (the zero padding past a gradient's end adds nothing, and the
+    shards are disjoint, so every element counts once), the ranks exchange
+    these partial sums, and every rank adds them in rank order and takes
+    the square root, so all ranks get the same f32 bits. Gradient clipping
+    and the fp16 loss scaler's overflow check of a sharded step
+    (tcc-shard-optimizer-state, tcc-mixed-precision). Not `Pure`: it
+    communicates.
+    ```mlir
+    %n = tcc.sharded_global_norm %s0, %s1 {shards = 2}
+        : tensor<16xf32>, tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<RankedTensorOf<[F32]>>:$inputs,
+                   I64Attr:$shards);
+  let results = (outs Tcc_F32Scalar:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let hasVerifier = 1;
+}
+
 #endif // TCC_OPS_REDUCE_TD

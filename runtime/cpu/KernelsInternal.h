@@ -61,6 +61,10 @@ private:
   std::vector<double> parts_;
 };
 
+/// The sum of x * x over every element of every input, in f64, in a fixed
+/// order (global_norm's, whatever the thread count; KernelsReduce.cpp).
+double sumOfSquares(const std::vector<TensorView> &in);
+
 /// out[j] = the sum over r < rows of x[r * ld + j] (j < cols), in
 /// ColumnSums' order.
 void sumColumns(const float *x, int64_t rows, int64_t cols, int64_t ld,
@@ -84,6 +88,7 @@ TCC_KERNEL(all_reduce_wait)
 TCC_KERNEL(reduce_scatter) // KernelsShard.cpp
 TCC_KERNEL(shard_slice)
 TCC_KERNEL(all_gather)
+TCC_KERNEL(sharded_global_norm)
 TCC_KERNEL(reduce_mean)
 TCC_KERNEL(reduce_prod)
 TCC_KERNEL(reduce_prod_grad)

@@ -118,14 +118,14 @@ void run_reduce_mean(const KernelArgs &a) { reduce(a, true); }
 // f64 (on the pool when there are several), then added in input and piece
 // order: the same bits whatever the thread count, and f64 keeps the sum of
 // millions of squares exact to far below f32's last bit.
-void run_global_norm(const KernelArgs &a) {
+double sumOfSquares(const std::vector<TensorView> &in) {
   constexpr int64_t kPiece = 1 << 15;
   struct Piece {
     const float *x;
     int64_t n;
   };
   std::vector<Piece> pieces;
-  for (const TensorView &X : a.in)
+  for (const TensorView &X : in)
     for (int64_t o = 0; o < X.numel; o += kPiece)
       pieces.push_back({X.f32() + o, std::min(kPiece, X.numel - o)});
   std::vector<double> sums(pieces.size(), 0.0);
@@ -145,7 +145,11 @@ void run_global_norm(const KernelArgs &a) {
   double total = 0;
   for (double s : sums)
     total += s;
-  a.out[0].f32()[0] = static_cast<float>(std::sqrt(total));
+  return total;
+}
+
+void run_global_norm(const KernelArgs &a) {
+  a.out[0].f32()[0] = static_cast<float>(std::sqrt(sumOfSquares(a.in)));
 }
 
 //===----------------------------------------------------------------------===//

@@ -3,15 +3,18 @@
 // reduce_scatter averages a bucket of gradients over the ranks and leaves
 // each rank its shard of each; shard_slice takes this rank's shard of a
 // parameter; all_gather joins every rank's new shard into the parameter
-// (runtime/core/ZeroShards.h has the layout). All are blocking collectives
-// through the communicator, called in schedule order, which is the same on
-// every rank. The artifact fixes the number of shards, so a run with
-// another number of ranks stops at the first of them with an error.
+// (runtime/core/ZeroShards.h has the layout); sharded_global_norm is the
+// global norm of gradients whose shards the ranks hold. All are blocking
+// collectives through the communicator, called in schedule order, which is
+// the same on every rank. The artifact fixes the number of shards, so a run
+// with another number of ranks stops at the first of them with an error.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/Comm.h"
 #include "runtime/core/ZeroShards.h"
 #include "runtime/cpu/KernelsInternal.h"
+
+#include <cmath>
 
 namespace tcc::rt::kernels {
 
@@ -63,6 +66,23 @@ void run_all_gather(const KernelArgs &a) {
   std::vector<float> all(size_t(c * at.shards));
   comm.allGather(a.in[0].f32(), all.data(), c * int64_t(sizeof(float)));
   joinShards(all.data(), a.out[0].numel, at.shards, a.out[0].f32());
+}
+
+// Each rank's f64 sum of squares of its shards (zero padding adds nothing,
+// and no element is in two shards), all-gathered rather than all-reduced:
+// every rank then adds the N partial sums itself in rank order, so the
+// result is the same bits on every rank and in every run, whatever order
+// the MPI library would reduce in.
+void run_sharded_global_norm(const KernelArgs &a) {
+  const abi::ShardAttrs &at = abi::attrs<KernelId::ShardedGlobalNorm>(a.instr);
+  Communicator &comm = ranksOf(at.shards);
+  double mine = sumOfSquares(a.in);
+  std::vector<double> all(size_t(at.shards));
+  comm.allGather(&mine, all.data(), int64_t(sizeof(double)));
+  double total = 0;
+  for (double s : all)
+    total += s;
+  a.out[0].f32()[0] = static_cast<float>(std::sqrt(total));
 }
 
 } // namespace tcc::rt::kernels

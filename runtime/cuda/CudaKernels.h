@@ -142,6 +142,7 @@ TCC_CUDA_KERNEL(top_k)
 TCC_CUDA_KERNEL(all_reduce) // all_reduce, all_reduce_wait
 // CudaShard.cpp
 TCC_CUDA_KERNEL(shard) // reduce_scatter, shard_slice, all_gather
+TCC_CUDA_KERNEL(sharded_global_norm)
 // CudaKernelsLayout.cu
 TCC_CUDA_KERNEL(copy)
 TCC_CUDA_KERNEL(transpose)
@@ -286,6 +287,10 @@ int64_t prepare_all_reduce(const Instr &, const std::vector<TensorInfo> &);
 /// reduce_scatter, shard_slice, all_gather: Error for more than one shard
 /// (no device collectives yet).
 int64_t prepare_shard(const Instr &, const std::vector<TensorInfo> &);
+/// sharded_global_norm: global_norm's scratch at one shard, the same Error
+/// as prepare_shard's for more.
+int64_t prepare_sharded_global_norm(const Instr &,
+                                    const std::vector<TensorInfo> &);
 int64_t prepare_matmul(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_reduce(const Instr &, const std::vector<TensorInfo> &);
 int64_t prepare_reduce_extremum(const Instr &, const std::vector<TensorInfo> &);

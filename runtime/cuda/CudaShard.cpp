@@ -2,9 +2,10 @@
 //
 // reduce_scatter, shard_slice and all_gather over one shard (shards = 1)
 // are copies: the shard is the whole tensor, the mean over one rank the
-// gradient itself. Several shards need device collectives (NCCL) this
-// backend does not have yet, so the load-time check refuses them with the
-// way out instead of updating a shard no other rank completes.
+// gradient itself; sharded_global_norm over one shard is global_norm. Several
+// shards need device collectives (NCCL) this backend does not have yet, so the
+// load-time check refuses them with the way out instead of updating a shard no
+// other rank completes.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaCheck.h"
@@ -21,6 +22,14 @@ int64_t prepare_shard(const Instr &in, const std::vector<TensorInfo> &) {
                 "cpu");
   return 0;
 }
+
+int64_t prepare_sharded_global_norm(const Instr &in,
+                                    const std::vector<TensorInfo> &t) {
+  prepare_shard(in, t);
+  return prepare_global_norm(in, t);
+}
+
+void launch_sharded_global_norm(const CudaArgs &a) { launch_global_norm(a); }
 
 void launch_shard(const CudaArgs &a) {
   for (size_t i = 0; i < a.in.size(); ++i)

@@ -91,3 +91,24 @@ TEST(ZeroShardsMpi, GatherState) {
   sliceShard(full.data(), 5, 2, comm.rank(), shard.data());
   EXPECT_EQ(gatherState(comm, s, shard.data()), full);
 }
+
+// The global norm of a gradient of 7 elements from each rank's shard of 4
+// (rank 1's last element padding): every rank gets global_norm of the
+// whole, and the same bits. Squares of multiples of 1/4 add exactly.
+TEST(ZeroShardsMpi, ShardedGlobalNorm) {
+  const int r = communicator().rank();
+  std::vector<float> whole(7), shard(4, 0.0f), n(1, -1), ref(1, -1);
+  for (int64_t i = 0; i < 7; ++i)
+    whole[i] = valueAt(i, 1) - 5.0f;
+  for (int64_t k = 0; k < 4 && r * 4 + k < 7; ++k)
+    shard[k] = whole[r * 4 + k];
+  // A second operand (a bias's shard of 1), as a bucket has several.
+  std::vector<float> bias(1, r == 0 ? 3.0f : -1.5f);
+  std::vector<float> bothBias = {3.0f, -1.5f};
+  runKernel("sharded_global_norm", {&shard, &bias}, {{4}, {1}}, {&n}, {{}});
+  runKernel("global_norm", {&whole, &bothBias}, {{7}, {2}}, {&ref}, {{}});
+  EXPECT_EQ(n[0], ref[0]) << "rank " << r;
+  std::vector<float> all(2);
+  communicator().allGather(n.data(), all.data(), sizeof(float));
+  EXPECT_EQ(all[0], all[1]);
+}

@@ -1,10 +1,10 @@
 //===- KernelCasesShard.h - Sharded optimizer state's kernels -------------===//
 //
-// reduce_scatter, shard_slice and all_gather (and all_reduce's buckets) at
-// the one rank a conformance run has (shards = 1: the shard is the whole
-// tensor, flattened, and the average over one rank is the gradient itself).
-// Several ranks are tests/mpi's (ZeroShardsMpiTest, and the training run of
-// zero_shards.py).
+// reduce_scatter, shard_slice, all_gather and sharded_global_norm (and
+// all_reduce's buckets) at the one rank a conformance run has (shards = 1: the
+// shard is the whole tensor, flattened, and the average over one rank is the
+// gradient itself). Several ranks are tests/mpi's (ZeroShardsMpiTest, and the
+// training run of zero_shards.py).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_TESTS_UNIT_KERNELCASESSHARD_H
@@ -26,7 +26,10 @@ inline void shardCases(std::vector<KernelCase> &cases) {
   int32_t ws = p.out(DType::F32, {24}), wf = p.out(DType::F32, {4, 6});
   p.instr("shard_slice", {w}, {ws}, {1, 0});
   p.instr("all_gather", {ws}, {wf}, {1, 0});
-  c.outs = {s0, s1, ws, wf};
+  // The global norm of the bucket from its shards (the whole at one rank).
+  int32_t n = p.out(DType::F32, {});
+  p.instr("sharded_global_norm", {s0, s1}, {n}, {1, 0});
+  c.outs = {s0, s1, ws, wf, n};
   cases.push_back(std::move(c));
 
   // The all-reduce buckets of one process: started and waited for, the

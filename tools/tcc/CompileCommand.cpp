@@ -493,14 +493,6 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
     if (zeroShards < 2)
       return refuse("must be at least 2 (the ranks of the run), got " +
                     std::to_string(int64_t(zeroShards)));
-    // A rank holds only its shard of the averaged gradients: the global norm
-    // would need an all-reduce of the shards' squares, not built yet.
-    if (clipGradNorm.getNumOccurrences() || trackGradNorm)
-      return refuse("does not support gradient clipping or the grad_norm "
-                    "metric yet (the norm of sharded gradients)");
-    if (precision == "fp16")
-      return refuse("does not support --precision fp16 yet (its loss "
-                    "scaling checks the whole gradient for overflow)");
   }
   o.zeroShards = zeroShards;
   o.dataParallel = dataParallel;

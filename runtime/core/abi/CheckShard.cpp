@@ -47,4 +47,17 @@ void check_all_gather(const KernelSig &s) {
   expectShard(s, 0, false);
 }
 
+void check_sharded_global_norm(const KernelSig &s) {
+  if (s.in.empty() || s.out.size() != 1)
+    throw Error("expects at least 1 input and 1 output, got " +
+                std::to_string(s.in.size()) + " and " +
+                std::to_string(s.out.size()));
+  shardsOf(s);
+  expectAllF32(s);
+  for (size_t i = 0; i < s.in.size(); ++i)
+    if (s.in[i]->shape.size() != 1)
+      throw Error("input " + std::to_string(i) + " is not a 1-D shard");
+  expectShape(s, false, 0, {});
+}
+
 } // namespace tcc::rt::abi

@@ -41,6 +41,10 @@
 //                     s, in rank order, padding dropped. The three need a
 //                     run of exactly `shards` ranks (sharded optimizer
 //                     state, tcc compile --zero-shards).
+//   sharded_global_norm  in [s0, s1, ...] (>= 1, 1-D) out [n []], i [shards,
+//                     0]: global_norm of the tensors whose shards these are,
+//                     every rank holding its own: this rank's f64 sum of
+//                     squares, all-gathered, added in rank order, sqrt.
 //   reduce_prod       in [x] out [y], i = reduced axes (as reduce_sum).
 //   reduce_prod_grad  in [dy, x] out [dx], i = reduced axes: dy times the
 //                     product of the other elements of x's group.

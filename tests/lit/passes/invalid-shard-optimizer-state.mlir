@@ -1,11 +1,9 @@
 // RUN: tcc-opt %s --tcc-all-reduce-gradients --tcc-apply-optimizer=optimizer=adafactor --tcc-shard-optimizer-state --split-input-file -verify-diagnostics
 // RUN: not tcc-opt %s --tcc-all-reduce-gradients --tcc-apply-optimizer --tcc-shard-optimizer-state=shards=1 --split-input-file 2>&1 | FileCheck %s --check-prefix=ONE
 // RUN: not tcc-opt %s --tcc-apply-optimizer --tcc-shard-optimizer-state --split-input-file 2>&1 | FileCheck %s --check-prefix=NOBUCKETS
-// RUN: not tcc-opt %s --tcc-all-reduce-gradients --tcc-clip-gradients=max-norm=1 --tcc-apply-optimizer --tcc-shard-optimizer-state --split-input-file 2>&1 | FileCheck %s --check-prefix=CLIP
 
 // ONE: error: tcc-shard-optimizer-state: shards must be at least 2, got 1
 // NOBUCKETS: error: tcc-shard-optimizer-state: @train_step has no tcc.all_reduce buckets (run tcc-all-reduce-gradients first)
-// CLIP: error: tcc-shard-optimizer-state: an averaged gradient is read by several ops (gradient clipping or loss scaling?), and a rank holds only its shard of it
 
 // Adafactor's factored moments cannot be split element-wise.
 func.func @train_step(%w: tensor<3x2xf32> {tcc.kind = "param", tcc.name = "w"},
@@ -39,4 +37,20 @@ func.func @zero_shards(%p: tensor<3xf32>) -> tensor<3xf32> {
   // expected-error @+1 {{shards must be at least 1, got 0}}
   %r = tcc.shard_slice %p {shards = 0} : tensor<3xf32> -> tensor<3xf32>
   return %r : tensor<3xf32>
+}
+
+// -----
+
+func.func @norm_of_matrix(%s: tensor<3x2xf32>) -> tensor<f32> {
+  // expected-error @+1 {{operands are 1-D shards, got [3,2]}}
+  %n = tcc.sharded_global_norm %s {shards = 2} : tensor<3x2xf32>
+  return %n : tensor<f32>
+}
+
+// -----
+
+func.func @norm_of_zero_shards(%s: tensor<3xf32>) -> tensor<f32> {
+  // expected-error @+1 {{shards must be at least 1, got 0}}
+  %n = tcc.sharded_global_norm %s {shards = 0} : tensor<3xf32>
+  return %n : tensor<f32>
 }

@@ -1,6 +1,9 @@
 // RUN: tcc-opt %s --tcc-all-reduce-gradients --tcc-apply-optimizer=optimizer=adamw --tcc-shard-optimizer-state=shards=2 --split-input-file | FileCheck %s
 // RUN: tcc-opt %s --tcc-all-reduce-gradients --tcc-apply-optimizer=optimizer=lion --tcc-shard-optimizer-state=shards=4 --split-input-file | FileCheck %s --check-prefix=LION
 // RUN: tcc-opt %s --tcc-all-reduce-gradients --tcc-apply-optimizer="optimizer=sgd momentum=0.9" --tcc-shard-optimizer-state=shards=3 --split-input-file | FileCheck %s --check-prefix=SGD
+// RUN: tcc-opt %s --tcc-all-reduce-gradients --tcc-clip-gradients=max-norm=1 --tcc-apply-optimizer=optimizer=adamw --tcc-shard-optimizer-state=shards=2 --split-input-file | FileCheck %s --check-prefix=CLIP
+// RUN: tcc-opt %s --tcc-all-reduce-gradients --tcc-clip-gradients=track=true --tcc-apply-optimizer=optimizer=adamw --tcc-shard-optimizer-state=shards=2 --split-input-file | FileCheck %s --check-prefix=TRACK
+// RUN: tcc-opt %s --tcc-all-reduce-gradients --tcc-clip-gradients=max-norm=1 --tcc-apply-optimizer="optimizer=sgd momentum=0.9" --tcc-shard-optimizer-state=shards=3 --split-input-file | FileCheck %s --check-prefix=CLIPACC
 
 // ZeRO stage 1: the bucket is reduce-scattered (each result this rank's
 // 1-D shard of ceil(n/N) elements), each update runs on the shard of its
@@ -27,6 +30,30 @@
 // CHECK-NEXT:    %[[BP:[^,]+]], %[[BM1:[^,]+]], %[[BV1:[^ ]+]] = tcc.adamw_update %[[BS]], %[[GS]]#0, %[[BM]], %[[BV]], {{.+}} : tensor<2xf32>, tensor<f32>
 // CHECK-NEXT:    %[[BF:.+]] = tcc.all_gather %[[BP]] {shards = 2 : i64} : tensor<2xf32> -> tensor<3xf32>
 // CHECK-NEXT:    return %{{.+}}, %[[WF]], %[[BF]], %[[WM1]], %[[WV1]], %[[BM1]], %[[BV1]], %{{.+}} :
+
+// Clipping: the global norm is taken of the shards over the ranks
+// (tcc.sharded_global_norm), the coefficient multiplies each shard, and the
+// update reads the clipped shard; grad_norm is the sharded norm.
+// CLIP-LABEL: func.func @train_step
+// CLIP-SAME:    -> (tensor<f32> {tcc.kind = "loss"}, tensor<f32> {tcc.kind = "metric", tcc.name = "grad_norm"}
+// CLIP-NOT:     tcc.global_norm
+// CLIP:         %[[GS:.+]]:2 = tcc.reduce_scatter {{.+}} {bucket = 0 : i64, shards = 2 : i64} : tensor<3xf32>, tensor<3x2xf32> -> tensor<2xf32>, tensor<3xf32>
+// CLIP-NEXT:    %[[N:.+]] = tcc.sharded_global_norm %[[GS]]#1, %[[GS]]#0 {shards = 2 : i64} : tensor<3xf32>, tensor<2xf32>
+// CLIP:         %[[C:.+]] = tcc.minimum
+// CLIP-NEXT:    %[[WC:.+]] = tcc.mul %[[GS]]#1, %[[C]] : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+// CLIP-NEXT:    %[[BC:.+]] = tcc.mul %[[GS]]#0, %[[C]] : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+// CLIP:         %[[WS:.+]] = tcc.shard_slice %arg0 {shards = 2 : i64} : tensor<3x2xf32> -> tensor<3xf32>
+// CLIP-NEXT:    tcc.adamw_update %[[WS]], %[[WC]], {{.+}} : tensor<3xf32>, tensor<f32>
+// CLIP:         tcc.adamw_update %{{.+}}, %[[BC]], {{.+}} : tensor<2xf32>, tensor<f32>
+// CLIP:         return %{{.+}}, %[[N]], {{.+}}
+
+// --track-grad-norm: the sharded norm is returned, nothing multiplied.
+// TRACK-LABEL: func.func @train_step
+// TRACK:         %[[GS:.+]]:2 = tcc.reduce_scatter
+// TRACK-NEXT:    %[[N:.+]] = tcc.sharded_global_norm %[[GS]]#1, %[[GS]]#0 {shards = 2 : i64}
+// TRACK-NOT:     tcc.mul
+// TRACK:         tcc.adamw_update %{{.+}}, %[[GS]]#1, {{.+}} : tensor<3xf32>, tensor<f32>
+// TRACK:         return %{{.+}}, %[[N]], {{.+}}
 
 // 4 shards of 3 elements: 1 each (the last rank owns none); Lion's one
 // moment.
@@ -58,6 +85,18 @@ func.func @train_step(%w: tensor<3x2xf32> {tcc.kind = "param", tcc.name = "w"},
 // SGD-NEXT:    %[[P:.+]] = tcc.shard_slice %arg0 {shards = 3 : i64} : tensor<5xf32> -> tensor<2xf32>
 // SGD-NEXT:    tcc.sgd_momentum_update %[[P]], %[[M]], {{.+}} : tensor<2xf32>
 // SGD-NEXT:    tcc.all_gather {{.+}} : tensor<2xf32> -> tensor<5xf32>
+// With clipping, the norm is of the scattered accumulators (times 1/K),
+// and the update reads the shard's mean times the coefficient.
+// CLIPACC-LABEL: func.func @train_step
+// CLIPACC:         %[[R:.+]] = tcc.reduce_scatter %{{.+}} {bucket = 0 : i64, shards = 3 : i64} : tensor<5xf32> -> tensor<2xf32>
+// CLIPACC-NEXT:    %[[M:.+]] = tcc.mul %[[R]], %{{.+}} : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+// CLIPACC:         %[[N:.+]] = tcc.sharded_global_norm %[[R]] {shards = 3 : i64} : tensor<2xf32>
+// CLIPACC-NEXT:    %[[NK:.+]] = tcc.mul %[[N]], %{{.+}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// CLIPACC:         %[[C:.+]] = tcc.minimum
+// CLIPACC-NEXT:    %[[G:.+]] = tcc.mul %[[M]], %[[C]] : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+// CLIPACC-NEXT:    %[[P:.+]] = tcc.shard_slice %arg0 {shards = 3 : i64} : tensor<5xf32> -> tensor<2xf32>
+// CLIPACC-NEXT:    tcc.sgd_momentum_update %[[P]], %[[G]], {{.+}} : tensor<2xf32>
+// CLIPACC:         return %[[NK]],
 func.func @train_step(%w: tensor<5xf32> {tcc.kind = "param", tcc.name = "w"},
                       %acc: tensor<5xf32> {tcc.kind = "state", tcc.name = "w.grad_acc"})
     -> (tensor<5xf32> {tcc.kind = "grad", tcc.name = "w"}) {
