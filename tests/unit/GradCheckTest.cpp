@@ -546,6 +546,20 @@ std::vector<Case> cases() {
        "%y = tcc.minimum %a, %b : (tensor<3x1xf32>, tensor<3x4xf32>) -> "
        "tensor<3x4xf32>",
        "3x4xf32"},
+      // Remainders (TccGradientsMath.cpp): quotients in (-2.8, -2.09), away
+      // from the integers where the remainder jumps; trunc is -2, floor -3.
+      {"tcc.mod",
+       "mod_fmod_bcast",
+       {{"a", "3x4xf32", -2.8f, -2.2f}, {"b", "4xf32", 1.0f, 1.05f}},
+       "%y = tcc.mod %a, %b {fmod = true} : (tensor<3x4xf32>, tensor<4xf32>) "
+       "-> tensor<3x4xf32>",
+       "3x4xf32"},
+      {"tcc.mod",
+       "mod_floor_bcast",
+       {{"a", "3x4xf32", 2.2f, 2.8f}, {"b", "3x1xf32", -1.05f, -1.0f}},
+       "%y = tcc.mod %a, %b : (tensor<3x4xf32>, tensor<3x1xf32>) -> "
+       "tensor<3x4xf32>",
+       "3x4xf32"},
       {"tcc.reduce_max",
        "reduce_max",
        {{"a", "2x3x4xf32"}},
