@@ -191,8 +191,8 @@ OpKind fusion::classify(Operation *op) {
       .Case<WhereOp>([](WhereOp w) {
         return isFloatValue(w.getResult()) ? OpKind::Elementwise : OpKind::None;
       })
-      // Integer maximum/minimum stay kernels.
-      .Case<MaximumOp, MinimumOp>([](auto m) {
+      // Integer maximum/minimum/mod stay kernels.
+      .Case<MaximumOp, MinimumOp, ModOp>([](auto m) {
         return isFloatValue(m.getResult()) ? OpKind::Elementwise : OpKind::None;
       })
       .Case<SliceOp>([](SliceOp s) {

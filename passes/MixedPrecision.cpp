@@ -101,8 +101,9 @@ Policy policyOf(Operation *op) {
           WhereOp, MaxPool2dOp, MaxPool2dGradOp, AvgPool2dOp, AvgPool2dGradOp,
           UnaryFnOp, UnaryFnGradOp>(op))
     return Policy::Follow;
-  // Exact in any float type: the result is one of the operands.
-  if (isa<MaximumOp, MinimumOp>(op))
+  // Exact in any float type: the result is one of the operands (or, for
+  // mod, a remainder, which is exact in its operands' format).
+  if (isa<MaximumOp, MinimumOp, ModOp>(op))
     return Policy::Follow;
   return Policy::F32;
 }

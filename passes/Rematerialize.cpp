@@ -248,8 +248,7 @@ static int64_t recomputeCost(Operation *op, bool gemms) {
           .Case<ReshapeOp, BroadcastToOp, TransposeOp, SliceOp, SliceGradOp,
                 ConcatOp, GatherOp, CastOp, WhereOp, NegOp, ReluOp, AddOp,
                 SubOp, MulOp, DivOp, CompareOp, LogicOp, MaximumOp, MinimumOp,
-                GatherElementsOp, GatherNdOp>(
-              [](auto) { return 1; })
+                ModOp, GatherElementsOp, GatherNdOp>([](auto) { return 1; })
           // Counter-based hash per element, two results.
           .Case<DropoutOp>([](auto) { return 2; })
           .Case<ExpOp, LogOp, SqrtOp, TanhOp, SigmoidOp, ErfOp, PowOp,

@@ -25,7 +25,7 @@ const char *tcc::cudaPrelude() {
     for (const char *header :
          {embedded::ConfigH, embedded::HalfH, embedded::ActivationsH,
           embedded::PtxH, embedded::FusedCudaMathH, embedded::FusedCudaRowsH,
-          embedded::UnaryFnH})
+          embedded::UnaryFnH, embedded::ModH})
       s.append(header).append("\n");
     return s;
   }();

@@ -43,7 +43,7 @@ const char *tcc::fusedPrelude() {
     for (const char *header :
          {embedded::ConfigH, embedded::HalfH, embedded::FastExpH,
           embedded::FastMathH, embedded::ActivationsH, embedded::FusedHostMathH,
-          embedded::RowReduceH, embedded::UnaryFnH})
+          embedded::RowReduceH, embedded::UnaryFnH, embedded::ModH})
       s.append(header).append("\n");
     s += "} // namespace\n";
     return s;

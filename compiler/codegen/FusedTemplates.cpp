@@ -71,6 +71,10 @@ std::string elementwiseTemplate(Operation *o) {
       // NaN propagates from either operand, as in KernelsCompare.cpp.
       .Case<MaximumOp>([](auto) { return "(($0 > $1 || $0 != $0) ? $0 : $1)"; })
       .Case<MinimumOp>([](auto) { return "(($0 < $1 || $0 != $0) ? $0 : $1)"; })
+      // runtime/core/prelude/Mod.h, as the mod kernels.
+      .Case<ModOp>([](ModOp m) {
+        return m.getFmod() ? "tcc_mod($0, $1, 1)" : "tcc_mod($0, $1, 0)";
+      })
       .Default([](Operation *) { return ""; });
 }
 

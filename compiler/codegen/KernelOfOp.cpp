@@ -273,6 +273,10 @@ LogicalResult describeKernel(Operation *op, rt::Instr &in) {
       })
       .Case<mlir::tcc::MaximumOp, mlir::tcc::MinimumOp>(
           [](auto) { return success(); })
+      .Case<mlir::tcc::ModOp>([&](auto m) {
+        rt::abi::setAttrs(in, rt::abi::ModAttrs{m.getFmod()});
+        return success();
+      })
       // Indexing by data (TccOpsIndex.td).
       .Case<mlir::tcc::GatherElementsOp>([&](auto g) {
         rt::abi::setAttrs(in, rt::abi::AxisAttrs{(int64_t)g.getAxis()});

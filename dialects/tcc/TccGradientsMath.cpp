@@ -73,6 +73,30 @@ SmallVector<Value> UnaryFnOp::buildGradients(OpBuilder &b, ValueRange grads) {
 }
 
 //===----------------------------------------------------------------------===//
+// Remainder
+//===----------------------------------------------------------------------===//
+
+// d/dlhs = 1 and d/drhs = -trunc(lhs / rhs) (floor without fmod), as
+// PyTorch's fmod and remainder. trunc(q) is q - fmod(q, 1): fmod is exact,
+// so the difference is the integer part exactly, and no trunc op is needed.
+SmallVector<Value> ModOp::buildGradients(OpBuilder &b, ValueRange grads) {
+  Location loc = getLoc();
+  Value dy = grads[0];
+  Type et = typeOf(dy).getElementType();
+  Value q = DivOp::create(b, loc, getLhs(), getRhs());
+  Value one = scalarConstant(b, loc, et, 1.0);
+  Value whole =
+      getFmod()
+          ? (Value)SubOp::create(b, loc, q, ModOp::create(b, loc, q, one, true))
+          : (Value)UnaryFnOp::create(b, loc, q, b.getStringAttr("floor"),
+                                     b.getF64FloatAttr(0.0),
+                                     b.getF64FloatAttr(0.0));
+  Value db = NegOp::create(b, loc, MulOp::create(b, loc, dy, whole));
+  return {reduceToType(b, loc, dy, typeOf(getLhs())),
+          reduceToType(b, loc, db, typeOf(getRhs()))};
+}
+
+//===----------------------------------------------------------------------===//
 // Powers
 //===----------------------------------------------------------------------===//
 

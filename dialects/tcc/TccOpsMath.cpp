@@ -49,6 +49,14 @@ LogicalResult PowOp::inferReturnTypes(MLIRContext *,
   return detail::inferBroadcast("pow", loc, operands, results);
 }
 
+LogicalResult ModOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      ValueRange operands, DictionaryAttr,
+                                      OpaqueProperties, RegionRange,
+                                      SmallVectorImpl<Type> &results) {
+  return detail::inferBroadcast("mod", loc, operands, results);
+}
+
 OpFoldResult PowScalarOp::fold(FoldAdaptor) {
   if (getExponent().convertToDouble() == 1.0)
     return getInput();

@@ -117,6 +117,32 @@ def Tcc_PowScalarGradOp : Tcc_InferOp<"pow_scalar_grad",
 }
 
 //===----------------------------------------------------------------------===//
+// Remainder
+//===----------------------------------------------------------------------===//
+
+def Tcc_ModOp : Tcc_DiffOp<"mod"> {
+  let summary = "Element-wise remainder with NumPy broadcasting";
+  let description = [{
+    With `fmod` the remainder of truncated division, which has the sign of
+    `lhs` (C's fmod, numpy.fmod); without, that of floored division, with
+    the sign of `rhs` (Python's %, numpy.mod). Both operands have one
+    element type, a float or i64; an integer remainder by 0 is 0 (numpy's
+    answer; ONNX leaves it undefined). For floats the gradient is `dy` for
+    `lhs` and `-dy * trunc(lhs / rhs)` (floor without `fmod`) for `rhs`, as
+    torch.fmod and torch.remainder.
+    ```mlir
+    %r = tcc.mod %a, %b {fmod = true} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat, I64]>:$lhs,
+                   RankedTensorOf<[AnyFloat, I64]>:$rhs,
+                   DefaultValuedAttr<BoolAttr, "false">:$fmod);
+  let results = (outs RankedTensorOf<[AnyFloat, I64]>:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
 // The unary function family
 //===----------------------------------------------------------------------===//
 

@@ -57,13 +57,17 @@ static Use useOf(StringRef op, unsigned index, bool isU64) {
       "GreaterOrEqual",  "Shape",  "Size",        "Cast",
       "CastLike",        "ArgMax", "ArgMin",      "QuantizeLinear",
       "DequantizeLinear"};
-  // Extrema and ordering misread a UINT64 above INT64_MAX.
+  // Extrema, ordering and division misread a UINT64 above INT64_MAX.
   static const char *const kOrders[] = {
       "ReduceMax",      "ReduceMin", "Max",         "Min",
       "MaxPool",        "Less",      "LessOrEqual", "Greater",
-      "GreaterOrEqual", "ArgMax",    "ArgMin"};
+      "GreaterOrEqual", "ArgMax",    "ArgMin",      "Mod"};
   if (isU64 && llvm::is_contained(kOrders, op))
     return Use::Refused;
+  // A remainder lies between 0 and the divisor: the output holds a value
+  // of the operands' type, as a moved one does.
+  if (op == "Mod")
+    return Use::Moves;
   if (llvm::is_contained(kMoves, op))
     // Gather's indices and Where's condition are read, not moved.
     return (op == "Gather" && index == 1) || (op == "Where" && index == 0)

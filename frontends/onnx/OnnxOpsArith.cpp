@@ -1,11 +1,12 @@
 //===- OnnxOpsArith.cpp - Builders: Sum, Mean, Mod, BitShift, Pow folds ---===//
 //
 // Variadic Sum and Mean are chains of tcc.add (Mean then divides by the
-// count, as NumPy's mean does). Mod and BitShift, and Pow of integers, have
-// no kernel: they fold when their operands are constants, computed in the
-// operands' own type (wrapping at its width, as ONNX does), and are refused
-// by name otherwise. An integer never runs through Pow at run time, since
-// a float pow of integers need not truncate to the exact power.
+// count, as NumPy's mean does). Mod, BitShift and Pow of integers fold
+// when their operands are constants, computed in the operands' own type
+// (wrapping at its width, as ONNX does). Mod runs on tcc.mod otherwise;
+// BitShift and integer Pow are refused by name. An integer never runs
+// through Pow at run time, since a float pow of integers need not truncate
+// to the exact power.
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/OnnxFold.h"
@@ -131,9 +132,40 @@ LogicalResult mlir::tcc::importMean(NodeImporter &node) {
 // Mod
 //===----------------------------------------------------------------------===//
 
+/// tcc.mod of two run-time (or one run-time and one constant) operands:
+/// floats in float32 like the other element-wise ops, integers as i64 (a
+/// remainder stays in its operands' range, so the narrow types that
+/// OnnxDeclaredTypes.cpp lets through are exact).
+static LogicalResult importRunTimeMod(NodeImporter &node, bool fmod) {
+  FailureOr<RankedTensorType> type = node.inputType(0);
+  FailureOr<RankedTensorType> type1 = node.inputType(1);
+  if (failed(type) || failed(type1))
+    return failure();
+  Type et = type->getElementType();
+  if (isa<FloatType>(et) != isa<FloatType>(type1->getElementType()))
+    return node.emitError() << "operands have different element types, "
+                            << *type << " and " << *type1;
+  if (et.isInteger(1))
+    return node.emitError() << "Mod takes numeric tensors, not bools";
+  bool isFloat = isa<FloatType>(et);
+  if (isFloat && !fmod)
+    return node.emitError() << "a float Mod needs fmod = 1";
+  FailureOr<Value> a = isFloat ? node.input(0) : node.anyInput(0);
+  FailureOr<Value> b = isFloat ? node.input(1) : node.anyInput(1);
+  if (failed(a) || failed(b))
+    return failure();
+  FailureOr<Value> y =
+      node.create<ModOp>(*a, *b, node.builder().getBoolAttr(fmod));
+  if (failed(y))
+    return failure();
+  node.setOutput(0, *y);
+  return success();
+}
+
 // Opset 10 (13 added types). fmod = 0: the integer remainder with the sign
 // of the divisor (Python's %); fmod = 1: C's fmod, with the dividend's sign,
-// the only form for floats.
+// the only form for floats (the spec requires it). Constants fold; other
+// operands run on tcc.mod.
 LogicalResult mlir::tcc::importMod(NodeImporter &node) {
   FailureOr<int64_t> fmod = node.intAttr("fmod", 0);
   if (failed(fmod))
@@ -144,9 +176,7 @@ LogicalResult mlir::tcc::importMod(NodeImporter &node) {
   if (failed(folded))
     return failure();
   if (!*folded)
-    return node.emitUnsupported("run-time operands")
-           << "Mod folds when both operands are known at import; tcc has no "
-              "remainder kernel to run it";
+    return importRunTimeMod(node, *fmod == 1);
   Folded &f = **folded;
   if (f.cs[1].getElementType() != f.element)
     return node.emitError()

@@ -70,6 +70,7 @@ static constexpr KernelDef kKernels[] = {
     {K::MaxPool2dGrad, run_max_pool2d_grad},
     {K::Maximum, run_maximum},
     {K::Minimum, run_minimum},
+    {K::Mod, run_mod},
     {K::MseLoss, run_mse_loss},
     {K::MseLossGrad, run_mse_loss_grad},
     {K::Mul, run_mul},

@@ -1,4 +1,4 @@
-//===- KernelsLogic.cpp - compare, logic, extrema, arg_max/arg_min --------===//
+//===- KernelsLogic.cpp - compare, logic, extrema, mod, arg_max/arg_min ---===//
 //
 // Bools are i64 words 0/1 (docs/ARCHITECTURE.md); logic reads any non-zero
 // word as true. maximum/minimum and the reductions propagate NaN as PyTorch
@@ -7,6 +7,7 @@
 // an output may alias a same-sized input.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/core/prelude/Mod.h"
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <algorithm>
@@ -108,6 +109,23 @@ void run_minimum(const KernelArgs &a) {
   byDType(a.out[0].dtype, [&](auto t) {
     using T = decltype(t);
     broadcastBinary<T>(a, static_cast<T *>(a.out[0].data), minOf<T>);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// mod
+//===----------------------------------------------------------------------===//
+
+// The remainder is runtime/core/prelude/Mod.h's, as on the GPU and in the
+// generated kernels.
+void run_mod(const KernelArgs &a) {
+  int fmod = abi::attrs<KernelId::Mod>(a.instr).fmod ? 1 : 0;
+  if (a.out[0].dtype == DType::F32)
+    return broadcastBinary<float>(a, a.out[0].f32(), [fmod](float l, float r) {
+      return tcc_mod(l, r, fmod);
+    });
+  broadcastBinary<int64_t>(a, a.out[0].i64(), [fmod](int64_t l, int64_t r) {
+    return (int64_t)tcc_mod_i64(l, r, fmod);
   });
 }
 

@@ -109,6 +109,7 @@ static constexpr CudaKernelDef kCudaKernels[] = {
     {K::MaxPool2dGrad, launch_max_pool2d_grad, nullptr, E::PoolIndex},
     {K::Maximum, launch_maximum, prepareRank, E::None},
     {K::Minimum, launch_minimum, prepareRank, E::None},
+    {K::Mod, launch_mod, prepareRank, E::None},
     {K::MseLoss, launch_mse_loss, prepare_mse_loss, E::None},
     {K::MseLossGrad, launch_mse_loss_grad, nullptr, E::None},
     {K::Mul, launch_binary, prepareRank, E::None},

@@ -127,6 +127,7 @@ TCC_CUDA_KERNEL(compare)
 TCC_CUDA_KERNEL(logic)
 TCC_CUDA_KERNEL(maximum)
 TCC_CUDA_KERNEL(minimum)
+TCC_CUDA_KERNEL(mod)
 TCC_CUDA_KERNEL(reduce_extremum) // reduce_max, reduce_min
 TCC_CUDA_KERNEL(arg_extremum)    // arg_max, arg_min
 TCC_CUDA_KERNEL(reduce_prod)

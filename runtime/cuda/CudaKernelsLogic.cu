@@ -1,4 +1,4 @@
-//===- CudaKernelsLogic.cu - compare, logic, extrema, arg_max/arg_min -----===//
+//===- CudaKernelsLogic.cu - compare, logic, extrema, mod, arg_max/min ----===//
 //
 // Ports of runtime/cpu/KernelsLogic.cpp, test for test: bools are i64 words
 // 0/1, maximum/minimum and the reductions propagate NaN, arg_max/arg_min
@@ -9,6 +9,7 @@
 // from (masks, pooled features), so no block-wide tree is worth it.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/core/prelude/Mod.h"
 #include "runtime/cuda/CudaKernelsCommon.cuh"
 
 #include <algorithm>
@@ -139,6 +140,34 @@ static void launchExtremum(const CudaArgs &a, bool isMax) {
 
 void launch_maximum(const CudaArgs &a) { launchExtremum(a, true); }
 void launch_minimum(const CudaArgs &a) { launchExtremum(a, false); }
+
+//===----------------------------------------------------------------------===//
+// mod
+//===----------------------------------------------------------------------===//
+
+__global__ void modKernel(const void *l, const void *r, void *y, int t,
+                          int fmod, long long n, Strided<3> s) {
+  TCC_GRID_STRIDE(i, n) {
+    long long off[3];
+    s.offsets(i, off);
+    if (t == kDtI64)
+      static_cast<long long *>(y)[off[0]] =
+          tcc_mod_i64(static_cast<const long long *>(l)[off[1]],
+                      static_cast<const long long *>(r)[off[2]], fmod);
+    else
+      stf(y, t, off[0], tcc_mod(ldf(l, t, off[1]), ldf(r, t, off[2]), fmod));
+  }
+}
+
+void launch_mod(const CudaArgs &a) {
+  const TensorView &Y = a.out[0];
+  if (Y.numel == 0)
+    return;
+  int fmod = abi::attrs<K::Mod>(a.instr).fmod ? 1 : 0;
+  TCC_LAUNCH(modKernel, gridFor(Y.numel, kBlock, a.smCount), kBlock, a.stream)
+  (a.in[0].data, a.in[1].data, Y.data, dt(Y), fmod, Y.numel, binaryStrides(a));
+  checkLaunch(a.instr.kernel.c_str());
+}
 
 //===----------------------------------------------------------------------===//
 // reduce_max, reduce_min

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """End to end against PyTorch: the math family (GELU, LayerNorm, element-wise
-functions and the unary family of tcc.unary_fn, Pow, Dropout, the norms,
+functions and the unary family of tcc.unary_fn, Pow, Mod, Dropout, the norms,
 log-sum-exp, product and cumsum reductions) exported by torch.onnx.export at
 opset 17. Ops torch 1.13 cannot export (Sinh, Shrink, ReduceSumSquare, ...)
 are exported as stand-in ops renamed in the file, PyTorch computing the real
@@ -218,6 +218,21 @@ class Renamed(nn.Module):
         return self.fc2(a + b)
 
 
+class Remainder(nn.Module):
+    """torch.fmod (ONNX Mod with fmod = 1) by a trained divisor and by a
+    constant: the dividend's gradient passes through, the divisor's is
+    -trunc(a / b). (torch.remainder exports as Div, Floor, Mul, Sub.)"""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 8)
+        self.d = nn.Parameter(torch.linspace(0.7, 1.6, 8))
+
+    def forward(self, x):
+        h = self.fc(x) * 3
+        return torch.fmod(h, self.d) + torch.fmod(h * h, 1.25) * 0.5
+
+
 class Reductions(nn.Module):
     """torch.norm (p 1 and 2), logsumexp, prod and cumsum over a trained
     layer's output, and prod of a parameter with zeros: one in row 0 (its
@@ -422,6 +437,8 @@ def main():
     parity_case(t, w, "renamed_unary", Renamed(), (16, 6),
                 ["Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softsign",
                  "ThresholdedRelu", "Shrink"], rewrite=rename_stand_ins)
+    parity_case(t, w, "fmod", Remainder(), (8, 6), ["Mod"],
+                compile_extra=["--trainable", "fc.*,d"])
     parity_case(t, w, "reductions", Reductions(), (8, 6),
                 ["ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceProd", "CumSum"])
     parity_case(t, w, "norm_at_zero", NormAtZero(), (8, 6), ["ReduceL2"],

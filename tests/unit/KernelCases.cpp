@@ -46,6 +46,7 @@ const std::vector<KernelCase> &allKernelCases() {
     // Comparisons, logic, extrema.
     compareLogicCases(all);
     extremumCases(all);
+    modCases(all);
     reduceExtremumCases(all);
     reduceProdCumSumCases(all);
     argExtremumCases(all);

@@ -1,7 +1,8 @@
 //===- KernelCasesLogic.h - compare, logic, extrema cases -----------------===//
 //
 // compare (every predicate, f32 with NaN and i64, broadcast), logic (every
-// kind), maximum/minimum (f32 with ties and NaN, bf16, i64, in place),
+// kind), maximum/minimum (f32 with ties and NaN, bf16, i64, in place), mod
+// (both sign rules, zero divisors, f32, bf16, i64),
 // reduce_max/reduce_min over inner, outer and several axes, reduce_prod
 // and its gradient likewise, cumsum in every mode, and arg_max/arg_min with
 // ties both ways: all exact, so bit for bit.
@@ -13,6 +14,7 @@
 #include "KernelCases.h"
 
 #include <cmath>
+#include <limits>
 
 namespace tcc::rt::test {
 
@@ -63,6 +65,39 @@ inline void extremumCases(std::vector<KernelCase> &cases) {
   for (const char *k : {"maximum", "minimum"}) {
     c.outs.push_back(p.out(DType::I64, {2, 2}));
     p.instr(k, {a, b}, {c.outs.back()});
+  }
+  cases.push_back(std::move(c));
+}
+
+/// mod both ways: f32 and bf16 with mixed signs, zeros, a zero divisor,
+/// infinities and NaN, broadcast and in place; i64 with mixed signs,
+/// divisors 0 and -1 and INT64_MIN. Remainders are exact: bit for bit.
+inline void modCases(std::vector<KernelCase> &cases) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    KernelCase c{std::string("mod_") + dtypeName(t)};
+    OneProgram &p = c.prog;
+    int32_t a = p.random(t, {4, 33}, -9, 9), b = p.random(t, {33}, -3, 3);
+    int32_t x = p.floats(t, {2, 4}, {5, -5, 0, -0.0f, INFINITY, 3, NAN, 7});
+    int32_t y = p.floats(t, {4}, {-2, 0, INFINITY, -INFINITY});
+    for (int64_t fmod : {0, 1}) {
+      c.outs.push_back(p.out(t, {4, 33}));
+      p.instr("mod", {a, b}, {c.outs.back()}, {fmod});
+      c.outs.push_back(p.out(t, {2, 4}));
+      p.instr("mod", {x, y}, {c.outs.back()}, {fmod});
+    }
+    int32_t inplace = p.random(t, {4, 33}, -9, 9);
+    p.instr("mod", {inplace, b}, {inplace}, {1});
+    c.outs.push_back(inplace);
+    cases.push_back(std::move(c));
+  }
+  KernelCase c{"mod_i64"};
+  OneProgram &p = c.prog;
+  int64_t lo = std::numeric_limits<int64_t>::min();
+  int32_t a = p.i64({2, 4}, {7, -7, 7, -7, 5, lo, lo, 0});
+  int32_t b = p.i64({2, 4}, {3, 3, -3, -3, 0, -1, 7, -4});
+  for (int64_t fmod : {0, 1}) {
+    c.outs.push_back(p.out(DType::I64, {2, 4}));
+    p.instr("mod", {a, b}, {c.outs.back()}, {fmod});
   }
   cases.push_back(std::move(c));
 }

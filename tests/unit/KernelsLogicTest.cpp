@@ -3,7 +3,8 @@
 // Known values of the CPU kernels of KernelsLogic.cpp, which the
 // conformance cases (KernelCasesLogic.h) then hold every backend to: the
 // predicates with NaN, bools as any non-zero word, NaN propagation and
-// ties of the extrema, and which index arg_max takes.
+// ties of the extrema, mod's sign rules and zero divisors, and which index
+// arg_max takes.
 //
 //===----------------------------------------------------------------------===//
 #include "KernelTestUtil.h"
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 using namespace tcc::rt;
 using namespace tcc::rt::test;
@@ -87,6 +89,39 @@ TEST(KernelsLogic, ExtremaPropagateNaN) {
   int32_t Y = h.out({2}, DType::I64);
   h.run("maximum", {I, J}, {Y});
   EXPECT_EQ(h.getI64(Y), bools({3, 4}));
+}
+
+// numpy.fmod and numpy.mod's answers (torch.fmod and torch.remainder agree),
+// with the signed zeros; an integer remainder by 0 is 0, never a trap.
+TEST(KernelsLogic, ModSignRulesAndZeroDivisors) {
+  KernelHarness h;
+  int32_t A = h.f32({6}, {7, -7, 7, -7, -4, 1});
+  int32_t B = h.f32({6}, {3, 3, -3, -3, 2, -INFINITY});
+  int32_t F = h.out({6}), M = h.out({6});
+  h.run("mod", {A, B}, {F}, {1});
+  h.run("mod", {A, B}, {M}, {0});
+  std::vector<float> f = h.get(F), m = h.get(M);
+  EXPECT_EQ(f, std::vector<float>({1, -1, 1, -1, -0.0f, 1}));
+  EXPECT_TRUE(std::signbit(f[4]));
+  EXPECT_EQ(m, std::vector<float>({1, 2, -2, -1, 0, -INFINITY}));
+  EXPECT_FALSE(std::signbit(m[4]));
+  int32_t Z = h.f32({}, {0}), NZ = h.out({6});
+  h.run("mod", {A, Z}, {NZ}, {1});
+  for (float v : h.get(NZ))
+    EXPECT_TRUE(std::isnan(v));
+
+  int64_t lo = std::numeric_limits<int64_t>::min();
+  int32_t I = h.i64({6}, {7, -7, 7, -7, 5, lo});
+  int32_t J = h.i64({6}, {3, 3, -3, -3, 0, -1});
+  int32_t IF = h.out({6}, DType::I64), IM = h.out({6}, DType::I64);
+  h.run("mod", {I, J}, {IF}, {1});
+  h.run("mod", {I, J}, {IM}, {0});
+  EXPECT_EQ(h.getI64(IF), bools({1, -1, 1, -1, 0, 0}));
+  EXPECT_EQ(h.getI64(IM), bools({1, 2, -2, -1, 0, 0}));
+  EXPECT_NE(errorOf([&] {
+              h.check("mod", {A, I}, {F}, {1});
+            }).find("expected f32"),
+            std::string::npos);
 }
 
 TEST(KernelsLogic, ReduceMaxMin) {

@@ -56,6 +56,9 @@ void check_extremum(const KernelSig &s) {
   expectInputsBroadcast(s);
 }
 
+// As extremum: f32 or i64, all three alike.
+void check_mod(const KernelSig &s) { check_extremum(s); }
+
 void check_arg_extremum(const KernelSig &s) {
   expectArity(s, 1, 1);
   DType t = s.in[0]->dtype;

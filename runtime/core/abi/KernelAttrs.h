@@ -290,6 +290,12 @@ struct PowScalarAttrs {
   template <class V> void visit(V &v) { v.real(exponent, "exponent"); }
 };
 
+/// mod: C's fmod (the dividend's sign), else NumPy's mod (the divisor's).
+struct ModAttrs {
+  bool fmod = false;
+  template <class V> void visit(V &v) { v.flag(fmod, "fmod"); }
+};
+
 /// gelu and its gradient: the tanh approximation, else the exact erf form.
 struct GeluAttrs {
   bool tanh = false;

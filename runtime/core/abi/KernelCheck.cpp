@@ -71,6 +71,7 @@ static constexpr CheckEntry kChecks[] = {
     {K::MaxPool2dGrad, check_max_pool2d_grad},
     {K::Maximum, check_extremum},
     {K::Minimum, check_extremum},
+    {K::Mod, check_mod},
     {K::MseLoss, check_mse_loss},
     {K::MseLossGrad, check_mse_loss_grad},
     {K::Mul, check_binary},

@@ -146,6 +146,7 @@ TCC_CHECK(compare)
 TCC_CHECK(logic)
 TCC_CHECK(extremum)     // maximum, minimum
 TCC_CHECK(arg_extremum) // arg_max, arg_min
+TCC_CHECK(mod)
 // CheckConv.cpp
 TCC_CHECK(conv2d)
 TCC_CHECK(conv2d_grad_input)
