@@ -8,7 +8,9 @@ test recomputes tcc's draws here from the documented formula (SplitMix64,
 Box-Muller on the two 32-bit halves; the seed is the FNV-1a hash of the
 node's output name) and checks, against PyTorch with that noise fixed, the
 loss (MSE + KL) and every parameter's gradient of one SGD step (lr = 1,
-rtol 1e-4), then that the second step draws new noise (step 1's values).
+rtol 1e-4), then that the second step draws new noise (step 1's values),
+compiled plainly and with the whole forward recomputed in the backward (a
+1-byte --memory-budget: the recomputed tcc.random draws the same noise).
 Finally tcc trains it for 50 Adam steps and the loss must fall.
 """
 import argparse
@@ -58,6 +60,27 @@ def tcc_normal(seed, step, shape, rank=0):
         u2 = (bits & 0xFFFFFFFF) * 2.0 ** -32
         out[i] = np.sqrt(-2.0 * np.log(u1)) * np.cos(2 * np.pi * u2)
     return out.reshape(shape)
+
+
+def check_two_steps(tcc, art, xp, metrics, trained, initial, grads, ref_losses,
+                    plan):
+    """One SGD step's gradients (lr = 1: p0 - p1) and two steps' losses."""
+    run([tcc, "train", art, "--data", "x=" + xp, "--steps", "1", "--no-shuffle",
+         "--no-progress", "--metrics", metrics, "--export", trained])
+    exported = {i.name: onnx.numpy_helper.to_array(i)
+                for i in onnx.load(trained).graph.initializer}
+    for k, g in grads.items():
+        np.testing.assert_allclose(initial[k].numpy() - exported[k], g.numpy(),
+                                   rtol=RTOL, atol=ATOL,
+                                   err_msg=f"{plan}: gradient of {k} differs")
+    run([tcc, "train", art, "--data", "x=" + xp, "--steps", "2", "--no-shuffle",
+         "--no-progress", "--metrics", metrics])
+    losses = [json.loads(l)["loss"] for l in open(metrics)]
+    np.testing.assert_allclose(losses, ref_losses, rtol=RTOL, atol=ATOL,
+                               err_msg="the losses of two steps differ (the noise "
+                               "of step 0 or 1 is not tcc.random's)")
+    print(f"vae ({plan}): loss {losses[0]:.6f}, {losses[1]:.6f} and gradients match PyTorch "
+          "with tcc's noise")
 
 
 class VAE(nn.Module):
@@ -113,29 +136,19 @@ def main():
         ref_losses.append(loss.item())
         opt.step()
 
-    art = os.path.join(d, "vae.tcc")
-    run([args.tcc, "compile", path, "-o", art, "--loss", "output:loss",
-         "--optimizer", "sgd", "--lr", "1"])
     xp = os.path.join(d, "x.npy")
     np.save(xp, x)
     metrics = os.path.join(d, "metrics.jsonl")
     trained = os.path.join(d, "trained.onnx")
-    run([args.tcc, "train", art, "--data", "x=" + xp, "--steps", "1", "--no-shuffle",
-         "--no-progress", "--metrics", metrics, "--export", trained])
-    exported = {i.name: onnx.numpy_helper.to_array(i)
-                for i in onnx.load(trained).graph.initializer}
-    for k, g in grads.items():
-        np.testing.assert_allclose(initial[k].numpy() - exported[k], g.numpy(),
-                                   rtol=RTOL, atol=ATOL,
-                                   err_msg=f"gradient of {k} differs")
-    run([args.tcc, "train", art, "--data", "x=" + xp, "--steps", "2", "--no-shuffle",
-         "--no-progress", "--metrics", metrics])
-    losses = [json.loads(l)["loss"] for l in open(metrics)]
-    np.testing.assert_allclose(losses, ref_losses, rtol=RTOL, atol=ATOL,
-                               err_msg="the losses of two steps differ (the noise "
-                               "of step 0 or 1 is not tcc.random's)")
-    print(f"vae: loss {losses[0]:.6f}, {losses[1]:.6f} and gradients match PyTorch "
-          "with tcc's noise")
+    # Also with the whole forward recomputed in the backward (a 1-byte
+    # budget): the recomputed tcc.random must draw the same noise.
+    for plan, extra in (("plain", []), ("remat", ["--memory-budget", "1",
+                                                   "--recompute", "all"])):
+        art = os.path.join(d, f"vae_{plan}.tcc")
+        run([args.tcc, "compile", path, "-o", art, "--loss", "output:loss",
+             "--optimizer", "sgd", "--lr", "1"] + extra)
+        check_two_steps(args.tcc, art, xp, metrics, trained, initial, grads,
+                        ref_losses, plan)
 
     # Training: 50 Adam steps on the batch, the loss must fall.
     art = os.path.join(d, "vae_adam.tcc")
