@@ -69,6 +69,23 @@ static FailureOr<Type> declaredLike(NodeImporter &node, Type like) {
   return like.isF32() ? Type() : like;
 }
 
+/// Binds output 0 to f32 `v` declared as `declared`: a 16-bit type rounds
+/// the values to it (as Cast does: the values such a tensor holds), DOUBLE
+/// warns that it computes in float32.
+static void setFloatOutput(NodeImporter &node, Value v, Type declared) {
+  if (declared && (declared.isF16() || declared.isBF16())) {
+    auto shape = cast<RankedTensorType>(v.getType()).getShape();
+    OpBuilder &b = node.builder();
+    Value h = CastOp::create(b, node.loc(),
+                             RankedTensorType::get(shape, declared), v);
+    v = CastOp::create(b, node.loc(),
+                       RankedTensorType::get(shape, b.getF32Type()), h);
+  }
+  if (declared && declared.isF64())
+    warnFloat64(node.graphState(), node.loc());
+  node.setOutput(0, v, declared);
+}
+
 /// tcc.random of `shape` (f32): normal(a, b) or uniform [a, b).
 static FailureOr<Value> drawRandom(NodeImporter &node, ArrayRef<int64_t> shape,
                                    Dist dist, double a, double b) {
@@ -120,7 +137,7 @@ static LogicalResult importRandom(NodeImporter &node, Dist dist) {
   FailureOr<Value> v = drawRandom(node, **shape, dist, p->first, p->second);
   if (failed(v))
     return failure();
-  node.setOutput(0, *v, *declared);
+  setFloatOutput(node, *v, *declared);
   return success();
 }
 
@@ -152,7 +169,7 @@ static LogicalResult importRandomLike(NodeImporter &node, Dist dist) {
       drawRandom(node, like->getShape(), dist, p->first, p->second);
   if (failed(v))
     return failure();
-  node.setOutput(0, *v, *declared);
+  setFloatOutput(node, *v, *declared);
   return success();
 }
 
@@ -171,7 +188,8 @@ LogicalResult mlir::tcc::importRandomUniformLike(NodeImporter &node) {
 
 // Bernoulli (15): 1 where u < p, u uniform in [0, 1) on a 2^-24 grid, so
 // P(1) is p rounded up to that grid. The output type is `dtype`, else the
-// input's; float types and BOOL are handled, integer types refused.
+// input's: a float type, BOOL, or an integer type (as Cast: int64 at run
+// time, declared at its width; 0 and 1 fit every one).
 LogicalResult mlir::tcc::importBernoulli(NodeImporter &node) {
   FailureOr<Value> p = node.input(0);
   FailureOr<Type> inType = node.declaredType(0);
@@ -179,14 +197,18 @@ LogicalResult mlir::tcc::importBernoulli(NodeImporter &node) {
     return failure();
   auto pType = cast<RankedTensorType>(p->getType());
   MLIRContext *ctx = node.context();
-  bool toBool = false;
-  FailureOr<Type> declared;
+  // The output's integer type (i1 for BOOL), else null: a float type.
+  Type intType;
+  FailureOr<Type> declared = Type();
   if (node.attr("dtype")) {
     FailureOr<int64_t> dtype = node.intAttr("dtype", 0);
     if (failed(dtype))
       return failure();
-    toBool = *dtype == onnx::TensorProto::BOOL;
-    declared = toBool ? Type() : declaredFloat(node, *dtype);
+    Type t = onnxElementType(ctx, *dtype);
+    if (isa_and_nonnull<IntegerType>(t))
+      intType = t;
+    else
+      declared = declaredFloat(node, *dtype);
   } else {
     declared = declaredLike(node, *inType);
   }
@@ -198,12 +220,18 @@ LogicalResult mlir::tcc::importBernoulli(NodeImporter &node) {
   FailureOr<Value> m = node.create<CompareOp>("lt", *u, *p);
   if (failed(m))
     return failure();
-  if (toBool) {
+  OpBuilder &b = node.builder();
+  if (intType && intType.isInteger(1)) {
     node.setOutput(0, *m);
     return success();
   }
-  auto f32 = RankedTensorType::get(pType.getShape(), Float32Type::get(ctx));
-  node.setOutput(0, CastOp::create(node.builder(), node.loc(), f32, *m),
-                 *declared);
+  Type to = intType ? Type(b.getI64Type()) : Type(b.getF32Type());
+  Value v = CastOp::create(b, node.loc(),
+                           RankedTensorType::get(pType.getShape(), to), *m);
+  if (intType) {
+    node.setOutput(0, v, intType == b.getI64Type() ? Type() : intType);
+    return success();
+  }
+  setFloatOutput(node, v, *declared);
   return success();
 }
