@@ -250,7 +250,7 @@ static int64_t recomputeCost(Operation *op, bool gemms) {
                 SubOp, MulOp, DivOp, CompareOp, LogicOp, MaximumOp, MinimumOp,
                 ModOp, GatherElementsOp, GatherNdOp>([](auto) { return 1; })
           // Counter-based hash per element, two results.
-          .Case<DropoutOp>([](auto) { return 2; })
+          .Case<DropoutOp, RandomOp>([](auto) { return 2; })
           .Case<ExpOp, LogOp, SqrtOp, TanhOp, SigmoidOp, ErfOp, PowOp,
                 PowScalarOp>([](auto) { return 8; })
           .Case<GeluOp>([](auto) { return 16; })

@@ -189,6 +189,13 @@ LogicalResult describeKernel(Operation *op, rt::Instr &in) {
             rt::abi::setAttrs(in, rt::abi::AxisAttrs{(int64_t)l.getAxis()});
             return success();
           })
+      .Case<mlir::tcc::RandomOp>([&](auto r) {
+        rt::abi::setAttrs(in, rt::abi::RandomAttrs{(int64_t)r.getSeed(),
+                                                   r.getNormal(),
+                                                   r.getA().convertToDouble(),
+                                                   r.getB().convertToDouble()});
+        return success();
+      })
       .Case<mlir::tcc::DropoutOp>([&](auto d) {
         rt::abi::setAttrs(
             in, rt::abi::DropoutAttrs{(int64_t)d.getSeed(),

@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::tcc;
@@ -220,5 +221,21 @@ LogicalResult DropoutOp::verify() {
   double ratio = getRatio().convertToDouble();
   if (!(ratio >= 0.0 && ratio <= 1.0))
     return emitOpError("ratio must be in [0, 1], got ") << ratio;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Random numbers
+//===----------------------------------------------------------------------===//
+
+LogicalResult RandomOp::verify() {
+  auto type = cast<RankedTensorType>(getResult().getType());
+  if (!type.hasStaticShape())
+    return emitOpError("the result must have a static shape, got ") << type;
+  double a = getA().convertToDouble(), b = getB().convertToDouble();
+  if (!std::isfinite(a) || !std::isfinite(b))
+    return emitOpError("the distribution's parameters must be finite");
+  if (!getNormal() && !(a <= b))
+    return emitOpError("uniform needs low <= high, got ") << a << " and " << b;
   return success();
 }

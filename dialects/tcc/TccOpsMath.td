@@ -355,4 +355,33 @@ def Tcc_IncrementOp : Tcc_InferOp<"increment",
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+
+//===----------------------------------------------------------------------===//
+// Random numbers (ONNX RandomNormal*, RandomUniform*, Bernoulli)
+//===----------------------------------------------------------------------===//
+
+def Tcc_RandomOp : Tcc_Op<"random", [Pure]> {
+  let summary = "Counter-based normal or uniform random numbers";
+  let description = [{
+    Fills `result` with draws from tcc.dropout's generator: element `i`
+    takes `bits = splitmix64(key + (i + 1) * 0x9E3779B97F4A7C15)`,
+    `key = splitmix64(seed ^ splitmix64(step))`. Uniform (`normal` false):
+    `low + (high - low) * u`, `u = (bits >> 40) * 2^-24` in [0, 1), with
+    `low = a`, `high = b`. Normal (`normal` true): Box-Muller on the two
+    32-bit halves, `u1 = ((bits >> 32) + 1) * 2^-32` in (0, 1] (no log 0) and
+    `u2 = (bits & 0xFFFFFFFF) * 2^-32`, `z = sqrt(-2 ln u1) cos(2 pi u2)`,
+    result `a + b * z` (mean `a`, scale `b`). A pure function of (`seed`,
+    `step`, `i`), so recomputing it draws the same values; it has no
+    gradient (nothing flows into random values).
+    ```mlir
+    %z = tcc.random %step {normal, a = 0.0 : f64, b = 1.0 : f64, seed = 7 : i64} : tensor<i64> -> tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[I64]>:$step, UnitAttr:$normal, F64Attr:$a,
+                   F64Attr:$b, I64Attr:$seed);
+  let results = (outs TensorOf<[F32]>:$result);
+  let assemblyFormat = "$step attr-dict `:` type($step) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // TCC_OPS_MATH_TD

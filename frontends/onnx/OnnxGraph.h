@@ -433,6 +433,16 @@ LogicalResult importPow(NodeImporter &node);
 LogicalResult importLayerNormalization(NodeImporter &node);
 LogicalResult importDropoutInference(NodeImporter &node);
 LogicalResult importDropout(NodeImporter &node);
+/// The `rng.step` state argument of @forward (added on first use) and the
+/// FNV-1a hash seeding a node without a seed attribute (OnnxOpsActivation.cpp).
+FailureOr<Value> rngStep(NodeImporter &node);
+int64_t stableHash(llvm::StringRef s);
+// Random numbers (OnnxOpsRandom.cpp): tcc.random.
+LogicalResult importRandomNormal(NodeImporter &node);
+LogicalResult importRandomUniform(NodeImporter &node);
+LogicalResult importRandomNormalLike(NodeImporter &node);
+LogicalResult importRandomUniformLike(NodeImporter &node);
+LogicalResult importBernoulli(NodeImporter &node);
 // Builders (OnnxOpsUnaryFn.cpp): the functions of tcc.unary_fn.
 LogicalResult importUnaryFn(NodeImporter &node);
 LogicalResult importClip(NodeImporter &node);

@@ -305,6 +305,13 @@ static const OnnxOpEntry kOpTable[] = {
     {"RNN", 7, 28, importRNN},
     {"GRU", 7, 28, importGRU},
     {"LSTM", 7, 28, importLSTM},
+    // Random numbers (OnnxOpsRandom.cpp): RandomNormal, RandomUniform and
+    // their Like forms 1 (22 adds bfloat16), Bernoulli 15 (22 types).
+    {"RandomNormal", 1, 28, importRandomNormal},
+    {"RandomUniform", 1, 28, importRandomUniform},
+    {"RandomNormalLike", 1, 28, importRandomNormalLike},
+    {"RandomUniformLike", 1, 28, importRandomUniformLike},
+    {"Bernoulli", 15, 28, importBernoulli},
 };
 
 ArrayRef<OnnxOpEntry> mlir::tcc::onnxOpTable() { return kOpTable; }

@@ -227,7 +227,7 @@ LogicalResult mlir::tcc::importLayerNormalization(NodeImporter &node) {
 //===----------------------------------------------------------------------===//
 
 /// FNV-1a of `s`: a per-node seed that depends only on the node.
-static int64_t stableHash(StringRef s) {
+int64_t mlir::tcc::stableHash(StringRef s) {
   uint64_t h = 0xCBF29CE484222325ull;
   for (unsigned char c : s) {
     h ^= c;
@@ -237,8 +237,9 @@ static int64_t stableHash(StringRef s) {
 }
 
 /// The `rng.step` state argument of @forward, added on first use: the step
-/// counter every tcc.dropout reads (tcc-build-loss advances it per step).
-static FailureOr<Value> rngStep(NodeImporter &node) {
+/// counter every tcc.dropout and tcc.random reads (tcc-build-loss advances it
+/// per step).
+FailureOr<Value> mlir::tcc::rngStep(NodeImporter &node) {
   static constexpr StringLiteral kName = "rng.step";
   auto func =
       dyn_cast<func::FuncOp>(node.builder().getInsertionBlock()->getParentOp());
@@ -268,7 +269,6 @@ static FailureOr<Value> rngStep(NodeImporter &node) {
     return node.emitError() << "cannot add the '" << kName << "' argument";
   return Value(func.getArgument(index));
 }
-
 
 /// Output 1 (the mask) of an inactive dropout: all true.
 static void setAllTrueMask(NodeImporter &node, RankedTensorType xType) {

@@ -79,6 +79,7 @@ static constexpr KernelDef kKernels[] = {
     {K::PowGrad, run_pow_grad},
     {K::PowScalar, run_pow_scalar},
     {K::PowScalarGrad, run_pow_scalar_grad},
+    {K::Random, run_random},
     {K::ReduceMax, run_reduce_max},
     {K::ReduceMean, run_reduce_mean},
     {K::ReduceMin, run_reduce_min},

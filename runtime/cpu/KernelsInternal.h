@@ -166,6 +166,7 @@ TCC_KERNEL(gelu)
 TCC_KERNEL(gelu_grad)
 TCC_KERNEL(unary_fn)      // KernelsUnaryFn.cpp
 TCC_KERNEL(unary_fn_grad) // KernelsUnaryFn.cpp
+TCC_KERNEL(random)
 TCC_KERNEL(dropout)
 TCC_KERNEL(increment)
 TCC_KERNEL(layer_norm)

@@ -216,6 +216,37 @@ void run_dropout(const KernelArgs &a) {
   }
 }
 
+// Random numbers from dropout's stream: element i (numbered from rank * n,
+// as dropout) takes bits = mix64(key + (i + 1) * gamma). Uniform:
+// u = (bits >> 40) * 2^-24, exact in f32 and in [0, 1), so u < p holds with
+// probability p rounded to 2^-24 (Bernoulli imports as that compare).
+// Normal: Box-Muller on the two 32-bit halves, u1 = (hi + 1) * 2^-32 in
+// (0, 1] (no log 0), u2 = lo * 2^-32, z = sqrt(-2 ln u1) cos(2 pi u2), in
+// double; the CUDA kernel computes the same expression.
+void run_random(const KernelArgs &a) {
+  const uint64_t step = static_cast<uint64_t>(a.in[0].i64()[0]);
+  float *y = a.out[0].f32();
+  const abi::RandomAttrs r = abi::attrs<KernelId::Random>(a.instr);
+  const uint64_t key = mix64(static_cast<uint64_t>(r.seed) ^ mix64(step));
+  constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ull;
+  const int64_t n = a.out[0].numel;
+  const uint64_t first = static_cast<uint64_t>(a.rank * n);
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t bits =
+        mix64(key + (first + static_cast<uint64_t>(i) + 1) * kGamma);
+    if (!r.normal) {
+      float u = std::ldexp(static_cast<float>(bits >> 40), -24);
+      y[i] = static_cast<float>(r.a + (r.b - r.a) * static_cast<double>(u));
+      continue;
+    }
+    double u1 = std::ldexp(static_cast<double>((bits >> 32) + 1), -32);
+    double u2 = std::ldexp(static_cast<double>(bits & 0xFFFFFFFFull), -32);
+    double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
+    y[i] = static_cast<float>(r.a + r.b * z);
+  }
+}
+
 void run_increment(const KernelArgs &a) {
   a.out[0].i64()[0] = a.in[0].i64()[0] + 1;
 }

@@ -118,6 +118,7 @@ static constexpr CudaKernelDef kCudaKernels[] = {
     {K::PowGrad, launch_pow_grad, nullptr, E::None},
     {K::PowScalar, launch_unary, nullptr, E::None},
     {K::PowScalarGrad, launch_unary_grad, nullptr, E::None},
+    {K::Random, launch_random, nullptr, E::None},
     {K::ReduceMax, launch_reduce_extremum, prepare_reduce_extremum, E::None},
     {K::ReduceMean, launch_reduce, prepare_reduce, E::None},
     {K::ReduceMin, launch_reduce_extremum, prepare_reduce_extremum, E::None},

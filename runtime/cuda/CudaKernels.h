@@ -120,6 +120,7 @@ TCC_CUDA_KERNEL(unary_fn_grad)
 TCC_CUDA_KERNEL(pow_grad)
 TCC_CUDA_KERNEL(where)
 TCC_CUDA_KERNEL(cast)
+TCC_CUDA_KERNEL(random)
 TCC_CUDA_KERNEL(dropout)
 TCC_CUDA_KERNEL(increment)
 // CudaKernelsLogic.cu

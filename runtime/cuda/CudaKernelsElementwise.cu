@@ -498,6 +498,46 @@ void launch_dropout(const CudaArgs &a) {
   checkLaunch(a.instr.kernel.c_str());
 }
 
+// The CPU's run_random (KernelsMath.cpp), element for element, in the same
+// double-precision expressions.
+__global__ void randomKernel(const long long *step, void *y, int ty,
+                             long long n, unsigned long long first,
+                             unsigned long long seed, bool normal, double lo,
+                             double hi) {
+  const unsigned long long key =
+      mix64(seed ^ mix64(static_cast<unsigned long long>(step[0])));
+  constexpr unsigned long long kGamma = 0x9E3779B97F4A7C15ull;
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    unsigned long long bits =
+        mix64(key + (first + static_cast<unsigned long long>(i) + 1) * kGamma);
+    float v;
+    if (!normal) {
+      float u = static_cast<float>(bits >> 40) * 0x1p-24f;
+      v = static_cast<float>(lo + (hi - lo) * static_cast<double>(u));
+    } else {
+      double u1 = static_cast<double>((bits >> 32) + 1) * 0x1p-32;
+      double u2 = static_cast<double>(bits & 0xFFFFFFFFull) * 0x1p-32;
+      v = static_cast<float>(lo +
+                             hi * (sqrt(-2.0 * log(u1)) * cos(kTwoPi * u2)));
+    }
+    stf(y, ty, i, v);
+  }
+}
+
+void launch_random(const CudaArgs &a) {
+  int64_t n = a.out[0].numel;
+  if (n == 0)
+    return;
+  const abi::RandomAttrs r = abi::attrs<K::Random>(a.instr);
+  TCC_LAUNCH(randomKernel, gridFor(n, kBlock, a.smCount), kBlock, a.stream)
+  (static_cast<const long long *>(a.in[0].data), a.out[0].data, dt(a.out[0]), n,
+   static_cast<unsigned long long>(a.rank * n),
+   static_cast<unsigned long long>(r.seed), r.normal, r.a, r.b);
+  checkLaunch(a.instr.kernel.c_str());
+}
+
 __global__ void incrementKernel(const long long *s, long long *out) {
   out[0] = s[0] + 1;
 }

@@ -576,3 +576,29 @@ TEST(CudaKernelEmuDropout, RanksDrawTheCpusMasks) {
     EXPECT_NE(masks[1], masks[2]);
   }
 }
+
+// tcc.random's CUDA kernel draws the CPU's values at every rank (both start
+// at rank * n), uniform and normal.
+TEST(CudaKernelEmuRandom, RanksDrawTheCpusValues) {
+  for (int64_t normal : {0, 1}) {
+    OneProgram p;
+    int32_t step = p.i64({}, {4});
+    int32_t y = p.out(DType::F32, {2, 257});
+    p.instr("random", {step}, {y}, {31, normal}, {0.25, 1.5});
+    std::vector<std::vector<uint8_t>> draws;
+    for (int64_t rank : {0, 1}) {
+      SCOPED_TRACE((normal ? "normal rank " : "uniform rank ") +
+                   std::to_string(rank));
+      std::vector<std::vector<uint8_t>> want = p.initial();
+      std::vector<void *> buffers;
+      for (auto &b : want)
+        buffers.push_back(b.data());
+      runKernel(p.artifact().programs[0].instrs[0], p.artifact().tensors,
+                buffers, rank);
+      std::vector<std::vector<uint8_t>> got = runEmulated(p, nullptr, rank);
+      EXPECT_EQ(got[y], want[y]);
+      draws.push_back(got[y]);
+    }
+    EXPECT_NE(draws[0], draws[1]);
+  }
+}

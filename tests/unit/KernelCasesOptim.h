@@ -135,6 +135,18 @@ inline void optimizerCases(std::vector<KernelCase> &cases) {
   q.instr("increment", {st}, {next});
   d.outs = {y, mask, next};
   cases.push_back(std::move(d));
+
+  // tcc.random: uniform and normal (Box-Muller in double; a GPU's log and
+  // cos may differ from libm's in the last double bit, hence 1e-6).
+  KernelCase r{"random"};
+  r.rtol = r.atol = 1e-6;
+  OneProgram &rp = r.prog;
+  int32_t rs = rp.i64({}, {5});
+  int32_t ru = rp.out(DType::F32, {3, 333}), rn = rp.out(DType::F32, {999});
+  rp.instr("random", {rs}, {ru}, {-4, 0}, {-1.0, 2.0});
+  rp.instr("random", {rs}, {rn}, {12, 1}, {0.5, 3.0});
+  r.outs = {ru, rn};
+  cases.push_back(std::move(r));
 }
 
 } // namespace tcc::rt::test

@@ -2,6 +2,7 @@
 #include "runtime/core/abi/KernelCheck.h"
 #include "runtime/core/prelude/UnaryFn.h"
 
+#include <cmath>
 #include <initializer_list>
 #include <utility>
 
@@ -76,6 +77,21 @@ void check_dropout(const KernelSig &s) {
   double ratio = attrs<KernelId::Dropout>(s.instr).ratio;
   if (!(ratio >= 0.0 && ratio <= 1.0))
     throw Error("ratio must be in [0, 1], got " + std::to_string(ratio));
+}
+
+void check_random(const KernelSig &s) {
+  expectArity(s, 1, 1);
+  if (s.in[0]->dtype != DType::I64 || s.in[0]->numElements() != 1)
+    throw Error(operandName(s, true, 0) +
+                " must be the step counter, one i64 element; it is " +
+                dtypeName(s.in[0]->dtype) + " " + formatShape(s.in[0]->shape));
+  if (s.out[0]->dtype != DType::F32)
+    throw Error(operandName(s, false, 0) + " must be f32");
+  RandomAttrs r = attrs<KernelId::Random>(s.instr);
+  if (!std::isfinite(r.a) || !std::isfinite(r.b) || (!r.normal && r.a > r.b))
+    throw Error("the distribution's parameters must be finite (and low <= "
+                "high for uniform), got " +
+                std::to_string(r.a) + " and " + std::to_string(r.b));
 }
 
 void check_increment(const KernelSig &s) {

@@ -311,6 +311,20 @@ struct DropoutAttrs {
   }
 };
 
+/// random: uniform in [a, b), or (normal) mean a and scale b; the seed as
+/// dropout's.
+struct RandomAttrs {
+  int64_t seed = 0;
+  bool normal = false;
+  double a = 0, b = 1;
+  template <class V> void visit(V &v) {
+    v.integer(seed, "seed");
+    v.flag(normal, "normal");
+    v.real(a, "a");
+    v.real(b, "b");
+  }
+};
+
 /// attention, attention_grad (runtime/core/AttentionPlan.h: layouts).
 struct AttentionAttrs {
   bool causal = false, seqMajor = false, fusedQkv = false;

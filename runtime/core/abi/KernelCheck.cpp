@@ -80,6 +80,7 @@ static constexpr CheckEntry kChecks[] = {
     {K::PowGrad, check_pow_grad},
     {K::PowScalar, check_pow_scalar},
     {K::PowScalarGrad, check_pow_scalar_grad},
+    {K::Random, check_random},
     {K::ReduceMax, check_reduce},
     {K::ReduceMean, check_reduce},
     {K::ReduceMin, check_reduce},

@@ -116,3 +116,19 @@ func.func @dropout_step_type(%x: tensor<4xf32>, %step: tensor<f32>) -> tensor<4x
   %y, %m = "tcc.dropout"(%x, %step) {ratio = 0.5 : f64, seed = 1 : i64} : (tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
   return %y : tensor<4xf32>
 }
+
+// -----
+
+func.func @random_low_high(%step: tensor<i64>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tcc.random' op uniform needs low <= high, got 2.000000e+00 and 1.000000e+00}}
+  %y = tcc.random %step {a = 2.0 : f64, b = 1.0 : f64, seed = 1 : i64} : tensor<i64> -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @random_dynamic(%step: tensor<i64>) -> tensor<?xf32> {
+  // expected-error @+1 {{'tcc.random' op the result must have a static shape}}
+  %y = tcc.random %step {a = 0.0 : f64, b = 1.0 : f64, seed = 1 : i64} : tensor<i64> -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}

@@ -85,3 +85,13 @@ func.func @dropout(%x: tensor<4x8xf32>, %step: tensor<i64>) -> (tensor<4x8xf32>,
   %next = tcc.increment %step : tensor<i64>
   return %y, %mask, %next : tensor<4x8xf32>, tensor<4x8xf32>, tensor<i64>
 }
+
+// CHECK-LABEL: func.func @random
+// CHECK-SAME: (%[[S:.+]]: tensor<i64>)
+func.func @random(%step: tensor<i64>) -> (tensor<4x8xf32>, tensor<3xf32>) {
+  // CHECK: tcc.random %[[S]] {a = 0.000000e+00 : f64, b = 2.000000e+00 : f64, normal, seed = 7 : i64} : tensor<i64> -> tensor<4x8xf32>
+  %n = tcc.random %step {normal, a = 0.0 : f64, b = 2.0 : f64, seed = 7 : i64} : tensor<i64> -> tensor<4x8xf32>
+  // CHECK: tcc.random %[[S]] {a = -1.000000e+00 : f64, b = 1.000000e+00 : f64, seed = -3 : i64} : tensor<i64> -> tensor<3xf32>
+  %u = tcc.random %step {a = -1.0 : f64, b = 1.0 : f64, seed = -3 : i64} : tensor<i64> -> tensor<3xf32>
+  return %n, %u : tensor<4x8xf32>, tensor<3xf32>
+}
