@@ -26,6 +26,8 @@ PACKAGES=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   libopenblas-dev libdnnl-dev nlohmann-json3-dev libgtest-dev zlib1g-dev
+  # Debian's dnnl CMake config looks for OpenCL (a Recommends we do not get)
+  ocl-icd-opencl-dev
   python3-torch python3-torchvision python3-onnx python3-numpy
   clang-22 libclang-rt-22-dev
   libopenmpi-dev openmpi-bin
