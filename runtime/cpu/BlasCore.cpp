@@ -9,8 +9,12 @@
 
 namespace tcc::rt {
 
-bool blasCoreNeedsHaswell(const char *core, bool avx2AndFma) {
-  return core && strcasecmp(core, "Prescott") == 0 && avx2AndFma;
+const char *recognisedBlasCore(const char *core, bool avx512, bool avx2AndFma) {
+  if (!core || strcasecmp(core, "Prescott") != 0)
+    return nullptr;
+  if (avx512)
+    return "SkylakeX";
+  return avx2AndFma ? "Haswell" : nullptr;
 }
 
 void useRecognisedBlasCore(char **argv) {
@@ -20,9 +24,13 @@ void useRecognisedBlasCore(char **argv) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (!blasCoreNeedsHaswell(openblas_get_corename(), avx2))
-    return;
-  if (setenv("OPENBLAS_CORETYPE", "Haswell", 1) != 0)
+  // SkylakeX's kernels need these four AVX-512 subsets.
+  bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512dq") &&
+                __builtin_cpu_supports("avx512vl");
+  const char *core = recognisedBlasCore(openblas_get_corename(), avx512, avx2);
+  if (!core || setenv("OPENBLAS_CORETYPE", core, 1) != 0)
     return;
   execv("/proc/self/exe", argv);
   unsetenv("OPENBLAS_CORETYPE"); // exec failed: as it was

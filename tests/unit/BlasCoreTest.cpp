@@ -1,5 +1,6 @@
-// The tools re-execute with OPENBLAS_CORETYPE=Haswell only where OpenBLAS
-// fell back to its generic kernels on a CPU that runs the AVX2 ones.
+// The tools re-execute with OPENBLAS_CORETYPE=SkylakeX (or Haswell) only
+// where OpenBLAS fell back to its generic kernels on a CPU that runs the
+// AVX-512 (or AVX2) ones.
 #include "runtime/cpu/BlasCore.h"
 
 #include <gtest/gtest.h>
@@ -9,13 +10,14 @@
 
 using namespace tcc::rt;
 
-TEST(BlasCore, OnlyTheGenericFallbackOnAnAvx2CpuChanges) {
-  EXPECT_TRUE(blasCoreNeedsHaswell("Prescott", true));
-  EXPECT_TRUE(blasCoreNeedsHaswell("prescott", true));
-  EXPECT_FALSE(blasCoreNeedsHaswell("Prescott", false)); // no AVX2 to use
-  EXPECT_FALSE(blasCoreNeedsHaswell("Haswell", true));
-  EXPECT_FALSE(blasCoreNeedsHaswell("SkylakeX", true));
-  EXPECT_FALSE(blasCoreNeedsHaswell(nullptr, true));
+TEST(BlasCore, OnlyTheGenericFallbackChangesToTheWidestIsa) {
+  EXPECT_STREQ(recognisedBlasCore("Prescott", true, true), "SkylakeX");
+  EXPECT_STREQ(recognisedBlasCore("prescott", false, true), "Haswell");
+  EXPECT_EQ(recognisedBlasCore("Prescott", false, false), nullptr); // SSE3
+  EXPECT_EQ(recognisedBlasCore("Haswell", true, true), nullptr);
+  EXPECT_EQ(recognisedBlasCore("SkylakeX", true, true), nullptr);
+  EXPECT_EQ(recognisedBlasCore("Cooperlake", true, true), nullptr);
+  EXPECT_EQ(recognisedBlasCore(nullptr, true, true), nullptr);
 }
 
 // A core the user set is kept: the call returns without re-executing.
