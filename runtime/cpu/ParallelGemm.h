@@ -2,17 +2,17 @@
 //
 // OpenBLAS (Debian's pthreads build) runs a GEMM on threads of its own. The
 // runtime's ThreadPool runs everything else, so during a step two pools'
-// idle threads spin on the same cores, and every GEMM pays for waking
-// OpenBLAS's. At the sizes of small models (a few hundred rows, columns and
-// depth) that overhead is a large part of a GEMM. parallelSgemm instead
-// cuts C into one block of rows or columns per pool thread and runs each
-// block as a single-threaded OpenBLAS call on that thread. Every element of
-// C is still one call's dot product over the whole depth; OpenBLAS may
-// take another path for a block than for the whole product (its unpacked
-// "direct" kernel for small products when it runs on one thread), so the
-// last bits can differ from its own threading's, and they are the same
-// from run to run for a given thread count. TCC_CPU_GEMM=blas keeps
-// OpenBLAS's own threads (read on every call, for benchmarks).
+// idle threads spin on the same cores, and on a busy machine OpenBLAS's
+// fixed split waits for whichever of its threads was descheduled.
+// parallelSgemm instead cuts C into one block of rows or columns per pool
+// thread and runs each block as a single-threaded OpenBLAS call on that thread
+// (the threads claim blocks, so a late one leaves its block to the others).
+// Every element of C is still one call's dot product over the whole depth;
+// OpenBLAS may take another path for a block than for the whole product (its
+// unpacked "direct" kernel for small products when it runs on one thread), so
+// the last bits can differ from its own threading's, and they are the same from
+// run to run for a given thread count. TCC_CPU_GEMM=blas keeps OpenBLAS's own
+// threads (read on every call, for benchmarks).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_RUNTIME_CPU_PARALLELGEMM_H
