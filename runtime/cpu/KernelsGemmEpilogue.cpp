@@ -26,11 +26,10 @@
 // rounded once, as cuBLASLt does.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/core/ThreadPool.h"
 #include "runtime/core/abi/GemmEpilogue.h"
 #include "runtime/cpu/KernelsInternal.h"
-#include "runtime/core/ThreadPool.h"
-
-#include <cblas.h>
+#include "runtime/cpu/ParallelGemm.h"
 
 #include <algorithm>
 #include <climits>
@@ -49,12 +48,8 @@ struct EpilogueDims {
 
 static void sgemm(const EpilogueDims &d, int64_t rows, const float *a,
                   const float *b, float beta, float *c) {
-  int lda = static_cast<int>(d.transA ? d.rows : d.k);
-  int ldb = static_cast<int>(d.transB ? d.k : d.n);
-  cblas_sgemm(CblasRowMajor, d.transA ? CblasTrans : CblasNoTrans,
-              d.transB ? CblasTrans : CblasNoTrans, static_cast<int>(rows),
-              static_cast<int>(d.n), static_cast<int>(d.k), 1.0f, a, lda, b,
-              ldb, beta, c, static_cast<int>(d.n));
+  parallelSgemm(d.transA, d.transB, rows, d.n, d.k, 1.0f, a,
+                d.transA ? d.rows : d.k, b, d.transB ? d.k : d.n, beta, c, d.n);
 }
 
 /// Runs fn(r0, r1) over [0, rows) in chunks on the ThreadPool when the

@@ -3,7 +3,7 @@
 // linear_cross_entropy and its gradient (runtime/core/abi/Kernels.h): the
 // LM head's GEMM and the cross-entropy over the vocabulary in slices of
 // `block` columns, so only an [N, block] slice of logits exists at a time.
-// Per slice: one OpenBLAS GEMM (threaded by OpenBLAS) writes the logits,
+// Per slice: one GEMM (split over the thread pool) writes the logits,
 // then the rows are updated on the thread pool. The forward keeps each
 // row's running maximum m and sum s of exp(x - m) (rescaled by
 // exp(m_old - m_new) when a slice raises the maximum: the online softmax),
@@ -23,8 +23,7 @@
 #include "runtime/core/prelude/FastExp.h"
 #include "runtime/core/prelude/RowReduce.h"
 #include "runtime/cpu/KernelsInternal.h"
-
-#include <cblas.h>
+#include "runtime/cpu/ParallelGemm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -45,12 +44,9 @@ struct Head {
   /// logits[:, v0:v0+n] = hidden op(W)[:, v0:v0+n] (+ bias), [rows, n].
   void slice(int64_t v0, int64_t n, float *out) const {
     const float *w = transposed ? weight + v0 * features : weight + v0;
-    int ldw = static_cast<int>(transposed ? features : classes);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans,
-                transposed ? CblasTrans : CblasNoTrans, static_cast<int>(rows),
-                static_cast<int>(n), static_cast<int>(features), 1.0f, hidden,
-                static_cast<int>(features), w, ldw, 0.0f, out,
-                static_cast<int>(n));
+    int64_t ldw = transposed ? features : classes;
+    parallelSgemm(false, transposed, rows, n, features, 1.0f, hidden, features,
+                  w, ldw, 0.0f, out, n);
     if (bias)
       forRows([&](int64_t r) {
         float *row = out + r * n;
@@ -167,10 +163,9 @@ void run_linear_cross_entropy_grad(const KernelArgs &a) {
   std::fill(dh, dh + h.rows * h.features, 0.0f);
   std::vector<float> dl(static_cast<size_t>(h.rows * h.block));
   std::vector<double> colSum;
-  const int D = static_cast<int>(h.features);
+  const int64_t D = h.features;
   for (int64_t v0 = 0; v0 < h.classes; v0 += h.block) {
     int64_t n = std::min(h.block, h.classes - v0);
-    int ni = static_cast<int>(n);
     h.slice(v0, n, dl.data());
     h.forRows([&](int64_t r) {
       float *row = dl.data() + r * n;
@@ -188,22 +183,18 @@ void run_linear_cross_entropy_grad(const KernelArgs &a) {
     const float *w = h.transposed ? h.weight + v0 * h.features : h.weight + v0;
     if (h.transposed) {
       // W slice [n, D]: dh += dl W_s; dW[v0:v0+n, :] = dl^T hidden.
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-                  static_cast<int>(h.rows), D, ni, 1.0f, dl.data(), ni, w, D,
-                  1.0f, dh, D);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, ni, D,
-                  static_cast<int>(h.rows), 1.0f, dl.data(), ni, h.hidden, D,
-                  0.0f, dw + v0 * h.features, D);
+      parallelSgemm(false, false, h.rows, D, n, 1.0f, dl.data(), n, w, D, 1.0f,
+                    dh, D);
+      parallelSgemm(true, false, n, D, h.rows, 1.0f, dl.data(), n, h.hidden, D,
+                    0.0f, dw + v0 * h.features, D);
     } else {
       // W slice [D, n] of leading dimension V: dh += dl W_s^T;
       // dW[:, v0:v0+n] = hidden^T dl.
-      int ldw = static_cast<int>(h.classes);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
-                  static_cast<int>(h.rows), D, ni, 1.0f, dl.data(), ni, w, ldw,
-                  1.0f, dh, D);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, D, ni,
-                  static_cast<int>(h.rows), 1.0f, h.hidden, D, dl.data(), ni,
-                  0.0f, dw + v0, ldw);
+      int64_t ldw = h.classes;
+      parallelSgemm(false, true, h.rows, D, n, 1.0f, dl.data(), n, w, ldw, 1.0f,
+                    dh, D);
+      parallelSgemm(true, false, D, n, h.rows, 1.0f, h.hidden, D, dl.data(), n,
+                    0.0f, dw + v0, ldw);
     }
     if (db) {
       colSum.assign(static_cast<size_t>(n), 0.0);

@@ -1,5 +1,7 @@
 //===- KernelsMatmul.cpp - (Batched) matrix multiplication via OpenBLAS ---===//
+#include "runtime/core/ThreadPool.h"
 #include "runtime/cpu/KernelsInternal.h"
+#include "runtime/cpu/ParallelGemm.h"
 
 #include <cblas.h>
 
@@ -20,12 +22,20 @@ static std::vector<int64_t> batchShape(const std::vector<int64_t> &shape) {
   return {shape.begin(), shape.end() - 2};
 }
 
+/// One product on the pool's threads (ParallelGemm.h).
 static void gemm(const MatmulDims &d, int64_t m, const float *a, const float *b,
                  float *c) {
+  parallelSgemm(d.transA, d.transB, m, d.n, d.k, 1.0f, a, d.transA ? d.m : d.k,
+                b, d.transB ? d.k : d.n, 0.0f, c, d.n);
+}
+
+/// One product of a batch, on the calling thread.
+static void gemmHere(const MatmulDims &d, const float *a, const float *b,
+                     float *c) {
   int lda = static_cast<int>(d.transA ? d.m : d.k);
   int ldb = static_cast<int>(d.transB ? d.k : d.n);
   cblas_sgemm(CblasRowMajor, d.transA ? CblasTrans : CblasNoTrans,
-              d.transB ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              d.transB ? CblasTrans : CblasNoTrans, static_cast<int>(d.m),
               static_cast<int>(d.n), static_cast<int>(d.k), 1.0f, a, lda, b,
               ldb, 0.0f, c, static_cast<int>(d.n));
 }
@@ -57,9 +67,26 @@ void run_matmul(const KernelArgs &args) {
   LoopNest<3> nest(cb, {contiguousStrides(cb),
                         broadcastStrides(batchShape(*A.shape), cb.size()),
                         broadcastStrides(batchShape(*B.shape), cb.size())});
-  nest.forEachOuter(0, [&](const std::array<int64_t, 3> &off) {
-    gemm(d, d.m, A.f32() + off[1] * aMat, B.f32() + off[2] * bMat,
-         c + off[0] * cMat);
+  ThreadPool &pool = ThreadPool::global();
+  double work = double(batchC) * double(cMat) * double(d.k);
+  if (pool.size() < 2 || batchC < pool.size() || work < 65536.0 * 4 ||
+      !gemmOnPool()) {
+    nest.forEachOuter(0, [&](const std::array<int64_t, 3> &off) {
+      gemm(d, d.m, A.f32() + off[1] * aMat, B.f32() + off[2] * bMat,
+           c + off[0] * cMat);
+    });
+    return;
+  }
+  // At least one product per thread: each runs whole on one thread (as
+  // OpenBLAS would run one of this size: the same bits).
+  std::vector<std::array<int64_t, 3>> offsets;
+  nest.forEachOuter(
+      0, [&](const std::array<int64_t, 3> &off) { offsets.push_back(off); });
+  SingleThreadedBlas single;
+  pool.parallelFor(static_cast<int64_t>(offsets.size()), [&](int64_t i) {
+    const std::array<int64_t, 3> &off = offsets[static_cast<size_t>(i)];
+    gemmHere(d, A.f32() + off[1] * aMat, B.f32() + off[2] * bMat,
+             c + off[0] * cMat);
   });
 }
 

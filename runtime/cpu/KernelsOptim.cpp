@@ -9,6 +9,7 @@
 // double from that f32 value.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/core/ThreadPool.h"
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <algorithm>
@@ -111,6 +112,23 @@ static void adamwInPlace(float *p, const float *g, float *m, float *v,
     adamwInPlaceT<false>(p, g, m, v, n, inv, s);
 }
 
+/// adamwInPlace over chunks on the ThreadPool when the tensor is large
+/// enough to be worth waking it (each element on its own: same bits).
+static void adamwInPlaceParallel(float *p, const float *g, float *m, float *v,
+                                 int64_t n, float inv, const AdamScalars &s,
+                                 bool l2) {
+  constexpr int64_t kMinParallel = 1 << 15, kAlign = 16;
+  ThreadPool &pool = ThreadPool::global();
+  if (n < kMinParallel || pool.size() < 2)
+    return adamwInPlace(p, g, m, v, n, inv, s, l2);
+  int64_t per = (n + pool.size() - 1) / pool.size();
+  per = (per + kAlign - 1) / kAlign * kAlign;
+  pool.parallelFor((n + per - 1) / per, [&](int64_t i) {
+    int64_t b = i * per, c = std::min(per, n - b);
+    adamwInPlace(p + b, g + b, m + b, v + b, c, inv, s, l2);
+  });
+}
+
 /// A skipped step (fp16 loss scaling saw an Inf or NaN): every output is
 /// its old value. In place that is nothing to do; the 16-bit copy is the
 /// rounding of the old parameter, which is what it holds.
@@ -166,7 +184,7 @@ void run_adamw_update(const KernelArgs &a) {
       a.out.size() == 4 ? static_cast<uint16_t *>(a.out[3].data) : nullptr;
   if (pOut == p && mOut == m && vOut == v && distinctGrad) {
     if (!low)
-      return adamwInPlace(pOut, g, mOut, vOut, n, inv, s, h.l2Decay);
+      return adamwInPlaceParallel(pOut, g, mOut, vOut, n, inv, s, h.l2Decay);
     // Rounding inside the update loop stops GCC from vectorizing it (4x
     // slower); two vectorized loops over a chunk still in L1 are not.
     constexpr int64_t kChunk = 2048;

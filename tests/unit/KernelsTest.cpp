@@ -164,7 +164,8 @@ TEST(Kernels, MatmulAllTransposeCombos) {
 /// Batched matmul against a per-batch reference, with batch broadcasting.
 static void checkBatched(std::vector<int64_t> aShape,
                          std::vector<int64_t> bShape,
-                         std::vector<int64_t> cShape, bool ta, bool tb) {
+                         std::vector<int64_t> cShape, bool ta, bool tb,
+                         float tol = 1e-5f) {
   KernelHarness h;
   auto av = randomValues(numel(aShape), 3), bv = randomValues(numel(bShape), 4);
   int32_t a = h.f32(aShape, av), b = h.f32(bShape, bv), c = h.out(cShape);
@@ -186,7 +187,7 @@ static void checkBatched(std::vector<int64_t> aShape,
                           bv.begin() + (bi + 1) * k * n);
     std::vector<float> gs(got.begin() + i * m * n,
                           got.begin() + (i + 1) * m * n);
-    expectNear(gs, refMatmul(as, bs, m, n, k, ta, tb), 1e-5f,
+    expectNear(gs, refMatmul(as, bs, m, n, k, ta, tb), tol,
                "batch " + std::to_string(i));
   }
 }
@@ -198,6 +199,43 @@ TEST(Kernels, MatmulBatched) {
   checkBatched({2, 1, 4, 5}, {3, 5, 6}, {2, 3, 4, 6}, false, false);
   checkBatched({4, 5}, {2, 5, 6}, {2, 4, 6}, false, false);
   checkBatched({2, 5, 4}, {2, 6, 5}, {2, 4, 6}, true, true);
+  // Large enough for the pool: one product per task (3 threads, so the
+  // batches of 8 and 6 split unevenly), and a single product split in rows.
+  ThreadPool::setGlobalThreads(3);
+  checkBatched({8, 64, 48}, {8, 48, 40}, {8, 64, 40}, false, false, 1e-4f);
+  checkBatched({2, 1, 48, 64}, {3, 40, 48}, {2, 3, 64, 40}, true, true, 1e-4f);
+  checkBatched({6, 70, 33}, {33, 90}, {6, 70, 90}, false, false,
+               1e-4f); // folded
+  ThreadPool::setGlobalThreads(ThreadPool::defaultThreads());
+}
+
+// AdamW in place on a tensor large enough to be split over the pool: the
+// same bits on 1 thread and on 3 (each element is updated on its own).
+TEST(Kernels, AdamwSameBitsOnAnyThreadCount) {
+  const int64_t n = 100003;
+  auto w0 = randomValues(n, 31), g0 = randomValues(n, 32),
+       m0 = randomValues(n, 33), v0 = randomValues(n, 34);
+  for (float &x : v0)
+    x = x * x;
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 3}) {
+    ThreadPool::setGlobalThreads(threads);
+    KernelHarness h;
+    int32_t w = h.f32({n}, w0), g = h.f32({n}, g0), m = h.f32({n}, m0),
+            v = h.f32({n}, v0), step = h.f32({}, {2.0f}),
+            lr = h.f32({}, {1e-3f});
+    h.run("adamw_update", {w, g, m, v, step, lr}, {w, m, v}, {0},
+          {0.9, 0.999, 1e-8, 0.01});
+    std::vector<float> all = h.get(w), mv = h.get(m), vv = h.get(v);
+    all.insert(all.end(), mv.begin(), mv.end());
+    all.insert(all.end(), vv.begin(), vv.end());
+    results.push_back(std::move(all));
+  }
+  ThreadPool::setGlobalThreads(ThreadPool::defaultThreads());
+  ASSERT_EQ(results[0].size(), results[1].size());
+  EXPECT_EQ(0, std::memcmp(results[0].data(), results[1].data(),
+                           results[0].size() * sizeof(float)));
+  EXPECT_NE(results[0][0], w0[0]); // it did update
 }
 
 TEST(Kernels, MatmulWithEmptyInnerDimIsZero) {
