@@ -21,6 +21,7 @@
 #include "frontends/onnx/OnnxDiagnostics.h"
 #include "frontends/onnx/OnnxImporter.h"
 #include "passes/Passes.h"
+#include "runtime/core/OffloadPlan.h"
 #include "runtime/core/ZeroShards.h"
 #include "runtime/core/abi/FusedAbi.h"
 #include "runtime/core/abi/KernelAbi.h"
@@ -221,6 +222,29 @@ static std::string zeroReport(const rt::Artifact &a, int64_t perRank) {
   return os.str();
 }
 
+/// --offload-optimizer: what leaves the device and what crosses each step.
+static std::string offloadReport(const rt::Artifact &a) {
+  rt::OffloadPlan off = rt::offloadPlan(a);
+  std::ostringstream os;
+  os << "optimizer offload: the update is the program optimizer_step ("
+     << a.findProgram("optimizer_step")->instrs.size()
+     << " instrs), run after train_step\n"
+     << "  device memory saved      "
+     << ::tcc::formatBytesExact(off.hostStateBytes)
+     << "  optimizer state held by the host only (" << off.hostState.size()
+     << " tensors)\n"
+     << "  to the host per step     "
+     << ::tcc::formatBytesExact(off.toHostBytes) << "  " << off.toHost.size()
+     << " gradients and flags\n"
+     << "  to the device per step   "
+     << ::tcc::formatBytesExact(off.toDeviceBytes) << "  "
+     << off.toDevice.size() << " updated parameters and weight copies\n"
+     << "  host copies of those     "
+     << ::tcc::formatBytesExact(off.toDeviceBytes)
+     << "  the host's master copy\n";
+  return os.str();
+}
+
 /// The optimizer and its parameter groups, as `tcc compile --report` prints
 /// them: each trained parameter with the weight decay its update applies
 /// (from the schedule, so it is what runs).
@@ -359,6 +383,7 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
   pipe.dataParallel = opts.dataParallel;
   pipe.bucketBytes = opts.bucketBytes;
   pipe.zeroShards = opts.zeroShards;
+  pipe.offloadOptimizer = opts.offloadOptimizer;
   pipe.clipGradNorm = opts.clipGradNorm;
   pipe.trackGradNorm = opts.trackGradNorm;
   pipe.memoryBudget = opts.memoryBudget;
@@ -461,6 +486,11 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
   if (failed(builder.lower(train, "train_step")) ||
       failed(builder.lower(forward, "forward")))
     return 1;
+  // --offload-optimizer: the update, run after train_step (after the last
+  // micro-batch's with --grad-accum), on the host once the runtime splits.
+  if (auto opt = module.lookupSymbol<func::FuncOp>("optimizer_step"))
+    if (failed(builder.lower(opt, "optimizer_step")))
+      return 1;
 
   // Seeded, the model kept for --export travels without the data of the
   // initializers the runtime draws (export writes the trained values).
@@ -522,6 +552,16 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
       states += (states.empty() ? "" : ",") + a.getName().str() + "=" +
                 cast<StringAttr>(a.getValue()).str();
     artifact.meta["zero_sharded_state"] = states;
+  }
+  if (opts.offloadOptimizer) {
+    try {
+      rt::OffloadPlan off = rt::offloadPlan(artifact);
+      artifact.meta["offload_optimizer"] = "on";
+      artifact.meta["offload_host_state_bytes"] =
+          std::to_string(off.hostStateBytes);
+    } catch (const rt::Error &e) {
+      return fail(std::string("--offload-optimizer: ") + e.what());
+    }
   }
   artifact.meta["pad_multiple"] = std::to_string(pipe.padMultiple);
   artifact.meta["gemm_epilogue"] = pipe.gemmEpilogue ? "on" : "off";
@@ -616,6 +656,8 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
     ::tcc::printMemoryReport(anatomy, os);
     if (artifact.meta.count("zero_shards"))
       os << zeroReport(artifact, anatomy.optimizerState);
+    if (opts.offloadOptimizer)
+      os << offloadReport(artifact);
     os << optimizerReport(artifact);
     bool toStdout = opts.emit == EmitKind::Artifact && !opts.output.empty() &&
                     opts.output != "-";

@@ -50,6 +50,9 @@ struct CompileOptions {
   /// With dataParallel: shard the optimizer state over this many ranks
   /// (tcc-shard-optimizer-state, ZeRO stage 1; 0: every rank keeps all).
   int64_t zeroShards = 0;
+  /// Move the optimizer update into its own program, optimizer_step
+  /// (tcc-offload-optimizer), so that its state can live on the host.
+  bool offloadOptimizer = false;
   /// Clip the global gradient norm to this (tcc-clip-gradients; 0: off),
   /// and, with it or trackGradNorm, return the norm as `grad_norm`.
   double clipGradNorm = 0;

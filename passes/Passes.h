@@ -76,6 +76,11 @@ struct TrainPipelineOptions
       llvm::cl::desc("data-parallel: shard the optimizer state over this "
                      "many ranks (tcc-shard-optimizer-state; 0: off)"),
       llvm::cl::init(0)};
+  Option<bool> offloadOptimizer{
+      *this, "offload-optimizer",
+      llvm::cl::desc("move the optimizer update into @optimizer_step "
+                     "(tcc-offload-optimizer)"),
+      llvm::cl::init(false)};
   Option<double> clipGradNorm{
       *this, "clip-grad-norm",
       llvm::cl::desc("clip the global gradient norm to this, as "

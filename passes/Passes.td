@@ -178,6 +178,40 @@ def ShardOptimizerStatePass
   ];
 }
 
+def OffloadOptimizerPass : Pass<"tcc-offload-optimizer", "mlir::ModuleOp"> {
+  let summary = "Moves the optimizer update of @train_step into @optimizer_step";
+  let description = [{
+    For `tcc compile --offload-optimizer`: the optimizer's update ops, every
+    op that reads what they compute (fp16's skip selects), and the ops that
+    only prepare their operands from arguments (AdamW's step counter) move
+    into a new function `@optimizer_step`, which the runtime runs after
+    `@train_step` (on the host, once the runtime streams the values across;
+    today on the same session). The cut is at the update ops' operands: each
+    value `@train_step` computes and an update reads (the clipped, averaged
+    gradient; fp16's `finite` flag) becomes a result `{tcc.kind = "offload",
+    tcc.name = "offload.grad.P"}` (`offload.value.N` when it is not the
+    gradient of a parameter P) and an argument of `@optimizer_step` of kind
+    `input` with that name; the code generator writes the one into the other.
+    `update` results computed by moved ops move with them; `state`
+    arguments only they read (the optimizer's moments, `optimizer.lr`) leave
+    `@train_step`. Refused: sharded state (`tcc.zero`, its collectives would
+    move), a moved op with side effects, any other result that depends on
+    the update.
+
+    ```mlir
+    // before: @train_step(%w {param}, %m {state}, %lr {state}, %x {input})
+    %g = ... backward ...
+    %w1, %m1 = tcc.sgd_momentum_update %w, %g, %m, %lr ...
+    return %loss, %w1, %m1
+    // after:
+    // @train_step(%w, %x) -> (%loss, %g {offload, "offload.grad.w"})
+    // @optimizer_step(%w, %m, %lr, %g {input, "offload.grad.w"})
+    //     -> (%w1 {update "w"}, %m1 {update "w.momentum"})
+    ```
+  }];
+  let dependentDialects = ["mlir::tcc::TccDialect"];
+}
+
 def ClipGradientsPass : Pass<"tcc-clip-gradients", "mlir::ModuleOp"> {
   let summary = "Clips the gradients of @train_step by their global norm";
   let description = [{

@@ -98,6 +98,10 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
     if (opts.optimize && opts.shadowWeights)
       pm.addPass(createShadowWeightsPass());
   }
+  // Optimizer offload: once the update is final (fp16's skip, the shadow
+  // weights), before the passes that schedule and fuse each function.
+  if (opts.offloadOptimizer)
+    pm.addPass(createOffloadOptimizerPass());
   // After the last CSE, which would merge the recomputed ops back.
   if (opts.optimize && opts.memoryBudget > 0)
     pm.addNestedPass<func::FuncOp>(createRematerializePass(

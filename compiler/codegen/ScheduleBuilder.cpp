@@ -302,6 +302,31 @@ TccScheduleBuilder::constantTensor(DenseElementsAttr dense,
   return addTensor(std::move(info));
 }
 
+FailureOr<int32_t> TccScheduleBuilder::offloadTarget(func::FuncOp fn,
+                                                     unsigned i, Value v) {
+  auto rname = fn.getResultAttrOfType<StringAttr>(i, "tcc.name");
+  auto dtype = dtypeOf(v.getType(), fn.getLoc());
+  if (!rname || failed(dtype))
+    return emitError(fn.getLoc())
+           << "offload result #" << i << " of @" << fn.getSymName()
+           << " needs a tcc.name and a tensor type";
+  int32_t existing = artifact.findTensor(rname.str());
+  if (existing >= 0) {
+    const rt::TensorInfo &t = artifact.tensors[existing];
+    if (t.kind != rt::TensorKind::Input || t.dtype != *dtype ||
+        t.shape != shapeOf(v.getType()))
+      return emitError(fn.getLoc())
+             << "tensor '" << rname.getValue()
+             << "' is used with two different types or kinds";
+    return existing;
+  }
+  rt::TensorInfo info;
+  info.name = rname.str();
+  info.kind = rt::TensorKind::Input;
+  info.dtype = *dtype;
+  info.shape = shapeOf(v.getType());
+  return addTensor(std::move(info));
+}
 
 LogicalResult TccScheduleBuilder::lower(func::FuncOp fn,
                                         const std::string &name) {
@@ -327,6 +352,16 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn,
   std::vector<std::pair<Value, int32_t>> updates;
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     auto kind = fn.getResultAttrOfType<StringAttr>(i, "tcc.kind");
+    if (kind && kind.getValue() == "offload") {
+      // tcc-offload-optimizer's cut: written into the input of that name,
+      // which @optimizer_step reads (and the runtime may carry across).
+      auto target = offloadTarget(fn, i, v);
+      if (failed(target))
+        return failure();
+      updates.push_back({v, *target});
+      updateTarget.try_emplace(v, *target);
+      continue;
+    }
     if (!kind || kind.getValue() != "update")
       continue;
     auto rname = fn.getResultAttrOfType<StringAttr>(i, "tcc.name");
@@ -475,7 +510,7 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn,
   }
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     auto kind = fn.getResultAttrOfType<StringAttr>(i, "tcc.kind");
-    if (kind && kind.getValue() == "update")
+    if (kind && (kind.getValue() == "update" || kind.getValue() == "offload"))
       continue;
     int32_t id = ids.lookup(v);
     auto host =

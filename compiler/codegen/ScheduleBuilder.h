@@ -19,7 +19,9 @@ namespace tcc {
 /// every program (by name); inputs are shared by name too; everything else is
 /// a temp of its program. Results of kind `update` are written straight into
 /// the persistent tensor they replace when that is safe, so optimizer updates
-/// happen in place.
+/// happen in place. Results of kind `offload` (tcc-offload-optimizer's cut)
+/// are written into the input tensor of their name, which the program that
+/// reads it (@optimizer_step) takes as an argument.
 class ScheduleBuilder {
 public:
   /// `initialParams` gives the initial value of each parameter by name, and
@@ -47,6 +49,9 @@ public:
 private:
   mlir::FailureOr<int32_t> persistent(mlir::BlockArgument arg);
   int32_t addTensor(rt::TensorInfo info);
+  /// The input tensor offload result `i` (value `v`) of `fn` is written to.
+  mlir::FailureOr<int32_t> offloadTarget(mlir::func::FuncOp fn, unsigned i,
+                                         mlir::Value v);
   mlir::FailureOr<int32_t> constantTensor(mlir::DenseElementsAttr dense,
                                           const std::string &program,
                                           mlir::Location loc);

@@ -160,6 +160,13 @@ public:
   virtual void writeAsync(int32_t id, const void *host, size_t bytes) = 0;
   /// Host memory for batches and read-backs.
   virtual std::unique_ptr<HostBuffer> allocateHost(size_t bytes);
+  /// Makes `bytes` bytes at `host`, memory this session did not allocate,
+  /// as fast to copy from and to as allocateHost's (CUDA: pinned with
+  /// cudaHostRegister; elsewhere nothing) until unregisterHost(host) or the
+  /// session's end. How the optimizer offload copies gradients and
+  /// parameters straight into and out of the host session's tensors.
+  virtual void registerHost(void * /*host*/, size_t /*bytes*/) {}
+  virtual void unregisterHost(void * /*host*/) {}
   /// `count` slots (at most traits().inputSlots) for the input tensors
   /// `targets`. While the slots exist, runs read the inputs from the slot
   /// last passed to use().

@@ -90,6 +90,10 @@ public:
   /// Pinned (cudaHostAlloc): copies from and to it are DMA'd without a
   /// staging copy and run asynchronously.
   std::unique_ptr<HostBuffer> allocateHost(size_t bytes) override;
+  /// cudaHostRegister: the optimizer offload's gradients and parameters in
+  /// the host session's own buffers, copied without a staging copy.
+  void registerHost(void *host, size_t bytes) override;
+  void unregisterHost(void *host) override;
   std::unique_ptr<InputSlots> inputSlots(const std::vector<int32_t> &targets,
                                          size_t count) override;
 

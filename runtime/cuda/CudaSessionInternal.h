@@ -83,6 +83,8 @@ struct CudaSession::Impl {
   std::vector<TensorInfo> tensors;
   std::vector<std::unique_ptr<ProgramState>> programs;
   std::vector<void *> buffers; // current device buffer of each tensor
+  /// Host memory pinned by registerHost, unpinned at the end.
+  std::vector<void *> registeredHost;
   std::vector<DeviceKernel> deviceKernels;
   int64_t scratchBytes = 0; // the most any instr asked for
 

@@ -430,6 +430,8 @@ CudaSession::Impl::~Impl() {
   }
   if (stream)
     cudaStreamSynchronize(stream);
+  for (void *p : registeredHost)
+    cudaHostUnregister(p);
   gemm.reset();
   buckets.reset();
   for (auto &ps : programs)

@@ -19,6 +19,7 @@
 #include "runtime/cuda/CudaNonFinite.h"
 #include "runtime/cuda/CudaSessionInternal.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace tcc::rt::cuda {
@@ -165,6 +166,22 @@ SessionTraits CudaSession::traits() const {
 
 std::unique_ptr<HostBuffer> CudaSession::allocateHost(size_t bytes) {
   return std::make_unique<PinnedBuffer>(bytes);
+}
+
+void CudaSession::registerHost(void *host, size_t bytes) {
+  if (!host || bytes == 0)
+    return;
+  TCC_CUDA_CHECK(cudaHostRegister(host, bytes, cudaHostRegisterDefault));
+  impl_->registeredHost.push_back(host);
+}
+
+void CudaSession::unregisterHost(void *host) {
+  auto &r = impl_->registeredHost;
+  auto it = std::find(r.begin(), r.end(), host);
+  if (it == r.end())
+    return;
+  r.erase(it);
+  TCC_CUDA_CHECK(cudaHostUnregister(host));
 }
 
 std::unique_ptr<InputSlots>

@@ -323,6 +323,8 @@ bool Trainer::enqueueStep(int64_t step, StepRecord &rec) {
   s_.record(*rec.stepStart);
   if (plan_.micro)
     s_.run("train_step");
+  if (plan_.offload)
+    s_.run(plan_.offload->name);
   s_.record(*rec.stepEnd);
   if (scaling_.skippedId >= 0)
     s_.readAsync(scaling_.skippedId, rec.readback + k, sizeof(float));
@@ -430,7 +432,7 @@ void Trainer::finish(StepRecord &rec) {
     r_.copyWaitSeconds += s_.seconds(*mr.waitStart, *mr.waitEnd);
     dt += s_.seconds(*mr.waitEnd, *mr.runEnd);
   }
-  if (plan_.micro)
+  if (plan_.micro || plan_.offload)
     dt += s_.seconds(*rec.stepStart, *rec.stepEnd);
   // The mean of the micro-batch means is the mean over the whole batch.
   float loss = static_cast<float>(lossSum / k);

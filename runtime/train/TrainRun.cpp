@@ -4,6 +4,7 @@
 #include "runtime/core/Comm.h"
 #include "runtime/core/ProcessMemory.h"
 #include "runtime/train/Evaluate.h"
+#include "runtime/train/OffloadSession.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -156,8 +157,13 @@ int rt::reportTrainError(const std::string &tool, const std::string &what) {
 
 TrainRun::TrainRun(const Artifact &artifact, Device device, ExecMode mode,
                    const SessionOptions &options)
-    : artifact_(artifact),
-      session_(openSession(deviceName(device), artifact, mode, options)) {}
+    : artifact_(artifact), session_(openTrainingSession(
+                               deviceName(device), artifact, mode, options)) {}
+
+std::string TrainRun::offloadSummary() const {
+  auto *o = dynamic_cast<const OffloadSession *>(session_.get());
+  return o ? o->summary() : "";
+}
 
 TrainResult TrainRun::train(const TrainOptions &opts) {
   // In a data-parallel run rank 0 alone writes the trace.

@@ -75,7 +75,8 @@ int reportTrainError(const std::string &tool, const std::string &what);
 /// One session on one device, trained and then evaluated or read back.
 class TrainRun {
 public:
-  /// Opens the session (on a GPU: allocates and uploads the weights).
+  /// Opens the session (on a GPU: allocates and uploads the weights); for an
+  /// artifact compiled with --offload-optimizer, an OffloadSession.
   TrainRun(const Artifact &artifact, Device device, ExecMode mode,
            const SessionOptions &options);
 
@@ -91,7 +92,11 @@ public:
   /// (--eval-batches, default 20 batches) now. False when there is none.
   bool finalEvaluation(const TrainOptions &opts, const TrainResult &r,
                        EvalResult &out);
+  /// The device's memory (with --offload-optimizer, without the state the
+  /// host holds).
   MemoryStats memory() const { return session_->memory(); }
+  /// "optimizer offload: ..." (OffloadSession::summary), "" without it.
+  std::string offloadSummary() const;
   Session &session() { return *session_; }
   /// Tensor `id`'s values on the host: the session's own bytes where the
   /// host addresses them, else a download (once; kept for later calls).

@@ -1,6 +1,7 @@
 //===- TrainSetup.cpp - Options, feeding, metrics and progress of a run ---===//
 #include "runtime/train/TrainSetup.h"
 
+#include "runtime/core/OffloadPlan.h"
 #include "runtime/train/EvalDuringTraining.h"
 
 #include <nlohmann/json.hpp>
@@ -304,6 +305,7 @@ TrainPlan detail::planTraining(const Artifact &a, const TrainOptions &opts,
   // times per optimizer step, and "train_step" applies the update.
   t.micro = a.findProgram("accumulate");
   t.data = t.micro ? t.micro : t.step;
+  t.offload = a.findProgram(kOptimizerProgram);
   t.gradAccum = t.micro ? gradAccumOf(a) : 1;
   bool wantIds = !opts.checkpointDir.empty() || !opts.resumeFrom.empty();
   std::vector<DataIdentity> *idsOut = wantIds ? &t.ids : nullptr;

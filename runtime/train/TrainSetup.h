@@ -48,6 +48,9 @@ struct TrainPlan {
   const Program *step = nullptr;  // train_step
   const Program *micro = nullptr; // "accumulate" (--grad-accum K), or null
   const Program *data = nullptr;  // micro if any, else step: reads the data
+  /// "optimizer_step" (--offload-optimizer: the update, run after the
+  /// step's other programs; OffloadSession.h), or null.
+  const Program *offload = nullptr;
   int64_t gradAccum = 1;          // micro-batches per optimizer step
   int64_t microBatch = 0;         // samples per micro-batch
   int64_t batchSize = 0;          // samples per optimizer step

@@ -143,6 +143,8 @@ int run::runTrain(int argc, char **argv) {
       return 0;
     rt::MemoryStats m = run.memory();
     rt::printTrainSummary(a, o, r, m, mode, choice.device);
+    if (std::string off = run.offloadSummary(); !off.empty())
+      std::printf("%s\n", off.c_str());
     int64_t rssGrowth = rt::readProcessMemory().peakRssBytes - rssBefore;
     std::printf("memory: %s persistent %s, temporaries peak %s, measured peak "
                 "%s; process peak RSS +%s since the session was built\n",

@@ -113,6 +113,12 @@ static cl::opt<int64_t> zeroShards(
              "stage 1): each rank keeps and updates 1/N of it; run with "
              "mpirun -np N"),
     cl::value_desc("N"), cl::init(0), cl::sub(tool::compileCmd));
+static cl::opt<bool> offloadOptimizer(
+    "offload-optimizer",
+    cl::desc("Run the optimizer update as its own program, optimizer_step, "
+             "after train_step, with the optimizer state in host memory "
+             "(--report shows the device memory saved)"),
+    cl::init(false), cl::sub(tool::compileCmd));
 static cl::opt<double> clipGradNorm(
     "clip-grad-norm",
     cl::desc("Clip the gradients in the step to a global L2 norm of at most "
@@ -495,6 +501,7 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
                     std::to_string(int64_t(zeroShards)));
   }
   o.zeroShards = zeroShards;
+  o.offloadOptimizer = offloadOptimizer;
   o.dataParallel = dataParallel;
   o.bucketBytes = std::max<int64_t>(
       1, static_cast<int64_t>(double(bucketMb) * 1024 * 1024));

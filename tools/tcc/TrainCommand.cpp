@@ -303,6 +303,8 @@ int tool::runTrain() {
       return 0;
     rt::MemoryStats m = run.memory();
     rt::printTrainSummary(a, o, r, m, mode, choice.device);
+    if (std::string off = run.offloadSummary(); !off.empty())
+      std::printf("%s\n", off.c_str());
     MemoryReport predicted = analyzeMemory(a);
     int64_t rssGrowth = rt::readProcessMemory().peakRssBytes - rssBefore;
     std::printf(
