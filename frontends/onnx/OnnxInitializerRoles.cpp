@@ -6,7 +6,10 @@
 // continues from that node's outputs, since the gradient would reach the
 // initializer through them; any other use, or reaching a graph output,
 // makes it a parameter. Two more signs of a constant need no graph: rank 0
-// (an eps or a scale) and infinities (an additive mask).
+// (an eps or a scale) and infinities (an additive mask). A third is the
+// exporter's word: PyTorch's dynamo exporter records torch.export's graph
+// signature in value_info metadata, and a buffer (a rotary inv_freq) is
+// not a parameter however the graph uses it.
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/OnnxInitializerRoles.h"
@@ -16,6 +19,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/GlobPattern.h"
 
+#include <google/protobuf/unknown_field_set.h>
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
@@ -119,6 +123,39 @@ bool holdsNonFinite(const onnx::TensorProto &t) {
     if (!std::isfinite(v))
       return true;
   return false;
+}
+
+/// The key under which the dynamo exporter stores an input's kind
+/// (PARAMETER, BUFFER, USER_INPUT, ...) from torch.export's graph signature.
+constexpr const char *kTorchInputKind =
+    "pkg.torch.export.graph_signature.InputSpec.kind";
+
+/// Names of the values whose metadata calls them buffers. The metadata is
+/// ValueInfoProto field 4 (metadata_props, ONNX 1.16); it is read from the
+/// wire so that builds against older onnx headers, which keep it as an
+/// unknown field, see it too.
+llvm::StringSet<> exportedBuffers(const onnx::GraphProto &g) {
+  llvm::StringSet<> buffers;
+  auto scan = [&](const onnx::ValueInfoProto &v) {
+    google::protobuf::UnknownFieldSet fields;
+    if (!fields.ParseFromString(v.SerializeAsString()))
+      return;
+    for (int i = 0; i < fields.field_count(); ++i) {
+      const google::protobuf::UnknownField &f = fields.field(i);
+      if (f.number() != 4 ||
+          f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+        continue;
+      onnx::StringStringEntryProto entry;
+      if (entry.ParseFromString(f.length_delimited()) &&
+          entry.key() == kTorchInputKind && entry.value() == "BUFFER")
+        buffers.insert(v.name());
+    }
+  };
+  for (const onnx::ValueInfoProto &v : g.value_info())
+    scan(v);
+  for (const onnx::ValueInfoProto &v : g.input())
+    scan(v);
+  return buffers;
 }
 
 bool isFloatType(int64_t t) {
@@ -288,6 +325,7 @@ bool mlir::tcc::assignInitializerRoles(
   if (!frozen.compile(freeze, error) || !train.compile(trainable, error))
     return false;
   GradientReach reach(g);
+  llvm::StringSet<> buffers = exportedBuffers(g);
   roles.clear();
   for (const onnx::TensorProto &t : g.initializer()) {
     OnnxInitializerRole r;
@@ -314,6 +352,11 @@ bool mlir::tcc::assignInitializerRoles(
     } else if (!trainable.empty()) {
       r.kind = OnnxInitializerRole::Constant;
       r.why = "no --trainable pattern matches it";
+    } else if (buffers.contains(t.name())) {
+      r.kind = OnnxInitializerRole::Constant;
+      r.why = std::string("a buffer, not a parameter, in the exporter's "
+                          "graph signature (") +
+              kTorchInputKind + ")";
     } else if (holdsNonFinite(t)) {
       r.kind = OnnxInitializerRole::Constant;
       r.why = "holds infinities or NaNs (an additive mask)";

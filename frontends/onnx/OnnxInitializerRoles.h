@@ -6,8 +6,9 @@
 // roles come from the user's patterns (--freeze, --trainable) and, without
 // them, from the graph: an initializer whose value reaches the outputs only
 // through non-differentiable inputs (a shape, indices, an exponent, a
-// condition, a comparison) is a constant, as is a rank-0 scalar and one
-// holding infinities (an additive mask).
+// condition, a comparison) is a constant, as is a rank-0 scalar, one
+// holding infinities (an additive mask) and one the dynamo exporter's
+// metadata calls a buffer.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_FRONTENDS_ONNX_ONNXINITIALIZERROLES_H

@@ -5,7 +5,8 @@ using namespace mlir;
 using namespace mlir::tcc;
 
 /// Binds output 0 to input 0 reshaped to `shape`: folded when the input is
-/// known at import (shape computations stay constants), tcc.reshape otherwise.
+/// known at import (shape computations stay constants), tcc.reshape otherwise,
+/// of any element type (a view of token ids, a flattened bool mask).
 static LogicalResult reshapeTo(NodeImporter &node, ArrayRef<int64_t> shape) {
   if (DenseElementsAttr c = node.constantInput(0)) {
     auto type = RankedTensorType::get(shape, c.getElementType());
@@ -17,7 +18,7 @@ static LogicalResult reshapeTo(NodeImporter &node, ArrayRef<int64_t> shape) {
     node.setConstantOutput(0, c.reshape(type));
     return success();
   }
-  FailureOr<Value> x = node.input(0);
+  FailureOr<Value> x = node.anyInput(0);
   if (failed(x))
     return failure();
   FailureOr<Value> y = node.reshape(*x, shape);
@@ -142,13 +143,35 @@ LogicalResult mlir::tcc::importTranspose(NodeImporter &node) {
       node.setConstantOutput(0, t);
       return success();
     }
-  FailureOr<Value> x = node.input(0);
+  // An identity permutation (the dynamo exporter writes them around index
+  // ops, on bool masks) moves nothing, whatever the element type.
+  if ((int64_t)perm.size() == rank &&
+      llvm::equal(perm, llvm::seq<int64_t>(0, rank)))
+    return node.forwardInput(0, 0);
+  // tcc.transpose moves floats; a bool mask goes through float32 and back,
+  // which is exact. Other run-time integers stay refused by input().
+  FailureOr<Type> declared = node.declaredType(0);
+  if (failed(declared))
+    return failure();
+  bool viaFloat = declared->isInteger(1);
+  FailureOr<Value> x = viaFloat ? node.anyInput(0) : node.input(0);
   if (failed(x))
     return failure();
+  OpBuilder &b = node.builder();
+  auto retyped = [&](Value v, Type t) -> Value {
+    return CastOp::create(
+               b, node.loc(),
+               RankedTensorType::get(
+                   cast<RankedTensorType>(v.getType()).getShape(), t),
+               v)
+        .getResult();
+  };
+  if (viaFloat)
+    x = retyped(*x, b.getF32Type());
   FailureOr<Value> y = node.create<TransposeOp>(*x, ArrayRef<int64_t>(perm));
   if (failed(y))
     return failure();
-  node.setOutput(0, *y);
+  node.setOutput(0, viaFloat ? retyped(*y, b.getI1Type()) : *y);
   return success();
 }
 

@@ -27,7 +27,11 @@ The exporter and interpreter are options so that the same script runs the
 optional current-PyTorch tier (tests/zoo/run_current_pytorch.sh): there the
 expectations describe PyTorch 1.13's TorchScript exports, so --report-only
 prints what each model does without holding it to the table; a gradient
-mismatch or a crash still fails.
+mismatch or a crash still fails. That tier also runs `--set transformers`:
+Hugging Face's own classes at toy sizes (tests/zoo/hf_models.py, which
+needs the `transformers` package), and `--train-steps N`, which after the
+gradient check trains N SGD steps on the same batch with tcc and with
+float64 PyTorch and compares every step's loss.
 """
 import argparse
 import copy
@@ -58,13 +62,23 @@ def parse_args():
                     default="torchscript",
                     help="torch.onnx.export(dynamo=False) with training mode "
                     "and no constant folding, opset 17 (the only exporter of "
-                    "PyTorch 1.x); or dynamo=True (PyTorch 2.x), opset 18")
+                    "PyTorch 1.x); or dynamo=True (PyTorch 2.x), its default "
+                    "opset (18 or later)")
     ap.add_argument("--python", help="run the zoo under this interpreter "
                     "(one whose torch, torchvision and onnx to use)")
     ap.add_argument("--only", nargs="*", help="models to run (default: all)")
     ap.add_argument("--report-only", action="store_true",
                     help="report each model's outcome without holding it to "
                     "the expectation table")
+    ap.add_argument("--set", choices=["zoo", "transformers"], default="zoo",
+                    help="zoo: the models of zoo_models.py and torchvision "
+                    "(the ctest zoo); transformers: Hugging Face's own "
+                    "classes (tests/zoo/hf_models.py, needs transformers)")
+    ap.add_argument("--train-steps", type=int, default=0,
+                    help="after the gradient check, train this many SGD "
+                    "steps (lr --train-lr) on the same batch and compare "
+                    "each step's loss with float64 PyTorch's")
+    ap.add_argument("--train-lr", type=float, default=0.5)
     return ap.parse_args()
 
 
@@ -157,6 +171,16 @@ ZOO = [
     Case("nanogpt", zm.NanoGPT, tokens, "trains"),
 ]
 
+
+def transformers_zoo():
+    """Hugging Face's classes (optional tier): every one is expected to
+    train; the tier runs them with --report-only."""
+    sys.path.insert(0, os.path.join(HERE, "..", "zoo"))
+    import hf_models  # noqa: E402
+    print(hf_models.describe())
+    return [Case(name, build, data(BATCH), "trains")
+            for name, build, data in hf_models.MODELS]
+
 UNSUPPORTED_RE = re.compile(
     r"node '([^']*)' \(op_type '([^']+)', (?:domain '[^']*', )?opset (\d+)\) "
     r"is not supported")
@@ -230,6 +254,12 @@ def sync_from_export(model, init):
 
 class Failure(Exception):
     pass
+
+
+class ExportFailed(Exception):
+    """PyTorch's exporter raised: tcc never saw the model. With
+    --report-only it is an outcome to report (a limitation of that
+    exporter on that model), not a failure of tcc."""
 
 
 PHASES = {}  # seconds per phase of the current model, for the log
@@ -309,12 +339,13 @@ def check_trains(case, d, model, inputs, labels, where, init):
     if p.returncode != 0:
         op, msg = refusal(p)
         raise Failure(f"tcc compile failed: {msg}")
-    cmd = [ARGS.tcc, "train", art, "--steps", "1", "--no-shuffle", "--no-progress",
-           "--metrics", os.path.join(d, "sgd.jsonl"),
-           "--export", os.path.join(d, "sgd.onnx")]
+    data_args = []
     for n, v in list(inputs.items()) + [("labels", labels)]:
         np.save(os.path.join(d, n + ".npy"), v.numpy())
-        cmd += ["--data", f"{n}={os.path.join(d, n + '.npy')}"]
+        data_args += ["--data", f"{n}={os.path.join(d, n + '.npy')}"]
+    cmd = [ARGS.tcc, "train", art, "--steps", "1", "--no-shuffle", "--no-progress",
+           "--metrics", os.path.join(d, "sgd.jsonl"),
+           "--export", os.path.join(d, "sgd.onnx")] + data_args
     p = run(cmd)
     if p.returncode != 0:
         raise Failure(f"tcc train failed ({p.returncode}): {p.stderr.strip()[-1500:]}")
@@ -369,7 +400,56 @@ def check_trains(case, d, model, inputs, labels, where, init):
         r = float(np.max(np.abs(after[n] - ref))) / max(float(np.max(np.abs(ref))), 1e-2)
         if r > 1e-4:
             raise Failure(f"running statistic {n} differs: {r:.2e}")
-    return worst, worst_name, torch_worst, max(spread.values())
+    steps = (check_steps(d, art, model, inputs, labels, data_args)
+             if ARGS.train_steps else None)
+    return worst, worst_name, torch_worst, max(spread.values()), steps
+
+
+def torch_losses(model, inputs, labels, dtype, steps, lr):
+    m = copy.deepcopy(model)
+    if dtype == torch.float64:
+        m = m.double()
+    opt = torch.optim.SGD(m.parameters(), lr=lr)
+    args = [v.to(dtype) if v.dtype.is_floating_point else v for v in inputs.values()]
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        out = m(*args)
+        loss = nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]),
+                                           labels.reshape(-1))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def check_steps(d, art, model, inputs, labels, data_args):
+    """ARGS.train_steps SGD steps on the one batch, from the exported
+    weights: the artifact's rate is a run-time value, so the gradient
+    check's artifact trains at --train-lr. Returns the largest relative
+    loss difference from float64 PyTorch, and the first and last loss."""
+    n, lr = ARGS.train_steps, ARGS.train_lr
+    metrics = os.path.join(d, "steps.jsonl")
+    p = run([ARGS.tcc, "train", art, "--steps", str(n), "--lr", str(lr),
+             "--no-shuffle", "--no-progress", "--metrics", metrics] + data_args)
+    if p.returncode != 0:
+        raise Failure(f"tcc train --steps {n} failed ({p.returncode}): "
+                      f"{p.stderr.strip()[-1500:]}")
+    got = [json.loads(line)["loss"] for line in open(metrics)]
+    ref = timed("torch", torch_losses, model, inputs, labels, torch.float64, n, lr)
+    ref32 = timed("torch", torch_losses, model, inputs, labels, torch.float32, n, lr)
+    if len(got) != n:
+        raise Failure(f"tcc train --steps {n} reported {len(got)} steps")
+    err = max(abs(a - b) / abs(b) for a, b in zip(got, ref))
+    err32 = max(abs(a - b) / abs(b) for a, b in zip(ref32, ref))
+    if err > max(1e-3, NOISE * err32):
+        raise Failure(f"{n} SGD steps (lr {lr}): tcc losses "
+                      f"{', '.join(f'{x:.5f}' for x in got)}, float64 PyTorch "
+                      f"{', '.join(f'{x:.5f}' for x in ref)}")
+    if not ref[-1] < ref[0]:
+        raise Failure(f"{n} SGD steps at lr {lr} do not lower the loss "
+                      f"({ref[0]:.5f} to {ref[-1]:.5f}): pick another --train-lr")
+    return err, got[0], got[-1]
 
 
 def run_case(case):
@@ -381,7 +461,16 @@ def run_case(case):
     model.train()
     inputs, labels = case.data()
     onnx_path = os.path.join(d, "model.onnx")
-    timed("export", export, model, inputs, onnx_path)
+    try:
+        timed("export", export, model, inputs, onnx_path)
+    except Exception as e:
+        if os.environ.get("ZOO_TRACE"):
+            traceback.print_exc()
+        cause = e
+        while cause.__cause__ is not None:  # the exporter wraps the reason
+            cause = cause.__cause__
+        first = next((line for line in str(cause).splitlines() if line.strip()), "")
+        raise ExportFailed(f"{type(cause).__name__}: {first[:300]}") from e
     init = initializers(onnx_path)
     where = sync_from_export(model, init)
     params = sum(p.numel() for p in model.parameters())
@@ -411,7 +500,8 @@ def main():
     # threads cost more than they give on models this small.
     torch.set_num_threads(1)
     os.makedirs(ARGS.work, exist_ok=True)
-    cases = [c for c in ZOO if not ARGS.only or c.name in ARGS.only]
+    table = transformers_zoo() if ARGS.set == "transformers" else ZOO
+    cases = [c for c in table if not ARGS.only or c.name in ARGS.only]
     print(f"PyTorch {torch.__version__}, exporter {ARGS.exporter}, tcc {ARGS.tcc}")
     rows, failures = [], []
     start = time.time()
@@ -424,6 +514,11 @@ def main():
         except Failure as e:
             params, status, grad, ok = None, f"FAIL: {e}", None, False
             failures.append(case.name)
+        except ExportFailed as e:
+            params, status, grad = None, f"export failed ({e})", None
+            ok = ARGS.report_only
+            if not ok:
+                failures.append(case.name)
         except Exception as e:  # an exporter error is a finding too
             if os.environ.get("ZOO_TRACE"):
                 traceback.print_exc()
@@ -434,17 +529,24 @@ def main():
         g = (f"grad err {grad[0]:.1e} ({grad[1]}; float32 PyTorch {grad[2]:.1e}, "
              f"float64 spread {grad[3]:.1e})"
              if grad else "")
+        if grad and grad[4]:
+            g += (f"; {ARGS.train_steps} steps: loss {grad[4][1]:.4f} -> "
+                  f"{grad[4][2]:.4f}, max rel err {grad[4][0]:.1e}")
         phases = ", ".join(f"{k} {v:.1f}" for k, v in PHASES.items())
         print(f"{case.name}: {status} {g} [{secs:.1f}s: {phases}]", flush=True)
 
+    steps = f" {'steps loss err':>14}" if ARGS.train_steps else ""
     print(f"\n{'model':<20} {'params':>9}  {'status':<22} {'max rel grad err':>16}"
-          f" {'torch f32':>9} {'f64 spread':>10} {'seconds':>7}")
+          f" {'torch f32':>9} {'f64 spread':>10}{steps} {'seconds':>7}")
     for name, params, status, grad, secs in rows:
-        short = "FAIL" if status.startswith("FAIL") else status  # details above
+        short = ("FAIL" if status.startswith("FAIL") else  # details above
+                 "export failed" if status.startswith("export failed") else status)
+        st = (f" {f'{grad[4][0]:.1e}' if grad and grad[4] else '-':>14}"
+              if ARGS.train_steps else "")
         print(f"{name:<20} {params if params is not None else '-':>9}  {short:<22} "
               f"{f'{grad[0]:.1e}' if grad else '-':>16} "
               f"{f'{grad[2]:.1e}' if grad else '-':>9} "
-              f"{f'{grad[3]:.1e}' if grad else '-':>10} {secs:>7.1f}")
+              f"{f'{grad[3]:.1e}' if grad else '-':>10}{st} {secs:>7.1f}")
     print(f"total {time.time() - start:.0f}s")
     if failures:
         sys.exit(f"model zoo: {len(failures)} failed: {', '.join(failures)}")

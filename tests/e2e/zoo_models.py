@@ -210,6 +210,8 @@ class GPT2LMHeadModel(nn.Module):
 
     def forward(self, input_ids):
         input_shape = input_ids.size()
+        # A Reshape of the run-time token ids in the export.
+        input_ids = input_ids.view(-1, input_shape[-1])
         position_ids = torch.arange(0, input_shape[-1], dtype=torch.long)
         position_ids = position_ids.unsqueeze(0).view(-1, input_shape[-1])
         hidden_states = self.wte(input_ids) + self.wpe(position_ids)
@@ -302,9 +304,14 @@ class BertForMaskedLM(nn.Module):
         self.decoder.weight = self.embeddings.word_embeddings.weight
 
     def forward(self, input_ids, token_type_ids, attention_mask):
-        # get_extended_attention_mask: 1 keeps a key, 0 masks it additively.
+        # 1 keeps a key, 0 masks it additively. The keep mask is indexed
+        # per (batch, key) as transformers 5's masking_utils does (a
+        # Flatten and Gather of a bool tensor in the export).
         dtype = self.transform.weight.dtype
-        extended = attention_mask[:, None, None, :].to(dtype=dtype)
+        batch, keys = attention_mask.shape
+        keep = attention_mask.bool()[torch.arange(batch)[:, None, None, None],
+                                     torch.arange(keys)[None, None, None, :]]
+        extended = keep.to(dtype=dtype)
         extended = (1.0 - extended) * torch.finfo(dtype).min
         hidden = self.embeddings(input_ids, token_type_ids)
         for layer in self.layer:

@@ -8,6 +8,12 @@
 #                in train() mode, weights in an external MODEL.onnx.data file,
 #                compiled with --batchnorm=train (the exporter writes its batch
 #                norms in inference mode)
+# Then it runs Hugging Face transformers' own classes at toy sizes
+# (tests/zoo/hf_models.py: GPT-2, BERT, DistilBERT, Llama, Qwen2, Mistral,
+# T5, ViT) through both exporters with --set transformers: each one's
+# gradients are checked like the zoo's, and 5 SGD steps' losses against
+# float64 PyTorch's (--train-steps). ZOO_SETS="zoo transformers" (the
+# default) picks the sets.
 # It is not part of ctest or CI: it downloads PyTorch (a few GB with its
 # CUDA libraries) and what it finds depends on the day's releases. The
 # expectation table describes PyTorch 1.13's exports, so the zoo runs with
@@ -31,13 +37,20 @@ if [ ! -x "$venv/bin/python" ]; then
   "$venv/bin/pip" install --quiet --upgrade pip
   "$venv/bin/pip" install --quiet torch torchvision onnx onnxscript numpy
 fi
-"$venv/bin/python" -c 'import torch, torchvision, onnx, onnxscript; print("torch", torch.__version__, "torchvision", torchvision.__version__, "onnx", onnx.__version__, "onnxscript", onnxscript.__version__)'
+# A venv made before the transformers set existed lacks it.
+"$venv/bin/python" -c 'import transformers' 2>/dev/null ||
+  "$venv/bin/pip" install --quiet transformers
+"$venv/bin/python" -c 'import torch, torchvision, onnx, onnxscript, transformers; print("torch", torch.__version__, "torchvision", torchvision.__version__, "onnx", onnx.__version__, "onnxscript", onnxscript.__version__, "transformers", transformers.__version__)'
 
 status=0
-for exporter in torchscript dynamo; do
-  echo "== exporter: $exporter"
-  python3 "$root/tests/e2e/model_zoo.py" --python "$venv/bin/python" \
-    --exporter "$exporter" --report-only --tcc "$tcc" \
-    --work "$build/zoo-current/$exporter" "$@" || status=1
+for set in ${ZOO_SETS:-zoo transformers}; do
+  steps=()
+  [ "$set" = transformers ] && steps=(--train-steps 5)
+  for exporter in torchscript dynamo; do
+    echo "== set: $set, exporter: $exporter"
+    python3 "$root/tests/e2e/model_zoo.py" --python "$venv/bin/python" \
+      --set "$set" "${steps[@]}" --exporter "$exporter" --report-only \
+      --tcc "$tcc" --work "$build/zoo-current/$set-$exporter" "$@" || status=1
+  done
 done
 exit $status
