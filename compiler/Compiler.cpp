@@ -381,6 +381,7 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
   pipe.cutCrossEntropyMinClasses = opts.cutCrossEntropyMinClasses;
   pipe.fuseColumnSums = opts.fuseColumnSums;
   pipe.shadowWeights = opts.shadowWeights;
+  pipe.trimConvTaps = opts.trimConvTaps;
   pipe.gemmEpilogue =
       opts.gemmEpilogue >= 0 ? opts.gemmEpilogue == 1 : opts.target == "cuda";
   pipe.loraRank = opts.loraRank;
@@ -533,6 +534,7 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
   if (pipe.fuse)
     artifact.meta["fuse_column_sums"] = pipe.fuseColumnSums ? "on" : "off";
   artifact.meta["shadow_weights"] = pipe.shadowWeights ? "on" : "off";
+  artifact.meta["trim_conv_taps"] = pipe.trimConvTaps ? "on" : "off";
   artifact.meta["precision"] = opts.precision;
   artifact.meta["target"] = opts.target;
   if (opts.target == "cuda")

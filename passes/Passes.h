@@ -150,6 +150,11 @@ struct TrainPipelineOptions
       *this, "cut-cross-entropy-min-classes",
       llvm::cl::desc("heads with fewer classes keep the unfused loss"),
       llvm::cl::init(256)};
+  Option<bool> trimConvTaps{
+      *this, "trim-conv-taps",
+      llvm::cl::desc("slice off convolution taps that read only padding, "
+                     "before autodiff (tcc-trim-conv-taps)"),
+      llvm::cl::init(true)};
   Option<bool> gemmEpilogue{
       *this, "gemm-epilogue",
       llvm::cl::desc("fold bias adds, activations and bias gradients into "
