@@ -112,10 +112,9 @@ static void trim(Conv2dOp conv) {
   Trim axes[2];
   bool changed = false;
   for (int d = 0; d < 2; ++d) {
-    std::optional<Trim> t =
-        trimAxis({xt.getDimSize(2 + d), yt.getDimSize(2 + d),
-                  wt.getDimSize(2 + d), strides[d], dil[d], pads[d],
-                  pads[2 + d]});
+    std::optional<Trim> t = trimAxis(
+        {xt.getDimSize(2 + d), yt.getDimSize(2 + d), wt.getDimSize(2 + d),
+         strides[d], dil[d], pads[d], pads[2 + d]});
     if (!t)
       return; // only padding: the result is the bias, leave it
     axes[d] = *t;
@@ -127,17 +126,17 @@ static void trim(Conv2dOp conv) {
   OpBuilder b(conv);
   Location loc = conv.getLoc();
   SmallVector<int64_t> starts{0, 0, axes[0].first, axes[1].first};
-  SmallVector<int64_t> sizes{wt.getDimSize(0), wt.getDimSize(1),
-                             axes[0].kernel, axes[1].kernel};
+  SmallVector<int64_t> sizes{wt.getDimSize(0), wt.getDimSize(1), axes[0].kernel,
+                             axes[1].kernel};
   SmallVector<int64_t> steps(4, 1);
   Value w = SliceOp::create(b, loc, wt.clone(sizes), conv.getWeight(), starts,
                             sizes, steps);
   SmallVector<int64_t> newPads{axes[0].padBegin, axes[1].padBegin,
                                axes[0].padEnd, axes[1].padEnd};
-  auto trimmed = Conv2dOp::create(
-      b, loc, yt, conv.getInput(), w, conv.getBias(), conv.getStridesAttr(),
-      b.getDenseI64ArrayAttr(newPads), conv.getDilationsAttr(),
-      conv.getGroupsAttr());
+  auto trimmed =
+      Conv2dOp::create(b, loc, yt, conv.getInput(), w, conv.getBias(),
+                       conv.getStridesAttr(), b.getDenseI64ArrayAttr(newPads),
+                       conv.getDilationsAttr(), conv.getGroupsAttr());
   conv.replaceAllUsesWith(trimmed.getResult());
   conv.erase();
 }

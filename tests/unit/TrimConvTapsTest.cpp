@@ -61,8 +61,8 @@ std::string moduleText(const Conv &c) {
          " {tcc.kind = \"input\", tcc.name = \"g\"}) -> (tensor<f32> "
          "{tcc.kind = \"loss\"}) {\n"
          "  %y = tcc.conv2d %x, %w, %b {strides = array<i64: " +
-         i(c.s) + ", " + i(c.s) + ">, pads = array<i64: " + i(c.padTop) +
-         ", " + i(c.padLeft) + ", " + i(c.padBottom) + ", " + i(c.padRight) +
+         i(c.s) + ", " + i(c.s) + ">, pads = array<i64: " + i(c.padTop) + ", " +
+         i(c.padLeft) + ", " + i(c.padBottom) + ", " + i(c.padRight) +
          ">, dilations = array<i64: " + i(c.d) + ", " + i(c.d) +
          ">, groups = 1 : i64} : (" + x + ", " + w + ", " + b + ") -> " + y +
          "\n  %m = tcc.mul %y, %g : (" + y + ", " + y + ") -> " + y +
@@ -91,9 +91,10 @@ std::vector<std::vector<float>> run(const Conv &c, bool trim, bool &trimmed) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1, 1);
   std::map<std::string, std::vector<float>> init;
-  for (auto [name, n] : {std::pair<std::string, int64_t>{"x", kN * kC * c.h * c.w},
-                         {"w", kO * kC * c.k * c.k},
-                         {"b", kO}})
+  for (auto [name, n] :
+       {std::pair<std::string, int64_t>{"x", kN * kC * c.h * c.w},
+        {"w", kO * kC * c.k * c.k},
+        {"b", kO}})
     for (int64_t i = 0; i < n; ++i)
       init[name].push_back(u(rng));
   rt::Artifact a;
