@@ -506,8 +506,15 @@ def TrimConvTapsPass : Pass<"tcc-trim-conv-taps", "mlir::func::FuncOp"> {
     %y = tcc.conv2d %x, %c {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<4x8x1x1xf32>, tensor<8x8x1x1xf32>) -> tensor<4x8x1x1xf32>
     ```
     The sliced-off taps get a zero gradient through the slice, as they do
-    through the full convolution.
+    through the full convolution. With `gemm`, a convolution left with a
+    1x1 output, no leading pads, one group and unit dilation (the case
+    above) is a tcc.matmul of the flattened input and weight.
   }];
+  let options = [
+    Option<"gemm", "gemm", "bool", /*default=*/"true",
+           "rewrite convolutions with a 1x1 output that read the input's "
+           "first kH x kW positions as GEMMs">,
+  ];
   let dependentDialects = ["mlir::tcc::TccDialect"];
 }
 

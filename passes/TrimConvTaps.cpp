@@ -25,8 +25,18 @@
 // rectangle). An axis is left alone when its leading pad would go negative
 // (dilation > 1 can do that) or the output size would change; a
 // convolution with no live tap at all (its result is its bias) is left
-// alone too. Not handled: conv2d_grad_input used as a forward op
-// (ConvTranspose).
+// alone too.
+//
+// Then a convolution (trimmed or not) with a 1x1 output, no leading pads
+// (trailing ones it does not reach), one group and unit dilation reads
+// x[:, :, 0:kH, 0:kW] once per image: it is
+// a GEMM, reshape(x') [N, C*kH*kW] times reshape(W) [O, C*kH*kW]
+// transposed (+ bias), x' the input's first kH x kW positions (a slice when
+// the stride skips the rest, as in a 1x1 stride-2 shortcut from 2x2 to
+// 1x1). The three directions then run as GEMMs on the thread pool's BLAS
+// with no layout conversion around them.
+//
+// Not handled: conv2d_grad_input used as a forward op (ConvTranspose).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -36,6 +46,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/Debug.h"
 
+#include <cstdlib>
 #include <optional>
 
 #define DEBUG_TYPE "tcc-trim-conv-taps"
@@ -99,6 +110,46 @@ static std::optional<Trim> trimAxis(const Axis &a) {
   return Trim{first, kernel, padBegin, padEnd};
 }
 
+/// The GEMM form of a convolution with a 1x1 output that reads the input's
+/// first kH x kW positions, if `conv` is one.
+static void asGemm(Conv2dOp conv) {
+  auto xt = cast<RankedTensorType>(conv.getInput().getType());
+  auto wt = cast<RankedTensorType>(conv.getWeight().getType());
+  auto yt = cast<RankedTensorType>(conv.getType());
+  if (!xt.hasStaticShape() || !wt.hasStaticShape() || xt.getRank() != 4 ||
+      conv.getPads().size() != 4 || conv.getDilations().size() != 2 ||
+      conv.getGroups() != 1 || yt.getDimSize(2) != 1 || yt.getDimSize(3) != 1 ||
+      conv.getPads()[0] != 0 || conv.getPads()[1] != 0)
+    return;
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), o = wt.getDimSize(0);
+  int64_t kh = wt.getDimSize(2), kw = wt.getDimSize(3);
+  ArrayRef<int64_t> dil = conv.getDilations();
+  if ((kh > 1 && dil[0] != 1) || (kw > 1 && dil[1] != 1) ||
+      kh > xt.getDimSize(2) || kw > xt.getDimSize(3))
+    return;
+  LLVM_DEBUG(llvm::dbgs() << "as a GEMM: " << conv << "\n");
+  OpBuilder b(conv);
+  Location loc = conv.getLoc();
+  Type f = xt.getElementType();
+  Value x = conv.getInput();
+  if (kh < xt.getDimSize(2) || kw < xt.getDimSize(3)) {
+    SmallVector<int64_t> sizes{n, c, kh, kw};
+    x = SliceOp::create(b, loc, xt.clone(sizes), x, SmallVector<int64_t>(4, 0),
+                        sizes, SmallVector<int64_t>(4, 1));
+  }
+  int64_t k = c * kh * kw;
+  Value rows = ReshapeOp::create(b, loc, RankedTensorType::get({n, k}, f), x);
+  Value w = ReshapeOp::create(b, loc, RankedTensorType::get({o, k}, f),
+                              conv.getWeight());
+  Value y = MatmulOp::create(b, loc, rows, w, /*transpose_lhs=*/false,
+                             /*transpose_rhs=*/true);
+  if (Value bias = conv.getBias())
+    y = AddOp::create(b, loc, y, bias);
+  Value r = ReshapeOp::create(b, loc, yt, y);
+  conv.replaceAllUsesWith(r);
+  conv.erase();
+}
+
 static void trim(Conv2dOp conv) {
   auto xt = cast<RankedTensorType>(conv.getInput().getType());
   auto wt = cast<RankedTensorType>(conv.getWeight().getType());
@@ -150,6 +201,13 @@ struct TrimConvTapsPass final
     getOperation().walk([&](Conv2dOp c) { convs.push_back(c); });
     for (Conv2dOp c : convs)
       trim(c);
+    if (!gemm || (getenv("TCC_TRIM_GEMM") &&
+                  getenv("TCC_TRIM_GEMM")[0] == '0')) // AB-HACK
+      return;
+    convs.clear();
+    getOperation().walk([&](Conv2dOp c) { convs.push_back(c); });
+    for (Conv2dOp c : convs)
+      asGemm(c);
   }
 };
 } // namespace

@@ -6,7 +6,8 @@
 // is differentiated with and without the pass, both run on the CPU runtime
 // from the same values, and the loss and the gradients of input, weight
 // and bias must agree (the dropped taps' weight gradient is zero on both
-// sides). The sweep must also trim some cases, or it would test nothing.
+// sides). The sweep must also trim some cases and turn some into GEMMs
+// (1x1 outputs), or it would test nothing.
 // Finite differences of the trimmed form are in GradCheckCasesConv.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -71,8 +72,9 @@ std::string moduleText(const Conv &c) {
 }
 
 /// The loss and the gradients of x, w, b, with or without the pass; sets
-/// `trimmed` when the pass left a tcc.slice.
-std::vector<std::vector<float>> run(const Conv &c, bool trim, bool &trimmed) {
+/// `trimmed` when the pass left a tcc.slice, `gemm` a tcc.matmul.
+std::vector<std::vector<float>> run(const Conv &c, bool trim, bool &trimmed,
+                                    bool &gemm) {
   MLIRContext ctx;
   ctx.loadDialect<mlir::tcc::TccDialect, func::FuncDialect>();
   std::string text = moduleText(c);
@@ -85,8 +87,9 @@ std::vector<std::vector<float>> run(const Conv &c, bool trim, bool &trimmed) {
     pm.addNestedPass<func::FuncOp>(mlir::tcc::createTrimConvTapsPass());
   pm.addPass(mlir::tcc::createAutodiffPass());
   EXPECT_TRUE(succeeded(pm.run(*module))) << text;
-  trimmed = false;
+  trimmed = gemm = false;
   module->walk([&](mlir::tcc::SliceOp) { trimmed = true; });
+  module->walk([&](mlir::tcc::MatmulOp) { gemm = true; });
 
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -116,7 +119,7 @@ std::vector<std::vector<float>> run(const Conv &c, bool trim, bool &trimmed) {
 }
 
 TEST(TrimConvTaps, SameLossAndGradients) {
-  int cases = 0, trimmedCases = 0;
+  int cases = 0, trimmedCases = 0, gemmCases = 0;
   for (int64_t h : {1, 2, 3, 5})
     for (int64_t k : {2, 3})
       for (int64_t s : {1, 2})
@@ -131,10 +134,11 @@ TEST(TrimConvTaps, SameLossAndGradients) {
               if (c.outH() < 1 || c.outW() < 1)
                 continue;
               ++cases;
-              bool trimmed = false, unused = false;
-              auto ref = run(c, false, unused);
-              auto got = run(c, true, trimmed);
+              bool trimmed = false, gemm = false, unused = false;
+              auto ref = run(c, false, unused, unused);
+              auto got = run(c, true, trimmed, gemm);
               trimmedCases += trimmed;
+              gemmCases += gemm;
               ASSERT_EQ(ref.size(), 4u);
               ASSERT_EQ(got.size(), ref.size());
               for (size_t o = 0; o < ref.size(); ++o) {
@@ -147,6 +151,7 @@ TEST(TrimConvTaps, SameLossAndGradients) {
             }
   EXPECT_GT(cases, 100);
   EXPECT_GT(trimmedCases, 20) << "of " << cases;
+  EXPECT_GT(gemmCases, 5) << "of " << cases;
 }
 
 } // namespace

@@ -1,4 +1,5 @@
-// RUN: tcc-opt %s --tcc-trim-conv-taps --split-input-file | FileCheck %s
+// RUN: tcc-opt %s --tcc-trim-conv-taps="gemm=false" --split-input-file | FileCheck %s
+// RUN: tcc-opt %s --tcc-trim-conv-taps --split-input-file | FileCheck %s --check-prefix=GEMM
 
 // A 3x3 convolution with pad 1 on a 1x1 map (ResNet's last stage at 32x32)
 // only reads its centre tap: a 1x1 convolution on the centre slice, no pads.
@@ -7,6 +8,16 @@
 // CHECK-NEXT: %[[C:.+]] = tcc.slice %[[W]] {sizes = array<i64: 6, 8, 1, 1>, starts = array<i64: 0, 0, 1, 1>, steps = array<i64: 1, 1, 1, 1>} : tensor<6x8x3x3xf32> -> tensor<6x8x1x1xf32>
 // CHECK-NEXT: %[[Y:.+]] = tcc.conv2d %[[X]], %[[C]], %[[B]] {dilations = array<i64: 1, 1>, groups = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<4x8x1x1xf32>, tensor<6x8x1x1xf32>, tensor<6xf32>) -> tensor<4x6x1x1xf32>
 // CHECK-NEXT: return %[[Y]]
+// With gemm, the 1x1 result is a GEMM of the flattened input and weight.
+// GEMM-LABEL: func.func @centre_only
+// GEMM-SAME: (%[[X:[^:]+]]: tensor<4x8x1x1xf32>, %[[W:[^:]+]]: tensor<6x8x3x3xf32>, %[[B:[^:]+]]: tensor<6xf32>)
+// GEMM-NEXT: %[[C:.+]] = tcc.slice %[[W]] {sizes = array<i64: 6, 8, 1, 1>, starts = array<i64: 0, 0, 1, 1>, steps = array<i64: 1, 1, 1, 1>}
+// GEMM-NEXT: %[[R:.+]] = tcc.reshape %[[X]] : tensor<4x8x1x1xf32> -> tensor<4x8xf32>
+// GEMM-NEXT: %[[WR:.+]] = tcc.reshape %[[C]] : tensor<6x8x1x1xf32> -> tensor<6x8xf32>
+// GEMM-NEXT: %[[M:.+]] = tcc.matmul %[[R]], %[[WR]] {transpose_rhs = true} : (tensor<4x8xf32>, tensor<6x8xf32>) -> tensor<4x6xf32>
+// GEMM-NEXT: %[[A:.+]] = tcc.add %[[M]], %[[B]] : (tensor<4x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
+// GEMM-NEXT: %[[Y:.+]] = tcc.reshape %[[A]] : tensor<4x6xf32> -> tensor<4x6x1x1xf32>
+// GEMM-NEXT: return %[[Y]]
 func.func @centre_only(%x: tensor<4x8x1x1xf32>, %w: tensor<6x8x3x3xf32>, %b: tensor<6xf32>) -> tensor<4x6x1x1xf32> {
   %y = tcc.conv2d %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<4x8x1x1xf32>, tensor<6x8x3x3xf32>, tensor<6xf32>) -> tensor<4x6x1x1xf32>
   return %y : tensor<4x6x1x1xf32>
@@ -21,6 +32,11 @@ func.func @centre_only(%x: tensor<4x8x1x1xf32>, %w: tensor<6x8x3x3xf32>, %b: ten
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<2x4x2x2xf32>, %[[W:[^:]+]]: tensor<8x4x3x3xf32>)
 // CHECK-NEXT: %[[C:.+]] = tcc.slice %[[W]] {sizes = array<i64: 8, 4, 2, 2>, starts = array<i64: 0, 0, 1, 1>, steps = array<i64: 1, 1, 1, 1>}
 // CHECK-NEXT: %[[Y:.+]] = tcc.conv2d %[[X]], %[[C]] {dilations = array<i64: 1, 1>, groups = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<2x4x2x2xf32>, tensor<8x4x2x2xf32>) -> tensor<2x8x1x1xf32>
+// GEMM-LABEL: func.func @stride2_to_1x1
+// GEMM: %[[C:.+]] = tcc.slice %{{.+}} {sizes = array<i64: 8, 4, 2, 2>, starts = array<i64: 0, 0, 1, 1>
+// GEMM-NEXT: %[[R:.+]] = tcc.reshape %{{.+}} : tensor<2x4x2x2xf32> -> tensor<2x16xf32>
+// GEMM-NEXT: %[[WR:.+]] = tcc.reshape %[[C]] : tensor<8x4x2x2xf32> -> tensor<8x16xf32>
+// GEMM-NEXT: tcc.matmul %[[R]], %[[WR]] {transpose_rhs = true} : (tensor<2x16xf32>, tensor<8x16xf32>) -> tensor<2x8xf32>
 func.func @stride2_to_1x1(%x: tensor<2x4x2x2xf32>, %w: tensor<8x4x3x3xf32>) -> tensor<2x8x1x1xf32> {
   %y = tcc.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x4x2x2xf32>, tensor<8x4x3x3xf32>) -> tensor<2x8x1x1xf32>
   return %y : tensor<2x8x1x1xf32>
@@ -91,4 +107,24 @@ func.func @dilated(%x: tensor<1x2x3x1xf32>, %w: tensor<2x2x3x3xf32>) -> tensor<1
 func.func @only_padding(%x: tensor<1x2x1x1xf32>, %w: tensor<2x2x3x3xf32>, %b: tensor<2xf32>) -> tensor<1x2x1x1xf32> {
   %y = tcc.conv2d %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 3, 3>, dilations = array<i64: 2, 2>, groups = 1 : i64} : (tensor<1x2x1x1xf32>, tensor<2x2x3x3xf32>, tensor<2xf32>) -> tensor<1x2x1x1xf32>
   return %y : tensor<1x2x1x1xf32>
+}
+
+// -----
+
+// A 1x1 stride-2 shortcut from 2x2 to 1x1 reads the input's first position
+// only: a slice of the input, then a GEMM. With two groups it stays.
+// GEMM-LABEL: func.func @shortcut
+// GEMM-SAME: (%[[X:[^:]+]]: tensor<2x4x2x2xf32>, %[[W:[^:]+]]: tensor<8x4x1x1xf32>, %[[WG:[^:]+]]: tensor<8x2x1x1xf32>)
+// GEMM: %[[S:.+]] = tcc.slice %[[X]] {sizes = array<i64: 2, 4, 1, 1>, starts = array<i64: 0, 0, 0, 0>, steps = array<i64: 1, 1, 1, 1>}
+// GEMM-NEXT: %[[R:.+]] = tcc.reshape %[[S]] : tensor<2x4x1x1xf32> -> tensor<2x4xf32>
+// GEMM-NEXT: %[[WR:.+]] = tcc.reshape %[[W]] : tensor<8x4x1x1xf32> -> tensor<8x4xf32>
+// GEMM-NEXT: tcc.matmul %[[R]], %[[WR]] {transpose_rhs = true}
+// GEMM: tcc.conv2d %[[X]], %[[WG]] {{.+}} groups = 2 : i64
+// CHECK-LABEL: func.func @shortcut
+// CHECK-NOT: tcc.slice
+// CHECK-NOT: tcc.matmul
+func.func @shortcut(%x: tensor<2x4x2x2xf32>, %w: tensor<8x4x1x1xf32>, %wg: tensor<8x2x1x1xf32>) -> (tensor<2x8x1x1xf32>, tensor<2x8x1x1xf32>) {
+  %y = tcc.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x4x2x2xf32>, tensor<8x4x1x1xf32>) -> tensor<2x8x1x1xf32>
+  %z = tcc.conv2d %x, %wg {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 2 : i64} : (tensor<2x4x2x2xf32>, tensor<8x2x1x1xf32>) -> tensor<2x8x1x1xf32>
+  return %y, %z : tensor<2x8x1x1xf32>, tensor<2x8x1x1xf32>
 }
