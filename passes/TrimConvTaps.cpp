@@ -46,7 +46,6 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/Debug.h"
 
-#include <cstdlib>
 #include <optional>
 
 #define DEBUG_TYPE "tcc-trim-conv-taps"
@@ -201,8 +200,7 @@ struct TrimConvTapsPass final
     getOperation().walk([&](Conv2dOp c) { convs.push_back(c); });
     for (Conv2dOp c : convs)
       trim(c);
-    if (!gemm || (getenv("TCC_TRIM_GEMM") &&
-                  getenv("TCC_TRIM_GEMM")[0] == '0')) // AB-HACK
+    if (!gemm)
       return;
     convs.clear();
     getOperation().walk([&](Conv2dOp c) { convs.push_back(c); });
