@@ -142,6 +142,20 @@ static void forEachWindowRow(const Instr &instr,
   }
   LoopNest<2> nest(part, {wst, strided});
   int64_t n = nest.innerDim(), sf = nest.innerStrides()[1];
+  // Up to two outer dims as plain loops: a convolution weight's 2x2 taps
+  // are 2-element rows, too many to visit through forEachOuter's odometer.
+  if (nest.dims.size() <= 3) {
+    size_t k = nest.dims.size();
+    int64_t d0 = k == 3 ? nest.dims[0] : 1, d1 = k >= 2 ? nest.dims[k - 2] : 1;
+    std::array<int64_t, 2> s0 = k == 3 ? nest.strides[0]
+                                       : std::array<int64_t, 2>{0, 0},
+                           s1 = k >= 2 ? nest.strides[k - 2]
+                                       : std::array<int64_t, 2>{0, 0};
+    for (int64_t i = 0; i < d0; ++i)
+      for (int64_t j = 0; j < d1; ++j)
+        f(wbase + i * s0[0] + j * s1[0], base + i * s0[1] + j * s1[1], n, sf);
+    return;
+  }
   nest.forEachOuter(1, [&](const std::array<int64_t, 2> &off) {
     f(wbase + off[0], base + off[1], n, sf);
   });
@@ -171,7 +185,7 @@ template <class T> static void sliceTyped(const KernelArgs &a) {
   forRowChunks(rows, a.out[0].numel, [&](int64_t r0, int64_t r1) {
     forEachWindowRow(a.instr, *a.in[0].shape, window, r0, r1,
                      [&](int64_t yo, int64_t xo, int64_t n, int64_t sx) {
-                       if (sx == 1)
+                       if (sx == 1 && n >= 16)
                          std::memcpy(y + yo, x + xo, n * sizeof(T));
                        else
                          for (int64_t i = 0; i < n; ++i)
@@ -196,7 +210,7 @@ void run_slice_grad(const KernelArgs &a) {
     forEachWindowRow(a.instr, full, window, r0, r1,
                      [&](int64_t go, int64_t dofs, int64_t n, int64_t sd) {
                        // Unit steps (tcc-pad-shapes' zero pads): whole rows.
-                       if (sd == 1)
+                       if (sd == 1 && n >= 16)
                          std::memcpy(d + dofs, g + go, n * sizeof(float));
                        else
                          for (int64_t i = 0; i < n; ++i)
