@@ -155,6 +155,11 @@ struct TrainPipelineOptions
       llvm::cl::desc("slice off convolution taps that read only padding, "
                      "before autodiff (tcc-trim-conv-taps)"),
       llvm::cl::init(true)};
+  Option<bool> convGemm{
+      *this, "conv-gemm",
+      llvm::cl::desc("with trim-conv-taps, convolutions with a 1x1 output "
+                     "that read only input become GEMMs"),
+      llvm::cl::init(true)};
   Option<bool> gemmEpilogue{
       *this, "gemm-epilogue",
       llvm::cl::desc("fold bias adds, activations and bias gradients into "
