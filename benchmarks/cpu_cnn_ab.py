@@ -10,6 +10,12 @@ settings, e.g. the loops (TCC_CPU_CONV=im2col) against oneDNN:
   benchmarks/cpu_cnn_ab.py --tcc build/tools/tcc/tcc --artifact r18.tcc \\
       --variant im2col:TCC_CPU_CONV=im2col --variant onednn:TCC_CPU_CONV=onednn
 
+The setting ARTIFACT=PATH runs that variant on another artifact (two
+compilations of one model, e.g. with and without --trim-conv-taps=false):
+
+  benchmarks/cpu_cnn_ab.py --variant full:ARTIFACT=full.tcc \\
+      --variant trimmed:ARTIFACT=trimmed.tcc
+
 ResNet-18 as benchmarks/compare_torch.py exports it: --export-resnet OUT.onnx
 writes it (torchvision's resnet18, 10 classes, 32x32, opset 17, training).
 """
@@ -34,8 +40,8 @@ def export_resnet(path):
                       do_constant_folding=False)
 
 
-def bench(args, env):
-    out = subprocess.run([args.tcc, "bench", args.artifact, "--only",
+def bench(args, env, artifact):
+    out = subprocess.run([args.tcc, "bench", artifact, "--only",
                           "compiled", "--steps", str(args.steps), "--warmup",
                           str(args.warmup), "--profile"],
                          check=True, capture_output=True, text=True,
@@ -70,22 +76,29 @@ def main():
     if args.export_resnet:
         export_resnet(args.export_resnet)
         return
-    if not args.artifact or not args.variant:
-        sys.exit("--artifact and at least one --variant are needed")
+    if not args.variant:
+        sys.exit("at least one --variant is needed")
     variants = []
     for v in args.variant:
         name, _, settings = v.partition(":")
         env = dict(os.environ, TCC_NUM_THREADS=str(args.threads),
                    OPENBLAS_NUM_THREADS=str(args.threads))
+        artifact = args.artifact
         for kv in filter(None, settings.split(",")):
             k, _, val = kv.partition("=")
-            env[k] = val
-        variants.append((name, env))
-    steps = {n: [] for n, _ in variants}
-    kernels = {n: {} for n, _ in variants}
+            if k == "ARTIFACT":
+                artifact = val
+            else:
+                env[k] = val
+        if not artifact:
+            sys.exit(f"variant {name}: no --artifact and no ARTIFACT=PATH")
+        variants.append((name, env, artifact))
+    steps = {n: [] for n, _, _ in variants}
+    kernels = {n: {} for n, _, _ in variants}
+    load_before = os.getloadavg()[0]
     for r in range(args.rounds):
-        for name, env in variants:
-            s, ks = bench(args, env)
+        for name, env, artifact in variants:
+            s, ks = bench(args, env, artifact)
             steps[name].append(s)
             for k, ms in ks.items():
                 kernels[name].setdefault(k, []).append(ms)
@@ -93,18 +106,19 @@ def main():
     base = variants[0][0]
     base_ms = statistics.median(steps[base])
     print(f"median of {args.rounds} interleaved rounds x {args.steps} steps, "
-          f"{args.threads} threads")
+          f"{args.threads} threads; load average {load_before:.1f} before, "
+          f"{os.getloadavg()[0]:.1f} after")
     print(f"  {'variant':<14}{'step ms':>10}{'vs ' + base:>14}   min..max")
-    for name, _ in variants:
+    for name, _, _ in variants:
         ms = statistics.median(steps[name])
         print(f"  {name:<14}{ms:>10.1f}{base_ms / ms:>13.2f}x   "
               f"{min(steps[name]):.1f}..{max(steps[name]):.1f}")
     print("  ms/step by kernel (medians):")
     names = args.kernels.split(",")
-    print("  " + f"{'kernel':<24}" + "".join(f"{n:>12}" for n, _ in variants))
+    print("  " + f"{'kernel':<24}" + "".join(f"{n:>12}" for n, _, _ in variants))
     for k in names:
         row = [statistics.median(kernels[n][k]) if k in kernels[n] else 0.0
-               for n, _ in variants]
+               for n, _, _ in variants]
         print("  " + f"{k:<24}" + "".join(f"{v:>12.2f}" for v in row))
 
 

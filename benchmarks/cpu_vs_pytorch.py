@@ -49,7 +49,7 @@ sys.path.insert(0, HERE)
 # tcc compile flags of the eager baseline: what `tcc bench model.onnx`'s
 # "eager (no passes, op by op)" variant turns off.
 EAGER_FLAGS = ["--no-fuse", "--no-plan-memory", "--pad-multiple=0",
-               "--fuse-attention=false"]
+               "--fuse-attention=false", "--trim-conv-taps=false"]
 STEPS = {"mlp": 10, "gpt": 10, "resnet": 4}
 LOSS_RTOL = 1e-4
 

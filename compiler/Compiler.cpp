@@ -406,6 +406,8 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
   pipe.cutCrossEntropyMinClasses = opts.cutCrossEntropyMinClasses;
   pipe.fuseColumnSums = opts.fuseColumnSums;
   pipe.shadowWeights = opts.shadowWeights;
+  pipe.trimConvTaps = opts.trimConvTaps;
+  pipe.convGemm = opts.convGemm;
   pipe.gemmEpilogue =
       opts.gemmEpilogue >= 0 ? opts.gemmEpilogue == 1 : opts.target == "cuda";
   pipe.loraRank = opts.loraRank;
@@ -573,6 +575,9 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
   if (pipe.fuse)
     artifact.meta["fuse_column_sums"] = pipe.fuseColumnSums ? "on" : "off";
   artifact.meta["shadow_weights"] = pipe.shadowWeights ? "on" : "off";
+  artifact.meta["trim_conv_taps"] = pipe.trimConvTaps ? "on" : "off";
+  artifact.meta["conv_gemm"] =
+      pipe.trimConvTaps && pipe.convGemm ? "on" : "off";
   artifact.meta["precision"] = opts.precision;
   artifact.meta["target"] = opts.target;
   if (opts.target == "cuda")

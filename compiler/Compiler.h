@@ -78,6 +78,12 @@ struct CompileOptions {
   /// never stored: 1 on, 0 off (--no-cut-ce), -1 the target's default (on
   /// for the CPU; off for cuda until its kernels are measured on a GPU).
   int cutCrossEntropy = -1;
+  /// tcc-trim-conv-taps: convolution taps that read only padding are
+  /// sliced off before autodiff (--trim-conv-taps=false keeps them).
+  bool trimConvTaps = true;
+  /// With it, 1x1-output convolutions that read only input become GEMMs
+  /// (--conv-gemm=false keeps them convolutions).
+  bool convGemm = true;
   /// Vocabulary columns per slice of its kernels.
   int64_t cutCrossEntropyBlock = 2048;
   /// Heads with fewer classes keep the unfused loss.

@@ -155,6 +155,16 @@ struct TrainPipelineOptions
       *this, "cut-cross-entropy-min-classes",
       llvm::cl::desc("heads with fewer classes keep the unfused loss"),
       llvm::cl::init(256)};
+  Option<bool> trimConvTaps{
+      *this, "trim-conv-taps",
+      llvm::cl::desc("slice off convolution taps that read only padding, "
+                     "before autodiff (tcc-trim-conv-taps)"),
+      llvm::cl::init(true)};
+  Option<bool> convGemm{
+      *this, "conv-gemm",
+      llvm::cl::desc("with trim-conv-taps, convolutions with a 1x1 output "
+                     "that read only input become GEMMs"),
+      llvm::cl::init(true)};
   Option<bool> gemmEpilogue{
       *this, "gemm-epilogue",
       llvm::cl::desc("fold bias adds, activations and bias gradients into "

@@ -523,6 +523,35 @@ def SinkTransposesPass : Pass<"tcc-sink-transposes", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::tcc::TccDialect"];
 }
 
+def TrimConvTapsPass : Pass<"tcc-trim-conv-taps", "mlir::func::FuncOp"> {
+  let summary = "Drops convolution taps that read only padding";
+  let description = [{
+    Runs on the forward before autodiff. A kernel row or column whose taps
+    read padding for every output (known from the static shapes) is sliced
+    off the weight, and the pads shrink to match, which is exact. A 3x3
+    convolution with pad 1 on a 1x1 map becomes a 1x1 one on the centre
+    taps:
+    ```mlir
+    %y = tcc.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<4x8x1x1xf32>, tensor<8x8x3x3xf32>) -> tensor<4x8x1x1xf32>
+    ```
+    becomes
+    ```mlir
+    %c = tcc.slice %w {starts = array<i64: 0, 0, 1, 1>, sizes = array<i64: 8, 8, 1, 1>, steps = array<i64: 1, 1, 1, 1>} : tensor<8x8x3x3xf32> -> tensor<8x8x1x1xf32>
+    %y = tcc.conv2d %x, %c {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<4x8x1x1xf32>, tensor<8x8x1x1xf32>) -> tensor<4x8x1x1xf32>
+    ```
+    The sliced-off taps get a zero gradient through the slice, as they do
+    through the full convolution. With `gemm`, a convolution left with a
+    1x1 output, no leading pads, one group and unit dilation (the case
+    above) is a tcc.matmul of the flattened input and weight.
+  }];
+  let options = [
+    Option<"gemm", "gemm", "bool", /*default=*/"true",
+           "rewrite convolutions with a 1x1 output that read the input's "
+           "first kH x kW positions as GEMMs">,
+  ];
+  let dependentDialects = ["mlir::tcc::TccDialect"];
+}
+
 def ShadowWeightsPass : Pass<"tcc-shadow-weights", "mlir::ModuleOp"> {
   let summary = "AdamW writes the 16-bit copies of the weights the next step's GEMMs read";
   let description = [{

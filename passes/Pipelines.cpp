@@ -39,6 +39,11 @@ void mlir::tcc::buildTrainPipeline(OpPassManager &pm,
     lora.seed = opts.loraSeed;
     pm.addPass(createLoraPass(lora));
   }
+  // Taps that read only padding: on the forward (autodiff then sees the
+  // smaller convolutions), after LoRA, which rejects convolution weights.
+  if (opts.optimize && opts.trimConvTaps)
+    pm.addNestedPass<func::FuncOp>(
+        createTrimConvTapsPass(TrimConvTapsPassOptions{opts.convGemm}));
   pm.addPass(createBuildLossPass(
       BuildLossPassOptions{opts.loss, opts.ignoreIndex, opts.labelSmoothing}));
   // Cut cross-entropy: on the loss tcc-build-loss appended, before autodiff

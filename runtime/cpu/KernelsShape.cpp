@@ -6,6 +6,7 @@
 // an Error naming its value and position.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/core/ThreadPool.h"
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <algorithm>
@@ -116,39 +117,81 @@ void run_concat(const KernelArgs &a) {
 // slice, slice_grad
 //===----------------------------------------------------------------------===//
 
-/// Visits the window: f(windowOffset, fullOffset, n, fullStride) for each
-/// innermost row of n elements (the window's rows are contiguous).
+/// Visits the window's indices [r0, r1) of its first dim (all of a rank-0
+/// window): f(windowOffset, fullOffset, n, fullStride) for each innermost
+/// row of n elements (the window's rows are contiguous).
 template <class F>
 static void forEachWindowRow(const Instr &instr,
                              const std::vector<int64_t> &full,
-                             const std::vector<int64_t> &window, F &&f) {
+                             const std::vector<int64_t> &window, int64_t r0,
+                             int64_t r1, F &&f) {
   size_t rank = full.size();
   // slice and slice_grad share WindowAttrs (one start and step per dim).
   const abi::WindowAttrs w = abi::attrsOf<abi::WindowAttrs>(instr);
   std::vector<int64_t> fst = contiguousStrides(full), strided(rank);
-  int64_t base = 0;
+  std::vector<int64_t> wst = contiguousStrides(window), part = window;
+  int64_t base = 0, wbase = 0;
   for (size_t d = 0; d < rank; ++d) {
     base += w.starts[d] * fst[d];
     strided[d] = fst[d] * w.steps[d];
   }
-  LoopNest<2> nest(window, {contiguousStrides(window), strided});
+  if (rank > 0) {
+    base += r0 * strided[0];
+    wbase = r0 * wst[0];
+    part[0] = r1 - r0;
+  }
+  LoopNest<2> nest(part, {wst, strided});
   int64_t n = nest.innerDim(), sf = nest.innerStrides()[1];
+  // Up to two outer dims as plain loops: a convolution weight's 2x2 taps
+  // are 2-element rows, too many to visit through forEachOuter's odometer.
+  if (nest.dims.size() <= 3) {
+    size_t k = nest.dims.size();
+    int64_t d0 = k == 3 ? nest.dims[0] : 1, d1 = k >= 2 ? nest.dims[k - 2] : 1;
+    std::array<int64_t, 2> s0 = k == 3 ? nest.strides[0]
+                                       : std::array<int64_t, 2>{0, 0},
+                           s1 = k >= 2 ? nest.strides[k - 2]
+                                       : std::array<int64_t, 2>{0, 0};
+    for (int64_t i = 0; i < d0; ++i)
+      for (int64_t j = 0; j < d1; ++j)
+        f(wbase + i * s0[0] + j * s1[0], base + i * s0[1] + j * s1[1], n, sf);
+    return;
+  }
   nest.forEachOuter(1, [&](const std::array<int64_t, 2> &off) {
-    f(off[0], base + off[1], n, sf);
+    f(wbase + off[0], base + off[1], n, sf);
+  });
+}
+
+/// Runs fn(r0, r1) over ranges covering [0, rows), on the ThreadPool when
+/// `elements` are enough to be worth waking it; chunks of ~16K elements
+/// keep a slice_grad's zero fill and scatter of one chunk in the cache.
+static void forRowChunks(int64_t rows, int64_t elements,
+                         const std::function<void(int64_t, int64_t)> &fn) {
+  ThreadPool &pool = ThreadPool::global();
+  int64_t chunks = std::min<int64_t>(
+      rows, std::max<int64_t>(pool.size() * 2, elements >> 14));
+  if (elements < (1 << 16) || chunks < 2 || pool.size() < 2)
+    return fn(0, rows);
+  pool.parallelFor(chunks, [&](int64_t k) {
+    fn(rows * k / chunks, rows * (k + 1) / chunks);
   });
 }
 
 template <class T> static void sliceTyped(const KernelArgs &a) {
   const T *x = static_cast<const T *>(a.in[0].data);
   T *y = static_cast<T *>(a.out[0].data);
-  forEachWindowRow(a.instr, *a.in[0].shape, *a.out[0].shape,
-                   [&](int64_t yo, int64_t xo, int64_t n, int64_t sx) {
-                     if (sx == 1)
-                       std::memcpy(y + yo, x + xo, n * sizeof(T));
-                     else
-                       for (int64_t i = 0; i < n; ++i)
-                         y[yo + i] = x[xo + i * sx];
-                   });
+  const std::vector<int64_t> &window = *a.out[0].shape;
+  // Window rows along the first dim write distinct outputs: shared out.
+  int64_t rows = window.empty() ? 1 : window[0];
+  forRowChunks(rows, a.out[0].numel, [&](int64_t r0, int64_t r1) {
+    forEachWindowRow(a.instr, *a.in[0].shape, window, r0, r1,
+                     [&](int64_t yo, int64_t xo, int64_t n, int64_t sx) {
+                       if (sx == 1 && n >= 16)
+                         std::memcpy(y + yo, x + xo, n * sizeof(T));
+                       else
+                         for (int64_t i = 0; i < n; ++i)
+                           y[yo + i] = x[xo + i * sx];
+                     });
+  });
 }
 
 void run_slice(const KernelArgs &a) {
@@ -160,20 +203,36 @@ void run_slice(const KernelArgs &a) {
 void run_slice_grad(const KernelArgs &a) {
   const float *g = a.in[0].f32();
   float *d = a.out[0].f32();
+  const std::vector<int64_t> &full = *a.out[0].shape, &window = *a.in[0].shape;
+  // Distinct window positions never overlap (steps are non-zero), so each
+  // element is written once.
+  auto scatter = [&](int64_t r0, int64_t r1) {
+    forEachWindowRow(a.instr, full, window, r0, r1,
+                     [&](int64_t go, int64_t dofs, int64_t n, int64_t sd) {
+                       // Unit steps (tcc-pad-shapes' zero pads): whole rows.
+                       if (sd == 1 && n >= 16)
+                         std::memcpy(d + dofs, g + go, n * sizeof(float));
+                       else
+                         for (int64_t i = 0; i < n; ++i)
+                           d[dofs + i * sd] = g[go + i];
+                     });
+  };
+  const abi::WindowAttrs w = abi::attrsOf<abi::WindowAttrs>(a.instr);
+  // A window over all of the first dim (a convolution weight's taps sliced
+  // by tcc-trim-conv-taps): each chunk of rows zeroes its part of the
+  // result and scatters into it while it is in the cache.
+  if (!full.empty() && a.in[0].numel > 0 && window[0] == full[0] &&
+      w.starts[0] == 0 && w.steps[0] == 1) {
+    int64_t perRow = a.out[0].numel / full[0];
+    return forRowChunks(full[0], a.out[0].numel, [&](int64_t r0, int64_t r1) {
+      std::fill(d + r0 * perRow, d + r1 * perRow, 0.0f);
+      scatter(r0, r1);
+    });
+  }
   std::fill(d, d + a.out[0].numel, 0.0f);
   if (a.in[0].numel == 0)
     return;
-  // Distinct window positions never overlap (steps are non-zero), so each
-  // element is written once.
-  forEachWindowRow(a.instr, *a.out[0].shape, *a.in[0].shape,
-                   [&](int64_t go, int64_t dofs, int64_t n, int64_t sd) {
-                     // Unit steps (tcc-pad-shapes' zero pads): whole rows.
-                     if (sd == 1)
-                       std::memcpy(d + dofs, g + go, n * sizeof(float));
-                     else
-                       for (int64_t i = 0; i < n; ++i)
-                         d[dofs + i * sd] = g[go + i];
-                   });
+  scatter(0, window.empty() ? 1 : window[0]);
 }
 
 //===----------------------------------------------------------------------===//

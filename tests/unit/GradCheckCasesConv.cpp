@@ -25,6 +25,25 @@ std::vector<Case> convCases() {
        "1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : "
        "(tensor<2x3x6x6xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x3x3xf32>",
        "2x4x3x3xf32"},
+      // Trimmed by tcc-trim-conv-taps before autodiff (GradCheckTest.cpp
+      // runs it): a 3x3 pad-1 convolution on a 1x1 map reads the centre tap
+      // only, a stride-2 one from 2x2 to 1x1 the bottom-right 2x2; the
+      // other taps' gradient is zero through the slice.
+      {"tcc.conv2d",
+       "conv2d_trimmed_1x1_map",
+       {{"x", "3x4x1x1xf32"}, {"k", "5x4x3x3xf32"}, {"b", "5xf32"}},
+       "%y = tcc.conv2d %x, %k, %b {strides = array<i64: 1, 1>, pads = "
+       "array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : "
+       "i64} : (tensor<3x4x1x1xf32>, tensor<5x4x3x3xf32>, tensor<5xf32>) -> "
+       "tensor<3x5x1x1xf32>",
+       "3x5x1x1xf32"},
+      {"tcc.conv2d",
+       "conv2d_trimmed_stride2",
+       {{"x", "2x3x2x3xf32"}, {"k", "4x3x3x3xf32"}},
+       "%y = tcc.conv2d %x, %k {strides = array<i64: 2, 2>, pads = array<i64: "
+       "1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : "
+       "(tensor<2x3x2x3xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x1x2xf32>",
+       "2x4x1x2xf32"},
       // The transposed convolution (ONNX ConvTranspose).
       {"tcc.conv2d_grad_input",
        "conv2d_grad_input_groups",

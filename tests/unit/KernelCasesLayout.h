@@ -42,6 +42,14 @@ inline void dataMovementCases(std::vector<KernelCase> &cases) {
   // then zeros after it.
   int32_t wp = p.random(DType::F32, {3, 6});
   op("slice_grad", {wp}, DType::F32, {5, 6}, {0, 0, 1, 1});
+  // A convolution weight's taps (tcc-trim-conv-taps), large enough for
+  // the CPU to share the rows over its thread pool: the bottom-right 2x2
+  // and the centre tap, and the centre's gradient written back.
+  int32_t taps = p.random(DType::F32, {128, 160, 3, 3});
+  op("slice", {taps}, DType::F32, {128, 160, 2, 2}, {0, 0, 1, 1, 1, 1, 1, 1});
+  int32_t centre = p.random(DType::F32, {128, 160, 1, 1});
+  op("slice_grad", {centre}, DType::F32, {128, 160, 3, 3},
+     {0, 0, 1, 1, 1, 1, 1, 1});
   int32_t table = p.random(DType::F32, {10, 4});
   int32_t idx = p.i64({2, 3}, {0, 9, -1, 3, 3, 5});
   op("gather", {table, idx}, DType::F32, {2, 3, 4}, {0});

@@ -286,9 +286,11 @@ TEST(PoolKernels, ChecksAndBadIndicesAreErrors) {
 //===----------------------------------------------------------------------===//
 
 TEST(BatchNormKernels, TrainingForwardAndBackwardMatchTheDefinition) {
+  // The last shape is large enough for the kernels to share its channels
+  // over the thread pool (KernelsBatchNorm.cpp).
   for (std::vector<int64_t> xs :
        {std::vector<int64_t>{4, 3, 5, 2}, std::vector<int64_t>{6, 5},
-        std::vector<int64_t>{2, 4, 3}}) {
+        std::vector<int64_t>{2, 4, 3}, std::vector<int64_t>{6, 45, 11, 13}}) {
     int64_t n = xs[0], c = xs[1], s = numel(xs) / (n * c), m = n * s;
     // An offset mean: the variance must not cancel catastrophically.
     auto xv = randomValues(numel(xs), 11, 9.0f, 11.0f);

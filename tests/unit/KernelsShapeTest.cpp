@@ -245,6 +245,12 @@ TEST(KernelsShape, SliceAndGradMatchReference) {
       {{7}, {6}, {4}, {-2}},
       {{3, 4}, {0, 2}, {3, 0}, {1, 1}}, // empty
       {{2, 8, 16}, {0, 0, 0}, {2, 5, 10}, {1, 1, 1}}, // zero pad (pad-shapes)
+      // Large enough to be shared over the thread pool by rows of the first
+      // dim: convolution taps (tcc-trim-conv-taps), whose gradient zeroes
+      // and scatters chunk by chunk, and a reversed first dim.
+      {{128, 160, 3, 3}, {0, 0, 1, 1}, {128, 160, 2, 2}, {1, 1, 1, 1}},
+      {{128, 160, 3, 3}, {0, 0, 1, 1}, {128, 160, 1, 1}, {1, 1, 1, 1}},
+      {{300, 5, 50}, {299, 0, 3}, {300, 5, 45}, {-1, 1, 1}},
   };
   for (size_t c = 0; c < windows.size(); ++c) {
     const Window &w = windows[c];

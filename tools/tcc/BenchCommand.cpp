@@ -241,6 +241,7 @@ static std::vector<Variant> variants(const CompileOptions &base) {
                  o.fuseAttention = false;
                  o.cutCrossEntropy = 0;
                  o.shadowWeights = false; // a framework casts every step
+                 o.trimConvTaps = false;  // and runs every tap
                }});
   v.push_back({"compiled (all passes)", rt::ExecMode::Compiled,
                [](CompileOptions &) {}});

@@ -206,6 +206,20 @@ static cl::opt<bool> fuseColumnSums(
              "keeps library kernels and GEMM epilogues, which read them "
              "again)"),
     cl::init(true), cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
+static cl::opt<bool> trimConvTaps(
+    "trim-conv-taps",
+    cl::desc("Slice off the kernel rows and columns of a convolution that "
+             "read only padding for every output (a 3x3 convolution on a 1x1 "
+             "map is a 1x1 one), before autodiff: exact (tcc-trim-conv-taps; "
+             "default on, --trim-conv-taps=false turns it off)"),
+    cl::init(true), cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
+static cl::opt<bool> convGemm(
+    "conv-gemm",
+    cl::desc("With --trim-conv-taps, run convolutions that have a 1x1 "
+             "output and read only input (no leading pads, one group) as "
+             "GEMMs of the flattened input and weight (default on, "
+             "--conv-gemm=false keeps them convolutions)"),
+    cl::init(true), cl::sub(tool::compileCmd), cl::sub(tool::benchCmd));
 static cl::opt<bool> shadowWeights(
     "shadow-weights",
     cl::desc("With --precision bf16/fp16 and AdamW, the update also writes "
@@ -574,6 +588,8 @@ bool tool::compileOptionsFromFlags(CompileOptions &o, const char *cmd) {
   o.cutCrossEntropyMinClasses = cutCrossEntropyMinClasses;
   o.fuseColumnSums = fuseColumnSums;
   o.shadowWeights = shadowWeights;
+  o.trimConvTaps = trimConvTaps;
+  o.convGemm = convGemm;
   if (gemmEpilogue.getNumOccurrences())
     o.gemmEpilogue = gemmEpilogue ? 1 : 0;
   return true;
