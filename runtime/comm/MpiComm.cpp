@@ -395,7 +395,7 @@ private:
   /// reused as soon as the bucket started.
   void reduceScatterMean(Job &job) {
     int64_t piece = int64_t(job.send.size()) / size_;
-    std::vector<float> recv(size_t(piece));
+    std::vector<float> recv(static_cast<size_t>(piece));
     {
       std::lock_guard<std::mutex> lock(mpiMutex_);
       check(MPI_Reduce_scatter_block(job.send.data(), recv.data(),
@@ -412,7 +412,7 @@ private:
   /// unpacked into the outputs (the whole parameters).
   void gather(Job &job) {
     int64_t n = int64_t(job.send.size());
-    std::vector<float> recv(size_t(n * size_));
+    std::vector<float> recv(static_cast<size_t>(n * size_));
     {
       std::lock_guard<std::mutex> lock(mpiMutex_);
       check(MPI_Allgather(job.send.data(), static_cast<int>(n), MPI_FLOAT,
