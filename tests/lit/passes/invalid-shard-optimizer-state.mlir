@@ -27,7 +27,7 @@ func.func @bad_shard(%g: tensor<3x2xf32>) -> tensor<4xf32> {
 
 func.func @bad_gather(%s: tensor<2xf32>) -> tensor<3x2xf32> {
   // expected-error @+1 {{a shard of [3,2] among 2 ranks is tensor<3xf32>, got [2]}}
-  %r = tcc.all_gather %s {shards = 2} : tensor<2xf32> -> tensor<3x2xf32>
+  %r = tcc.all_gather %s {bucket = 0, shards = 2} : tensor<2xf32> -> tensor<3x2xf32>
   return %r : tensor<3x2xf32>
 }
 

@@ -61,10 +61,10 @@
 // TWO-LABEL: func.func @train_step
 // TWO:         %[[R0:.+]] = tcc.reduce_scatter {{.+}} {bucket = 0 : i64, shards = 2 : i64}
 // TWO:         %[[R1:.+]] = tcc.reduce_scatter {{.+}} {bucket = 1 : i64, shards = 2 : i64}
-// TWO:         tcc.adamw_update %{{.+}}, %[[R0]],
-// TWO-NEXT:    tcc.all_gather {{.+}} {bucket = 2 : i64, shards = 2 : i64}
-// TWO:         tcc.adamw_update %{{.+}}, %[[R1]],
-// TWO-NEXT:    tcc.all_gather {{.+}} {bucket = 3 : i64, shards = 2 : i64}
+// TWO:         %[[W:[^,]+]], {{.+}} = tcc.adamw_update %{{.+}}, %[[R1]],
+// TWO-NEXT:    tcc.all_gather %[[W]] {bucket = 3 : i64, shards = 2 : i64}
+// TWO:         %[[B:[^,]+]], {{.+}} = tcc.adamw_update %{{.+}}, %[[R0]],
+// TWO-NEXT:    tcc.all_gather %[[B]] {bucket = 2 : i64, shards = 2 : i64}
 
 // 4 shards of 3 elements: 1 each (the last rank owns none); Lion's one
 // moment.
