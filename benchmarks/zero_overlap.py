@@ -13,7 +13,8 @@ builds, so drift in the machine's load hits both alike.
 
     benchmarks/zero_overlap.py --tcc build/tools/tcc/tcc \\
         [--tcc ../main/build/tools/tcc/tcc] --examples examples \\
-        --work /tmp/zero_overlap [--batch 4] [--steps 8] [--rounds 3]
+        --work /tmp/zero_overlap [--batch 4] [--steps 8] [--rounds 3] \\
+        [--bucket-mb 0.25]
 """
 import argparse
 import collections
@@ -63,6 +64,8 @@ def main():
     ap.add_argument("--batch", type=int, default=4, help="per rank")
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--bucket-mb", default="",
+                    help="tcc compile --bucket-mb (several buckets overlap)")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     model = os.path.join(args.work, "gpt.onnx")
@@ -74,7 +77,8 @@ def main():
         art = os.path.join(args.work, f"gpt_zero_{i}.tcc")
         run([tcc, "compile", model, "-o", art, "--batch", str(args.batch),
              "--freeze", "mask", "--optimizer", "adamw", "--data-parallel",
-             "--zero-shards", "2"])
+             "--zero-shards", "2"] +
+            (["--bucket-mb", args.bucket_mb] if args.bucket_mb else []))
         arts.append(art)
     mpirun = ["mpirun", "-np", "2", "--oversubscribe"]
     if os.geteuid() == 0:
