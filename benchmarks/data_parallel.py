@@ -11,7 +11,11 @@ round, so drift in the machine's load hits all alike). Reported per round: the s
 global samples/s (from the median step) and the wall time of the command.
 
     benchmarks/data_parallel.py --tcc build/tools/tcc/tcc --examples examples \\
-        --work /tmp/dp_bench [--batch 8] [--steps 40] [--rounds 3]
+        --work /tmp/dp_bench [--batch 8] [--steps 40] [--rounds 3] [--zero]
+
+--zero adds 2 ranks x 1 thread with the optimizer state sharded
+(--zero-shards 2: reduce-scatter and all-gather buckets instead of the
+all-reduce's).
 """
 import argparse
 import os
@@ -40,6 +44,8 @@ def main():
     ap.add_argument("--batch", type=int, default=8, help="global batch")
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--zero", action="store_true",
+                    help="also 2 ranks x 1 thread with --zero-shards 2")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     model = os.path.join(args.work, "gpt.onnx")
@@ -47,9 +53,13 @@ def main():
         run(["/usr/bin/python3", os.path.join(args.examples, "make_gpt.py"),
              "-o", model])
     arts = {}
-    for tag, b, dp in (("one", args.batch, []),
-                       ("two", args.batch // 2, ["--data-parallel"])):
-        arts[tag] = os.path.join(args.work, f"gpt_b{b}.tcc")
+    configs = [("one", args.batch, []),
+               ("two", args.batch // 2, ["--data-parallel"])]
+    if args.zero:
+        configs.append(("zero", args.batch // 2,
+                        ["--data-parallel", "--zero-shards", "2"]))
+    for tag, b, dp in configs:
+        arts[tag] = os.path.join(args.work, f"gpt_b{b}_{tag}.tcc")
         run([args.tcc, "compile", model, "-o", arts[tag], "--batch", str(b),
              "--freeze", "mask", "--optimizer", "adamw"] + dp)
     train = ["train", "--tokens",
@@ -66,14 +76,17 @@ def main():
     arts["half"] = arts["two"]
     names = {"one": "1 rank x 2 threads, batch %d" % args.batch,
              "two": "2 ranks x 1 thread, 2 x %d" % (args.batch // 2),
-             "half": "1 rank x 1 thread, batch %d" % (args.batch // 2)}
-    envs = {"one": env1, "two": env2,
+             "half": "1 rank x 1 thread, batch %d" % (args.batch // 2),
+             "zero": "2 ranks x 1 thread, 2 x %d, --zero-shards 2" %
+                     (args.batch // 2)}
+    envs = {"one": env1, "two": env2, "zero": env2,
             "half": dict(os.environ, TCC_NUM_THREADS="1")}
-    got = {"one": [], "two": [], "half": []}
+    tags = ["one", "two", "half"] + (["zero"] if args.zero else [])
+    got = {tag: [] for tag in tags}
     for r in range(args.rounds):
-        for tag in ("one", "two", "half"):
+        for tag in tags:
             cmd = [args.tcc, train[0], arts[tag]] + train[1:]
-            if tag == "two":
+            if tag in ("two", "zero"):
                 cmd = mpirun + cmd
             out, wall = run(cmd, envs[tag])
             m = rate.search(out)
@@ -83,7 +96,7 @@ def main():
             print(f"round {r + 1}: {names[tag]}: {m.group(2)} samples/s "
                   f"(median step {m.group(1)} ms), command {wall:.2f} s",
                   flush=True)
-    for tag in ("one", "two", "half"):
+    for tag in tags:
         sps = statistics.median(x[0] for x in got[tag])
         print(f"median {names[tag]}: {sps:.0f} samples/s")
 

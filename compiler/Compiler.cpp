@@ -539,7 +539,8 @@ static int compile(const CompileOptions &opts, rt::Artifact *plan) {
     int64_t buckets = 0;
     for (const rt::Program &p : artifact.programs)
       for (const rt::Instr &in : p.instrs)
-        buckets += rt::abi::is(in, rt::abi::KernelId::AllReduce);
+        buckets += rt::abi::is(in, rt::abi::KernelId::AllReduce) ||
+                   rt::abi::is(in, rt::abi::KernelId::ReduceScatter);
     artifact.meta["data_parallel"] = "on";
     artifact.meta["all_reduce_buckets"] = std::to_string(buckets);
     artifact.meta["bucket_bytes"] = std::to_string(opts.bucketBytes);

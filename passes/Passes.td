@@ -153,10 +153,13 @@ def ShardOptimizerStatePass
     gradient bucket's `tcc.all_reduce` becomes a `tcc.reduce_scatter` that
     leaves each rank the average of its c elements; the update reads
     `tcc.shard_slice` of p, that gradient shard and state arguments of type
-    `tensor<c x f32>` (zero past n), and `tcc.all_gather` of its new shard
-    is p's update. Runs after tcc-all-reduce-gradients and
+    `tensor<c x f32>` (zero past n), and one `tcc.all_gather` per bucket,
+    after the last of the bucket's updates, makes the new parameters from
+    their new shards (numbered after the reduce-scatter buckets; both kinds
+    are asynchronous buckets in the schedule). Runs after tcc-all-reduce-gradients and
     tcc-apply-optimizer (and tcc-clip-gradients). Element-wise optimizers
-    only (sgd, adam, adamw, lion). The update may read its gradient through
+    only (sgd, adam, adamw, lion): Adafactor's factored moments and RMS
+    clipping need whole rows, columns and parameters. The update may read its gradient through
     multiplies by scalars (accumulation's mean, clipping's coefficient),
     taken of the shard; clipping's `tcc.global_norm` becomes
     `tcc.sharded_global_norm` of the shards; any other reader of an
@@ -168,7 +171,8 @@ def ShardOptimizerStatePass
         : tensor<3x2xf32> -> tensor<3xf32>
     %ps = tcc.shard_slice %p {shards = 2} : tensor<3x2xf32> -> tensor<3xf32>
     %u, %m1 = tcc.lion_update %ps, %gs, %m, %lr ... : tensor<3xf32>
-    %p1 = tcc.all_gather %u {shards = 2} : tensor<3xf32> -> tensor<3x2xf32>
+    %p1 = tcc.all_gather %u {bucket = 1, shards = 2}
+        : tensor<3xf32> -> tensor<3x2xf32>
     ```
   }];
   let dependentDialects = ["mlir::tcc::TccDialect"];

@@ -256,14 +256,16 @@ int groupUpdateRuns(const FuncMemoryModel &m, std::vector<int> &order,
   return moved;
 }
 
-/// Moves every tcc.all_reduce to just after the last op it depends on, so
-/// its bucket starts as soon as its gradients exist; an all_reduce's
-/// results and operands weigh the same (it averages in place), so the peak
-/// does not move.
+/// Moves every tcc.all_reduce (tcc.reduce_scatter) to just after the last
+/// op it depends on, so its bucket starts as soon as its gradients exist; an
+/// all_reduce's results and operands weigh the same (it averages in place),
+/// a reduce_scatter's results weigh less. A tcc.all_gather likewise starts
+/// right after the last update of its bucket, while the others run; its
+/// results are the parameters themselves unless the step returns a copy.
 void startBucketsEarly(const FuncMemoryModel &m, std::vector<int> &order) {
   std::vector<int> pos(order.size());
   for (size_t a = 0; a < order.size(); ++a) {
-    if (!isa<AllReduceOp, ReduceScatterOp>(m.op(order[a])))
+    if (!isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(m.op(order[a])))
       continue;
     for (size_t k = 0; k < order.size(); ++k)
       pos[order[k]] = (int)k;
@@ -283,15 +285,19 @@ void startBucketsEarly(const FuncMemoryModel &m, std::vector<int> &order) {
 void readBucketsInOrder(const FuncMemoryModel &m, std::vector<int> &order) {
   size_t last = order.size();
   for (size_t a = 0; a < order.size(); ++a)
-    if (isa<AllReduceOp>(m.op(order[a])))
+    if (isa<AllReduceOp, ReduceScatterOp>(m.op(order[a])))
       last = a;
   if (last == order.size())
     return;
   llvm::DenseMap<Value, int64_t> bucketOf;
-  for (int i : order)
+  for (int i : order) {
     if (auto ar = dyn_cast<AllReduceOp>(m.op(i)))
       for (Value r : ar.getResults())
         bucketOf[r] = (int64_t)ar.getBucket();
+    if (auto rs = dyn_cast<ReduceScatterOp>(m.op(i)))
+      for (Value r : rs.getResults())
+        bucketOf[r] = (int64_t)rs.getBucket();
+  }
   std::vector<int> tail(order.begin() + last + 1, order.end());
   llvm::DenseMap<int, int> rank; // op -> position in the tail
   for (size_t k = 0; k < tail.size(); ++k)

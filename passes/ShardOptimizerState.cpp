@@ -11,9 +11,14 @@
 //                                                 %ps, %gs, %m   (all [c])
 //                                             %p1 = tcc.all_gather %u
 //
+// (one tcc.all_gather per bucket, after the last update of its parameters,
+// numbered after the reduce-scatter buckets: the code generator starts both
+// kinds of bucket asynchronously and waits before the first reader).
+//
 // The state arguments the update reads become tensor<c x f32>, so the
 // memory plan and the report count 1/N of them. Element-wise optimizers
-// only: Adafactor's factored moments need whole rows and columns.
+// only: Adafactor's factored moments need whole rows and columns, and its
+// step size and clipping the RMS of the whole parameter and update.
 //
 // The averaged gradient may be read by the update through multiplies by
 // scalars (tcc-accumulate-gradients' `* (1/K)`, tcc-clip-gradients'
@@ -80,22 +85,25 @@ struct ShardOptimizerStatePass final
   using Base::Base;
 
   void runOnOperation() override;
-  LogicalResult shardUpdate(func::FuncOp fn, Operation *u, Value gradShard,
-                            NamedAttrList &states);
+  Operation *shardUpdate(func::FuncOp fn, Operation *u, Value gradShard,
+                         NamedAttrList &states);
 };
 
 } // namespace
 
-LogicalResult ShardOptimizerStatePass::shardUpdate(func::FuncOp fn,
-                                                   Operation *u,
-                                                   Value gradShard,
-                                                   NamedAttrList &states) {
+/// A copy of update `u` on this rank's shards, its state arguments made
+/// shards; `u`'s new states are replaced by the copy's, its new parameter
+/// (result 0) is left for the bucket's all-gather. Null after an error.
+Operation *ShardOptimizerStatePass::shardUpdate(func::FuncOp fn, Operation *u,
+                                                Value gradShard,
+                                                NamedAttrList &states) {
   auto p = dyn_cast<BlockArgument>(u->getOperand(0));
-  if (!p || argAttr(fn, p.getArgNumber(), "tcc.kind") != "param")
-    return u->emitError("tcc-shard-optimizer-state: the update does not "
-                        "read a parameter of the step");
+  if (!p || argAttr(fn, p.getArgNumber(), "tcc.kind") != "param") {
+    u->emitError("tcc-shard-optimizer-state: the update does not read a "
+                 "parameter of the step");
+    return nullptr;
+  }
   StringRef pname = argAttr(fn, p.getArgNumber(), "tcc.name");
-  Type full = p.getType();
   Type shard = gradShard.getType();
   OpBuilder b(u);
   Location loc = u->getLoc();
@@ -116,10 +124,11 @@ LogicalResult ShardOptimizerStatePass::shardUpdate(func::FuncOp fn,
     }
     auto s = dyn_cast<BlockArgument>(x);
     if (!s || argAttr(fn, s.getArgNumber(), "tcc.kind") != "state" ||
-        !s.hasOneUse())
-      return u->emitError("tcc-shard-optimizer-state: the optimizer state of "
-                          "'")
-             << pname << "' is not a state argument read by its update alone";
+        !s.hasOneUse()) {
+      u->emitError("tcc-shard-optimizer-state: the optimizer state of '")
+          << pname << "' is not a state argument read by its update alone";
+      return nullptr;
+    }
     s.setType(shard);
     states.set(argAttr(fn, s.getArgNumber(), "tcc.name"),
                b.getStringAttr(pname));
@@ -129,13 +138,9 @@ LogicalResult ShardOptimizerStatePass::shardUpdate(func::FuncOp fn,
   SmallVector<Type> types(u->getNumResults(), shard);
   OperationState st(loc, u->getName(), operands, types, u->getAttrs());
   Operation *nu = b.create(st);
-  Value param = AllGatherOp::create(b, loc, full, nu->getResult(0),
-                                    b.getI64IntegerAttr(n));
-  u->getResult(0).replaceAllUsesWith(param);
   for (unsigned k = 1; k < u->getNumResults(); ++k)
     u->getResult(k).replaceAllUsesWith(nu->getResult(k));
-  u->erase();
-  return success();
+  return nu;
 }
 
 void ShardOptimizerStatePass::runOnOperation() {
@@ -179,7 +184,8 @@ void ShardOptimizerStatePass::runOnOperation() {
       return;
     }
   SmallVector<Reader> readers;
-  for (AllReduceOp ar : buckets)
+  SmallVector<size_t> bucketOfReader; // index into `buckets`
+  for (auto [k, ar] : llvm::enumerate(buckets))
     for (Value r : ar.getResults()) {
       Operation *user = nullptr;
       for (Operation *u : r.getUsers()) {
@@ -205,9 +211,13 @@ void ShardOptimizerStatePass::runOnOperation() {
         user = *g.getUsers().begin();
       }
       if (isa<AdafactorUpdateOp>(user)) {
-        fail(user) << "adafactor's factored second moment needs whole rows "
-                      "and columns: it cannot be sharded (use adamw, adam, "
-                      "lion or sgd)";
+        fail(user) << "adafactor cannot be sharded: its factored second "
+                      "moment averages over whole rows and columns and its "
+                      "step size and update clipping take the RMS of the "
+                      "whole parameter and update, which a rank's flat shard "
+                      "does not hold (its state is already small: use "
+                      "adamw, adam, lion or sgd with --zero-shards, or "
+                      "adafactor without it)";
         return;
       }
       if (!isa<SgdUpdateOp, SgdMomentumUpdateOp, AdamWUpdateOp, LionUpdateOp>(
@@ -221,6 +231,7 @@ void ShardOptimizerStatePass::runOnOperation() {
       }
       reader.update = user;
       readers.push_back(std::move(reader));
+      bucketOfReader.push_back(k);
     }
 
   // The buckets, scattered.
@@ -257,17 +268,59 @@ void ShardOptimizerStatePass::runOnOperation() {
   // The multiplies and the update of each, on the shard.
   Builder builder(&getContext());
   NamedAttrList states;
-  for (auto [reader, shard] : llvm::zip(readers, scattered)) {
-    Value g = shard;
+  SmallVector<SmallVector<std::pair<Operation *, Operation *>>> updatesOf(
+      buckets.size()); // per bucket: (old update, its sharded copy)
+  for (auto [i, reader] : llvm::enumerate(readers)) {
+    Value g = scattered[i];
     for (MulOp m : reader.muls) {
       OpBuilder mb(m);
       g = MulOp::create(mb, m.getLoc(), g.getType(), g, m.getRhs());
     }
-    if (failed(shardUpdate(fn, reader.update, g, states)))
+    Operation *nu = shardUpdate(fn, reader.update, g, states);
+    if (!nu)
       return signalPassFailure();
+    updatesOf[bucketOfReader[i]].push_back({reader.update, nu});
+  }
+  // One all-gather per bucket, after the last of its updates: the gather
+  // buckets are numbered after the reduce-scatter buckets.
+  int64_t nextBucket = 0;
+  for (AllReduceOp ar : buckets)
+    nextBucket = std::max(nextBucket, (int64_t)ar.getBucket() + 1);
+  for (auto [k, updates] : llvm::enumerate(updatesOf)) {
+    if (updates.empty())
+      continue;
+    Operation *last = updates.front().second;
+    SmallVector<Value> shardsIn;
+    SmallVector<Type> wholeTypes;
+    for (auto [u, nu] : updates) {
+      if (last->isBeforeInBlock(nu))
+        last = nu;
+      shardsIn.push_back(nu->getResult(0));
+      wholeTypes.push_back(u->getResult(0).getType());
+    }
+    OpBuilder b(last->getContext());
+    b.setInsertionPointAfter(last);
+    auto gather =
+        AllGatherOp::create(b, last->getLoc(), wholeTypes, shardsIn,
+                            b.getI64IntegerAttr(nextBucket + (int64_t)k),
+                            b.getI64IntegerAttr(shards));
+    for (auto [j, update] : llvm::enumerate(updates)) {
+      Operation *u = update.first;
+      for (Operation *user : u->getResult(0).getUsers())
+        if (user->getBlock() == gather->getBlock() &&
+            user->isBeforeInBlock(gather)) {
+          fail(user) << "the new value of a parameter is read before the "
+                        "last update of its bucket, where its all-gather "
+                        "goes";
+          return;
+        }
+      u->getResult(0).replaceAllUsesWith(gather.getResult(j));
+      u->erase();
+    }
+  }
+  for (Reader &reader : readers)
     for (MulOp m : llvm::reverse(reader.muls))
       m.erase();
-  }
   for (AllReduceOp ar : buckets)
     ar.erase();
 

@@ -203,12 +203,12 @@ LogicalResult describeKernel(Operation *op, rt::Instr &in) {
         return success();
       })
       // Sharded optimizer state (tcc-shard-optimizer-state).
-      .Case<mlir::tcc::ReduceScatterOp>([&](auto r) {
+      .Case<mlir::tcc::ReduceScatterOp, mlir::tcc::AllGatherOp>([&](auto r) {
         rt::abi::setAttrs(in, rt::abi::ShardAttrs{(int64_t)r.getShards(),
                                                   (int64_t)r.getBucket()});
         return success();
       })
-      .Case<mlir::tcc::ShardSliceOp, mlir::tcc::AllGatherOp,
+      .Case<mlir::tcc::ShardSliceOp,
             mlir::tcc::ShardedGlobalNormOp>([&](auto r) {
         rt::abi::setAttrs(in, rt::abi::ShardAttrs{(int64_t)r.getShards(), 0});
         return success();

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 using namespace mlir;
@@ -406,9 +407,13 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn,
   // Data-parallel buckets: all_reduce averages its operands in place (its
   // results are their tensors), and all_reduce_wait goes right before the
   // first instr that reads one of them, so the backward between runs while
-  // the bucket is on the wire.
+  // the bucket is on the wire. The sharded step's reduce_scatter and
+  // all_gather buckets are started the same way and write their results
+  // on the communicator's thread; shard_wait goes before the first reader
+  // of a result (for the gathered parameters, usually the step's end).
   llvm::DenseMap<int32_t, int64_t> pendingBucket;
   std::map<int64_t, std::vector<int32_t>> bucketTensors;
+  std::map<int64_t, int64_t> shardsOfBucket; // shard buckets only
   auto waitFor = [&](const std::vector<int32_t> &reads) {
     std::set<int64_t> buckets;
     for (int32_t id : reads)
@@ -416,8 +421,13 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn,
         buckets.insert(it->second);
     for (int64_t b : buckets) {
       rt::Instr wait;
-      wait.kernel = rt::abi::name(K::AllReduceWait);
-      rt::abi::setAttrs(wait, rt::abi::AllReduceAttrs{b});
+      if (auto s = shardsOfBucket.find(b); s != shardsOfBucket.end()) {
+        wait.kernel = rt::abi::name(K::ShardWait);
+        rt::abi::setAttrs(wait, rt::abi::ShardAttrs{s->second, b});
+      } else {
+        wait.kernel = rt::abi::name(K::AllReduceWait);
+        rt::abi::setAttrs(wait, rt::abi::AllReduceAttrs{b});
+      }
       wait.inputs = bucketTensors[b];
       for (int32_t id : wait.inputs)
         pendingBucket.erase(id);
@@ -474,6 +484,19 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn,
     for (Value v : op.getOperands())
       in.inputs.push_back(ids.lookup(v));
     waitFor(in.inputs);
+    // A shard bucket's results are written after the instr returns: each
+    // must be read (so the memory plan keeps it until the wait) or be a
+    // parameter the step updates.
+    std::optional<std::pair<int64_t, int64_t>> shardBucket;
+    if (isa<mlir::tcc::ReduceScatterOp, mlir::tcc::AllGatherOp>(op)) {
+      auto at = rt::abi::attrsOf<rt::abi::ShardAttrs>(in);
+      if (bucketTensors.count(at.bucket))
+        return op.emitError("bucket ") << at.bucket << " appears twice";
+      for (Value r : op.getResults())
+        if (r.use_empty())
+          return op.emitError("a result of the bucket is never read");
+      shardBucket = {at.bucket, at.shards};
+    }
     for (Value r : op.getResults()) {
       auto dtype = dtypeOf(r.getType(), op.getLoc());
       if (failed(dtype))
@@ -496,6 +519,13 @@ LogicalResult TccScheduleBuilder::lower(func::FuncOp fn,
       int32_t id = addTensor(std::move(info));
       ids[r] = id;
       in.outputs.push_back(id);
+    }
+    if (shardBucket) {
+      auto [bucket, shards] = *shardBucket;
+      for (int32_t id : in.outputs)
+        pendingBucket[id] = bucket;
+      bucketTensors[bucket] = in.outputs;
+      shardsOfBucket[bucket] = shards;
     }
     prog.instrs.push_back(std::move(in));
   }

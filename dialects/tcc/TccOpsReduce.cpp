@@ -107,8 +107,18 @@ LogicalResult ShardSliceOp::verify() {
 }
 
 LogicalResult AllGatherOp::verify() {
-  return verifyShard(*this, getResult().getType(), getInput().getType(),
-                     (int64_t)getShards());
+  if (getInputs().empty())
+    return emitOpError("needs at least one operand");
+  if (getInputs().size() != getResults().size())
+    return emitOpError("needs one result per operand");
+  if ((int64_t)getBucket() < 0)
+    return emitOpError("bucket must be non-negative, got ")
+           << (int64_t)getBucket();
+  for (auto [x, r] : llvm::zip(getInputs(), getResults()))
+    if (failed(
+            verifyShard(*this, r.getType(), x.getType(), (int64_t)getShards())))
+      return failure();
+  return success();
 }
 
 LogicalResult ShardedGlobalNormOp::verify() {

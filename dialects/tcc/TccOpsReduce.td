@@ -142,17 +142,26 @@ def Tcc_ShardSliceOp : Tcc_Op<"shard_slice", []> {
 }
 
 def Tcc_AllGatherOp : Tcc_Op<"all_gather", []> {
-  let summary = "A tensor made of every rank's shard";
+  let summary = "Tensors made of every rank's shards";
   let description = [{
-    The inverse of tcc.shard_slice: `input` is this rank's shard among
-    `shards` ranks, the result (of any shape of n elements, c = ceil(n / N))
-    is the rank-ordered shards, each rank's padding dropped. It writes the
-    full parameter after the sharded optimizer update. Not `Pure`: it
+    The inverse of tcc.shard_slice, for a bucket of tensors: operand i is
+    this rank's shard among `shards` ranks, result i (of any shape of n_i
+    elements, c_i = ceil(n_i / N)) is every rank's shard of it in rank
+    order, each rank's padding dropped. One op writes the whole parameters
+    of a gradient bucket after their sharded updates, as one collective
+    that the code generator starts where the op stands and waits for
+    before the first reader of a result (or at the end of the step);
+    `bucket` numbers it among the function's buckets. Not `Pure`: it
     communicates.
+    ```mlir
+    %p0, %p1 = tcc.all_gather %u0, %u1 {bucket = 2, shards = 2}
+        : tensor<16xf32>, tensor<3xf32> -> tensor<4x8xf32>, tensor<5xf32>
+    ```
   }];
-  let arguments = (ins RankedTensorOf<[F32]>:$input, I64Attr:$shards);
-  let results = (outs RankedTensorOf<[F32]>:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let arguments = (ins Variadic<RankedTensorOf<[F32]>>:$inputs,
+                   I64Attr:$bucket, I64Attr:$shards);
+  let results = (outs Variadic<RankedTensorOf<[F32]>>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($results)";
   let hasVerifier = 1;
 }
 

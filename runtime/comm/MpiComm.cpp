@@ -6,10 +6,11 @@
 //
 // Threads: MPI is initialized at MPI_THREAD_SERIALIZED. Two threads call
 // MPI (the caller's, for the blocking collectives, and the communicator's
-// own, for the gradient buckets), but never at once: a blocking collective
-// first waits until every started bucket is reduced, and one mutex guards
-// every MPI call besides. MULTIPLE would make Open MPI lock on every call
-// for a concurrency this code never uses.
+// own, for the buckets: gradient means, and the reduce-scatters and
+// all-gathers of sharded optimizer state), but never at once: a blocking
+// collective first waits until every started bucket is reduced, and one mutex
+// guards every MPI call besides. MULTIPLE would make Open MPI lock on every
+// call for a concurrency this code never uses.
 //
 // Exit: MPI_Finalize is a synchronization of all ranks in Open MPI, so a
 // rank that leaves with an error while the others wait in a collective
@@ -180,15 +181,24 @@ public:
   void startMeanBucket(int64_t bucket,
                        const std::vector<CommBuffer> &buffers) override {
     checkBucketBuffers(bucket, buffers);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!buckets_.emplace(bucket, BucketState{}).second)
-      throw Error("startMeanBucket(" + std::to_string(bucket) + "): bucket " +
-                  std::to_string(bucket) +
-                  " was started before and not waited for");
-    queue_.push_back(Job{bucket, buffers});
-    if (!thread_.joinable())
-      thread_ = std::thread([this] { serve(); });
-    workCv_.notify_one();
+    enqueue("startMeanBucket", Job{Job::Mean, bucket, buffers, {}});
+  }
+
+  void startMeanScatterBucket(int64_t bucket, std::vector<float> send,
+                              const std::vector<CommBuffer> &out) override {
+    const char *what = "startMeanScatterBucket";
+    int64_t piece = pieceOf(what, bucket, send.size());
+    checkUnpackBuffers(what, bucket, out, piece, false);
+    enqueue(what, Job{Job::MeanScatter, bucket, out, std::move(send)});
+  }
+
+  void startGatherBucket(int64_t bucket, std::vector<float> send,
+                         const std::vector<CommBuffer> &out) override {
+    const char *what = "startGatherBucket";
+    int64_t n = int64_t(send.size());
+    checkFits(what, n * size_);
+    checkUnpackBuffers(what, bucket, out, n * size_, true);
+    enqueue(what, Job{Job::Gather, bucket, out, std::move(send)});
   }
 
   void waitBucket(int64_t bucket) override {
@@ -240,9 +250,34 @@ public:
 
 private:
   struct Job {
+    enum Kind { Mean, MeanScatter, Gather } kind;
     int64_t bucket;
-    std::vector<CommBuffer> buffers;
+    std::vector<CommBuffer> buffers; // Mean: in place; else the outputs
+    std::vector<float> send;         // MeanScatter, Gather: packed input
   };
+
+  void enqueue(const char *what, Job job) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!buckets_.emplace(job.bucket, BucketState{}).second)
+      throw Error(std::string(what) + "(" + std::to_string(job.bucket) +
+                  "): bucket " + std::to_string(job.bucket) +
+                  " was started before and not waited for");
+    queue_.push_back(std::move(job));
+    if (!thread_.joinable())
+      thread_ = std::thread([this] { serve(); });
+    workCv_.notify_one();
+  }
+
+  /// Values of one rank's piece of a reduce-scatter's `n` values.
+  int64_t pieceOf(const char *what, int64_t bucket, size_t n) const {
+    if (n % size_t(size_))
+      throw Error(std::string(what) + "(" + std::to_string(bucket) +
+                  "): " + std::to_string(n) + " values are not " +
+                  std::to_string(size_) + " pieces of equal length");
+    int64_t piece = int64_t(n / size_t(size_));
+    checkFits(what, piece);
+    return piece;
+  }
   struct BucketState {
     bool done = false;
     std::string error; // empty: averaged
@@ -263,7 +298,12 @@ private:
       lock.unlock();
       std::string error;
       try {
-        reduceMean(job);
+        if (job.kind == Job::Mean)
+          reduceMean(job);
+        else if (job.kind == Job::MeanScatter)
+          reduceScatterMean(job);
+        else
+          gather(job);
       } catch (const std::exception &e) {
         error = e.what();
       }
@@ -347,6 +387,40 @@ private:
         }
       }
     }
+  }
+
+  /// A reduce-scatter bucket: one MPI_Reduce_scatter_block of the packed
+  /// pieces, this rank's sum times 1/size (startMeanBucket's rounding) into
+  /// the outputs. The caller packed `send`, so its gradients were free to be
+  /// reused as soon as the bucket started.
+  void reduceScatterMean(Job &job) {
+    int64_t piece = int64_t(job.send.size()) / size_;
+    std::vector<float> recv(static_cast<size_t>(piece));
+    {
+      std::lock_guard<std::mutex> lock(mpiMutex_);
+      check(MPI_Reduce_scatter_block(job.send.data(), recv.data(),
+                                     static_cast<int>(piece), MPI_FLOAT,
+                                     MPI_SUM, comm_),
+            "MPI_Reduce_scatter_block of gradient bucket " +
+                std::to_string(job.bucket));
+    }
+    job.send = {};
+    unpackBuffers(recv.data(), 1.0f / static_cast<float>(size_), job.buffers);
+  }
+
+  /// An all-gather bucket: one MPI_Allgather of every rank's packed shards,
+  /// unpacked into the outputs (the whole parameters).
+  void gather(Job &job) {
+    int64_t n = int64_t(job.send.size());
+    std::vector<float> recv(static_cast<size_t>(n * size_));
+    {
+      std::lock_guard<std::mutex> lock(mpiMutex_);
+      check(MPI_Allgather(job.send.data(), static_cast<int>(n), MPI_FLOAT,
+                          recv.data(), static_cast<int>(n), MPI_FLOAT, comm_),
+            "MPI_Allgather of parameter bucket " + std::to_string(job.bucket));
+    }
+    job.send = {};
+    unpackBuffers(recv.data(), 1.0f, job.buffers);
   }
 
   /// Waits until every started bucket is reduced (the order rule of

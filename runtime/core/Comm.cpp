@@ -109,6 +109,33 @@ void checkBucketBuffers(int64_t bucket,
                   (b.data ? "its address" : "null"));
 }
 
+void checkUnpackBuffers(const char *what, int64_t bucket,
+                        const std::vector<CommBuffer> &out, int64_t total,
+                        bool dropOk) {
+  int64_t sum = 0;
+  for (const CommBuffer &b : out) {
+    if (b.count < 0 || (b.count && !b.data && !dropOk))
+      throw Error(std::string(what) + "(" + std::to_string(bucket) +
+                  "): an output buffer of " + std::to_string(b.count) +
+                  " values at " + (b.data ? "its address" : "null"));
+    sum += b.count;
+  }
+  if (sum != total)
+    throw Error(std::string(what) + "(" + std::to_string(bucket) +
+                "): the output buffers hold " + std::to_string(sum) +
+                " values, the collective gives " + std::to_string(total));
+}
+
+void unpackBuffers(const float *from, float scale,
+                   const std::vector<CommBuffer> &out) {
+  for (const CommBuffer &b : out) {
+    if (b.data)
+      for (int64_t i = 0; i < b.count; ++i)
+        b.data[i] = from[i] * scale;
+    from += b.count;
+  }
+}
+
 bool launchedAsRanks() { return launchInfo().size > 1; }
 
 namespace {
@@ -155,6 +182,22 @@ public:
                   std::to_string(bucket) +
                   " was started before and not waited for");
   }
+  // One rank: its piece is the whole `send`, the mean over one rank the
+  // values themselves (times 1, as the MPI path rounds), done at once.
+  void startMeanScatterBucket(int64_t bucket, std::vector<float> send,
+                              const std::vector<CommBuffer> &out) override {
+    checkUnpackBuffers("startMeanScatterBucket", bucket, out,
+                       int64_t(send.size()), false);
+    start("startMeanScatterBucket", bucket);
+    unpackBuffers(send.data(), 1.0f, out);
+  }
+  void startGatherBucket(int64_t bucket, std::vector<float> send,
+                         const std::vector<CommBuffer> &out) override {
+    checkUnpackBuffers("startGatherBucket", bucket, out, int64_t(send.size()),
+                       true);
+    start("startGatherBucket", bucket);
+    unpackBuffers(send.data(), 1.0f, out);
+  }
   void waitBucket(int64_t bucket) override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!started_.erase(bucket))
@@ -169,6 +212,13 @@ public:
   }
 
 private:
+  void start(const char *what, int64_t bucket) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!started_.insert(bucket).second)
+      throw Error(std::string(what) + "(" + std::to_string(bucket) +
+                  "): bucket " + std::to_string(bucket) +
+                  " was started before and not waited for");
+  }
   static void checkCount(const char *what, int64_t n) {
     if (n < 0)
       throw Error(std::string(what) + " of a negative count (" +

@@ -15,7 +15,8 @@
 // buffers itself (NCCL, bootstrapped with broadcast()).
 //
 // Collectives are called by every rank in the same order. The asynchronous
-// bucket reductions run on the communicator's own thread, one at a time, in
+// buckets (gradient means, reduce-scatters and all-gathers of sharded
+// optimizer state) run on the communicator's own thread, one at a time, in
 // the order they were started; the blocking collectives wait for every
 // bucket started before them, so their order relative to the buckets is the
 // same on every rank.
@@ -74,8 +75,23 @@ public:
   /// in the same order (the compiled step does).
   virtual void startMeanBucket(int64_t bucket,
                                const std::vector<CommBuffer> &buffers) = 0;
-  /// Waits until bucket `bucket` (started before) is averaged. Error (also
-  /// for an unknown bucket) naming what failed.
+  /// Starts a reduce-scatter bucket (sharded optimizer state): `send` holds
+  /// size() pieces of equal length in rank order, and this rank's piece
+  /// averaged over the ranks (the sum times 1/size(), as startMeanBucket
+  /// rounds) is written, in order, into the buffers of `out`, whose counts
+  /// add up to a piece's. `send` is the communicator's from now on, so the
+  /// caller's gradients may be reused at once; `out` must not be read or
+  /// written until waitBucket(bucket).
+  virtual void startMeanScatterBucket(int64_t bucket, std::vector<float> send,
+                                      const std::vector<CommBuffer> &out) = 0;
+  /// Starts an all-gather bucket: every rank's `send` (the same length on
+  /// each), in rank order, is written in order into the buffers of `out`,
+  /// whose counts add up to size() * send.size(); a buffer with null data
+  /// drops its count values (a shard's padding). `out` as above.
+  virtual void startGatherBucket(int64_t bucket, std::vector<float> send,
+                                 const std::vector<CommBuffer> &out) = 0;
+  /// Waits until bucket `bucket` (started before, of any kind) is done.
+  /// Error (also for an unknown bucket) naming what failed.
   virtual void waitBucket(int64_t bucket) = 0;
 
   /// Ends the whole run now, every rank with it, with exit status `code`
@@ -87,6 +103,17 @@ public:
 /// Error naming `bucket` when a buffer has a negative count or no data for
 /// a positive one: what every communicator checks before it starts a bucket.
 void checkBucketBuffers(int64_t bucket, const std::vector<CommBuffer> &buffers);
+
+/// Error naming `what` and `bucket` unless the buffers of `out` are valid
+/// (null data only where `dropOk`) and their counts add up to `total`.
+void checkUnpackBuffers(const char *what, int64_t bucket,
+                        const std::vector<CommBuffer> &out, int64_t total,
+                        bool dropOk);
+/// Writes `from` (as many values as the buffers' counts add up to) into the
+/// buffers of `out` in order, each value times `scale`; a buffer with null
+/// data skips its count values.
+void unpackBuffers(const float *from, float scale,
+                   const std::vector<CommBuffer> &out);
 
 /// Whether this process was started by mpirun (or another launcher that sets
 /// Open MPI's, PMIx's or PMI's rank variables) with more than one rank.

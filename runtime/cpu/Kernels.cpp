@@ -94,6 +94,7 @@ static constexpr KernelDef kKernels[] = {
     {K::SgdMomentumUpdate, run_sgd_momentum_update},
     {K::SgdUpdate, run_sgd_update},
     {K::ShardSlice, run_shard_slice},
+    {K::ShardWait, run_shard_wait},
     {K::ShardedGlobalNorm, run_sharded_global_norm},
     {K::Sigmoid, run_sigmoid},
     {K::SigmoidGrad, run_sigmoid_grad},

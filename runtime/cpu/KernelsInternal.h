@@ -88,6 +88,7 @@ TCC_KERNEL(all_reduce_wait)
 TCC_KERNEL(reduce_scatter) // KernelsShard.cpp
 TCC_KERNEL(shard_slice)
 TCC_KERNEL(all_gather)
+TCC_KERNEL(shard_wait)
 TCC_KERNEL(sharded_global_norm)
 TCC_KERNEL(reduce_mean)
 TCC_KERNEL(reduce_prod)

@@ -134,6 +134,7 @@ static constexpr CudaKernelDef kCudaKernels[] = {
     {K::SgdMomentumUpdate, launch_sgd_momentum_update, nullptr, E::None},
     {K::SgdUpdate, launch_sgd_update, nullptr, E::None},
     {K::ShardSlice, launch_shard, prepare_shard, E::None},
+    {K::ShardWait, launch_shard_wait, prepare_shard, E::None},
     {K::ShardedGlobalNorm, launch_sharded_global_norm,
      prepare_sharded_global_norm, E::None},
     {K::Sigmoid, launch_unary, nullptr, E::None},

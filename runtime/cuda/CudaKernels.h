@@ -144,6 +144,7 @@ TCC_CUDA_KERNEL(top_k)
 TCC_CUDA_KERNEL(all_reduce) // all_reduce, all_reduce_wait
 // CudaShard.cpp
 TCC_CUDA_KERNEL(shard) // reduce_scatter, shard_slice, all_gather
+TCC_CUDA_KERNEL(shard_wait)
 TCC_CUDA_KERNEL(sharded_global_norm)
 // CudaKernelsLayout.cu
 TCC_CUDA_KERNEL(copy)
@@ -286,8 +287,8 @@ int64_t prepare_global_norm(const Instr &, const std::vector<TensorInfo> &);
 /// all_reduce: Error when the run has several ranks and this build has no
 /// NCCL (CudaNccl.h).
 int64_t prepare_all_reduce(const Instr &, const std::vector<TensorInfo> &);
-/// reduce_scatter, shard_slice, all_gather: Error for more than one shard
-/// (no device collectives yet).
+/// reduce_scatter, shard_slice, all_gather, shard_wait: Error for more than one
+/// shard (no device collectives yet).
 int64_t prepare_shard(const Instr &, const std::vector<TensorInfo> &);
 /// sharded_global_norm: global_norm's scratch at one shard, the same Error
 /// as prepare_shard's for more.

@@ -1,11 +1,11 @@
 //===- CudaShard.cpp - Sharded optimizer state's kernels on CUDA ----------===//
 //
 // reduce_scatter, shard_slice and all_gather over one shard (shards = 1)
-// are copies: the shard is the whole tensor, the mean over one rank the
-// gradient itself; sharded_global_norm over one shard is global_norm. Several
-// shards need device collectives (NCCL) this backend does not have yet, so the
-// load-time check refuses them with the way out instead of updating a shard no
-// other rank completes.
+// are copies (and shard_wait has nothing to wait for): the shard is the whole
+// tensor, the mean over one rank the gradient itself; sharded_global_norm over
+// one shard is global_norm. Several shards need device collectives (NCCL) this
+// backend does not have yet, so the load-time check refuses them with the way
+// out instead of updating a shard no other rank completes.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaCheck.h"
@@ -30,6 +30,9 @@ int64_t prepare_sharded_global_norm(const Instr &in,
 }
 
 void launch_sharded_global_norm(const CudaArgs &a) { launch_global_norm(a); }
+
+// At one shard the copies were made on the stream when the bucket started.
+void launch_shard_wait(const CudaArgs &) {}
 
 void launch_shard(const CudaArgs &a) {
   for (size_t i = 0; i < a.in.size(); ++i)

@@ -7,7 +7,9 @@
 //            do), abort (rank 1 calls abortAll(3)), kill (rank 1 SIGKILLs
 //            itself)
 //     WHERE: allreduce (rank 0 in a blocking all-reduce), bucket (rank 0 in
-//            waitBucket while the communicator's thread all-reduces)
+//            waitBucket while the communicator's thread all-reduces),
+//            scatter and gather (the same for a reduce-scatter or an
+//            all-gather bucket of sharded optimizer state)
 #include "runtime/core/Artifact.h"
 #include "runtime/core/Comm.h"
 
@@ -22,7 +24,8 @@ using namespace tcc::rt;
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: %s error|abort|kill allreduce|bucket\n",
+    std::fprintf(stderr,
+                 "usage: %s error|abort|kill allreduce|bucket|scatter|gather\n",
                  argv[0]);
     return 2;
   }
@@ -42,6 +45,12 @@ int main(int argc, char **argv) {
     std::vector<float> g(1000, 1.0f);
     if (where == "bucket") {
       c.startMeanBucket(0, {{g.data(), 1000}});
+      c.waitBucket(0);
+    } else if (where == "scatter") {
+      c.startMeanScatterBucket(0, g, {{g.data(), 500}});
+      c.waitBucket(0);
+    } else if (where == "gather") {
+      c.startGatherBucket(0, std::vector<float>(500, 1.0f), {{g.data(), 1000}});
       c.waitBucket(0);
     } else {
       c.allReduce(g.data(), 1000, CommDType::F32, CommOp::Sum);

@@ -221,6 +221,91 @@ TEST(CommMpi, BucketMeansAreTheSameBitsOnEveryRank) {
             0);
 }
 
+// Reduce-scatter buckets (sharded optimizer state): rank r gets piece r of
+// the packed send buffer, averaged, in its output buffers; the send buffer
+// is the communicator's, the outputs are written on its thread. Started
+// back to back with gradient buckets and all-gather buckets, waited for out
+// of order, across a blocking collective.
+TEST(CommMpi, ScatterAndGatherBuckets) {
+  Communicator &c = comm();
+  const int r = c.rank();
+  // Two pieces of 60001 values: output buffers of 1, 60000.
+  std::vector<float> send = rankBuffer(120002, r, 3.0f);
+  std::vector<float> a(1, -1), b(60000, -1);
+  c.startMeanScatterBucket(30, send, {{a.data(), 1}, {b.data(), 60000}});
+  std::vector<float> g = rankBuffer(5000, r, 1.0f);
+  c.startMeanBucket(31, {{g.data(), 5000}});
+  // An all-gather of 3 values a rank, rank 1's last dropped (padding).
+  std::vector<float> whole(5, -1);
+  c.startGatherBucket(32, {10.0f * r, 10.0f * r + 1, 10.0f * r + 2},
+                      {{whole.data(), 3}, {whole.data() + 3, 2}, {nullptr, 1}});
+  int64_t n = 1;
+  c.allReduce(&n, 1, CommDType::I64, CommOp::Sum); // after the three
+  EXPECT_EQ(n, 2);
+  c.waitBucket(32);
+  c.waitBucket(30);
+  c.waitBucket(31);
+  EXPECT_EQ(a[0], meanAt(r * 60001, 2, 3.0f));
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < 60000; ++i)
+    wrong += b[i] != meanAt(r * 60001 + 1 + i, 2, 3.0f);
+  EXPECT_EQ(wrong, 0);
+  for (int64_t i = 0; i < 5000; ++i)
+    ASSERT_EQ(g[i], meanAt(i, 2, 1.0f)) << i;
+  EXPECT_EQ(whole, (std::vector<float>{0, 1, 2, 10, 11}));
+}
+
+// The reduce-scatter's mean is the gradient bucket's: the same sum and the
+// same scale by 1/N, so a sharded run's averaged gradients are the bits of
+// the unsharded run's.
+TEST(CommMpi, ScatterMeanIsTheBucketMean) {
+  Communicator &c = comm();
+  std::mt19937 gen(99 + c.rank());
+  std::normal_distribution<float> dist(0.0f, 3.0f);
+  std::vector<float> g(4002);
+  for (float &x : g)
+    x = dist(gen);
+  std::vector<float> piece(2001, -1);
+  c.startMeanScatterBucket(40, g, {{piece.data(), 2001}});
+  c.startMeanBucket(41, {{g.data(), 4002}});
+  c.waitBucket(41);
+  c.waitBucket(40);
+  EXPECT_EQ(std::memcmp(piece.data(), g.data() + c.rank() * 2001,
+                        2001 * sizeof(float)),
+            0);
+}
+
+TEST(CommMpi, ScatterAndGatherErrors) {
+  Communicator &c = comm();
+  std::vector<float> out(2);
+  EXPECT_EQ(errorOf([&] {
+              c.startMeanScatterBucket(50, {1, 2, 3}, {{out.data(), 1}});
+            }),
+            "startMeanScatterBucket(50): 3 values are not 2 pieces of equal "
+            "length");
+  EXPECT_EQ(errorOf([&] {
+              c.startMeanScatterBucket(50, {1, 2, 3, 4}, {{out.data(), 1}});
+            }),
+            "startMeanScatterBucket(50): the output buffers hold 1 values, "
+            "the collective gives 2");
+  EXPECT_EQ(errorOf([&] {
+              c.startGatherBucket(51, {1}, {{out.data(), 1}});
+            }),
+            "startGatherBucket(51): the output buffers hold 1 values, the "
+            "collective gives 2");
+  c.startGatherBucket(52, {float(c.rank())}, {{out.data(), 2}});
+  EXPECT_NE(errorOf([&] {
+              c.startMeanScatterBucket(52, {1, 2}, {{out.data(), 1}});
+            }).find("bucket 52 was started before and not waited for"),
+            std::string::npos);
+  c.waitBucket(52);
+  EXPECT_EQ(out, (std::vector<float>{0, 1}));
+  // Still in step after the errors.
+  int64_t one = 1;
+  c.allReduce(&one, 1, CommDType::I64, CommOp::Sum);
+  EXPECT_EQ(one, 2);
+}
+
 TEST(CommMpi, BucketErrors) {
   Communicator &c = comm();
   EXPECT_EQ(errorOf([&] { c.waitBucket(77); }),

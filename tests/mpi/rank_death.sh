@@ -3,13 +3,14 @@
 # mpirun returns non-zero within seconds (not at the 60 s guard) and what it
 # prints names the rank. Each way of dying (an error returned from main, an
 # explicit abortAll, SIGKILL) with rank 0 waiting in a blocking all-reduce
-# and in a gradient bucket.
+# and in each kind of bucket (a gradient mean, a sharded step's
+# reduce-scatter and all-gather).
 #   rank_death.sh MPIRUN CommMpiRankDeath
 set -u
 mpirun="$1" prog="$2"
 fail=0
 for how in error abort kill; do
-  for where in allreduce bucket; do
+  for where in allreduce bucket scatter gather; do
     start=$(date +%s%N)
     out=$(timeout 60 "$mpirun" -np 2 --oversubscribe "$prog" "$how" "$where" 2>&1)
     rc=$?

@@ -247,6 +247,47 @@ TEST(Communicator, SingleProcessBuckets) {
   EXPECT_NE(message([&] { c.startMeanBucket(6, {{nullptr, 4}}); }), "");
 }
 
+// One rank's reduce-scatter and all-gather buckets: its piece is the
+// whole, written into the outputs (a null one drops its values) when the
+// bucket starts; the sent values are the communicator's.
+TEST(Communicator, SingleProcessShardBuckets) {
+  Communicator &c = communicator();
+  std::vector<float> s0(2, -1), s1(3, -1);
+  c.startMeanScatterBucket(20, {1, 2, 3, 4, 5},
+                           {{s0.data(), 2}, {s1.data(), 3}});
+  c.waitBucket(20);
+  EXPECT_EQ(s0, (std::vector<float>{1, 2}));
+  EXPECT_EQ(s1, (std::vector<float>{3, 4, 5}));
+  std::vector<float> p(3, -1);
+  c.startGatherBucket(21, {7, 8, 9, 0}, {{p.data(), 3}, {nullptr, 1}});
+  c.waitBucket(21);
+  EXPECT_EQ(p, (std::vector<float>{7, 8, 9}));
+
+  auto message = [&](auto f) {
+    try {
+      f();
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(message([&] {
+              c.startMeanScatterBucket(22, {1, 2}, {{s0.data(), 1}});
+            }),
+            "startMeanScatterBucket(22): the output buffers hold 1 values, "
+            "the collective gives 2");
+  EXPECT_NE(message([&] {
+              c.startMeanScatterBucket(22, {1, 2}, {{nullptr, 2}});
+            }).find("an output buffer of 2 values at null"),
+            std::string::npos);
+  c.startGatherBucket(23, {1}, {{p.data(), 1}});
+  EXPECT_NE(message([&] {
+              c.startGatherBucket(23, {1}, {{p.data(), 1}});
+            }).find("bucket 23 was started before and not waited for"),
+            std::string::npos);
+  c.waitBucket(23);
+}
+
 TEST(CommunicatorDeathTest, AbortAllFlushesAndExits) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(

@@ -21,15 +21,21 @@ inline void shardCases(std::vector<KernelCase> &cases) {
   int32_t g0 = p.random(DType::F32, {3, 5}), g1 = p.random(DType::F32, {7});
   int32_t s0 = p.out(DType::F32, {15}), s1 = p.out(DType::F32, {7});
   p.instr("reduce_scatter", {g0, g1}, {s0, s1}, {1, 0});
+  p.instr("shard_wait", {s0, s1}, {}, {1, 0});
   // A parameter's shard and the parameter back from it.
+  // A bucket of two parameters' shards and the parameters back from them.
   int32_t w = p.random(DType::F32, {4, 6});
   int32_t ws = p.out(DType::F32, {24}), wf = p.out(DType::F32, {4, 6});
   p.instr("shard_slice", {w}, {ws}, {1, 0});
-  p.instr("all_gather", {ws}, {wf}, {1, 0});
+  int32_t v = p.random(DType::F32, {5});
+  int32_t vs = p.out(DType::F32, {5}), vf = p.out(DType::F32, {5});
+  p.instr("shard_slice", {v}, {vs}, {1, 0});
+  p.instr("all_gather", {ws, vs}, {wf, vf}, {1, 1});
+  p.instr("shard_wait", {wf, vf}, {}, {1, 1});
   // The global norm of the bucket from its shards (the whole at one rank).
   int32_t n = p.out(DType::F32, {});
   p.instr("sharded_global_norm", {s0, s1}, {n}, {1, 0});
-  c.outs = {s0, s1, ws, wf, n};
+  c.outs = {s0, s1, ws, wf, vs, vf, n};
   cases.push_back(std::move(c));
 
   // The all-reduce buckets of one process: started and waited for, the

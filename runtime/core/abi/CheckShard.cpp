@@ -42,9 +42,23 @@ void check_shard_slice(const KernelSig &s) {
 }
 
 void check_all_gather(const KernelSig &s) {
-  expectArity(s, 1, 1);
+  if (s.in.empty() || s.in.size() != s.out.size())
+    throw Error("expects as many outputs as inputs (at least 1), got " +
+                std::to_string(s.in.size()) + " and " +
+                std::to_string(s.out.size()));
   expectAllF32(s);
-  expectShard(s, 0, false);
+  for (size_t i = 0; i < s.in.size(); ++i)
+    expectShard(s, i, false);
+}
+
+// The tensors a bucket's collective writes (what the wait makes readable).
+void check_shard_wait(const KernelSig &s) {
+  if (s.in.empty() || !s.out.empty())
+    throw Error("expects at least 1 input and no output, got " +
+                std::to_string(s.in.size()) + " and " +
+                std::to_string(s.out.size()));
+  shardsOf(s);
+  expectAllF32(s);
 }
 
 void check_sharded_global_norm(const KernelSig &s) {

@@ -59,8 +59,9 @@ struct AllReduceAttrs {
   template <class V> void visit(V &v) { v.integer(bucket, "bucket"); }
 };
 
-/// reduce_scatter, shard_slice, all_gather: the ranks a tensor is sharded
-/// over (sharded optimizer state) and, for reduce_scatter, its bucket.
+/// reduce_scatter, shard_slice, all_gather, shard_wait: the ranks a tensor
+/// is sharded over (sharded optimizer state) and, for reduce_scatter and
+/// all_gather, the bucket they start (shard_wait: the one it waits for).
 struct ShardAttrs {
   int64_t shards = 1, bucket = 0;
   template <class V> void visit(V &v) {

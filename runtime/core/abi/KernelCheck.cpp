@@ -95,6 +95,7 @@ static constexpr CheckEntry kChecks[] = {
     {K::SgdMomentumUpdate, check_sgd_momentum_update},
     {K::SgdUpdate, check_sgd_update},
     {K::ShardSlice, check_shard_slice},
+    {K::ShardWait, check_shard_wait},
     {K::ShardedGlobalNorm, check_sharded_global_norm},
     {K::Sigmoid, check_unary},
     {K::SigmoidGrad, check_unary_grad},

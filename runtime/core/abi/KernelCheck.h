@@ -92,6 +92,7 @@ TCC_CHECK(all_reduce) // all_reduce, all_reduce_wait
 TCC_CHECK(reduce_scatter)
 TCC_CHECK(shard_slice)
 TCC_CHECK(all_gather)
+TCC_CHECK(shard_wait)
 TCC_CHECK(sharded_global_norm)
 TCC_CHECK(broadcast_to)
 TCC_CHECK(transpose)

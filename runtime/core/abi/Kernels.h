@@ -34,13 +34,21 @@
 //   reduce_scatter    in [g0, g1, ...] (>= 1, f32) out [s0, s1, ...],
 //                     i [shards, bucket]: s_k = this rank's shard of g_k
 //                     (1-D, ceil(n_k / shards) elements, zero past n_k)
-//                     averaged over the ranks; one blocking collective
+//                     averaged over the ranks; one collective, started
+//                     (the inputs are packed before it returns) and
+//                     written on the communicator's thread: the outputs
+//                     are neither read nor written until shard_wait
 //                     (runtime/core/ZeroShards.h: layout, rank check).
 //   shard_slice       in [x] out [s], i [shards, 0]: this rank's shard of x.
-//   all_gather        in [s] out [x], i [shards, 0]: x = every rank's shard
-//                     s, in rank order, padding dropped. The three need a
-//                     run of exactly `shards` ranks (sharded optimizer
-//                     state, tcc compile --zero-shards).
+//   all_gather        in [s0, s1, ...] out [x0, x1, ...], i [shards,
+//                     bucket]: x_k = every rank's shard s_k, in rank order,
+//                     padding dropped; one collective for the bucket,
+//                     started as reduce_scatter's.
+//   shard_wait        in [x0, x1, ...] (the bucket's outputs) out [], i
+//                     [shards, bucket]: returns once the reduce_scatter or
+//                     all_gather bucket is written. The four need a run of
+//                     exactly `shards` ranks (sharded optimizer state, tcc
+//                     compile --zero-shards).
 //   sharded_global_norm  in [s0, s1, ...] (>= 1, 1-D) out [n []], i [shards,
 //                     0]: global_norm of the tensors whose shards these are,
 //                     every rank holding its own: this rank's f64 sum of

@@ -16,12 +16,12 @@
 // CHECK:         %[[INV:.+]] = tcc.div %{{.+}}, %[[SCALE]]
 // CHECK-NEXT:    %[[G:.+]] = tcc.mul %[[GS]]#1, %[[INV]] : (tensor<64xf32>, tensor<f32>) -> tensor<64xf32>
 // CHECK-NEXT:    %[[P:.+]] = tcc.sgd_update %{{.+}}, %[[G]], {{.+}} : tensor<64xf32>
-// CHECK-NEXT:    %[[PF:.+]] = tcc.all_gather %[[P]] {shards = 2 : i64} : tensor<64xf32> -> tensor<16x8xf32>
+// CHECK:         %[[PF:.+]]:2 = tcc.all_gather %{{.+}}, %[[P]] {bucket = 1 : i64, shards = 2 : i64} : tensor<8xf32>, tensor<64xf32> -> tensor<16xf32>, tensor<16x8xf32>
 // CHECK-NOT:     tcc.reduce_sum
 // CHECK:         %[[N:.+]] = tcc.sharded_global_norm %[[GS]]#1, %[[GS]]#0 {shards = 2 : i64} : tensor<64xf32>, tensor<8xf32>
 // CHECK-NEXT:    %[[Z:.+]] = tcc.mul %[[N]], %[[ZERO:[^ ]+]]
 // CHECK-NEXT:    %[[FINITE:.+]] = tcc.compare "eq", %[[Z]], %[[ZERO]]
-// CHECK-NEXT:    tcc.where %[[FINITE]], %[[PF]], %[[W]] : (tensor<i1>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
+// CHECK-NEXT:    tcc.where %[[FINITE]], %[[PF]]#1, %[[W]] : (tensor<i1>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
 
 // With clipping the norm is the clipping's, unscaled; the coefficient joins
 // the unscaling factor of AdamW's shard update.

@@ -4,11 +4,13 @@
 // RUN: tcc-opt %s --tcc-all-reduce-gradients --tcc-clip-gradients=max-norm=1 --tcc-apply-optimizer=optimizer=adamw --tcc-shard-optimizer-state=shards=2 --split-input-file | FileCheck %s --check-prefix=CLIP
 // RUN: tcc-opt %s --tcc-all-reduce-gradients --tcc-clip-gradients=track=true --tcc-apply-optimizer=optimizer=adamw --tcc-shard-optimizer-state=shards=2 --split-input-file | FileCheck %s --check-prefix=TRACK
 // RUN: tcc-opt %s --tcc-all-reduce-gradients --tcc-clip-gradients=max-norm=1 --tcc-apply-optimizer="optimizer=sgd momentum=0.9" --tcc-shard-optimizer-state=shards=3 --split-input-file | FileCheck %s --check-prefix=CLIPACC
+// RUN: tcc-opt %s --tcc-all-reduce-gradients=bucket-bytes=4 --tcc-apply-optimizer=optimizer=adamw --tcc-shard-optimizer-state=shards=2 --split-input-file | FileCheck %s --check-prefix=TWO
 
 // ZeRO stage 1: the bucket is reduce-scattered (each result this rank's
 // 1-D shard of ceil(n/N) elements), each update runs on the shard of its
-// parameter with state arguments of the shard's type, and the parameter's
-// update is the all-gather of the new shard. The step counter and the
+// parameter with state arguments of the shard's type, and the parameters'
+// updates are one all-gather of the bucket's new shards, after the last of
+// its updates (bucket 1, after the reduce-scatter's 0). The step counter and the
 // learning rate stay whole; the module records which state is sharded.
 
 // CHECK:       module attributes {{{.*}}tcc.zero = {shards = 2 : i64, states = {b.exp_avg = "b", b.exp_avg_sq = "b", w.exp_avg = "w", w.exp_avg_sq = "w"}}}
@@ -25,11 +27,10 @@
 // CHECK:         %[[GS:.+]]:2 = tcc.reduce_scatter %{{.+}}, %{{.+}} {bucket = 0 : i64, shards = 2 : i64} : tensor<3xf32>, tensor<3x2xf32> -> tensor<2xf32>, tensor<3xf32>
 // CHECK:         %[[WS:.+]] = tcc.shard_slice %[[W]] {shards = 2 : i64} : tensor<3x2xf32> -> tensor<3xf32>
 // CHECK-NEXT:    %[[WP:[^,]+]], %[[WM1:[^,]+]], %[[WV1:[^ ]+]] = tcc.adamw_update %[[WS]], %[[GS]]#1, %[[WM]], %[[WV]], {{.+}} : tensor<3xf32>, tensor<f32>
-// CHECK-NEXT:    %[[WF:.+]] = tcc.all_gather %[[WP]] {shards = 2 : i64} : tensor<3xf32> -> tensor<3x2xf32>
 // CHECK-NEXT:    %[[BS:.+]] = tcc.shard_slice %[[B]] {shards = 2 : i64} : tensor<3xf32> -> tensor<2xf32>
 // CHECK-NEXT:    %[[BP:[^,]+]], %[[BM1:[^,]+]], %[[BV1:[^ ]+]] = tcc.adamw_update %[[BS]], %[[GS]]#0, %[[BM]], %[[BV]], {{.+}} : tensor<2xf32>, tensor<f32>
-// CHECK-NEXT:    %[[BF:.+]] = tcc.all_gather %[[BP]] {shards = 2 : i64} : tensor<2xf32> -> tensor<3xf32>
-// CHECK-NEXT:    return %{{.+}}, %[[WF]], %[[BF]], %[[WM1]], %[[WV1]], %[[BM1]], %[[BV1]], %{{.+}} :
+// CHECK-NEXT:    %[[F:.+]]:2 = tcc.all_gather %[[BP]], %[[WP]] {bucket = 1 : i64, shards = 2 : i64} : tensor<2xf32>, tensor<3xf32> -> tensor<3xf32>, tensor<3x2xf32>
+// CHECK-NEXT:    return %{{.+}}, %[[F]]#1, %[[F]]#0, %[[WM1]], %[[WV1]], %[[BM1]], %[[BV1]], %{{.+}} :
 
 // Clipping: the global norm is taken of the shards over the ranks
 // (tcc.sharded_global_norm), the coefficient multiplies each shard, and the
@@ -54,6 +55,16 @@
 // TRACK-NOT:     tcc.mul
 // TRACK:         tcc.adamw_update %{{.+}}, %[[GS]]#1, {{.+}} : tensor<3xf32>, tensor<f32>
 // TRACK:         return %{{.+}}, %[[N]], {{.+}}
+
+// One bucket per gradient: one all-gather each, numbered after the
+// reduce-scatters (buckets 0 and 1), each after its bucket's update.
+// TWO-LABEL: func.func @train_step
+// TWO:         %[[R0:.+]] = tcc.reduce_scatter {{.+}} {bucket = 0 : i64, shards = 2 : i64}
+// TWO:         %[[R1:.+]] = tcc.reduce_scatter {{.+}} {bucket = 1 : i64, shards = 2 : i64}
+// TWO:         %[[W:[^,]+]], {{.+}} = tcc.adamw_update %{{.+}}, %[[R1]],
+// TWO-NEXT:    tcc.all_gather %[[W]] {bucket = 3 : i64, shards = 2 : i64}
+// TWO:         %[[B:[^,]+]], {{.+}} = tcc.adamw_update %{{.+}}, %[[R0]],
+// TWO-NEXT:    tcc.all_gather %[[B]] {bucket = 2 : i64, shards = 2 : i64}
 
 // 4 shards of 3 elements: 1 each (the last rank owns none); Lion's one
 // moment.
