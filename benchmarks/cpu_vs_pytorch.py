@@ -334,6 +334,25 @@ int main(int argc, char **argv) {
 """
 
 
+def tcc_blas_core(exe):
+    """The OPENBLAS_CORETYPE tcc re-executes itself with where OpenBLAS does
+    not recognise the CPU (runtime/cpu/BlasCore.cpp), so that the peak is
+    that of the kernels tcc runs; None to leave OpenBLAS's choice. `exe`
+    is a program linked with OpenBLAS, run to read the core it picks."""
+    if "OPENBLAS_CORETYPE" in os.environ:
+        return None
+    probe = subprocess.run([exe, "64", "2"], capture_output=True, text=True,
+                           env=dict(os.environ, OPENBLAS_VERBOSE="2"))
+    if "Core: Prescott" not in probe.stdout + probe.stderr:
+        return None
+    with open("/proc/cpuinfo") as f:
+        m = re.search(r"^flags\s*:(.*)$", f.read(), re.M)
+    flags = set(m.group(1).split()) if m else set()
+    if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
+        return "SkylakeX"
+    return "Haswell" if {"avx2", "fma"} <= flags else None
+
+
 def sgemm_peak(threads, log):
     """The best sgemm rate of Debian's OpenBLAS (the library tcc calls) on
     `threads` threads at 1024 and 2048, in GFLOP/s; 0 if it cannot build."""
@@ -344,7 +363,11 @@ def sgemm_peak(threads, log):
         try:
             run(["cc", "-O2", src, "-o", exe, "-I/usr/include/x86_64-linux-gnu",
                  "-lopenblas"])
-            rates = [float(run([exe, str(n), "12"], thread_env(threads)))
+            env = thread_env(threads)
+            core = tcc_blas_core(exe)
+            if core:
+                env["OPENBLAS_CORETYPE"] = core
+            rates = [float(run([exe, str(n), "12"], env))
                      for n in (1024, 1024, 2048)]
         except Exception as e:
             log(f"sgemm peak: not measured ({str(e).splitlines()[0]})")
