@@ -25,6 +25,11 @@ when the CPU's convolutions moved to oneDNN (issue 35). And both GPT cases
 when cut cross-entropy fused their head and loss (issue 35: the head's
 product in vocabulary blocks and a running log-sum-exp, so other
 roundings; the bf16 losses moved by under 4e-4, the fp32 losses not).
+Recorded again on an Intel Xeon (Sapphire Rapids class, where OpenBLAS
+falls back to Prescott and the tools run its SkylakeX kernels) when GEMMs
+were split over the runtime's thread pool (each block one OpenBLAS call:
+other kernels and roundings) and ResNet's padding-only conv taps were
+trimmed (issue 35); on the AMD EPYC of the previous recording it now skips.
 
 Bits depend on the machine: OpenBLAS picks its kernels by CPU, and the
 generated code targets the host's ISA. The recording names the machine it
