@@ -86,19 +86,28 @@ static LogicalResult verifyShard(Operation *op, Type full, Type shard,
   return success();
 }
 
-LogicalResult ReduceScatterOp::verify() {
-  if (getInputs().empty())
-    return emitOpError("needs at least one operand");
-  if (getInputs().size() != getResults().size())
-    return emitOpError("needs one result per operand");
-  if ((int64_t)getBucket() < 0)
-    return emitOpError("bucket must be non-negative, got ")
-           << (int64_t)getBucket();
-  for (auto [x, r] : llvm::zip(getInputs(), getResults()))
-    if (failed(
-            verifyShard(*this, x.getType(), r.getType(), (int64_t)getShards())))
+/// A bucket collective's operands and results pair up, each pair a whole
+/// tensor and its shard (`inputIsWhole`: reduce-scatter; else all-gather).
+template <typename Op>
+static LogicalResult verifyShardBucket(Op op, bool inputIsWhole) {
+  if (op.getInputs().empty())
+    return op.emitOpError("needs at least one operand");
+  if (op.getInputs().size() != op.getResults().size())
+    return op.emitOpError("needs one result per operand");
+  if ((int64_t)op.getBucket() < 0)
+    return op.emitOpError("bucket must be non-negative, got ")
+           << (int64_t)op.getBucket();
+  for (auto [x, r] : llvm::zip(op.getInputs(), op.getResults())) {
+    Type whole = inputIsWhole ? x.getType() : r.getType();
+    Type shard = inputIsWhole ? r.getType() : x.getType();
+    if (failed(verifyShard(op, whole, shard, (int64_t)op.getShards())))
       return failure();
+  }
   return success();
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  return verifyShardBucket(*this, /*inputIsWhole=*/true);
 }
 
 LogicalResult ShardSliceOp::verify() {
@@ -107,18 +116,7 @@ LogicalResult ShardSliceOp::verify() {
 }
 
 LogicalResult AllGatherOp::verify() {
-  if (getInputs().empty())
-    return emitOpError("needs at least one operand");
-  if (getInputs().size() != getResults().size())
-    return emitOpError("needs one result per operand");
-  if ((int64_t)getBucket() < 0)
-    return emitOpError("bucket must be non-negative, got ")
-           << (int64_t)getBucket();
-  for (auto [x, r] : llvm::zip(getInputs(), getResults()))
-    if (failed(
-            verifyShard(*this, r.getType(), x.getType(), (int64_t)getShards())))
-      return failure();
-  return success();
+  return verifyShardBucket(*this, /*inputIsWhole=*/false);
 }
 
 LogicalResult ShardedGlobalNormOp::verify() {

@@ -25,15 +25,19 @@ static void expectShard(const KernelSig &s, size_t i, bool outIsShard) {
   expectShape(s, !outIsShard, i, {c});
 }
 
-void check_reduce_scatter(const KernelSig &s) {
+// A bucket collective: input i and output i are a whole tensor and its
+// shard, in the direction `outIsShard` says.
+static void checkShardBucket(const KernelSig &s, bool outIsShard) {
   if (s.in.empty() || s.in.size() != s.out.size())
     throw Error("expects as many outputs as inputs (at least 1), got " +
                 std::to_string(s.in.size()) + " and " +
                 std::to_string(s.out.size()));
   expectAllF32(s);
   for (size_t i = 0; i < s.in.size(); ++i)
-    expectShard(s, i, true);
+    expectShard(s, i, outIsShard);
 }
+
+void check_reduce_scatter(const KernelSig &s) { checkShardBucket(s, true); }
 
 void check_shard_slice(const KernelSig &s) {
   expectArity(s, 1, 1);
@@ -41,15 +45,7 @@ void check_shard_slice(const KernelSig &s) {
   expectShard(s, 0, true);
 }
 
-void check_all_gather(const KernelSig &s) {
-  if (s.in.empty() || s.in.size() != s.out.size())
-    throw Error("expects as many outputs as inputs (at least 1), got " +
-                std::to_string(s.in.size()) + " and " +
-                std::to_string(s.out.size()));
-  expectAllF32(s);
-  for (size_t i = 0; i < s.in.size(); ++i)
-    expectShard(s, i, false);
-}
+void check_all_gather(const KernelSig &s) { checkShardBucket(s, false); }
 
 // The tensors a bucket's collective writes (what the wait makes readable).
 void check_shard_wait(const KernelSig &s) {
