@@ -356,15 +356,57 @@ static void eraseDead(SmallVector<Operation *> work) {
   }
 }
 
+/// x's input when x = reshape(y) only splits y's leading axis ([N, T, D]
+/// viewed as [B, H, T, D]), else null.
+static Value mergedHeads(Value x) {
+  auto rs = x.getDefiningOp<ReshapeOp>();
+  if (!rs)
+    return {};
+  ArrayRef<int64_t> in = typeOf(rs.getInput()).getShape(),
+                    out = typeOf(x).getShape();
+  return in.size() == 3 && out.size() > 3 && in.take_back(2) == out.take_back(2)
+             ? rs.getInput()
+             : Value();
+}
+
 void FuseAttentionPass::rewrite(Match &m) {
   OpBuilder b(m.root);
   Location loc = m.root.getLoc();
-  int64_t rank = typeOf(m.q).getRank();
+  Value q = m.q, k = m.k, v = m.v, mask = m.mask;
+  int64_t rank = typeOf(q).getRank();
+
+  // PyTorch 2.x's F.multi_head_attention_forward views its [B*H, T, D]
+  // heads as [B, H, T, D] for scaled_dot_product_attention. The rank-3
+  // values hold the same batch entries in the same order, so the op attends
+  // on them (when the mask has no batch dimensions), and the head
+  // transposes fold as they do in PyTorch 1.13's export.
+  auto ones = [](ArrayRef<int64_t> d) {
+    return llvm::all_of(d, [](int64_t x) { return x == 1; });
+  };
+  if (rank > 3 &&
+      (!mask || ones(typeOf(mask).getShape().drop_back(
+                    std::min<size_t>(2, typeOf(mask).getRank()))))) {
+    Value q3 = mergedHeads(q), k3 = mergedHeads(k), v3 = mergedHeads(v);
+    if (q3 && k3 && v3) {
+      q = q3, k = k3, v = v3;
+      rank = 3;
+      if (mask) {
+        ArrayRef<int64_t> ms = typeOf(mask).getShape();
+        SmallVector<int64_t> rows(2, 1);
+        for (size_t i = 0; i < std::min<size_t>(2, ms.size()); ++i)
+          rows[1 - i] = ms[ms.size() - 1 - i];
+        if (ArrayRef<int64_t>(rows) != ms)
+          mask = ReshapeOp::create(
+              b, loc,
+              RankedTensorType::get(rows, typeOf(mask).getElementType()), mask);
+      }
+    }
+  }
   SmallVector<int64_t> identity(rank);
   std::iota(identity.begin(), identity.end(), 0);
 
   // K as [..., Tk, D]: undo the transpose that made k^T, or add one.
-  Value k = m.k;
+  Value rawK = k, rawV = v;
   if (m.kIsTransposed) {
     if (auto t = k.getDefiningOp<TransposeOp>()) {
       SmallVector<int64_t> perm = swapLastTwo(t.getPerm());
@@ -375,23 +417,18 @@ void FuseAttentionPass::rewrite(Match &m) {
       k = TransposeOp::create(b, loc, k, swapLastTwo(identity));
     }
   }
-  Value v = m.v;
   if (m.vIsTransposed)
     v = TransposeOp::create(b, loc, v, swapLastTwo(identity));
 
   // The mask in a shape the op takes (see TccOpsAttention.td).
-  Value mask = m.mask;
   if (mask) {
     ArrayRef<int64_t> ms = typeOf(mask).getShape();
-    ArrayRef<int64_t> qs = typeOf(m.q).getShape();
+    ArrayRef<int64_t> qs = typeOf(q).getShape();
     SmallVector<int64_t> full(rank - ms.size(), 1);
     llvm::append_range(full, ms);
     ArrayRef<int64_t> mb = ArrayRef<int64_t>(full).drop_back(2);
     ArrayRef<int64_t> qb = qs.drop_back(2);
     Type f32 = typeOf(mask).getElementType();
-    auto ones = [](ArrayRef<int64_t> d) {
-      return llvm::all_of(d, [](int64_t x) { return x == 1; });
-    };
     SmallVector<int64_t> want(ms);
     if (ms.size() != 2 && (ms.size() != (size_t)rank || !ones(mb))) {
       if (ones(mb))
@@ -421,19 +458,21 @@ void FuseAttentionPass::rewrite(Match &m) {
     return t && t.getPerm() == ArrayRef<int64_t>(headSwap) ? t.getInput()
                                                            : Value();
   };
-  Value qs = unswapped(m.q), ks = unswapped(k), vs = unswapped(v);
+  Value qs = unswapped(q), ks = unswapped(k), vs = unswapped(v);
   bool seqMajor = qs && ks && vs;
   auto attn =
-      AttentionOp::create(b, loc, seqMajor ? qs : m.q, seqMajor ? ks : k,
+      AttentionOp::create(b, loc, seqMajor ? qs : q, seqMajor ? ks : k,
                           seqMajor ? vs : v, mask, b.getF64FloatAttr(m.scale),
                           b.getBoolAttr(m.causal), b.getBoolAttr(seqMajor));
   LLVM_DEBUG(llvm::dbgs() << "fused " << attn << "\n");
   Value out = attn.getResult();
   if (seqMajor)
     out = TransposeOp::create(b, loc, out, headSwap);
+  if (out.getType() != m.root.getType())
+    out = ReshapeOp::create(b, loc, m.root.getType(), out);
   m.root.getResult().replaceAllUsesWith(out);
   SmallVector<Operation *> dead{m.root};
-  for (Value x : {m.q, k, v})
+  for (Value x : {m.q, m.k, m.v, q, k, v, rawK, rawV})
     dead.push_back(x.getDefiningOp());
   eraseDead(dead);
 }

@@ -38,6 +38,12 @@ Value crossEntropyGradPerPosition(OpBuilder &b, Location loc, Value grad,
 /// scale factors and exporters' constants).
 std::optional<double> splatFloat(Value v);
 
+/// Adds transpose(reshape(x)) -> reshape(transpose(x)) where that shrinks
+/// the transpose (TccPatternsLayout.cpp; part of tcc.transpose's
+/// canonicalization).
+void populateTransposeLayoutPatterns(RewritePatternSet &patterns,
+                                     MLIRContext *ctx);
+
 } // namespace mlir::tcc
 
 #endif // TCC_DIALECTS_TCC_TCCOPS_H

@@ -41,6 +41,7 @@ def Tcc_GatherOp : Tcc_DiffOp<"gather"> {
   let results = (outs Tcc_DataTensor:$result);
   let assemblyFormat =
       "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasCanonicalizer = 1;
 }
 
 def Tcc_GatherGradOp : Tcc_InferOp<"gather_grad"> {
@@ -98,6 +99,7 @@ def Tcc_SliceOp : Tcc_DiffOp<"slice"> {
   let results = (outs Tcc_DataTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Tcc_SliceGradOp : Tcc_InferOp<"slice_grad"> {

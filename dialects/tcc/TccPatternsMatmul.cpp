@@ -112,4 +112,5 @@ void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
 void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                               MLIRContext *ctx) {
   patterns.add<FoldResultTranspose, ComposeTransposes>(ctx);
+  populateTransposeLayoutPatterns(patterns, ctx);
 }

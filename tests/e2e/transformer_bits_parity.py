@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """End to end against PyTorch for the data movement of a transformer.
 
-The three models of tests/lit/frontends/onnx/Inputs/make_transformer_bits.py
+The models of tests/lit/frontends/onnx/Inputs/make_transformer_bits.py
 (token + positional embedding on int64 ids; q/k/v split, head reshapes and a
-causal mask; split/cat/slicing) are exported with torch.onnx.export, compiled
+causal mask; split/cat/slicing; nn.MultiheadAttention as PyTorch 2.x writes
+it, whose compiled step must also have no transpose or gather left) are exported with torch.onnx.export, compiled
 by tcc and trained for a few AdamW steps by both tcc (--no-shuffle) and
 PyTorch. The per-step losses must agree (rtol 1e-4): this checks gather and
 its scatter-add gradient, slice, concat, where and the folded shape
@@ -100,6 +101,23 @@ def main():
          rng.randn(SAMPLES, 8, 16).astype(np.float32),
          rng.randint(0, 10, size=(SAMPLES, 8)).astype(np.int64),
          "cross_entropy", "x", freeze=("mask",))
+    # PyTorch 2.x's MHA graph: the same losses, and the compiled step has
+    # no transpose or gather left (one fused-QKV attention, as for 1.13's).
+    torch.manual_seed(0)
+    mha = case(args.tcc, args.work, "packed_mha", bits.PackedMha(),
+               rng.randn(SAMPLES, 8, 16).astype(np.float32),
+               rng.randint(0, 10, size=(SAMPLES, 8)).astype(np.int64),
+               "cross_entropy", "x", freeze=("mask",))
+    sched = run([args.tcc, "compile", os.path.join(args.work, "packed_mha", "packed_mha.onnx"),
+                 "--batch", str(BATCH), "--freeze", "mask", "--loss", "cross_entropy",
+                 "--optimizer", "adamw", "--emit=schedule", "-o", "-"]).stdout
+    program = sched.split("program forward")[0]
+    left = [l.strip() for l in program.splitlines()
+            if l.strip().split("= ")[-1].startswith(("transpose(", "gather("))]
+    if left or "attention(" not in program:
+        sys.exit("packed_mha: expected one attention and no transpose or gather "
+                 "in the training step, got:\n" + "\n".join(left or [program]))
+    print("packed_mha: no transpose or gather left in the step")
     torch.manual_seed(0)
     case(args.tcc, args.work, "split_cat", bits.SplitCat(),
          rng.randn(SAMPLES, 5, 6).astype(np.float32),

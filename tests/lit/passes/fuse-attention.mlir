@@ -224,3 +224,57 @@ func.func @unfused(%q: tensor<2x3x4xf32> {tcc.kind = "input", tcc.name = "q"},
   %o6 = tcc.matmul %p6, %q : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   return %o, %p2, %o2, %s3, %o3, %o4, %o5, %o6 : tensor<2x3x4xf32>, tensor<2x3x3xf32>, tensor<2x3x4xf32>, tensor<2x3x3xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
 }
+
+// -----
+
+// PyTorch 2.x's F.multi_head_attention_forward (after the canonicalizer):
+// [T, B*H, D] heads transposed to [B*H, T, D] and viewed as [B, H, T, D]
+// for scaled_dot_product_attention, whose export scales q and k by
+// sqrt(scale) each. The op attends on the rank-3 values, sequence-major,
+// and its result is viewed back.
+// CHECK-LABEL: func.func @torch2_heads
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<4x4x8xf32>, %[[Y:[^:]+]]: tensor<4x4x8xf32>, %[[Z:[^:]+]]: tensor<4x4x8xf32>)
+// CHECK-NOT: tcc.matmul
+// CHECK: %[[O:.+]], %{{.+}} = tcc.attention %[[X]], %[[Y]], %[[Z]] {causal = true, scale = 2.500000e-01 : f64, seq_major = true} : (tensor<4x4x8xf32>, tensor<4x4x8xf32>, tensor<4x4x8xf32>) -> (tensor<4x4x8xf32>, tensor<4x4xf32>)
+// CHECK-NEXT: %[[T:.+]] = tcc.transpose %[[O]] {perm = array<i64: 1, 0, 2>}
+// CHECK-NEXT: %[[R:.+]] = tcc.reshape %[[T]] : tensor<4x4x8xf32> -> tensor<2x2x4x8xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @torch2_heads(%x: tensor<4x4x8xf32>, %y: tensor<4x4x8xf32>,
+                        %z: tensor<4x4x8xf32>) -> tensor<2x2x4x8xf32> {
+  %c = tcc.constant dense<0.5> : tensor<1xf32>
+  %mask = tcc.constant dense<[[0.0, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0, 0.0]]> : tensor<4x4xf32>
+  %q3 = tcc.transpose %x {perm = array<i64: 1, 0, 2>} : tensor<4x4x8xf32> -> tensor<4x4x8xf32>
+  %q = tcc.reshape %q3 : tensor<4x4x8xf32> -> tensor<2x2x4x8xf32>
+  %k3 = tcc.transpose %y {perm = array<i64: 1, 2, 0>} : tensor<4x4x8xf32> -> tensor<4x8x4xf32>
+  %kt = tcc.reshape %k3 : tensor<4x8x4xf32> -> tensor<2x2x8x4xf32>
+  %v3 = tcc.transpose %z {perm = array<i64: 1, 0, 2>} : tensor<4x4x8xf32> -> tensor<4x4x8xf32>
+  %v = tcc.reshape %v3 : tensor<4x4x8xf32> -> tensor<2x2x4x8xf32>
+  %qs = tcc.mul %q, %c : (tensor<2x2x4x8xf32>, tensor<1xf32>) -> tensor<2x2x4x8xf32>
+  %ks = tcc.mul %kt, %c : (tensor<2x2x8x4xf32>, tensor<1xf32>) -> tensor<2x2x8x4xf32>
+  %s = tcc.matmul %qs, %ks : (tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x4x4xf32>
+  %s1 = tcc.add %s, %mask : (tensor<2x2x4x4xf32>, tensor<4x4xf32>) -> tensor<2x2x4x4xf32>
+  %p = tcc.softmax %s1 {axis = 3 : i64} : tensor<2x2x4x4xf32>
+  %o = tcc.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %o : tensor<2x2x4x8xf32>
+}
+
+// -----
+
+// The same with a mask per head [B, H, T, T]: the views stay, and the op
+// attends at rank 4 (its mask's batch dims are the entries').
+// CHECK-LABEL: func.func @torch2_heads_mask_per_head
+// CHECK: tcc.attention {{.+}} : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x4xf32>)
+func.func @torch2_heads_mask_per_head(%x: tensor<4x4x8xf32>, %y: tensor<4x4x8xf32>,
+                                      %z: tensor<4x4x8xf32>, %mask: tensor<2x2x4x4xf32>) -> tensor<2x2x4x8xf32> {
+  %q3 = tcc.transpose %x {perm = array<i64: 1, 0, 2>} : tensor<4x4x8xf32> -> tensor<4x4x8xf32>
+  %q = tcc.reshape %q3 : tensor<4x4x8xf32> -> tensor<2x2x4x8xf32>
+  %k3 = tcc.transpose %y {perm = array<i64: 1, 2, 0>} : tensor<4x4x8xf32> -> tensor<4x8x4xf32>
+  %kt = tcc.reshape %k3 : tensor<4x8x4xf32> -> tensor<2x2x8x4xf32>
+  %v3 = tcc.transpose %z {perm = array<i64: 1, 0, 2>} : tensor<4x4x8xf32> -> tensor<4x4x8xf32>
+  %v = tcc.reshape %v3 : tensor<4x4x8xf32> -> tensor<2x2x4x8xf32>
+  %s = tcc.matmul %q, %kt : (tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x4x4xf32>
+  %s1 = tcc.add %s, %mask : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %p = tcc.softmax %s1 {axis = 3 : i64} : tensor<2x2x4x4xf32>
+  %o = tcc.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %o : tensor<2x2x4x8xf32>
+}

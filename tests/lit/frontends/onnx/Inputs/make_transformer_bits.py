@@ -11,9 +11,14 @@ run-time shape arithmetic: Shape -> Gather -> Unsqueeze -> Concat -> Reshape):
                   attention with a causal mask from a registered buffer
                   (Slice, Equal, Where), merge heads, output projection.
   split_cat.onnx  torch.split / torch.cat / x[:, :T-1] and x[:, 1:].
+  packed_mha.onnx nn.MultiheadAttention(batch_first=True) as PyTorch 2.x
+                  computes it: the packed projection split by unflatten,
+                  transpose and select (Gather of a scalar), heads viewed
+                  [B, H, T, D], q and k each scaled by sqrt(scale).
 
 Needs Debian's python3-torch (1.13) and python3-onnx.
 """
+import math
 import os
 import sys
 import warnings
@@ -55,6 +60,39 @@ class Heads(nn.Module):
         return self.proj(y)
 
 
+class PackedMha(nn.Module):
+    """nn.MultiheadAttention(batch_first=True) written as PyTorch 2.x's
+    F.multi_head_attention_forward computes it (and scaled_dot_product_
+    attention as its ONNX export writes it), so that PyTorch 1.13 exports
+    the graph PyTorch 2.x's exporter does."""
+
+    def __init__(self, dim=16, heads=4, block=8):
+        super().__init__()
+        self.in_proj = nn.Linear(dim, 3 * dim)
+        self.out_proj = nn.Linear(dim, dim)
+        self.head = nn.Linear(dim, 10)
+        self.heads = heads
+        self.register_buffer("mask", torch.triu(
+            torch.full((block, block), float("-inf")), diagonal=1))
+
+    def forward(self, x):
+        x = x.transpose(1, 0)  # [T, B, E]
+        t, b, e = x.shape
+        h, d = self.heads, e // self.heads
+        proj = self.in_proj(x).view(t, b, 3, e).unsqueeze(0)  # unflatten
+        proj = proj.transpose(0, -2).squeeze(-2).contiguous()
+        q, k, v = proj[0], proj[1], proj[2]
+        q = q.view(t, b * h, d).transpose(0, 1).view(b, h, t, d)
+        k = k.view(t, b * h, d).transpose(0, 1).view(b, h, t, d)
+        v = v.view(t, b * h, d).transpose(0, 1).view(b, h, t, d)
+        s = 1.0 / math.sqrt(math.sqrt(d))
+        att = (q * s) @ (k.transpose(-2, -1) * s) + self.mask[:t, :t]
+        y = att.softmax(-1) @ v
+        y = y.permute(2, 0, 1, 3).contiguous().view(b * t, e)
+        y = self.out_proj(y).view(t, b, e)
+        return self.head(y.transpose(1, 0))
+
+
 class SplitCat(nn.Module):
     def __init__(self):
         super().__init__()
@@ -85,6 +123,7 @@ def main():
     export(Embedding(), torch.randint(0, 50, (2, 8)), "embedding", "ids", out_dir)
     export(Heads(), torch.randn(2, 8, 16), "heads", "x", out_dir)
     export(SplitCat(), torch.randn(2, 5, 6), "split_cat", "x", out_dir)
+    export(PackedMha(), torch.randn(2, 8, 16), "packed_mha", "x", out_dir)
 
 
 if __name__ == "__main__":
