@@ -1,12 +1,13 @@
-//===- cpu_gemm_bench.cpp - GEMMs on the pool vs OpenBLAS's threads -------===//
+//===- cpu_gemm_bench.cpp - The pool's GEMMs: oneDNN, OpenBLAS, threads ---===//
 //
 // Times parallelSgemm (runtime/cpu/ParallelGemm.h) on the GPT example's
-// GEMM shapes (batch 16: 1024 tokens, d 128, 4d 512, QKV 384), one block
-// per pool thread, against OpenBLAS's own threading (TCC_CPU_GEMM=blas),
-// the two ways alternating in runs of 10 calls in one process. On a machine
-// shared with other jobs the minimum over many calls is the undisturbed
-// time; the median says how the load treats each. Not part of the build or
-// tests:
+// GEMM shapes (batch 16: 1024 tokens, d 128, 4d 512, QKV 384) and the MLP
+// benchmark's (batch 256, 784-1024-1024-10), three ways alternating in runs
+// of 10 calls in one process: one block per pool thread on oneDNN's sgemm
+// (the default), the same blocks on OpenBLAS (TCC_CPU_GEMM=openblas), and
+// OpenBLAS's own threading (TCC_CPU_GEMM=blas). On a machine shared with
+// other jobs the minimum over many calls is the undisturbed time; the
+// median says how the load treats each. Not part of the build or tests:
 //
 //   g++ -O2 -std=c++20 -I. benchmarks/cpu_gemm_bench.cpp \
 //     -Lbuild/runtime -ltcc_runtime -lopenblas -Wl,-rpath,$PWD/build/runtime \
@@ -14,7 +15,8 @@
 //   OPENBLAS_CORETYPE=SkylakeX TCC_NUM_THREADS=2 /tmp/cpu_gemm_bench [calls]
 //
 // (The tools choose OPENBLAS_CORETYPE themselves, runtime/cpu/BlasCore.h;
-// this program does not, so set it to compare cores.)
+// this program does not, so set it to compare cores. It finds the oneDNN
+// module beside libtcc_runtime.so.)
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/ThreadPool.h"
@@ -59,17 +61,24 @@ int main(int argc, char **argv) {
       {"ff1 dW", 512, 128, 1024, true, false},
       {"ff2 dW", 128, 512, 1024, true, false},
       {"proj dW", 128, 128, 1024, true, false},
+      {"mlp fc2", 256, 1024, 1024, false, true},
+      {"mlp dX2", 256, 1024, 1024, false, false},
+      {"mlp dW2", 1024, 1024, 256, true, false},
+      {"mlp fc1", 256, 1024, 784, false, true},
   };
+  const char *ways[] = {"onednn", "openblas", "blas"};
+  constexpr int kWays = 3;
   std::printf("OpenBLAS core %s, %d pool threads, %d OpenBLAS threads, %d "
               "calls each\n",
               openblas_get_corename(), ThreadPool::global().size(),
               openblas_get_num_threads(), calls);
-  std::printf("%-9s %5s %5s %5s  %9s %9s %7s  %9s %9s %7s  %s\n", "shape", "m",
-              "n", "k", "pool min", "median", "GF/s", "blas min", "median",
-              "GF/s", "min ratio");
+  std::printf("%-9s %5s %5s %5s", "shape", "m", "n", "k");
+  for (const char *w : ways)
+    std::printf("  %8s min  median   GF/s", w);
+  std::printf("\n");
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
-  double totPool = 0, totBlas = 0;
+  double total[kWays] = {};
   for (const Shape &s : shapes) {
     std::vector<float> a(s.m * s.k), b(s.k * s.n), c(s.m * s.n);
     for (float &x : a)
@@ -77,17 +86,14 @@ int main(int argc, char **argv) {
     for (float &x : b)
       x = u(rng);
     int64_t lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n;
-    std::vector<double> t[2];
-    // Runs of kRun calls, the two ways alternating run by run: a step's
-    // GEMMs come back to back, so the pool's workers are still spinning
-    // from the last one (between runs they may have gone to sleep).
+    std::vector<double> t[kWays];
+    // Runs of kRun calls, the ways alternating run by run: a step's GEMMs
+    // come back to back, so the pool's workers are still spinning from the
+    // last one (between runs they may have gone to sleep).
     constexpr int kRun = 10;
     for (int i = 0; i < calls / kRun + 1; ++i)
-      for (int way = 0; way < 2; ++way) {
-        if (way)
-          setenv("TCC_CPU_GEMM", "blas", 1);
-        else
-          unsetenv("TCC_CPU_GEMM");
+      for (int way = 0; way < kWays; ++way) {
+        setenv("TCC_CPU_GEMM", ways[way], 1);
         for (int j = 0; j < kRun; ++j) {
           double t0 = seconds();
           tcc::rt::kernels::parallelSgemm(s.ta, s.tb, s.m, s.n, s.k, 1.0f,
@@ -99,21 +105,21 @@ int main(int argc, char **argv) {
         }
       }
     double flop = 2.0 * s.m * s.n * s.k;
-    double mins[2], meds[2];
-    for (int way = 0; way < 2; ++way) {
+    std::printf("%-9s %5ld %5ld %5ld", s.what, (long)s.m, (long)s.n,
+                (long)s.k);
+    for (int way = 0; way < kWays; ++way) {
       std::sort(t[way].begin(), t[way].end());
-      mins[way] = t[way].front();
-      meds[way] = t[way][t[way].size() / 2];
+      double min = t[way].front(), med = t[way][t[way].size() / 2];
+      total[way] += min;
+      std::printf("  %10.1fus %7.1fus %6.1f", min * 1e6, med * 1e6,
+                  flop / min / 1e9);
     }
-    totPool += mins[0];
-    totBlas += mins[1];
-    std::printf("%-9s %5ld %5ld %5ld  %7.1fus %7.1fus %7.1f  %7.1fus %7.1fus "
-                "%7.1f  %.2f\n",
-                s.what, (long)s.m, (long)s.n, (long)s.k, mins[0] * 1e6,
-                meds[0] * 1e6, flop / mins[0] / 1e9, mins[1] * 1e6,
-                meds[1] * 1e6, flop / mins[1] / 1e9, mins[1] / mins[0]);
+    std::printf("\n");
   }
-  std::printf("sum of minima: pool %.1f us, blas %.1f us (blas / pool %.2f)\n",
-              totPool * 1e6, totBlas * 1e6, totBlas / totPool);
+  std::printf("sum of minima:");
+  for (int way = 0; way < kWays; ++way)
+    std::printf(" %s %.1f us (%.2fx of onednn)", ways[way], total[way] * 1e6,
+                total[way] / total[0]);
+  std::printf("\n");
   return 0;
 }

@@ -13,7 +13,9 @@ examples/make_gpt.py at d 128, T 64, batch 16, torchvision's ResNet-18 at
   ONNX Runtime Training   artifacts API (cross-entropy block, AdamW)
 
 Every system starts from the same weights (the PyTorch model is exported
-once: tcc and ORT train from that ONNX file, PyTorch loads its state dict)
+once, by the venv's PyTorch with torch.onnx.export(dynamo=False) unless
+--exporter says otherwise: tcc and ORT train from that ONNX file, PyTorch
+loads its state dict)
 and the same batch; their first-step losses are printed and a relative
 difference over 1e-4 is flagged. (`tcc bench`'s timed steps feed a
 synthetic batch of the same shapes: fp32 step time does not depend on the
@@ -405,9 +407,9 @@ def main():
     ap.add_argument("--tcc-flags", default="", help="extra tcc compile flags")
     ap.add_argument("--exporter", default="",
                     help="the Python whose PyTorch exports the ONNX model "
-                    "(default: Debian's /usr/bin/python3, PyTorch 1.13, the "
-                    "exporter of tcc's examples and tests, where it has "
-                    "torch, torchvision and onnx; else this venv's)")
+                    "(default: this venv's, the current PyTorch a user "
+                    "exports with; /usr/bin/python3 gives Debian's PyTorch "
+                    "1.13, the exporter of tcc's examples and tests)")
     ap.add_argument("--out", default=os.path.join(
         HERE, "results", f"cpu_vs_pytorch_{datetime.date.today()}.md"))
     ap.add_argument("--smoke", action="store_true",
@@ -422,11 +424,7 @@ def main():
         args.rounds, args.steps, args.warmup = 2, 2, 1
     args.tcc = os.path.abspath(args.tcc)
     if not args.exporter:
-        debian = "/usr/bin/python3"
-        ok = os.path.exists(debian) and subprocess.run(
-            [debian, "-c", "import torch, torchvision, onnx"],
-            capture_output=True).returncode == 0
-        args.exporter = debian if ok else sys.executable
+        args.exporter = sys.executable
 
     def log(msg):
         print(msg, file=sys.stderr, flush=True)

@@ -40,6 +40,10 @@ struct OneDnnKernels {
   bool (*conv2d)(const KernelArgs &);
   bool (*conv2dGradInput)(const KernelArgs &);
   bool (*conv2dGradWeight)(const KernelArgs &);
+  /// One single-threaded sgemm on the calling thread (ParallelGemm.h).
+  bool (*sgemm)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                const float *a, int64_t lda, const float *b, int64_t ldb,
+                float beta, float *c, int64_t ldc);
 };
 /// The loaded module's kernels, or null on the reference path. Throws if
 /// the module cannot be loaded.

@@ -3,7 +3,6 @@
 #include "runtime/cpu/KernelsInternal.h"
 #include "runtime/cpu/ParallelGemm.h"
 
-#include <cblas.h>
 
 #include <algorithm>
 #include <climits>
@@ -32,12 +31,8 @@ static void gemm(const MatmulDims &d, int64_t m, const float *a, const float *b,
 /// One product of a batch, on the calling thread.
 static void gemmHere(const MatmulDims &d, const float *a, const float *b,
                      float *c) {
-  int lda = static_cast<int>(d.transA ? d.m : d.k);
-  int ldb = static_cast<int>(d.transB ? d.k : d.n);
-  cblas_sgemm(CblasRowMajor, d.transA ? CblasTrans : CblasNoTrans,
-              d.transB ? CblasTrans : CblasNoTrans, static_cast<int>(d.m),
-              static_cast<int>(d.n), static_cast<int>(d.k), 1.0f, a, lda, b,
-              ldb, 0.0f, c, static_cast<int>(d.n));
+  sgemmHere(d.transA, d.transB, d.m, d.n, d.k, 1.0f, a, d.transA ? d.m : d.k, b,
+            d.transB ? d.k : d.n, 0.0f, c, d.n);
 }
 
 void run_matmul(const KernelArgs &args) {

@@ -140,6 +140,6 @@ void Exec::run(const dnnl::primitive &prim,
 extern "C" const tcc::rt::cpu::OneDnnKernels *tcc_cpu_onednn_kernels() {
   using namespace tcc::rt::onednn;
   static const tcc::rt::cpu::OneDnnKernels kernels{conv2d, conv2dGradInput,
-                                                   conv2dGradWeight};
+                                                   conv2dGradWeight, sgemm};
   return &kernels;
 }

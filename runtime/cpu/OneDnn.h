@@ -38,6 +38,11 @@ using Tag = memory::format_tag;
 bool conv2d(const KernelArgs &a);
 bool conv2dGradInput(const KernelArgs &a);
 bool conv2dGradWeight(const KernelArgs &a);
+/// C = alpha op(A) op(B) + beta C, row-major, on the calling thread only
+/// (OneDnnGemm.cpp); false where oneDNN refuses the arguments.
+bool sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+           const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+           float *c, int64_t ldc);
 
 /// The process's CPU engine.
 const dnnl::engine &engine();

@@ -5,14 +5,17 @@
 // idle threads spin on the same cores, and on a busy machine OpenBLAS's
 // fixed split waits for whichever of its threads was descheduled.
 // parallelSgemm instead cuts C into one block of rows or columns per pool
-// thread and runs each block as a single-threaded OpenBLAS call on that thread
-// (the threads claim blocks, so a late one leaves its block to the others).
+// thread and runs each block as a single-threaded sgemm on that thread (the
+// threads claim blocks, so a late one leaves its block to the others).
+// The blocks run on oneDNN's JIT sgemm (the CNN module's library, CnnPath.h),
+// which beats OpenBLAS 0.3.21's kernels on the transformer's and the MLP's
+// shapes (benchmarks/results/); TCC_CPU_GEMM=openblas runs them on OpenBLAS,
+// as TCC_CPU_CONV=im2col (which never loads oneDNN) does too.
 // Every element of C is still one call's dot product over the whole depth;
-// OpenBLAS may take another path for a block than for the whole product (its
-// unpacked "direct" kernel for small products when it runs on one thread), so
-// the last bits can differ from its own threading's, and they are the same from
-// run to run for a given thread count. TCC_CPU_GEMM=blas keeps OpenBLAS's own
-// threads (read on every call, for benchmarks).
+// a library may take another path for a block than for the whole product,
+// so the last bits can differ from a whole-product call's, and they are the
+// same from run to run for a given thread count. TCC_CPU_GEMM=blas keeps
+// OpenBLAS's own threads (read on every call, for benchmarks).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TCC_RUNTIME_CPU_PARALLELGEMM_H
@@ -27,6 +30,12 @@ namespace tcc::rt::kernels {
 void parallelSgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                    float alpha, const float *a, int64_t lda, const float *b,
                    int64_t ldb, float beta, float *c, int64_t ldc);
+
+/// The same product on the calling thread alone (a batch's products spread
+/// over the pool; OpenBLAS held to one thread by the caller).
+void sgemmHere(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+               float alpha, const float *a, int64_t lda, const float *b,
+               int64_t ldb, float beta, float *c, int64_t ldc);
 
 /// Whether parallelSgemm splits over the pool (TCC_CPU_GEMM is not `blas`).
 bool gemmOnPool();
