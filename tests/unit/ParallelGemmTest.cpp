@@ -3,11 +3,14 @@
 // parallelSgemm against a double-precision reference for every transpose,
 // leading dimensions wider than the matrices (C's extra columns must stay
 // untouched), alpha and beta, split by rows and by columns, on 1, 2 and 3
-// threads and with OpenBLAS's own threads (TCC_CPU_GEMM=blas); and the same
-// bits from run to run.
+// threads, with the blocks on oneDNN (the default) and on OpenBLAS
+// (TCC_CPU_GEMM=openblas), and with OpenBLAS's own threads
+// (TCC_CPU_GEMM=blas); the same bits from run to run; and an unknown
+// TCC_CPU_GEMM is an error naming it.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/ParallelGemm.h"
+#include "runtime/core/Artifact.h"
 #include "runtime/core/ThreadPool.h"
 
 #include <gtest/gtest.h>
@@ -123,7 +126,8 @@ struct GemmEnv {
 } // namespace
 
 TEST(ParallelGemm, MatchesReferenceOnAnyThreadCount) {
-  for (const char *way : {static_cast<const char *>(nullptr), "blas"}) {
+  for (const char *way :
+       {static_cast<const char *>(nullptr), "openblas", "blas"}) {
     GemmEnv env(way);
     for (int threads : {1, 2, 3}) {
       SCOPED_TRACE(std::string(way ? way : "pool") + ", " +
@@ -149,4 +153,18 @@ TEST(ParallelGemm, SameBitsFromRunToRun) {
     }
   }
   ThreadPool::setGlobalThreads(ThreadPool::defaultThreads());
+}
+
+TEST(ParallelGemm, UnknownLibraryIsAnError) {
+  GemmEnv env("mkl");
+  std::vector<float> a(64 * 64, 1.0f), b(64 * 64, 1.0f), c(64 * 64);
+  try {
+    parallelSgemm(false, false, 64, 64, 64, 1.0f, a.data(), 64, b.data(), 64,
+                  0.0f, c.data(), 64);
+    FAIL() << "TCC_CPU_GEMM=mkl was accepted";
+  } catch (const tcc::rt::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("TCC_CPU_GEMM='mkl'"),
+              std::string::npos)
+        << e.what();
+  }
 }
