@@ -16,12 +16,14 @@
 //
 // The exponentials are tcc_exp_exact's and the sums double, as the library
 // cross-entropy's (KernelsLoss.cpp); the online rescaling makes the loss
-// differ from it in the last bits when V > block, not more.
+// differ from it in the last bits when V > block, not more. The row passes
+// have AVX-512 clones (IsaClone.h): the same bits, 4x the width.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/ThreadPool.h"
 #include "runtime/core/prelude/FastExp.h"
 #include "runtime/core/prelude/RowReduce.h"
+#include "runtime/cpu/IsaClone.h"
 #include "runtime/cpu/KernelsInternal.h"
 #include "runtime/cpu/ParallelGemm.h"
 
@@ -48,22 +50,22 @@ struct Head {
     parallelSgemm(false, transposed, rows, n, features, 1.0f, hidden, features,
                   w, ldw, 0.0f, out, n);
     if (bias)
-      forRows([&](int64_t r) {
-        float *row = out + r * n;
-        for (int64_t j = 0; j < n; ++j)
-          row[j] += bias[v0 + j];
+      forRows([&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          float *row = out + r * n;
+          for (int64_t j = 0; j < n; ++j)
+            row[j] += bias[v0 + j];
+        }
       });
   }
 
-  /// fn(r) for every row, on the pool when there is enough work.
+  /// fn(r0, r1) for ranges of rows that cover them all, on the pool when
+  /// there is enough work.
   template <class F> void forRows(F &&fn) const {
     constexpr int64_t kRowsPerTask = 16;
     int64_t tasks = (rows + kRowsPerTask - 1) / kRowsPerTask;
     auto task = [&](int64_t t) {
-      for (int64_t r = t * kRowsPerTask,
-                   e = std::min(rows, (t + 1) * kRowsPerTask);
-           r < e; ++r)
-        fn(r);
+      fn(t * kRowsPerTask, std::min(rows, (t + 1) * kRowsPerTask));
     };
     ThreadPool &pool = ThreadPool::global();
     if (tasks > 1 && pool.size() > 1 && rows * std::min(block, classes) >= 4096)
@@ -111,6 +113,95 @@ static Head headOf(const KernelArgs &a, size_t first, size_t biasAt) {
   return h;
 }
 
+namespace {
+/// One slice's forward row pass: running max and sum, the label's logit.
+struct ForwardRows {
+  const Head *h;
+  const float *logits;
+  int64_t v0, n;
+  float *mx;
+  double *sum, *rowSum;
+  float *hit;
+};
+
+/// One slice's backward row pass: logits into dlogits in place.
+struct BackwardRows {
+  const Head *h;
+  float *dl;
+  int64_t v0, n;
+  const float *lse;
+  float g, smooth, hitScale;
+};
+} // namespace
+
+TCC_CLONE_BODY void forwardRowsBody(const ForwardRows &f, int64_t r0,
+                                    int64_t r1) {
+  const Head &h = *f.h;
+  for (int64_t r = r0; r < r1; ++r) {
+    const float *row = f.logits + r * f.n;
+    float m = std::max(f.mx[r], tcc_rowmax(row, f.n));
+    // exp(-inf) is 0: the first slice rescales an empty sum.
+    double rescale = f.mx[r] == -INFINITY ? 0.0 : std::exp(double(f.mx[r]) - m);
+    f.sum[r] = f.sum[r] * rescale + tcc_rowsumexp_f64(row, f.n, m);
+    f.mx[r] = m;
+    int64_t label = h.labels[r];
+    if (label >= f.v0 && label < f.v0 + f.n)
+      f.hit[r] = row[label - f.v0];
+    if (h.smoothing != 0.0)
+      f.rowSum[r] += static_cast<double>(tcc_rowsum(row, f.n));
+  }
+}
+static void forwardRows(const ForwardRows &f, int64_t r0, int64_t r1) {
+  forwardRowsBody(f, r0, r1);
+}
+TCC_AVX512_TARGET static void forwardRowsAvx512(const ForwardRows &f,
+                                                int64_t r0, int64_t r1) {
+  forwardRowsBody(f, r0, r1);
+}
+
+TCC_CLONE_BODY void backwardRowsBody(const BackwardRows &b, int64_t r0,
+                                     int64_t r1) {
+  const Head &h = *b.h;
+  for (int64_t r = r0; r < r1; ++r) {
+    float *row = b.dl + r * b.n;
+    int64_t label = h.labels[r];
+    if (label == h.ignoreIndex) {
+      std::fill(row, row + b.n, 0.0f);
+      continue;
+    }
+    const float l = b.lse[r], g = b.g, smooth = b.smooth;
+    for (int64_t j = 0; j < b.n; ++j)
+      row[j] = tcc_exp_exact(row[j] - l) * g - smooth;
+    if (label >= b.v0 && label < b.v0 + b.n)
+      row[label - b.v0] -= b.hitScale;
+  }
+}
+static void backwardRows(const BackwardRows &b, int64_t r0, int64_t r1) {
+  backwardRowsBody(b, r0, r1);
+}
+TCC_AVX512_TARGET static void backwardRowsAvx512(const BackwardRows &b,
+                                                 int64_t r0, int64_t r1) {
+  backwardRowsBody(b, r0, r1);
+}
+
+/// colSum[j] += sum over rows of dl[r, j], in row order (the bias gradient).
+TCC_CLONE_BODY void columnSumsBody(const float *dl, int64_t rows, int64_t n,
+                                   double *colSum) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = dl + r * n;
+    for (int64_t j = 0; j < n; ++j)
+      colSum[j] += row[j];
+  }
+}
+static void columnSums(const float *dl, int64_t rows, int64_t n,
+                       double *colSum) {
+  columnSumsBody(dl, rows, n, colSum);
+}
+TCC_AVX512_TARGET static void columnSumsAvx512(const float *dl, int64_t rows,
+                                               int64_t n, double *colSum) {
+  columnSumsBody(dl, rows, n, colSum);
+}
+
 void run_linear_cross_entropy(const KernelArgs &a) {
   const Head h = headOf(a, 0, 3);
   float *lse = a.out[1].f32();
@@ -123,18 +214,13 @@ void run_linear_cross_entropy(const KernelArgs &a) {
   for (int64_t v0 = 0; v0 < h.classes; v0 += h.block) {
     int64_t n = std::min(h.block, h.classes - v0);
     h.slice(v0, n, logits.data());
-    h.forRows([&](int64_t r) {
-      const float *row = logits.data() + r * n;
-      float m = std::max(mx[r], tcc_rowmax(row, n));
-      // exp(-inf) is 0: the first slice rescales an empty sum.
-      double rescale = mx[r] == -INFINITY ? 0.0 : std::exp(double(mx[r]) - m);
-      sum[r] = sum[r] * rescale + tcc_rowsumexp_f64(row, n, m);
-      mx[r] = m;
-      int64_t label = h.labels[r];
-      if (label >= v0 && label < v0 + n)
-        hit[r] = row[label - v0];
-      if (h.smoothing != 0.0)
-        rowSum[r] += static_cast<double>(tcc_rowsum(row, n));
+    ForwardRows f{&h,         logits.data(), v0,        n, mx.data(),
+                  sum.data(), rowSum.data(), hit.data()};
+    h.forRows([&](int64_t r0, int64_t r1) {
+      if (avx512Cpu())
+        forwardRowsAvx512(f, r0, r1);
+      else
+        forwardRows(f, r0, r1);
     });
   }
   double total = 0.0;
@@ -167,18 +253,12 @@ void run_linear_cross_entropy_grad(const KernelArgs &a) {
   for (int64_t v0 = 0; v0 < h.classes; v0 += h.block) {
     int64_t n = std::min(h.block, h.classes - v0);
     h.slice(v0, n, dl.data());
-    h.forRows([&](int64_t r) {
-      float *row = dl.data() + r * n;
-      int64_t label = h.labels[r];
-      if (label == h.ignoreIndex) {
-        std::fill(row, row + n, 0.0f);
-        return;
-      }
-      const float l = lse[r];
-      for (int64_t j = 0; j < n; ++j)
-        row[j] = fastExp(row[j] - l) * g - smooth;
-      if (label >= v0 && label < v0 + n)
-        row[label - v0] -= hitScale;
+    BackwardRows b{&h, dl.data(), v0, n, lse, g, smooth, hitScale};
+    h.forRows([&](int64_t r0, int64_t r1) {
+      if (avx512Cpu())
+        backwardRowsAvx512(b, r0, r1);
+      else
+        backwardRows(b, r0, r1);
     });
     const float *w = h.transposed ? h.weight + v0 * h.features : h.weight + v0;
     if (h.transposed) {
@@ -198,11 +278,10 @@ void run_linear_cross_entropy_grad(const KernelArgs &a) {
     }
     if (db) {
       colSum.assign(static_cast<size_t>(n), 0.0);
-      for (int64_t r = 0; r < h.rows; ++r) {
-        const float *row = dl.data() + r * n;
-        for (int64_t j = 0; j < n; ++j)
-          colSum[j] += row[j];
-      }
+      if (avx512Cpu())
+        columnSumsAvx512(dl.data(), h.rows, n, colSum.data());
+      else
+        columnSums(dl.data(), h.rows, n, colSum.data());
       for (int64_t j = 0; j < n; ++j)
         db[v0 + j] = static_cast<float>(colSum[j]);
     }

@@ -30,7 +30,9 @@
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define TCC_PRELUDE_FN __host__ __device__ __forceinline__
 #else
-#define TCC_PRELUDE_FN inline
+// Always inlined: the runtime's AVX-512 clones of its loops (IsaClone.h)
+// must get AVX-512 code of them too, not a call to the baseline copy.
+#define TCC_PRELUDE_FN inline __attribute__((always_inline))
 #endif
 
 // The headers spell uint16_t, uint32_t and int64_t as the builtin types

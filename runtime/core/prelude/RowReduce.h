@@ -3,7 +3,8 @@
 // Sum, max and softmax sum of n contiguous floats, in an order that depends
 // on n only, so results do not depend on the thread count. Sum and max use
 // eight independent lanes (they vectorize without reassociation) combined
-// in a fixed order. The generated host kernels use all three;
+// in a fixed order (the softmax sum in double lanes). The generated host
+// kernels use all three;
 // runtime/cpu/KernelsReduce.cpp sums rows with tcc_rowsum and
 // KernelsLoss.cpp takes the losses' softmax sums from tcc_rowsumexp_f64,
 // so a fused loss equals the library's bit for bit.
@@ -52,22 +53,35 @@ TCC_PRELUDE_FN float tcc_rowmax(const float *__restrict x, long long n) {
   return m;
 }
 
-/// sum(exp(x - m)) in double of tcc_exp_exact's floats, in order: the
-/// losses' softmax sums (the loss gradient drives training, so the fused
-/// and the library kernel agree bit for bit). The exponentials go through
-/// a block of 64 so that they vectorize; the sum keeps its order.
+/// sum(exp(x - m)) in double of tcc_exp_exact's floats: the losses'
+/// softmax sums (the loss gradient drives training, so the fused and the
+/// library kernel agree bit for bit). The exponentials go through a block
+/// of 64 so that they vectorize; the sums in eight double lanes (element i
+/// in lane i mod 8, the last partial eight apart), combined in a fixed
+/// order: one chain of dependent double adds per element cost more than
+/// the exponentials.
+typedef double tcc_f64x8 __attribute__((vector_size(64), aligned(8)));
+
 TCC_PRELUDE_FN double tcc_rowsumexp_f64(const float *__restrict x, long long n,
                                         float m) {
-  double s = 0.0;
+  tcc_f64x8 acc = {0, 0, 0, 0, 0, 0, 0, 0};
+  double tail = 0.0;
   float e[64];
   for (long long i0 = 0; i0 < n; i0 += 64) {
     long long k = n - i0 < 64 ? n - i0 : 64;
     for (long long i = 0; i < k; ++i)
       e[i] = tcc_exp_exact(x[i0 + i] - m);
-    for (long long i = 0; i < k; ++i)
-      s += static_cast<double>(e[i]);
+    long long i = 0;
+    for (; i + 8 <= k; i += 8) {
+      tcc_f32x8 v;
+      __builtin_memcpy(&v, e + i, sizeof v);
+      acc += __builtin_convertvector(v, tcc_f64x8);
+    }
+    for (; i < k; ++i)
+      tail += static_cast<double>(e[i]);
   }
-  return s;
+  return tail + ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
 #endif // TCC_RUNTIME_CORE_PRELUDE_ROWREDUCE_H
