@@ -19,6 +19,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -190,24 +191,41 @@ void run_max_pool2d(const KernelArgs &a) {
 void run_max_pool2d_grad(const KernelArgs &a) {
   const TensorView &DY = a.in[0], &I = a.in[1], &DX = a.out[0];
   float *dx = DX.f32();
-  std::fill(dx, dx + DX.numel, 0.0f);
   int64_t planes = DY.dim(0) * DY.dim(1);
   int64_t per = DY.dim(2) * DY.dim(3), size = DX.dim(2) * DX.dim(3);
   const float *dy = DY.f32();
   const int64_t *idx = I.i64();
-  for (int64_t pl = 0; pl < planes; ++pl)
-    for (int64_t k = 0; k < per; ++k) {
-      int64_t at = idx[pl * per + k];
-      if (at < 0) // a window entirely in the padding: no input element
-        continue;
-      // The indices are data; a corrupted artifact must not write out of
-      // bounds.
-      if (at >= size)
-        throw Error("max_pool2d_grad: index " + std::to_string(at) +
-                    " is outside the " + std::to_string(size) +
-                    "-element plane");
-      dx[pl * size + at] += dy[pl * per + k];
-    }
+  // Each plane's gradients stay in its plane: chunks of planes zero and
+  // scatter into their own part of dx, while it is in the cache. The first
+  // bad index (the indices are data; a corrupted artifact must not write out
+  // of bounds) is reported after the chunks.
+  std::atomic<int64_t> bad{-1};
+  auto run = [&](int64_t p0, int64_t p1) {
+    std::fill(dx + p0 * size, dx + p1 * size, 0.0f);
+    for (int64_t pl = p0; pl < p1; ++pl)
+      for (int64_t k = 0; k < per; ++k) {
+        int64_t at = idx[pl * per + k];
+        if (at < 0) // a window entirely in the padding: no input element
+          continue;
+        if (at >= size) {
+          int64_t none = -1;
+          bad.compare_exchange_strong(none, at);
+          continue;
+        }
+        dx[pl * size + at] += dy[pl * per + k];
+      }
+  };
+  ThreadPool &pool = ThreadPool::global();
+  int64_t chunks = std::min<int64_t>(planes, pool.size() * 4);
+  if (planes * (per + size) < (1 << 16) || chunks < 2)
+    run(0, planes);
+  else
+    pool.parallelFor(chunks, [&](int64_t c) {
+      run(planes * c / chunks, planes * (c + 1) / chunks);
+    });
+  if (bad.load() >= 0)
+    throw Error("max_pool2d_grad: index " + std::to_string(bad.load()) +
+                " is outside the " + std::to_string(size) + "-element plane");
 }
 
 //===----------------------------------------------------------------------===//

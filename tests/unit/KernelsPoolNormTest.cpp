@@ -121,21 +121,31 @@ TEST(MaxPoolEdges, RandomGeometriesFollowPyTorchOnPaddingTiesAndNaN) {
 
 TEST(MaxPoolEdges, ResNetStemIsTheSameAtOneThreadAndSeveral) {
   PoolThreads restore;
-  std::vector<int64_t> xs{4, 16, 16, 16}, ys{4, 16, 8, 8};
-  PoolCase g{4, 16, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
-  auto xv = randomValues(numel(xs), 21);
+  std::vector<int64_t> xs{8, 32, 16, 16}, ys{8, 32, 8, 8};
+  PoolCase g{8, 32, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+  auto xv = randomValues(numel(xs), 21), dyv = randomValues(numel(ys), 22);
   xv[100] = std::numeric_limits<float>::quiet_NaN();
-  std::vector<float> y;
+  std::vector<float> y, dx(numel(xs), 0.0f);
   std::vector<int64_t> idx;
   referenceMaxPool(g, xv, y, idx);
+  for (size_t k = 0; k < idx.size(); ++k) // one plane is 16 x 16, 8 x 8 out
+    dx[(k / 64) * 256 + idx[k]] += dyv[k];
   for (int threads : {1, 3}) {
     ThreadPool::setGlobalThreads(threads);
     KernelHarness h;
     int32_t x = h.f32(xs, xv), yo = h.out(ys), io = h.out(ys, DType::I64);
+    int32_t dy = h.f32(ys, dyv), dxo = h.out(xs);
     h.run("max_pool2d", {x}, {yo, io}, g.attrs());
+    h.run("max_pool2d_grad", {dy, io}, {dxo});
     SCOPED_TRACE(std::to_string(threads) + " threads");
     expectSameBits(h.get(yo), y);
     EXPECT_EQ(h.getI64(io), idx);
+    expectSameBits(h.get(dxo), dx);
+    // An index outside its plane is an error on the pool too.
+    std::vector<int64_t> bad = idx;
+    bad[bad.size() / 2] = 256;
+    int32_t bo = h.i64(ys, bad);
+    EXPECT_THROW(h.run("max_pool2d_grad", {dy, bo}, {dxo}), Error);
   }
 }
 
