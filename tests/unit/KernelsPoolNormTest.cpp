@@ -169,7 +169,8 @@ TEST(BatchNormEdges, StatisticsOfDataFarFromZeroKeepTheirDigits) {
   // to cancellation; the shifted sums must not. Rows by position (S < 16)
   // and by lanes (S >= 16, with a tail).
   for (std::vector<int64_t> xs :
-       {std::vector<int64_t>{8, 5, 3}, std::vector<int64_t>{4, 3, 37}}) {
+       {std::vector<int64_t>{8, 5, 3}, std::vector<int64_t>{4, 3, 16},
+        std::vector<int64_t>{4, 3, 37}}) {
     int64_t n = xs[0], c = xs[1], s = xs[2];
     auto xv = randomValues(numel(xs), 41, 999.9f, 1000.1f);
     for (int64_t ci = 0; ci < c; ++ci) {
