@@ -7,15 +7,16 @@
 // where x clusters around K); the mean is K + s1/M. The output is
 // x * alpha + beta with per-channel alpha and beta.
 //
-// The sums are plain loops GCC vectorizes (built for AVX-512 and AVX2 as
-// well as the baseline, picked when the process starts): a channel's rows
-// of S >= 16 elements add into eight lanes, summed in a fixed order at the
-// end; smaller S (late CNN layers, many channels) add each (c, s) position
-// over N in memory order and fold the S partial sums of a channel after.
-// No multiply-add contraction (the file's flags), so every variant rounds
-// alike. Large tensors share their channels over the ThreadPool: a
-// channel's sums run in the same order wherever they run, so the results do
-// not depend on the thread count.
+// A channel's rows of S >= 16 elements add into eight lanes, summed in a
+// fixed order at the end (AVX-512 where the CPU has it, else the same lanes
+// in plain C++: GCC does not vectorize them). Smaller S (late CNN layers,
+// many channels) add each (c, s) position over N in memory order and fold a
+// channel's S partial sums after; these and the elementwise passes are plain
+// loops GCC vectorizes, built for AVX-512 and AVX2 as well as the baseline
+// (target_clones). No multiply-add contraction (the file's flags), so every
+// variant rounds alike. Large tensors share their channels over the
+// ThreadPool: a channel's sums run in the same order wherever they run, so
+// the results do not depend on the thread count.
 //
 //   batch_norm_train       in [x, scale, bias] out [y, mean, var], f [eps]
 //   batch_norm_train_grad  in [dy, x, scale, mean, var]
@@ -85,7 +86,7 @@ static double laneSum(const double *l) {
 /// sum(a - k) and sum((a - k)^2) over the rows.
 static void shiftedSumsPlain(const float *a, int64_t n, int64_t stride,
                              int64_t s, double k, double *s1, double *s2) {
-  // Whole lanes only (GCC keeps them in registers); a row's last s % 8
+  // Eight lanes over a row's whole groups of eight; its last s % 8
   // elements add into t1, t2.
   double l1[kLanes] = {}, l2[kLanes] = {}, t1 = 0.0, t2 = 0.0;
   const int64_t whole = s / kLanes * kLanes;
