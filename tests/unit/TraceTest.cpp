@@ -73,8 +73,9 @@ TEST(Trace, TimelineMatchesThePlan) {
     EXPECT_EQ(tl.liveBytes.size(), b.p.instrs.size() + 1);
     for (const auto &u : tl.tensors)
       for (const auto &v : tl.tensors)
-        if (&u != &v && u.lane == v.lane)
+        if (&u != &v && u.lane == v.lane) {
           EXPECT_TRUE(u.last < v.first || v.last < u.first) << trial;
+        }
   }
 }
 
