@@ -3,7 +3,8 @@
 // The runtime is built for baseline x86-64, so that it loads on any x86-64
 // CPU; its hand-written loops then run on 4-wide SSE. A hot loop is written
 // once as an always-inline body and wrapped twice: plainly and with
-// TCC_AVX512_TARGET, and avx512Cpu() picks the wrapper at run time. Without
+// TCC_AVX512_TARGET, and avx512Cpu() picks the wrapper at run time (tests
+// compare the two with setAvx512Loops). Without
 // multiply-add contraction (the file's -ffp-contract=off, or no products
 // that could fuse), both wrappers do the same IEEE operations per element
 // and give the same bits.
@@ -22,17 +23,13 @@
 
 namespace tcc::rt::kernels {
 
-/// Whether this CPU runs TCC_AVX512_TARGET code (AVX-512 F, BW, DQ, VL).
-inline bool avx512Cpu() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  static const bool yes =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-  return yes;
-#else
-  return false;
-#endif
-}
+/// Whether this CPU runs TCC_AVX512_TARGET code (AVX-512 F, BW, DQ, VL) and
+/// the AVX-512 loops are not turned off (setAvx512Loops).
+bool avx512Cpu();
+
+/// Tests: false runs every hot loop's baseline wrapper, as on a CPU without
+/// AVX-512; true gives detection back. No kernel may be running.
+void setAvx512Loops(bool on);
 
 } // namespace tcc::rt::kernels
 

@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/core/ThreadPool.h"
+#include "runtime/cpu/IsaClone.h"
 #include "runtime/cpu/KernelsInternal.h"
 
 // GCC 12 takes the intrinsics' undefined pass-through operands for
@@ -192,10 +193,7 @@ TCC_AVX512 static void gradSumsAvx512(const float *g, const float *a, int64_t n,
   *s2 = laneSum(v2) + t2;
 }
 
-static bool hasAvx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
-  return yes;
-}
+static bool hasAvx512() { return avx512Cpu(); }
 
 static void shiftedSums(const float *a, int64_t n, int64_t stride, int64_t s,
                         double k, double *s1, double *s2) {

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/core/ThreadPool.h"
 #include "runtime/core/abi/WindowGeometry.h"
+#include "runtime/cpu/IsaClone.h"
 #include "runtime/cpu/KernelsInternal.h"
 
 #include <immintrin.h>
@@ -159,7 +160,7 @@ void run_max_pool2d(const KernelArgs &a) {
   const float *x = X.f32();
   float *y = Y.f32();
   int64_t *idx = I.i64();
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  bool avx512 = avx512Cpu();
   std::vector<int32_t> starts;
   if (avx512 && oh * ow > 0 && maxPoolFitsInt32(g, h, wd, oh, ow))
     starts = windowStarts(g, oh, ow);
