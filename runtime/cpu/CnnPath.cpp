@@ -40,11 +40,18 @@ static std::atomic<long> calls{0};
 long oneDnnCalls() { return calls.load(); }
 void noteOneDnnCall() { calls.fetch_add(1, std::memory_order_relaxed); }
 
+/// libgomp's spin between regions, in its `pause` iterations: about 0.2 ms
+/// on the Xeon the figures come from (benchmarks/results/
+/// resnet_cpu_2026-11-29b.md).
+static const char *const kOmpSpinCount = "3000";
+
 static const OneDnnKernels *loadModule() {
-  // Before libgomp loads (with the module): OpenMP threads that sleep as
-  // soon as a region ends, as the runtime's pool does after a short spin.
+  // Before libgomp loads (with the module): OpenMP threads that spin
+  // briefly after a region and then sleep, as the runtime's pool does.
+  // Sleeping at once (passive) made each of a ResNet step's ~170 oneDNN
+  // calls wake its team; libgomp's default spins for milliseconds.
   if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT"))
-    setenv("OMP_WAIT_POLICY", "passive", 0);
+    setenv("GOMP_SPINCOUNT", kOmpSpinCount, 0);
   std::string path = backends::moduleDirectory() + "/libtcc_cpu_onednn.so";
   void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   const char *why = nullptr;

@@ -5,11 +5,12 @@
 // module of their own, libtcc_cpu_onednn.so (OneDnn*.cpp), which the runtime
 // loads from beside itself the first time a convolution runs. The reason is
 // OpenMP: Debian's oneDNN runs on libgomp, whose threads spin for milliseconds
-// after each parallel region unless OMP_WAIT_POLICY is set before libgomp
-// loads, and spinning threads starve the runtime's own pool and OpenBLAS on the
-// same cores (a ResNet step ran 2-10x slower). Loading the module late lets the
-// runtime ask for passive waiting first (unless the user set OMP_WAIT_POLICY or
-// GOMP_SPINCOUNT).
+// after each parallel region unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set
+// before libgomp loads, and spinning threads starve the runtime's own pool
+// and OpenBLAS on the same cores (a ResNet step ran 2-10x slower). Loading
+// the module late lets the runtime set a short spin first, about the pool's
+// (GOMP_SPINCOUNT=3000; passive waiting, which it set before, paid a team
+// wake-up on every oneDNN call), unless the user set either variable.
 //
 // Batch norm and pooling stay on the runtime's loops: oneDNN 2.6 has only a
 // plain C++ batch norm for NCHW, 2-5x slower than KernelsBatchNorm.cpp, and
