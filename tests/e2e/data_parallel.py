@@ -122,14 +122,14 @@ class Case:
               f"(max abs param diff {worst:.1e})")
 
 
-def equivalence(c, name, model, batch, copts, feed, topts):
+def equivalence(c, name, model, batch, copts, feed, topts, atol=1e-6):
     """`model` compiled at 2*batch in one process vs at `batch` on 2 ranks."""
     tag = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_")
     one = c.train(c.compile(model, tag + "_1x", 2 * batch, copts),
                   tag + "_1x", 1, feed, topts)
     two = c.train(c.compile(model, tag + "_2x", batch, copts + DP),
                   tag + "_2x", 2, feed, topts)
-    c.compare(name, one, two)
+    c.compare(name, one, two, atol=atol)
 
 
 def kill_rank_after(rank, step):
@@ -296,17 +296,24 @@ def main():
     c = Case(args)
     sgd = ["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9"]
     adamw = ["--optimizer", "adamw", "--lr", "0.003"]
+    # AdamW divides by sqrt(v): where a gradient is near zero, the sum's
+    # order (two ranks' halves all-reduced, or one batch) moves the update
+    # by a visible fraction of the step. Parameters then agree within a
+    # thousandth of a step (lr * 1e-3), not the SGD cases' 1e-6.
+    adamw_atol = 0.003 * 1e-3
     parts = {
         "file-order": lambda: equivalence(c, "mlp --no-shuffle", c.mlp, 8, sgd,
                                           c.data, ["--no-shuffle"]),
         "shuffled": lambda: equivalence(c, "mlp shuffled", c.mlp, 8, adamw,
-                                        c.data, ["--seed", "3"]),
+                                        c.data, ["--seed", "3"],
+                                        atol=adamw_atol),
         "grad-accum": lambda: equivalence(c, "mlp --grad-accum 2", c.mlp, 4,
                                           sgd + ["--grad-accum", "2"], c.data,
                                           ["--seed", "1"]),
         "clip": lambda: equivalence(c, "mlp --clip-grad-norm", c.mlp, 8,
                                     adamw + ["--clip-grad-norm", "0.5"],
-                                    c.data, ["--no-shuffle"]),
+                                    c.data, ["--no-shuffle"],
+                                    atol=adamw_atol),
         "gpt": lambda: gpt(c, args.examples),
         "dropout": lambda: gpt_dropout(c, args.examples),
         "killed": lambda: killed_rank(c),
