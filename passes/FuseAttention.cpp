@@ -406,7 +406,6 @@ void FuseAttentionPass::rewrite(Match &m) {
   std::iota(identity.begin(), identity.end(), 0);
 
   // K as [..., Tk, D]: undo the transpose that made k^T, or add one.
-  Value rawK = k, rawV = v;
   if (m.kIsTransposed) {
     if (auto t = k.getDefiningOp<TransposeOp>()) {
       SmallVector<int64_t> perm = swapLastTwo(t.getPerm());
@@ -472,7 +471,7 @@ void FuseAttentionPass::rewrite(Match &m) {
     out = ReshapeOp::create(b, loc, m.root.getType(), out);
   m.root.getResult().replaceAllUsesWith(out);
   SmallVector<Operation *> dead{m.root};
-  for (Value x : {m.q, m.k, m.v, q, k, v, rawK, rawV})
+  for (Value x : {m.q, m.k, m.v, q, k, v})
     dead.push_back(x.getDefiningOp());
   eraseDead(dead);
 }
