@@ -12,11 +12,12 @@
 // in plain C++: GCC does not vectorize them). Smaller S (late CNN layers,
 // many channels) add each (c, s) position over N in memory order and fold a
 // channel's S partial sums after; these and the elementwise passes are plain
-// loops GCC vectorizes, built for AVX-512 and AVX2 as well as the baseline
-// (target_clones). No multiply-add contraction (the file's flags), so every
-// variant rounds alike. Large tensors share their channels over the
-// ThreadPool: a channel's sums run in the same order wherever they run, so
-// the results do not depend on the thread count.
+// loops GCC vectorizes, built for AVX-512 as well as the baseline
+// (IsaClone.h; not target_clones, whose IFUNC resolvers run before a
+// sanitizer's runtime is up). No multiply-add contraction (the file's
+// flags), so every variant rounds alike. Large tensors share their channels
+// over the ThreadPool: a channel's sums run in the same order wherever they
+// run, so the results do not depend on the thread count.
 //
 //   batch_norm_train       in [x, scale, bias] out [y, mean, var], f [eps]
 //   batch_norm_train_grad  in [dy, x, scale, mean, var]
@@ -39,8 +40,6 @@
 #include <vector>
 
 #define TCC_AVX512 __attribute__((target("avx512f")))
-#define TCC_CLONES                                                             \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
 namespace tcc::rt::kernels {
 
@@ -213,23 +212,45 @@ static void gradSums(const float *g, const float *a, int64_t n, int64_t stride,
 // Sums by position (S < 16): acc[j] over the rows, j < len
 //===----------------------------------------------------------------------===//
 
-TCC_CLONES static void shiftedSumsAt(const float *a, const double *k,
-                                     int64_t len, double *s1, double *s2) {
+TCC_CLONE_BODY void shiftedSumsAtBody(const float *a, const double *k,
+                                      int64_t len, double *s1, double *s2) {
   for (int64_t j = 0; j < len; ++j) {
     double t = static_cast<double>(a[j]) - k[j];
     s1[j] += t;
     s2[j] += t * t;
   }
 }
+TCC_AVX512_TARGET static void shiftedSumsAtAvx512(const float *a,
+                                                  const double *k, int64_t len,
+                                                  double *s1, double *s2) {
+  shiftedSumsAtBody(a, k, len, s1, s2);
+}
+static void shiftedSumsAt(const float *a, const double *k, int64_t len,
+                          double *s1, double *s2) {
+  if (avx512Cpu())
+    return shiftedSumsAtAvx512(a, k, len, s1, s2);
+  shiftedSumsAtBody(a, k, len, s1, s2);
+}
 
-TCC_CLONES static void gradSumsAt(const float *g, const float *a,
-                                  const double *mu, int64_t len, double *s1,
-                                  double *s2) {
+TCC_CLONE_BODY void gradSumsAtBody(const float *g, const float *a,
+                                   const double *mu, int64_t len, double *s1,
+                                   double *s2) {
   for (int64_t j = 0; j < len; ++j) {
     double gi = g[j];
     s1[j] += gi;
     s2[j] += gi * (static_cast<double>(a[j]) - mu[j]);
   }
+}
+TCC_AVX512_TARGET static void gradSumsAtAvx512(const float *g, const float *a,
+                                               const double *mu, int64_t len,
+                                               double *s1, double *s2) {
+  gradSumsAtBody(g, a, mu, len, s1, s2);
+}
+static void gradSumsAt(const float *g, const float *a, const double *mu,
+                       int64_t len, double *s1, double *s2) {
+  if (avx512Cpu())
+    return gradSumsAtAvx512(g, a, mu, len, s1, s2);
+  gradSumsAtBody(g, a, mu, len, s1, s2);
 }
 
 /// Per-channel sums of channels [c0, c1) by position: sum1(row, c, s) is
@@ -257,8 +278,8 @@ static void sumsByPosition(const NCS &d, int64_t c0, int64_t c1, double *out1,
 // Elementwise passes: y = a * alpha + beta; dx = (g - gm - (a - mu) k) co
 //===----------------------------------------------------------------------===//
 
-TCC_CLONES static void affine(const float *a, int64_t len, const float *alpha,
-                              const float *beta, int64_t s, float *y) {
+TCC_CLONE_BODY void affineBody(const float *a, int64_t len, const float *alpha,
+                               const float *beta, int64_t s, float *y) {
   // alpha and beta per position (s == 1) or one per row of s elements.
   if (s == 1) {
     for (int64_t j = 0; j < len; ++j)
@@ -271,6 +292,18 @@ TCC_CLONES static void affine(const float *a, int64_t len, const float *alpha,
       y[r * s + i] = a[r * s + i] * al + be;
   }
 }
+TCC_AVX512_TARGET static void affineAvx512(const float *a, int64_t len,
+                                           const float *alpha,
+                                           const float *beta, int64_t s,
+                                           float *y) {
+  affineBody(a, len, alpha, beta, s, y);
+}
+static void affine(const float *a, int64_t len, const float *alpha,
+                   const float *beta, int64_t s, float *y) {
+  if (avx512Cpu())
+    return affineAvx512(a, len, alpha, beta, s, y);
+  affineBody(a, len, alpha, beta, s, y);
+}
 
 namespace {
 /// The backward's coefficients as floats, per channel (or per position).
@@ -281,9 +314,9 @@ struct GradCoef {
 } // namespace
 
 /// Rows of s elements sharing coefficient r; s == 1: one per element.
-TCC_CLONES static void gradInput(const float *g, const float *a, int64_t len,
-                                 int64_t s, const float *mu, const float *gm,
-                                 const float *k, const float *co, float *dx) {
+TCC_CLONE_BODY void gradInputBody(const float *g, const float *a, int64_t len,
+                                  int64_t s, const float *mu, const float *gm,
+                                  const float *k, const float *co, float *dx) {
   if (s == 1) {
     for (int64_t j = 0; j < len; ++j)
       dx[j] = (g[j] - gm[j] - (a[j] - mu[j]) * k[j]) * co[j];
@@ -296,6 +329,20 @@ TCC_CLONES static void gradInput(const float *g, const float *a, int64_t len,
       dx[j] = (g[j] - gr - (a[j] - mr) * kr) * cr;
     }
   }
+}
+TCC_AVX512_TARGET static void gradInputAvx512(const float *g, const float *a,
+                                              int64_t len, int64_t s,
+                                              const float *mu, const float *gm,
+                                              const float *k, const float *co,
+                                              float *dx) {
+  gradInputBody(g, a, len, s, mu, gm, k, co, dx);
+}
+static void gradInput(const float *g, const float *a, int64_t len, int64_t s,
+                      const float *mu, const float *gm, const float *k,
+                      const float *co, float *dx) {
+  if (avx512Cpu())
+    return gradInputAvx512(g, a, len, s, mu, gm, k, co, dx);
+  gradInputBody(g, a, len, s, mu, gm, k, co, dx);
 }
 
 //===----------------------------------------------------------------------===//
