@@ -74,4 +74,17 @@ const OneDnnKernels *oneDnnKernels() {
   return kernels;
 }
 
+const OneDnnKernels *oneDnnKernelsIfLoadable() {
+  if (cnnPath() != CnnPath::OneDnn)
+    return nullptr;
+  static const OneDnnKernels *kernels = []() -> const OneDnnKernels * {
+    try {
+      return oneDnnKernels();
+    } catch (const Error &) {
+      return nullptr;
+    }
+  }();
+  return kernels;
+}
+
 } // namespace tcc::rt::cpu

@@ -49,6 +49,9 @@ struct OneDnnKernels {
 /// The loaded module's kernels, or null on the reference path. Throws if
 /// the module cannot be loaded.
 const OneDnnKernels *oneDnnKernels();
+/// The same, or null where the module cannot be loaded (a build without
+/// OpenMP has none): for callers with a fallback as good, the GEMMs.
+const OneDnnKernels *oneDnnKernelsIfLoadable();
 
 /// How many kernel calls oneDNN has run in this process (tests check that
 /// the cases they compare did take the oneDNN path); the module counts.

@@ -21,10 +21,13 @@ enum class GemmLib { OneDnn, OpenBlasOnPool, OpenBlasThreads };
 /// TCC_CPU_GEMM, read on every call (benchmarks switch it in one process).
 static GemmLib gemmLib() {
   const char *env = std::getenv("TCC_CPU_GEMM");
-  if (!env || !*env || std::strcmp(env, "onednn") == 0)
-    // TCC_CPU_CONV=im2col never loads oneDNN.
-    return cpu::cnnPath() == cpu::CnnPath::OneDnn ? GemmLib::OneDnn
-                                                  : GemmLib::OpenBlasOnPool;
+  if (!env || !*env)
+    // TCC_CPU_CONV=im2col never loads oneDNN; a build without OpenMP has
+    // no module.
+    return cpu::oneDnnKernelsIfLoadable() ? GemmLib::OneDnn
+                                          : GemmLib::OpenBlasOnPool;
+  if (std::strcmp(env, "onednn") == 0) // asked for: its errors are reported
+    return GemmLib::OneDnn;
   if (std::strcmp(env, "openblas") == 0)
     return GemmLib::OpenBlasOnPool;
   if (std::strcmp(env, "blas") == 0)
@@ -61,10 +64,14 @@ static void blockCall(GemmLib lib, bool ta, bool tb, int64_t m, int64_t n,
                       int64_t k, float alpha, const float *a, int64_t lda,
                       const float *b, int64_t ldb, float beta, float *c,
                       int64_t ldc) {
-  if (lib == GemmLib::OneDnn &&
-      cpu::oneDnnKernels()->sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta,
-                                  c, ldc))
-    return;
+  if (lib == GemmLib::OneDnn) {
+    const cpu::OneDnnKernels *dnn = cpu::oneDnnKernels();
+    if (!dnn)
+      throw Error("TCC_CPU_GEMM=onednn: oneDNN is not loaded with "
+                  "TCC_CPU_CONV=im2col");
+    if (dnn->sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+      return;
+  }
   blasCall(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 

@@ -12,6 +12,7 @@
 #include "runtime/cpu/ParallelGemm.h"
 #include "runtime/core/Artifact.h"
 #include "runtime/core/ThreadPool.h"
+#include "runtime/cpu/CnnPath.h"
 
 #include <gtest/gtest.h>
 
@@ -167,4 +168,21 @@ TEST(ParallelGemm, UnknownLibraryIsAnError) {
               std::string::npos)
         << e.what();
   }
+}
+
+// oneDNN asked for by name on the path that never loads it.
+TEST(ParallelGemm, OneDnnWithoutTheModuleIsAnError) {
+  GemmEnv env("onednn");
+  tcc::rt::cpu::CnnPath saved = tcc::rt::cpu::cnnPath();
+  tcc::rt::cpu::setCnnPath(tcc::rt::cpu::CnnPath::Reference);
+  std::vector<float> a(64 * 64, 1.0f), b(64 * 64, 1.0f), c(64 * 64);
+  std::string what;
+  try {
+    parallelSgemm(false, false, 64, 64, 64, 1.0f, a.data(), 64, b.data(), 64,
+                  0.0f, c.data(), 64);
+  } catch (const tcc::rt::Error &e) {
+    what = e.what();
+  }
+  tcc::rt::cpu::setCnnPath(saved);
+  EXPECT_NE(what.find("TCC_CPU_GEMM=onednn"), std::string::npos) << what;
 }
