@@ -105,8 +105,7 @@ int main(int argc, char **argv) {
         }
       }
     double flop = 2.0 * s.m * s.n * s.k;
-    std::printf("%-9s %5ld %5ld %5ld", s.what, (long)s.m, (long)s.n,
-                (long)s.k);
+    std::printf("%-9s %5ld %5ld %5ld", s.what, (long)s.m, (long)s.n, (long)s.k);
     for (int way = 0; way < kWays; ++way) {
       std::sort(t[way].begin(), t[way].end());
       double min = t[way].front(), med = t[way][t[way].size() / 2];

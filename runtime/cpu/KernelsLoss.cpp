@@ -43,8 +43,9 @@ struct RowExp {
 } // namespace
 
 /// The exponentials are fastExp's (within 2 ulp, vectorized) summed in
-/// double lanes in a fixed order: tcc_rowsumexp_f64 of runtime/core/prelude/RowReduce.h,
-/// which the generated loss regions call too, so they agree bit for bit.
+/// double lanes in a fixed order: tcc_rowsumexp_f64 of
+/// runtime/core/prelude/RowReduce.h, which the generated loss regions call too,
+/// so they agree bit for bit.
 static RowExp rowExp(const float *row, int64_t n) {
   float mx = row[0];
   for (int64_t c = 1; c < n; ++c)

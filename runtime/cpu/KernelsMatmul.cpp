@@ -3,7 +3,6 @@
 #include "runtime/cpu/KernelsInternal.h"
 #include "runtime/cpu/ParallelGemm.h"
 
-
 #include <algorithm>
 #include <climits>
 
