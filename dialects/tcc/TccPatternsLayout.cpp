@@ -86,6 +86,17 @@ static SmallVector<int64_t> withoutUnits(ArrayRef<int64_t> shape) {
   return s;
 }
 
+/// x's entries [start, start + size) along `axis`, the other axes whole.
+static Value sliceOfAxis(PatternRewriter &rewriter, Location loc, Value x,
+                         int64_t axis, int64_t start, int64_t size) {
+  ArrayRef<int64_t> shape = typeOf(x).getShape();
+  SmallVector<int64_t> starts(shape.size(), 0), sizes(shape),
+      steps(shape.size(), 1);
+  starts[axis] = start;
+  sizes[axis] = size;
+  return SliceOp::create(rewriter, loc, x, starts, sizes, steps);
+}
+
 /// The integer values of a constant index tensor, if `v` is one.
 static std::optional<SmallVector<int64_t>> constantIndices(Value v) {
   DenseIntElementsAttr attr;
@@ -117,12 +128,8 @@ struct GatherOfConsecutiveIsSlice final : OpRewritePattern<GatherOp> {
       if (at < 0 || at >= n || at != first + (int64_t)k)
         return rewriter.notifyMatchFailure(op, "not consecutive in range");
     }
-    SmallVector<int64_t> starts(shape.size(), 0), sizes(shape),
-        steps(shape.size(), 1);
-    starts[axis] = first;
-    sizes[axis] = idx->size();
-    Value s = SliceOp::create(rewriter, op.getLoc(), op.getData(), starts,
-                              sizes, steps);
+    Value s = sliceOfAxis(rewriter, op.getLoc(), op.getData(), axis, first,
+                          static_cast<int64_t>(idx->size()));
     rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), s);
     return success();
   }
@@ -196,11 +203,9 @@ struct SliceBeforeReshape final : OpRewritePattern<SliceOp> {
       int64_t inner = 1;
       for (int64_t d = a + 1; d < g.outEnd; ++d)
         inner *= z[d];
-      SmallVector<int64_t> starts(in.size(), 0), sizes(in), steps(in.size(), 1);
-      starts[k] = op.getStarts()[a] * inner;
-      sizes[k] = op.getSizes()[a] * inner;
-      Value s = SliceOp::create(rewriter, op.getLoc(), rs.getInput(), starts,
-                                sizes, steps);
+      Value s =
+          sliceOfAxis(rewriter, op.getLoc(), rs.getInput(), k,
+                      op.getStarts()[a] * inner, op.getSizes()[a] * inner);
       rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), s);
       return success();
     }
