@@ -39,8 +39,6 @@
 #include <cmath>
 #include <vector>
 
-#define TCC_AVX512 __attribute__((target("avx512f")))
-
 namespace tcc::rt::kernels {
 
 namespace {
@@ -137,9 +135,10 @@ static void gradSumsPlain(const float *g, const float *a, int64_t n,
 /// The same lanes with AVX-512 (GCC does not vectorize the plain loops):
 /// lane l of the vector is l1[l], and no multiply-add, so the sums are the
 /// plain version's bits.
-TCC_AVX512 static void shiftedSumsAvx512(const float *a, int64_t n,
-                                         int64_t stride, int64_t s, double k,
-                                         double *s1, double *s2) {
+TCC_AVX512_TARGET static void shiftedSumsAvx512(const float *a, int64_t n,
+                                                int64_t stride, int64_t s,
+                                                double k, double *s1,
+                                                double *s2) {
   __m512d l1 = _mm512_setzero_pd(), l2 = _mm512_setzero_pd();
   const __m512d vk = _mm512_set1_pd(k);
   double t1 = 0.0, t2 = 0.0;
@@ -164,9 +163,10 @@ TCC_AVX512 static void shiftedSumsAvx512(const float *a, int64_t n,
   *s2 = laneSum(v2) + t2;
 }
 
-TCC_AVX512 static void gradSumsAvx512(const float *g, const float *a, int64_t n,
-                                      int64_t stride, int64_t s, double mu,
-                                      double *s1, double *s2) {
+TCC_AVX512_TARGET static void gradSumsAvx512(const float *g, const float *a,
+                                             int64_t n, int64_t stride,
+                                             int64_t s, double mu, double *s1,
+                                             double *s2) {
   __m512d l1 = _mm512_setzero_pd(), l2 = _mm512_setzero_pd();
   const __m512d vmu = _mm512_set1_pd(mu);
   double t1 = 0.0, t2 = 0.0;
@@ -192,18 +192,16 @@ TCC_AVX512 static void gradSumsAvx512(const float *g, const float *a, int64_t n,
   *s2 = laneSum(v2) + t2;
 }
 
-static bool hasAvx512() { return avx512Cpu(); }
-
 static void shiftedSums(const float *a, int64_t n, int64_t stride, int64_t s,
                         double k, double *s1, double *s2) {
-  if (hasAvx512())
+  if (avx512Cpu())
     return shiftedSumsAvx512(a, n, stride, s, k, s1, s2);
   shiftedSumsPlain(a, n, stride, s, k, s1, s2);
 }
 
 static void gradSums(const float *g, const float *a, int64_t n, int64_t stride,
                      int64_t s, double mu, double *s1, double *s2) {
-  if (hasAvx512())
+  if (avx512Cpu())
     return gradSumsAvx512(g, a, n, stride, s, mu, s1, s2);
   gradSumsPlain(g, a, n, stride, s, mu, s1, s2);
 }

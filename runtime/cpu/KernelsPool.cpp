@@ -69,8 +69,6 @@ static void maxPoolRow(const abi::PoolGeom &g, const float *plane, int64_t h,
   }
 }
 
-#define TCC_AVX512 __attribute__((target("avx512f")))
-
 /// Where each output position of a plane starts its window: [oh * ow] rows
 /// then [oh * ow] columns, the same for every plane.
 static std::vector<int32_t> windowStarts(const abi::PoolGeom &g, int64_t oh,
@@ -89,11 +87,10 @@ static std::vector<int32_t> windowStarts(const abi::PoolGeom &g, int64_t oh,
 /// keeps maxPoolRow's rules: the first valid tap starts the window, a
 /// larger value or a NaN replaces the best. Positions run through the plane
 /// in order, so a plane of 8 x 8 outputs fills four whole vectors.
-TCC_AVX512 static void maxPoolPlanesAvx512(const abi::PoolGeom &g,
-                                           const float *x, int64_t h,
-                                           int64_t wd, int64_t per,
-                                           const int32_t *starts, int64_t p0,
-                                           int64_t p1, float *y, int64_t *idx) {
+TCC_AVX512_TARGET static void
+maxPoolPlanesAvx512(const abi::PoolGeom &g, const float *x, int64_t h,
+                    int64_t wd, int64_t per, const int32_t *starts, int64_t p0,
+                    int64_t p1, float *y, int64_t *idx) {
   const __m512i vh = _mm512_set1_epi32(static_cast<int32_t>(h));
   const __m512i vw = _mm512_set1_epi32(static_cast<int32_t>(wd));
   const __m512i none = _mm512_set1_epi32(-1), zero = _mm512_setzero_si512();
